@@ -1,0 +1,72 @@
+// Result<T>: the error-carrying return type used across module boundaries (STYLE.md "Errors").
+//
+// Shaped like std::expected (C++23): a Result holds either a value or an Error. The failing call
+// records what it tried (the syscall or operation) and the errno; each caller on the way up adds
+// the step it was performing with Context(); the top level renders it once.
+#pragma once
+
+#include <cerrno>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace cagent {
+
+// Describes one failure. `op` is the operation that failed ("mount", "open /etc/x"), `err` the
+// errno if the failure came from the kernel (0 otherwise), `steps` the chain of callers' context,
+// outermost first once rendered.
+struct Error {
+  std::string op;
+  int err = 0;
+  std::string detail;  // free text for failures that are not syscalls
+  std::string context;  // "step: step: " prefix added by callers
+
+  // Human-readable: "<context><op>: <strerror(err)> (<detail>)".
+  [[nodiscard]] std::string Message() const;
+  // Prefixes the caller's step name.
+  Error&& Context(const std::string& step) && {
+    context = step + ": " + context;
+    return std::move(*this);
+  }
+};
+
+// Builds an Error from the current errno.
+[[nodiscard]] Error ErrnoError(std::string op, int err = errno);
+// Builds an Error that is not a syscall failure.
+[[nodiscard]] Error PlainError(std::string op, std::string detail = {});
+
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}     // NOLINT(google-explicit-constructor)
+
+  [[nodiscard]] bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  const Error& error() const { return std::get<1>(v_); }
+  Error& error() { return std::get<1>(v_); }
+
+  // Prefixes the error (if any) with the caller's step name.
+  Result&& Context(const std::string& step) && {
+    if (!ok()) error().context = step + ": " + error().context;
+    return std::move(*this);
+  }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+// Result<void> equivalent.
+struct Ok {};
+using Status = Result<Ok>;
+
+}  // namespace cagent

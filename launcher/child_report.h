@@ -1,0 +1,76 @@
+// The fixed-size records the sandbox's init (and the command child before exec) send to cagent
+// over the report pipe. Written from the child after clone, where nothing may allocate, throw or
+// log: a record is a plain struct written with one write(2) (atomic for a pipe below PIPE_BUF).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace cagent::launcher {
+
+// Reserved exit codes of `cagent exec`, distinct from what a command usually returns. The JSON
+// result disambiguates completely (a command may itself exit 125).
+inline constexpr int kExitSetupFailed = 125;  // the sandbox could not be built
+inline constexpr int kExitCannotExecute = 126;
+inline constexpr int kExitNotFound = 127;
+
+// Each step of building the sandbox in the child. The names are what users see in
+// "cagent: sandbox setup failed at <step>: <error>".
+enum class ChildStep : std::uint32_t {
+  kDeathSignal,
+  kWaitForParent,
+  kParentGone,
+  kSetHostname,
+  kLoopbackUp,
+  kMountPrivate,
+  kMountStaging,
+  kPivotToStaging,
+  kMountNewRoot,
+  kMountOp,  // `detail` holds the index of the MountOp that failed
+  kMountProc,
+  kDetachOldRoot,
+  kPivotToNewRoot,
+  kDropCapabilities,
+  kNoNewPrivs,
+  kSetsid,
+  kSignalSetup,
+  kForkCommand,
+  kChdir,
+  kCloseFds,
+  kExec,
+  kSubreaper,
+};
+
+std::string_view ChildStepName(ChildStep step);
+
+enum class ReportKind : std::uint32_t {
+  kSetupFailed = 1,  // step/err/detail valid; the sandbox was not built
+  kExecFailed = 2,   // err valid; the sandbox was built but the command could not be executed
+  kCommandExited = 3,  // wait_status valid: the command's raw wait status, sent by init
+};
+
+struct ChildReport {
+  ReportKind kind;
+  ChildStep step;
+  std::int32_t err;
+  std::int32_t detail;
+  std::int32_t wait_status;
+};
+
+}  // namespace cagent::launcher
+
+namespace cagent::launcher {
+
+// What a child-side step returns: `ok`, or the failing step with its errno and a step-specific
+// detail (e.g. the MountOp index). Plain data, so it can be produced without allocating.
+struct ChildResult {
+  bool ok = true;
+  ChildStep step = ChildStep::kDeathSignal;
+  int err = 0;
+  int detail = -1;
+
+  static ChildResult Success() { return {}; }
+  static ChildResult Failure(ChildStep s, int e, int d = -1) { return {false, s, e, d}; }
+};
+
+}  // namespace cagent::launcher

@@ -1,0 +1,34 @@
+// `cagent exec`: run one command in a sandbox built from the built-in defaults.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace cagent::launcher {
+
+struct ExecOptions {
+  std::string profile = "default";
+  std::string workspace;  // default: the current directory
+  bool json = false;
+  bool quiet = false;
+  std::vector<std::string> ro_paths;
+  std::vector<std::string> rw_paths;
+  std::vector<std::string> hide_paths;
+  std::vector<std::string> env_set;   // NAME=VALUE
+  std::vector<std::string> env_pass;  // NAME
+  std::string timeout;                // duration literal, empty = none
+  std::vector<std::string> disable_layers;
+  std::vector<std::string> command;
+};
+
+// Adds the `exec` subcommand to `app`; the options are written into `options`.
+CLI::App* AddExecCommand(CLI::App& app, ExecOptions& options);
+
+// Runs `cagent exec`; returns cagent's exit status (the command's, or a reserved code).
+int RunExecCommand(const ExecOptions& options);
+
+}  // namespace cagent::launcher

@@ -1,0 +1,43 @@
+// cagent: the command-line entry point. Parses the command line and hands off to one subcommand.
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "launcher/cli/exec_command.h"
+
+int main(int argc, char** argv) {
+  // Every message cagent prints goes to stderr as "cagent: ..."; stdout belongs to the command
+  // and to --json.
+  auto logger = spdlog::stderr_logger_st("cagent");
+  logger->set_pattern("cagent: %v");
+  spdlog::set_default_logger(logger);
+
+  CLI::App app(
+      "cagent runs coding agents and arbitrary commands inside a setuid-free Linux sandbox "
+      "(namespaces, a workspace-only filesystem view, no network, no capabilities).",
+      "cagent");
+  app.set_version_flag("--version", "cagent " CAGENT_VERSION);
+  app.require_subcommand(1);
+  app.footer("Run 'cagent SUBCOMMAND --help' for the options of each subcommand; 'man cagent' for "
+             "the full manual.");
+
+  cagent::launcher::ExecOptions exec_options;
+  CLI::App* exec = cagent::launcher::AddExecCommand(app, exec_options);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  if (exec->parsed()) return cagent::launcher::RunExecCommand(exec_options);
+  return 2;
+}

@@ -1,0 +1,112 @@
+#include "launcher/launch_spec.h"
+
+#include <sys/stat.h>
+
+#include <array>
+#include <climits>
+#include <cstdlib>
+#include <memory>
+
+namespace cagent::launcher {
+namespace {
+
+constexpr std::array<std::string_view, static_cast<size_t>(Layer::kCount)> kLayerNames = {
+    "fs", "pid", "net", "ipc", "uts", "cgroup", "session", "die-with-parent", "env", "fds", "caps",
+};
+
+bool IsAbsoluteNormal(const std::string& p) {
+  if (p.empty() || p[0] != '/') return false;
+  // No "." or ".." components and no empty components except the leading one.
+  size_t start = 1;
+  while (start <= p.size()) {
+    size_t end = p.find('/', start);
+    if (end == std::string::npos) end = p.size();
+    std::string_view comp(p.data() + start, end - start);
+    if (comp == "." || comp == "..") return false;
+    if (comp.empty() && end != p.size()) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string_view LayerName(Layer layer) { return kLayerNames.at(static_cast<size_t>(layer)); }
+
+Result<Layer> ParseLayer(std::string_view name) {
+  std::string valid;
+  for (size_t i = 0; i < kLayerNames.size(); ++i) {
+    if (kLayerNames[i] == name) return static_cast<Layer>(i);
+    valid += (i ? ", " : "") + std::string(kLayerNames[i]);
+  }
+  return PlainError("unknown layer '" + std::string(name) + "'", "valid layers: " + valid);
+}
+
+LaunchSpec DefaultLaunchSpec(std::string workspace, std::vector<std::string> argv) {
+  LaunchSpec spec;
+  spec.argv = std::move(argv);
+  spec.cwd = workspace;
+  spec.workspace = std::move(workspace);
+  // The system trees a toolchain needs. /etc is needed for users, locales, certificates and
+  // linker configuration; its secrets are hidden below.
+  spec.read_only_paths = {"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+                          "/opt"};
+  // Readable only by root, but a root caller is uid 0 inside too: hide them rather than rely on
+  // file modes.
+  spec.hidden_paths = {"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-",
+                       "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private"};
+  spec.env_set = {
+      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+      {"HOME", spec.home},
+      {"TMPDIR", "/tmp"},
+      {"SHELL", "/bin/sh"},
+  };
+  spec.env_pass = {"TERM", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "COLORTERM",
+                   "NO_COLOR"};
+  return spec;
+}
+
+Result<std::string> CanonicalDirectory(const std::string& path) {
+  std::unique_ptr<char, decltype(&std::free)> real(::realpath(path.c_str(), nullptr), &std::free);
+  if (!real) return ErrnoError("resolve '" + path + "'");
+  struct stat st {};
+  if (::stat(real.get(), &st) != 0) return ErrnoError("stat '" + std::string(real.get()) + "'");
+  if (!S_ISDIR(st.st_mode)) return ErrnoError("use '" + path + "' as a directory", ENOTDIR);
+  return std::string(real.get());
+}
+
+Status ValidateLaunchSpec(const LaunchSpec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    return PlainError("invalid launch spec", "no command given");
+  }
+  if (!IsAbsoluteNormal(spec.workspace) || spec.workspace == "/") {
+    return PlainError("invalid launch spec",
+                      "workspace must be an absolute, normalised path other than / (got '" +
+                          spec.workspace + "')");
+  }
+  if (!IsAbsoluteNormal(spec.cwd)) {
+    return PlainError("invalid launch spec", "cwd must be absolute (got '" + spec.cwd + "')");
+  }
+  if (!IsAbsoluteNormal(spec.home) || spec.home == "/") {
+    return PlainError("invalid launch spec", "home must be absolute (got '" + spec.home + "')");
+  }
+  for (const auto* list : {&spec.read_only_paths, &spec.read_write_paths, &spec.hidden_paths}) {
+    for (const auto& p : *list) {
+      if (!IsAbsoluteNormal(p) || p == "/") {
+        return PlainError("invalid launch spec",
+                          "mount paths must be absolute, normalised and not / (got '" + p + "')");
+      }
+    }
+  }
+  for (const auto& v : spec.env_set) {
+    if (v.name.empty() || v.name.find('=') != std::string::npos) {
+      return PlainError("invalid launch spec", "bad environment variable name '" + v.name + "'");
+    }
+  }
+  for (int fd : spec.keep_fds) {
+    if (fd < 3) return PlainError("invalid launch spec", "keep_fds must be >= 3");
+  }
+  return Ok{};
+}
+
+}  // namespace cagent::launcher

@@ -1,0 +1,108 @@
+// LaunchSpec: the immutable description of one sandbox.
+//
+// This is the boundary between "what the sandbox should be" and "how it is built": today cagent
+// fills it from built-in defaults and command-line flags; the compiled policy will fill it once
+// the policy language lands. The launch modules only read it. Build one with LaunchSpecBuilder (or
+// DefaultLaunchSpec) and pass it around as `const LaunchSpec&`.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+
+namespace cagent::launcher {
+
+// A layer of confinement that can be switched off explicitly (for debugging and for the tests that
+// show each guard failing when absent). Every switched-off layer is reported loudly on stderr and in
+// `--json`. There is no way to switch off the user namespace: without it nothing else can be built
+// unprivileged.
+enum class Layer : std::uint8_t {
+  kMountView,      // fresh root with only the named paths; off = the host's whole filesystem
+  kPidNamespace,   // own pid namespace; off = host processes visible and signalable
+  kNetNamespace,   // own network namespace with only lo; off = the host's network
+  kIpcNamespace,   // own SysV IPC / POSIX message queues
+  kUtsNamespace,   // own hostname
+  kCgroupNamespace,
+  kNewSession,     // setsid(): no controlling terminal (TIOCSTI into the caller's terminal)
+  kDieWithParent,  // PR_SET_PDEATHSIG: the sandbox dies when cagent dies
+  kEnvScrub,       // only the spec's environment; off = the caller's whole environment
+  kCloseFds,       // close inherited descriptors; off = the command inherits cagent's fds
+  kCapabilities,   // drop every capability, lock securebits, no_new_privs
+  kCount,
+};
+
+// Stable, lowercase name used on the command line and in JSON ("net", "pid", ...).
+std::string_view LayerName(Layer layer);
+// Inverse of LayerName; fails with the list of valid names.
+Result<Layer> ParseLayer(std::string_view name);
+
+// A small bitset of layers.
+class LayerSet {
+ public:
+  void Add(Layer l) { bits_ |= Bit(l); }
+  [[nodiscard]] bool Has(Layer l) const { return (bits_ & Bit(l)) != 0; }
+  [[nodiscard]] bool Empty() const { return bits_ == 0; }
+
+ private:
+  static std::uint32_t Bit(Layer l) { return 1U << static_cast<unsigned>(l); }
+  std::uint32_t bits_ = 0;
+};
+
+struct EnvVar {
+  std::string name;
+  std::string value;
+};
+
+struct LaunchSpec {
+  // The command; argv[0] is looked up in the sandbox's PATH when it has no '/'.
+  std::vector<std::string> argv;
+  // Canonical absolute path of the workspace; bound read-write at the same path inside.
+  std::string workspace;
+  // Working directory inside the sandbox (absolute); the workspace by default.
+  std::string cwd;
+  // Host paths bound read-only at the same path if they exist. A path that is a symlink on the host
+  // (e.g. /bin -> usr/bin on merged-/usr systems) is re-created as the same symlink.
+  std::vector<std::string> read_only_paths;
+  // Extra host paths bound read-write (nosuid, nodev) if they exist.
+  std::vector<std::string> read_write_paths;
+  // Paths hidden inside the view: an empty read-only directory or an empty file is mounted over
+  // them. Must be absolute.
+  std::vector<std::string> hidden_paths;
+  // Private HOME (a tmpfs) and its size; /tmp is a private tmpfs too.
+  std::string home = "/home/cagent";
+  std::uint64_t home_size_bytes = 512ULL << 20;
+  std::uint64_t tmp_size_bytes = 1ULL << 30;
+  std::string hostname = "cagent";
+  // The environment inside is exactly: `env_set`, plus each variable named in `env_pass` that is
+  // set in the caller's environment. Nothing else crosses.
+  std::vector<EnvVar> env_set;
+  std::vector<std::string> env_pass;
+  // Descriptors passed on purpose (kept at the same number); every other fd >= 3 is closed.
+  std::vector<int> keep_fds;
+  // Wall-clock limit for the whole sandbox; zero means none. On expiry the command gets SIGTERM,
+  // then after `kill_grace` the whole sandbox gets SIGKILL.
+  std::chrono::milliseconds timeout{0};
+  std::chrono::milliseconds kill_grace{2000};
+  // Layers explicitly switched off (see Layer).
+  LayerSet disabled;
+};
+
+// The built-in defaults: system directories read-only, the workspace read-write, host secrets that
+// live in system directories hidden, a minimal environment.
+//
+// `workspace` must already be canonical (see CanonicalDirectory).
+LaunchSpec DefaultLaunchSpec(std::string workspace, std::vector<std::string> argv);
+
+// realpath() of `path`, which must be an existing directory.
+Result<std::string> CanonicalDirectory(const std::string& path);
+
+// Checks the invariants the launch relies on (absolute paths, non-empty argv, cwd set, no path
+// equal to "/"), so a malformed spec fails before anything is cloned.
+Status ValidateLaunchSpec(const LaunchSpec& spec);
+
+}  // namespace cagent::launcher

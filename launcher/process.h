@@ -1,0 +1,52 @@
+// The command process: environment, descriptors, session and execve.
+//
+// prepare (parent): PrepareExec() builds the argv/envp arrays and the list of absolute paths to try
+//   for argv[0] (the sandbox's PATH, not the caller's) so the child needs no allocation.
+// apply-in-child: ExecCommand() runs in the command's process (pid 2 of the sandbox) right before
+//   execve.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "launcher/launch_spec.h"
+
+namespace cagent::launcher {
+
+struct ExecPlan {
+  std::vector<std::string> candidates;  // absolute paths to try for argv[0], in order
+  std::vector<std::string> argv_storage;
+  std::vector<std::string> env_storage;
+  std::vector<char*> argv;  // null-terminated, pointing into argv_storage
+  std::vector<char*> envp;  // null-terminated, pointing into env_storage
+  std::string cwd;
+  std::vector<int> keep_fds;  // sorted; fds >= 3 that survive into the command
+  bool new_session = true;
+  bool close_fds = true;
+
+  ExecPlan() = default;
+  ExecPlan(const ExecPlan&) = delete;  // argv/envp point into the storage
+  ExecPlan& operator=(const ExecPlan&) = delete;
+  ExecPlan(ExecPlan&&) = default;
+  ExecPlan& operator=(ExecPlan&&) = default;
+};
+
+// The environment the command gets: spec.env_set, then each spec.env_pass name present in
+// `caller_env` (a null-terminated environ array). With the env layer switched off, `caller_env`
+// whole. Later entries do not override earlier ones.
+std::vector<std::string> BuildEnvironment(const LaunchSpec& spec, char** caller_env);
+
+// Prepare: builds the plan. `caller_env` is normally `environ`.
+Result<ExecPlan> PrepareExec(const LaunchSpec& spec, char** caller_env);
+
+// Closes every fd >= 3 except those in `keep` (sorted ascending). Async-signal-safe.
+// Returns 0 or an errno.
+int CloseFdsExcept(const int* keep, size_t n_keep);
+
+// Apply-in-child, never returns: resets signal state, starts a new session, changes directory,
+// closes inherited fds except `keep_fds` and `report_fd` (close-on-exec), and executes the command.
+// On failure sends a kExecFailed or kSetupFailed report on `report_fd` and exits with 126/127/125.
+[[noreturn]] void ExecCommand(const ExecPlan& plan, int report_fd);
+
+}  // namespace cagent::launcher

@@ -1,0 +1,397 @@
+// The launch, in order. This file alone knows the order of the steps; each mechanism lives in its
+// own module (userns, mountns, netns, caps, process, init) with prepare / setup-from-parent /
+// apply-in-child entry points.
+//
+// Parent (cagent)                          Child (becomes the sandbox's pid 1)
+// ---------------------------------------  --------------------------------------------------
+// prepare: validate spec, id maps, mount
+//   plan, capability state, exec plan
+// clone(NEWUSER|NEWNS|NEWPID|NEWNET|NEWIPC|
+//       NEWUTS|NEWCGROUP)  ───────────────▶  1. PR_SET_PDEATHSIG(SIGKILL): dies with cagent
+//                                          2. close every inherited fd but the two pipes
+// setup-from-parent: uid/gid maps           3. wait for the id maps; exit if cagent is gone
+//   (setgroups=deny first) ─── go byte ──▶  4. hostname (uts)
+//                                          5. lo up (net) — needs CAP_NET_ADMIN, so before 7
+//                                          6. mount view, pivot_root, old root detached —
+//                                             needs CAP_SYS_ADMIN, so before 7
+//                                          7. drop all capabilities, lock securebits,
+//                                             no_new_privs — after everything privileged
+//                                          8. init: setsid, signalfd, fork the command
+// supervise: forward signals, enforce the      └─ command: setsid, chdir, close fds, execve
+//   wall-clock limit, read reports, reap   init reaps, forwards, exits with the command's status
+//
+// Failures in the child are reported as a fixed {step, errno} record on the report pipe and the
+// child exits with kExitSetupFailed; nothing after clone allocates, throws or logs.
+#include "launcher/sandbox.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "common/unique_fd.h"
+#include "launcher/caps.h"
+#include "launcher/init.h"
+#include "launcher/mountns.h"
+#include "launcher/netns.h"
+#include "launcher/process.h"
+#include "launcher/userns.h"
+
+namespace cagent::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kParentSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+struct Prepared {
+  IdMaps maps;
+  MountPlan mounts;
+  CapabilityDrop caps;
+  ExecPlan exec;
+  std::vector<int> child_keep_fds;  // sorted: what the child keeps while it builds the sandbox
+  unsigned long clone_flags = 0;    // NOLINT(google-runtime-int)
+};
+
+// Restores the caller's signal mask when RunSandbox returns.
+class SignalMaskGuard {
+ public:
+  explicit SignalMaskGuard(const sigset_t& block) {
+    ::sigprocmask(SIG_BLOCK, &block, &old_);
+  }
+  ~SignalMaskGuard() {
+    // Discard forwarded signals that are still pending so they do not hit cagent afterwards.
+    sigset_t pending;
+    ::sigpending(&pending);
+    for (int sig : kParentSignals) {
+      if (::sigismember(&pending, sig) == 1) {
+        const struct timespec zero {};
+        sigset_t one;
+        ::sigemptyset(&one);
+        ::sigaddset(&one, sig);
+        ::sigtimedwait(&one, nullptr, &zero);
+      }
+    }
+    ::sigprocmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SignalMaskGuard(const SignalMaskGuard&) = delete;
+  SignalMaskGuard& operator=(const SignalMaskGuard&) = delete;
+
+ private:
+  sigset_t old_{};
+};
+
+[[noreturn]] void ChildFail(int report_fd, const ChildResult& r) {
+  const ChildReport rep{ReportKind::kSetupFailed, r.step, r.err, r.detail, 0};
+  [[maybe_unused]] const ssize_t n = ::write(report_fd, &rep, sizeof(rep));
+  ::_exit(kExitSetupFailed);
+}
+
+// The child after clone: steps 1–8 above. Never returns.
+[[noreturn]] void ChildMain(const LaunchSpec& spec, const Prepared& p, int sync_fd, int report_fd) {
+  // 1. Die with cagent. Set before anything else so no step can outlive it.
+  if (!spec.disabled.Has(Layer::kDieWithParent) && ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+    ChildFail(report_fd, ChildResult::Failure(ChildStep::kDeathSignal, errno));
+  }
+  // 2. Nothing of cagent's (terminal fds aside) may leak into the sandbox. The sync pipe's write
+  // end is closed here too, so EOF on it below means cagent is gone.
+  if (!spec.disabled.Has(Layer::kCloseFds)) {
+    if (const int e = CloseFdsExcept(p.child_keep_fds.data(), p.child_keep_fds.size()); e != 0) {
+      ChildFail(report_fd, ChildResult::Failure(ChildStep::kCloseFds, e));
+    }
+  }
+  // 3. Wait until cagent has written our id maps. If it died before PDEATHSIG was armed, the
+  // pipe reads EOF (or reports POLLHUP after the byte) and we stop here.
+  char go = 0;
+  ssize_t n;
+  do {
+    n = ::read(sync_fd, &go, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) ::_exit(kExitSetupFailed);
+  struct pollfd alive {sync_fd, 0, 0};
+  if (::poll(&alive, 1, 0) == 1 && (alive.revents & POLLHUP) != 0) ::_exit(kExitSetupFailed);
+  ::close(sync_fd);
+
+  // 4. Hostname.
+  if (!spec.disabled.Has(Layer::kUtsNamespace) &&
+      ::sethostname(spec.hostname.data(), spec.hostname.size()) != 0) {
+    ChildFail(report_fd, ChildResult::Failure(ChildStep::kSetHostname, errno));
+  }
+  // 5. Loopback.
+  if (!spec.disabled.Has(Layer::kNetNamespace)) {
+    if (const ChildResult r = BringUpLoopback(); !r.ok) ChildFail(report_fd, r);
+  }
+  // 6. The filesystem view.
+  if (const ChildResult r = ApplyMountView(p.mounts); !r.ok) ChildFail(report_fd, r);
+  // 7. Privileges last: every step above needed them.
+  if (!spec.disabled.Has(Layer::kCapabilities)) {
+    if (const ChildResult r = p.caps.Apply(); !r.ok) ChildFail(report_fd, r);
+  }
+  // 8. Become init.
+  RunInit(p.exec,
+          InitOptions{!spec.disabled.Has(Layer::kPidNamespace),
+                      !spec.disabled.Has(Layer::kNewSession)},
+          report_fd);
+}
+
+SandboxOutcome SetupFailure(std::string step, const Error& error) {
+  SandboxOutcome o;
+  o.kind = SandboxOutcome::Kind::kSetupFailed;
+  o.exit_code = kExitSetupFailed;
+  o.error = step + ": " + error.Message();
+  o.failed_step = std::move(step);
+  o.err = error.err;
+  return o;
+}
+
+int WaitStatusToExitCode(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Runs until init has exited; fills the outcome from the reports and init's status.
+void Supervise(const LaunchSpec& spec, const Prepared& p, pid_t child, int pidfd, int sigfd,
+               int report_fd, SandboxOutcome& out) {
+  const auto start = Clock::now();
+  std::optional<Clock::time_point> deadline;
+  if (spec.timeout.count() > 0) deadline = start + spec.timeout;
+  std::optional<Clock::time_point> kill_at;
+  bool timed_out = false;
+  int stop_requests = 0;
+  std::optional<ChildReport> setup_failure, exec_failure, exited;
+
+  auto read_reports = [&](bool drain) {
+    for (;;) {
+      ChildReport r{};
+      const ssize_t n = ::read(report_fd, &r, sizeof(r));
+      if (n < 0 && errno == EINTR) continue;
+      if (n != static_cast<ssize_t>(sizeof(r))) return;  // EOF, EAGAIN, or a torn record
+      if (r.kind == ReportKind::kSetupFailed) setup_failure = r;
+      if (r.kind == ReportKind::kExecFailed) exec_failure = r;
+      if (r.kind == ReportKind::kCommandExited) exited = r;
+      if (!drain) return;
+    }
+  };
+
+  int init_status = 0;
+  for (;;) {
+    int wait_ms = -1;
+    const auto now = Clock::now();
+    auto until = [&](Clock::time_point t) {
+      const auto ms = std::chrono::ceil<std::chrono::milliseconds>(t - now).count();
+      const int v = static_cast<int>(std::clamp<long long>(ms, 0, 1 << 30));
+      wait_ms = wait_ms < 0 ? v : std::min(wait_ms, v);
+    };
+    if (deadline && !timed_out) until(*deadline);
+    if (kill_at) until(*kill_at);
+
+    struct pollfd fds[2] = {{pidfd, POLLIN, 0}, {sigfd, POLLIN, 0}};
+    const int ready = ::poll(fds, 2, wait_ms);
+    if (ready < 0 && errno != EINTR) break;
+
+    if (fds[1].revents & POLLIN) {
+      struct signalfd_siginfo si {};
+      if (::read(sigfd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
+        const int sig = static_cast<int>(si.ssi_signo);
+        ++stop_requests;
+        if (stop_requests >= 2 && (sig == SIGINT || sig == SIGTERM)) {
+          ::kill(child, SIGKILL);
+        } else {
+          ::kill(child, sig);  // init forwards it to the command
+        }
+      }
+    }
+    const auto after = Clock::now();
+    if (deadline && !timed_out && after >= *deadline) {
+      timed_out = true;
+      ::kill(child, SIGTERM);
+      kill_at = after + spec.kill_grace;
+    }
+    if (kill_at && after >= *kill_at) {
+      ::kill(child, SIGKILL);
+      kill_at.reset();
+    }
+    if (fds[0].revents & POLLIN) {
+      siginfo_t info{};
+      if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED) == 0) {
+        init_status = info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
+        break;
+      }
+    }
+  }
+  // init is gone; whatever it wrote is in the pipe. Commands that escaped a disabled pid namespace
+  // may still hold a copy before their execve, so read without blocking.
+  ::fcntl(report_fd, F_SETFL, O_NONBLOCK);
+  read_reports(/*drain=*/true);
+  out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+
+  if (setup_failure) {
+    out.kind = SandboxOutcome::Kind::kSetupFailed;
+    out.exit_code = kExitSetupFailed;
+    out.failed_step = std::string(ChildStepName(setup_failure->step));
+    out.err = setup_failure->err;
+    out.error = out.failed_step + ": " + std::strerror(out.err);
+    if (setup_failure->step == ChildStep::kMountOp && setup_failure->detail >= 0 &&
+        static_cast<size_t>(setup_failure->detail) < p.mounts.ops.size()) {
+      out.error += " (" + p.mounts.ops[static_cast<size_t>(setup_failure->detail)].description + ")";
+    }
+    return;
+  }
+  if (exec_failure) {
+    out.kind = SandboxOutcome::Kind::kExecFailed;
+    out.err = exec_failure->err;
+    out.exit_code = out.err == ENOENT ? kExitNotFound : kExitCannotExecute;
+    out.failed_step = std::string(ChildStepName(ChildStep::kExec));
+    out.error = "cannot execute '" + spec.argv[0] + "': " + std::strerror(out.err);
+    return;
+  }
+  if (timed_out) {
+    out.kind = SandboxOutcome::Kind::kTimedOut;
+    out.exit_code = kExitTimedOut;
+    if (exited && WIFSIGNALED(exited->wait_status)) out.signal = WTERMSIG(exited->wait_status);
+    return;
+  }
+  if (exited) {
+    const int status = exited->wait_status;
+    out.kind = WIFSIGNALED(status) ? SandboxOutcome::Kind::kSignaled : SandboxOutcome::Kind::kExited;
+    out.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    out.exit_code = WaitStatusToExitCode(status);
+    return;
+  }
+  // init ended without a report: killed (by cagent on a second Ctrl-C, or from outside).
+  out.kind = SandboxOutcome::Kind::kSignaled;
+  out.exit_code = init_status;
+  out.signal = init_status > 128 ? init_status - 128 : 0;
+}
+
+}  // namespace
+
+Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec) {
+  SandboxOutcome disabled_only;
+  for (size_t i = 0; i < static_cast<size_t>(Layer::kCount); ++i) {
+    if (spec.disabled.Has(static_cast<Layer>(i))) {
+      disabled_only.disabled_layers.emplace_back(LayerName(static_cast<Layer>(i)));
+    }
+  }
+  auto fail = [&](std::string step, const Error& e) {
+    SandboxOutcome o = SetupFailure(std::move(step), e);
+    o.disabled_layers = disabled_only.disabled_layers;
+    return o;
+  };
+
+  // ---- prepare (parent, before clone) ----
+  if (auto s = ValidateLaunchSpec(spec); !s) return fail("validate launch spec", s.error());
+  auto mounts = PrepareMountPlan(spec);
+  if (!mounts) return fail("prepare mount view", mounts.error());
+  auto caps = CapabilityDrop::Prepare();
+  if (!caps) return fail("prepare capability drop", caps.error());
+  auto exec = PrepareExec(spec, environ);
+  if (!exec) return fail("prepare command", exec.error());
+  Prepared p{PrepareIdMaps(), std::move(*mounts), std::move(*caps), std::move(*exec), {}, 0};
+  p.clone_flags = CLONE_NEWUSER | CLONE_NEWNS;  // the mount namespace always: /proc is ours
+  if (!spec.disabled.Has(Layer::kPidNamespace)) p.clone_flags |= CLONE_NEWPID;
+  if (!spec.disabled.Has(Layer::kNetNamespace)) p.clone_flags |= CLONE_NEWNET;
+  if (!spec.disabled.Has(Layer::kIpcNamespace)) p.clone_flags |= CLONE_NEWIPC;
+  if (!spec.disabled.Has(Layer::kUtsNamespace)) p.clone_flags |= CLONE_NEWUTS;
+  if (!spec.disabled.Has(Layer::kCgroupNamespace)) p.clone_flags |= CLONE_NEWCGROUP;
+
+  int sync_pipe[2];
+  int report_pipe[2];
+  if (::pipe2(sync_pipe, O_CLOEXEC) != 0) return fail("create pipe", ErrnoError("pipe2"));
+  UniqueFd sync_r(sync_pipe[0]), sync_w(sync_pipe[1]);
+  if (::pipe2(report_pipe, O_CLOEXEC) != 0) return fail("create pipe", ErrnoError("pipe2"));
+  UniqueFd report_r(report_pipe[0]), report_w(report_pipe[1]);
+  p.child_keep_fds = spec.keep_fds;
+  p.child_keep_fds.push_back(sync_r.get());
+  p.child_keep_fds.push_back(report_w.get());
+  std::sort(p.child_keep_fds.begin(), p.child_keep_fds.end());
+
+  sigset_t forwarded;
+  ::sigemptyset(&forwarded);
+  for (int sig : kParentSignals) ::sigaddset(&forwarded, sig);
+  SignalMaskGuard mask_guard(forwarded);
+  UniqueFd sigfd(::signalfd(-1, &forwarded, SFD_CLOEXEC));
+  if (!sigfd.valid()) return fail("create signalfd", ErrnoError("signalfd"));
+
+  // ---- clone ----
+  const pid_t child = static_cast<pid_t>(
+      ::syscall(SYS_clone, p.clone_flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+  if (child < 0) {
+    Error e = ErrnoError("clone");
+    if (e.err == EPERM || e.err == ENOSPC || e.err == EINVAL) {
+      e.detail =
+          "this kernel refuses unprivileged user namespaces; check "
+          "/proc/sys/user/max_user_namespaces, /proc/sys/kernel/unprivileged_userns_clone and "
+          "AppArmor's kernel.apparmor_restrict_unprivileged_userns";
+    }
+    return fail("create namespaces", e);
+  }
+  if (child == 0) ChildMain(spec, p, sync_r.get(), report_w.get());
+
+  sync_r.Reset();
+  report_w.Reset();
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+  auto abort_child = [&] {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+  };
+  if (!pidfd.valid()) {
+    const Error e = ErrnoError("pidfd_open");
+    abort_child();
+    return fail("watch sandbox init", e);
+  }
+
+  // ---- setup-from-parent ----
+  if (auto s = WriteIdMaps(child, p.maps); !s) {
+    abort_child();
+    return fail("write user namespace id maps", s.error());
+  }
+  const char go = 1;
+  if (::write(sync_w.get(), &go, 1) != 1) {
+    const Error e = ErrnoError("write sync pipe");
+    abort_child();
+    return fail("release sandbox", e);
+  }
+  // sync_w stays open until we return: its EOF tells the child that cagent is gone.
+
+  SandboxOutcome out;
+  out.disabled_layers = disabled_only.disabled_layers;
+  Supervise(spec, p, child, pidfd.get(), sigfd.get(), report_r.get(), out);
+  return out;
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sig > 0 ? sigabbrev_np(sig) : nullptr;
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+std::string DescribeSignal(int sig) {
+  const char* descr = sig > 0 ? sigdescr_np(sig) : nullptr;
+  return SignalName(sig) + (descr != nullptr ? std::string(" (") + descr + ")" : "");
+}
+
+std::string DescribeOutcome(const SandboxOutcome& o) {
+  switch (o.kind) {
+    case SandboxOutcome::Kind::kExited:
+      return "command exited with status " + std::to_string(o.exit_code);
+    case SandboxOutcome::Kind::kSignaled:
+      return "command killed by " + DescribeSignal(o.signal);
+    case SandboxOutcome::Kind::kTimedOut:
+      return "command timed out and was stopped";
+    case SandboxOutcome::Kind::kSetupFailed:
+      return "sandbox setup failed at " + o.error;
+    case SandboxOutcome::Kind::kExecFailed:
+      return o.error;
+  }
+  return "unknown outcome";
+}
+
+}  // namespace cagent::launcher
