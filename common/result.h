@@ -24,7 +24,7 @@ struct Error {
   // Human-readable: "<context><op>: <strerror(err)> (<detail>)".
   [[nodiscard]] std::string Message() const;
   // Prefixes the caller's step name.
-  Error&& Context(const std::string& step) && {
+  [[nodiscard]] Error Context(const std::string& step) && {
     context = step + ": " + context;
     return std::move(*this);
   }
@@ -56,7 +56,7 @@ class [[nodiscard]] Result {
   Error& error() { return std::get<1>(v_); }
 
   // Prefixes the error (if any) with the caller's step name.
-  Result&& Context(const std::string& step) && {
+  [[nodiscard]] Result Context(const std::string& step) && {
     if (!ok()) error().context = step + ": " + error().context;
     return std::move(*this);
   }

@@ -103,6 +103,9 @@ Status ValidateLaunchSpec(const LaunchSpec& spec) {
       return PlainError("invalid launch spec", "bad environment variable name '" + v.name + "'");
     }
   }
+  if (spec.keep_fds.size() > 32) {
+    return PlainError("invalid launch spec", "at most 32 descriptors can be passed");
+  }
   for (int fd : spec.keep_fds) {
     if (fd < 3) return PlainError("invalid launch spec", "keep_fds must be >= 3");
   }

@@ -85,23 +85,34 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
                  "code, signal, duration, layers applied) on stdout, after the command's own "
                  "output.");
   exec->add_flag("-q,--quiet", o.quiet, "Do not print the outcome line on stderr.");
-  exec->add_option("--ro", o.ro_paths, "Also bind this host path read-only (repeatable).");
-  exec->add_option("--rw", o.rw_paths, "Also bind this host path read-write (repeatable).");
+  exec->add_option("--ro", o.ro_paths, "Also bind this host path read-only (repeatable).")
+      ->allow_extra_args(false);
+  exec->add_option("--rw", o.rw_paths, "Also bind this host path read-write (repeatable).")
+      ->allow_extra_args(false);
   exec->add_option("--hide", o.hide_paths,
-                   "Cover this path with an empty read-only file or directory (repeatable).");
-  exec->add_option("-e,--env", o.env_set, "Set NAME=VALUE inside the sandbox (repeatable).");
+                   "Cover this path with an empty read-only file or directory (repeatable).")
+      ->allow_extra_args(false);
+  exec->add_option("-e,--env", o.env_set, "Set NAME=VALUE inside the sandbox (repeatable).")
+      ->allow_extra_args(false);
   exec->add_option("--pass-env", o.env_pass,
                    "Pass the caller's variable NAME into the sandbox if set (repeatable). By "
-                   "default only TERM, LANG, LC_*, TZ, COLORTERM and NO_COLOR pass.");
+                   "default only TERM, LANG, LC_*, TZ, COLORTERM and NO_COLOR pass.")
+      ->allow_extra_args(false);
   exec->add_option("--timeout", o.timeout,
                    "Stop the command after DURATION (e.g. 90s, 10m): SIGTERM, then SIGKILL of the "
                    "whole sandbox 2s later. cagent then exits 124.");
+  exec->add_option("--hostname", o.hostname, "Hostname inside the sandbox (default: cagent).");
   exec->add_option("--disable-layer", o.disable_layers,
                    "Switch off one layer of confinement, for debugging only (repeatable): fs, pid, "
                    "net, ipc, uts, cgroup, session, die-with-parent, env, fds, caps. Each is "
                    "reported on stderr and in --json.")
-      ->group("Debugging");
-  exec->add_option("command", o.command, "The command and its arguments.")->required();
+      ->group("Debugging")
+      ->allow_extra_args(false);
+  // Everything from the first positional argument on is the command, options included, so both
+  // `cagent exec -- ls -l` and `cagent exec ls -l` work.
+  exec->positionals_at_end(true);
+  exec->add_option("command", o.command, "The command and its arguments (after --).")
+      ->required();
   exec->footer(
       "EXIT STATUS\n"
       "  The command's own exit status; 128+N if it was killed by signal N.\n"
@@ -150,6 +161,7 @@ int RunExecCommand(const ExecOptions& o) {
     spec.env_set.insert(spec.env_set.begin(), EnvVar{kv.substr(0, eq), kv.substr(eq + 1)});
   }
   for (const auto& name : o.env_pass) spec.env_pass.push_back(name);
+  if (!o.hostname.empty()) spec.hostname = o.hostname;
   if (!o.timeout.empty()) {
     auto t = ParseDuration(o.timeout);
     if (!t) return Usage("--timeout: " + t.error().Message());

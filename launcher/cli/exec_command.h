@@ -21,6 +21,7 @@ struct ExecOptions {
   std::vector<std::string> env_set;   // NAME=VALUE
   std::vector<std::string> env_pass;  // NAME
   std::string timeout;                // duration literal, empty = none
+  std::string hostname;               // empty = the default
   std::vector<std::string> disable_layers;
   std::vector<std::string> command;
 };

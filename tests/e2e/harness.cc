@@ -1,0 +1,250 @@
+#include "tests/e2e/harness.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace cagent::testing {
+namespace {
+
+constexpr uid_t kNobodyUid = 65534;
+constexpr gid_t kNobodyGid = 65534;
+
+void Check(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+void CopyExecutable(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  std::ofstream out(to, std::ios::binary);
+  if (!in || !out) throw std::runtime_error("cannot copy " + from + " to " + to);
+  out << in.rdbuf();
+  out.close();
+  Check(::chmod(to.c_str(), 0755) == 0, "chmod " + to);
+}
+
+void RemoveTree(const std::string& path) {
+  // Best effort: the tests' temporary tree.
+  const std::string cmd = "rm -rf '" + path + "'";
+  [[maybe_unused]] const int rc = std::system(cmd.c_str());
+}
+
+std::vector<char*> CStrings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+Harness& Harness::Get() {
+  static Harness h;
+  return h;
+}
+
+Harness::Harness() {
+  const char* as = std::getenv("CAGENT_TEST_AS_USER");
+  as_nobody_ = as != nullptr && std::string(as) == "nobody";
+  if (as_nobody_ && ::geteuid() != 0) {
+    skip_reason_ =
+        "the 'nobody' variant needs root to switch users with setpriv; this run is not root, "
+        "so the plain variant already exercises cagent unprivileged";
+  }
+  char tmpl[] = "/tmp/cagent-e2e-XXXXXX";
+  Check(::mkdtemp(tmpl) != nullptr, "mkdtemp");
+  base_ = tmpl;
+  Check(::chmod(base_.c_str(), 0755) == 0, "chmod base");
+  bin_dir_ = base_ + "/bin";
+  Check(::mkdir(bin_dir_.c_str(), 0755) == 0, "mkdir bin");
+  CopyExecutable(CAGENT_BINARY, bin_dir_ + "/cagent");
+  CopyExecutable(PROBE_BINARY, bin_dir_ + "/cagent_probe");
+  std::atexit([] { RemoveTree(Harness::Get().base_); });
+}
+
+uid_t Harness::run_uid() const { return as_nobody_ ? kNobodyUid : ::geteuid(); }
+gid_t Harness::run_gid() const { return as_nobody_ ? kNobodyGid : ::getegid(); }
+
+std::string Harness::MakeDir(const std::string& prefix) const {
+  std::string tmpl = base_ + "/" + prefix + "-XXXXXX";
+  Check(::mkdtemp(tmpl.data()) != nullptr, "mkdtemp " + tmpl);
+  Check(::chmod(tmpl.c_str(), 0755) == 0, "chmod " + tmpl);
+  if (as_nobody_) Check(::chown(tmpl.c_str(), kNobodyUid, kNobodyGid) == 0, "chown " + tmpl);
+  return tmpl;
+}
+
+std::vector<std::string> Harness::AsUser(const std::vector<std::string>& argv) const {
+  std::vector<std::string> out;
+  if (as_nobody_) {
+    out = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+  }
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+std::vector<std::string> Harness::CagentArgv(const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = {bin_dir_ + "/cagent"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return AsUser(argv);
+}
+
+Harness::Running Harness::Start(const std::vector<std::string>& args,
+                                const RunOptions& options) const {
+  std::vector<std::string> argv = CagentArgv(args);
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  for (const auto& e : options.extra_env) env.push_back(e);
+  auto cargv = CStrings(argv);
+  auto cenv = CStrings(env);
+
+  int out_pipe[2], err_pipe[2];
+  Check(::pipe2(out_pipe, O_CLOEXEC) == 0 && ::pipe2(err_pipe, O_CLOEXEC) == 0, "pipe2");
+  int pty_master = -1, pty_slave = -1;
+  if (options.with_pty) Check(::openpty(&pty_master, &pty_slave, nullptr, nullptr, nullptr) == 0, "openpty");
+  int leak = -1;
+  if (options.leak_fd) {
+    leak = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    Check(leak >= 0, "open /dev/null");
+  }
+
+  const pid_t pid = ::fork();
+  Check(pid >= 0, "fork");
+  if (pid == 0) {
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    if (options.with_pty) {
+      ::setsid();
+      ::ioctl(pty_slave, TIOCSCTTY, 0);
+      ::dup2(pty_slave, 0);
+    } else {
+      const int devnull = ::open("/dev/null", O_RDONLY);
+      ::dup2(devnull, 0);
+    }
+    if (leak >= 0) ::dup2(leak, 9);  // dup2 clears O_CLOEXEC: fd 9 is inherited by cagent
+    ::execve(cargv[0], cargv.data(), cenv.data());
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (leak >= 0) ::close(leak);
+  if (pty_slave >= 0) ::close(pty_slave);
+  // The master stays open (leaked deliberately for the test's lifetime is fine: one per test).
+  return Running{pid, out_pipe[0], err_pipe[0]};
+}
+
+RunResult Harness::Wait(Running& r, std::chrono::seconds timeout) const {
+  RunResult result;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool out_open = true, err_open = true;
+  while (out_open || err_open) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ::kill(r.pid, SIGKILL);
+      result.err += "\n[harness: cagent did not finish within the timeout and was killed]";
+      break;
+    }
+    pollfd fds[2] = {{out_open ? r.out_fd : -1, POLLIN, 0}, {err_open ? r.err_fd : -1, POLLIN, 0}};
+    if (::poll(fds, 2, static_cast<int>(left.count())) < 0) continue;
+    char buf[4096];
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].revents == 0) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
+      if (n <= 0) {
+        (i == 0 ? out_open : err_open) = false;
+      } else {
+        (i == 0 ? result.out : result.err).append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  ::close(r.out_fd);
+  ::close(r.err_fd);
+  int status = 0;
+  ::waitpid(r.pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+RunResult Harness::Run(const std::vector<std::string>& args, const RunOptions& options) const {
+  Running r = Start(args, options);
+  return Wait(r, options.timeout);
+}
+
+std::vector<pid_t> FindProcesses(const std::string& token) {
+  std::vector<pid_t> found;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return found;
+  while (dirent* e = ::readdir(d)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline", std::ios::binary);
+    std::vector<std::string> args;
+    for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
+    // Skip zombies: they are gone in every sense that matters and only await their reaper.
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string stat_line;
+    std::getline(stat, stat_line);
+    const size_t paren = stat_line.rfind(')');
+    if (paren != std::string::npos && paren + 2 < stat_line.size() && stat_line[paren + 2] == 'Z') {
+      continue;
+    }
+    if (std::find(args.begin(), args.end(), token) != args.end()) found.push_back(pid);
+  }
+  ::closedir(d);
+  return found;
+}
+
+std::vector<pid_t> WaitForNoProcesses(const std::string& token, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto found = FindProcesses(token);
+    if (found.empty() || std::chrono::steady_clock::now() > deadline) return found;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void KillProcesses(const std::string& token) {
+  for (pid_t pid : FindProcesses(token)) ::kill(pid, SIGKILL);
+  WaitForNoProcesses(token, std::chrono::seconds(5));
+}
+
+bool WaitForExit(pid_t pid, int* status, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, status, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+pid_t SpawnHost(const std::vector<std::string>& argv_in) {
+  std::vector<std::string> argv = Harness::Get().AsUser(argv_in);
+  auto cargv = CStrings(argv);
+  const pid_t pid = ::fork();
+  Check(pid >= 0, "fork");
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_RDWR);
+    ::dup2(devnull, 0);
+    ::dup2(devnull, 1);
+    ::execv(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+}  // namespace cagent::testing

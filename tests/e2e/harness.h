@@ -1,0 +1,83 @@
+// Test harness for the e2e tests: runs the real `cagent` binary, optionally as `nobody` (through
+// setpriv), and captures its output. The binaries are copied to a world-readable temporary
+// directory first, because the build tree may live where `nobody` cannot reach (e.g. /root).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace cagent::testing {
+
+struct RunResult {
+  int exit_code = -1;  // cagent's exit status, or 128+N if it died of signal N
+  std::string out;
+  std::string err;
+};
+
+struct RunOptions {
+  std::vector<std::string> extra_env;  // NAME=VALUE added to cagent's environment
+  bool leak_fd = false;      // give cagent an fd 9 without O_CLOEXEC (a "leaked" descriptor)
+  bool with_pty = false;     // run cagent with a pty as its controlling terminal and stdin
+  std::chrono::seconds timeout{60};  // the harness kills cagent after this and fails the test
+};
+
+class Harness {
+ public:
+  // Sets up the temporary directory once per test binary.
+  static Harness& Get();
+
+  // True when the tests run cagent as nobody (CAGENT_TEST_AS_USER=nobody).
+  bool as_nobody() const { return as_nobody_; }
+  // Why the nobody variant cannot run here, or empty.
+  const std::string& skip_reason() const { return skip_reason_; }
+  const std::string& base() const { return base_; }
+  const std::string& bin_dir() const { return bin_dir_; }
+  std::string probe() const { return bin_dir_ + "/cagent_probe"; }
+  uid_t run_uid() const;
+  gid_t run_gid() const;
+
+  // A fresh directory under base(), owned by the user cagent runs as.
+  std::string MakeDir(const std::string& prefix) const;
+
+  // The argv that runs `cagent ARGS...` as the configured user.
+  std::vector<std::string> CagentArgv(const std::vector<std::string>& args) const;
+  // The argv that runs an arbitrary host command as the configured user.
+  std::vector<std::string> AsUser(const std::vector<std::string>& argv) const;
+
+  // Runs cagent to completion.
+  RunResult Run(const std::vector<std::string>& args, const RunOptions& options = {}) const;
+
+  // Starts cagent in the background; Wait() collects it.
+  struct Running {
+    pid_t pid = -1;
+    int out_fd = -1;
+    int err_fd = -1;
+  };
+  Running Start(const std::vector<std::string>& args, const RunOptions& options = {}) const;
+  RunResult Wait(Running& running, std::chrono::seconds timeout = std::chrono::seconds(60)) const;
+
+ private:
+  Harness();
+  bool as_nobody_ = false;
+  std::string skip_reason_;
+  std::string base_;
+  std::string bin_dir_;
+};
+
+// Host processes one of whose argv elements equals `token` (for "nothing left behind" checks).
+std::vector<pid_t> FindProcesses(const std::string& token);
+// Waits up to `timeout` for no process to match `token`; returns the survivors.
+std::vector<pid_t> WaitForNoProcesses(const std::string& token, std::chrono::milliseconds timeout);
+// SIGKILLs every process matching `token` (cleanup after a twin test shows an escape).
+void KillProcesses(const std::string& token);
+
+// waitpid with a timeout; false if `pid` has not exited by then.
+bool WaitForExit(pid_t pid, int* status, std::chrono::milliseconds timeout);
+
+// Spawns a host command (through Harness::AsUser) that lives until killed; returns its pid.
+pid_t SpawnHost(const std::vector<std::string>& argv);
+
+}  // namespace cagent::testing

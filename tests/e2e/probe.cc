@@ -1,0 +1,157 @@
+// cagent_probe: a tiny program run *inside* the sandbox by the e2e tests. Each subcommand tries
+// one thing and reports the result on stdout as "ok ..." or "fail <errno name>", exiting 0 or 1,
+// so the tests assert on kernel-observable effects rather than on shell quirks.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+int Fail(const char* what) {
+  std::printf("fail %s %s\n", strerrorname_np(errno) ? strerrorname_np(errno) : "?", what);
+  return 1;
+}
+
+// connect ADDR PORT: a TCP connect to an IPv4 address.
+int Connect(const char* addr, int port) {
+  const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return Fail("socket");
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, addr, &sa.sin_addr);
+  if (connect(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) return Fail("connect");
+  std::printf("ok connected\n");
+  return 0;
+}
+
+// loopback-echo: a server and a client inside the sandbox talk over 127.0.0.1.
+int LoopbackEcho() {
+  const int srv = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (srv < 0) return Fail("socket");
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(srv, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) return Fail("bind");
+  if (listen(srv, 1) != 0) return Fail("listen");
+  socklen_t len = sizeof(sa);
+  getsockname(srv, reinterpret_cast<sockaddr*>(&sa), &len);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int c = accept(srv, nullptr, nullptr);
+    char buf[16] = {};
+    const ssize_t n = read(c, buf, sizeof(buf));
+    if (n > 0) (void)!write(c, buf, static_cast<size_t>(n));
+    _exit(0);
+  }
+  const int cli = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (connect(cli, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) return Fail("connect");
+  if (write(cli, "ping", 4) != 4) return Fail("write");
+  char buf[16] = {};
+  if (read(cli, buf, sizeof(buf)) != 4 || std::strcmp(buf, "ping") != 0) return Fail("read");
+  waitpid(pid, nullptr, 0);
+  std::printf("ok echo\n");
+  return 0;
+}
+
+// fds: the open descriptors >= 3 (other than the one listing them).
+int Fds() {
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return Fail("opendir");
+  std::string out;
+  while (dirent* e = readdir(d)) {
+    const int fd = std::atoi(e->d_name);
+    if (e->d_name[0] == '.' || fd < 3 || fd == dirfd(d)) continue;
+    out += std::to_string(fd) + " ";
+  }
+  closedir(d);
+  std::printf("ok fds: %s\n", out.c_str());
+  return 0;
+}
+
+int Ptrace(pid_t pid) {
+  if (ptrace(PTRACE_ATTACH, pid, nullptr, nullptr) != 0) return Fail("ptrace");
+  waitpid(pid, nullptr, __WALL);
+  ptrace(PTRACE_DETACH, pid, nullptr, nullptr);
+  std::printf("ok attached\n");
+  return 0;
+}
+
+// ptrace-child: attach to an ordinary child process of ours.
+int PtraceChild() {
+  const pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  const int rc = Ptrace(child);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  return rc;
+}
+
+// tiocsti: push a character into the input queue of the terminal on stdin.
+int Tiocsti() {
+  const char c = '#';
+  if (ioctl(0, TIOCSTI, &c) != 0) return Fail("TIOCSTI");
+  std::printf("ok injected\n");
+  return 0;
+}
+
+int Ctty() {
+  const int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+  if (fd < 0) return Fail("open /dev/tty");
+  std::printf("ok controlling terminal\n");
+  return 0;
+}
+
+int Read(const char* path) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Fail("open");
+  char buf[4096];
+  const ssize_t n = read(fd, buf, sizeof(buf));
+  if (n < 0) return Fail("read");
+  std::printf("ok read: %.*s\n", static_cast<int>(n), buf);
+  return 0;
+}
+
+int Write(const char* path) {
+  const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Fail("open");
+  if (write(fd, "pwned\n", 6) != 6) return Fail("write");
+  close(fd);
+  std::printf("ok written\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string cmd = argc > 1 ? argv[1] : "";
+  if (cmd == "connect" && argc == 4) return Connect(argv[2], std::atoi(argv[3]));
+  if (cmd == "loopback-echo") return LoopbackEcho();
+  if (cmd == "fds") return Fds();
+  if (cmd == "ptrace" && argc == 3) return Ptrace(std::atoi(argv[2]));
+  if (cmd == "ptrace-child") return PtraceChild();
+  if (cmd == "tiocsti") return Tiocsti();
+  if (cmd == "ctty") return Ctty();
+  if (cmd == "read" && argc == 3) return Read(argv[2]);
+  if (cmd == "write" && argc == 3) return Write(argv[2]);
+  std::fprintf(stderr,
+               "usage: cagent_probe connect ADDR PORT | loopback-echo | fds | ptrace PID | ptrace-child | tiocsti "
+               "| ctty | read PATH | write PATH\n");
+  return 2;
+}
