@@ -26,7 +26,24 @@ std::string_view EnvName(std::string_view entry) { return entry.substr(0, entry.
   ::_exit(exit_code);
 }
 
+char* g_argv_start = nullptr;
+size_t g_argv_len = 0;
+
 }  // namespace
+
+void RememberArgvArea(int argc, char** argv) {
+  if (argc <= 0 || argv == nullptr || argv[0] == nullptr) return;
+  g_argv_start = argv[0];
+  const char* last = argv[argc - 1];
+  g_argv_len = static_cast<size_t>(last + std::strlen(last) - argv[0]);
+}
+
+void SetInitProcessTitle() {
+  if (g_argv_start == nullptr) return;
+  constexpr char kTitle[] = "cagent-init";
+  std::memset(g_argv_start, 0, g_argv_len);
+  std::memcpy(g_argv_start, kTitle, std::min(sizeof(kTitle) - 1, g_argv_len));
+}
 
 std::vector<std::string> BuildEnvironment(const LaunchSpec& spec, char** caller_env) {
   std::vector<std::string> out;

@@ -40,6 +40,14 @@ std::vector<std::string> BuildEnvironment(const LaunchSpec& spec, char** caller_
 // Prepare: builds the plan. `caller_env` is normally `environ`.
 Result<ExecPlan> PrepareExec(const LaunchSpec& spec, char** caller_env);
 
+// Records where this process's argv strings live (call once from main). The sandbox's init is a
+// clone of cagent and, without this, would show cagent's whole command line — including any
+// --env values — in /proc/1/cmdline, which every process in the sandbox can read.
+void RememberArgvArea(int argc, char** argv);
+
+// Apply-in-child: overwrites the remembered argv area with "cagent-init". Async-signal-safe.
+void SetInitProcessTitle();
+
 // Closes every fd >= 3 except those in `keep` (sorted ascending). Async-signal-safe.
 // Returns 0 or an errno.
 int CloseFdsExcept(const int* keep, size_t n_keep);

@@ -8,7 +8,8 @@
 //   plan, capability state, exec plan
 // clone(NEWUSER|NEWNS|NEWPID|NEWNET|NEWIPC|
 //       NEWUTS|NEWCGROUP)  ───────────────▶  1. PR_SET_PDEATHSIG(SIGKILL): dies with cagent
-//                                          2. close every inherited fd but the two pipes
+//                                          2. close every inherited fd but the two pipes;
+//                                             blank cagent's argv (visible in /proc/1/cmdline)
 // setup-from-parent: uid/gid maps           3. wait for the id maps; exit if cagent is gone
 //   (setgroups=deny first) ─── go byte ──▶  4. hostname (uts)
 //                                          5. lo up (net) — needs CAP_NET_ADMIN, so before 7
@@ -102,6 +103,7 @@ class SignalMaskGuard {
   if (!spec.disabled.Has(Layer::kDieWithParent) && ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
     ChildFail(report_fd, ChildResult::Failure(ChildStep::kDeathSignal, errno));
   }
+  SetInitProcessTitle();
   // 2. Nothing of cagent's (terminal fds aside) may leak into the sandbox. The sync pipe's write
   // end is closed here too, so EOF on it below means cagent is gone.
   if (!spec.disabled.Has(Layer::kCloseFds)) {

@@ -6,8 +6,10 @@
 #include <iostream>
 
 #include "launcher/cli/exec_command.h"
+#include "launcher/process.h"
 
 int main(int argc, char** argv) {
+  cagent::launcher::RememberArgvArea(argc, argv);
   // Every message cagent prints goes to stderr as "cagent: ..."; stdout belongs to the command
   // and to --json.
   auto logger = spdlog::stderr_logger_st("cagent");

@@ -246,6 +246,17 @@ TEST_F(ExecTest, CagentItselfIsOutOfReach) {
   EXPECT_THAT(r.out, HasSubstr("PPid:\t0"));
 }
 
+TEST_F(ExecTest, InitShowsNeitherCagentsArgumentsNorItsEnvironment) {
+  RunOptions o;
+  o.extra_env = {"SECRET_TOKEN=hunter2-in-init"};
+  const RunResult r = Sh("tr '\\0' ' ' < /proc/1/cmdline; echo; cat /proc/1/environ; echo",
+                         {"-e", "GIVEN=value-in-cmdline"}, o);
+  EXPECT_THAT(r.out, HasSubstr("cagent-init"));
+  EXPECT_THAT(r.out, Not(HasSubstr("value-in-cmdline")));
+  EXPECT_THAT(r.out, Not(HasSubstr("hunter2-in-init")));
+  EXPECT_THAT(r.err, HasSubstr("Permission denied"));
+}
+
 TEST_F(ExecTest, CagentItselfTwin) {
   const RunResult r = Sh("ppid=$(grep PPid /proc/$PPID/status | cut -f2); kill -0 $ppid && echo reached $ppid",
                          {"--disable-layer", "pid"});
@@ -296,10 +307,14 @@ TEST_F(ExecTest, SigkillOfCagentTwin) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ::kill(run.pid, SIGKILL);
-  h_.Wait(run);
+  int status = 0;
+  ASSERT_TRUE(WaitForExit(run.pid, &status, std::chrono::seconds(10)));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_FALSE(FindProcesses(token).empty()) << "without PDEATHSIG the sandbox lives on";
+  // The survivors hold cagent's stdout and stderr; end them before collecting the output.
   KillProcesses(token);
+  for (pid_t p : FindProcesses(h_.bin_dir() + "/cagent")) ::kill(p, SIGKILL);
+  h_.Wait(run);
 }
 
 TEST_F(ExecTest, SigtermToCagentIsForwardedToTheCommand) {
