@@ -74,8 +74,9 @@ Harness::Harness() {
   Check(::mkdir(bin_dir_.c_str(), 0755) == 0, "mkdir bin");
   CopyExecutable(CAGENT_BINARY, bin_dir_ + "/cagent");
   CopyExecutable(PROBE_BINARY, bin_dir_ + "/cagent_probe");
-  std::atexit([] { RemoveTree(Harness::Get().base_); });
 }
+
+Harness::~Harness() { RemoveTree(base_); }
 
 uid_t Harness::run_uid() const { return as_nobody_ ? kNobodyUid : ::geteuid(); }
 gid_t Harness::run_gid() const { return as_nobody_ ? kNobodyGid : ::getegid(); }

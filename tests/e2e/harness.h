@@ -61,6 +61,7 @@ class Harness {
 
  private:
   Harness();
+  ~Harness();
   bool as_nobody_ = false;
   std::string skip_reason_;
   std::string base_;
