@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "launcher/cli/doctor_command.h"
 #include "launcher/cli/exec_command.h"
 #include "launcher/process.h"
 
@@ -27,6 +28,8 @@ int main(int argc, char** argv) {
 
   cagent::launcher::ExecOptions exec_options;
   CLI::App* exec = cagent::launcher::AddExecCommand(app, exec_options);
+  cagent::launcher::DoctorOptions doctor_options;
+  CLI::App* doctor = cagent::launcher::AddDoctorCommand(app, doctor_options);
 
   try {
     app.parse(argc, argv);
@@ -41,5 +44,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (exec->parsed()) return cagent::launcher::RunExecCommand(exec_options);
+  if (doctor->parsed()) return cagent::launcher::RunDoctorCommand(doctor_options);
   return 2;
 }

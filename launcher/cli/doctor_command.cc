@@ -1,0 +1,44 @@
+#include "launcher/cli/doctor_command.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "launcher/doctor.h"
+
+namespace cagent::launcher {
+
+CLI::App* AddDoctorCommand(CLI::App& app, DoctorOptions& o) {
+  CLI::App* doctor = app.add_subcommand(
+      "doctor",
+      "Report what this kernel and machine support (user namespaces, pidfd and the new mount API, "
+      "Landlock ABI, seccomp, cgroup v2 controllers and delegation, overlayfs, SELinux) and build "
+      "a trial sandbox. Exits 0 when a sandbox can be built, 1 when it cannot.");
+  doctor->add_flag("--json", o.json, "Print the report as one JSON object.");
+  return doctor;
+}
+
+int RunDoctorCommand(const DoctorOptions& o) {
+  const DoctorReport r = RunDoctor();
+  if (o.json) {
+    nlohmann::json j;
+    j["kernel"] = r.kernel;
+    j["probes"] = nlohmann::json::array();
+    for (const auto& p : r.probes) {
+      j["probes"].push_back({{"name", p.name}, {"status", p.status}, {"detail", p.detail}});
+    }
+    j["sandbox"] = {{"ok", r.sandbox_ok}, {"detail", r.sandbox_detail}};
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    std::printf("cagent doctor: %s\n\n", r.kernel.c_str());
+    for (const auto& p : r.probes) {
+      std::printf("  %-22s %-9s %s\n", p.name.c_str(), p.status.c_str(), p.detail.c_str());
+    }
+    std::printf("\n  %-22s %-9s %s\n", "trial sandbox", r.sandbox_ok ? "ok" : "FAILED",
+                r.sandbox_detail.c_str());
+  }
+  return r.sandbox_ok ? 0 : 1;
+}
+
+}  // namespace cagent::launcher

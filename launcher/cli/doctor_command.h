@@ -1,0 +1,19 @@
+// `cagent doctor`: what this kernel and machine support, and what a sandbox started now gets.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace cagent::launcher {
+
+struct DoctorOptions {
+  bool json = false;
+};
+
+CLI::App* AddDoctorCommand(CLI::App& app, DoctorOptions& options);
+
+// Prints the report; returns 0 when a sandbox can be built, 1 otherwise.
+int RunDoctorCommand(const DoctorOptions& options);
+
+}  // namespace cagent::launcher

@@ -1,0 +1,29 @@
+// Probes of what this kernel and machine support, for `cagent doctor` and for the layer report of
+// a run. Runs in cagent (the parent); each probe that needs to change process state does so in a
+// short-lived child.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cagent::launcher {
+
+// One line of the report.
+struct Probe {
+  std::string name;    // "user namespaces"
+  std::string status;  // "ok", "missing", "degraded", "off"
+  std::string detail;  // what was found, and what to do when it is not ok
+};
+
+struct DoctorReport {
+  std::string kernel;  // uname -r and machine
+  std::vector<Probe> probes;
+  // Whether a default sandbox could be built right now (a real trial run of /bin/true).
+  bool sandbox_ok = false;
+  std::string sandbox_detail;
+};
+
+// Runs every probe. Takes a few milliseconds; starts one trial sandbox.
+DoctorReport RunDoctor();
+
+}  // namespace cagent::launcher
