@@ -23,7 +23,7 @@ echo "  /etc/shadow is $(wc -c < /etc/shadow) bytes here (hidden)"
 echo "  HOME=$HOME, a private tmpfs: $(ls -A "$HOME" | wc -l) entries"
 
 say "processes: only the sandbox's own"
-for p in /proc/[0-9]*; do printf '  pid %-4s %s\n' "${p#/proc/}" "$(tr '\0' ' ' < "$p/cmdline")"; done
+for p in /proc/[0-9]*; do printf '  pid %-4s %s\n' "${p#/proc/}" "$(tr '\0' ' ' < "$p/cmdline" | sed 's/ *$//')"; done
 
 say "network: a namespace of its own with only loopback"
 echo "  interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')"
