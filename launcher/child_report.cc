@@ -26,6 +26,9 @@ std::string_view ChildStepName(ChildStep step) {
     case ChildStep::kCloseFds: return "close inherited file descriptors";
     case ChildStep::kExec: return "execute command";
     case ChildStep::kSubreaper: return "become child subreaper";
+    case ChildStep::kRlimits: return "set resource limits";
+    case ChildStep::kLandlock: return "apply Landlock rules";
+    case ChildStep::kSeccomp: return "load seccomp filter";
   }
   return "unknown step";
 }

@@ -39,6 +39,9 @@ enum class ChildStep : std::uint32_t {
   kCloseFds,
   kExec,
   kSubreaper,
+  kRlimits,   // `detail` holds the resource number
+  kLandlock,
+  kSeccomp,
 };
 
 std::string_view ChildStepName(ChildStep step);

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "launcher/cgroup.h"
+#include "launcher/landlock.h"
 #include "launcher/launch_spec.h"
 #include "launcher/sandbox.h"
 
@@ -59,12 +61,11 @@ Probe UserNamespaces() {
 }
 
 Probe Landlock() {
-  constexpr unsigned kVersionFlag = 1U << 0;  // LANDLOCK_CREATE_RULESET_VERSION
-  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kVersionFlag);
-  if (abi < 0) {
+  const int abi = LandlockAbi();
+  if (abi <= 0) {
     return {"landlock", "missing",
-            std::string(std::strerror(errno)) +
-                "; needs Linux >= 5.13 with landlock in the lsm= boot parameter"};
+            "needs Linux >= 5.13 with landlock in the lsm= boot parameter; cagent refuses to run "
+            "without it unless --best-effort landlock"};
   }
   std::string features = "filesystem";
   if (abi >= 2) features += ", refer";
@@ -72,6 +73,11 @@ Probe Landlock() {
   if (abi >= 4) features += ", TCP bind/connect";
   if (abi >= 5) features += ", device ioctl";
   if (abi >= 6) features += ", abstract-socket and signal scopes";
+  if (abi < 6) {
+    return {"landlock", "degraded",
+            "ABI " + std::to_string(abi) + ": " + features +
+                "; newer rules (scopes: ABI 6, Linux 6.12) are reported as downgrades"};
+  }
   return {"landlock", "ok", "ABI " + std::to_string(abi) + ": " + features};
 }
 
@@ -86,42 +92,20 @@ Probe Seccomp() {
 }
 
 Probe CgroupV2() {
-  std::ifstream mountinfo("/proc/self/mountinfo");
-  std::string line, mount_point;
-  while (std::getline(mountinfo, line)) {
-    const size_t dash = line.find(" - cgroup2 ");
-    if (dash == std::string::npos) continue;
-    std::istringstream fields(line);
-    std::string f;
-    for (int i = 0; i < 5 && fields >> f; ++i) {
-    }
-    mount_point = f;
-    break;
+  const CgroupDiscovery d = DiscoverCgroup(CgroupEnv::FromProcess());
+  if (d.mount_point.empty()) {
+    return {"cgroup v2", "missing",
+            "no cgroup2 filesystem mounted; --memory/--pids/--cpus need --best-effort cgroup, "
+            "the process count falls back to RLIMIT_NPROC"};
   }
-  if (mount_point.empty()) {
-    return {"cgroup v2", "missing", "no cgroup2 filesystem mounted; limits fall back to rlimits"};
-  }
-  std::string own = ReadFirstLine("/proc/self/cgroup");
-  std::ifstream all("/proc/self/cgroup");
-  while (std::getline(all, line)) {
-    if (line.rfind("0::", 0) == 0) own = line.substr(3);
-  }
-  const std::string dir = mount_point + own;
-  const std::string controllers = ReadFirstLine(dir + "/cgroup.controllers");
-  const bool writable = ::access(dir.c_str(), W_OK) == 0;
-  std::string detail = "mounted at " + mount_point + ", this process in " + own + ", controllers: " +
-                       (controllers.empty() ? "none" : controllers) +
-                       (writable ? ", writable" : ", not writable");
-  const bool all_present = controllers.find("memory") != std::string::npos &&
-                           controllers.find("pids") != std::string::npos &&
-                           controllers.find("cpu") != std::string::npos;
-  if (!all_present || !writable) {
-    detail +=
-        "; memory/pids/cpu limits are not enforceable here (process count falls back to "
-        "RLIMIT_NPROC). To delegate: systemd-run --user --scope -p Delegate=yes cagent ...";
-    return {"cgroup v2", "degraded", detail};
-  }
-  return {"cgroup v2", "ok", detail};
+  std::string detail = "mounted at " + d.mount_point;
+  if (!d.base.empty()) detail += ", sandboxes would go under " + d.base;
+  detail += ", available: " + (d.available.empty() ? std::string("none") : d.available.ToString());
+  if (d.available.Contains(ControllerSet::All())) return {"cgroup v2", "ok", detail};
+  detail += "; " + d.reason +
+            ". To delegate: systemd-run --user --scope -p Delegate=yes cagent ..., or set "
+            "CAGENT_CGROUP to a delegated cgroup";
+  return {"cgroup v2", "degraded", detail};
 }
 
 Probe Selinux() {
@@ -176,6 +160,19 @@ DoctorReport RunDoctor() {
     report.sandbox_ok = true;
     report.sandbox_detail = "a default sandbox was built and ran /bin/true in " +
                             std::to_string(outcome->duration.count()) + " ms";
+    report.layers = {"namespaces: user, mount, pid, net (lo only), ipc, uts, cgroup",
+                     "filesystem view: fresh read-only root, workspace read-write",
+                     "capabilities: none; no_new_privs",
+                     "rlimits: " + outcome->rlimits,
+                     "landlock: " + outcome->landlock,
+                     "seccomp: " + outcome->seccomp,
+                     "cgroup limits: used only when --memory/--pids/--cpus are given"};
+    if (::geteuid() == 0) {
+      report.layers.emplace_back(
+          "note: run as root, the kernel exempts the sandbox from RLIMIT_NPROC (uid 0); the "
+          "process cap then needs a cgroup pids controller");
+    }
+    for (const auto& d : outcome->downgrades) report.layers.push_back("downgrade: " + d);
   } else {
     report.sandbox_detail = DescribeOutcome(*outcome);
   }

@@ -21,6 +21,8 @@ struct DoctorReport {
   // Whether a default sandbox could be built right now (a real trial run of /bin/true).
   bool sandbox_ok = false;
   std::string sandbox_detail;
+  // What that sandbox got, one line per layer, downgrades included.
+  std::vector<std::string> layers;
 };
 
 // Runs every probe. Takes a few milliseconds; starts one trial sandbox.

@@ -11,7 +11,8 @@ namespace cagent::launcher {
 namespace {
 
 constexpr std::array<std::string_view, static_cast<size_t>(Layer::kCount)> kLayerNames = {
-    "fs", "pid", "net", "ipc", "uts", "cgroup", "session", "die-with-parent", "env", "fds", "caps",
+    "fs",  "pid",  "net",     "ipc",    "uts",      "cgroupns", "session", "die-with-parent",
+    "env", "fds", "caps", "rlimits", "cgroup", "landlock", "seccomp",
 };
 
 bool IsAbsoluteNormal(const std::string& p) {
@@ -30,6 +31,17 @@ bool IsAbsoluteNormal(const std::string& p) {
 }
 
 }  // namespace
+
+std::string_view NetworkModeName(NetworkMode mode) {
+  return mode == NetworkMode::kNone ? "none" : "loopback";
+}
+
+Result<NetworkMode> ParseNetworkMode(std::string_view name) {
+  if (name == "loopback") return NetworkMode::kLoopback;
+  if (name == "none") return NetworkMode::kNone;
+  return PlainError("unknown network mode '" + std::string(name) + "'",
+                    "valid modes: loopback (lo only, local servers work), none (no IP sockets)");
+}
 
 std::string_view LayerName(Layer layer) { return kLayerNames.at(static_cast<size_t>(layer)); }
 
@@ -63,6 +75,11 @@ LaunchSpec DefaultLaunchSpec(std::string workspace, std::vector<std::string> arg
   };
   spec.env_pass = {"TERM", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "COLORTERM",
                    "NO_COLOR"};
+  // Safe ceilings for ordinary builds and tests: generous enough not to get in the way, small
+  // enough that a fork bomb or a runaway writer stops. Core dumps off.
+  spec.limits.processes = 4096;
+  spec.limits.open_files = 8192;
+  spec.limits.file_size_bytes = 16ULL << 30;
   return spec;
 }
 

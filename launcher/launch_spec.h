@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "common/result.h"
+#include "launcher/cgroup.h"
+#include "launcher/rlimits.h"
 
 namespace cagent::launcher {
 
@@ -27,12 +29,16 @@ enum class Layer : std::uint8_t {
   kNetNamespace,   // own network namespace with only lo; off = the host's network
   kIpcNamespace,   // own SysV IPC / POSIX message queues
   kUtsNamespace,   // own hostname
-  kCgroupNamespace,
+  kCgroupNamespace,  // "cgroupns"
   kNewSession,     // setsid(): no controlling terminal (TIOCSTI into the caller's terminal)
   kDieWithParent,  // PR_SET_PDEATHSIG: the sandbox dies when cagent dies
   kEnvScrub,       // only the spec's environment; off = the caller's whole environment
   kCloseFds,       // close inherited descriptors; off = the command inherits cagent's fds
   kCapabilities,   // drop every capability, lock securebits, no_new_privs
+  kRlimits,        // CPU, file size, open files, processes, core dumps
+  kCgroupLimits,   // memory/pids/cpu through a delegated cgroup v2 ("cgroup")
+  kLandlock,       // filesystem, TCP and scope rules enforced by the kernel per inode
+  kSeccomp,        // the syscall filter
   kCount,
 };
 
@@ -52,6 +58,17 @@ class LayerSet {
   static std::uint32_t Bit(Layer l) { return 1U << static_cast<unsigned>(l); }
   std::uint32_t bits_ = 0;
 };
+
+// What networking the sandbox gets. Both modes have their own network namespace (unless the net
+// layer is switched off) whose only interface is lo.
+enum class NetworkMode : std::uint8_t {
+  kLoopback,  // TCP/UDP over lo works (local test servers); nothing reaches the host's network
+  kNone,      // no IP sockets at all: seccomp refuses AF_INET/AF_INET6 and Landlock every TCP
+              // bind/connect, so even a switched-off network namespace leaks nothing over TCP
+};
+
+std::string_view NetworkModeName(NetworkMode mode);
+Result<NetworkMode> ParseNetworkMode(std::string_view name);
 
 struct EnvVar {
   std::string name;
@@ -90,6 +107,17 @@ struct LaunchSpec {
   std::chrono::milliseconds kill_grace{2000};
   // Layers explicitly switched off (see Layer).
   LayerSet disabled;
+
+  NetworkMode network = NetworkMode::kLoopback;
+  // Ceilings set with setrlimit in the sandbox (RLIMIT_NPROC counts per user namespace, so it caps
+  // this sandbox only).
+  ResourceLimits limits;
+  // memory/pids/cpu limits for a cgroup v2 child; applied only when some are set.
+  CgroupLimits cgroup_limits;
+  // Layers whose absence is accepted (reported as a downgrade) instead of refusing to run:
+  // kLandlock (a kernel without Landlock, or without its newer rights), kCgroupLimits (no delegated
+  // cgroup with the controllers `cgroup_limits` needs). Everything else always fails closed.
+  LayerSet best_effort;
 };
 
 // The built-in defaults: system directories read-only, the workspace read-write, host secrets that

@@ -15,9 +15,15 @@
 //                                          5. lo up (net) — needs CAP_NET_ADMIN, so before 7
 //                                          6. mount view, pivot_root, old root detached —
 //                                             needs CAP_SYS_ADMIN, so before 7
-//                                          7. drop all capabilities, lock securebits,
+//                                          7. rlimits — lowering needs no privilege
+//                                          8. drop all capabilities, lock securebits,
 //                                             no_new_privs — after everything privileged
-//                                          8. init: setsid, signalfd, fork the command
+//                                          9. Landlock — after pivot_root, because its rules
+//                                             name paths of the view (tmpfs mounts that exist
+//                                             only there); needs no_new_privs
+//                                         10. seccomp last: it forbids mount, ptrace and the
+//                                             namespace calls the steps above use
+//                                         11. init: setsid, signalfd, fork the command
 // supervise: forward signals, enforce the      └─ command: setsid, chdir, close fds, execve
 //   wall-clock limit, read reports, reap   init reaps, forwards, exits with the command's status
 //
@@ -41,10 +47,14 @@
 
 #include "common/unique_fd.h"
 #include "launcher/caps.h"
+#include "launcher/cgroup.h"
 #include "launcher/init.h"
+#include "launcher/landlock.h"
 #include "launcher/mountns.h"
 #include "launcher/netns.h"
 #include "launcher/process.h"
+#include "launcher/rlimits.h"
+#include "launcher/seccomp.h"
 #include "launcher/userns.h"
 
 namespace cagent::launcher {
@@ -59,6 +69,10 @@ struct Prepared {
   MountPlan mounts;
   CapabilityDrop caps;
   ExecPlan exec;
+  PreparedRlimits rlimits;
+  std::optional<LandlockRuleset> landlock;
+  std::optional<SeccompFilter> seccomp;
+  std::optional<SandboxCgroup> cgroup;
   std::vector<int> child_keep_fds;  // sorted: what the child keeps while it builds the sandbox
   unsigned long clone_flags = 0;    // NOLINT(google-runtime-int)
 };
@@ -134,15 +148,96 @@ class SignalMaskGuard {
   }
   // 6. The filesystem view.
   if (const ChildResult r = ApplyMountView(p.mounts); !r.ok) ChildFail(report_fd, r);
-  // 7. Privileges last: every step above needed them.
+  // 7. Resource ceilings.
+  if (!spec.disabled.Has(Layer::kRlimits)) {
+    if (const ChildResult r = ApplyRlimits(p.rlimits); !r.ok) ChildFail(report_fd, r);
+  }
+  // 8. Privileges: every step above needed them.
   if (!spec.disabled.Has(Layer::kCapabilities)) {
     if (const ChildResult r = p.caps.Apply(); !r.ok) ChildFail(report_fd, r);
+  } else if ((p.landlock || p.seccomp) && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    // Landlock and seccomp still want no_new_privs when capabilities are kept for debugging.
+    ChildFail(report_fd, ChildResult::Failure(ChildStep::kNoNewPrivs, errno));
   }
-  // 8. Become init.
+  // 9. Landlock, on the finished view.
+  if (p.landlock) {
+    if (const ChildResult r = p.landlock->Apply(); !r.ok) ChildFail(report_fd, r);
+  }
+  // 10. seccomp, the last restriction before init starts the command.
+  if (p.seccomp) {
+    if (const ChildResult r = p.seccomp->Apply(); !r.ok) ChildFail(report_fd, r);
+  }
+  // 11. Become init.
   RunInit(p.exec,
           InitOptions{!spec.disabled.Has(Layer::kPidNamespace),
                       !spec.disabled.Has(Layer::kNewSession)},
           report_fd);
+}
+
+// "processes 4096, open files 8192, file size 16.0 GiB, core dumps off".
+std::string DescribeLimits(const ResourceLimits& l) {
+  std::string out;
+  auto add = [&out](const std::string& item) { out += (out.empty() ? "" : ", ") + item; };
+  if (l.cpu_seconds) add("CPU time " + std::to_string(*l.cpu_seconds) + "s");
+  if (l.processes) add("processes " + std::to_string(*l.processes));
+  if (l.open_files) add("open files " + std::to_string(*l.open_files));
+  if (l.file_size_bytes) add("file size " + HumanReadableSize(*l.file_size_bytes));
+  if (l.data_bytes) add("data " + HumanReadableSize(*l.data_bytes));
+  if (l.address_space_bytes) add("address space " + HumanReadableSize(*l.address_space_bytes));
+  add(l.core_dumps ? "core dumps inherited" : "core dumps off");
+  return out;
+}
+
+// The Landlock rules that match the mount view: what is bound read-only is read-only, what is
+// writable is writable, /dev is devices only. Rules attach to inodes, so files created later under
+// these trees are covered too.
+LandlockRules LandlockRulesFor(const LaunchSpec& spec) {
+  LandlockRules rules;
+  rules.read_only = spec.read_only_paths;
+  rules.read_only.emplace_back("/proc");
+  // The view's root holds only mount points; listing it is harmless. Without the view it would be
+  // the host's root, which Landlock must keep covering.
+  if (!spec.disabled.Has(Layer::kMountView)) rules.read_only.emplace_back("/");
+  rules.read_write = spec.read_write_paths;
+  rules.read_write.push_back(spec.workspace);
+  rules.read_write.emplace_back("/tmp");
+  rules.read_write.push_back(spec.home);
+  rules.read_write.emplace_back("/dev/shm");
+  rules.device_paths = {"/dev"};
+  // In `none` no TCP port may be bound or connected; in `loopback` the network namespace is the
+  // guard (ports of local servers are not known in advance).
+  rules.restrict_tcp = spec.network == NetworkMode::kNone;
+  rules.scope_abstract_unix = true;
+  rules.scope_signals = true;
+  const bool best_effort = spec.best_effort.Has(Layer::kLandlock);
+  rules.require_fs = !best_effort;
+  rules.require_net = !best_effort;
+  // Scopes (Linux 6.12) back up the pid and network namespaces; on older kernels they are a
+  // reported downgrade rather than a refusal.
+  rules.require_scopes = false;
+  return rules;
+}
+
+// Finds a delegated cgroup for the limits the spec sets. Missing controllers fail closed unless
+// the cgroup layer is best effort, then they are reported and the rlimits stay the only ceiling.
+Result<std::optional<SandboxCgroup>> PrepareCgroup(const LaunchSpec& spec,
+                                                   std::vector<std::string>& downgrades,
+                                                   std::string& summary) {
+  const ControllerSet wanted = spec.cgroup_limits.Controllers();
+  const CgroupDiscovery discovery = DiscoverCgroup(CgroupEnv::FromProcess());
+  const bool best_effort = spec.best_effort.Has(Layer::kCgroupLimits);
+  auto report = DecideCgroup(discovery, wanted, best_effort ? ControllerSet() : wanted);
+  if (!report) return report.error();
+  if (!report->degraded.empty()) {
+    downgrades.push_back("cgroup: " + report->reason);
+  }
+  summary = report->enforced.empty() ? "no controller enforced"
+                                     : report->enforced.ToProse() + " enforced in " + report->path;
+  if (report->enforced.empty()) return std::optional<SandboxCgroup>();
+  auto cg = SandboxCgroup::Create(discovery, "cagent-" + std::to_string(::getpid()),
+                                  spec.cgroup_limits.RestrictedTo(report->enforced));
+  if (!cg) return cg.error();
+  return std::optional<SandboxCgroup>(std::move(*cg));
 }
 
 SandboxOutcome SetupFailure(std::string step, const Error& error) {
@@ -245,6 +340,9 @@ void Supervise(const LaunchSpec& spec, const Prepared& p, pid_t child, int pidfd
         static_cast<size_t>(setup_failure->detail) < p.mounts.ops.size()) {
       out.error += " (" + p.mounts.ops[static_cast<size_t>(setup_failure->detail)].description + ")";
     }
+    if (setup_failure->step == ChildStep::kLandlock && p.landlock) {
+      out.error += " (" + p.landlock->DescribeFailure(setup_failure->detail) + ")";
+    }
     return;
   }
   if (exec_failure) {
@@ -297,7 +395,30 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec) {
   if (!caps) return fail("prepare capability drop", caps.error());
   auto exec = PrepareExec(spec, environ);
   if (!exec) return fail("prepare command", exec.error());
-  Prepared p{PrepareIdMaps(), std::move(*mounts), std::move(*caps), std::move(*exec), {}, 0};
+  Prepared p{PrepareIdMaps(), std::move(*mounts), std::move(*caps), std::move(*exec),
+             PrepareRlimits(spec.limits), std::nullopt, std::nullopt, std::nullopt, {}, 0};
+  std::vector<std::string> downgrades;
+  std::string landlock_summary = "off", seccomp_summary = "off", cgroup_summary = "not used";
+  if (!spec.disabled.Has(Layer::kLandlock)) {
+    auto ruleset = LandlockRuleset::Prepare(LandlockRulesFor(spec), LandlockAbi());
+    if (!ruleset) return fail("prepare Landlock rules", ruleset.error());
+    for (const auto& d : ruleset->Downgrades()) downgrades.push_back(d);
+    landlock_summary = ruleset->Summary().ToString();
+    p.landlock.emplace(std::move(*ruleset));
+  }
+  if (!spec.disabled.Has(Layer::kSeccomp)) {
+    auto filter =
+        SeccompFilter::Prepare(DefaultSeccompPolicy(spec.network == NetworkMode::kLoopback));
+    if (!filter) return fail("prepare seccomp filter", filter.error());
+    seccomp_summary = std::to_string(filter->DeniedSyscallNames().size()) +
+                      " system calls denied, plus socket, ioctl, clone and personality rules";
+    p.seccomp.emplace(std::move(*filter));
+  }
+  if (!spec.disabled.Has(Layer::kCgroupLimits) && !spec.cgroup_limits.Controllers().empty()) {
+    auto cg = PrepareCgroup(spec, downgrades, cgroup_summary);
+    if (!cg) return fail("prepare cgroup", cg.error());
+    if (cg->has_value()) p.cgroup.emplace(std::move(**cg));
+  }
   p.clone_flags = CLONE_NEWUSER | CLONE_NEWNS;  // the mount namespace always: /proc is ours
   if (!spec.disabled.Has(Layer::kPidNamespace)) p.clone_flags |= CLONE_NEWPID;
   if (!spec.disabled.Has(Layer::kNetNamespace)) p.clone_flags |= CLONE_NEWNET;
@@ -356,6 +477,13 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec) {
     abort_child();
     return fail("write user namespace id maps", s.error());
   }
+  // Into the cgroup before the child runs anything, so every process it starts is counted.
+  if (p.cgroup) {
+    if (auto s = p.cgroup->Attach(child); !s) {
+      abort_child();
+      return fail("attach to cgroup", s.error());
+    }
+  }
   const char go = 1;
   if (::write(sync_w.get(), &go, 1) != 1) {
     const Error e = ErrnoError("write sync pipe");
@@ -366,7 +494,27 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec) {
 
   SandboxOutcome out;
   out.disabled_layers = disabled_only.disabled_layers;
+  out.downgrades = std::move(downgrades);
+  out.landlock = std::move(landlock_summary);
+  out.seccomp = std::move(seccomp_summary);
+  out.cgroup = std::move(cgroup_summary);
+  out.rlimits = spec.disabled.Has(Layer::kRlimits) ? "off" : DescribeLimits(spec.limits);
   Supervise(spec, p, child, pidfd.get(), sigfd.get(), report_r.get(), out);
+  if (p.cgroup) {
+    // Whatever is left (a daemon of a disabled pid namespace) goes with the sandbox.
+    (void)p.cgroup->Kill();
+    const CgroupStats stats = p.cgroup->ReadStats();
+    out.memory_peak_bytes = stats.memory_peak;
+    out.oom_kills = stats.oom_kill.value_or(0);
+    if (out.oom_kills > 0 && out.kind == SandboxOutcome::Kind::kSignaled) {
+      out.limit_hit = "memory limit of " + HumanReadableSize(*spec.cgroup_limits.memory_max) +
+                      " reached (killed by the kernel's OOM killer)";
+    }
+  }
+  if (out.kind == SandboxOutcome::Kind::kSignaled && out.limit_hit.empty() &&
+      !spec.disabled.Has(Layer::kRlimits)) {
+    out.limit_hit = ExplainLimitSignal(out.signal, spec.limits);
+  }
   return out;
 }
 

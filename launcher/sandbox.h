@@ -3,6 +3,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,18 @@ struct SandboxOutcome {
   std::chrono::milliseconds duration{0};
   // Layers that were switched off for this run, by name.
   std::vector<std::string> disabled_layers;
+  // Restrictions that could not be applied in full and were accepted as best effort, in words.
+  std::vector<std::string> downgrades;
+  // What each hardening layer did, in words, for the run record ("Landlock ABI 7: ...").
+  std::string landlock;
+  std::string seccomp;
+  std::string rlimits;
+  std::string cgroup;
+  // From the sandbox's cgroup, when one was used.
+  std::optional<std::uint64_t> memory_peak_bytes;
+  std::uint64_t oom_kills = 0;
+  // Set when the command died of a resource ceiling: which one, in words.
+  std::string limit_hit;
 };
 
 inline constexpr int kExitTimedOut = 124;

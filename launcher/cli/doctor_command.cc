@@ -28,7 +28,7 @@ int RunDoctorCommand(const DoctorOptions& o) {
     for (const auto& p : r.probes) {
       j["probes"].push_back({{"name", p.name}, {"status", p.status}, {"detail", p.detail}});
     }
-    j["sandbox"] = {{"ok", r.sandbox_ok}, {"detail", r.sandbox_detail}};
+    j["sandbox"] = {{"ok", r.sandbox_ok}, {"detail", r.sandbox_detail}, {"layers", r.layers}};
     std::cout << j.dump(2) << std::endl;
   } else {
     std::printf("cagent doctor: %s\n\n", r.kernel.c_str());
@@ -37,6 +37,8 @@ int RunDoctorCommand(const DoctorOptions& o) {
     }
     std::printf("\n  %-22s %-9s %s\n", "trial sandbox", r.sandbox_ok ? "ok" : "FAILED",
                 r.sandbox_detail.c_str());
+    if (!r.layers.empty()) std::printf("\nA sandbox started now gets:\n");
+    for (const auto& l : r.layers) std::printf("  - %s\n", l.c_str());
   }
   return r.sandbox_ok ? 0 : 1;
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "launcher/child_report.h"
 #include "launcher/launch_spec.h"
 #include "launcher/sandbox.h"
+#include "launcher/seccomp.h"
 
 namespace cagent::launcher {
 namespace {
@@ -32,6 +34,10 @@ const char* LayerConsequence(Layer l) {
     case Layer::kEnvScrub: return "the command inherits cagent's whole environment, secrets included";
     case Layer::kCloseFds: return "the command inherits cagent's open file descriptors";
     case Layer::kCapabilities: return "the command keeps its capabilities inside the namespaces";
+    case Layer::kRlimits: return "no CPU, file size, open file or process ceilings";
+    case Layer::kCgroupLimits: return "no memory, pids or cpu limits through cgroup v2";
+    case Layer::kLandlock: return "no Landlock rules: only the mount view confines files";
+    case Layer::kSeccomp: return "the whole syscall surface of the kernel is reachable";
     case Layer::kCount: break;
   }
   return "";
@@ -102,9 +108,40 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
                    "Stop the command after DURATION (e.g. 90s, 10m): SIGTERM, then SIGKILL of the "
                    "whole sandbox 2s later. cagent then exits 124.");
   exec->add_option("--hostname", o.hostname, "Hostname inside the sandbox (default: cagent).");
+  exec->add_option("--network", o.network,
+                   "loopback (default): only lo, local servers and clients work; none: no IP "
+                   "sockets at all (seccomp refuses them, Landlock denies every TCP bind/connect).")
+      ->default_str("loopback");
+  exec->add_option("--cpu-time", o.cpu_time,
+                   "CPU time ceiling (e.g. 30s): SIGXCPU at the limit, SIGKILL one second later.")
+      ->group("Limits");
+  exec->add_option("--file-size", o.file_size, "Largest file the command may write (e.g. 1G).")
+      ->group("Limits");
+  exec->add_option("--open-files", o.open_files, "Most open descriptors per process (default 8192).")
+      ->group("Limits");
+  exec->add_option("--processes", o.processes,
+                   "Most processes in the sandbox (default 4096; RLIMIT_NPROC, counted per user "
+                   "namespace, so it bounds this sandbox only).")
+      ->group("Limits");
+  exec->add_option("--memory", o.memory,
+                   "Memory limit through a delegated cgroup v2 (memory.max, e.g. 2G). Without one "
+                   "cagent refuses to run unless --best-effort cgroup.")
+      ->group("Limits");
+  exec->add_option("--pids", o.pids, "pids.max through a delegated cgroup v2.")->group("Limits");
+  exec->add_option("--cpus", o.cpus, "CPU bandwidth through cgroup v2 cpu.max, e.g. 1.5 (cores).")
+      ->group("Limits");
+  exec->add_option("--best-effort", o.best_effort,
+                   "Accept the absence of a layer instead of refusing to run, reporting the "
+                   "downgrade: landlock (kernel without Landlock or its newer rules), cgroup (no "
+                   "delegated cgroup v2 for --memory/--pids/--cpus). Repeatable.")
+      ->allow_extra_args(false);
+  exec->add_flag("--print-seccomp", o.print_seccomp,
+                 "Print the seccomp filter as libseccomp's pseudo filter code (PFC) and exit.")
+      ->group("Debugging");
   exec->add_option("--disable-layer", o.disable_layers,
                    "Switch off one layer of confinement, for debugging only (repeatable): fs, pid, "
-                   "net, ipc, uts, cgroup, session, die-with-parent, env, fds, caps. Each is "
+                   "net, ipc, uts, cgroupns, session, die-with-parent, env, fds, caps, rlimits, cgroup, "
+                   "landlock, seccomp. Each is "
                    "reported on stderr and in --json.")
       ->group("Debugging")
       ->allow_extra_args(false);
@@ -162,6 +199,44 @@ int RunExecCommand(const ExecOptions& o) {
   }
   for (const auto& name : o.env_pass) spec.env_pass.push_back(name);
   if (!o.hostname.empty()) spec.hostname = o.hostname;
+  auto network = ParseNetworkMode(o.network);
+  if (!network) return Usage("--network: " + network.error().Message());
+  spec.network = *network;
+  if (!o.cpu_time.empty()) {
+    auto t = ParseDuration(o.cpu_time);
+    if (!t) return Usage("--cpu-time: " + t.error().Message());
+    spec.limits.cpu_seconds = static_cast<std::uint64_t>((t->count() + 999) / 1000);
+  }
+  if (!o.file_size.empty()) {
+    auto n = ParseSize(o.file_size);
+    if (!n) return Usage("--file-size: " + n.error().Message());
+    spec.limits.file_size_bytes = *n;
+  }
+  if (o.open_files) spec.limits.open_files = *o.open_files;
+  if (o.processes) spec.limits.processes = *o.processes;
+  if (!o.memory.empty()) {
+    auto n = ParseSize(o.memory);
+    if (!n) return Usage("--memory: " + n.error().Message());
+    spec.cgroup_limits.memory_max = *n;
+    spec.cgroup_limits.swap_max = 0;
+  }
+  if (o.pids) spec.cgroup_limits.pids_max = *o.pids;
+  if (!o.cpus.empty()) {
+    char* end = nullptr;
+    const double cores = std::strtod(o.cpus.c_str(), &end);
+    if (end == o.cpus.c_str() || *end != '\0' || !(cores > 0) || cores > 1024) {
+      return Usage("--cpus expects a positive number of cores, e.g. 0.5 or 2, got '" + o.cpus + "'");
+    }
+    spec.cgroup_limits.cpu_period_us = 100000;
+    spec.cgroup_limits.cpu_quota_us = static_cast<std::uint64_t>(cores * 100000);
+  }
+  for (const auto& name : o.best_effort) {
+    auto l = ParseLayer(name);
+    if (!l || (*l != Layer::kLandlock && *l != Layer::kCgroupLimits)) {
+      return Usage("--best-effort takes 'landlock' or 'cgroup', got '" + name + "'");
+    }
+    spec.best_effort.Add(*l);
+  }
   if (!o.timeout.empty()) {
     auto t = ParseDuration(o.timeout);
     if (!t) return Usage("--timeout: " + t.error().Message());
@@ -175,8 +250,20 @@ int RunExecCommand(const ExecOptions& o) {
                  LayerConsequence(*l));
   }
   if (auto s = ValidateLaunchSpec(spec); !s) return Usage(s.error().Message());
+  if (o.print_seccomp) {
+    auto filter =
+        SeccompFilter::Prepare(DefaultSeccompPolicy(spec.network == NetworkMode::kLoopback));
+    if (!filter) return Usage(filter.error().Message());
+    auto pfc = filter->Pfc();
+    if (!pfc) return Usage(pfc.error().Message());
+    std::cout << *pfc;
+    return 0;
+  }
 
   auto outcome = RunSandbox(spec);
+  if (outcome) {
+    for (const auto& d : outcome->downgrades) spdlog::warn("warning: downgrade: {}", d);
+  }
   if (!outcome) {
     spdlog::error("{}", outcome.error().Message());
     return kExitSetupFailed;
@@ -187,7 +274,11 @@ int RunExecCommand(const ExecOptions& o) {
       case SandboxOutcome::Kind::kExited:
         break;  // a command's own status needs no comment
       case SandboxOutcome::Kind::kSignaled:
-        spdlog::info("{}", DescribeOutcome(out));
+        if (out.limit_hit.empty()) {
+          spdlog::info("{}", DescribeOutcome(out));
+        } else {
+          spdlog::info("{}: {}", DescribeOutcome(out), out.limit_hit);
+        }
         break;
       case SandboxOutcome::Kind::kTimedOut:
         spdlog::info("command timed out after {}; the sandbox was stopped", o.timeout);
@@ -221,6 +312,15 @@ int RunExecCommand(const ExecOptions& o) {
     j["timeout_ms"] = spec.timeout.count();
     j["layers"] = LayersJson(spec);
     j["disabled_layers"] = out.disabled_layers;
+    j["downgrades"] = out.downgrades;
+    j["network"] = std::string(NetworkModeName(spec.network));
+    j["details"] = {{"landlock", out.landlock},
+                    {"seccomp", out.seccomp},
+                    {"rlimits", out.rlimits},
+                    {"cgroup", out.cgroup}};
+    j["limit_hit"] = out.limit_hit.empty() ? nlohmann::json() : nlohmann::json(out.limit_hit);
+    j["memory_peak_bytes"] =
+        out.memory_peak_bytes ? nlohmann::json(*out.memory_peak_bytes) : nlohmann::json();
     std::cout << j.dump() << std::endl;
   }
   return out.exit_code;

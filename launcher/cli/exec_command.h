@@ -1,6 +1,8 @@
 // `cagent exec`: run one command in a sandbox built from the built-in defaults.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,11 @@ struct ExecOptions {
   std::string timeout;                // duration literal, empty = none
   std::string hostname;               // empty = the default
   std::vector<std::string> disable_layers;
+  std::vector<std::string> best_effort;
+  std::string network = "loopback";
+  std::string cpu_time, file_size, memory, cpus;  // literals, empty = default
+  std::optional<std::uint64_t> open_files, processes, pids;
+  bool print_seccomp = false;
   std::vector<std::string> command;
 };
 

@@ -8,11 +8,13 @@
 #include <sys/ioctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +36,20 @@ int Connect(const char* addr, int port) {
   sa.sin_port = htons(static_cast<uint16_t>(port));
   inet_pton(AF_INET, addr, &sa.sin_addr);
   if (connect(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) return Fail("connect");
+  std::printf("ok connected\n");
+  return 0;
+}
+
+// connect-abstract NAME: connect to the abstract Unix socket "\0NAME".
+int ConnectAbstract(const char* name) {
+  const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return Fail("socket");
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  const size_t len = std::strlen(name);
+  std::memcpy(sa.sun_path + 1, name, len);
+  const auto size = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + len);
+  if (connect(s, reinterpret_cast<sockaddr*>(&sa), size) != 0) return Fail("connect");
   std::printf("ok connected\n");
   return 0;
 }
@@ -143,6 +159,7 @@ int main(int argc, char** argv) {
   const std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "connect" && argc == 4) return Connect(argv[2], std::atoi(argv[3]));
   if (cmd == "loopback-echo") return LoopbackEcho();
+  if (cmd == "connect-abstract" && argc == 3) return ConnectAbstract(argv[2]);
   if (cmd == "fds") return Fds();
   if (cmd == "ptrace" && argc == 3) return Ptrace(std::atoi(argv[2]));
   if (cmd == "ptrace-child") return PtraceChild();
@@ -151,7 +168,7 @@ int main(int argc, char** argv) {
   if (cmd == "read" && argc == 3) return Read(argv[2]);
   if (cmd == "write" && argc == 3) return Write(argv[2]);
   std::fprintf(stderr,
-               "usage: cagent_probe connect ADDR PORT | loopback-echo | fds | ptrace PID | ptrace-child | tiocsti "
+               "usage: cagent_probe connect ADDR PORT | connect-abstract NAME | loopback-echo | fds | ptrace PID | ptrace-child | tiocsti "
                "| ctty | read PATH | write PATH\n");
   return 2;
 }
