@@ -344,37 +344,17 @@ TEST_F(ExecTest, HungCommandIsStoppedByTheTimeout) {
 
 // ---- network ----
 
-class HostListener {
- public:
-  HostListener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-    ::listen(fd_, 8);
-    socklen_t len = sizeof(sa);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    port_ = ntohs(sa.sin_port);
-  }
-  ~HostListener() { ::close(fd_); }
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
 
 TEST_F(ExecTest, HostLoopbackIsUnreachable) {
-  HostListener host;
-  const RunResult r = Exec({h_.probe(), "connect", "127.0.0.1", std::to_string(host.port())});
+  HostTcpListener host;
+  const RunResult r = Exec({h_.probe(), "connect", "127.0.0.1", host.port()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, HasSubstr("fail ECONNREFUSED connect"));
 }
 
 TEST_F(ExecTest, HostLoopbackTwin) {
-  HostListener host;
-  const RunResult r = Exec({h_.probe(), "connect", "127.0.0.1", std::to_string(host.port())},
+  HostTcpListener host;
+  const RunResult r = Exec({h_.probe(), "connect", "127.0.0.1", host.port()},
                            {"--disable-layer", "net"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("ok connected"));

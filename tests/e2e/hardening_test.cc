@@ -65,26 +65,6 @@ TEST_F(HardeningTest, PrintSeccompShowsTheRules) {
 
 // ---- Landlock ----
 
-class HostTcpListener {
- public:
-  HostTcpListener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-    ::listen(fd_, 8);
-    socklen_t len = sizeof(sa);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    port_ = ntohs(sa.sin_port);
-  }
-  ~HostTcpListener() { ::close(fd_); }
-  std::string port() const { return std::to_string(port_); }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
 
 TEST_F(HardeningTest, LandlockDeniesTcpEvenWithoutTheNetworkNamespace) {
   HostTcpListener host;

@@ -1,6 +1,9 @@
 #include "tests/e2e/harness.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
@@ -232,6 +235,21 @@ bool WaitForExit(pid_t pid, int* status, std::chrono::milliseconds timeout) {
   }
   return false;
 }
+
+HostTcpListener::HostTcpListener() {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  Check(fd_ >= 0, "socket");
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  Check(::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0, "bind");
+  Check(::listen(fd_, 8) == 0, "listen");
+  socklen_t len = sizeof(sa);
+  Check(::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len) == 0, "getsockname");
+  port_ = ntohs(sa.sin_port);
+}
+
+HostTcpListener::~HostTcpListener() { ::close(fd_); }
 
 pid_t SpawnHost(const std::vector<std::string>& argv_in) {
   std::vector<std::string> argv = Harness::Get().AsUser(argv_in);

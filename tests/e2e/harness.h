@@ -78,6 +78,21 @@ void KillProcesses(const std::string& token);
 // waitpid with a timeout; false if `pid` has not exited by then.
 bool WaitForExit(pid_t pid, int* status, std::chrono::milliseconds timeout);
 
+// A TCP listener on the host's 127.0.0.1 (an ephemeral port), open for the object's lifetime: the
+// target of the "can the sandbox reach the host's loopback" attacks.
+class HostTcpListener {
+ public:
+  HostTcpListener();
+  ~HostTcpListener();
+  HostTcpListener(const HostTcpListener&) = delete;
+  HostTcpListener& operator=(const HostTcpListener&) = delete;
+  std::string port() const { return std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 // Spawns a host command (through Harness::AsUser) that lives until killed; returns its pid.
 pid_t SpawnHost(const std::vector<std::string>& argv);
 
