@@ -86,8 +86,9 @@ struct SeccompPolicy {
 // userfaultfd, io_uring, kernel modules, kexec, reboot, swap, clock and time adjustment, acct,
 // quotas, file handles, syslog, vhangup, port I/O, uselib, nfsservctl, sysfs and _sysctl; TIOCSTI
 // and TIOCLINUX; personality flags; foreign ABIs. Socket families: AF_UNIX always; AF_NETLINK
-// with NETLINK_ROUTE only (glibc's getifaddrs, `ip`); AF_INET and AF_INET6 with SOCK_STREAM and
-// SOCK_DGRAM only when `allow_inet` (never SOCK_RAW or the obsolete SOCK_PACKET). Pure.
+// with NETLINK_ROUTE only (glibc's getifaddrs, `ip`); AF_INET and AF_INET6 only when `allow_inet`,
+// with SOCK_STREAM and SOCK_DGRAM (never SOCK_RAW or the obsolete SOCK_PACKET) and protocols 0,
+// TCP, UDP and ICMP / ICMPv6 (ping sockets). Pure.
 SeccompPolicy DefaultSeccompPolicy(bool allow_inet);
 
 // A syscall name with its number on this machine's native architecture.
