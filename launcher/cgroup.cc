@@ -520,7 +520,9 @@ Result<CgroupReport> DecideCgroup(const CgroupDiscovery& discovery, ControllerSe
     const bool several = refused.size() > 1;
     return PlainError("cgroup limits", "no delegated cgroup v2 with the " + refused.ToProse() +
                                            (several ? " controllers (" : " controller (") +
-                                           why(refused) + "): " + kWhatToDo + ", or drop " + drop);
+                                           why(refused) + "): " + kWhatToDo +
+                                               ", or accept the downgrade with --best-effort "
+                                               "cgroup (in a profile: drop " + drop + ")");
   }
   report.degraded = missing;
   if (!missing.empty()) report.reason = missing.ToProse() + " not enforced: " + why(missing);

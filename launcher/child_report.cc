@@ -27,6 +27,7 @@ std::string_view ChildStepName(ChildStep step) {
     case ChildStep::kExec: return "execute command";
     case ChildStep::kSubreaper: return "become child subreaper";
     case ChildStep::kRlimits: return "set resource limits";
+    case ChildStep::kCgroupNamespace: return "create cgroup namespace";
     case ChildStep::kLandlock: return "apply Landlock rules";
     case ChildStep::kSeccomp: return "load seccomp filter";
   }

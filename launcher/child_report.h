@@ -40,6 +40,7 @@ enum class ChildStep : std::uint32_t {
   kExec,
   kSubreaper,
   kRlimits,   // `detail` holds the resource number
+  kCgroupNamespace,
   kLandlock,
   kSeccomp,
 };

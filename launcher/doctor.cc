@@ -95,8 +95,8 @@ Probe CgroupV2() {
   const CgroupDiscovery d = DiscoverCgroup(CgroupEnv::FromProcess());
   if (d.mount_point.empty()) {
     return {"cgroup v2", "missing",
-            "no cgroup2 filesystem mounted; --memory/--pids/--cpus need --best-effort cgroup, "
-            "the process count falls back to RLIMIT_NPROC"};
+            "no cgroup2 filesystem mounted; --memory/--pids/--cpus need --best-effort cgroup; "
+            "the process count falls back to RLIMIT_NPROC (not for root callers)"};
   }
   std::string detail = "mounted at " + d.mount_point;
   if (!d.base.empty()) detail += ", sandboxes would go under " + d.base;

@@ -35,7 +35,7 @@ namespace cagent::launcher {
 // The ChildStep reported when a limit cannot be applied, with `detail` = the RLIMIT_* resource
 // number. child_report.h belongs to the launch integrator, who adds ChildStep::kRlimits ("set
 // resource limits") and points this at it; until then failures surface as kExec.
-inline constexpr ChildStep kRlimitStep = ChildStep::kExec;
+inline constexpr ChildStep kRlimitStep = ChildStep::kRlimits;
 
 // What the profile asks for. An empty optional leaves the caller's limit as it is (inherited).
 struct ResourceLimits {

@@ -7,11 +7,13 @@
 // prepare: validate spec, id maps, mount
 //   plan, capability state, exec plan
 // clone(NEWUSER|NEWNS|NEWPID|NEWNET|NEWIPC|
-//       NEWUTS|NEWCGROUP)  ───────────────▶  1. PR_SET_PDEATHSIG(SIGKILL): dies with cagent
+//       NEWUTS)  ─────────────────────────▶  1. PR_SET_PDEATHSIG(SIGKILL): dies with cagent
 //                                          2. close every inherited fd but the two pipes;
 //                                             blank cagent's argv (visible in /proc/1/cmdline)
-// setup-from-parent: uid/gid maps           3. wait for the id maps; exit if cagent is gone
-//   (setgroups=deny first) ─── go byte ──▶  4. hostname (uts)
+// setup-from-parent: uid/gid maps           3. wait for the id maps; exit if cagent is gone;
+//   (setgroups=deny first), cgroup attach      then unshare the cgroup namespace, rooted at
+//   ─────────────── go byte ──────────────▶     the sandbox's own cgroup
+//                                          4. hostname (uts)
 //                                          5. lo up (net) — needs CAP_NET_ADMIN, so before 7
 //                                          6. mount view, pivot_root, old root detached —
 //                                             needs CAP_SYS_ADMIN, so before 7
@@ -136,6 +138,10 @@ class SignalMaskGuard {
   struct pollfd alive {sync_fd, 0, 0};
   if (::poll(&alive, 1, 0) == 1 && (alive.revents & POLLHUP) != 0) ::_exit(kExitSetupFailed);
   ::close(sync_fd);
+  // Now in the sandbox's cgroup (if any): root the cgroup namespace there.
+  if (!spec.disabled.Has(Layer::kCgroupNamespace) && ::unshare(CLONE_NEWCGROUP) != 0) {
+    ChildFail(report_fd, ChildResult::Failure(ChildStep::kCgroupNamespace, errno));
+  }
 
   // 4. Hostname.
   if (!spec.disabled.Has(Layer::kUtsNamespace) &&
@@ -424,7 +430,9 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec) {
   if (!spec.disabled.Has(Layer::kNetNamespace)) p.clone_flags |= CLONE_NEWNET;
   if (!spec.disabled.Has(Layer::kIpcNamespace)) p.clone_flags |= CLONE_NEWIPC;
   if (!spec.disabled.Has(Layer::kUtsNamespace)) p.clone_flags |= CLONE_NEWUTS;
-  if (!spec.disabled.Has(Layer::kCgroupNamespace)) p.clone_flags |= CLONE_NEWCGROUP;
+  // The cgroup namespace is not created by clone but by the child after cagent has moved it into
+  // its own cgroup (step 3): created here it would be rooted at cagent's cgroup, whose limits
+  // the sandbox's uid owns.
 
   int sync_pipe[2];
   int report_pipe[2];

@@ -377,8 +377,8 @@ TEST(CgroupDecideTest, RequiredButMissingFailsClosedSayingWhatToDo) {
   EXPECT_EQ(decision.error().Message(),
             "cgroup limits: no delegated cgroup v2 with the memory controller (memory is bound to "
             "cgroup v1 at /sys/fs/cgroup/memory): run under systemd-run --user --scope -p "
-            "Delegate=yes, set CAGENT_CGROUP to a delegated cgroup, or drop `require "
-            "memory-limit`");
+            "Delegate=yes, set CAGENT_CGROUP to a delegated cgroup, or accept the downgrade with "
+            "--best-effort cgroup (in a profile: drop `require memory-limit`)");
 }
 
 TEST(CgroupDecideTest, SeveralRequiredControllersAreNamedTogether) {
@@ -395,7 +395,8 @@ TEST(CgroupDecideTest, SeveralRequiredControllersAreNamedTogether) {
             "is " +
                 not_in + "; pids is " + not_in +
                 "): run under systemd-run --user --scope -p Delegate=yes, set CAGENT_CGROUP to a "
-                "delegated cgroup, or drop `require memory-limit` and `require pids-limit`");
+                "delegated cgroup, or accept the downgrade with --best-effort cgroup (in a profile: "
+                "drop `require memory-limit` and `require pids-limit`)");
 }
 
 TEST(CgroupDecideTest, WantedButNotRequiredDegradesWithAReason) {
