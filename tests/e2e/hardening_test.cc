@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
+#include <sys/stat.h>
 #include <nlohmann/json.hpp>
 
 #include "gmock/gmock.h"
@@ -41,6 +43,28 @@ class HardeningTest : public ::testing::Test {
   Harness& h_ = Harness::Get();
   std::string ws_;
 };
+
+// ---- capabilities ----
+
+TEST_F(HardeningTest, SetuidRootBinaryGainsNothing) {
+  if (!h_.as_nobody()) {
+    GTEST_SKIP() << "needs a caller other than the binary's owner: covered by the nobody variant";
+  }
+  // A setuid-root copy of the probe, made by the (root) test runner.
+  const std::string suid_dir = h_.MakeDir("suid");
+  const std::string suid = suid_dir + "/probe-suid";
+  ASSERT_EQ(std::system(("cp " + h_.probe() + " " + suid).c_str()), 0);
+  ASSERT_EQ(::chown(suid.c_str(), 0, 0), 0);
+  ASSERT_EQ(::chmod(suid.c_str(), 04755), 0);
+  // Even with the mount view off (so the file is not under a nosuid bind) and capabilities kept
+  // (so no_new_privs is not set), the user namespace has no mapping for uid 0: nothing is gained.
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--ro", suid_dir},
+        std::vector<std::string>{"--disable-layer", "fs", "--disable-layer", "caps"}}) {
+    const RunResult r = Exec({suid, "ids"}, extra);
+    EXPECT_THAT(r.out, HasSubstr("ok uids 65534 65534 65534")) << r.out << r.err;
+  }
+}
 
 // ---- seccomp ----
 

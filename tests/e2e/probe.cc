@@ -127,6 +127,14 @@ int Tiocsti() {
   return 0;
 }
 
+// ids: the real, effective and saved uids.
+int Ids() {
+  uid_t r = 0, e = 0, su = 0;
+  getresuid(&r, &e, &su);
+  std::printf("ok uids %u %u %u\n", r, e, su);
+  return 0;
+}
+
 int Ctty() {
   const int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
   if (fd < 0) return Fail("open /dev/tty");
@@ -165,10 +173,11 @@ int main(int argc, char** argv) {
   if (cmd == "ptrace-child") return PtraceChild();
   if (cmd == "tiocsti") return Tiocsti();
   if (cmd == "ctty") return Ctty();
+  if (cmd == "ids") return Ids();
   if (cmd == "read" && argc == 3) return Read(argv[2]);
   if (cmd == "write" && argc == 3) return Write(argv[2]);
   std::fprintf(stderr,
                "usage: cagent_probe connect ADDR PORT | connect-abstract NAME | loopback-echo | fds | ptrace PID | ptrace-child | tiocsti "
-               "| ctty | read PATH | write PATH\n");
+               "| ctty | ids | read PATH | write PATH\n");
   return 2;
 }
