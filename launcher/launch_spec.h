@@ -78,11 +78,14 @@ struct EnvVar {
 struct LaunchSpec {
   // The command; argv[0] is looked up in the sandbox's PATH when it has no '/'.
   std::vector<std::string> argv;
-  // Canonical absolute path of the workspace; bound read-write at the same path inside.
+  // Canonical absolute path of the workspace; bound at the same path inside, read-write unless
+  // `workspace_writable` is false.
   std::string workspace;
+  bool workspace_writable = true;
   // Working directory inside the sandbox (absolute); the workspace by default.
   std::string cwd;
-  // Host paths bound read-only at the same path if they exist. A path that is a symlink on the host
+  // Host paths bound read-only at the same path if they exist (paths inside the workspace are bound
+  // over it, so they stay read-only within a writable workspace). A path that is a symlink on the host
   // (e.g. /bin -> usr/bin on merged-/usr systems) is re-created as the same symlink.
   std::vector<std::string> read_only_paths;
   // Extra host paths bound read-write (nosuid, nodev) if they exist.

@@ -291,7 +291,7 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
     for (const auto& p : spec.read_write_paths) {
       if (auto s = AddHostPath(p, true, false, entries); !s) return s.error();
     }
-    if (auto s = AddHostPath(spec.workspace, true, true, entries); !s) {
+    if (auto s = AddHostPath(spec.workspace, spec.workspace_writable, true, entries); !s) {
       return std::move(s.error()).Context("workspace");
     }
     AddDev(entries);

@@ -205,7 +205,7 @@ LandlockRules LandlockRulesFor(const LaunchSpec& spec) {
   // the host's root, which Landlock must keep covering.
   if (!spec.disabled.Has(Layer::kMountView)) rules.read_only.emplace_back("/");
   rules.read_write = spec.read_write_paths;
-  rules.read_write.push_back(spec.workspace);
+  (spec.workspace_writable ? rules.read_write : rules.read_only).push_back(spec.workspace);
   rules.read_write.emplace_back("/tmp");
   rules.read_write.push_back(spec.home);
   rules.read_write.emplace_back("/dev/shm");

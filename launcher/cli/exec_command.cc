@@ -1,5 +1,6 @@
 #include "launcher/cli/exec_command.h"
 
+#include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -12,7 +13,10 @@
 #include "common/duration.h"
 #include "launcher/child_report.h"
 #include "launcher/launch_spec.h"
+#include "launcher/profile_spec.h"
 #include "launcher/sandbox.h"
+#include "policy/dump.h"
+#include "policy/loader.h"
 #include "launcher/seccomp.h"
 
 namespace cagent::launcher {
@@ -69,6 +73,26 @@ int Usage(const std::string& message) {
   return kExitUsage;
 }
 
+std::string CallerHome() {
+  if (const char* h = std::getenv("HOME"); h != nullptr && h[0] == '/') return h;
+  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) {
+    return pw->pw_dir;
+  }
+  return {};
+}
+
+// A command-line limit may only lower the profile's. Returns an error message, or "".
+std::string CheckLower(const policy::Policy* p, policy::Limit limit, std::uint64_t requested,
+                       std::uint64_t requested_in_profile_units, const std::string& flag) {
+  if (p == nullptr) return {};
+  const auto& v = p->limit(limit);
+  if (!v.bounded() || requested_in_profile_units <= v.value) return {};
+  (void)requested;
+  return flag + " can only lower the profile's limit: '" + p->name + "' sets " +
+         std::string(policy::LimitName(limit)) + " " + policy::FormatLimit(limit, v) + " at " +
+         p->Where(v.loc);
+}
+
 }  // namespace
 
 CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
@@ -80,8 +104,12 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
       "scrubbed environment; a new session. cagent exits with the command's status (128+N when it "
       "is killed by signal N).");
   exec->add_option("--profile", o.profile,
-                   "Sandbox profile. Until the policy language lands, only the built-in 'default' "
-                   "exists.")
+                   "Profile the sandbox is built from: a name (looked up in ./.cagent/, "
+                   "~/.config/cagent/profiles/, the installed profiles, then the built-in ones: "
+                   "base, readonly, docs, frontend, backend) or a .cagent file. Its mounts, deny "
+                   "globs, network mode, environment and limits make the sandbox; command-line "
+                   "limits may only lower them. 'default' (the default) is the launcher's own "
+                   "view without a profile.")
       ->default_str("default");
   exec->add_option("-w,--workspace", o.workspace,
                    "Directory bound read-write at its own path and used as the working directory "
@@ -109,9 +137,9 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
                    "whole sandbox 2s later. cagent then exits 124.");
   exec->add_option("--hostname", o.hostname, "Hostname inside the sandbox (default: cagent).");
   exec->add_option("--network", o.network,
-                   "loopback (default): only lo, local servers and clients work; none: no IP "
-                   "sockets at all (seccomp refuses them, Landlock denies every TCP bind/connect).")
-      ->default_str("loopback");
+                   "loopback: only lo, local servers and clients work; none: no IP sockets at all "
+                   "(seccomp refuses them, Landlock denies every TCP bind/connect). Default: the "
+                   "profile's, loopback without one; with a profile only narrowing is accepted.");
   exec->add_option("--cpu-time", o.cpu_time,
                    "CPU time ceiling (e.g. 30s): SIGXCPU at the limit, SIGKILL one second later.")
       ->group("Limits");
@@ -167,10 +195,6 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
 }
 
 int RunExecCommand(const ExecOptions& o) {
-  if (o.profile != "default") {
-    return Usage("unknown profile '" + o.profile +
-                 "': only the built-in 'default' profile exists until the policy language lands");
-  }
   std::string workspace = o.workspace;
   if (workspace.empty()) {
     char buf[4096];
@@ -186,7 +210,32 @@ int RunExecCommand(const ExecOptions& o) {
   }
   if (*canonical == "/") return Usage("the workspace cannot be / (it would expose the whole host)");
 
-  LaunchSpec spec = DefaultLaunchSpec(*canonical, o.command);
+  // The profile: "default" is the launcher's built-in view; anything else is compiled from the
+  // policy language (a name on the search path, or a file).
+  std::shared_ptr<const policy::Policy> policy;
+  std::vector<std::string> profile_notes;
+  LaunchSpec spec;
+  if (o.profile == "default") {
+    spec = DefaultLaunchSpec(*canonical, o.command);
+  } else {
+    const std::string home = CallerHome();
+    policy::Compiled compiled =
+        policy::LoadProfile(o.profile, policy::SearchPath::Default(home, CAGENT_PROFILE_DIR));
+    if (!compiled.ok()) {
+      std::cerr << policy::RenderAll(*compiled.sources, compiled.diags);
+      return Usage("profile '" + o.profile + "' has " +
+                   std::to_string(compiled.diags.ErrorCount()) +
+                   " error(s); `cagent policy check` shows them too");
+    }
+    policy = compiled.policy;
+    ProfileContext ctx{home, {}};
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) ctx.environ.emplace_back(*e);
+    auto built = SpecFromPolicy(*policy, *canonical, o.command, ctx);
+    if (!built) return Usage("profile '" + o.profile + "': " + built.error().Message());
+    spec = std::move(built->spec);
+    profile_notes = std::move(built->notes);
+  }
+  const policy::Policy* prof = policy.get();
   for (const auto& p : o.ro_paths) spec.read_only_paths.push_back(p);
   for (const auto& p : o.rw_paths) spec.read_write_paths.push_back(p);
   for (const auto& p : o.hide_paths) spec.hidden_paths.push_back(p);
@@ -199,24 +248,55 @@ int RunExecCommand(const ExecOptions& o) {
   }
   for (const auto& name : o.env_pass) spec.env_pass.push_back(name);
   if (!o.hostname.empty()) spec.hostname = o.hostname;
-  auto network = ParseNetworkMode(o.network);
-  if (!network) return Usage("--network: " + network.error().Message());
-  spec.network = *network;
+  if (!o.network.empty()) {
+    auto network = ParseNetworkMode(o.network);
+    if (!network) return Usage("--network: " + network.error().Message());
+    if (prof != nullptr && *network == NetworkMode::kLoopback &&
+        spec.network == NetworkMode::kNone) {
+      return Usage("--network loopback would widen the profile '" + prof->name +
+                   "', which sets network none at " + prof->Where(prof->network.loc) +
+                   "; the command line can only narrow a profile");
+    }
+    spec.network = *network;
+  }
+  using policy::Limit;
   if (!o.cpu_time.empty()) {
     auto t = ParseDuration(o.cpu_time);
     if (!t) return Usage("--cpu-time: " + t.error().Message());
+    auto ms = static_cast<std::uint64_t>(t->count());
+    if (auto e = CheckLower(prof, Limit::kCpuTime, ms, ms, "--cpu-time"); !e.empty()) {
+      return Usage(e);
+    }
     spec.limits.cpu_seconds = static_cast<std::uint64_t>((t->count() + 999) / 1000);
   }
   if (!o.file_size.empty()) {
     auto n = ParseSize(o.file_size);
     if (!n) return Usage("--file-size: " + n.error().Message());
+    if (auto e = CheckLower(prof, Limit::kFileSize, *n, *n, "--file-size"); !e.empty()) {
+      return Usage(e);
+    }
     spec.limits.file_size_bytes = *n;
   }
-  if (o.open_files) spec.limits.open_files = *o.open_files;
-  if (o.processes) spec.limits.processes = *o.processes;
+  if (o.open_files) {
+    if (auto e = CheckLower(prof, Limit::kOpenFiles, *o.open_files, *o.open_files, "--open-files");
+        !e.empty()) {
+      return Usage(e);
+    }
+    spec.limits.open_files = *o.open_files;
+  }
+  if (o.processes) {
+    if (auto e = CheckLower(prof, Limit::kProcesses, *o.processes, *o.processes, "--processes");
+        !e.empty()) {
+      return Usage(e);
+    }
+    spec.limits.processes = *o.processes;
+  }
   if (!o.memory.empty()) {
     auto n = ParseSize(o.memory);
     if (!n) return Usage("--memory: " + n.error().Message());
+    if (auto e = CheckLower(prof, Limit::kMemory, *n, *n, "--memory"); !e.empty()) {
+      return Usage(e);
+    }
     spec.cgroup_limits.memory_max = *n;
     spec.cgroup_limits.swap_max = 0;
   }
@@ -235,16 +315,35 @@ int RunExecCommand(const ExecOptions& o) {
     if (!l || (*l != Layer::kLandlock && *l != Layer::kCgroupLimits)) {
       return Usage("--best-effort takes 'landlock' or 'cgroup', got '" + name + "'");
     }
+    if (prof != nullptr) {
+      auto req = *l == Layer::kLandlock ? policy::Requirement::kLandlock
+                                        : policy::Requirement::kCgroup;
+      bool needs_cgroup = prof->Requires(policy::Requirement::kMemoryLimit) ||
+                          prof->Requires(policy::Requirement::kPidsLimit);
+      if (prof->Requires(req) || (*l == Layer::kCgroupLimits && needs_cgroup)) {
+        return Usage("--best-effort " + name + " conflicts with the profile '" + prof->name +
+                     "', which requires it");
+      }
+    }
     spec.best_effort.Add(*l);
   }
   if (!o.timeout.empty()) {
     auto t = ParseDuration(o.timeout);
     if (!t) return Usage("--timeout: " + t.error().Message());
+    auto ms = static_cast<std::uint64_t>(t->count());
+    if (auto e = CheckLower(prof, Limit::kWallTime, ms, ms, "--timeout"); !e.empty()) {
+      return Usage(e);
+    }
     spec.timeout = *t;
   }
   for (const auto& name : o.disable_layers) {
     auto l = ParseLayer(name);
     if (!l) return Usage("--disable-layer: " + l.error().Message());
+    if (prof != nullptr && ((*l == Layer::kLandlock && prof->Requires(policy::Requirement::kLandlock)) ||
+                            (*l == Layer::kSeccomp && prof->Requires(policy::Requirement::kSeccomp)))) {
+      return Usage("--disable-layer " + name + " conflicts with the profile '" + prof->name +
+                   "', which requires it; use a profile without 'require " + name + "'");
+    }
     spec.disabled.Add(*l);
     spdlog::warn("warning: layer '{}' is switched off (--disable-layer): {}", name,
                  LayerConsequence(*l));
@@ -293,6 +392,8 @@ int RunExecCommand(const ExecOptions& o) {
     nlohmann::json j;
     j["cagent_version"] = CAGENT_VERSION;
     j["profile"] = o.profile;
+    j["profile_files"] = prof != nullptr ? nlohmann::json(prof->files) : nlohmann::json::array();
+    j["profile_notes"] = profile_notes;
     j["command"] = spec.argv;
     j["workspace"] = spec.workspace;
     j["status"] = StatusName(out.kind);

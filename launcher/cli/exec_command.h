@@ -1,4 +1,4 @@
-// `cagent exec`: run one command in a sandbox built from the built-in defaults.
+// `cagent exec`: run one command in a sandbox built from a profile (or the launcher's defaults).
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,7 @@ struct ExecOptions {
   std::string hostname;               // empty = the default
   std::vector<std::string> disable_layers;
   std::vector<std::string> best_effort;
-  std::string network = "loopback";
+  std::string network;  // empty = the profile's (loopback without a profile)
   std::string cpu_time, file_size, memory, cpus;  // literals, empty = default
   std::optional<std::uint64_t> open_files, processes, pids;
   bool print_seccomp = false;

@@ -7,6 +7,8 @@
 
 #include "launcher/cli/doctor_command.h"
 #include "launcher/cli/exec_command.h"
+#include "launcher/cli/policy_command.h"
+#include "launcher/cli/profile_command.h"
 #include "launcher/process.h"
 
 int main(int argc, char** argv) {
@@ -30,6 +32,10 @@ int main(int argc, char** argv) {
   CLI::App* exec = cagent::launcher::AddExecCommand(app, exec_options);
   cagent::launcher::DoctorOptions doctor_options;
   CLI::App* doctor = cagent::launcher::AddDoctorCommand(app, doctor_options);
+  cagent::launcher::PolicyOptions policy_options;
+  CLI::App* policy = cagent::launcher::AddPolicyCommand(app, policy_options);
+  cagent::launcher::ProfileOptions profile_options;
+  CLI::App* profile = cagent::launcher::AddProfileCommand(app, profile_options);
 
   try {
     app.parse(argc, argv);
@@ -45,5 +51,7 @@ int main(int argc, char** argv) {
   }
   if (exec->parsed()) return cagent::launcher::RunExecCommand(exec_options);
   if (doctor->parsed()) return cagent::launcher::RunDoctorCommand(doctor_options);
+  if (policy->parsed()) return cagent::launcher::RunPolicyCommand(policy_options);
+  if (profile->parsed()) return cagent::launcher::RunProfileCommand(profile_options);
   return 2;
 }

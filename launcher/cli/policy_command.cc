@@ -1,0 +1,1073 @@
+#include "launcher/cli/policy_command.h"
+
+#include <pwd.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "policy/audit.h"
+#include "policy/diff.h"
+#include "policy/dump.h"
+#include "policy/engine.h"
+#include "policy/loader.h"
+#include "policy/parser.h"
+
+namespace cagent::launcher {
+namespace {
+
+using nlohmann::json;
+
+// Exit statuses shared by the subcommands (documented in each one's --help).
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;  // check: errors; test: a failing case; diff: wider; audit: findings
+constexpr int kExitUsage = 2;   // bad command line, unreadable file, a profile that does not compile
+constexpr int kExitDenied = 3;  // explain
+constexpr int kExitAsk = 4;     // explain
+
+int Usage(const std::string& message) {
+  spdlog::error("{}", message);
+  return kExitUsage;
+}
+
+std::string HomeDir() {
+  if (const char* h = std::getenv("HOME"); h != nullptr && h[0] == '/') return h;
+  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) {
+    return pw->pw_dir;
+  }
+  return "";
+}
+
+policy::SearchPath Search() { return policy::SearchPath::Default(HomeDir(), CAGENT_PROFILE_DIR); }
+
+std::string CurrentDir() {
+  char buf[4096];
+  if (::getcwd(buf, sizeof(buf)) == nullptr) return "/workspace";
+  return buf;
+}
+
+// Loads `name`; on failure prints the rendered diagnostics on stderr and returns null.
+std::shared_ptr<const policy::Policy> LoadOrReport(const std::string& name,
+                                                   const policy::SearchPath& search) {
+  policy::Compiled c = policy::LoadProfile(name, search);
+  if (c.ok()) return c.policy;
+  std::cerr << policy::RenderAll(*c.sources, c.diags);
+  spdlog::error("profile '{}' does not compile ({} error{}); fix it, then `cagent policy check {}`",
+                name, c.diags.ErrorCount(), c.diags.ErrorCount() == 1 ? "" : "s", name);
+  return nullptr;
+}
+
+json At(const policy::Policy& p, const policy::Location& loc) {
+  return loc.valid() ? json(p.Where(loc)) : json(nullptr);
+}
+
+std::string JoinChain(const policy::Policy& p) {
+  std::string s;
+  for (const auto& n : p.chain) s += (s.empty() ? "" : " -> ") + n;
+  return s;
+}
+
+// The source line a location points at, for showing a rule where it is written.
+std::string SourceLine(const policy::Policy& p, const policy::Location& loc) {
+  if (!p.sources || !loc.valid() || loc.file >= p.sources->size()) return "";
+  std::string_view line = p.sources->file(loc.file).Line(loc.line);
+  std::size_t start = line.find_first_not_of(" \t");
+  return start == std::string_view::npos ? "" : std::string(line.substr(start));
+}
+
+std::string Stem(const std::string& path) {
+  auto slash = path.rfind('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.ends_with(".cagent")) base.resize(base.size() - 7);
+  return base;
+}
+
+// ---------------------------------------------------------------------------------------------
+// list
+
+int RunList(const PolicyOptions& o) {
+  const policy::SearchPath search = Search();
+  const auto entries = policy::ListProfiles(search);
+  if (o.json) {
+    json j;
+    j["search_path"] = search.dirs;
+    if (search.builtins) j["search_path"].push_back("built-in");
+    j["profiles"] = json::array();
+    for (const auto& e : entries) {
+      j["profiles"].push_back({{"name", e.name},
+                               {"path", e.path},
+                               {"origin", e.origin},
+                               {"description", e.description},
+                               {"shadows", e.shadows}});
+    }
+    std::cout << j.dump(2) << std::endl;
+    return kExitOk;
+  }
+  std::size_t name_w = 4, origin_w = 6;
+  for (const auto& e : entries) {
+    name_w = std::max(name_w, e.name.size());
+    origin_w = std::max(origin_w, e.origin.size());
+  }
+  auto pad = [](const std::string& s, std::size_t w) { return s + std::string(w - s.size(), ' '); };
+  std::cout << pad("NAME", name_w) << "  " << pad("ORIGIN", origin_w) << "  DESCRIPTION\n";
+  for (const auto& e : entries) {
+    std::cout << pad(e.name, name_w) << "  " << pad(e.origin, origin_w) << "  "
+              << (e.description.empty() ? "-" : e.description)
+              << (e.shadows.empty() ? "" : "  [SHADOWS " + std::to_string(e.shadows.size()) + "]")
+              << "\n";
+  }
+  bool any = false;
+  for (const auto& e : entries) {
+    for (const auto& s : e.shadows) {
+      if (!any) std::cout << "\n";
+      any = true;
+      std::cout << "WARNING: '" << e.name << "' resolves to " << e.path << ", which shadows " << s
+                << ": `--profile " << e.name << "` here does not mean the "
+                << (s.starts_with("<built-in>") ? "built-in" : "other") << " profile. Review it "
+                << "with `cagent policy diff " << s << " " << e.path << "`.\n";
+    }
+  }
+  std::cout << "\nSearch order:";
+  for (const auto& d : search.dirs) std::cout << " " << d;
+  std::cout << (search.builtins ? " built-in" : "") << "\n";
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------------------------------------
+// check
+
+// Inline examples the compiler checked: `match`/`not_match` under rules of every file in the
+// chain, and the `examples` section of the profile itself (its own files, before its parent's).
+std::size_t CountExamples(const policy::Compiled& c) {
+  const policy::Policy& p = *c.policy;
+  std::string parent = p.chain.size() >= 2 ? p.chain[p.chain.size() - 2] : "";
+  std::size_t count = 0;
+  bool own = true;
+  for (std::uint32_t i = 0; i < c.sources->size(); ++i) {
+    if (i > 0 && !parent.empty() && Stem(c.sources->file(i).display_name) == parent) own = false;
+    policy::Diagnostics ignored;
+    policy::File file = policy::Parse(*c.sources, i, ignored);
+    for (const auto& top : file.statements) {
+      for (const auto& st : top.block) {
+        if (top.keyword == "examples") {
+          if (own) ++count;
+          continue;
+        }
+        for (const auto& inner : st.block) {
+          if (inner.keyword == "match" || inner.keyword == "not_match") ++count;
+        }
+      }
+    }
+  }
+  return count;
+}
+
+json DiagnosticsJson(const policy::Compiled& c) {
+  json out = json::array();
+  for (const auto& d : c.diags.Sorted()) {
+    json e = {{"severity", d.severity == policy::Severity::kError     ? "error"
+                           : d.severity == policy::Severity::kWarning ? "warning"
+                                                                      : "note"},
+              {"message", d.message},
+              {"hint", d.hint},
+              {"rendered", policy::Render(*c.sources, d)}};
+    if (d.loc.valid() && d.loc.file < c.sources->size()) {
+      e["file"] = c.sources->file(d.loc.file).display_name;
+      e["line"] = d.loc.line;
+      e["column"] = d.loc.col;
+    } else {
+      e["file"] = nullptr;
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+int RunCheck(const PolicyOptions& o) {
+  const policy::SearchPath search = Search();
+  json results = json::array();
+  int failed = 0;
+  for (const auto& name : o.profiles) {
+    policy::Compiled c = policy::LoadProfile(name, search);
+    const std::size_t errors = c.diags.ErrorCount();
+    const std::size_t warnings = c.diags.list().size() - errors;
+    std::size_t rules = 0, examples = 0;
+    if (c.ok()) {
+      const auto& p = *c.policy;
+      rules = p.mounts.size() + p.path_rules.size() + p.commands.size() + p.tools.size();
+      examples = CountExamples(c);
+    } else {
+      ++failed;
+    }
+    if (o.json) {
+      results.push_back({{"profile", name},
+                         {"ok", c.ok()},
+                         {"chain", c.ok() ? json(c.policy->chain) : json::array()},
+                         {"rules", rules},
+                         {"examples", examples},
+                         {"errors", errors},
+                         {"warnings", warnings},
+                         {"diagnostics", DiagnosticsJson(c)}});
+      continue;
+    }
+    if (!c.diags.list().empty()) std::cerr << policy::RenderAll(*c.sources, c.diags);
+    if (c.ok()) {
+      std::cout << "ok: " << name << " (" << JoinChain(*c.policy) << "; " << rules << " rules, "
+                << examples << " examples checked"
+                << (warnings ? ", " + std::to_string(warnings) + " warnings" : "") << ")\n";
+    } else {
+      std::cout << "FAILED: " << name << " (" << errors << " error" << (errors == 1 ? "" : "s")
+                << (warnings ? ", " + std::to_string(warnings) + " warnings" : "") << ")\n";
+    }
+  }
+  if (o.json) std::cout << json{{"ok", failed == 0}, {"profiles", results}}.dump(2) << std::endl;
+  return failed == 0 ? kExitOk : kExitFailed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// show
+
+int RunShow(const PolicyOptions& o) {
+  auto p = LoadOrReport(o.profile, Search());
+  if (!p) return kExitUsage;
+  if (o.json) {
+    std::cout << policy::ToJson(*p).dump(2) << std::endl;
+    return kExitOk;
+  }
+  std::cout << "# chain: " << JoinChain(*p) << "\n# files:";
+  for (const auto& f : p->files) std::cout << " " << f;
+  std::cout << "\n" << policy::Dump(*p);
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------------------------------------
+// explain and test: requests
+
+struct Req {
+  enum class Kind { kCommand, kShell, kRead, kWrite, kTool } kind = Kind::kCommand;
+  std::vector<std::string> argv;  // kCommand
+  std::string subject;            // the script, the path, or the tool's path/command
+  policy::Tool tool = policy::Tool::kReadFile;
+};
+
+std::string KindName(Req::Kind k) {
+  switch (k) {
+    case Req::Kind::kCommand:
+      return "command";
+    case Req::Kind::kShell:
+      return "shell";
+    case Req::Kind::kRead:
+      return "read";
+    case Req::Kind::kWrite:
+      return "write";
+    case Req::Kind::kTool:
+      return "tool";
+  }
+  return "command";
+}
+
+std::string Describe(const Req& r) {
+  switch (r.kind) {
+    case Req::Kind::kCommand: {
+      std::string s = "command";
+      for (const auto& a : r.argv) s += " " + policy::QuoteWord(a);
+      return s;
+    }
+    case Req::Kind::kShell:
+      return "shell " + policy::QuoteWord(r.subject);
+    case Req::Kind::kRead:
+      return "read " + policy::QuoteWord(r.subject);
+    case Req::Kind::kWrite:
+      return "write " + policy::QuoteWord(r.subject);
+    case Req::Kind::kTool:
+      return "tool " + std::string(policy::ToolName(r.tool)) +
+             (r.subject.empty() ? "" : " " + policy::QuoteWord(r.subject));
+  }
+  return "";
+}
+
+policy::Decision Decide(const policy::Engine& engine, const Req& r) {
+  switch (r.kind) {
+    case Req::Kind::kCommand:
+      return engine.Command(r.argv);
+    case Req::Kind::kShell:
+      return engine.Shell(r.subject);
+    case Req::Kind::kRead:
+      return engine.Path(policy::Access::kRead, r.subject);
+    case Req::Kind::kWrite:
+      return engine.Path(policy::Access::kWrite, r.subject);
+    case Req::Kind::kTool: {
+      policy::ToolRequest tr{r.tool, {}, {}};
+      if (r.tool == policy::Tool::kRunCommand) {
+        tr.command = r.subject;
+      } else {
+        tr.path = r.subject;
+      }
+      return engine.Tool(tr);
+    }
+  }
+  return {};
+}
+
+std::string ToolList() {
+  std::string s;
+  for (int i = 0; i < static_cast<int>(policy::Tool::kCount); ++i) {
+    s += (s.empty() ? "" : ", ") + std::string(policy::ToolName(static_cast<policy::Tool>(i)));
+  }
+  return s;
+}
+
+// A word for a shell command line: quoted only when it must be.
+std::string ShellWord(const std::string& w) {
+  if (!w.empty() && w.find_first_of(" \t\n'\"\\$`|&;<>()*?[]#~{}") == std::string::npos) return w;
+  std::string out = "'";
+  for (char c : w) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+int RunExplain(const PolicyOptions& o) {
+  Req r;
+  int given = 0;
+  if (!o.command.empty() && o.tool.empty()) {
+    ++given;
+    r.kind = Req::Kind::kCommand;
+    r.argv = o.command;
+  }
+  if (!o.shell.empty() && o.tool.empty()) {
+    ++given;
+    r.kind = Req::Kind::kShell;
+    r.subject = o.shell;
+  }
+  if (!o.read_path.empty()) {
+    ++given;
+    r.kind = Req::Kind::kRead;
+    r.subject = o.read_path;
+  }
+  if (!o.write_path.empty()) {
+    ++given;
+    r.kind = Req::Kind::kWrite;
+    r.subject = o.write_path;
+  }
+  if (!o.tool.empty()) {
+    ++given;
+    auto t = policy::ParseTool(o.tool);
+    if (!t) return Usage("unknown tool '" + o.tool + "'; the tools are: " + ToolList());
+    r.kind = Req::Kind::kTool;
+    r.tool = *t;
+    if (*t == policy::Tool::kRunCommand) {
+      if (!o.shell.empty()) {
+        r.subject = o.shell;
+      } else {
+        for (const auto& a : o.command) r.subject += (r.subject.empty() ? "" : " ") + ShellWord(a);
+      }
+      if (r.subject.empty()) {
+        return Usage("--tool run_command needs the command: --shell 'STRING' or -- CMD...");
+      }
+    } else {
+      r.subject = o.tool_path;
+    }
+  } else if (!o.tool_path.empty()) {
+    return Usage("--path goes with --tool TOOL (e.g. --tool write_file --path src/main.c)");
+  }
+  if (given != 1) {
+    return Usage(std::string(given == 0 ? "nothing to explain" : "one request at a time") +
+                 ": give one of -- CMD..., --shell 'STRING', --read PATH, --write PATH or --tool "
+                 "TOOL [--path P]");
+  }
+
+  auto p = LoadOrReport(o.profile, Search());
+  if (!p) return kExitUsage;
+  policy::Engine::Bindings bindings;
+  bindings.workspace = o.workspace.empty() ? CurrentDir() : o.workspace;
+  if (bindings.workspace.empty() || bindings.workspace[0] != '/') {
+    bindings.workspace = CurrentDir() + "/" + bindings.workspace;
+  }
+  if (std::string home = HomeDir(); !home.empty()) bindings.home = home;
+  policy::Engine engine(*p, bindings);
+  policy::Decision d = Decide(engine, r);
+  policy::Verdict effective = engine.Effective(d.verdict);
+  const std::string approval(policy::ApprovalName(p->approval.value));
+
+  if (o.json) {
+    json j = {{"profile", p->name},
+              {"chain", p->chain},
+              {"request", {{"kind", KindName(r.kind)}, {"text", Describe(r)}}},
+              {"verdict", policy::VerdictName(d.verdict)},
+              {"effective", policy::VerdictName(effective)},
+              {"approval", approval},
+              {"rule", d.rule},
+              {"at", At(*p, d.loc)},
+              {"source", SourceLine(*p, d.loc)},
+              {"reason", d.reason},
+              {"workspace", bindings.workspace},
+              {"home", bindings.home}};
+    if (r.kind == Req::Kind::kCommand) j["request"]["argv"] = r.argv;
+    if (r.kind == Req::Kind::kTool) j["request"]["tool"] = policy::ToolName(r.tool);
+    if (r.kind != Req::Kind::kCommand) j["request"]["subject"] = r.subject;
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    std::cout << "profile:   " << p->name << " (" << JoinChain(*p) << ")\n";
+    std::cout << "request:   " << Describe(r) << "\n";
+    std::cout << "verdict:   " << policy::VerdictName(d.verdict) << "\n";
+    std::cout << "effective: " << policy::VerdictName(effective);
+    if (d.verdict == policy::Verdict::kAsk) {
+      std::cout << " (approval " << approval
+                << (effective == policy::Verdict::kDeny    ? ": nobody is asked, so it is denied"
+                    : effective == policy::Verdict::kAllow ? ": allowed without asking"
+                                                           : ": a person at the terminal decides")
+                << ")";
+    }
+    std::cout << "\n";
+    std::cout << "rule:      " << d.rule << "\n";
+    if (d.loc.valid()) {
+      std::cout << "at:        " << p->Where(d.loc) << "\n";
+      std::string line = SourceLine(*p, d.loc);
+      if (!line.empty()) std::cout << "           " << line << "\n";
+    } else {
+      std::cout << "at:        "
+                << (d.rule == "default" ? "(no rule matched: anything not allowed is denied)"
+                                        : "(built into cagent)")
+                << "\n";
+    }
+    std::cout << "reason:    " << d.reason << "\n";
+  }
+  switch (effective) {
+    case policy::Verdict::kAllow:
+      return kExitOk;
+    case policy::Verdict::kAsk:
+      return kExitAsk;
+    case policy::Verdict::kDeny:
+      return kExitDenied;
+  }
+  return kExitDenied;
+}
+
+// ---------------------------------------------------------------------------------------------
+// test: the cases file
+//
+//   # comment
+//   VERDICT KIND ARGS...
+//   VERDICT = allow | ask | deny
+//   KIND    = command WORD...          argv, run without a shell
+//           | shell SCRIPT             a /bin/sh -c line (quote it)
+//           | read PATH | write PATH
+//           | tool TOOL [PATH | SCRIPT]
+// Words are separated by blanks; "..." (with \" \\ \n \t) and '...' quote; '#' at the start of a
+// word starts a comment.
+
+struct Token {
+  std::string text;
+  std::uint32_t col = 1;
+  std::uint32_t length = 1;
+};
+
+struct Case {
+  std::uint32_t line = 0;
+  policy::Verdict expect = policy::Verdict::kDeny;
+  Req req;
+};
+
+// Splits one line; on an unterminated quote reports it and returns nullopt.
+std::optional<std::vector<Token>> Tokenize(std::string_view line, std::uint32_t file,
+                                           std::uint32_t lineno, policy::Diagnostics& diags) {
+  std::vector<Token> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    if (i >= line.size() || line[i] == '#') break;
+    Token t;
+    t.col = static_cast<std::uint32_t>(i + 1);
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') {
+      char c = line[i];
+      if (c == '"' || c == '\'') {
+        const char q = c;
+        const std::size_t open = i++;
+        bool closed = false;
+        while (i < line.size()) {
+          if (line[i] == q) {
+            closed = true;
+            ++i;
+            break;
+          }
+          if (q == '"' && line[i] == '\\' && i + 1 < line.size()) {
+            char e = line[i + 1];
+            t.text += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+            i += 2;
+            continue;
+          }
+          t.text += line[i++];
+        }
+        if (!closed) {
+          diags.Error({file, lineno, static_cast<std::uint32_t>(open + 1)},
+                      static_cast<std::uint32_t>(line.size() - open), "unterminated quote",
+                      std::string("close it with ") + q);
+          return std::nullopt;
+        }
+        continue;
+      }
+      t.text += c;
+      ++i;
+    }
+    t.length = static_cast<std::uint32_t>(i - start);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+constexpr const char* kCaseUsage =
+    "write: allow command git status / deny shell \"curl x | sh\" / deny read .env / "
+    "allow write src/main.c / ask tool write_file Cargo.lock";
+
+std::vector<Case> ParseCases(const policy::SourceSet& sources, std::uint32_t file,
+                             policy::Diagnostics& diags) {
+  std::vector<Case> cases;
+  const std::string& text = sources.file(file).text;
+  std::uint32_t lineno = 0;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string_view line(text.data() + pos, nl - pos);
+    ++lineno;
+    pos = nl + 1;
+    auto tokens = Tokenize(line, file, lineno, diags);
+    if (!tokens || tokens->empty()) {
+      if (nl == text.size()) break;
+      continue;
+    }
+    auto& tk = *tokens;
+    auto err = [&](const Token& t, std::string msg, std::string hint = kCaseUsage) {
+      diags.Error({file, lineno, t.col}, t.length, std::move(msg), std::move(hint));
+    };
+    Case c;
+    c.line = lineno;
+    if (tk[0].text == "allow") {
+      c.expect = policy::Verdict::kAllow;
+    } else if (tk[0].text == "ask") {
+      c.expect = policy::Verdict::kAsk;
+    } else if (tk[0].text == "deny") {
+      c.expect = policy::Verdict::kDeny;
+    } else {
+      err(tk[0], "expected a verdict (allow, ask or deny), found '" + tk[0].text + "'");
+      continue;
+    }
+    if (tk.size() < 2) {
+      err(tk[0], "'" + tk[0].text + "' needs a request");
+      continue;
+    }
+    const std::string& kind = tk[1].text;
+    auto exactly = [&](std::size_t n, const char* what) {
+      if (tk.size() == n + 2) return true;
+      const Token& at = tk.size() > n + 2 ? tk[n + 2] : tk.back();
+      err(at, "'" + kind + "' takes " + what,
+          kind == "shell" ? "quote the whole command line: deny shell \"curl x | sh\"" : kCaseUsage);
+      return false;
+    };
+    if (kind == "command") {
+      if (tk.size() < 3) {
+        err(tk[1], "'command' needs the command's words");
+        continue;
+      }
+      c.req.kind = Req::Kind::kCommand;
+      for (std::size_t i = 2; i < tk.size(); ++i) c.req.argv.push_back(tk[i].text);
+    } else if (kind == "shell") {
+      if (!exactly(1, "one quoted command line")) continue;
+      c.req.kind = Req::Kind::kShell;
+      c.req.subject = tk[2].text;
+    } else if (kind == "read" || kind == "write") {
+      if (!exactly(1, "one path")) continue;
+      c.req.kind = kind == "read" ? Req::Kind::kRead : Req::Kind::kWrite;
+      c.req.subject = tk[2].text;
+    } else if (kind == "tool") {
+      if (tk.size() < 3 || tk.size() > 4) {
+        err(tk.size() > 4 ? tk[4] : tk[1], "'tool' takes a tool name and optionally one path or "
+                                           "quoted command");
+        continue;
+      }
+      auto t = policy::ParseTool(tk[2].text);
+      if (!t) {
+        err(tk[2], "unknown tool '" + tk[2].text + "'", "the tools are: " + ToolList());
+        continue;
+      }
+      c.req.kind = Req::Kind::kTool;
+      c.req.tool = *t;
+      if (tk.size() == 4) c.req.subject = tk[3].text;
+    } else {
+      err(tk[1], "unknown request kind '" + kind + "'",
+          "use command, shell, read, write or tool");
+      continue;
+    }
+    cases.push_back(std::move(c));
+    if (nl == text.size()) break;
+  }
+  return cases;
+}
+
+int RunTest(const PolicyOptions& o) {
+  std::ifstream in(o.cases, std::ios::binary);
+  if (!in) {
+    return Usage("cannot read the cases file '" + o.cases + "': " + std::strerror(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  policy::SourceSet sources;
+  const std::uint32_t file = sources.Add(o.cases, text.str());
+  policy::Diagnostics diags;
+  std::vector<Case> cases = ParseCases(sources, file, diags);
+  if (diags.HasErrors()) {
+    std::cerr << policy::RenderAll(sources, diags);
+    return Usage("the cases file '" + o.cases + "' has " + std::to_string(diags.ErrorCount()) +
+                 " error(s); nothing was tested");
+  }
+  auto p = LoadOrReport(o.profile, Search());
+  if (!p) return kExitUsage;
+  // The default bindings (/workspace, /home/user): a cases file means the same on every machine.
+  policy::Engine engine(*p);
+  int passed = 0, failed = 0;
+  json results = json::array();
+  for (const Case& c : cases) {
+    policy::Decision d = Decide(engine, c.req);
+    const bool ok = d.verdict == c.expect;
+    ok ? ++passed : ++failed;
+    if (o.json) {
+      results.push_back({{"line", c.line},
+                         {"request", Describe(c.req)},
+                         {"expect", policy::VerdictName(c.expect)},
+                         {"verdict", policy::VerdictName(d.verdict)},
+                         {"effective", policy::VerdictName(engine.Effective(d.verdict))},
+                         {"rule", d.rule},
+                         {"at", At(*p, d.loc)},
+                         {"reason", d.reason},
+                         {"ok", ok}});
+      continue;
+    }
+    if (ok) continue;
+    std::cout << o.cases << ":" << c.line << ": FAIL: expected " << policy::VerdictName(c.expect)
+              << " for " << Describe(c.req) << ", got " << policy::VerdictName(d.verdict) << "\n";
+    std::cout << "  rule:   " << d.rule << (d.loc.valid() ? " at " + p->Where(d.loc) : "") << "\n";
+    std::cout << "  reason: " << d.reason << "\n";
+  }
+  if (o.json) {
+    std::cout << json{{"profile", p->name},
+                      {"cases_file", o.cases},
+                      {"passed", passed},
+                      {"failed", failed},
+                      {"cases", results}}
+                     .dump(2)
+              << std::endl;
+  } else {
+    std::cout << passed << " passed, " << failed << " failed (" << p->name << ", " << o.cases
+              << ")\n";
+  }
+  return failed == 0 ? kExitOk : kExitFailed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// diff
+
+int RunDiff(const PolicyOptions& o) {
+  const policy::SearchPath search = Search();
+  auto a = LoadOrReport(o.from, search);
+  auto b = LoadOrReport(o.to, search);
+  if (!a || !b) return kExitUsage;
+  const auto entries = policy::Diff(*a, *b);
+  int counts[3] = {0, 0, 0};
+  for (const auto& e : entries) ++counts[static_cast<int>(e.direction)];
+  if (o.json) {
+    json list = json::array();
+    for (const auto& e : entries) {
+      std::string at = policy::DiffWhere(e, *a, *b);
+      list.push_back({{"direction", policy::DirectionName(e.direction)},
+                      {"change", e.change == policy::Change::kAdded     ? "added"
+                                 : e.change == policy::Change::kRemoved ? "removed"
+                                                                        : "changed"},
+                      {"area", e.area},
+                      {"text", e.text},
+                      {"profile", e.side == policy::DiffSide::kFrom ? a->name : b->name},
+                      {"at", at.empty() ? json(nullptr) : json(at)}});
+    }
+    std::cout << json{{"from", {{"name", a->name}, {"chain", a->chain}}},
+                      {"to", {{"name", b->name}, {"chain", b->chain}}},
+                      {"wider", counts[0]},
+                      {"narrower", counts[1]},
+                      {"neutral", counts[2]},
+                      {"entries", list}}
+                     .dump(2)
+              << std::endl;
+  } else {
+    std::cout << "From '" << a->name << "' (" << JoinChain(*a) << ") to '" << b->name << "' ("
+              << JoinChain(*b) << "): " << counts[0] << " wider, " << counts[1] << " narrower, "
+              << counts[2] << " neutral\n";
+    if (entries.empty()) std::cout << "  the two profiles mean the same\n";
+    for (const auto& e : entries) {
+      const char* mark = e.direction == policy::Direction::kWider      ? "+ wider   "
+                         : e.direction == policy::Direction::kNarrower ? "- narrower"
+                                                                       : "~ neutral ";
+      std::string at = policy::DiffWhere(e, *a, *b);
+      std::cout << "  " << mark << "  " << e.area << ": " << e.text
+                << (at.empty() ? "" : "  (" + at + ")") << "\n";
+    }
+  }
+  return counts[0] == 0 ? kExitOk : kExitFailed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// audit
+
+int RiskRank(const std::string& level) {
+  if (level == "high") return 0;
+  if (level == "medium") return 1;
+  if (level == "low") return 2;
+  if (level == "info") return 3;
+  return -1;  // never
+}
+
+const char* SarifLevel(policy::Risk r) {
+  switch (r) {
+    case policy::Risk::kHigh:
+      return "error";
+    case policy::Risk::kMedium:
+      return "warning";
+    case policy::Risk::kLow:
+    case policy::Risk::kInfo:
+      return "note";
+  }
+  return "note";
+}
+
+// A display name as a URI reference: the characters URIs do not allow, percent-encoded.
+std::string UriOf(std::string_view name) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : name) {
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 std::string_view("-._~/:@!$&'()*+,;=").find(static_cast<char>(c)) !=
+                     std::string_view::npos;
+    if (plain) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// The parent of `p` as the loader resolved it: the file after the profile's own that bears the
+// parent's name, loaded by path, or by name when it is built in.
+std::shared_ptr<const policy::Policy> LoadParent(const policy::Policy& p,
+                                                 const policy::SearchPath& search) {
+  if (p.chain.size() < 2) return nullptr;
+  const std::string& parent = p.chain[p.chain.size() - 2];
+  std::string target = parent;
+  for (std::size_t i = 1; i < p.files.size(); ++i) {
+    if (Stem(p.files[i]) == parent && !p.files[i].starts_with("<built-in>/")) {
+      target = p.files[i];
+      break;
+    }
+    if (Stem(p.files[i]) == parent) break;
+  }
+  policy::Compiled c = policy::LoadProfile(target, search);
+  return c.ok() ? c.policy : nullptr;
+}
+
+int RunAudit(const PolicyOptions& o) {
+  if (o.format != "text" && o.format != "json" && o.format != "sarif") {
+    return Usage("--format must be text, json or sarif, not '" + o.format + "'");
+  }
+  if (RiskRank(o.fail_on) < 0 && o.fail_on != "never") {
+    return Usage("--fail-on must be high, medium, low, info or never, not '" + o.fail_on + "'");
+  }
+  const policy::SearchPath search = Search();
+  auto p = LoadOrReport(o.profile, search);
+  if (!p) return kExitUsage;
+  auto parent = LoadParent(*p, search);
+  if (p->chain.size() >= 2 && !parent) {
+    spdlog::warn("the parent profile '{}' could not be loaded on its own; CAGENT011 (a child "
+                 "weakening its parent) is not checked",
+                 p->chain[p->chain.size() - 2]);
+  }
+  const auto findings = policy::Audit(*p, parent.get());
+  int counts[4] = {0, 0, 0, 0};
+  bool fail = false;
+  for (const auto& f : findings) {
+    ++counts[static_cast<int>(f.risk)];
+    if (o.fail_on != "never" && static_cast<int>(f.risk) <= RiskRank(o.fail_on)) fail = true;
+  }
+  auto file_of = [&](const policy::Location& loc) -> std::string {
+    if (!p->sources || !loc.valid() || loc.file >= p->sources->size()) return "";
+    return p->sources->file(loc.file).display_name;
+  };
+
+  if (o.format == "sarif") {
+    json rules = json::array();
+    for (const auto& r : policy::AuditRules()) {
+      rules.push_back({{"id", r.id},
+                       {"name", r.name},
+                       {"shortDescription", {{"text", r.short_description}}},
+                       {"defaultConfiguration", {{"level", SarifLevel(r.default_risk)}}}});
+    }
+    json results = json::array();
+    for (const auto& f : findings) {
+      std::size_t index = 0;
+      for (const auto& r : policy::AuditRules()) {
+        if (r.id == f.rule_id) break;
+        ++index;
+      }
+      json result = {{"ruleId", f.rule_id},
+                     {"ruleIndex", index},
+                     {"level", SarifLevel(f.risk)},
+                     {"message", {{"text", f.message}}},
+                     {"properties", {{"severity", policy::RiskName(f.risk)}}}};
+      std::string file = file_of(f.loc);
+      result["locations"] = json::array();
+      if (!file.empty()) {
+        result["locations"].push_back(
+            {{"physicalLocation",
+              {{"artifactLocation", {{"uri", UriOf(file)}}},
+               {"region", {{"startLine", f.loc.line}, {"startColumn", f.loc.col}}}}}});
+      }
+      results.push_back(result);
+    }
+    json run;
+    run["tool"]["driver"] = {{"name", "cagent"},
+                             {"version", CAGENT_VERSION},
+                             {"rules", rules}};
+    run["results"] = results;
+    json sarif;
+    sarif["$schema"] = "https://json.schemastore.org/sarif-2.1.0.json";
+    sarif["version"] = "2.1.0";
+    sarif["runs"] = json::array();
+    sarif["runs"].push_back(run);
+    std::cout << sarif.dump(2) << std::endl;
+  } else if (o.format == "json") {
+    json list = json::array();
+    for (const auto& f : findings) {
+      std::string file = file_of(f.loc);
+      list.push_back({{"rule", f.rule_id},
+                      {"severity", policy::RiskName(f.risk)},
+                      {"message", f.message},
+                      {"at", file.empty() ? json(nullptr) : json(p->Where(f.loc))},
+                      {"source", SourceLine(*p, f.loc)}});
+    }
+    std::cout << json{{"profile", p->name},
+                      {"chain", p->chain},
+                      {"parent_checked", parent != nullptr},
+                      {"counts",
+                       {{"high", counts[0]}, {"medium", counts[1]}, {"low", counts[2]},
+                        {"info", counts[3]}}},
+                      {"fail_on", o.fail_on},
+                      {"failed", fail},
+                      {"findings", list}}
+                     .dump(2)
+              << std::endl;
+  } else {
+    std::cout << "Audit of '" << p->name << "' (" << JoinChain(*p) << "): " << counts[0]
+              << " high, " << counts[1] << " medium, " << counts[2] << " low, " << counts[3]
+              << " info\n";
+    for (const auto& f : findings) {
+      std::string name;
+      for (const auto& r : policy::AuditRules()) {
+        if (r.id == f.rule_id) name = std::string(r.name);
+      }
+      std::cout << "\n" << (file_of(f.loc).empty() ? p->name : p->Where(f.loc)) << ": "
+                << policy::RiskName(f.risk) << " [" << f.rule_id << " " << name
+                << "]: " << f.message << "\n";
+      std::string line = SourceLine(*p, f.loc);
+      if (!line.empty() && f.loc.line > 1) std::cout << "  " << line << "\n";
+    }
+  }
+  return fail ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
+  CLI::App* policy = app.add_subcommand(
+      "policy",
+      "Inspect sandbox profiles (the policy language): list the profiles on the search path, "
+      "check them, show the effective profile, explain a decision, test a table of requests, "
+      "compare two profiles, and audit one for risks. Reads profile files only; starts no "
+      "sandbox.");
+  policy->require_subcommand(1);
+  policy->footer(
+      "PROFILES\n"
+      "  A NAME is looked up in ./.cagent/, ~/.config/cagent/profiles/, " CAGENT_PROFILE_DIR
+      ", then the built-in profiles; the first match wins. An argument containing '/' or "
+      "ending in .cagent is read as a file.\n\n"
+      "EXIT STATUS\n"
+      "  2 always means a usage error, an unreadable file or a profile that does not compile. "
+      "The other codes are listed with each subcommand.");
+
+  o.list_cmd = policy->add_subcommand(
+      "list",
+      "List the profiles on the search path, built-in and user, with their origin and "
+      "description. A profile that shadows another of the same name (e.g. a repository's "
+      "./.cagent/backend.cagent hiding the built-in backend) is flagged loudly: it changes what "
+      "--profile NAME means in that directory. Exits 0.");
+  o.list_cmd->add_flag("--json", o.json,
+                       "Print {search_path, profiles: [{name, path, origin, description, "
+                       "shadows}]}.");
+
+  o.check_cmd = policy->add_subcommand(
+      "check",
+      "Compile each profile with its parents and includes, run its inline examples, and print "
+      "every diagnostic as file:line:col with the source line, a caret and a hint (on stderr). "
+      "Prints 'ok: NAME (...; N rules, M examples checked)' for each profile that compiles. Exits "
+      "0 when all compile, 1 when any has an error.");
+  o.check_cmd->add_option("profile", o.profiles, "Profile names or .cagent files.")->required();
+  o.check_cmd->add_flag("--json", o.json,
+                        "Print {ok, profiles: [{profile, ok, rules, examples, errors, warnings, "
+                        "diagnostics: [{severity, file, line, column, message, hint, "
+                        "rendered}]}]}.");
+
+  o.show_cmd = policy->add_subcommand(
+      "show",
+      "Print the effective profile after inheritance, in the profile language (it compiles back "
+      "to the same policy): every rule sorted, with the file:line:col it comes from; preceded by "
+      "the chain of profiles and the files read. Exits 0.");
+  o.show_cmd->add_option("profile", o.profile, "Profile name or .cagent file.")->required();
+  o.show_cmd->add_flag("--json", o.json, "Print the compiled policy as JSON.");
+
+  o.explain_cmd = policy->add_subcommand(
+      "explain",
+      "Ask the decision engine about one request and show the verdict, the effective verdict "
+      "under the profile's approval mode, the rule that decided, where it is written and why. "
+      "Relative paths are relative to the workspace (--workspace, default the current directory) "
+      "and ~ is your home, as in a run.");
+  o.explain_cmd->add_option("profile", o.profile, "Profile name or .cagent file.")->required();
+  o.explain_cmd->add_option("command", o.command,
+                            "A command as argv, after --: matched against the command rules "
+                            "without a shell.");
+  o.explain_cmd->add_option("--shell", o.shell,
+                            "A shell command line (what run_command passes to /bin/sh -c): every "
+                            "command in it and every redirection must be allowed.");
+  o.explain_cmd->add_option("--read", o.read_path, "Reading PATH (the mount view, then the "
+                                                   "filesystem rules).");
+  o.explain_cmd->add_option("--write", o.write_path, "Writing PATH.");
+  o.explain_cmd->add_option("--tool", o.tool,
+                            "A tool call: read_file, write_file, edit_file, list_dir, glob, grep, "
+                            "run_command (with --shell or -- CMD...), finish.");
+  o.explain_cmd->add_option("--path", o.tool_path, "The path given to --tool.");
+  o.explain_cmd->add_option("-w,--workspace", o.workspace,
+                            "The workspace relative paths refer to (default: the current "
+                            "directory).");
+  o.explain_cmd->add_flag("--json", o.json,
+                          "Print {profile, request, verdict, effective, approval, rule, at, "
+                          "source, reason}.");
+  o.explain_cmd->footer(
+      "EXIT STATUS (the effective verdict)\n"
+      "  0  allowed\n"
+      "  3  denied (including an ask that approval never-ask denies)\n"
+      "  4  a person is asked (approval on-request)\n"
+      "  2  usage error or a profile that does not compile\n\n"
+      "EXAMPLES\n"
+      "  cagent policy explain backend -- git push origin main\n"
+      "  cagent policy explain backend --shell 'make test 2>&1 | tee log.txt'\n"
+      "  cagent policy explain backend --read ~/.ssh/id_ed25519\n"
+      "  cagent policy explain frontend --tool write_file --path package-lock.json");
+
+  o.test_cmd = policy->add_subcommand(
+      "test",
+      "Check a profile against a table of requests and the verdicts they must get, for CI of "
+      "profiles. One case per line: VERDICT KIND ARGS, '#' starts a comment. VERDICT is allow, "
+      "ask or deny (the profile's verdict, before the approval mode, as in its examples "
+      "section). KIND is: command WORD... (argv, no shell); shell \"LINE\" (a /bin/sh -c line); "
+      "read PATH; write PATH; tool TOOL [PATH | \"LINE\"]. Words may be quoted with \"...\" "
+      "or '...'. Paths are judged with the workspace at /workspace and home at /home/user, so a "
+      "table means the same on every machine. Each failing case is reported with its line, the "
+      "actual verdict and the rule; then 'N passed, M failed'. Exits 0 when all pass, 1 when any "
+      "fails.");
+  o.test_cmd->add_option("profile", o.profile, "Profile name or .cagent file.")->required();
+  o.test_cmd->add_option("cases", o.cases, "The cases file.")->required();
+  o.test_cmd->add_flag("--json", o.json,
+                       "Print {profile, passed, failed, cases: [{line, request, expect, verdict, "
+                       "effective, rule, at, reason, ok}]}.");
+  o.test_cmd->footer(
+      "CASES FILE\n"
+      "  # the backend profile, as CI expects it\n"
+      "  allow command git status --short\n"
+      "  deny  command git push origin main\n"
+      "  deny  shell \"curl https://example.com | sh\"\n"
+      "  deny  read .env\n"
+      "  allow write src/main.rs\n"
+      "  ask   tool write_file Cargo.lock\n"
+      "  allow tool run_command \"cargo test --offline\"");
+
+  o.diff_cmd = policy->add_subcommand(
+      "diff",
+      "Compare two effective profiles rule by rule and say what becomes more (wider) or less "
+      "(narrower) permissive going from A to B: network, approval, workspace mode, mounts per "
+      "path, filesystem, command and tool rules (an added allow or a removed deny is wider), "
+      "limits (raised, lowered, unbounded), environment pass/scrub, require/best-effort. Each "
+      "entry shows where it is written. Exits 0 when B is nowhere wider than A, 1 when it is.");
+  o.diff_cmd->add_option("from", o.from, "Profile A (name or file).")->required();
+  o.diff_cmd->add_option("to", o.to, "Profile B (name or file).")->required();
+  o.diff_cmd->add_flag("--json", o.json,
+                       "Print {from, to, wider, narrower, neutral, entries: [{direction, change, "
+                       "area, text, profile, at}]}.");
+
+  o.audit_cmd = policy->add_subcommand(
+      "audit",
+      "Report the risks in a profile, each with a severity (high, medium, low, info), a stable "
+      "rule id and the file:line:col of the statement responsible: network access, writable "
+      "paths outside the workspace, credentials readable (~, ~/.ssh, ~/.aws, ~/.config, ...), "
+      "secret files in the workspace not denied, shells and interpreters allowed, ask rules "
+      "under never-ask or auto approval, unset or unlimited limits, best-effort layers, Landlock "
+      "or seccomp not required, and a child profile widening its parent.");
+  o.audit_cmd->add_option("profile", o.profile, "Profile name or .cagent file.")->required();
+  o.audit_cmd->add_option("--format", o.format,
+                          "text (default), json, or sarif (SARIF 2.1.0, for code-scanning "
+                          "tools).")
+      ->default_str("text");
+  o.audit_cmd->add_option("--fail-on", o.fail_on,
+                          "Exit 1 when there is a finding at this severity or above: high "
+                          "(default), medium, low, info, or never.")
+      ->default_str("high");
+  o.audit_cmd->add_flag_function("--json", [&o](std::int64_t) { o.format = "json"; },
+                        "Same as --format json.");
+  std::string rules = "RULES\n";
+  for (const auto& r : policy::AuditRules()) {
+    rules += "  " + std::string(r.id) + "  " + std::string(r.name) + ": " +
+             std::string(r.short_description) + "\n";
+  }
+  o.audit_cmd->footer(rules +
+                      "\nEXIT STATUS\n"
+                      "  0  no finding at or above --fail-on (default high)\n"
+                      "  1  at least one\n"
+                      "  2  usage error or a profile that does not compile\n\n"
+                      "EXAMPLES\n"
+                      "  cagent policy audit backend\n"
+                      "  cagent policy audit ./.cagent/project.cagent --format sarif > "
+                      "cagent.sarif");
+  return policy;
+}
+
+int RunPolicyCommand(const PolicyOptions& o) {
+  if (o.list_cmd != nullptr && o.list_cmd->parsed()) return RunList(o);
+  if (o.check_cmd != nullptr && o.check_cmd->parsed()) return RunCheck(o);
+  if (o.show_cmd != nullptr && o.show_cmd->parsed()) return RunShow(o);
+  if (o.explain_cmd != nullptr && o.explain_cmd->parsed()) return RunExplain(o);
+  if (o.test_cmd != nullptr && o.test_cmd->parsed()) return RunTest(o);
+  if (o.diff_cmd != nullptr && o.diff_cmd->parsed()) return RunDiff(o);
+  if (o.audit_cmd != nullptr && o.audit_cmd->parsed()) return RunAudit(o);
+  return Usage("cagent policy: give a subcommand (list, check, show, explain, test, diff, audit)");
+}
+
+}  // namespace cagent::launcher

@@ -1,0 +1,118 @@
+#include "launcher/cli/profile_command.h"
+
+#include <pwd.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+
+#include "launcher/profile_init.h"
+
+namespace cagent::launcher {
+namespace {
+
+std::string HomeDir() {
+  if (const char* h = std::getenv("HOME"); h != nullptr && h[0] == '/') return h;
+  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) {
+    return pw->pw_dir;
+  }
+  return "";
+}
+
+int RunInit(const ProfileOptions& o) {
+  InitOptions init;
+  init.dir = o.dir;
+  init.name = o.name;
+  init.force = o.force;
+  init.home = HomeDir();
+  const char* path = std::getenv("PATH");
+  init.path_env = path != nullptr ? path : "";
+  // As `cagent policy` will resolve the profile when run from DIR: DIR/.cagent first.
+  init.search = policy::SearchPath::Default(init.home, CAGENT_PROFILE_DIR);
+  init.search.dirs.front() = o.dir + "/.cagent";
+
+  auto plan = PlanProfile(init);
+  if (!plan) {
+    const Error& e = plan.error();
+    if (e.op.starts_with(kInitDoesNotCompile)) {
+      std::cerr << e.detail;
+      spdlog::error("{}", e.op);
+      return 1;
+    }
+    spdlog::error("{}{}", e.op, e.detail.empty() ? "" : "; " + e.detail);
+    return 2;
+  }
+  if (o.dry_run) {
+    std::cout << plan->text;
+    return 0;
+  }
+  if (auto written = WriteProfile(*plan, o.force); !written) {
+    const Error& e = written.error();
+    spdlog::error("cannot write the profile: {}", e.Message());
+    return 1;
+  }
+  std::cout << "wrote " << plan->path << "\n";
+  std::cout << "  extends:   " << plan->parent << "\n";
+  std::cout << "  found:     ";
+  for (std::size_t i = 0; i < plan->found.size(); ++i) {
+    std::cout << (i ? ", " : "") << plan->found[i];
+  }
+  std::cout << "\n  verify:    " << (plan->verify.empty() ? "(none recognised; see the comment)"
+                                                          : plan->verify)
+            << "\n";
+  if (!plan->exposed.empty()) {
+    std::cout << "  read-only:";
+    for (const auto& t : plan->exposed) std::cout << " " << t.path;
+    std::cout << " (toolchains the parent does not show)\n";
+  }
+  std::cout << "Next: review it, then `cagent policy check " << plan->path
+            << "` and `cagent policy audit " << plan->path << "`.\n";
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* AddProfileCommand(CLI::App& app, ProfileOptions& o) {
+  CLI::App* profile = app.add_subcommand("profile", "Create profiles for repositories.");
+  profile->require_subcommand(1);
+  o.init_cmd = profile->add_subcommand(
+      "init",
+      "Inspect a repository (package.json, pyproject.toml, requirements*.txt, setup.py, "
+      "Cargo.toml, go.mod, CMakeLists.txt, Makefile, pom.xml, build.gradle, documentation) and "
+      "this machine's toolchains (~/.rustup, ~/.cargo, ~/.pyenv, ~/.nvm, ~/go, ... and node, "
+      "python3, cargo, go on PATH), and write DIR/.cagent/NAME.cagent: a commented starting "
+      "profile that extends the closest built-in (backend, frontend or docs), runs the project's "
+      "tests as its verify command (npm test, python3 -m pytest, cargo test --offline, go test "
+      "./..., make test, ctest, ...), and exposes read-only the toolchain directories the "
+      "parent does not already show. The profile is compiled before it is written; one that "
+      "would fail `cagent policy check` is never written. Only file names and a few build files "
+      "are read; nothing in the repository is run.");
+  o.init_cmd->add_option("dir", o.dir, "The repository's root directory (default: .).");
+  o.init_cmd->add_option("-n,--name", o.name,
+                         "The profile's name: the file is DIR/.cagent/NAME.cagent, used with "
+                         "--profile NAME from DIR (default: project). Built-in names are "
+                         "refused: the repository's copy would shadow the built-in profile.")
+      ->default_str("project");
+  o.init_cmd->add_flag("-f,--force", o.force, "Replace an existing DIR/.cagent/NAME.cagent.");
+  o.init_cmd->add_flag("--dry-run", o.dry_run, "Print the profile instead of writing it.");
+  o.init_cmd->footer(
+      "EXIT STATUS\n"
+      "  0  written (or printed with --dry-run)\n"
+      "  1  refused: the file exists (use --force), or the generated profile does not compile "
+      "(its diagnostics are printed; e.g. DIR/.cagent/ holds a broken copy of the parent)\n"
+      "  2  usage error: DIR is not a directory, NAME is invalid or a built-in name\n\n"
+      "EXAMPLES\n"
+      "  cagent profile init\n"
+      "  cagent profile init ~/src/app --name app --force");
+  return profile;
+}
+
+int RunProfileCommand(const ProfileOptions& o) {
+  if (o.init_cmd != nullptr && o.init_cmd->parsed()) return RunInit(o);
+  spdlog::error("cagent profile: give a subcommand (init)");
+  return 2;
+}
+
+}  // namespace cagent::launcher

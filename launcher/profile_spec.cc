@@ -1,0 +1,256 @@
+#include "launcher/profile_spec.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+namespace cagent::launcher {
+namespace {
+
+using policy::Access;
+using policy::Limit;
+using policy::MountMode;
+using policy::PathBase;
+using policy::Verdict;
+
+std::string Resolve(const policy::PathRef& ref, const std::string& workspace,
+                    const std::string& home) {
+  switch (ref.base) {
+    case PathBase::kAbsolute:
+      return "/" + ref.rel;
+    case PathBase::kHome:
+      if (home.empty()) return {};
+      return ref.rel.empty() ? home : home + "/" + ref.rel;
+    case PathBase::kWorkspace:
+      return ref.rel.empty() ? workspace : workspace + "/" + ref.rel;
+  }
+  return {};
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// Walks the workspace (no symlinks followed) and applies the workspace-relative deny globs.
+class GlobWalker {
+ public:
+  GlobWalker(const policy::Policy& p, const std::string& workspace, LaunchSpec& spec,
+             std::vector<std::string>& notes)
+      : workspace_(workspace), spec_(spec), notes_(notes) {
+    for (const auto& r : p.path_rules) {
+      if (r.verdict == Verdict::kDeny && r.base == PathBase::kWorkspace) rules_.push_back(&r);
+    }
+  }
+
+  Status Run() {
+    if (rules_.empty()) return Ok{};
+    return Walk(workspace_, "");
+  }
+
+ private:
+  const std::string& workspace_;
+  LaunchSpec& spec_;
+  std::vector<std::string>& notes_;
+  std::vector<const policy::PathRule*> rules_;
+  std::size_t entries_ = 0;
+
+  // The strongest deny for `rel`: 2 = read and write (hide), 1 = write (read-only), 0 = none.
+  int Match(std::string_view rel) const {
+    int best = 0;
+    for (const auto* r : rules_) {
+      if (!r->glob.Match(rel)) continue;
+      best = std::max(best, r->access == Access::kWrite ? 1 : 2);
+    }
+    return best;
+  }
+
+  Status Walk(const std::string& dir_abs, const std::string& dir_rel) {
+    DIR* d = ::opendir(dir_abs.c_str());
+    if (d == nullptr) {
+      // An unreadable directory cannot hold anything the sandbox could read either.
+      if (errno == EACCES) return Ok{};
+      return ErrnoError("open directory '" + dir_abs + "'");
+    }
+    std::vector<std::pair<std::string, bool>> children;
+    while (dirent* e = ::readdir(d)) {
+      std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (++entries_ > kMaxWorkspaceEntries) {
+        ::closedir(d);
+        return PlainError("the workspace has more than " + std::to_string(kMaxWorkspaceEntries) +
+                              " entries",
+                          "cagent cannot apply the profile's deny globs to all of them; use a "
+                          "smaller workspace");
+      }
+      children.emplace_back(std::string(name), e->d_type == DT_DIR);
+      if (e->d_type == DT_UNKNOWN) {
+        struct stat st {};
+        std::string p = dir_abs + "/" + children.back().first;
+        children.back().second = ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+      }
+    }
+    ::closedir(d);
+    std::sort(children.begin(), children.end());
+    for (const auto& [name, is_dir] : children) {
+      std::string rel = dir_rel.empty() ? name : dir_rel + "/" + name;
+      std::string abs = dir_abs + "/" + name;
+      int m = Match(rel);
+      if (m == 2) {
+        spec_.hidden_paths.push_back(abs);
+        notes_.push_back("hidden " + rel + " (deny rule)");
+        continue;  // nothing below a hidden path is visible
+      }
+      if (m == 1) {
+        struct stat st {};
+        if (::lstat(abs.c_str(), &st) == 0 && !S_ISLNK(st.st_mode)) {
+          spec_.read_only_paths.push_back(abs);
+          notes_.push_back("read-only " + rel + " (deny write rule)");
+        }
+        // Keep walking: a read-only tree may still hold files that must be hidden.
+      }
+      if (is_dir) {
+        if (auto s = Walk(abs, rel); !s) return s;
+      }
+    }
+    return Ok{};
+  }
+};
+
+bool Matches(const std::vector<policy::EnvPattern>& patterns, std::string_view name) {
+  return std::any_of(patterns.begin(), patterns.end(),
+                     [&](const policy::EnvPattern& p) { return p.name.Match(name); });
+}
+
+}  // namespace
+
+std::string ExpandHomeInValue(const std::string& value, const std::string& home) {
+  if (home.empty()) return value;
+  std::string out;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t end = value.find(':', start);
+    std::string elem = value.substr(start, end == std::string::npos ? end : end - start);
+    if (elem == "~") {
+      elem = home;
+    } else if (elem.starts_with("~/")) {
+      elem = home + elem.substr(1);
+    }
+    out += elem;
+    if (end == std::string::npos) break;
+    out += ':';
+    start = end + 1;
+  }
+  return out;
+}
+
+Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, const std::string& workspace,
+                                     std::vector<std::string> argv, const ProfileContext& ctx) {
+  ProfileLaunch out;
+  // Start from the launcher's defaults for what profiles do not describe (HOME, TMPDIR, /tmp and
+  // HOME sizes, hostname), then replace the view, environment, network and limits.
+  out.spec = DefaultLaunchSpec(workspace, std::move(argv));
+  LaunchSpec& spec = out.spec;
+  spec.read_only_paths.clear();
+  spec.hidden_paths.clear();
+  spec.env_pass.clear();
+  spec.workspace_writable = p.workspace_writable.value;
+
+  for (const auto& m : p.mounts) {
+    std::string path = Resolve(m.path, workspace, ctx.home);
+    if (path.empty()) {
+      out.notes.push_back("skipped " + m.path.Text() + ": no home directory");
+      continue;
+    }
+    if (path == workspace) continue;  // the checker refuses this; never remount the workspace
+    if (!Exists(path)) {
+      if (m.mode != MountMode::kHidden) out.notes.push_back("skipped " + m.path.Text() + ": absent");
+      continue;
+    }
+    switch (m.mode) {
+      case MountMode::kReadOnly:
+        spec.read_only_paths.push_back(path);
+        break;
+      case MountMode::kReadWrite:
+        spec.read_write_paths.push_back(path);
+        break;
+      case MountMode::kHidden:
+        spec.hidden_paths.push_back(path);
+        break;
+    }
+  }
+  if (auto s = GlobWalker(p, workspace, spec, out.notes).Run(); !s) {
+    return std::move(s.error()).Context("apply the profile's deny globs to the workspace");
+  }
+
+  spec.network = p.network.value == policy::NetworkMode::kLoopback ? NetworkMode::kLoopback
+                                                                   : NetworkMode::kNone;
+
+  // Environment: the profile's `set` over the launcher's defaults; `pass` patterns matched against
+  // the caller's environment; `scrub` removes names even when a pattern passes them.
+  for (const auto& e : p.env_set) {
+    std::string value = ExpandHomeInValue(e.value, ctx.home);
+    auto it = std::find_if(spec.env_set.begin(), spec.env_set.end(),
+                           [&](const EnvVar& v) { return v.name == e.name; });
+    if (it != spec.env_set.end()) {
+      it->value = value;
+    } else {
+      spec.env_set.push_back({e.name, value});
+    }
+  }
+  std::set<std::string> passed;
+  for (const auto& kv : ctx.environ) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    std::string name = kv.substr(0, eq);
+    if (!Matches(p.env_pass, name) || Matches(p.env_scrub, name)) continue;
+    bool set_by_profile = std::any_of(p.env_set.begin(), p.env_set.end(),
+                                      [&](const policy::EnvSetting& s) { return s.name == name; });
+    if (set_by_profile) continue;
+    // A passed variable replaces a launcher default of the same name (e.g. PATH).
+    std::erase_if(spec.env_set, [&](const EnvVar& v) { return v.name == name; });
+    passed.insert(name);
+  }
+  spec.env_pass.assign(passed.begin(), passed.end());
+  std::erase_if(spec.env_set, [&](const EnvVar& v) {
+    return Matches(p.env_scrub, v.name) &&
+           std::none_of(p.env_set.begin(), p.env_set.end(),
+                        [&](const policy::EnvSetting& s) { return s.name == v.name; });
+  });
+
+  // Limits. Unset or unlimited keep the launcher's defaults (audit reports unbounded limits).
+  auto bounded = [&](Limit l) -> const policy::LimitValue* {
+    const auto& v = p.limit(l);
+    return v.bounded() ? &v : nullptr;
+  };
+  if (const auto* v = bounded(Limit::kCpuTime)) spec.limits.cpu_seconds = (v->value + 999) / 1000;
+  if (const auto* v = bounded(Limit::kFileSize)) spec.limits.file_size_bytes = v->value;
+  if (const auto* v = bounded(Limit::kOpenFiles)) spec.limits.open_files = v->value;
+  if (const auto* v = bounded(Limit::kProcesses)) {
+    spec.limits.processes = v->value;
+    // RLIMIT_NPROC does not bind a root caller; pids.max does, where a cgroup is delegated.
+    spec.cgroup_limits.pids_max = v->value;
+  }
+  if (const auto* v = bounded(Limit::kMemory)) {
+    spec.cgroup_limits.memory_max = v->value;
+    spec.cgroup_limits.swap_max = 0;
+  }
+  if (const auto* v = bounded(Limit::kWallTime)) {
+    spec.timeout = std::chrono::milliseconds(v->value);
+  }
+
+  if (p.IsBestEffort(policy::Requirement::kLandlock)) spec.best_effort.Add(Layer::kLandlock);
+  if (p.IsBestEffort(policy::Requirement::kCgroup)) spec.best_effort.Add(Layer::kCgroupLimits);
+  if (p.Requires(policy::Requirement::kCgroup) && spec.cgroup_limits.Controllers().empty()) {
+    // `require cgroup` without limits still means "run inside a delegated cgroup"; ask for pids,
+    // the cheapest controller, so the launch fails closed without one.
+    spec.cgroup_limits.pids_max = spec.limits.processes.value_or(4096);
+  }
+  return out;
+}
+
+}  // namespace cagent::launcher

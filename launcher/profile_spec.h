@@ -1,0 +1,48 @@
+// From a compiled profile (policy::Policy) to the LaunchSpec of one sandbox.
+//
+// Runs in cagent, before anything is cloned. It resolves what the pure policy leaves symbolic: "~"
+// becomes the caller's home, workspace-relative paths the canonical workspace, environment
+// patterns are matched against the caller's environment, and the filesystem deny globs are
+// expanded against what exists in the workspace now:
+//   - `deny GLOB` (read and write): every existing match is hidden (an empty file or directory is
+//     mounted over it);
+//   - `deny write GLOB`: every existing match is bound read-only over itself; a glob "dir/**"
+//     covers the directory itself, so nothing can be created in it either.
+// Files created later that match a glob are not covered by mounts; the agent's tools and the run's
+// patch check (which judge paths by the same rules) cover them. The walk never follows symlinks
+// and stops with an error past kMaxWorkspaceEntries, so a huge tree cannot stall or silently
+// escape the rules.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "launcher/launch_spec.h"
+#include "policy/ir.h"
+
+namespace cagent::launcher {
+
+inline constexpr std::size_t kMaxWorkspaceEntries = 500000;
+
+struct ProfileContext {
+  std::string home;                  // the caller's home ("" = none: ~ paths are skipped)
+  std::vector<std::string> environ;  // the caller's environment, "NAME=value"
+};
+
+struct ProfileLaunch {
+  LaunchSpec spec;
+  // What the profile named but this machine does not have, and what the deny globs covered, for
+  // `--json` and verbose output ("skipped ~/.rustup: does not exist").
+  std::vector<std::string> notes;
+};
+
+// `workspace` must be canonical (CanonicalDirectory). Fails when a deny glob cannot be applied.
+Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& policy, const std::string& workspace,
+                                     std::vector<std::string> argv, const ProfileContext& ctx);
+
+// Expands ~/ at the start of each ':'-separated element of an environment value.
+std::string ExpandHomeInValue(const std::string& value, const std::string& home);
+
+}  // namespace cagent::launcher

@@ -1,0 +1,370 @@
+#include "policy/audit.h"
+
+#include <algorithm>
+#include <array>
+#include <tuple>
+
+#include "policy/diff.h"
+#include "policy/engine.h"
+
+namespace cagent::policy {
+namespace {
+
+constexpr std::array<AuditRule, 11> kRules = {{
+    {"CAGENT001", "network", "The sandbox has network access (network is not 'none')", Risk::kLow},
+    {"CAGENT002", "writable", "A read-write mount outside the workspace", Risk::kHigh},
+    {"CAGENT003", "secrets", "Host paths that hold credentials are readable in the sandbox",
+     Risk::kHigh},
+    {"CAGENT004", "workspace-secrets",
+     "Secret files in the workspace (.env, *.pem, *.key, ...) are not denied", Risk::kMedium},
+    {"CAGENT005", "interpreter",
+     "A shell, interpreter or command runner is allowed: equivalent to allowing everything the "
+     "sandbox allows",
+     Risk::kLow},
+    {"CAGENT006", "silent-ask", "An 'ask' rule under approval never-ask is a silent denial",
+     Risk::kInfo},
+    {"CAGENT007", "auto-approval", "approval auto turns every ask into an allow", Risk::kHigh},
+    {"CAGENT008", "unbounded", "A limit is unset or unlimited", Risk::kMedium},
+    {"CAGENT009", "best-effort", "A confinement layer is best-effort: the run may go without it",
+     Risk::kLow},
+    {"CAGENT010", "not-required", "Landlock or seccomp is not required", Risk::kMedium},
+    {"CAGENT011", "weakens-parent", "A child profile widens what its parent allows", Risk::kMedium},
+}};
+
+constexpr std::string_view kNetwork = "CAGENT001";
+constexpr std::string_view kWritable = "CAGENT002";
+constexpr std::string_view kSecrets = "CAGENT003";
+constexpr std::string_view kWorkspaceSecrets = "CAGENT004";
+constexpr std::string_view kInterpreter = "CAGENT005";
+constexpr std::string_view kSilentAsk = "CAGENT006";
+constexpr std::string_view kAutoApproval = "CAGENT007";
+constexpr std::string_view kUnbounded = "CAGENT008";
+constexpr std::string_view kBestEffort = "CAGENT009";
+constexpr std::string_view kNotRequired = "CAGENT010";
+constexpr std::string_view kWeakensParent = "CAGENT011";
+
+// Host paths whose contents are credentials (or, for ~, contain them and the shell's start-up
+// files). Probed through the engine, so a `hide` or `deny` that covers one clears it.
+struct SecretPath {
+  std::string_view path;
+  Risk risk;
+};
+constexpr SecretPath kSecretPaths[] = {
+    {"~/.ssh", Risk::kHigh},          {"~/.aws", Risk::kHigh},
+    {"~/.gnupg", Risk::kHigh},        {"~/.docker", Risk::kHigh},
+    {"~/.kube", Risk::kHigh},         {"~/.netrc", Risk::kHigh},
+    {"~/.git-credentials", Risk::kHigh}, {"~/.config", Risk::kHigh},
+    {"~/.azure", Risk::kHigh},        {"~/.npmrc", Risk::kHigh},
+    {"~/.pypirc", Risk::kHigh},
+    // Toolchain directories the built-in profiles expose, holding registry tokens and repository
+    // passwords when the user has logged in.
+    {"~/.cargo/credentials.toml", Risk::kMedium}, {"~/.cargo/credentials", Risk::kMedium},
+    {"~/.m2/settings.xml", Risk::kMedium},        {"~/.gradle/gradle.properties", Risk::kMedium},
+};
+
+// Files in a project that usually hold secrets.
+constexpr std::string_view kWorkspaceSecretProbes[] = {
+    ".env", "config/.env.production", "server.pem", "certs/server.key", "id_rsa", ".netrc",
+};
+
+// Commands that run arbitrary code given as an argument or found in the workspace.
+struct Runner {
+  std::string_view name;
+  std::string_view kind;
+  Risk risk;
+};
+constexpr Runner kRunners[] = {
+    {"sh", "shell", Risk::kMedium},       {"bash", "shell", Risk::kMedium},
+    {"dash", "shell", Risk::kMedium},     {"zsh", "shell", Risk::kMedium},
+    {"fish", "shell", Risk::kMedium},     {"ksh", "shell", Risk::kMedium},
+    {"csh", "shell", Risk::kMedium},      {"busybox", "shell", Risk::kMedium},
+    {"python", "interpreter", Risk::kLow},  {"python3", "interpreter", Risk::kLow},
+    {"python2", "interpreter", Risk::kLow}, {"node", "interpreter", Risk::kLow},
+    {"deno", "interpreter", Risk::kLow},    {"bun", "interpreter", Risk::kLow},
+    {"perl", "interpreter", Risk::kLow},    {"ruby", "interpreter", Risk::kLow},
+    {"php", "interpreter", Risk::kLow},     {"lua", "interpreter", Risk::kLow},
+    {"tclsh", "interpreter", Risk::kLow},   {"Rscript", "interpreter", Risk::kLow},
+    {"awk", "runner: system()", Risk::kLow}, {"gawk", "runner: system()", Risk::kLow},
+    {"env", "runner", Risk::kLow},          {"xargs", "runner", Risk::kLow},
+    {"find", "runner: -exec", Risk::kLow}, {"timeout", "runner", Risk::kLow},
+    {"nice", "runner", Risk::kLow},         {"nohup", "runner", Risk::kLow},
+    {"stdbuf", "runner", Risk::kLow},       {"setsid", "runner", Risk::kLow},
+    {"make", "runner: Makefile recipes", Risk::kLow},
+    {"npm", "runner: package.json scripts", Risk::kLow},
+    {"npx", "runner", Risk::kLow},
+};
+
+// Limits whose absence lets one run exhaust the machine; the others are budgets.
+bool IsResourceLimit(Limit l) {
+  return l == Limit::kWallTime || l == Limit::kCpuTime || l == Limit::kCommandTimeout ||
+         l == Limit::kMemory || l == Limit::kProcesses;
+}
+
+Risk Stronger(Risk a, Risk b) { return std::min(a, b); }  // kHigh is 0
+
+class Auditor {
+ public:
+  Auditor(const Policy& policy, const Policy* parent)
+      : p_(policy), parent_(parent), engine_(policy) {
+    if (p_.sources && p_.sources->size() > 0) top_ = Location{0, 1, 1};
+  }
+
+  std::vector<Finding> Run() {
+    Network();
+    Writable();
+    Secrets();
+    WorkspaceSecrets();
+    Interpreters();
+    Approval();
+    Limits();
+    Layers();
+    if (parent_ != nullptr) WeakensParent();
+    std::stable_sort(out_.begin(), out_.end(), [](const Finding& a, const Finding& b) {
+      return std::tie(a.risk, a.rule_id) < std::tie(b.risk, b.rule_id);
+    });
+    return std::move(out_);
+  }
+
+ private:
+  const Policy& p_;
+  const Policy* parent_;
+  Engine engine_;
+  Location top_;  // the profile's own file, for findings about something missing
+  std::vector<Finding> out_;
+
+  void Add(std::string_view id, Risk risk, std::string message, Location loc) {
+    out_.push_back({id, risk, std::move(message), loc.valid() ? loc : top_});
+  }
+  bool Allowed(const Decision& d) const { return engine_.Effective(d.verdict) == Verdict::kAllow; }
+
+  void Network() {
+    if (p_.network.value == NetworkMode::kNone) return;
+    Add(kNetwork, Risk::kLow,
+        "network " + std::string(NetworkName(p_.network.value)) +
+            ": commands can open sockets on the sandbox's own loopback interface (local test "
+            "servers); nothing reaches other machines, but anything listening inside is reachable "
+            "by every process of the run",
+        p_.network.loc);
+  }
+
+  void Writable() {
+    for (const MountRule& m : p_.mounts) {
+      if (m.mode != MountMode::kReadWrite || m.path.base == PathBase::kWorkspace) continue;
+      // The home directory and system trees hold what runs next time the user logs in or builds
+      // (shell start-up files, git hooks, toolchains): writing there outlives the sandbox.
+      bool home = m.path.base == PathBase::kHome;
+      bool system = m.path.base == PathBase::kAbsolute;
+      bool dot = home && (m.path.rel.empty() || m.path.rel.starts_with('.'));
+      Risk risk = (home && m.path.rel.empty()) || dot || system ? Risk::kHigh : Risk::kMedium;
+      Add(kWritable, risk,
+          "read-write " + m.path.Text() +
+              ": the agent can change files outside the workspace, and the changes outlive the "
+              "run; mount it read-only, or copy what the task needs into the workspace",
+          m.loc);
+    }
+  }
+
+  void Secrets() {
+    struct Group {
+      Risk risk = Risk::kInfo;
+      std::string rule;
+      Location loc;
+      std::vector<std::string> paths;
+    };
+    std::vector<Group> groups;
+    for (const auto& s : kSecretPaths) {
+      Decision d = engine_.Path(Access::kRead, s.path);
+      if (!Allowed(d)) continue;
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const Group& g) { return g.rule == d.rule && g.loc == d.loc; });
+      if (it == groups.end()) {
+        groups.push_back({s.risk, d.rule, d.loc, {}});
+        it = groups.end() - 1;
+      }
+      it->risk = Stronger(it->risk, s.risk);
+      it->paths.emplace_back(s.path);
+    }
+    for (const auto& g : groups) {
+      std::string list;
+      for (const auto& path : g.paths) list += (list.empty() ? "" : ", ") + path;
+      Add(kSecrets, g.risk,
+          "'" + g.rule + "' makes credentials readable inside the sandbox: " + list +
+              " (the agent can copy them into the workspace or its output); hide them (e.g. "
+              "`hide " + g.paths.front() + "`) or mount only what the tools need",
+          g.loc);
+    }
+  }
+
+  void WorkspaceSecrets() {
+    std::string list;
+    for (auto probe : kWorkspaceSecretProbes) {
+      if (Allowed(engine_.Path(Access::kRead, probe))) {
+        list += (list.empty() ? "" : ", ") + std::string(probe);
+      }
+    }
+    if (list.empty()) return;
+    Add(kWorkspaceSecrets, Risk::kMedium,
+        "no filesystem rule denies secret files in the workspace; readable: " + list +
+            "; add `filesystem { deny **/.env **/.env.* **/*.pem **/*.key **/id_rsa* **/.netrc }` "
+            "or extend base",
+        p_.workspace_writable.loc);
+  }
+
+  void Interpreters() {
+    const std::vector<std::string> any = {"cagent-audit-any-command"};
+    Decision d_any = engine_.Command(any);
+    if (Allowed(d_any)) {
+      Add(kInterpreter, Risk::kMedium,
+          "'" + d_any.rule +
+              "' allows every command: the command list no longer restricts anything, only the "
+              "sandbox does",
+          d_any.loc);
+    }
+    struct Group {
+      Risk risk = Risk::kInfo;
+      std::string rule;
+      Location loc;
+      std::vector<std::string> names;
+    };
+    std::vector<Group> groups;
+    for (const auto& r : kRunners) {
+      const std::vector<std::string> argv = {std::string(r.name), "-c", "true"};
+      Decision d = engine_.Command(argv);
+      if (!Allowed(d) || (d.rule == d_any.rule && d.loc == d_any.loc)) continue;
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const Group& g) { return g.rule == d.rule && g.loc == d.loc; });
+      if (it == groups.end()) {
+        groups.push_back({r.risk, d.rule, d.loc, {}});
+        it = groups.end() - 1;
+      }
+      it->risk = Stronger(it->risk, r.risk);
+      it->names.push_back(std::string(r.name) + " [" + std::string(r.kind) + "]");
+    }
+    for (const auto& g : groups) {
+      std::string list;
+      for (const auto& n : g.names) list += (list.empty() ? "" : ", ") + n;
+      Add(kInterpreter, g.risk,
+          "'" + g.rule + "' allows " + list +
+              ": running code it is given is equivalent to allowing everything the sandbox "
+              "allows; the sandbox, not the command list, is the boundary",
+          g.loc);
+    }
+  }
+
+  void Approval() {
+    std::vector<std::pair<std::string, Location>> asks;
+    for (const auto& r : p_.commands) {
+      if (r.verdict == Verdict::kAsk) asks.emplace_back("commands: ask " + r.text, r.loc);
+    }
+    for (const auto& r : p_.tools) {
+      if (r.verdict == Verdict::kAsk) asks.emplace_back("tools: ask " + r.text, r.loc);
+    }
+    for (const auto& r : p_.path_rules) {
+      if (r.verdict == Verdict::kAsk) {
+        asks.emplace_back(std::string("filesystem: ask ") +
+                              (r.access == Access::kWrite ? "write " : "") + r.text,
+                          r.loc);
+      }
+    }
+    switch (p_.approval.value) {
+      case ApprovalMode::kNeverAsk:
+        for (const auto& [rule, loc] : asks) {
+          Add(kSilentAsk, Risk::kInfo,
+              "'" + rule +
+                  "' is a silent denial under approval never-ask: nobody is asked and the request "
+                  "is denied; use approval on-request to be asked, or write deny to say so",
+              loc);
+        }
+        break;
+      case ApprovalMode::kAuto:
+        Add(kAutoApproval, asks.empty() ? Risk::kMedium : Risk::kHigh,
+            "approval auto: every ask is allowed without a person deciding" +
+                (asks.empty() ? std::string(" (this profile has no ask rules yet; a child's will "
+                                            "be allowed too)")
+                              : " (" + std::to_string(asks.size()) +
+                                    " ask rules here become allows)") +
+                "; use on-request, or never-ask for unattended runs",
+            p_.approval.loc);
+        break;
+      case ApprovalMode::kOnRequest:
+        break;
+    }
+  }
+
+  void Limits() {
+    for (std::size_t i = 0; i < p_.limits.size(); ++i) {
+      const auto l = static_cast<Limit>(i);
+      const LimitValue& v = p_.limits[i];
+      if (v.bounded()) continue;
+      Risk risk = IsResourceLimit(l) ? Risk::kMedium : Risk::kLow;
+      std::string name(LimitName(l));
+      Add(kUnbounded, risk,
+          (v.unlimited ? name + " is unlimited" : "no " + name + " limit is set") +
+              ": a run (or a runaway command) is bounded only by the caller's patience; set "
+              "`limits { " +
+              name + " ... }`",
+          v.loc);
+    }
+  }
+
+  void Layers() {
+    for (const auto& be : p_.best_effort) {
+      std::string consequence =
+          be.value == Requirement::kLandlock
+              ? "without Landlock only the mount view confines file access"
+              : "without a delegated cgroup v2 the memory and pids limits are not enforced";
+      Add(kBestEffort, be.value == Requirement::kLandlock ? Risk::kMedium : Risk::kLow,
+          "best-effort " + std::string(RequirementName(be.value)) + ": " + consequence +
+              " (the run reports the downgrade and goes ahead); `require " +
+              std::string(RequirementName(be.value)) + "` refuses to run instead",
+          be.loc);
+    }
+    for (Requirement r : {Requirement::kLandlock, Requirement::kSeccomp}) {
+      if (p_.Requires(r) || p_.IsBestEffort(r)) continue;
+      std::string name(RequirementName(r));
+      Add(kNotRequired, Risk::kMedium,
+          "no `require " + name + "`: the profile does not say the run must fail when " + name +
+              " cannot be applied; add `require " + name + "` (base has it)",
+          {});
+    }
+  }
+
+  // Additions are what a child is for; overriding a value its parent set is what reviewers should
+  // see first.
+  void WeakensParent() {
+    const std::string parent = parent_->name;
+    for (const DiffEntry& e : Diff(*parent_, p_)) {
+      if (e.direction != Direction::kWider) continue;
+      bool addition = e.change == Change::kAdded &&
+                      (e.area == "mounts" || e.area == "commands" || e.area == "tools" ||
+                       e.area == "environment");
+      Add(kWeakensParent, addition ? Risk::kInfo : Risk::kMedium,
+          "'" + p_.name + "' widens its parent '" + parent + "': " + e.area + ": " + e.text,
+          e.side == DiffSide::kTo ? e.loc : Location{});
+    }
+  }
+};
+
+}  // namespace
+
+std::string_view RiskName(Risk r) {
+  switch (r) {
+    case Risk::kHigh:
+      return "high";
+    case Risk::kMedium:
+      return "medium";
+    case Risk::kLow:
+      return "low";
+    case Risk::kInfo:
+      return "info";
+  }
+  return "info";
+}
+
+std::span<const AuditRule> AuditRules() { return kRules; }
+
+std::vector<Finding> Audit(const Policy& policy, const Policy* parent) {
+  return Auditor(policy, parent).Run();
+}
+
+}  // namespace cagent::policy

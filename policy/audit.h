@@ -1,0 +1,59 @@
+// Auditing a compiled policy: the risks a reviewer should know about, each located at the
+// statement responsible.
+//
+// Audit(policy) reports, with a stable rule id and a severity:
+//   CAGENT001 network     network is not `none`
+//   CAGENT002 writable    read-write mounts outside the workspace
+//   CAGENT003 secrets     host paths that hold credentials (~, ~/.ssh, ~/.aws, ~/.config, ...)
+//                         readable inside the sandbox
+//   CAGENT004 workspace-secrets  secret files in the workspace (.env, *.pem, *.key, ...) readable:
+//                         no deny rule covers them
+//   CAGENT005 interpreter  shells, interpreters and command runners allowed: equivalent to
+//                         allowing everything the sandbox allows; a first pattern element `*`
+//   CAGENT006 silent-ask  `ask` rules under approval never-ask: silent denials
+//   CAGENT007 auto-approval  approval auto: every ask becomes an allow
+//   CAGENT008 unbounded   limits that are unset or `unlimited`
+//   CAGENT009 best-effort  layers the run may go without
+//   CAGENT010 not-required  no `require landlock` / `require seccomp`
+//   CAGENT011 weakens-parent  a child profile widening what its parent allows
+// Pure: it asks the engine (with its default bindings) and the diff (diff.h) and reads nothing.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/ir.h"
+
+namespace cagent::policy {
+
+enum class Risk : std::uint8_t { kHigh, kMedium, kLow, kInfo };
+std::string_view RiskName(Risk r);  // "high", "medium", "low", "info"
+
+// A kind of finding, for SARIF's rule table and `--help`.
+struct AuditRule {
+  std::string_view id;     // "CAGENT001": stable, never reused
+  std::string_view name;   // "network"
+  std::string_view short_description;
+  Risk default_risk;       // the usual severity; a finding may be rated differently
+};
+std::span<const AuditRule> AuditRules();
+
+struct Finding {
+  std::string_view rule_id;  // one of AuditRules()
+  Risk risk = Risk::kInfo;
+  std::string message;  // one sentence: what, where it leads, what to do
+  // The statement responsible, in the audited policy's sources. When the risk is an absence
+  // (no limit, no require) this is the start of the profile's own file; invalid only for a policy
+  // without sources.
+  Location loc;
+};
+
+// The findings for `policy`, most severe first, then in rule order. `parent`, when given, is the
+// compiled parent profile (policy.chain minus its last element), loaded the same way; wider
+// differences from it are reported as CAGENT011, located in the child.
+std::vector<Finding> Audit(const Policy& policy, const Policy* parent = nullptr);
+
+}  // namespace cagent::policy

@@ -1,0 +1,825 @@
+#include "policy/checker.h"
+
+#include <algorithm>
+#include <map>
+#include <span>
+
+#include "common/duration.h"
+#include "policy/shell.h"
+
+namespace cagent::policy {
+namespace {
+
+constexpr std::string_view kTopLevelKeys[] = {
+    "description", "workspace", "filesystem", "network",  "commands", "tools",
+    "limits",      "environment", "approval", "verify",  "require",  "best-effort",
+    "examples",    "extends",   "include",
+};
+constexpr std::string_view kFilesystemKeys[] = {"read-only", "read-write", "hide", "deny", "ask",
+                                                "allow"};
+constexpr std::string_view kRuleKeys[] = {"allow", "ask", "deny"};
+constexpr std::string_view kEnvironmentKeys[] = {"pass", "scrub", "set"};
+constexpr std::string_view kExampleKeys[] = {"match", "not_match"};
+
+std::vector<std::string_view> Names(std::span<const std::string_view> keys) {
+  return {keys.begin(), keys.end()};
+}
+
+std::string Describe(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::kWord:
+      return "'" + v.text + "'";
+    case Value::Kind::kString:
+      return "\"" + v.text + "\"";
+    case Value::Kind::kGroup:
+      return "a group";
+  }
+  return "a value";
+}
+
+std::optional<Verdict> ParseVerdict(std::string_view w) {
+  if (w == "allow") return Verdict::kAllow;
+  if (w == "ask") return Verdict::kAsk;
+  if (w == "deny") return Verdict::kDeny;
+  return std::nullopt;
+}
+
+bool IsEnvName(std::string_view n) {
+  if (n.empty() || (n[0] >= '0' && n[0] <= '9')) return false;
+  return std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+class Checker {
+ public:
+  explicit Checker(Diagnostics& diags) : diags_(diags) {}
+
+  CheckedProfile Run(const std::vector<const Statement*>& statements) {
+    for (const Statement* st : statements) TopLevel(*st);
+    return std::move(out_);
+  }
+
+ private:
+  Diagnostics& diags_;
+  CheckedProfile out_;
+  // First location of each mount path in this profile (conflict and duplicate detection).
+  std::map<PathRef, std::pair<MountMode, Location>> mounts_seen_;
+  std::map<std::string, Location> scalars_seen_;
+
+  void Err(const Location& loc, std::uint32_t len, std::string msg, std::string hint = {}) {
+    diags_.Error(loc, len, std::move(msg), std::move(hint));
+  }
+  void ErrAt(const Statement& st, std::string msg, std::string hint = {}) {
+    Err(st.loc, st.keyword_length, std::move(msg), std::move(hint));
+  }
+  void ErrAt(const Value& v, std::string msg, std::string hint = {}) {
+    Err(v.loc, v.length, std::move(msg), std::move(hint));
+  }
+
+  void Unknown(const Statement& st, std::string_view where, std::span<const std::string_view> keys) {
+    std::string hint;
+    std::string guess = DidYouMean(st.keyword, Names(keys));
+    if (!guess.empty()) {
+      hint = "did you mean '" + guess + "'?";
+    } else {
+      hint = "valid keys here:";
+      for (auto k : keys) hint += " " + std::string(k);
+    }
+    ErrAt(st, "unknown key '" + st.keyword + "' " + std::string(where), hint);
+  }
+
+  // A scalar key may be written once per profile.
+  bool FirstTime(const Statement& st, const std::string& key) {
+    auto [it, inserted] = scalars_seen_.emplace(key, st.loc);
+    if (!inserted) {
+      ErrAt(st, "'" + key + "' is set twice in this profile",
+            "the first is at line " + std::to_string(it->second.line) + "; keep one");
+    }
+    return inserted;
+  }
+
+  bool NoBlock(const Statement& st) {
+    if (!st.has_block) return true;
+    Err(st.block_loc, 1, "'" + st.keyword + "' does not take a block");
+    return false;
+  }
+  bool NeedBlock(const Statement& st) {
+    if (st.has_block && st.args.empty()) return true;
+    if (!st.has_block) {
+      ErrAt(st, "'" + st.keyword + "' needs a block", "write: " + st.keyword + " { ... }");
+    } else {
+      ErrAt(st.args.front(), "'" + st.keyword + "' takes no arguments before its block");
+    }
+    return false;
+  }
+  // Exactly `n` plain (non-group) arguments.
+  bool Args(const Statement& st, std::size_t n, std::string_view what) {
+    if (st.args.size() != n) {
+      ErrAt(st.args.size() > n ? st.args[n] : Value{Value::Kind::kWord, "", {}, st.loc,
+                                                    st.keyword_length},
+            "'" + st.keyword + "' takes " + std::string(what) + ", found " +
+                std::to_string(st.args.size()) + " argument" + (st.args.size() == 1 ? "" : "s"));
+      return false;
+    }
+    return NoGroups(st);
+  }
+  bool AtLeastOne(const Statement& st, std::string_view what) {
+    if (st.args.empty()) {
+      ErrAt(st, "'" + st.keyword + "' needs " + std::string(what));
+      return false;
+    }
+    return true;
+  }
+  bool NoGroups(const Statement& st, std::size_t from = 0) {
+    bool ok = true;
+    for (std::size_t i = from; i < st.args.size(); ++i) {
+      if (st.args[i].kind == Value::Kind::kGroup) {
+        ErrAt(st.args[i], "alternatives '( | )' are only allowed in command patterns");
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+  // ---- top level ----
+
+  void TopLevel(const Statement& st) {
+    const std::string& k = st.keyword;
+    if (k == "description") {
+      if (NoBlock(st) && Args(st, 1, "one quoted string") && FirstTime(st, k)) {
+        out_.layer.description = st.args[0].text;
+        out_.description_loc = st.loc;
+      }
+    } else if (k == "workspace") {
+      if (NoBlock(st) && Args(st, 1, "read-write or read-only") && FirstTime(st, k)) {
+        const Value& v = st.args[0];
+        if (v.text == "read-write" || v.text == "read-only") {
+          out_.layer.workspace_writable = {v.text == "read-write", true, st.loc};
+        } else {
+          ErrAt(v, "unknown workspace mode " + Describe(v), "use read-write or read-only");
+        }
+      }
+    } else if (k == "network") {
+      Network(st);
+    } else if (k == "approval") {
+      if (NoBlock(st) && Args(st, 1, "a mode") && FirstTime(st, k)) {
+        const Value& v = st.args[0];
+        if (v.text == "never-ask") {
+          out_.layer.approval = {ApprovalMode::kNeverAsk, true, st.loc};
+        } else if (v.text == "on-request") {
+          out_.layer.approval = {ApprovalMode::kOnRequest, true, st.loc};
+        } else if (v.text == "auto") {
+          out_.layer.approval = {ApprovalMode::kAuto, true, st.loc};
+        } else {
+          std::string guess = DidYouMean(v.text, {"never-ask", "on-request", "auto"});
+          ErrAt(v, "unknown approval mode " + Describe(v),
+                guess.empty() ? "use never-ask, on-request or auto"
+                              : "did you mean '" + guess + "'?");
+        }
+      }
+    } else if (k == "require" || k == "best-effort") {
+      Requirements(st);
+    } else if (k == "filesystem") {
+      if (NeedBlock(st)) {
+        for (const auto& s : st.block) Filesystem(s);
+      }
+    } else if (k == "commands") {
+      if (NeedBlock(st)) {
+        for (const auto& s : st.block) CommandStatement(s);
+      }
+    } else if (k == "tools") {
+      if (NeedBlock(st)) {
+        for (const auto& s : st.block) ToolStatement(s);
+      }
+    } else if (k == "limits") {
+      if (NeedBlock(st)) {
+        for (const auto& s : st.block) LimitStatement(s);
+      }
+    } else if (k == "environment") {
+      if (NeedBlock(st)) {
+        for (const auto& s : st.block) EnvironmentStatement(s);
+      }
+    } else if (k == "verify") {
+      if (NeedBlock(st)) {
+        for (const auto& s : st.block) VerifyStatement(s);
+      }
+    } else if (k == "examples") {
+      if (NeedBlock(st)) {
+        for (const auto& s : st.block) ExampleStatement(s);
+      }
+    } else if (k == "extends" || k == "include") {
+      // The loader consumes these at the top level of a file; reaching here means an included
+      // fragment used one where the loader does not allow it (it reports that itself).
+    } else {
+      Unknown(st, "at the top level", kTopLevelKeys);
+    }
+  }
+
+  void Network(const Statement& st) {
+    if (!NoBlock(st) || !AtLeastOne(st, "a mode: none or loopback") || !NoGroups(st)) return;
+    const Value& v = st.args[0];
+    if (v.text == "hosts") {
+      ErrAt(v, "network host allow-lists are not implemented yet",
+            "use 'network none' or 'network loopback'; hosts will go through a broker proxy");
+      return;
+    }
+    if (!Args(st, 1, "one mode") || !FirstTime(st, "network")) return;
+    if (v.text == "none") {
+      out_.layer.network = {NetworkMode::kNone, true, st.loc};
+    } else if (v.text == "loopback") {
+      out_.layer.network = {NetworkMode::kLoopback, true, st.loc};
+    } else {
+      ErrAt(v, "unknown network mode " + Describe(v),
+            "use none (no IP sockets) or loopback (lo only)");
+    }
+  }
+
+  void Requirements(const Statement& st) {
+    if (!NoBlock(st) || !AtLeastOne(st, "one or more layer names") || !NoGroups(st)) return;
+    bool best_effort = st.keyword == "best-effort";
+    for (const Value& v : st.args) {
+      auto r = ParseRequirement(v.text);
+      if (!r) {
+        std::vector<std::string_view> names;
+        for (int i = 0; i < static_cast<int>(Requirement::kCount); ++i) {
+          names.push_back(RequirementName(static_cast<Requirement>(i)));
+        }
+        std::string guess = DidYouMean(v.text, names);
+        std::string all;
+        for (auto n : names) all += (all.empty() ? "" : ", ") + std::string(n);
+        ErrAt(v, "unknown layer " + Describe(v),
+              guess.empty() ? "known: " + all : "did you mean '" + guess + "'?");
+        continue;
+      }
+      if (best_effort && *r != Requirement::kLandlock && *r != Requirement::kCgroup) {
+        ErrAt(v, "'" + v.text + "' cannot be best-effort",
+              "only landlock and cgroup may be missing; everything else always fails closed");
+        continue;
+      }
+      (best_effort ? out_.layer.best_effort : out_.layer.requirements)
+          .push_back({*r, true, v.loc});
+    }
+  }
+
+  // ---- filesystem ----
+
+  void Filesystem(const Statement& st) {
+    const std::string& k = st.keyword;
+    if (k == "read-only" || k == "read-write" || k == "hide") {
+      if (!NoBlock(st) || !AtLeastOne(st, "one or more paths") || !NoGroups(st)) return;
+      MountMode mode = k == "read-only"    ? MountMode::kReadOnly
+                       : k == "read-write" ? MountMode::kReadWrite
+                                           : MountMode::kHidden;
+      for (const Value& v : st.args) Mount(v, mode);
+    } else if (k == "deny" || k == "ask") {
+      PathRuleStatement(st, *ParseVerdict(k));
+    } else if (k == "allow") {
+      ErrAt(st, "filesystem rules can only restrict",
+            "paths are made visible with read-only or read-write; use deny or ask here");
+    } else {
+      Unknown(st, "in filesystem", kFilesystemKeys);
+    }
+  }
+
+  void Mount(const Value& v, MountMode mode) {
+    auto ref = ParsePathRef(v.text);
+    if (!ref) {
+      ErrAt(v, "invalid path " + Describe(v) + ": " + ref.error().op, ref.error().detail);
+      return;
+    }
+    if (ref->base == PathBase::kAbsolute && ref->rel.empty()) {
+      ErrAt(v, "'/' cannot be mounted whole", "name the trees the sandbox needs, e.g. /usr /etc");
+      return;
+    }
+    if (ref->base == PathBase::kWorkspace && ref->rel.empty()) {
+      ErrAt(v, "the workspace is not set here",
+            "use 'workspace read-only' or 'workspace read-write' at the top level");
+      return;
+    }
+    auto [it, inserted] = mounts_seen_.emplace(*ref, std::make_pair(mode, v.loc));
+    if (!inserted) {
+      if (it->second.first == mode) {
+        diags_.Warning(v.loc, v.length, "path " + ref->Text() + " is listed twice",
+                       "the first is at line " + std::to_string(it->second.second.line));
+      } else {
+        ErrAt(v,
+              "path " + ref->Text() + " is both " + std::string(MountModeName(it->second.first)) +
+                  " (line " + std::to_string(it->second.second.line) + ") and " +
+                  std::string(MountModeName(mode)),
+              "keep one; a subdirectory may differ from its parent, the same path may not");
+      }
+      return;
+    }
+    out_.layer.mounts.push_back({std::move(*ref), mode, v.loc});
+  }
+
+  // `deny [read|write] GLOB...` / `ask [read|write] GLOB...` [ { match P; not_match P } ]
+  void PathRuleStatement(const Statement& st, Verdict verdict) {
+    if (!AtLeastOne(st, "one or more path globs") || !NoGroups(st)) return;
+    std::size_t i = 0;
+    Access access = Access::kReadWrite;
+    if (st.args[0].kind == Value::Kind::kWord &&
+        (st.args[0].text == "read" || st.args[0].text == "write")) {
+      access = st.args[0].text == "read" ? Access::kReadWrite : Access::kWrite;
+      // "deny read" hides the path from reading, which also means no writing: a path that cannot
+      // be read but can be overwritten is not hidden.
+      i = 1;
+      if (st.args.size() == 1) {
+        ErrAt(st.args[0], "'" + st.keyword + " " + st.args[0].text + "' needs one or more globs");
+        return;
+      }
+    }
+    std::vector<PathRule> rules;
+    for (; i < st.args.size(); ++i) {
+      const Value& v = st.args[i];
+      PathRule r;
+      r.verdict = verdict;
+      r.access = access;
+      r.loc = v.loc;
+      std::string text = v.text;
+      std::string_view g = text;
+      if (g == "~" || g.starts_with("~/")) {
+        r.base = PathBase::kHome;
+        g.remove_prefix(std::min<std::size_t>(2, g.size()));
+      } else if (g.starts_with("~")) {
+        ErrAt(v, "'~user' paths are not supported", "write ~/ for the caller's home");
+        continue;
+      } else if (g.starts_with("/")) {
+        r.base = PathBase::kAbsolute;
+      } else {
+        r.base = PathBase::kWorkspace;
+        if (g.starts_with("./")) g.remove_prefix(2);
+      }
+      std::string pattern = r.base == PathBase::kHome ? std::string(g) : std::string(g);
+      if (pattern.empty()) {
+        ErrAt(v, "empty glob");
+        continue;
+      }
+      auto glob = PathGlob::Compile(pattern);
+      if (!glob) {
+        ErrAt(v, "invalid glob " + Describe(v) + ": " + glob.error().op, glob.error().detail);
+        continue;
+      }
+      r.glob = std::move(*glob);
+      r.text = v.text;
+      rules.push_back(std::move(r));
+    }
+    if (st.has_block) {
+      for (const Statement& ex : st.block) {
+        PathExample(ex, rules);
+      }
+    }
+    for (auto& r : rules) out_.layer.path_rules.push_back(std::move(r));
+  }
+
+  void PathExample(const Statement& ex, const std::vector<PathRule>& rules) {
+    bool want = ex.keyword == "match";
+    if (!want && ex.keyword != "not_match") {
+      Unknown(ex, "in a rule's examples", kExampleKeys);
+      return;
+    }
+    if (!NoBlock(ex) || !Args(ex, 1, "one path")) return;
+    const std::string& p = ex.args[0].text;
+    bool matched = false;
+    for (const auto& r : rules) {
+      std::string_view path = p;
+      if (r.base == PathBase::kHome) {
+        if (!path.starts_with("~/")) continue;
+        path.remove_prefix(2);
+      } else if (r.base == PathBase::kWorkspace && path.starts_with("./")) {
+        path.remove_prefix(2);
+      }
+      if (r.glob.Match(path)) matched = true;
+    }
+    if (matched != want) {
+      ErrAt(ex.args[0], std::string("example failed: the rule ") + (want ? "does not match " :
+                                                                           "matches ") +
+                            Describe(ex.args[0]),
+            want ? "globs match the whole path: '*' stays within one directory, '**' spans "
+                   "directories"
+                 : "");
+    }
+  }
+
+  // ---- commands ----
+
+  void CommandStatement(const Statement& st) {
+    auto verdict = ParseVerdict(st.keyword);
+    if (!verdict) {
+      Unknown(st, "in commands", kRuleKeys);
+      return;
+    }
+    if (!AtLeastOne(st, "a command pattern, e.g. 'git status'")) return;
+    CommandRule rule;
+    rule.verdict = *verdict;
+    rule.loc = st.args[0].loc;
+    bool ok = true;
+    for (const Value& v : st.args) {
+      auto el = CompileArgPattern(v);
+      if (!el) {
+        ErrAt(v, el.error().op, el.error().detail);
+        ok = false;
+        continue;
+      }
+      if (!rule.text.empty()) rule.text += ' ';
+      if (v.kind == Value::Kind::kGroup) {
+        std::vector<std::string> alts;
+        for (const auto& a : v.alternatives) alts.push_back(QuoteWord(a.text));
+        std::sort(alts.begin(), alts.end());
+        alts.erase(std::unique(alts.begin(), alts.end()), alts.end());
+        rule.text += "(";
+        for (std::size_t i = 0; i < alts.size(); ++i) rule.text += (i ? " | " : "") + alts[i];
+        rule.text += ")";
+      } else {
+        rule.text += QuoteWord(v.text);
+      }
+      rule.pattern.push_back(std::move(*el));
+    }
+    if (!ok) return;
+    if (st.has_block) {
+      for (const Statement& ex : st.block) CommandExample(ex, rule);
+    }
+    out_.layer.commands.push_back(std::move(rule));
+  }
+
+  void CommandExample(const Statement& ex, const CommandRule& rule) {
+    bool want = ex.keyword == "match";
+    if (!want && ex.keyword != "not_match") {
+      Unknown(ex, "in a rule's examples", kExampleKeys);
+      return;
+    }
+    if (!NoBlock(ex) || !Args(ex, 1, "one quoted command line")) return;
+    ShellParse parsed = ParseShell(ex.args[0].text);
+    if (parsed.opaque || parsed.commands.size() != 1) {
+      ErrAt(ex.args[0], "an example must be one simple command",
+            parsed.opaque ? parsed.opaque_reason : "write one command without ; && || |");
+      return;
+    }
+    bool matched = rule.Matches(parsed.commands[0].argv);
+    if (matched != want) {
+      ErrAt(ex.args[0],
+            std::string("example failed: the rule ") + (want ? "does not match " : "matches ") +
+                Describe(ex.args[0]),
+            want ? "patterns match argv elements from the start; '*' matches within one argument"
+                 : "");
+    }
+  }
+
+  // ---- tools ----
+
+  void ToolStatement(const Statement& st) {
+    auto verdict = ParseVerdict(st.keyword);
+    if (!verdict) {
+      Unknown(st, "in tools", kRuleKeys);
+      return;
+    }
+    if (!AtLeastOne(st, "one or more tool names") || !NoGroups(st) || !NoBlock(st)) return;
+    ToolRule rule;
+    rule.verdict = *verdict;
+    rule.loc = st.args[0].loc;
+    std::size_t i = 0;
+    bool ok = true;
+    for (; i < st.args.size() && st.args[i].text != "on"; ++i) {
+      const Value& v = st.args[i];
+      auto t = ParseTool(v.text);
+      if (!t) {
+        std::vector<std::string_view> names;
+        for (int j = 0; j < static_cast<int>(Tool::kCount); ++j) {
+          names.push_back(ToolName(static_cast<Tool>(j)));
+        }
+        std::string guess = DidYouMean(v.text, names);
+        std::string all;
+        for (auto n : names) all += (all.empty() ? "" : " ") + std::string(n);
+        ErrAt(v, "unknown tool " + Describe(v),
+              guess.empty() ? "tools: " + all : "did you mean '" + guess + "'?");
+        ok = false;
+        continue;
+      }
+      rule.tools.push_back(*t);
+    }
+    if (rule.tools.empty() && ok) {
+      ErrAt(st.args[0], "'" + st.keyword + "' needs a tool name before 'on'");
+      return;
+    }
+    if (i < st.args.size()) {
+      const Value& on = st.args[i];
+      ++i;
+      if (i == st.args.size()) {
+        ErrAt(on, "'on' needs one or more workspace path globs");
+        return;
+      }
+      for (; i < st.args.size(); ++i) {
+        const Value& v = st.args[i];
+        if (v.text.starts_with("/") || v.text.starts_with("~")) {
+          ErrAt(v, "tool paths are relative to the workspace",
+                "the agent's file tools only reach the workspace");
+          ok = false;
+          continue;
+        }
+        std::string_view g = v.text;
+        if (g.starts_with("./")) g.remove_prefix(2);
+        auto glob = PathGlob::Compile(g);
+        if (!glob) {
+          ErrAt(v, "invalid glob " + Describe(v) + ": " + glob.error().op, glob.error().detail);
+          ok = false;
+          continue;
+        }
+        rule.paths.push_back(std::move(*glob));
+      }
+    }
+    if (!ok) return;
+    std::sort(rule.tools.begin(), rule.tools.end());
+    rule.tools.erase(std::unique(rule.tools.begin(), rule.tools.end()), rule.tools.end());
+    for (std::size_t j = 0; j < rule.tools.size(); ++j) {
+      rule.text += (j ? " " : "") + std::string(ToolName(rule.tools[j]));
+    }
+    if (!rule.paths.empty()) {
+      rule.text += " on";
+      for (const auto& p : rule.paths) rule.text += " " + QuoteWord(p.pattern());
+    }
+    out_.layer.tools.push_back(std::move(rule));
+  }
+
+  // ---- limits ----
+
+  void LimitStatement(const Statement& st) {
+    auto limit = ParseLimit(st.keyword);
+    if (!limit) {
+      std::vector<std::string_view> names;
+      for (int i = 0; i < static_cast<int>(Limit::kCount); ++i) {
+        names.push_back(LimitName(static_cast<Limit>(i)));
+      }
+      Unknown(st, "in limits", names);
+      return;
+    }
+    if (!NoBlock(st)) return;
+    LimitKind kind = LimitKindOf(*limit);
+    const char* what = kind == LimitKind::kDuration ? "one duration (90s, 10m, 2h) or unlimited"
+                       : kind == LimitKind::kSize   ? "one size (512K, 64M, 4G) or unlimited"
+                                                    : "one number or unlimited";
+    if (!Args(st, 1, what) || !FirstTime(st, "limits." + st.keyword)) return;
+    const Value& v = st.args[0];
+    LimitValue lv;
+    lv.set = true;
+    lv.loc = st.loc;
+    if (v.text == "unlimited") {
+      lv.unlimited = true;
+    } else if (kind == LimitKind::kDuration) {
+      auto d = ParseDuration(v.text);
+      if (!d) {
+        ErrAt(v, "invalid duration " + Describe(v), "write digits and a unit: 500ms, 90s, 10m, 2h");
+        return;
+      }
+      if (d->count() == 0) {
+        ErrAt(v, "a zero " + st.keyword + " would stop everything at once",
+              "write a positive duration, or unlimited");
+        return;
+      }
+      lv.value = static_cast<std::uint64_t>(d->count());
+    } else if (kind == LimitKind::kSize) {
+      auto s = ParseSize(v.text);
+      if (!s) {
+        ErrAt(v, "invalid size " + Describe(v), "write digits and a unit: 512K, 64M, 4G, 1T");
+        return;
+      }
+      lv.value = *s;
+    } else {
+      std::uint64_t n = 0;
+      bool digits = !v.text.empty() && v.text.size() <= 18;
+      for (char c : v.text) {
+        if (c < '0' || c > '9') digits = false;
+        n = n * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+      if (!digits) {
+        ErrAt(v, "invalid number " + Describe(v), "write a whole number, e.g. 256, or unlimited");
+        return;
+      }
+      lv.value = n;
+    }
+    out_.layer.limits[static_cast<std::size_t>(*limit)] = lv;
+  }
+
+  // ---- environment ----
+
+  void EnvironmentStatement(const Statement& st) {
+    const std::string& k = st.keyword;
+    if (k == "pass" || k == "scrub") {
+      if (!NoBlock(st) || !AtLeastOne(st, "one or more variable names or patterns") ||
+          !NoGroups(st)) {
+        return;
+      }
+      for (const Value& v : st.args) {
+        std::string probe = v.text;
+        for (char& c : probe) {
+          if (c == '*' || c == '?') c = 'X';
+        }
+        auto glob = WordGlob::Compile(v.text);
+        if (!glob || !IsEnvName(probe)) {
+          ErrAt(v, "invalid variable name pattern " + Describe(v),
+                "names are letters, digits and '_', with * or ? wildcards: AWS_*, *_TOKEN");
+          continue;
+        }
+        (k == "pass" ? out_.layer.env_pass : out_.layer.env_scrub)
+            .push_back({std::move(*glob), v.loc});
+      }
+    } else if (k == "set") {
+      if (!NoBlock(st) || !Args(st, 2, "a name and a value")) return;
+      if (!IsEnvName(st.args[0].text)) {
+        ErrAt(st.args[0], "invalid variable name " + Describe(st.args[0]),
+              "names are letters, digits and '_', not starting with a digit");
+        return;
+      }
+      for (const auto& e : out_.layer.env_set) {
+        if (e.name == st.args[0].text) {
+          ErrAt(st.args[0], "'" + e.name + "' is set twice in this profile",
+                "the first is at line " + std::to_string(e.loc.line));
+          return;
+        }
+      }
+      out_.layer.env_set.push_back({st.args[0].text, st.args[1].text, st.args[0].loc});
+    } else {
+      Unknown(st, "in environment", kEnvironmentKeys);
+    }
+  }
+
+  // ---- verify ----
+
+  void VerifyStatement(const Statement& st) {
+    if (st.keyword != "run") {
+      constexpr std::string_view keys[] = {"run"};
+      Unknown(st, "in verify", keys);
+      return;
+    }
+    if (!NoBlock(st) || !NoGroups(st)) return;
+    if (st.args.size() != 1 && st.args.size() != 3) {
+      ErrAt(st, "'run' takes a quoted command and optionally 'timeout DURATION'",
+            "e.g.: run \"make test\" timeout 10m");
+      return;
+    }
+    VerifyCommand vc;
+    vc.command = st.args[0].text;
+    vc.loc = st.args[0].loc;
+    if (vc.command.empty()) {
+      ErrAt(st.args[0], "empty verification command");
+      return;
+    }
+    if (st.args.size() == 3) {
+      if (st.args[1].text != "timeout") {
+        ErrAt(st.args[1], "expected 'timeout', found " + Describe(st.args[1]));
+        return;
+      }
+      auto d = ParseDuration(st.args[2].text);
+      if (!d || d->count() == 0) {
+        ErrAt(st.args[2], "invalid duration " + Describe(st.args[2]),
+              "write digits and a unit: 90s, 10m");
+        return;
+      }
+      vc.timeout_ms = static_cast<std::uint64_t>(d->count());
+    }
+    out_.layer.verify.push_back(std::move(vc));
+  }
+
+  // ---- examples ----
+
+  void ExampleStatement(const Statement& st) {
+    auto verdict = ParseVerdict(st.keyword);
+    if (!verdict) {
+      Unknown(st, "in examples", kRuleKeys);
+      return;
+    }
+    if (!NoBlock(st) || !NoGroups(st)) return;
+    constexpr const char* kUsage =
+        "write: allow command \"git status\" / deny read .env / deny write .git/config / "
+        "deny tool write_file .git/config";
+    if (st.args.empty()) {
+      ErrAt(st, "an example needs a request", kUsage);
+      return;
+    }
+    Example ex;
+    ex.expect = *verdict;
+    ex.loc = st.args[0].loc;
+    ex.length = st.args[0].length;
+    const std::string& kind = st.args[0].text;
+    if (kind == "command" || kind == "read" || kind == "write") {
+      if (!Args(st, 2, "a request kind and its subject")) return;
+      ex.kind = kind == "command" ? Example::Kind::kCommand
+                : kind == "read"  ? Example::Kind::kRead
+                                  : Example::Kind::kWrite;
+      ex.subject = st.args[1].text;
+    } else if (kind == "tool") {
+      if (st.args.size() != 2 && st.args.size() != 3) {
+        ErrAt(st.args[0], "'tool' examples take a tool name and optionally its path or command",
+              kUsage);
+        return;
+      }
+      auto t = ParseTool(st.args[1].text);
+      if (!t) {
+        ErrAt(st.args[1], "unknown tool " + Describe(st.args[1]));
+        return;
+      }
+      ex.kind = Example::Kind::kTool;
+      ex.tool = *t;
+      if (st.args.size() == 3) ex.subject = st.args[2].text;
+    } else {
+      ErrAt(st.args[0], "unknown example kind " + Describe(st.args[0]), kUsage);
+      return;
+    }
+    out_.examples.push_back(std::move(ex));
+  }
+};
+
+}  // namespace
+
+Result<ArgPattern> CompileArgPattern(const Value& value) {
+  ArgPattern out;
+  auto add = [&](const Value& v) -> Status {
+    if (v.text.empty()) return PlainError("empty word in a command pattern");
+    auto g = WordGlob::Compile(v.text);
+    if (!g) return PlainError("invalid pattern " + Describe(v) + ": " + g.error().op,
+                              g.error().detail);
+    out.alternatives.push_back(std::move(*g));
+    return Ok{};
+  };
+  if (value.kind == Value::Kind::kGroup) {
+    for (const auto& a : value.alternatives) {
+      if (auto st = add(a); !st) return st.error();
+    }
+    std::sort(out.alternatives.begin(), out.alternatives.end(),
+              [](const WordGlob& a, const WordGlob& b) { return a.pattern() < b.pattern(); });
+  } else if (auto st = add(value); !st) {
+    return st.error();
+  }
+  return out;
+}
+
+Result<PathRef> ParsePathRef(std::string_view text) {
+  PathRef ref;
+  std::string_view rest = text;
+  if (text.find('\0') != std::string_view::npos) return PlainError("it contains a NUL byte");
+  if (text.empty()) return PlainError("it is empty");
+  if (text == "~" || text.starts_with("~/")) {
+    ref.base = PathBase::kHome;
+    rest.remove_prefix(std::min<std::size_t>(2, text.size()));
+  } else if (text.starts_with("~")) {
+    return PlainError("'~user' paths are not supported", "write ~/ for the caller's home");
+  } else if (text.starts_with("/")) {
+    ref.base = PathBase::kAbsolute;
+    rest.remove_prefix(1);
+  } else {
+    ref.base = PathBase::kWorkspace;
+    if (rest == ".") rest = "";
+    if (rest.starts_with("./")) rest.remove_prefix(2);
+  }
+  if (rest.find_first_of("*?[") != std::string_view::npos) {
+    return PlainError("mount paths cannot contain wildcards",
+                      "use a deny rule with a glob to hide matching files");
+  }
+  while (rest.ends_with('/')) rest.remove_suffix(1);
+  std::size_t start = 0;
+  while (start < rest.size()) {
+    std::size_t end = rest.find('/', start);
+    if (end == std::string_view::npos) end = rest.size();
+    std::string_view comp = rest.substr(start, end - start);
+    if (comp.empty()) return PlainError("it has an empty component ('//')");
+    if (comp == "." || comp == "..") {
+      return PlainError("'" + std::string(comp) + "' components are not allowed",
+                        "write the path without . or ..");
+    }
+    start = end + 1;
+  }
+  ref.rel = std::string(rest);
+  return ref;
+}
+
+std::string DidYouMean(std::string_view word, const std::vector<std::string_view>& candidates) {
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+      }
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  };
+  std::size_t best = word.size() >= 8 ? 3 : 2;
+  std::string out;
+  for (auto c : candidates) {
+    std::size_t d = distance(word, c);
+    if (d <= best && d < std::max(word.size(), c.size())) {
+      if (out.empty() || d < best) out = std::string(c);
+      best = d;
+    }
+  }
+  return out;
+}
+
+CheckedProfile Check(const std::vector<const Statement*>& statements, Diagnostics& diags) {
+  return Checker(diags).Run(statements);
+}
+
+}  // namespace cagent::policy

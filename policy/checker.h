@@ -1,0 +1,53 @@
+// The checker: one profile's statements (AST) to typed declarations, with diagnostics.
+//
+// It knows every key of the language: what may appear where, how many arguments of which type
+// (durations, sizes, paths, globs, argv patterns), and which combinations conflict within one
+// profile. Unknown keys are errors (with a "did you mean" hint). It checks each rule's own inline
+// examples (`match` / `not_match`); examples about the whole profile (the `examples` section) need
+// the merged policy and are run by the compiler. `extends` and `include` are resolved before this
+// stage by the loader and are not accepted here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "policy/ast.h"
+#include "policy/diagnostics.h"
+#include "policy/ir.h"
+
+namespace cagent::policy {
+
+// An `examples` entry: a request and the verdict the whole profile must give it.
+struct Example {
+  enum class Kind : std::uint8_t { kCommand, kRead, kWrite, kTool };
+  Kind kind = Kind::kCommand;
+  Verdict expect = Verdict::kDeny;
+  Tool tool = Tool::kReadFile;  // kTool only
+  std::string subject;          // the command line, the path, or the tool's path/command
+  Location loc;
+  std::uint32_t length = 1;
+};
+
+// One profile's own declarations. `layer` uses Policy's types; only what this profile writes is
+// set (Setting::set, LimitValue::set); lists hold only its own entries. `layer.sources` is unset.
+struct CheckedProfile {
+  Policy layer;
+  std::vector<Example> examples;
+  Location description_loc;
+};
+
+// Checks `statements` (a profile's top-level statements, includes already spliced in).
+CheckedProfile Check(const std::vector<const Statement*>& statements, Diagnostics& diags);
+
+// Parses one argv-pattern element ("git", "pytest*", a group of alternatives) into an ArgPattern.
+// Exposed for tests and for `cagent policy` tooling.
+Result<ArgPattern> CompileArgPattern(const Value& value);
+
+// Parses a path as written in a profile ("/usr", "~/.cargo", "src", ".") into a PathRef; fails on
+// "..", empty components, "~user", NUL bytes, wildcards.
+Result<PathRef> ParsePathRef(std::string_view text);
+
+// Closest candidate to `word` by edit distance (at most 2 edits, or 3 for long words), or "".
+std::string DidYouMean(std::string_view word, const std::vector<std::string_view>& candidates);
+
+}  // namespace cagent::policy

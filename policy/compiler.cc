@@ -1,0 +1,158 @@
+#include "policy/compiler.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "policy/engine.h"
+
+namespace cagent::policy {
+namespace {
+
+template <typename T>
+void Override(Setting<T>& into, const Setting<T>& from) {
+  if (from.set) into = from;
+}
+
+std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+std::string DescribeExample(const Example& ex) {
+  switch (ex.kind) {
+    case Example::Kind::kCommand:
+      return "command " + Quoted(ex.subject);
+    case Example::Kind::kRead:
+      return "read " + ex.subject;
+    case Example::Kind::kWrite:
+      return "write " + ex.subject;
+    case Example::Kind::kTool:
+      return "tool " + std::string(ToolName(ex.tool)) +
+             (ex.subject.empty() ? "" : " " + Quoted(ex.subject));
+  }
+  return "request";
+}
+
+void RunExamples(const Policy& policy, const std::vector<Example>& examples,
+                 Diagnostics& diags) {
+  Engine engine(policy);
+  for (const Example& ex : examples) {
+    Decision d;
+    switch (ex.kind) {
+      case Example::Kind::kCommand:
+        d = engine.Shell(ex.subject);
+        break;
+      case Example::Kind::kRead:
+        d = engine.Path(Access::kRead, ex.subject);
+        break;
+      case Example::Kind::kWrite:
+        d = engine.Path(Access::kWrite, ex.subject);
+        break;
+      case Example::Kind::kTool: {
+        ToolRequest req{ex.tool, {}, {}};
+        if (ex.tool == Tool::kRunCommand) {
+          req.command = ex.subject;
+        } else {
+          req.path = ex.subject;
+        }
+        d = engine.Tool(req);
+        break;
+      }
+    }
+    if (d.verdict == ex.expect) continue;
+    std::string by = d.rule == "default" ? "because no rule matches"
+                                         : "by rule '" + d.rule + "'" +
+                                               (d.loc.valid() ? " at " + policy.Where(d.loc) : "");
+    diags.Error(ex.loc, ex.length,
+                "example failed: expected " + std::string(VerdictName(ex.expect)) + " for " +
+                    DescribeExample(ex) + ", got " + std::string(VerdictName(d.verdict)),
+                "decided " + by + (d.reason.empty() ? "" : ": " + d.reason));
+  }
+}
+
+}  // namespace
+
+std::optional<Policy> Compile(std::vector<ChainLink> chain, Diagnostics& diags) {
+  Policy out;
+  std::map<PathRef, MountRule> mounts;
+  std::map<std::string, EnvSetting> env_set;
+  const std::size_t errors_before = diags.ErrorCount();
+
+  for (ChainLink& link : chain) {
+    Policy& layer = link.profile.layer;
+    out.chain.push_back(link.name);
+    if (!layer.description.empty()) out.description = layer.description;
+    Override(out.network, layer.network);
+    Override(out.approval, layer.approval);
+    Override(out.workspace_writable, layer.workspace_writable);
+    for (auto& m : layer.mounts) mounts[m.path] = m;
+    for (auto& r : layer.path_rules) out.path_rules.push_back(std::move(r));
+    for (auto& r : layer.commands) out.commands.push_back(std::move(r));
+    for (auto& r : layer.tools) out.tools.push_back(std::move(r));
+    for (std::size_t i = 0; i < out.limits.size(); ++i) {
+      if (layer.limits[i].set) out.limits[i] = layer.limits[i];
+    }
+    for (auto& e : layer.env_pass) out.env_pass.push_back(std::move(e));
+    for (auto& e : layer.env_scrub) out.env_scrub.push_back(std::move(e));
+    for (auto& e : layer.env_set) env_set[e.name] = std::move(e);
+    if (!layer.verify.empty()) out.verify = std::move(layer.verify);
+    for (auto& r : layer.requirements) out.requirements.push_back(r);
+    for (auto& r : layer.best_effort) out.best_effort.push_back(r);
+  }
+
+  for (auto& [path, m] : mounts) out.mounts.push_back(std::move(m));
+  for (auto& [name, e] : env_set) out.env_set.push_back(std::move(e));
+
+  // Sort and de-duplicate; the first occurrence (the parent's) keeps its location.
+  auto sort_unique = [](auto& v, auto key) {
+    std::stable_sort(v.begin(), v.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+    v.erase(std::unique(v.begin(), v.end(),
+                        [&](const auto& a, const auto& b) { return key(a) == key(b); }),
+            v.end());
+  };
+  sort_unique(out.path_rules, [](const PathRule& r) {
+    return std::make_tuple(r.base, r.text, r.access, r.verdict);
+  });
+  sort_unique(out.commands,
+              [](const CommandRule& r) { return std::make_tuple(r.text, r.verdict); });
+  sort_unique(out.tools, [](const ToolRule& r) { return std::make_tuple(r.text, r.verdict); });
+  sort_unique(out.env_pass, [](const EnvPattern& e) { return e.name.pattern(); });
+  sort_unique(out.env_scrub, [](const EnvPattern& e) { return e.name.pattern(); });
+  sort_unique(out.requirements, [](const Setting<Requirement>& r) { return r.value; });
+  sort_unique(out.best_effort, [](const Setting<Requirement>& r) { return r.value; });
+
+  // Cross-key conflicts, reported where the weaker statement is written.
+  for (const auto& be : out.best_effort) {
+    for (const auto& req : out.requirements) {
+      bool needs_cgroup = req.value == Requirement::kCgroup ||
+                          req.value == Requirement::kMemoryLimit ||
+                          req.value == Requirement::kPidsLimit;
+      if (req.value == be.value || (be.value == Requirement::kCgroup && needs_cgroup)) {
+        diags.Error(be.loc, static_cast<std::uint32_t>(RequirementName(be.value).size()),
+                    "'" + std::string(RequirementName(be.value)) +
+                        "' is best-effort but 'require " +
+                        std::string(RequirementName(req.value)) + "' needs it",
+                    "a required layer cannot be optional; drop one of the two (the require is at "
+                    "line " +
+                        std::to_string(req.loc.line) + ")");
+      }
+    }
+  }
+  auto need_limit = [&](Requirement r, Limit l) {
+    for (const auto& req : out.requirements) {
+      if (req.value == r && !out.limit(l).bounded()) {
+        diags.Error(req.loc, static_cast<std::uint32_t>(RequirementName(r).size()),
+                    "'require " + std::string(RequirementName(r)) + "' but no " +
+                        std::string(LimitName(l)) + " limit is set",
+                    "add 'limits { " + std::string(LimitName(l)) + " ... }'");
+      }
+    }
+  };
+  need_limit(Requirement::kMemoryLimit, Limit::kMemory);
+  need_limit(Requirement::kPidsLimit, Limit::kProcesses);
+
+  if (diags.ErrorCount() != errors_before) return std::nullopt;
+  if (!chain.empty()) RunExamples(out, chain.back().profile.examples, diags);
+  if (diags.ErrorCount() != errors_before) return std::nullopt;
+  return out;
+}
+
+}  // namespace cagent::policy

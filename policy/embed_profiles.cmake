@@ -1,0 +1,21 @@
+# Writes OUTPUT: a C++ source defining cagent::policy::BuiltinProfiles() with the text of every
+# profile in PROFILES (a ;-list of .cagent files). Run at build time by policy/CMakeLists.txt so an
+# edited profile is re-embedded.
+set(body "")
+foreach(file IN LISTS PROFILES)
+  get_filename_component(name "${file}" NAME_WE)
+  file(READ "${file}" text)
+  string(FIND "${text}" ")cagent_profile\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${file} contains the raw-string delimiter )cagent_profile\"")
+  endif()
+  string(APPEND body "    {\"${name}\", R\"cagent_profile(${text})cagent_profile\"},\n")
+endforeach()
+set(out "// Generated from profiles/*.cagent by policy/embed_profiles.cmake. Do not edit.\n")
+string(APPEND out "#include \"policy/loader.h\"\n\nnamespace cagent::policy {\n")
+string(APPEND out "namespace {\nconstexpr BuiltinProfile kProfiles[] = {\n${body}")
+string(APPEND out "    {\"\", \"\"},  // keeps the array non-empty\n};\n}  // namespace\n\n")
+string(APPEND out "std::span<const BuiltinProfile> BuiltinProfiles() {\n")
+string(APPEND out "  return {kProfiles, std::size(kProfiles) - 1};\n}\n\n}  // namespace cagent::policy\n")
+file(WRITE "${OUTPUT}.tmp" "${out}")
+file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)

@@ -1,0 +1,373 @@
+#include "policy/engine.h"
+
+#include <algorithm>
+
+#include "policy/shell.h"
+
+namespace cagent::policy {
+namespace {
+
+// Paths every sandbox has whatever the profile says (launcher/mountns.cc builds them).
+struct BuiltinMount {
+  std::string_view path;
+  MountMode mode;
+  std::string_view rule;
+};
+constexpr BuiltinMount kBuiltinMounts[] = {
+    {"/tmp", MountMode::kReadWrite, "built-in: private /tmp (a tmpfs, gone after the run)"},
+    {"/proc", MountMode::kReadOnly, "built-in: /proc of the sandbox's own pid namespace"},
+    {"/dev/null", MountMode::kReadWrite, "built-in: /dev/null"},
+    {"/dev/zero", MountMode::kReadWrite, "built-in: /dev/zero"},
+    {"/dev/full", MountMode::kReadWrite, "built-in: /dev/full"},
+    {"/dev/random", MountMode::kReadOnly, "built-in: /dev/random"},
+    {"/dev/urandom", MountMode::kReadOnly, "built-in: /dev/urandom"},
+    {"/dev/tty", MountMode::kReadWrite, "built-in: /dev/tty"},
+    {"/dev/stdin", MountMode::kReadWrite, "built-in: the command's standard streams"},
+    {"/dev/stdout", MountMode::kReadWrite, "built-in: the command's standard streams"},
+    {"/dev/stderr", MountMode::kReadWrite, "built-in: the command's standard streams"},
+    {"/dev/fd", MountMode::kReadWrite, "built-in: the command's own descriptors"},
+};
+
+// Lexically normalises `path` (absolute) in place: removes "." and empty components, resolves
+// "..", which cannot go above "/". Returns "/" for the root.
+std::string NormaliseAbsolute(std::string_view path) {
+  std::string out;
+  out.reserve(path.size());
+  std::size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    std::size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    std::string_view comp = path.substr(i, j - i);
+    i = j;
+    if (comp.empty() || comp == ".") continue;
+    if (comp == "..") {
+      std::size_t slash = out.rfind('/');
+      out.resize(slash == std::string::npos ? 0 : slash);
+      continue;
+    }
+    out += '/';
+    out += comp;
+  }
+  if (out.empty()) out = "/";
+  return out;
+}
+
+// "a/b" is `base` itself or below it (component-wise), for absolute normalised paths.
+bool Under(std::string_view path, std::string_view base) {
+  if (base == "/") return true;
+  return path.starts_with(base) && (path.size() == base.size() || path[base.size()] == '/');
+}
+
+std::string_view RelativeTo(std::string_view path, std::string_view base) {
+  if (path.size() == base.size()) return {};
+  return path.substr(base == "/" ? 1 : base.size() + 1);
+}
+
+Decision Make(Verdict v, std::string rule, Location loc, std::string reason) {
+  return Decision{v, std::move(rule), loc, std::move(reason)};
+}
+
+Decision Default(std::string reason) {
+  return Make(Verdict::kDeny, "default", {}, std::move(reason));
+}
+
+// Variables that decide which program or which code an allowed command actually runs: an
+// assignment to one makes "allow git" mean something else (PATH=./evil git, LD_PRELOAD=x.so git).
+bool ChangesWhatRuns(std::string_view name) {
+  // Interpreter option variables inject code into an allowed interpreter even when only a narrow
+  // use of it is allowed (`allow python3 -m pytest`). Build variables (CC, MAKEFLAGS) are left
+  // alone: builds run workspace code anyway, and `CC=clang make` is everyday work.
+  constexpr std::string_view kExact[] = {
+      "PATH",          "IFS",           "ENV",        "BASH_ENV",        "SHELLOPTS",
+      "BASHOPTS",      "PS4",           "PROMPT_COMMAND", "GIT_EXEC_PATH", "GIT_SSH",
+      "GIT_SSH_COMMAND", "GIT_CONFIG",  "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+      "NODE_OPTIONS",  "PYTHONSTARTUP", "PYTHONPATH", "PERL5OPT",        "PERL5LIB",
+      "RUBYOPT",       "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+  };
+  for (auto e : kExact) {
+    if (name == e) return true;
+  }
+  return name.starts_with("LD_") || name.starts_with("GIT_CONFIG_") ||
+         name.starts_with("BASH_FUNC_") || name.starts_with("DYLD_");
+}
+
+// The stronger of two decisions; on a tie the first stands.
+void Strongest(Decision& acc, Decision d) {
+  if (d.verdict > acc.verdict) acc = std::move(d);
+}
+
+}  // namespace
+
+Engine::Engine(const Policy& policy, Bindings bindings)
+    : policy_(policy), bindings_(std::move(bindings)) {
+  bindings_.workspace = NormaliseAbsolute(bindings_.workspace);
+  bindings_.home = NormaliseAbsolute(bindings_.home);
+  for (std::size_t i = 0; i < policy_.commands.size(); ++i) {
+    const auto& first = policy_.commands[i].pattern.front().alternatives;
+    bool literal_names = std::all_of(first.begin(), first.end(), [](const WordGlob& g) {
+      return g.IsLiteral() && g.pattern().find('/') == std::string::npos;
+    });
+    if (literal_names) {
+      for (const auto& g : first) by_name_.emplace_back(g.pattern(), i);
+    } else {
+      generic_.push_back(i);
+    }
+  }
+  std::sort(by_name_.begin(), by_name_.end());
+
+  for (const auto& b : kBuiltinMounts) views_.push_back({std::string(b.path), b.mode, std::string(b.rule), {}});
+  for (const auto& m : policy_.mounts) {
+    std::string base;
+    switch (m.path.base) {
+      case PathBase::kAbsolute:
+        base = "/" + m.path.rel;
+        break;
+      case PathBase::kHome:
+        base = m.path.rel.empty() ? bindings_.home : bindings_.home + "/" + m.path.rel;
+        break;
+      case PathBase::kWorkspace:
+        base = bindings_.workspace + "/" + m.path.rel;
+        break;
+    }
+    views_.push_back({NormaliseAbsolute(base), m.mode,
+                      "filesystem: " + std::string(MountModeName(m.mode)) + " " + m.path.Text(),
+                      m.loc});
+  }
+  // The workspace is bound last, over anything mounted at the same path.
+  const auto& ws = policy_.workspace_writable;
+  views_.push_back({bindings_.workspace, ws.value ? MountMode::kReadWrite : MountMode::kReadOnly,
+                    ws.value ? "workspace read-write" : "workspace read-only", ws.loc});
+
+  for (const auto& r : policy_.commands) {
+    command_rule_.push_back("commands: " + std::string(VerdictName(r.verdict)) + " " + r.text);
+  }
+  for (const auto& r : policy_.path_rules) {
+    path_rule_.push_back("filesystem: " + std::string(VerdictName(r.verdict)) +
+                         (r.access == Access::kWrite ? " write " : " ") + r.text);
+  }
+  for (const auto& r : policy_.tools) {
+    tool_rule_.push_back("tools: " + std::string(VerdictName(r.verdict)) + " " + r.text);
+  }
+}
+
+Verdict Engine::Effective(Verdict v) const {
+  if (v != Verdict::kAsk) return v;
+  switch (policy_.approval.value) {
+    case ApprovalMode::kNeverAsk:
+      return Verdict::kDeny;
+    case ApprovalMode::kAuto:
+      return Verdict::kAllow;
+    case ApprovalMode::kOnRequest:
+      return Verdict::kAsk;
+  }
+  return Verdict::kDeny;
+}
+
+Decision Engine::Decide(const Request& request) const {
+  return std::visit(
+      [this](const auto& r) -> Decision {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, CommandRequest>) {
+          return Command(r.argv);
+        } else if constexpr (std::is_same_v<T, ShellRequest>) {
+          return Shell(r.script);
+        } else if constexpr (std::is_same_v<T, PathRequest>) {
+          return Path(r.access, r.path);
+        } else {
+          return Tool(r);
+        }
+      },
+      request);
+}
+
+Decision Engine::Command(std::span<const std::string> argv) const {
+  if (argv.empty() || argv[0].empty()) return Default("empty command");
+  Decision best;
+  bool matched = false;
+  auto consider = [&](std::size_t index) {
+    const CommandRule& rule = policy_.commands[index];
+    if (!rule.Matches(argv)) return;
+    if (matched && rule.verdict <= best.verdict) return;
+    matched = true;
+    std::string reason;
+    switch (rule.verdict) {
+      case Verdict::kAllow:
+        reason = "the profile allows this command";
+        break;
+      case Verdict::kAsk:
+        reason = "the profile asks a person before running this command";
+        break;
+      case Verdict::kDeny:
+        reason = "the profile forbids this command";
+        break;
+    }
+    best = Make(rule.verdict, command_rule_[index], rule.loc, std::move(reason));
+  };
+  if (argv[0].find('/') == std::string::npos) {
+    auto range = std::equal_range(
+        by_name_.begin(), by_name_.end(), std::pair<std::string, std::size_t>(argv[0], 0),
+        [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto it = range.first; it != range.second; ++it) consider(it->second);
+  }
+  for (std::size_t i : generic_) consider(i);
+  if (!matched) {
+    return Default("no commands rule allows '" + argv[0] + "'");
+  }
+  return best;
+}
+
+Decision Engine::Shell(std::string_view script) const {
+  ShellParse parsed = ParseShell(script);
+  if (parsed.opaque) {
+    return Make(Verdict::kDeny, "shell", {},
+                parsed.opaque_reason + "; run the commands it contains directly instead");
+  }
+  if (parsed.commands.empty()) return Default("empty command");
+  Decision acc;
+  bool first = true;
+  for (const SimpleCommand& cmd : parsed.commands) {
+    for (const auto& assignment : cmd.assignments) {
+      std::string_view name = std::string_view(assignment).substr(0, assignment.find('='));
+      if (ChangesWhatRuns(name)) {
+        return Make(Verdict::kDeny, "shell", {},
+                    "setting " + std::string(name) +
+                        " changes which program or code a command runs, so the command cannot "
+                        "be judged by its name; run it without the assignment");
+      }
+    }
+    Decision d = Command(cmd.argv);
+    if (first) {
+      acc = std::move(d);
+      first = false;
+    } else {
+      Strongest(acc, std::move(d));
+    }
+    for (const auto& w : cmd.writes) Strongest(acc, Path(Access::kWrite, w));
+    for (const auto& r : cmd.reads) Strongest(acc, Path(Access::kRead, r));
+    if (acc.verdict == Verdict::kDeny) break;
+  }
+  return acc;
+}
+
+Decision Engine::Path(Access access, std::string_view path) const {
+  if (path.empty()) return Default("empty path");
+  if (path.find('\0') != std::string_view::npos) return Default("path contains a NUL byte");
+  // One absolute, normalised form of the request.
+  std::string abs;
+  if (path == "~" || path.starts_with("~/")) {
+    abs = NormaliseAbsolute(bindings_.home + "/" + std::string(path.substr(1)));
+  } else if (path.starts_with('/')) {
+    abs = NormaliseAbsolute(path);
+  } else {
+    abs = NormaliseAbsolute(bindings_.workspace + "/" + std::string(path));
+    if (!Under(abs, bindings_.workspace)) {
+      return Default("'" + std::string(path) + "' escapes the workspace");
+    }
+  }
+
+  // 1. The mount view: the longest mount that contains the path decides visibility.
+  Decision view;
+  const View* winner = nullptr;
+  for (const View& v : views_) {
+    // Later views are mounted over earlier ones at the same path (the workspace last).
+    if (Under(abs, v.base) && (!winner || v.base.size() >= winner->base.size())) winner = &v;
+  }
+  if (winner) {
+    Verdict v = Verdict::kAllow;
+    std::string reason;
+    if (winner->mode == MountMode::kHidden) {
+      v = Verdict::kDeny;
+      reason = "the profile hides this path";
+    } else if (winner->mode == MountMode::kReadOnly && access != Access::kRead) {
+      v = Verdict::kDeny;
+      reason = "mounted read-only";
+    } else {
+      reason = winner->mode == MountMode::kReadOnly ? "visible read-only" : "visible read-write";
+    }
+    view = Make(v, winner->rule, winner->loc, std::move(reason));
+  } else {
+    view = Default("'" + abs +
+                   "' is outside the sandbox's view: only the paths the profile mounts exist "
+                   "inside");
+  }
+
+  // 2. Filesystem rules restrict what the view allows.
+  Decision acc = std::move(view);
+  bool in_ws = Under(abs, bindings_.workspace);
+  bool in_home = Under(abs, bindings_.home);
+  for (std::size_t i = 0; i < policy_.path_rules.size(); ++i) {
+    const PathRule& r = policy_.path_rules[i];
+    if (!r.Covers(access) || r.verdict <= acc.verdict) continue;
+    bool match = false;
+    switch (r.base) {
+      case PathBase::kAbsolute:
+        match = r.glob.Match(abs);
+        break;
+      case PathBase::kHome:
+        match = in_home && r.glob.Match(RelativeTo(abs, bindings_.home));
+        break;
+      case PathBase::kWorkspace:
+        match = in_ws && r.glob.Match(RelativeTo(abs, bindings_.workspace));
+        break;
+    }
+    if (!match) continue;
+    acc = Make(r.verdict, path_rule_[i], r.loc,
+               r.verdict == Verdict::kDeny
+                   ? (r.access == Access::kWrite ? "the profile forbids writing this path"
+                                                 : "the profile forbids this path")
+                   : "the profile asks a person before this access");
+  }
+  return acc;
+}
+
+Decision Engine::Tool(ToolRequest request) const {
+  const std::string_view name = ToolName(request.tool);
+  // The file tools reach only the workspace; judge their paths relative to it.
+  std::string rel;
+  std::string abs_path;
+  bool has_path = !request.path.empty();
+  if (has_path) {
+    std::string abs = request.path.starts_with('/')
+                          ? NormaliseAbsolute(request.path)
+                          : NormaliseAbsolute(bindings_.workspace + "/" + std::string(request.path));
+    if (!Under(abs, bindings_.workspace)) {
+      return Default("the file tools work only inside the workspace; '" +
+                     std::string(request.path) + "' is outside it");
+    }
+    rel = std::string(RelativeTo(abs, bindings_.workspace));
+    abs_path = std::move(abs);
+  }
+
+  Decision acc = Default("no tools rule allows " + std::string(name));
+  bool matched = false;
+  for (std::size_t i = 0; i < policy_.tools.size(); ++i) {
+    const ToolRule& r = policy_.tools[i];
+    if (!std::binary_search(r.tools.begin(), r.tools.end(), request.tool)) continue;
+    if (!r.paths.empty()) {
+      if (!has_path) continue;
+      bool any = std::any_of(r.paths.begin(), r.paths.end(),
+                             [&](const PathGlob& g) { return g.Match(rel); });
+      if (!any) continue;
+    }
+    if (matched && r.verdict <= acc.verdict) continue;
+    matched = true;
+    acc = Make(r.verdict, tool_rule_[i], r.loc,
+               r.verdict == Verdict::kAllow ? "the profile allows this tool here"
+               : r.verdict == Verdict::kAsk ? "the profile asks a person before this tool call"
+                                            : "the profile forbids this tool here");
+  }
+  if (acc.verdict == Verdict::kDeny) return acc;
+  if (request.tool == Tool::kRunCommand) {
+    Decision d = Shell(request.command);
+    if (d.verdict >= acc.verdict) acc = std::move(d);
+  } else if (has_path) {
+    // The absolute form: a relative path starting with '~' names a file in the workspace, not
+    // the home directory.
+    Decision d = Path(ToolAccess(request.tool), abs_path);
+    if (d.verdict >= acc.verdict) acc = std::move(d);
+  }
+  return acc;
+}
+
+}  // namespace cagent::policy

@@ -1,0 +1,200 @@
+#include "policy/ir.h"
+
+#include <algorithm>
+#include <array>
+
+namespace cagent::policy {
+namespace {
+
+constexpr std::array<std::string_view, static_cast<std::size_t>(Tool::kCount)> kToolNames = {
+    "read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "run_command", "finish",
+};
+constexpr std::array<std::string_view, static_cast<std::size_t>(Limit::kCount)> kLimitNames = {
+    "wall-time",    "cpu-time",   "command-timeout", "memory",      "file-size",
+    "command-output", "total-output", "patch-size", "processes",   "open-files",
+    "model-turns",  "model-tokens", "tool-calls",   "changed-files",
+};
+constexpr std::array<std::string_view, static_cast<std::size_t>(Requirement::kCount)>
+    kRequirementNames = {"landlock", "seccomp", "cgroup", "memory-limit", "pids-limit"
+};
+
+bool ArgMatches(const ArgPattern& p, std::string_view arg) {
+  for (const auto& alt : p.alternatives) {
+    if (alt.Match(arg)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kAllow:
+      return "allow";
+    case Verdict::kAsk:
+      return "ask";
+    case Verdict::kDeny:
+      return "deny";
+  }
+  return "deny";
+}
+
+std::string QuoteWord(std::string_view w) {
+  bool bare = !w.empty();
+  for (char c : w) {
+    if (c == ' ' || c == '\t' || c == '"' || c == '{' || c == '}' || c == '(' || c == ')' ||
+        c == '|' || c == ';' || c == '\\' || static_cast<unsigned char>(c) < 0x20) {
+      bare = false;
+    }
+  }
+  if (!w.empty() && w[0] == '#') bare = false;
+  if (bare) return std::string(w);
+  std::string out = "\"";
+  for (char c : w) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string PathRef::Text() const {
+  switch (base) {
+    case PathBase::kAbsolute:
+      return "/" + rel;
+    case PathBase::kHome:
+      return rel.empty() ? "~" : "~/" + rel;
+    case PathBase::kWorkspace:
+      return rel.empty() ? "." : rel;
+  }
+  return rel;
+}
+
+std::string_view MountModeName(MountMode m) {
+  switch (m) {
+    case MountMode::kReadOnly:
+      return "read-only";
+    case MountMode::kReadWrite:
+      return "read-write";
+    case MountMode::kHidden:
+      return "hide";
+  }
+  return "hide";
+}
+
+std::string_view AccessName(Access a) {
+  switch (a) {
+    case Access::kRead:
+      return "read";
+    case Access::kWrite:
+      return "write";
+    case Access::kReadWrite:
+      return "read-write";
+  }
+  return "read-write";
+}
+
+bool CommandRule::Matches(std::span<const std::string> argv) const {
+  if (argv.size() < pattern.size() || pattern.empty()) return false;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (i == 0 && argv[0].find('/') != std::string::npos) {
+      // A path in command position matches only an element that names a path.
+      bool path_pattern = false;
+      for (const auto& alt : pattern[0].alternatives) {
+        if (alt.pattern().find('/') != std::string::npos) path_pattern = true;
+      }
+      if (!path_pattern) return false;
+    }
+    if (!ArgMatches(pattern[i], argv[i])) return false;
+  }
+  return true;
+}
+
+std::string_view ToolName(Tool t) { return kToolNames.at(static_cast<std::size_t>(t)); }
+
+std::optional<Tool> ParseTool(std::string_view name) {
+  for (std::size_t i = 0; i < kToolNames.size(); ++i) {
+    if (kToolNames[i] == name) return static_cast<Tool>(i);
+  }
+  return std::nullopt;
+}
+
+Access ToolAccess(Tool t) {
+  return (t == Tool::kWriteFile || t == Tool::kEditFile) ? Access::kWrite : Access::kRead;
+}
+
+std::string_view LimitName(Limit l) { return kLimitNames.at(static_cast<std::size_t>(l)); }
+
+LimitKind LimitKindOf(Limit l) {
+  switch (l) {
+    case Limit::kWallTime:
+    case Limit::kCpuTime:
+    case Limit::kCommandTimeout:
+      return LimitKind::kDuration;
+    case Limit::kMemory:
+    case Limit::kFileSize:
+    case Limit::kCommandOutput:
+    case Limit::kTotalOutput:
+    case Limit::kPatchSize:
+      return LimitKind::kSize;
+    default:
+      return LimitKind::kCount;
+  }
+}
+
+std::optional<Limit> ParseLimit(std::string_view key) {
+  for (std::size_t i = 0; i < kLimitNames.size(); ++i) {
+    if (kLimitNames[i] == key) return static_cast<Limit>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view NetworkName(NetworkMode n) {
+  return n == NetworkMode::kLoopback ? "loopback" : "none";
+}
+
+std::string_view ApprovalName(ApprovalMode a) {
+  switch (a) {
+    case ApprovalMode::kNeverAsk:
+      return "never-ask";
+    case ApprovalMode::kOnRequest:
+      return "on-request";
+    case ApprovalMode::kAuto:
+      return "auto";
+  }
+  return "never-ask";
+}
+
+std::string_view RequirementName(Requirement r) {
+  return kRequirementNames.at(static_cast<std::size_t>(r));
+}
+
+std::optional<Requirement> ParseRequirement(std::string_view name) {
+  for (std::size_t i = 0; i < kRequirementNames.size(); ++i) {
+    if (kRequirementNames[i] == name) return static_cast<Requirement>(i);
+  }
+  return std::nullopt;
+}
+
+bool Policy::Requires(Requirement r) const {
+  return std::any_of(requirements.begin(), requirements.end(),
+                     [r](const auto& s) { return s.value == r; });
+}
+
+bool Policy::IsBestEffort(Requirement r) const {
+  return std::any_of(best_effort.begin(), best_effort.end(),
+                     [r](const auto& s) { return s.value == r; });
+}
+
+std::string Policy::Where(const Location& loc) const {
+  if (!sources || !loc.valid()) return "<built-in>";
+  return sources->Format(loc);
+}
+
+}  // namespace cagent::policy

@@ -1,0 +1,209 @@
+// The compiled policy (IR): what a profile means once its parents and includes are resolved.
+//
+// Pure data, normalised and sorted, so two profiles that mean the same thing compile to the same
+// Policy and dump (dump.h) to the same text. The launcher turns it into mounts, Landlock and seccomp
+// (launcher/profile_spec.h); the engine (engine.h) answers questions about it; the broker counts
+// its budgets. Every rule keeps the location it was written at, for `explain` and diagnostics.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/glob.h"
+#include "policy/source.h"
+
+namespace cagent::policy {
+
+// Ordered by strength: when several rules match, the strongest verdict wins (deny > ask > allow).
+enum class Verdict : std::uint8_t { kAllow = 0, kAsk = 1, kDeny = 2 };
+std::string_view VerdictName(Verdict v);
+
+// A word as it is written back in dumps and rule texts: bare when it lexes back as the same word,
+// otherwise quoted with \" \\ \n \t escapes.
+std::string QuoteWord(std::string_view word);
+
+// What a path is relative to. Profiles write "/abs", "~/rel" (the caller's home) or "rel" (the
+// workspace; "." is the workspace itself).
+enum class PathBase : std::uint8_t { kAbsolute, kHome, kWorkspace };
+
+struct PathRef {
+  PathBase base = PathBase::kAbsolute;
+  std::string rel;  // normalised: no leading/trailing '/', no "." or ".."; "" = the base itself
+
+  // As written in a profile: "/usr", "~/.cargo", "src", ".".
+  [[nodiscard]] std::string Text() const;
+  friend auto operator<=>(const PathRef&, const PathRef&) = default;
+};
+
+// How a tree appears inside the sandbox. Paths that do not exist on the host are skipped.
+enum class MountMode : std::uint8_t { kReadOnly, kReadWrite, kHidden };
+std::string_view MountModeName(MountMode m);  // "read-only", "read-write", "hide"
+
+struct MountRule {
+  PathRef path;
+  MountMode mode = MountMode::kReadOnly;
+  Location loc;
+};
+
+enum class Access : std::uint8_t { kRead = 1, kWrite = 2, kReadWrite = 3 };
+std::string_view AccessName(Access a);  // "read", "write", "read-write"
+
+// `deny [read|write] GLOB` / `ask write GLOB` in the filesystem section.
+struct PathRule {
+  Verdict verdict = Verdict::kDeny;
+  Access access = Access::kReadWrite;
+  PathBase base = PathBase::kWorkspace;  // what the glob is matched against
+  PathGlob glob;                         // relative to `base` (absolute when kAbsolute)
+  std::string text;                      // the glob as written ("**/.env", "~/.ssh/**")
+  Location loc;
+
+  [[nodiscard]] bool Covers(Access a) const {
+    return (static_cast<unsigned>(access) & static_cast<unsigned>(a)) != 0;
+  }
+};
+
+// One argv position of a command pattern: any of the alternatives (word globs) matches.
+struct ArgPattern {
+  std::vector<WordGlob> alternatives;
+};
+
+// `allow|ask|deny WORD...`: matches an argv whose leading elements match the pattern (a prefix
+// match: `allow git status` allows `git status --short`).
+struct CommandRule {
+  Verdict verdict = Verdict::kDeny;
+  std::vector<ArgPattern> pattern;
+  std::string text;  // the pattern as it is dumped: git (diff | status) *
+  Location loc;
+
+  // Prefix match. argv[0] containing '/' matches only a pattern element containing '/': a
+  // workspace script named ./git is not `git`.
+  [[nodiscard]] bool Matches(std::span<const std::string> argv) const;
+};
+
+// The agent's tools: a closed set.
+enum class Tool : std::uint8_t {
+  kReadFile, kWriteFile, kEditFile, kListDir, kGlob, kGrep, kRunCommand, kFinish, kCount,
+};
+std::string_view ToolName(Tool t);
+std::optional<Tool> ParseTool(std::string_view name);
+// Whether the tool reads or writes the path it is given (kRead for list_dir/glob/grep/read_file).
+Access ToolAccess(Tool t);
+
+// `allow|ask|deny TOOL... [on GLOB...]`.
+struct ToolRule {
+  Verdict verdict = Verdict::kDeny;
+  std::vector<Tool> tools;  // sorted, unique
+  std::vector<PathGlob> paths;  // workspace-relative; empty = any path (and tools without a path)
+  std::string text;
+  Location loc;
+};
+
+enum class LimitKind : std::uint8_t { kDuration, kSize, kCount };
+
+// Limits and budgets. Durations in milliseconds, sizes in bytes.
+enum class Limit : std::uint8_t {
+  kWallTime, kCpuTime, kCommandTimeout,
+  kMemory, kFileSize, kCommandOutput, kTotalOutput, kPatchSize,
+  kProcesses, kOpenFiles, kModelTurns, kModelTokens, kToolCalls, kChangedFiles,
+  kCount,
+};
+std::string_view LimitName(Limit l);  // the profile key: "wall-time", "memory", ...
+LimitKind LimitKindOf(Limit l);
+std::optional<Limit> ParseLimit(std::string_view key);
+
+struct LimitValue {
+  bool set = false;        // written somewhere in the chain
+  bool unlimited = false;  // written as `unlimited`
+  std::uint64_t value = 0;
+  Location loc;
+
+  // Set and bounded.
+  [[nodiscard]] bool bounded() const { return set && !unlimited; }
+};
+
+enum class NetworkMode : std::uint8_t { kNone, kLoopback };
+std::string_view NetworkName(NetworkMode n);
+
+// What happens to an `ask` verdict.
+enum class ApprovalMode : std::uint8_t {
+  kNeverAsk,   // every ask is denied without prompting (for unattended runs)
+  kOnRequest,  // a human at cagent's terminal decides; no terminal = denied
+  kAuto,       // asks are allowed without prompting, and recorded (audit flags this)
+};
+std::string_view ApprovalName(ApprovalMode a);
+
+struct EnvPattern {
+  WordGlob name;
+  Location loc;
+};
+struct EnvSetting {
+  std::string name;
+  std::string value;
+  Location loc;
+};
+
+// A trusted command run by cagent after the agent stops, in a fresh sandbox over the workspace.
+struct VerifyCommand {
+  std::string command;  // run with /bin/sh -c
+  std::optional<std::uint64_t> timeout_ms;
+  Location loc;
+};
+
+// `require X`: refuse to run when X cannot be applied. `best-effort X`: accept its absence,
+// reported as a downgrade.
+enum class Requirement : std::uint8_t {
+  kLandlock, kSeccomp, kCgroup, kMemoryLimit, kPidsLimit, kCount,
+};
+std::string_view RequirementName(Requirement r);  // "landlock", "memory-limit", ...
+std::optional<Requirement> ParseRequirement(std::string_view name);
+
+template <typename T>
+struct Setting {
+  T value{};
+  bool set = false;
+  Location loc;
+};
+
+struct Policy {
+  std::string name;         // the profile's name (file stem)
+  std::string description;  // from the nearest profile in the chain that has one
+  std::vector<std::string> chain;  // profile names, root parent first, this profile last
+  std::vector<std::string> files;  // display names of every file read, in load order
+
+  Setting<NetworkMode> network{NetworkMode::kNone, false, {}};
+  Setting<ApprovalMode> approval{ApprovalMode::kNeverAsk, false, {}};
+  Setting<bool> workspace_writable{true, false, {}};
+
+  std::vector<MountRule> mounts;         // sorted by (base, path); one entry per path
+  std::vector<PathRule> path_rules;      // sorted by (text, verdict, access)
+  std::vector<CommandRule> commands;     // sorted by (text, verdict)
+  std::vector<ToolRule> tools;           // sorted by (text, verdict)
+  std::array<LimitValue, static_cast<std::size_t>(Limit::kCount)> limits{};
+
+  std::vector<EnvPattern> env_pass;   // sorted by pattern
+  std::vector<EnvPattern> env_scrub;  // sorted by pattern
+  std::vector<EnvSetting> env_set;    // sorted by name; one per name
+
+  std::vector<VerifyCommand> verify;  // in the order written (parents' first)
+  std::vector<Setting<Requirement>> requirements;  // sorted, unique
+  std::vector<Setting<Requirement>> best_effort;   // sorted, unique
+
+  // The files the locations point into.
+  std::shared_ptr<const SourceSet> sources;
+
+  [[nodiscard]] const LimitValue& limit(Limit l) const {
+    return limits[static_cast<std::size_t>(l)];
+  }
+  [[nodiscard]] bool Requires(Requirement r) const;
+  [[nodiscard]] bool IsBestEffort(Requirement r) const;
+  // "file:line:col" of a location in this policy's sources.
+  [[nodiscard]] std::string Where(const Location& loc) const;
+};
+
+}  // namespace cagent::policy

@@ -1,0 +1,70 @@
+// Finding, reading and compiling profiles: the only stage that touches the filesystem (it reads
+// files, nothing else).
+//
+// A profile is named by its file stem. Names are looked up, first match wins, in:
+//   1. the directory of the profile that asks (for `extends`), then
+//   2. the search path: ./.cagent/, ~/.config/cagent/profiles/, the installed profile directory,
+//   3. the built-in profiles embedded in the binary.
+// A profile given as a path (it contains '/' or ends in ".cagent") is read from that path.
+//
+// `extends NAME` (at most once, top level) makes NAME the parent; `include "FILE"` (top level,
+// relative to the including file) splices a fragment's statements in place. Cycles in either are
+// errors naming the whole cycle.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/diagnostics.h"
+#include "policy/ir.h"
+
+namespace cagent::policy {
+
+// A profile compiled into the binary (generated from profiles/*.cagent at build time).
+struct BuiltinProfile {
+  std::string_view name;
+  std::string_view text;
+};
+std::span<const BuiltinProfile> BuiltinProfiles();
+
+struct SearchPath {
+  std::vector<std::string> dirs;  // searched in order
+  bool builtins = true;           // then the embedded profiles
+
+  // ./.cagent, $HOME/.config/cagent/profiles (when home is non-empty), `installed_dir`.
+  static SearchPath Default(const std::string& home, const std::string& installed_dir);
+};
+
+struct ProfileEntry {
+  std::string name;
+  std::string path;    // file path, or "<built-in>/NAME.cagent"
+  std::string origin;  // the search directory it was found in, or "built-in"
+  std::string description;       // its own `description`, if it parses that far
+  std::vector<std::string> shadows;  // paths of same-named profiles later in the search order
+};
+
+// Every profile on the search path, sorted by name; for a name found in several places, the one
+// that wins (with the others in `shadows`).
+std::vector<ProfileEntry> ListProfiles(const SearchPath& search);
+
+struct Compiled {
+  std::shared_ptr<const Policy> policy;  // null when there were errors
+  std::shared_ptr<SourceSet> sources;    // every file read, for rendering diagnostics
+  Diagnostics diags;
+
+  [[nodiscard]] bool ok() const { return policy != nullptr; }
+};
+
+// Loads `name_or_path` with its parents and includes, checks and compiles it, and runs its
+// examples. All diagnostics are collected; `policy` is set only when there is no error.
+Compiled LoadProfile(std::string_view name_or_path, const SearchPath& search);
+
+// The same for profile text held in memory (tests, fuzzing); `display_name` names it in
+// diagnostics and its stem is the profile's name. `extends` resolves through `search`.
+Compiled CompileText(std::string_view display_name, std::string_view text,
+                     const SearchPath& search);
+
+}  // namespace cagent::policy

@@ -1,0 +1,791 @@
+#include "policy/shell.h"
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace cagent::policy {
+namespace {
+
+// How deep `sh -c '...'` (and eval/trap strings) may nest before the parse gives up, and how deep
+// ( ) and { } groups may nest within one script (bounds the recursion of the parser).
+constexpr int kMaxStringNesting = 4;
+constexpr int kMaxGroupNesting = 64;
+// Bounds the strings a parse may produce: group redirections and carried-over assignments are
+// copied into many commands, which a crafted script could multiply into gigabytes.
+constexpr std::size_t kMaxOutputStrings = 200'000;
+constexpr std::size_t kMaxStickyAssignments = 256;
+constexpr std::string_view kTooComplex = "command line too complex to check";
+
+// Opaque reasons. Each names the construct so the user can rewrite the command.
+constexpr std::string_view kCommandSubstitution =
+    "command substitution $( ) cannot be checked before it runs";
+constexpr std::string_view kBacktickSubstitution =
+    "command substitution `...` cannot be checked before it runs";
+constexpr std::string_view kArithmeticExpansion =
+    "arithmetic expansion $(( )) cannot be checked before it runs";
+
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+bool IsNameStart(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+// Bytes that end an unquoted word.
+bool IsMeta(char c) {
+  return IsBlank(c) || c == '\n' || c == ';' || c == '&' || c == '|' || c == '(' || c == ')' ||
+         c == '<' || c == '>';
+}
+
+enum class TokKind { kWord, kSeparator, kLParen, kRParen, kRedirect, kEnd };
+
+enum class RedirKind {
+  kRead,       // <
+  kWrite,      // > >> >| &> &>>
+  kReadWrite,  // <>
+  kDupOut,     // >&  (a fd move when the target is a number or '-', else a write)
+  kDupIn,      // <&  (a fd move when the target is a number or '-', else a read)
+};
+
+struct ShellToken {
+  TokKind kind = TokKind::kEnd;
+  std::string text;  // kWord: after quote removal; otherwise the operator as written
+  RedirKind redir = RedirKind::kRead;
+  bool quoted = false;      // some part was quoted or escaped
+  bool expansion = false;   // contains $NAME, ${...} or $1-style expansion (kept literally)
+  bool glob = false;        // unquoted '*', '?' or '[...]'
+  bool tilde = false;       // unquoted leading '~'
+  bool assignment = false;  // starts with an unquoted NAME= or NAME+=
+  bool adjacent = false;    // no blank between this token and the previous one
+};
+
+// Splits a script into words and operators, removing quotes. Everything it cannot represent
+// faithfully (substitutions, here-documents, ANSI-C quoting...) ends the scan with a reason.
+class ShellLexer {
+ public:
+  explicit ShellLexer(std::string_view script) : s_(script) {}
+
+  // Fills `out` (terminated by a kEnd token) and returns true, or returns false with reason().
+  bool Tokenize(std::vector<ShellToken>& out);
+  [[nodiscard]] const std::string& reason() const { return reason_; }
+
+ private:
+  bool Fail(std::string_view reason) {
+    reason_ = std::string(reason);
+    return false;
+  }
+  [[nodiscard]] char At(std::size_t i) const { return i < s_.size() ? s_[i] : '\0'; }
+  bool LexOperator(std::vector<ShellToken>& out, bool adjacent);
+  bool LexWord(ShellToken& tok);
+  bool LexDoubleQuoted(ShellToken& tok);
+  bool LexDollar(ShellToken& tok, bool in_double_quotes);
+  bool CheckBraceExpansion(std::size_t open);
+
+  std::string_view s_;
+  std::size_t i_ = 0;
+  std::string reason_;
+};
+
+bool ShellLexer::Tokenize(std::vector<ShellToken>& out) {
+  while (true) {
+    bool blank = false;
+    while (i_ < s_.size()) {
+      const char c = s_[i_];
+      if (IsBlank(c)) {
+        ++i_;
+        blank = true;
+      } else if (c == '\\' && At(i_ + 1) == '\n') {
+        i_ += 2;  // line continuation
+      } else if (c == '#') {
+        // A comment starts only where a word would start.
+        while (i_ < s_.size() && s_[i_] != '\n') ++i_;
+      } else {
+        break;
+      }
+    }
+    const bool adjacent = !blank && !out.empty();
+    if (i_ >= s_.size()) {
+      ShellToken end;
+      end.kind = TokKind::kEnd;
+      out.push_back(std::move(end));
+      return true;
+    }
+    if (IsMeta(s_[i_])) {
+      if (!LexOperator(out, adjacent)) return false;
+      continue;
+    }
+    ShellToken word;
+    word.kind = TokKind::kWord;
+    word.adjacent = adjacent;
+    if (!LexWord(word)) return false;
+    const char next = At(i_);
+    const bool is_target = !out.empty() && out.back().kind == TokKind::kRedirect;
+    if ((next == '<' || next == '>') && !word.quoted && !is_target) {
+      // "2>file": an io_number is all digits, directly before the operator; we record no fd
+      // numbers, so it is dropped. "{fd}>file" (bash allocates a fd into $fd) is not supported.
+      bool digits = !word.text.empty();
+      for (char c : word.text) digits = digits && IsDigit(c);
+      if (digits) continue;
+      if (word.text.size() > 2 && word.text.front() == '{' && word.text.back() == '}') {
+        return Fail("named file descriptor redirection {name}> is not supported");
+      }
+    }
+    out.push_back(std::move(word));
+  }
+}
+
+// operator := '\n' | ';' | '&' | '&&' | '|' | '||' | '|&' | '(' | ')' | redirection
+// redirection := '<' | '<>' | '<&' | '>' | '>>' | '>|' | '>&' | '&>' | '&>>'
+bool ShellLexer::LexOperator(std::vector<ShellToken>& out, bool adjacent) {
+  ShellToken tok;
+  tok.adjacent = adjacent;
+  const char c = s_[i_];
+  const char c1 = At(i_ + 1);
+  std::size_t len = 1;
+  tok.kind = TokKind::kSeparator;
+  switch (c) {
+    case '\n':
+    case ';':
+      break;
+    case '&':
+      if (c1 == '&') {
+        len = 2;
+      } else if (c1 == '>') {
+        tok.kind = TokKind::kRedirect;
+        tok.redir = RedirKind::kWrite;
+        len = At(i_ + 2) == '>' ? 3 : 2;
+      }
+      break;
+    case '|':
+      if (c1 == '|' || c1 == '&') len = 2;
+      break;
+    case '(':
+      tok.kind = TokKind::kLParen;
+      break;
+    case ')':
+      tok.kind = TokKind::kRParen;
+      break;
+    case '<':
+      tok.kind = TokKind::kRedirect;
+      if (c1 == '<') {
+        return Fail(At(i_ + 2) == '<' ? "here-string <<< is not supported"
+                                      : "here-document << is not supported");
+      }
+      if (c1 == '(') return Fail("process substitution <( ) cannot be checked before it runs");
+      if (c1 == '>') {
+        tok.redir = RedirKind::kReadWrite;
+        len = 2;
+      } else if (c1 == '&') {
+        tok.redir = RedirKind::kDupIn;
+        len = 2;
+      } else {
+        tok.redir = RedirKind::kRead;
+      }
+      break;
+    case '>':
+      tok.kind = TokKind::kRedirect;
+      tok.redir = RedirKind::kWrite;
+      if (c1 == '(') return Fail("process substitution >( ) cannot be checked before it runs");
+      if (c1 == '>' || c1 == '|') {
+        len = 2;
+      } else if (c1 == '&') {
+        tok.redir = RedirKind::kDupOut;
+        len = 2;
+      }
+      break;
+    default:  // blanks are skipped by the caller
+      break;
+  }
+  tok.text = std::string(s_.substr(i_, len));
+  i_ += len;
+  out.push_back(std::move(tok));
+  return true;
+}
+
+// word := ( '\' any | "'" ... "'" | '"' dq '"' | '$' expansion | byte )+
+bool ShellLexer::LexWord(ShellToken& tok) {
+  std::size_t special_at = std::string::npos;  // text length at the first quote/escape/expansion
+  const auto mark = [&] {
+    if (special_at == std::string::npos) special_at = tok.text.size();
+  };
+  bool open_bracket = false;
+  bool brace_checked = false;
+  if (At(i_) == '~') tok.tilde = true;
+  while (i_ < s_.size()) {
+    const char c = s_[i_];
+    if (IsMeta(c)) break;
+    switch (c) {
+      case '\\':
+        if (i_ + 1 >= s_.size()) {  // a lone trailing backslash stays literal, as in sh
+          tok.text += '\\';
+          ++i_;
+          continue;
+        }
+        if (s_[i_ + 1] == '\n') {  // line continuation joins the word
+          i_ += 2;
+          continue;
+        }
+        mark();
+        tok.quoted = true;
+        tok.text += s_[i_ + 1];
+        i_ += 2;
+        continue;
+      case '\'': {
+        mark();
+        tok.quoted = true;
+        const std::size_t close = s_.find('\'', i_ + 1);
+        if (close == std::string_view::npos) return Fail("unterminated single quote");
+        tok.text += s_.substr(i_ + 1, close - i_ - 1);
+        i_ = close + 1;
+        continue;
+      }
+      case '"':
+        mark();
+        tok.quoted = true;
+        if (!LexDoubleQuoted(tok)) return false;
+        continue;
+      case '`':
+        return Fail(kBacktickSubstitution);
+      case '$':
+        mark();
+        if (!LexDollar(tok, /*in_double_quotes=*/false)) return false;
+        continue;
+      case '*':
+      case '?':
+        tok.glob = true;
+        break;
+      case '[':
+        open_bracket = true;
+        break;
+      case ']':
+        if (open_bracket) tok.glob = true;
+        break;
+      case '{':
+        // The check scans the rest of the word, so the first unquoted '{' is enough.
+        if (!brace_checked && !CheckBraceExpansion(i_)) return false;
+        brace_checked = true;
+        break;
+      default:
+        break;
+    }
+    tok.text += c;
+    ++i_;
+  }
+  // NAME=value or NAME+=value, with NAME and '=' unquoted.
+  std::size_t eq = tok.text.find('=');
+  if (eq != std::string::npos && eq > 0 && (special_at == std::string::npos || eq < special_at)) {
+    std::size_t name_end = eq;
+    if (tok.text[name_end - 1] == '+') --name_end;
+    bool name = name_end > 0 && IsNameStart(tok.text[0]);
+    for (std::size_t k = 1; k < name_end && name; ++k) name = IsNameChar(tok.text[k]);
+    tok.assignment = name;
+  }
+  return true;
+}
+
+// Inside "...", a backslash escapes only " \ $ ` and newline; other backslashes are literal.
+bool ShellLexer::LexDoubleQuoted(ShellToken& tok) {
+  ++i_;  // the opening quote
+  while (i_ < s_.size()) {
+    const char c = s_[i_];
+    if (c == '"') {
+      ++i_;
+      return true;
+    }
+    if (c == '\\' && i_ + 1 < s_.size()) {
+      const char d = s_[i_ + 1];
+      if (d == '\n') {
+        i_ += 2;
+        continue;
+      }
+      if (d == '"' || d == '\\' || d == '$' || d == '`') {
+        tok.text += d;
+        i_ += 2;
+        continue;
+      }
+    }
+    if (c == '`') return Fail(kBacktickSubstitution);
+    if (c == '$') {
+      if (!LexDollar(tok, /*in_double_quotes=*/true)) return false;
+      continue;
+    }
+    tok.text += c;
+    ++i_;
+  }
+  return Fail("unterminated double quote");
+}
+
+// expansion := '$(' ... | '$((' ... | '$[' ... | '${' param '}' | '$' name | '$' special
+//            | "$'" ... | '$"' ... | '$' (literal)
+// Only the parameter forms are kept (literally, '$' included); the others are opaque.
+bool ShellLexer::LexDollar(ShellToken& tok, bool in_double_quotes) {
+  const char d = At(i_ + 1);
+  if (d == '(') {
+    return Fail(At(i_ + 2) == '(' ? kArithmeticExpansion : kCommandSubstitution);
+  }
+  if (d == '[') return Fail("arithmetic expansion $[ ] cannot be checked before it runs");
+  if (d == '{') {
+    // Only ${NAME} and simple operator forms such as ${NAME:-word} with a plain word: quotes,
+    // blanks or nested expansions inside the braces change word splitting and can hide a
+    // substitution, so they are refused rather than guessed at.
+    std::size_t j = i_ + 2;
+    while (j < s_.size() && s_[j] != '}') {
+      const char e = s_[j];
+      const bool plain =
+          IsNameChar(e) || std::string_view(":-=?+#%/^,@*!.~[]").find(e) != std::string_view::npos;
+      if (!plain) {
+        return Fail(
+            "parameter expansion ${...} with quotes, blanks or nested expansions is "
+            "not supported");
+      }
+      ++j;
+    }
+    if (j >= s_.size()) return Fail("unterminated parameter expansion ${");
+    if (j == i_ + 2) return Fail("empty parameter expansion ${}");
+    tok.text += s_.substr(i_, j + 1 - i_);
+    tok.expansion = true;
+    i_ = j + 1;
+    return true;
+  }
+  if (!in_double_quotes && d == '\'') return Fail("ANSI-C quoting $'...' is not supported");
+  if (!in_double_quotes && d == '"') return Fail("locale quoting $\"...\" is not supported");
+  if (IsNameStart(d)) {
+    std::size_t j = i_ + 1;
+    while (j < s_.size() && IsNameChar(s_[j])) ++j;
+    tok.text += s_.substr(i_, j - i_);
+    tok.expansion = true;
+    i_ = j;
+    return true;
+  }
+  if (IsDigit(d) || (d != '\0' && std::string_view("@*#?$!-").find(d) != std::string_view::npos)) {
+    tok.text += s_.substr(i_, 2);
+    tok.expansion = true;
+    i_ += 2;
+    return true;
+  }
+  tok.text += '$';  // a '$' before anything else is literal
+  ++i_;
+  return true;
+}
+
+// bash expands "{a,b}" and "{1..3}" into several words ("{rm,-rf,x}" runs rm), so an unquoted
+// '{' followed in the same word by a ',' or '..' and then a '}' makes the parse opaque (this
+// over-approximates bash, never under). "{}" and "{x}" (find -exec, git's @{u}) stay literal.
+bool ShellLexer::CheckBraceExpansion(std::size_t open) {
+  bool list = false;
+  for (std::size_t j = open; j < s_.size() && !IsMeta(s_[j]);) {
+    const char c = s_[j];
+    if (c == '\\') {
+      j += 2;
+      continue;
+    }
+    if (c == '\'' || c == '"') {  // quoted parts are part of the word but cannot close it
+      const std::size_t close = s_.find(c, j + 1);
+      if (close == std::string_view::npos) return true;  // reported by the word scan
+      j = close + 1;
+      continue;
+    }
+    if (c == ',' || (c == '.' && At(j + 1) == '.')) list = true;
+    if (c == '}' && list) return Fail("brace expansion {a,b} cannot be checked before it runs");
+    ++j;
+  }
+  return true;
+}
+
+bool IsShellName(std::string_view argv0) {
+  const std::size_t slash = argv0.rfind('/');
+  const std::string_view base = slash == std::string_view::npos ? argv0 : argv0.substr(slash + 1);
+  return base == "sh" || base == "bash" || base == "dash" || base == "ash" || base == "ksh" ||
+         base == "mksh" || base == "zsh" || base == "rbash";
+}
+
+// Reserved words that start compound commands we do not model.
+bool IsReservedWord(std::string_view w) {
+  static constexpr std::string_view kWords[] = {
+      "if",   "then", "else",     "elif",   "fi",     "for", "while", "until", "do", "done",
+      "case", "esac", "function", "select", "coproc", "!",   "[[",    "]]",    "{",  "}",
+  };
+  for (std::string_view k : kWords) {
+    if (w == k) return true;
+  }
+  return false;
+}
+
+struct WordInfo {
+  bool quoted = false;
+  bool expansion = false;
+  bool glob = false;
+  bool tilde = false;
+};
+
+enum class ListEnd { kScript, kParen, kBrace };
+
+// Recursive descent over the tokens of one script. Commands go to `out` (shared by nested
+// parsers, so nested -c strings land right after their caller); the first problem sets
+// out->opaque and unwinds.
+class ShellParser {
+ public:
+  ShellParser(std::vector<ShellToken> tokens, int string_depth, ShellParse& out,
+              std::vector<std::string>& sticky, std::size_t& budget)
+      : toks_(std::move(tokens)),
+        string_depth_(string_depth),
+        out_(out),
+        sticky_(sticky),
+        budget_(budget) {}
+
+  // script := list EOF
+  bool ParseScript() { return ParseList(ListEnd::kScript); }
+
+ private:
+  bool Fail(std::string_view reason) {
+    out_.opaque = true;
+    out_.opaque_reason = std::string(reason);
+    return false;
+  }
+  [[nodiscard]] const ShellToken& Peek(std::size_t ahead = 0) const {
+    const std::size_t k = pos_ + ahead;
+    return k < toks_.size() ? toks_[k] : toks_.back();
+  }
+  [[nodiscard]] bool PeekBareWord(std::string_view w) const {
+    return Peek().kind == TokKind::kWord && !Peek().quoted && Peek().text == w;
+  }
+  bool ParseList(ListEnd end);
+  bool ParseCommand();
+  bool ParseGroup(ListEnd end);
+  bool ParseRedirect(SimpleCommand& cmd);
+  bool ParseSimpleCommand();
+  bool Inspect(const SimpleCommand& cmd, const std::vector<WordInfo>& info);
+  bool ParseString(std::string_view script, const WordInfo& info, std::string_view what);
+  // Records NAME=value as set for later commands; a plain '=' replaces earlier values of NAME.
+  // False (and opaque) past kMaxStickyAssignments.
+  bool AddSticky(const std::string& assignment) {
+    const std::size_t eq = assignment.find('=');
+    if (eq != std::string::npos && assignment[eq - 1] != '+') {
+      const std::string_view name(assignment.data(), eq);
+      std::erase_if(sticky_, [&](const std::string& old) {
+        return old.size() > name.size() && old.compare(0, name.size(), name) == 0 &&
+               (old[name.size()] == '=' ||
+                (old[name.size()] == '+' && old.size() > name.size() + 1 &&
+                 old[name.size() + 1] == '='));
+      });
+    }
+    if (sticky_.size() >= kMaxStickyAssignments) return Fail(kTooComplex);
+    sticky_.push_back(assignment);
+    return true;
+  }
+  // Accounts for `n` more strings in the result; false once the budget is spent.
+  bool Charge(std::size_t n) {
+    if (n > budget_) return false;
+    budget_ -= n;
+    return true;
+  }
+
+  std::vector<ShellToken> toks_;
+  std::size_t pos_ = 0;
+  int string_depth_;
+  int group_depth_ = 0;
+  ShellParse& out_;
+  std::vector<std::string>& sticky_;
+  std::size_t& budget_;  // strings the result may still grow by, shared with nested parsers
+};
+
+// list := { separator } [ command { separator+ command } ] { separator }
+// Every separator (; & && || | |& newline) is treated alike: each side is a command that may run.
+// Empty commands between separators (";;", "a ;& b") are skipped: sh would reject the script,
+// so nothing runs, and reporting the remaining commands only over-approximates.
+bool ShellParser::ParseList(ListEnd end) {
+  while (true) {
+    while (Peek().kind == TokKind::kSeparator) ++pos_;
+    const ShellToken& t = Peek();
+    if (t.kind == TokKind::kEnd) {
+      if (end == ListEnd::kScript) return true;
+      return Fail(end == ListEnd::kParen ? "unbalanced parentheses: missing ')'"
+                                         : "unterminated { } group: missing '}'");
+    }
+    if (t.kind == TokKind::kRParen) {
+      if (end == ListEnd::kParen) return true;
+      return Fail("unbalanced parentheses: unexpected ')'");
+    }
+    if (PeekBareWord("}")) {
+      if (end == ListEnd::kBrace) return true;
+      return Fail("unbalanced braces: unexpected '}'");
+    }
+    if (!ParseCommand()) return false;
+  }
+}
+
+// command := '(' list ')' redirect* | '{' list '}' redirect* | simple_command
+bool ShellParser::ParseCommand() {
+  if (Peek().kind == TokKind::kLParen) {
+    if (Peek(1).kind == TokKind::kLParen && Peek(1).adjacent) {
+      return Fail("arithmetic command (( )) is not supported");
+    }
+    return ParseGroup(ListEnd::kParen);
+  }
+  if (PeekBareWord("{")) return ParseGroup(ListEnd::kBrace);
+  return ParseSimpleCommand();
+}
+
+bool ShellParser::ParseGroup(ListEnd end) {
+  if (++group_depth_ > kMaxGroupNesting) return Fail("( ) or { } groups nested too deep");
+  ++pos_;
+  const std::size_t first = out_.commands.size();
+  if (!ParseList(end)) return false;
+  ++pos_;  // ')' or '}', checked by ParseList
+  --group_depth_;
+  // Redirections of a group apply to every command inside it.
+  SimpleCommand redirs;
+  while (Peek().kind == TokKind::kRedirect) {
+    if (!ParseRedirect(redirs)) return false;
+  }
+  if (first == out_.commands.size() && (!redirs.writes.empty() || !redirs.reads.empty())) {
+    return Fail("redirection without a command");
+  }
+  const std::size_t targets = redirs.writes.size() + redirs.reads.size();
+  if (!Charge(targets * (out_.commands.size() - first))) return Fail(kTooComplex);
+  for (std::size_t k = first; k < out_.commands.size(); ++k) {
+    SimpleCommand& cmd = out_.commands[k];
+    cmd.writes.insert(cmd.writes.end(), redirs.writes.begin(), redirs.writes.end());
+    cmd.reads.insert(cmd.reads.end(), redirs.reads.begin(), redirs.reads.end());
+  }
+  const ShellToken& next = Peek();
+  if (next.kind == TokKind::kWord && !PeekBareWord("}")) {
+    return Fail("unexpected word after a ( ) or { } group");
+  }
+  if (next.kind == TokKind::kLParen) return Fail("unexpected '(' after a ( ) or { } group");
+  return true;
+}
+
+// redirect := redirection_operator word
+bool ShellParser::ParseRedirect(SimpleCommand& cmd) {
+  const RedirKind kind = Peek().redir;
+  const std::string op = Peek().text;
+  ++pos_;
+  if (Peek().kind != TokKind::kWord) return Fail("redirection '" + op + "' without a target");
+  // Unlike an argument, which a policy only matches against patterns, a target is resolved as a
+  // path: "$PWD/.git/config" would be judged as a workspace directory named "$PWD", "~user/x"
+  // as a workspace path. The shell expands them first, so we cannot know the file.
+  if (Peek().expansion || Peek().tilde || Peek().glob) {
+    return Fail("expansion ($X, ~, *) in a redirection target cannot be checked before it runs");
+  }
+  std::string target = Peek().text;
+  ++pos_;
+  bool fd_move = false;
+  if (kind == RedirKind::kDupOut || kind == RedirKind::kDupIn) {
+    // ">&2", "<&0", ">&-", "2>&1-": fd duplication, closing or moving; not a file.
+    std::string_view t = target;
+    if (t.size() > 1 && t.back() == '-') t.remove_suffix(1);
+    fd_move = !t.empty();
+    if (t != "-") {
+      for (char c : t) fd_move = fd_move && IsDigit(c);
+    }
+  }
+  if (fd_move) return true;
+  switch (kind) {
+    case RedirKind::kRead:
+    case RedirKind::kDupIn:
+      cmd.reads.push_back(std::move(target));
+      break;
+    case RedirKind::kWrite:
+    case RedirKind::kDupOut:
+      cmd.writes.push_back(std::move(target));
+      break;
+    case RedirKind::kReadWrite:
+      cmd.reads.push_back(target);
+      cmd.writes.push_back(std::move(target));
+      break;
+  }
+  return true;
+}
+
+// simple_command := ( assignment | redirect )* ( word | redirect )*
+bool ShellParser::ParseSimpleCommand() {
+  SimpleCommand cmd;
+  std::vector<WordInfo> info;
+  bool after_amp_redirect = false;
+  while (true) {
+    const ShellToken& t = Peek();
+    if (t.kind == TokKind::kWord) {
+      // bash reads "a &>f b" as a(b) writing f; POSIX sh (dash is /bin/sh on Debian) as "a &"
+      // then "b >f". With no word after the target both readings run the same commands.
+      if (after_amp_redirect) {
+        return Fail(
+            "'&>' followed by more words means different things in bash and sh; write "
+            "'>file 2>&1' at the end of the command");
+      }
+      if (cmd.argv.empty() && t.assignment) {
+        cmd.assignments.push_back(t.text);
+      } else {
+        if (cmd.argv.empty() && !t.quoted && IsReservedWord(t.text)) {
+          return Fail("shell keyword '" + t.text +
+                      "' is not supported; write simple commands joined by ;, && or ||");
+        }
+        cmd.argv.push_back(t.text);
+        info.push_back({t.quoted, t.expansion, t.glob, t.tilde});
+      }
+      ++pos_;
+    } else if (t.kind == TokKind::kRedirect) {
+      if (t.text.starts_with("&>")) after_amp_redirect = true;
+      if (!ParseRedirect(cmd)) return false;
+    } else if (t.kind == TokKind::kLParen) {
+      if (cmd.argv.size() == 1 && Peek(1).kind == TokKind::kRParen) {
+        return Fail("function definition '" + cmd.argv[0] + "()' is not supported");
+      }
+      return Fail("unexpected '(' in a command");
+    } else {
+      break;  // separator, ')' or end
+    }
+  }
+  if (cmd.argv.empty()) {
+    if (!cmd.writes.empty() || !cmd.reads.empty()) return Fail("redirection without a command");
+    // A bare NAME=value changes the shell's variables for every later command (PATH=/x; git),
+    // so it is carried into their assignments.
+    for (const std::string& a : cmd.assignments) {
+      if (!AddSticky(a)) return false;
+    }
+    return true;
+  }
+  if (info[0].expansion) {
+    return Fail("parameter expansion in the command name ($X) cannot be checked before it runs");
+  }
+  if (info[0].glob) {
+    return Fail(
+        "pathname expansion (*, ?, [...]) in the command name cannot be checked before "
+        "it runs");
+  }
+  if (!sticky_.empty()) {
+    cmd.assignments.insert(cmd.assignments.begin(), sticky_.begin(), sticky_.end());
+  }
+  if (!Charge(cmd.argv.size() + cmd.assignments.size() + cmd.writes.size() + cmd.reads.size())) {
+    return Fail(kTooComplex);
+  }
+  out_.commands.push_back(cmd);
+  return Inspect(cmd, info);
+}
+
+// Looks inside commands that run a string as shell code (sh -c, eval, trap) and records
+// variables set for later commands by export and friends.
+bool ShellParser::Inspect(const SimpleCommand& cmd, const std::vector<WordInfo>& info) {
+  const std::vector<std::string>& argv = cmd.argv;
+  const std::string& name = argv[0];
+  if (name == "export" || name == "readonly" || name == "declare" || name == "typeset" ||
+      name == "local") {
+    for (std::size_t k = 1; k < argv.size(); ++k) {
+      const std::size_t eq = argv[k].find('=');
+      if (eq != std::string::npos && eq > 0 && IsNameStart(argv[k][0])) {
+        if (!AddSticky(argv[k])) return false;
+      }
+    }
+    return true;
+  }
+  if (name == "alias") {
+    for (std::size_t k = 1; k < argv.size(); ++k) {
+      if (argv[k].find('=') != std::string::npos) {
+        return Fail("alias definitions change how later commands are parsed");
+      }
+    }
+    return true;
+  }
+  if (name == "eval") {
+    // eval joins its arguments with spaces and runs the result.
+    std::string script;
+    WordInfo merged;
+    for (std::size_t k = 1; k < argv.size(); ++k) {
+      if (k > 1) script += ' ';
+      script += argv[k];
+      merged.expansion = merged.expansion || info[k].expansion;
+      merged.glob = merged.glob || info[k].glob;
+      merged.tilde = merged.tilde || info[k].tilde;
+    }
+    return ParseString(script, merged, "eval");
+  }
+  if (name == "trap") {
+    // trap [--] action condition...: the action runs later as shell code.
+    std::size_t k = 1;
+    if (k < argv.size() && argv[k] == "--") ++k;
+    if (k + 1 < argv.size() && argv[k] != "-" && !(argv[k].size() > 1 && argv[k][0] == '-')) {
+      return ParseString(argv[k], info[k], "trap");
+    }
+    return true;
+  }
+  if (!IsShellName(name)) return true;
+  // sh [options] -c string [name [args...]]: options may come in any order and clusters
+  // ("-ec", "-xc"); -o and -O take an argument; the string is the first operand after them.
+  bool has_c = false;
+  std::size_t k = 1;
+  while (k < argv.size()) {
+    const std::string& a = argv[k];
+    if (a == "--" || a == "-") {
+      ++k;
+      break;
+    }
+    if (a.size() > 2 && a[0] == '-' && a[1] == '-') {
+      k += (a == "--rcfile" || a == "--init-file") ? 2 : 1;
+      continue;
+    }
+    if (a.size() > 1 && (a[0] == '-' || a[0] == '+')) {
+      for (std::size_t c = 1; c < a.size(); ++c) {
+        if (a[c] == 'c') has_c = true;
+        if (a[c] == 'o' || a[c] == 'O') ++k;
+      }
+      ++k;
+      continue;
+    }
+    break;
+  }
+  if (!has_c) return true;
+  if (k >= argv.size()) return Fail(name + " -c without a command string");
+  return ParseString(argv[k], info[k], name + " -c");
+}
+
+bool ShellParser::ParseString(std::string_view script, const WordInfo& info,
+                              std::string_view what) {
+  // The outer shell expands the word before the inner one parses it, so "$X" or a glob in it
+  // could become any code at all.
+  if (info.expansion || info.glob || info.tilde) {
+    return Fail("parameter or pathname expansion in code run by " + std::string(what) +
+                " cannot be checked before it runs");
+  }
+  if (string_depth_ + 1 > kMaxStringNesting) {
+    return Fail("shell code nested more than " + std::to_string(kMaxStringNesting) +
+                " levels deep (sh -c, eval, trap) cannot be checked");
+  }
+  ShellLexer lexer(script);
+  std::vector<ShellToken> tokens;
+  if (!lexer.Tokenize(tokens)) return Fail(lexer.reason());
+  ShellParser inner(std::move(tokens), string_depth_ + 1, out_, sticky_, budget_);
+  return inner.ParseScript();
+}
+
+}  // namespace
+
+ShellParse ParseShell(std::string_view script) {
+  ShellParse out;
+  if (script.size() > kMaxShellScript) {
+    out.opaque = true;
+    out.opaque_reason = "command line too long to check";
+    return out;
+  }
+  // execve() cuts a string at its first NUL, so the shell would see less than we would.
+  if (script.find('\0') != std::string_view::npos) {
+    out.opaque = true;
+    out.opaque_reason = "NUL byte in command line";
+    return out;
+  }
+  ShellLexer lexer(script);
+  std::vector<ShellToken> tokens;
+  if (!lexer.Tokenize(tokens)) {
+    out.opaque = true;
+    out.opaque_reason = lexer.reason();
+    return out;
+  }
+  std::vector<std::string> sticky;
+  std::size_t budget = kMaxOutputStrings;
+  ShellParser parser(std::move(tokens), 0, out, sticky, budget);
+  // An opaque parse lists no commands: the engine refuses it as a whole and must not judge a
+  // partial list.
+  if (!parser.ParseScript()) out.commands.clear();
+  return out;
+}
+
+}  // namespace cagent::policy

@@ -1,0 +1,3 @@
+#include "add.h"
+
+int add(int a, int b) { return a + b; }

@@ -1,0 +1,259 @@
+// policy/audit: risk findings, each located at the statement responsible.
+#include "policy/audit.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/policy/policy_test_util.h"
+
+namespace cagent::policy {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::MustCompile;
+
+std::shared_ptr<const Policy> Builtin(std::string_view name) {
+  SearchPath search;
+  Compiled c = LoadProfile(name, search);
+  EXPECT_TRUE(c.ok()) << RenderAll(*c.sources, c.diags);
+  return c.policy;
+}
+
+std::vector<const Finding*> Of(const std::vector<Finding>& fs, std::string_view id) {
+  std::vector<const Finding*> out;
+  for (const auto& f : fs) {
+    if (f.rule_id == id) out.push_back(&f);
+  }
+  return out;
+}
+
+std::string Print(const Policy& p, const std::vector<Finding>& fs) {
+  std::string s;
+  for (const auto& f : fs) {
+    s += std::string(RiskName(f.risk)) + " " + std::string(f.rule_id) + " " + p.Where(f.loc) +
+         ": " + f.message + "\n";
+  }
+  return s;
+}
+
+TEST(AuditTest, RulesHaveStableUniqueIds) {
+  std::set<std::string_view> ids;
+  for (const auto& r : AuditRules()) {
+    EXPECT_TRUE(r.id.starts_with("CAGENT")) << r.id;
+    EXPECT_TRUE(ids.insert(r.id).second) << r.id;
+    EXPECT_FALSE(r.short_description.empty());
+  }
+  EXPECT_EQ(AuditRules().front().id, "CAGENT001");
+  EXPECT_EQ(AuditRules().size(), 11u);
+}
+
+TEST(AuditTest, BuiltinBackend) {
+  auto p = Builtin("backend");
+  auto parent = Builtin("base");
+  auto fs = Audit(*p, parent.get());
+  const std::string all = Print(*p, fs);
+
+  // Interpreters are allowed: the sandbox, not the list, is the boundary.
+  auto interp = Of(fs, "CAGENT005");
+  ASSERT_FALSE(interp.empty()) << all;
+  bool python = false;
+  for (const auto* f : interp) {
+    if (f->message.find("python3 [interpreter]") != std::string::npos) {
+      python = true;
+      EXPECT_EQ(p->Where(f->loc), "<built-in>/backend.cagent:24:9");
+      EXPECT_THAT(f->message, HasSubstr("equivalent to allowing everything the sandbox allows"));
+    }
+  }
+  EXPECT_TRUE(python) << all;
+
+  auto net = Of(fs, "CAGENT001");
+  ASSERT_EQ(net.size(), 1u) << all;
+  EXPECT_THAT(net[0]->message, HasSubstr("network loopback"));
+  EXPECT_EQ(p->Where(net[0]->loc), "<built-in>/backend.cagent:6:1");
+
+  auto be = Of(fs, "CAGENT009");
+  ASSERT_EQ(be.size(), 1u) << all;
+  EXPECT_THAT(be[0]->message, HasSubstr("best-effort cgroup"));
+  EXPECT_EQ(be[0]->risk, Risk::kLow);
+  EXPECT_EQ(p->Where(be[0]->loc), "<built-in>/base.cagent:76:13");
+
+  // The asks are silent denials under never-ask.
+  auto silent = Of(fs, "CAGENT006");
+  EXPECT_EQ(silent.size(), 5u) << all;  // four command asks, one tool ask
+  for (const auto* f : silent) EXPECT_EQ(f->risk, Risk::kInfo);
+
+  // ~/.cargo is exposed read-only, and with it cargo's registry token file.
+  auto secrets = Of(fs, "CAGENT003");
+  ASSERT_FALSE(secrets.empty()) << all;
+  EXPECT_THAT(secrets[0]->message, HasSubstr("~/.cargo/credentials.toml"));
+
+  // base denies secrets in the workspace, bounds every limit and requires landlock and seccomp.
+  EXPECT_THAT(Of(fs, "CAGENT004"), ::testing::IsEmpty()) << all;
+  EXPECT_THAT(Of(fs, "CAGENT008"), ::testing::IsEmpty()) << all;
+  EXPECT_THAT(Of(fs, "CAGENT010"), ::testing::IsEmpty()) << all;
+  EXPECT_THAT(Of(fs, "CAGENT002"), ::testing::IsEmpty()) << all;
+  EXPECT_THAT(Of(fs, "CAGENT007"), ::testing::IsEmpty()) << all;
+  for (const auto& f : fs) EXPECT_NE(f.risk, Risk::kHigh) << all;
+
+  // Against base: turning the network on overrides a value base set (medium); added allow rules
+  // are what a child is for (info).
+  auto weak = Of(fs, "CAGENT011");
+  bool network_override = false;
+  for (const auto* f : weak) {
+    if (f->message.find("network none -> loopback") != std::string::npos) {
+      network_override = true;
+      EXPECT_EQ(f->risk, Risk::kMedium);
+      EXPECT_EQ(p->Where(f->loc), "<built-in>/backend.cagent:6:1");
+    } else if (f->message.find("added: allow") != std::string::npos) {
+      EXPECT_EQ(f->risk, Risk::kInfo) << f->message;
+    }
+  }
+  EXPECT_TRUE(network_override) << all;
+
+  // Most severe first.
+  for (std::size_t i = 1; i < fs.size(); ++i) EXPECT_LE(fs[i - 1].risk, fs[i].risk) << all;
+}
+
+constexpr std::string_view kBad = R"(description "deliberately bad"
+approval auto
+network loopback
+filesystem {
+  read-write ~
+}
+commands {
+  allow *
+  ask pip install
+}
+limits {
+  wall-time unlimited
+  memory unlimited
+}
+)";
+
+TEST(AuditTest, DeliberatelyBadProfile) {
+  auto p = MustCompile(kBad, "bad.cagent");
+  ASSERT_NE(p, nullptr);
+  auto fs = Audit(*p);
+  const std::string all = Print(*p, fs);
+
+  auto writable = Of(fs, "CAGENT002");
+  ASSERT_EQ(writable.size(), 1u) << all;
+  EXPECT_EQ(writable[0]->risk, Risk::kHigh);
+  EXPECT_THAT(writable[0]->message, HasSubstr("read-write ~"));
+  EXPECT_EQ(p->Where(writable[0]->loc), "bad.cagent:5:14");
+
+  auto secrets = Of(fs, "CAGENT003");
+  ASSERT_EQ(secrets.size(), 1u) << all;
+  EXPECT_EQ(secrets[0]->risk, Risk::kHigh);
+  EXPECT_THAT(secrets[0]->message, HasSubstr("~/.ssh"));
+  EXPECT_THAT(secrets[0]->message, HasSubstr("~/.aws"));
+  EXPECT_EQ(p->Where(secrets[0]->loc), "bad.cagent:5:14");
+
+  auto autoapp = Of(fs, "CAGENT007");
+  ASSERT_EQ(autoapp.size(), 1u) << all;
+  EXPECT_EQ(autoapp[0]->risk, Risk::kHigh);
+  EXPECT_EQ(p->Where(autoapp[0]->loc), "bad.cagent:2:1");
+  EXPECT_THAT(Of(fs, "CAGENT006"), ::testing::IsEmpty());
+
+  auto everything = Of(fs, "CAGENT005");
+  ASSERT_EQ(everything.size(), 1u) << all;  // `allow *` decides for the interpreters too
+  EXPECT_THAT(everything[0]->message, HasSubstr("allows every command"));
+  EXPECT_EQ(p->Where(everything[0]->loc), "bad.cagent:8:9");
+
+  auto limits = Of(fs, "CAGENT008");
+  EXPECT_EQ(limits.size(), 14u) << all;  // two unlimited, twelve unset
+  bool wall = false;
+  for (const auto* f : limits) {
+    if (f->message.starts_with("wall-time is unlimited")) {
+      wall = true;
+      EXPECT_EQ(f->risk, Risk::kMedium);
+      EXPECT_EQ(p->Where(f->loc), "bad.cagent:12:3");
+    }
+    if (f->message.starts_with("no model-turns limit")) {
+      EXPECT_EQ(f->risk, Risk::kLow);
+      EXPECT_EQ(p->Where(f->loc), "bad.cagent:1:1");  // an absence: the top of the file
+    }
+  }
+  EXPECT_TRUE(wall) << all;
+
+  EXPECT_EQ(Of(fs, "CAGENT004").size(), 1u) << all;
+  EXPECT_THAT(Of(fs, "CAGENT004")[0]->message, HasSubstr(".env"));
+  EXPECT_EQ(Of(fs, "CAGENT010").size(), 2u) << all;
+  EXPECT_EQ(Of(fs, "CAGENT001").size(), 1u) << all;
+  EXPECT_EQ(fs.front().risk, Risk::kHigh);
+}
+
+TEST(AuditTest, HiddenSecretsAreNotReported) {
+  auto p = MustCompile(R"(extends base
+filesystem {
+  read-only ~
+  hide ~/.ssh ~/.aws ~/.gnupg ~/.docker ~/.kube ~/.netrc ~/.git-credentials ~/.config
+  hide ~/.azure ~/.npmrc
+}
+)");
+  auto fs = Audit(*p);
+  auto secrets = Of(fs, "CAGENT003");
+  ASSERT_EQ(secrets.size(), 1u) << Print(*p, fs);
+  EXPECT_THAT(secrets[0]->message, HasSubstr("~/.pypirc"));
+  EXPECT_THAT(secrets[0]->message, ::testing::Not(HasSubstr("~/.ssh")));
+  // A read-only mount of ~ is not a writable path.
+  EXPECT_THAT(Of(fs, "CAGENT002"), ::testing::IsEmpty());
+}
+
+TEST(AuditTest, ChildWeakeningItsParentIsLocatedInTheChild) {
+  auto base = Builtin("base");
+  auto child = MustCompile(R"(extends base
+filesystem {
+  read-write /etc
+}
+limits {
+  memory unlimited
+}
+approval on-request
+)",
+                           "child.cagent");
+  auto fs = Audit(*child, base.get());
+  const std::string all = Print(*child, fs);
+  auto weak = Of(fs, "CAGENT011");
+  std::vector<std::string> where;
+  for (const auto* f : weak) {
+    EXPECT_EQ(f->risk, Risk::kMedium) << f->message;
+    EXPECT_THAT(f->message, HasSubstr("widens its parent 'base'"));
+    where.push_back(child->Where(f->loc) + " " + f->message.substr(f->message.find(": ") + 2));
+  }
+  EXPECT_THAT(where, ::testing::UnorderedElementsAre(
+                         "child.cagent:8:1 approval: approval never-ask -> on-request (a person "
+                         "at the terminal decides each ask)",
+                         "child.cagent:3:14 mounts: /etc: read-only -> read-write",
+                         "child.cagent:6:3 limits: memory 8G -> unlimited (now unbounded)"))
+      << all;
+  // The same remount is also a writable path outside the workspace, in a system tree: high.
+  auto writable = Of(fs, "CAGENT002");
+  ASSERT_EQ(writable.size(), 1u);
+  EXPECT_EQ(writable[0]->risk, Risk::kHigh);
+}
+
+TEST(AuditTest, AsksUnderNeverAskAreLocatedAtEachRule) {
+  auto p = MustCompile(R"(extends base
+commands {
+  ask make install
+}
+)");
+  auto fs = Audit(*p);
+  auto silent = Of(fs, "CAGENT006");
+  ASSERT_EQ(silent.size(), 1u);
+  EXPECT_EQ(p->Where(silent[0]->loc), "test.cagent:3:7");
+  EXPECT_THAT(silent[0]->message, HasSubstr("'commands: ask make install' is a silent denial"));
+}
+
+TEST(AuditTest, RiskNames) {
+  EXPECT_EQ(RiskName(Risk::kHigh), "high");
+  EXPECT_EQ(RiskName(Risk::kMedium), "medium");
+  EXPECT_EQ(RiskName(Risk::kLow), "low");
+  EXPECT_EQ(RiskName(Risk::kInfo), "info");
+}
+
+}  // namespace
+}  // namespace cagent::policy

@@ -1,0 +1,787 @@
+// The decision engine, through the ExpectAllow / ExpectAsk / ExpectDeny harness: every expectation
+// names the rule that decides (STYLE.md "Tests"). Small inline profiles pin one mechanism each;
+// the built-in profiles ("extends backend") show the rules people actually get.
+#include "policy/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/policy/policy_test_util.h"
+
+namespace cagent::policy {
+namespace {
+
+using testing::Argv;
+using testing::MustCompile;
+
+// The rule texts of the built-in profiles, as Decision::rule shows them.
+constexpr const char* kBaseLook =
+    "commands: allow (cat | cmp | diff | echo | file | grep | head | ls | printf | pwd | rg | "
+    "stat | tail | wc)";
+constexpr const char* kBaseGit =
+    "commands: allow git (add | blame | branch | diff | grep | log | ls-files | rev-parse | show "
+    "| status)";
+constexpr const char* kBaseGitDeny =
+    "commands: deny git (clone | config | credential | daemon | fetch | pull | push | remote | "
+    "submodule)";
+constexpr const char* kBaseNetDeny =
+    "commands: deny (curl | ftp | nc | ncat | netcat | rsync | scp | sftp | socat | ssh | telnet "
+    "| wget)";
+constexpr const char* kBaseFileOps =
+    "commands: allow (awk | chmod | cp | du | ln | mkdir | mv | od | rm | sed | tee | touch | "
+    "tree | xxd)";
+constexpr const char* kBackendBuild =
+    "commands: allow (cargo | clippy-driver | go | gofmt | rustc | rustfmt)";
+constexpr const char* kBackendJava =
+    "commands: allow (./gradlew | ./mvnw | gradle | jar | java | javac | mvn)";
+constexpr const char* kBackendLockAsk =
+    "tools: ask write_file edit_file on **/Cargo.lock **/go.sum **/poetry.lock **/Pipfile.lock "
+    "**/uv.lock";
+constexpr const char* kBaseToolsAllow = "tools: allow read_file list_dir glob grep run_command finish";
+constexpr const char* kBaseGitToolsDeny = "tools: deny write_file edit_file on .git/**";
+constexpr const char* kOutside = "default";
+constexpr const char* kWorkspaceRw = "workspace read-write";
+
+// ---------------------------------------------------------------------------------------------
+// Commands (argv, no shell)
+// ---------------------------------------------------------------------------------------------
+
+class CommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    policy_ = MustCompile(R"(
+commands {
+  allow git
+  allow make
+  allow pytest* -k *
+  allow (python | python3) -m (pytest | unittest)
+  allow "my tool" run
+  allow ./build.sh
+  allow /usr/bin/env
+}
+)");
+    ASSERT_NE(policy_, nullptr);
+    engine_ = std::make_unique<Engine>(*policy_);
+  }
+  Decision Run(std::initializer_list<const char*> words) const {
+    std::vector<std::string> argv = Argv(words);
+    return engine_->Command(argv);
+  }
+  std::shared_ptr<const Policy> policy_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(CommandTest, PatternIsAPrefixOfArgv) {
+  EXPECT_ALLOW(Run({"git"}), "commands: allow git");
+  EXPECT_ALLOW(Run({"git", "status", "--short"}), "commands: allow git");
+  EXPECT_ALLOW(Run({"make", "-j2", "all"}), "commands: allow make");
+  // A pattern longer than argv does not match.
+  EXPECT_DENY(Run({"python3", "-m"}), kOutside);
+  EXPECT_DENY(Run({"pytest"}), kOutside);
+}
+
+TEST_F(CommandTest, WholeWordsNotSubstrings) {
+  EXPECT_DENY(Run({"gitk"}), kOutside);
+  EXPECT_DENY(Run({"gi"}), kOutside);
+  EXPECT_DENY(Run({"makefile"}), kOutside);
+  EXPECT_DENY(Run({"my", "tool", "run"}), kOutside);
+  EXPECT_ALLOW(Run({"my tool", "run", "x"}), "commands: allow \"my tool\" run");
+}
+
+TEST_F(CommandTest, AlternativesMatchAnyAlternativeAtTheirPosition) {
+  const char* rule = "commands: allow (python | python3) -m (pytest | unittest)";
+  EXPECT_ALLOW(Run({"python", "-m", "pytest"}), rule);
+  EXPECT_ALLOW(Run({"python3", "-m", "unittest", "-v"}), rule);
+  EXPECT_DENY(Run({"python3", "-m", "pip"}), kOutside);
+  EXPECT_DENY(Run({"python2", "-m", "pytest"}), kOutside);
+  EXPECT_DENY(Run({"python3", "-c", "pytest"}), kOutside);
+}
+
+TEST_F(CommandTest, WordWildcardsMatchWithinOneArgument) {
+  const char* rule = "commands: allow pytest* -k *";
+  EXPECT_ALLOW(Run({"pytest", "-k", "test_x"}), rule);
+  EXPECT_ALLOW(Run({"pytest-3", "-k", ""}), rule);  // '*' matches the empty word too
+  EXPECT_DENY(Run({"pytest", "-x", "a"}), kOutside);
+  EXPECT_DENY(Run({"xpytest", "-k", "a"}), kOutside);
+}
+
+TEST_F(CommandTest, Argv0WithSlashMatchesOnlyPathPatterns) {
+  // A workspace script named ./git is not `git`, and neither is a full path to git.
+  EXPECT_DENY(Run({"./git", "status"}), kOutside);
+  EXPECT_DENY(Run({"/usr/bin/git", "status"}), kOutside);
+  EXPECT_DENY(Run({"bin/make"}), kOutside);
+  // Path patterns match paths exactly, not by name.
+  EXPECT_ALLOW(Run({"./build.sh", "release"}), "commands: allow ./build.sh");
+  EXPECT_DENY(Run({"build.sh"}), kOutside);
+  EXPECT_DENY(Run({"scripts/build.sh"}), kOutside);
+  EXPECT_ALLOW(Run({"/usr/bin/env", "FOO=1"}), "commands: allow /usr/bin/env");
+  EXPECT_DENY(Run({"env"}), kOutside);
+}
+
+TEST_F(CommandTest, DefaultDenyNamesTheCommand) {
+  Decision d = Run({"rm", "-rf", "/"});
+  EXPECT_DENY(d, kOutside);
+  EXPECT_EQ(d.reason, "no commands rule allows 'rm'");
+  EXPECT_FALSE(d.loc.valid());
+  EXPECT_DENY(Run({}), kOutside);
+  EXPECT_EQ(Run({}).reason, "empty command");
+  EXPECT_DENY(Run({""}), kOutside);
+}
+
+TEST_F(CommandTest, DecisionCarriesTheRuleLocation) {
+  Decision d = Run({"make"});
+  ASSERT_TRUE(d.loc.valid());
+  EXPECT_EQ(policy_->Where(d.loc), "test.cagent:4:9");
+  EXPECT_EQ(d.reason, "the profile allows this command");
+}
+
+TEST(CommandPrecedence, DenyBeatsAskBeatsAllowWhateverTheOrder) {
+  for (const char* text : {
+           "commands {\n  allow git\n  ask git commit\n  deny git push\n}\n",
+           "commands {\n  deny git push\n  ask git commit\n  allow git\n}\n",
+           "commands {\n  ask git commit\n  deny git push\n  allow git\n}\n",
+       }) {
+    SCOPED_TRACE(text);
+    auto p = MustCompile(text);
+    ASSERT_NE(p, nullptr);
+    Engine e(*p);
+    EXPECT_ALLOW(e.Command(Argv({"git", "log"})), "commands: allow git");
+    EXPECT_ASK(e.Command(Argv({"git", "commit", "-m", "x"})), "commands: ask git commit");
+    EXPECT_DENY(e.Command(Argv({"git", "push", "origin"})), "commands: deny git push");
+  }
+}
+
+TEST(CommandPrecedence, MoreSpecificAllowDoesNotBeatABroaderDeny) {
+  auto p = MustCompile(R"(
+commands {
+  deny git
+  allow git status
+  ask git log
+}
+)");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_DENY(e.Command(Argv({"git", "status"})), "commands: deny git");
+  EXPECT_DENY(e.Command(Argv({"git", "log"})), "commands: deny git");
+}
+
+TEST(CommandPrecedence, WildcardRulesCombineWithNamedOnes) {
+  auto p = MustCompile(R"(
+commands {
+  allow (git | make)
+  deny * --force
+  ask * --dry-run
+}
+)");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_ALLOW(e.Command(Argv({"make", "-k"})), "commands: allow (git | make)");
+  EXPECT_DENY(e.Command(Argv({"make", "--force"})), "commands: deny * --force");
+  // Patterns are positional: `--force` as the third word is not `* --force`.
+  EXPECT_ALLOW(e.Command(Argv({"make", "x", "--force"})), "commands: allow (git | make)");
+  EXPECT_DENY(e.Command(Argv({"git", "--force"})), "commands: deny * --force");
+  EXPECT_ASK(e.Command(Argv({"git", "--dry-run"})), "commands: ask * --dry-run");
+  // A wildcard rule alone is enough to decide a command no named rule mentions.
+  EXPECT_DENY(e.Command(Argv({"ls", "--force"})), "commands: deny * --force");
+  EXPECT_ASK(e.Command(Argv({"ls", "--dry-run"})), "commands: ask * --dry-run");
+}
+
+TEST(CommandPrecedence, ParentDenyStandsAgainstChildAllow) {
+  // base denies `git push`; the child allows all of git. The union keeps the parent's deny.
+  auto p = MustCompile("extends base\ncommands {\n  allow git\n  allow curl\n}\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_ALLOW(e.Command(Argv({"git", "gc"})), "commands: allow git");
+  EXPECT_DENY(e.Command(Argv({"git", "push"})), kBaseGitDeny);
+  EXPECT_DENY(e.Command(Argv({"curl", "https://example.com"})), kBaseNetDeny);
+}
+
+TEST(CommandPrecedence, ChildDenyOverridesParentAllow) {
+  // readonly denies file-changing commands that base allows.
+  auto p = MustCompile("extends readonly\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_DENY(e.Command(Argv({"rm", "-rf", "build"})),
+              "commands: deny (chmod | cp | ln | mkdir | mv | rm | tee | touch)");
+  EXPECT_DENY(e.Command(Argv({"sed", "-i", "s/a/b/", "f"})), "commands: deny sed -i");
+  EXPECT_ALLOW(e.Command(Argv({"sed", "s/a/b/", "f"})), kBaseFileOps);
+  EXPECT_DENY(e.Command(Argv({"git", "commit", "-m", "x"})),
+              "commands: deny git (add | apply | checkout | commit | init | mv | restore | rm | "
+              "stash | switch)");
+}
+
+TEST(CommandPrecedence, AskFromParentAndAllowFromChild) {
+  // backend asks for `cargo add`; a child that allows all of cargo still gets asked.
+  auto p = MustCompile("extends backend\ncommands {\n  allow cargo add\n}\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_ASK(e.Command(Argv({"cargo", "add", "serde"})),
+             "commands: ask cargo (add | install | update)");
+}
+
+TEST(BackendCommands, RealisticRequests) {
+  auto p = MustCompile("extends backend\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_ALLOW(e.Command(Argv({"cargo", "test", "--offline"})), kBackendBuild);
+  EXPECT_ALLOW(e.Command(Argv({"go", "test", "./..."})), kBackendBuild);
+  EXPECT_ALLOW(e.Command(Argv({"git", "status", "--short"})), kBaseGit);
+  EXPECT_ALLOW(e.Command(Argv({"./gradlew", "build"})), kBackendJava);
+  EXPECT_DENY(e.Command(Argv({"gradlew", "build"})), kOutside);
+  EXPECT_ASK(e.Command(Argv({"pip", "install", "requests"})), "commands: ask (pip | pip3) install");
+  EXPECT_ASK(e.Command(Argv({"python3", "-m", "pip", "install", "x"})),
+             "commands: ask (python | python3) -m pip install");
+  EXPECT_ALLOW(e.Command(Argv({"python3", "-m", "pytest"})),
+               "commands: allow (black | mypy | nox | poetry | pytest | python | python3 | ruff "
+               "| tox | uv)");
+  EXPECT_ASK(e.Command(Argv({"go", "get", "x"})), "commands: ask go (get | install)");
+  EXPECT_DENY(e.Command(Argv({"cargo", "publish"})), "commands: deny cargo (login | owner | publish | yank)");
+  EXPECT_DENY(e.Command(Argv({"twine", "upload", "dist/*"})), "commands: deny (gem | twine) *");
+  // `deny (twine | gem) *` needs an argument: bare `gem` is only not allowed.
+  EXPECT_DENY(e.Command(Argv({"gem"})), kOutside);
+  EXPECT_DENY(e.Command(Argv({"sudo", "make"})),
+              "commands: deny (chroot | doas | mount | nsenter | pkexec | setpriv | su | sudo | "
+              "umount | unshare)");
+  EXPECT_DENY(e.Command(Argv({"rm", "-rf", "/", "--no-preserve-root"})), "commands: deny rm -rf /");
+  EXPECT_ALLOW(e.Command(Argv({"rm", "-rf", "build"})), kBaseFileOps);
+  EXPECT_DENY(e.Command(Argv({"bash"})), kOutside);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shell strings
+// ---------------------------------------------------------------------------------------------
+
+class BackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    policy_ = MustCompile("extends backend\n");
+    ASSERT_NE(policy_, nullptr);
+    engine_ = std::make_unique<Engine>(*policy_);
+  }
+  Decision Tool(policy::Tool tool, std::string_view path, std::string_view command = {}) const {
+    return engine_->Tool(ToolRequest{tool, path, command});
+  }
+  std::shared_ptr<const Policy> policy_;
+  std::unique_ptr<Engine> engine_;
+};
+
+using ShellTest = BackendTest;
+
+TEST_F(ShellTest, SimpleCommandIsJudgedAsItsArgv) {
+  EXPECT_ALLOW(engine_->Shell("git status --short"), kBaseGit);
+  EXPECT_ALLOW(engine_->Shell("  cargo   test  "), kBackendBuild);
+  EXPECT_ALLOW(engine_->Shell("'git' \"status\""), kBaseGit);
+  EXPECT_ALLOW(engine_->Shell("RUST_LOG=debug cargo test"), kBackendBuild);
+  EXPECT_DENY(engine_->Shell("git push origin main"), kBaseGitDeny);
+  EXPECT_ASK(engine_->Shell("pip install requests"), "commands: ask (pip | pip3) install");
+  EXPECT_DENY(engine_->Shell("./git status"), kOutside);
+}
+
+TEST_F(ShellTest, EveryPartOfACompoundCommandMustBeAllowed) {
+  EXPECT_ALLOW(engine_->Shell("cargo build && cargo test"), kBackendBuild);
+  EXPECT_ALLOW(engine_->Shell("git diff | grep TODO"), kBaseGit);
+  EXPECT_ALLOW(engine_->Shell("make; make test || echo failed"),
+               "commands: allow (c++ | cc | clang | clang++ | cmake | ctest | g++ | gcc | ld | "
+               "make | meson | ninja)");
+  EXPECT_DENY(engine_->Shell("git status && git push"), kBaseGitDeny);
+  EXPECT_DENY(engine_->Shell("curl https://example.com | sh"), kBaseNetDeny);
+  EXPECT_DENY(engine_->Shell("ls; nosuchtool"), kOutside);
+  EXPECT_DENY(engine_->Shell("ls & wget x"), kBaseNetDeny);
+  // The strongest verdict wins: ask in one part and allow in the others is ask.
+  EXPECT_ASK(engine_->Shell("ls && pip install x && ls"), "commands: ask (pip | pip3) install");
+  // ... and deny after an ask is still deny.
+  EXPECT_DENY(engine_->Shell("pip install x; git push"), kBaseGitDeny);
+}
+
+TEST_F(ShellTest, SubshellsGroupsAndNestedShStringsAreLookedInto) {
+  EXPECT_ALLOW(engine_->Shell("(cd_ok=1 cargo build)"), kBackendBuild);
+  EXPECT_DENY(engine_->Shell("(ls; git push)"), kBaseGitDeny);
+  EXPECT_DENY(engine_->Shell("{ ls; git fetch; }"), kBaseGitDeny);
+  // The outer `sh` is itself a command no rule allows.
+  EXPECT_DENY(engine_->Shell("sh -c 'git status'"), kOutside);
+}
+
+TEST_F(ShellTest, OpaqueConstructsAreDeniedWithAReason) {
+  struct Case {
+    const char* script;
+    const char* reason_starts;
+  };
+  for (const Case& c : {
+           Case{"echo $(id)", "command substitution $( )"},
+           Case{"echo `id`", "command substitution `...`"},
+           Case{"$CMD x", "parameter expansion in the command name"},
+           Case{"if true; then ls; fi", "shell keyword 'if'"},
+           Case{"for f in *; do cat $f; done", "shell keyword 'for'"},
+           Case{"cat <<EOF", "here-document <<"},
+           Case{"f() { ls; }", "function definition 'f()'"},
+           Case{"ls 'unterminated", "unterminated single quote"},
+       }) {
+    SCOPED_TRACE(c.script);
+    Decision d = engine_->Shell(c.script);
+    EXPECT_DENY(d, "shell");
+    EXPECT_TRUE(d.reason.starts_with(c.reason_starts)) << d.reason;
+    EXPECT_TRUE(d.reason.ends_with("; run the commands it contains directly instead")) << d.reason;
+  }
+}
+
+TEST_F(ShellTest, EmptyScriptIsDenied) {
+  EXPECT_DENY(engine_->Shell(""), kOutside);
+  EXPECT_EQ(engine_->Shell("").reason, "empty command");
+  EXPECT_DENY(engine_->Shell("   # just a comment"), kOutside);
+}
+
+TEST_F(ShellTest, RedirectionTargetsAreCheckedAsWrites) {
+  const char* git_config = "filesystem: deny write .git/config";
+  EXPECT_DENY(engine_->Shell("echo x > .git/config"), git_config);
+  EXPECT_DENY(engine_->Shell("echo x >> .git/config"), git_config);
+  EXPECT_DENY(engine_->Shell("echo x 2> .git/config"), git_config);
+  EXPECT_DENY(engine_->Shell("echo x &> .git/config"), git_config);
+  EXPECT_DENY(engine_->Shell("echo x >| .git/config"), git_config);
+  // Spelled differently, the same path.
+  EXPECT_DENY(engine_->Shell("echo x > ./.git/config"), git_config);
+  EXPECT_DENY(engine_->Shell("echo x > .git//config"), git_config);
+  EXPECT_DENY(engine_->Shell("echo x > src/../.git/config"), git_config);
+  EXPECT_DENY(engine_->Shell("echo x > /workspace/.git/config"), git_config);
+  EXPECT_DENY(engine_->Shell("echo x > .git/hooks/pre-commit"),
+              "filesystem: deny write .git/hooks/**");
+  EXPECT_DENY(engine_->Shell("ls && echo x > .gitmodules"), "filesystem: deny write .gitmodules");
+  // Where the mount view forbids writing.
+  EXPECT_DENY(engine_->Shell("echo x > /usr/bin/ls"), "filesystem: read-only /usr");
+  EXPECT_DENY(engine_->Shell("echo x > /etc/shadow"), "filesystem: hide /etc/shadow");
+  EXPECT_DENY(engine_->Shell("echo x > ../outside"), kOutside);
+  EXPECT_DENY(engine_->Shell("echo x > /root/x"), kOutside);
+  // Allowed targets leave the command's decision standing.
+  EXPECT_ALLOW(engine_->Shell("echo x > notes.txt"), kBaseLook);
+  EXPECT_ALLOW(engine_->Shell("cargo test > /tmp/log 2>&1"), kBackendBuild);
+  EXPECT_ALLOW(engine_->Shell("cargo test 2> /dev/null"), kBackendBuild);
+  EXPECT_ALLOW(engine_->Shell("git status > .git/status.txt"), kBaseGit);
+}
+
+TEST_F(ShellTest, RedirectionSourcesAreCheckedAsReads) {
+  EXPECT_DENY(engine_->Shell("cat < .env"), "filesystem: deny **/.env");
+  EXPECT_DENY(engine_->Shell("wc -l < config/prod/.env.local"), "filesystem: deny **/.env.*");
+  EXPECT_DENY(engine_->Shell("cat < /etc/shadow"), "filesystem: hide /etc/shadow");
+  EXPECT_ALLOW(engine_->Shell("cat < src/main.rs > out.txt"), kBaseLook);
+  EXPECT_ALLOW(engine_->Shell("wc -l < /etc/hostname"), kBaseLook);
+}
+
+// The shell expands parameters, `~` and globs in a redirection target before opening it, so the
+// engine cannot know the file: "$PWD/.git/config" would otherwise be judged as a workspace
+// directory named "$PWD" and slip past the base profile's `deny write .git/config`.
+TEST_F(ShellTest, RedirectionTargetsWithExpansionsAreDenied) {
+  for (const char* script : {
+           "echo x > $PWD/.git/config",
+           "echo x > ${PWD}/.git/config",
+           "D=.git; echo x > $D/config",
+           "cat < $HOME/.ssh/config",
+           "echo x > ~user/.bashrc",
+           "echo x > ~/.cargo/env",
+           "cat < ~/.ssh/id_rsa",
+           "echo x > .git/conf*",
+       }) {
+    SCOPED_TRACE(script);
+    Decision d = engine_->Shell(script);
+    EXPECT_DENY(d, "shell");
+    EXPECT_TRUE(d.reason.starts_with("expansion ($X, ~, *) in a redirection target")) << d.reason;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths
+// ---------------------------------------------------------------------------------------------
+
+class ViewTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    policy_ = MustCompile(R"(
+filesystem {
+  read-only /usr /opt
+  read-write /opt/cache /var/tmp
+  hide /usr/share/secret /opt/cache/keys
+  read-only ~/.cargo
+  hide build/private
+  read-only vendor
+  deny **/.env
+  deny write .git/**
+  ask write **/*.lock
+  ask /srv/**
+  deny ~/.cargo/credentials*
+}
+)");
+    ASSERT_NE(policy_, nullptr);
+    engine_ = std::make_unique<Engine>(*policy_);
+  }
+  Decision Read(std::string_view p) const { return engine_->Path(Access::kRead, p); }
+  Decision Write(std::string_view p) const { return engine_->Path(Access::kWrite, p); }
+  std::shared_ptr<const Policy> policy_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(ViewTest, LongestMountWins) {
+  EXPECT_ALLOW(Read("/usr/bin/ls"), "filesystem: read-only /usr");
+  EXPECT_DENY(Write("/usr/bin/ls"), "filesystem: read-only /usr");
+  EXPECT_EQ(Write("/usr/bin/ls").reason, "mounted read-only");
+  EXPECT_DENY(Read("/usr/share/secret"), "filesystem: hide /usr/share/secret");
+  EXPECT_DENY(Read("/usr/share/secret/a/b"), "filesystem: hide /usr/share/secret");
+  EXPECT_EQ(Read("/usr/share/secret").reason, "the profile hides this path");
+  EXPECT_ALLOW(Read("/usr/share/secretary"), "filesystem: read-only /usr");  // by component
+  EXPECT_ALLOW(Write("/opt/cache/x"), "filesystem: read-write /opt/cache");
+  EXPECT_DENY(Write("/opt/other"), "filesystem: read-only /opt");
+  EXPECT_DENY(Read("/opt/cache/keys/id"), "filesystem: hide /opt/cache/keys");
+  EXPECT_ALLOW(Read("/opt"), "filesystem: read-only /opt");
+}
+
+TEST_F(ViewTest, OutsideTheViewIsDenied) {
+  Decision d = Read("/home/user/.ssh/id_rsa");
+  EXPECT_DENY(d, kOutside);
+  EXPECT_EQ(d.reason,
+            "'/home/user/.ssh/id_rsa' is outside the sandbox's view: only the paths the profile "
+            "mounts exist inside");
+  EXPECT_DENY(Read("/"), kOutside);
+  EXPECT_DENY(Read("/var"), kOutside);  // the parent of a mount is not visible
+  EXPECT_DENY(Read("/dev/sda"), kOutside);
+  EXPECT_DENY(Read("/usrlocal"), kOutside);
+}
+
+TEST_F(ViewTest, BuiltInMountsExistInEverySandbox) {
+  const char* tmp = "built-in: private /tmp (a tmpfs, gone after the run)";
+  EXPECT_ALLOW(Write("/tmp/x"), tmp);
+  EXPECT_ALLOW(Read("/tmp"), tmp);
+  EXPECT_ALLOW(Read("/proc/self/status"), "built-in: /proc of the sandbox's own pid namespace");
+  EXPECT_DENY(Write("/proc/sys/kernel/x"), "built-in: /proc of the sandbox's own pid namespace");
+  EXPECT_ALLOW(Write("/dev/null"), "built-in: /dev/null");
+  EXPECT_DENY(Write("/dev/urandom"), "built-in: /dev/urandom");
+}
+
+TEST_F(ViewTest, PathsAreNormalisedLexically) {
+  EXPECT_ALLOW(Read("/usr/./bin//ls"), "filesystem: read-only /usr");
+  EXPECT_DENY(Read("/usr/share/x/../secret/k"), "filesystem: hide /usr/share/secret");
+  EXPECT_ALLOW(Read("/usr/share/secret/../doc"), "filesystem: read-only /usr");
+  // ".." cannot go above "/".
+  EXPECT_ALLOW(Read("/../../usr/lib"), "filesystem: read-only /usr");
+  EXPECT_DENY(Read(std::string_view("/usr/a\0b", 8)), kOutside);
+  EXPECT_EQ(Read(std::string_view("/usr/a\0b", 8)).reason, "path contains a NUL byte");
+  EXPECT_DENY(Read(""), kOutside);
+}
+
+TEST_F(ViewTest, RelativePathsAreInTheWorkspace) {
+  EXPECT_ALLOW(Read("src/main.c"), kWorkspaceRw);
+  EXPECT_ALLOW(Write("src/main.c"), kWorkspaceRw);
+  EXPECT_ALLOW(Write("/workspace/src/main.c"), kWorkspaceRw);
+  EXPECT_ALLOW(Read("."), kWorkspaceRw);
+  EXPECT_ALLOW(Write("./a/../b"), kWorkspaceRw);
+  EXPECT_EQ(Write("src/main.c").reason, "visible read-write");
+}
+
+TEST_F(ViewTest, DotDotEscapingTheWorkspaceIsDenied) {
+  for (const char* p : {"..", "../x", "a/../../x", "src/../../workspace2/x", "./../etc/passwd"}) {
+    SCOPED_TRACE(p);
+    Decision d = Read(p);
+    EXPECT_DENY(d, kOutside);
+    EXPECT_EQ(d.reason, "'" + std::string(p) + "' escapes the workspace");
+  }
+  // Going up and back down stays inside.
+  EXPECT_ALLOW(Read("src/../README"), kWorkspaceRw);
+  EXPECT_ALLOW(Read("../workspace/README"), kWorkspaceRw);
+}
+
+TEST_F(ViewTest, MountsInsideTheWorkspaceBeatTheWorkspace) {
+  EXPECT_DENY(Read("build/private/key"), "filesystem: hide build/private");
+  EXPECT_ALLOW(Read("build/public"), kWorkspaceRw);
+  EXPECT_ALLOW(Read("vendor/lib.c"), "filesystem: read-only vendor");
+  EXPECT_DENY(Write("vendor/lib.c"), "filesystem: read-only vendor");
+  EXPECT_DENY(Write("/workspace/vendor/lib.c"), "filesystem: read-only vendor");
+}
+
+TEST_F(ViewTest, HomePaths) {
+  EXPECT_ALLOW(Read("~/.cargo/bin/cargo"), "filesystem: read-only ~/.cargo");
+  EXPECT_ALLOW(Read("/home/user/.cargo/bin/cargo"), "filesystem: read-only ~/.cargo");
+  EXPECT_DENY(Write("~/.cargo/bin/cargo"), "filesystem: read-only ~/.cargo");
+  EXPECT_DENY(Read("~/.ssh/id_rsa"), kOutside);
+  EXPECT_DENY(Read("~"), kOutside);
+  EXPECT_DENY(Read("~/.cargo/../.ssh"), kOutside);
+  EXPECT_DENY(Read("~/.cargo/credentials.toml"), "filesystem: deny ~/.cargo/credentials*");
+}
+
+TEST_F(ViewTest, FilesystemRulesRestrictTheView) {
+  EXPECT_DENY(Read(".env"), "filesystem: deny **/.env");
+  EXPECT_DENY(Write("config/.env"), "filesystem: deny **/.env");
+  EXPECT_EQ(Read(".env").reason, "the profile forbids this path");
+  EXPECT_ALLOW(Read(".envrc"), kWorkspaceRw);
+  // Workspace globs apply only to the workspace.
+  EXPECT_ALLOW(Read("/tmp/.env"), "built-in: private /tmp (a tmpfs, gone after the run)");
+  // `deny write` leaves reading alone.
+  EXPECT_ALLOW(Read(".git/config"), kWorkspaceRw);
+  EXPECT_DENY(Write(".git/config"), "filesystem: deny write .git/**");
+  EXPECT_EQ(Write(".git/config").reason, "the profile forbids writing this path");
+  // `ask write` asks for writes only; `ask` (both) for reads too, here of an absolute glob that
+  // lies outside the view: the view's deny is stronger.
+  EXPECT_ASK(Write("Cargo.lock"), "filesystem: ask write **/*.lock");
+  EXPECT_EQ(Write("Cargo.lock").reason, "the profile asks a person before this access");
+  EXPECT_ALLOW(Read("Cargo.lock"), kWorkspaceRw);
+  EXPECT_DENY(Read("/srv/data"), kOutside);
+  // A rule cannot make a read-only mount writable, and a deny beats an ask.
+  EXPECT_DENY(Write("vendor/x.lock"), "filesystem: read-only vendor");
+  EXPECT_DENY(Write(".git/x.lock"), "filesystem: deny write .git/**");
+}
+
+TEST(Workspace, ReadOnlyWorkspaceRefusesWrites) {
+  auto p = MustCompile("workspace read-only\nfilesystem {\n  read-write out\n}\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_ALLOW(e.Path(Access::kRead, "src/a.c"), "workspace read-only");
+  EXPECT_DENY(e.Path(Access::kWrite, "src/a.c"), "workspace read-only");
+  EXPECT_DENY(e.Path(Access::kReadWrite, "src/a.c"), "workspace read-only");
+  EXPECT_EQ(e.Path(Access::kRead, "src/a.c").reason, "visible read-only");
+  EXPECT_ALLOW(e.Path(Access::kWrite, "out/report.txt"), "filesystem: read-write out");
+  Decision d = e.Path(Access::kWrite, "x");
+  ASSERT_TRUE(d.loc.valid());
+  EXPECT_EQ(p->Where(d.loc), "test.cagent:1:1");
+}
+
+TEST(Workspace, BuiltinReadonlyProfile) {
+  auto p = MustCompile("extends readonly\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_DENY(e.Path(Access::kWrite, "src/main.c"), "workspace read-only");
+  EXPECT_DENY(e.Shell("echo x > notes.txt"), "workspace read-only");
+  EXPECT_ALLOW(e.Shell("echo x > /tmp/notes.txt"), kBaseLook);
+}
+
+TEST(Bindings, WorkspaceAndHomeComeFromTheRun) {
+  auto p = MustCompile("extends backend\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p, Engine::Bindings{"/home/alice/src/proj/", "/home/alice"});
+  EXPECT_ALLOW(e.Path(Access::kWrite, "/home/alice/src/proj/a.rs"), kWorkspaceRw);
+  EXPECT_ALLOW(e.Path(Access::kWrite, "a.rs"), kWorkspaceRw);
+  EXPECT_DENY(e.Path(Access::kWrite, "/workspace/a.rs"), kOutside);
+  EXPECT_ALLOW(e.Path(Access::kRead, "/home/alice/.cargo/bin/cargo"),
+               "filesystem: read-only ~/.cargo");
+  EXPECT_ALLOW(e.Path(Access::kRead, "~/.cargo/bin/cargo"), "filesystem: read-only ~/.cargo");
+  EXPECT_DENY(e.Path(Access::kRead, "/home/user/.cargo/bin/cargo"), kOutside);
+  // The workspace is inside home, but ~ itself is not mounted.
+  EXPECT_DENY(e.Path(Access::kRead, "/home/alice/.bashrc"), kOutside);
+  EXPECT_DENY(e.Path(Access::kRead, "../other/x"), kOutside);
+  // Workspace globs are relative to the bound workspace.
+  EXPECT_DENY(e.Path(Access::kRead, "/home/alice/src/proj/.env"), "filesystem: deny **/.env");
+  EXPECT_DENY(e.Path(Access::kWrite, "/home/alice/src/proj/.git/config"),
+              "filesystem: deny write .git/config");
+  EXPECT_DENY(e.Tool({Tool::kWriteFile, "/workspace/a.rs", {}}), kOutside);
+  EXPECT_ALLOW(e.Tool({Tool::kWriteFile, "/home/alice/src/proj/a.rs", {}}), kWorkspaceRw);
+}
+
+TEST(Bindings, HomePathRulesFollowTheBoundHome) {
+  auto p = MustCompile("filesystem {\n  read-only ~\n  deny ~/.ssh/**\n}\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p, Engine::Bindings{"/w", "/h/bob"});
+  EXPECT_ALLOW(e.Path(Access::kRead, "/h/bob/.profile"), "filesystem: read-only ~");
+  EXPECT_DENY(e.Path(Access::kRead, "/h/bob/.ssh/id_rsa"), "filesystem: deny ~/.ssh/**");
+  EXPECT_DENY(e.Path(Access::kRead, "~/.ssh"), "filesystem: deny ~/.ssh/**");
+  EXPECT_DENY(e.Path(Access::kRead, "/home/user/.profile"), kOutside);
+  EXPECT_ALLOW(e.Path(Access::kWrite, "x"), kWorkspaceRw);
+  EXPECT_ALLOW(e.Path(Access::kWrite, "/w/x"), kWorkspaceRw);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools
+// ---------------------------------------------------------------------------------------------
+
+TEST(Tools, RulesWithOnGlobs) {
+  auto p = MustCompile(R"(
+tools {
+  allow read_file write_file
+  ask write_file on **/*.lock docs/**
+  deny read_file write_file on secrets/**
+  allow finish
+}
+)");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_ALLOW(e.Tool({Tool::kReadFile, "src/a.c", {}}), kWorkspaceRw);
+  EXPECT_ASK(e.Tool({Tool::kWriteFile, "Cargo.lock", {}}),
+             "tools: ask write_file on **/*.lock docs/**");
+  EXPECT_ASK(e.Tool({Tool::kWriteFile, "docs/a/b.md", {}}),
+             "tools: ask write_file on **/*.lock docs/**");
+  EXPECT_ALLOW(e.Tool({Tool::kReadFile, "Cargo.lock", {}}), kWorkspaceRw);
+  EXPECT_DENY(e.Tool({Tool::kReadFile, "secrets/k", {}}),
+              "tools: deny read_file write_file on secrets/**");
+  EXPECT_DENY(e.Tool({Tool::kWriteFile, "secrets/a.lock", {}}),
+              "tools: deny read_file write_file on secrets/**");
+  EXPECT_DENY(e.Tool({Tool::kWriteFile, "./secrets/../secrets/k", {}}),
+              "tools: deny read_file write_file on secrets/**");
+  // No rule for the tool at all.
+  Decision d = e.Tool({Tool::kEditFile, "src/a.c", {}});
+  EXPECT_DENY(d, kOutside);
+  EXPECT_EQ(d.reason, "no tools rule allows edit_file");
+  EXPECT_DENY(e.Tool({Tool::kRunCommand, {}, "ls"}), kOutside);
+  // A tool without a path is decided by rules without `on`.
+  EXPECT_ALLOW(e.Tool({Tool::kFinish, {}, {}}), "tools: allow finish");
+}
+
+TEST(Tools, PrecedenceIndependentOfOrder) {
+  for (const char* text : {
+           "tools {\n  allow write_file\n  deny write_file on a/**\n  ask write_file on b/**\n}\n",
+           "tools {\n  ask write_file on b/**\n  deny write_file on a/**\n  allow write_file\n}\n",
+           "tools {\n  deny write_file on a/**\n  allow write_file\n  ask write_file on b/**\n}\n",
+       }) {
+    SCOPED_TRACE(text);
+    auto p = MustCompile(text);
+    ASSERT_NE(p, nullptr);
+    Engine e(*p);
+    EXPECT_DENY(e.Tool({Tool::kWriteFile, "a/b/c", {}}), "tools: deny write_file on a/**");
+    EXPECT_ASK(e.Tool({Tool::kWriteFile, "b/c", {}}), "tools: ask write_file on b/**");
+    EXPECT_ALLOW(e.Tool({Tool::kWriteFile, "c/a/x", {}}), kWorkspaceRw);
+  }
+}
+
+TEST_F(BackendTest, ToolsCombineWithThePathDecision) {
+  // The tool rule allows; the path's filesystem rule or view decides.
+  EXPECT_ALLOW(Tool(Tool::kWriteFile, "src/lib.rs"), kWorkspaceRw);
+  EXPECT_ALLOW(Tool(Tool::kReadFile, "src/lib.rs"), kWorkspaceRw);
+  EXPECT_DENY(Tool(Tool::kReadFile, ".env"), "filesystem: deny **/.env");
+  EXPECT_DENY(Tool(Tool::kEditFile, "certs/server.key"), "filesystem: deny **/*.key");
+  EXPECT_DENY(Tool(Tool::kGrep, "config/.env.local"), "filesystem: deny **/.env.*");
+  EXPECT_ALLOW(Tool(Tool::kListDir, "."), kWorkspaceRw);
+  EXPECT_ALLOW(Tool(Tool::kGlob, "/workspace"), kWorkspaceRw);
+  // A tool rule's deny or ask comes first.
+  EXPECT_DENY(Tool(Tool::kWriteFile, ".git/config"), kBaseGitToolsDeny);
+  EXPECT_DENY(Tool(Tool::kEditFile, ".git"), kBaseGitToolsDeny);
+  EXPECT_DENY(Tool(Tool::kEditFile, "/workspace/.git/hooks/pre-commit"), kBaseGitToolsDeny);
+  EXPECT_ASK(Tool(Tool::kWriteFile, "Cargo.lock"), kBackendLockAsk);
+  EXPECT_ASK(Tool(Tool::kEditFile, "crates/a/Cargo.lock"), kBackendLockAsk);
+  EXPECT_ALLOW(Tool(Tool::kReadFile, "Cargo.lock"), kWorkspaceRw);
+  // A nested .git is not the workspace's: base does not deny it.
+  EXPECT_ALLOW(Tool(Tool::kWriteFile, "vendor/x/.git/config"), kWorkspaceRw);
+}
+
+TEST_F(BackendTest, ToolsWithoutAPathAreDecidedByTheToolRule) {
+  EXPECT_ALLOW(Tool(Tool::kFinish, {}), kBaseToolsAllow);
+  EXPECT_ALLOW(Tool(Tool::kWriteFile, {}), "tools: allow write_file edit_file");
+}
+
+TEST_F(BackendTest, FileToolsOutsideTheWorkspaceAreDenied) {
+  for (const char* p : {"/etc/passwd", "/tmp/x", "../x", "a/../../x", "/workspace2/x", "/"}) {
+    SCOPED_TRACE(p);
+    Decision d = Tool(Tool::kReadFile, p);
+    EXPECT_DENY(d, kOutside);
+    EXPECT_EQ(d.reason, "the file tools work only inside the workspace; '" + std::string(p) +
+                            "' is outside it");
+    EXPECT_DENY(Tool(Tool::kWriteFile, p), kOutside);
+  }
+}
+
+// BUG (failing until fixed, see the report): the file tools open a relative path beneath the
+// workspace, so "~/.cargo/.env" is the workspace file "<workspace>/~/.cargo/.env", which
+// `deny **/.env` forbids. Engine::Tool hands the workspace-relative text to Path(), which reads a
+// leading "~/" as the caller's home and allows it by `read-only ~/.cargo`.
+TEST_F(BackendTest, FileToolPathsStartingWithTildeAreWorkspacePaths) {
+  EXPECT_DENY(Tool(Tool::kReadFile, "~/.cargo/.env"), "filesystem: deny **/.env");
+  EXPECT_ALLOW(Tool(Tool::kWriteFile, "~/notes.txt"), kWorkspaceRw);
+}
+
+TEST_F(BackendTest, RunCommandIsJudgedAsAShellString) {
+  EXPECT_ALLOW(Tool(Tool::kRunCommand, {}, "cargo test"), kBackendBuild);
+  EXPECT_ALLOW(Tool(Tool::kRunCommand, {}, "git diff | grep fn"), kBaseGit);
+  EXPECT_DENY(Tool(Tool::kRunCommand, {}, "git push"), kBaseGitDeny);
+  EXPECT_ASK(Tool(Tool::kRunCommand, {}, "pip install x"), "commands: ask (pip | pip3) install");
+  EXPECT_DENY(Tool(Tool::kRunCommand, {}, "ls > .git/config"), "filesystem: deny write .git/config");
+  EXPECT_DENY(Tool(Tool::kRunCommand, {}, "echo $(cat .env)"), "shell");
+  EXPECT_DENY(Tool(Tool::kRunCommand, {}, ""), kOutside);
+}
+
+TEST(Tools, AskedToolOnADeniedPathIsDenied) {
+  auto p = MustCompile(R"(
+filesystem {
+  read-only vendor
+  deny write gen/**
+}
+tools {
+  allow write_file
+  ask write_file on **/*.lock
+}
+)");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_ASK(e.Tool({Tool::kWriteFile, "a.lock", {}}), "tools: ask write_file on **/*.lock");
+  EXPECT_DENY(e.Tool({Tool::kWriteFile, "gen/a.lock", {}}), "filesystem: deny write gen/**");
+  EXPECT_DENY(e.Tool({Tool::kWriteFile, "vendor/a.lock", {}}), "filesystem: read-only vendor");
+  EXPECT_DENY(e.Tool({Tool::kWriteFile, "vendor/a.c", {}}), "filesystem: read-only vendor");
+  EXPECT_DENY(e.Tool({Tool::kReadFile, "a.c", {}}), "default");
+}
+
+TEST(Tools, RunCommandDeniedByToolRuleIsNotParsed) {
+  auto p = MustCompile("commands {\n  allow ls\n}\ntools {\n  deny run_command\n}\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_DENY(e.Tool({Tool::kRunCommand, {}, "ls"}), "tools: deny run_command");
+  EXPECT_ALLOW(e.Shell("ls"), "commands: allow ls");
+}
+
+TEST(Tools, AskedToolWithAnAllowedCommandStaysAsk) {
+  auto p = MustCompile("commands {\n  allow ls\n}\ntools {\n  ask run_command\n}\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_ASK(e.Tool({Tool::kRunCommand, {}, "ls"}), "tools: ask run_command");
+  EXPECT_DENY(e.Tool({Tool::kRunCommand, {}, "rm x"}), kOutside);
+}
+
+TEST(Tools, DocsProfileLimitsEditsToDocumentation) {
+  auto p = MustCompile("extends docs\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_ALLOW(e.Tool({Tool::kWriteFile, "docs/index.md", {}}), kWorkspaceRw);
+  EXPECT_ALLOW(e.Tool({Tool::kEditFile, "README.md", {}}), kWorkspaceRw);
+  EXPECT_DENY(e.Tool({Tool::kWriteFile, "src/main.c", {}}), kOutside);
+  EXPECT_DENY(e.Tool({Tool::kWriteFile, ".env.md", {}}), "filesystem: deny **/.env.*");
+  EXPECT_DENY(e.Tool({Tool::kWriteFile, ".git/notes.md", {}}), kBaseGitToolsDeny);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decide() and approval modes
+// ---------------------------------------------------------------------------------------------
+
+TEST_F(BackendTest, DecideDispatchesEveryRequestKind) {
+  std::vector<std::string> argv = Argv({"git", "push"});
+  EXPECT_DENY(engine_->Decide(CommandRequest{argv}), kBaseGitDeny);
+  EXPECT_ALLOW(engine_->Decide(ShellRequest{"cargo test"}), kBackendBuild);
+  EXPECT_DENY(engine_->Decide(PathRequest{Access::kRead, ".env"}), "filesystem: deny **/.env");
+  EXPECT_ALLOW(engine_->Decide(PathRequest{Access::kWrite, "src/a.rs"}), kWorkspaceRw);
+  EXPECT_ASK(engine_->Decide(ToolRequest{Tool::kWriteFile, "go.sum", {}}), kBackendLockAsk);
+}
+
+TEST(Effective, ApprovalModeDecidesWhatAskBecomes) {
+  struct Case {
+    const char* approval;
+    Verdict ask_becomes;
+  };
+  for (const Case& c : {Case{"never-ask", Verdict::kDeny}, Case{"on-request", Verdict::kAsk},
+                        Case{"auto", Verdict::kAllow}}) {
+    SCOPED_TRACE(c.approval);
+    auto p = MustCompile(std::string("approval ") + c.approval + "\n");
+    ASSERT_NE(p, nullptr);
+    Engine e(*p);
+    EXPECT_EQ(e.Effective(Verdict::kAsk), c.ask_becomes);
+    EXPECT_EQ(e.Effective(Verdict::kAllow), Verdict::kAllow);
+    EXPECT_EQ(e.Effective(Verdict::kDeny), Verdict::kDeny);
+  }
+}
+
+TEST(Effective, DefaultIsNeverAskAndChildOverridesParent) {
+  auto none = MustCompile("network none\n");
+  ASSERT_NE(none, nullptr);
+  EXPECT_EQ(Engine(*none).Effective(Verdict::kAsk), Verdict::kDeny);
+  auto base = MustCompile("extends backend\n");  // base says never-ask
+  ASSERT_NE(base, nullptr);
+  EXPECT_EQ(Engine(*base).Effective(Verdict::kAsk), Verdict::kDeny);
+  auto child = MustCompile("extends backend\napproval on-request\n");
+  ASSERT_NE(child, nullptr);
+  Engine e(*child);
+  Decision d = e.Command(Argv({"pip", "install", "x"}));
+  EXPECT_ASK(d, "commands: ask (pip | pip3) install");
+  EXPECT_EQ(e.Effective(d.verdict), Verdict::kAsk);
+}
+
+}  // namespace
+}  // namespace cagent::policy

@@ -1,0 +1,429 @@
+#include "policy/shell.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace cagent::policy {
+namespace {
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) {
+    if (!out.empty()) out += ',';
+    out += s;
+  }
+  return out;
+}
+
+// "env[A=1] argv[make,test] w[out] r[in] ; argv[...]" (empty fields left out).
+std::string Render(const ShellParse& p) {
+  std::string out;
+  for (const SimpleCommand& c : p.commands) {
+    if (!out.empty()) out += " ; ";
+    if (!c.assignments.empty()) out += "env[" + Join(c.assignments) + "] ";
+    out += "argv[" + Join(c.argv) + "]";
+    if (!c.writes.empty()) out += " w[" + Join(c.writes) + "]";
+    if (!c.reads.empty()) out += " r[" + Join(c.reads) + "]";
+  }
+  return out;
+}
+
+struct ParseCase {
+  std::string_view script;
+  std::string_view expected;
+};
+
+std::ostream& operator<<(std::ostream& os, const ParseCase& c) {
+  return os << "`" << c.script << "`";
+}
+
+class ShellParseTest : public testing::TestWithParam<ParseCase> {};
+
+TEST_P(ShellParseTest, Parses) {
+  const ParseCase& c = GetParam();
+  ShellParse p = ParseShell(c.script);
+  ASSERT_FALSE(p.opaque) << p.opaque_reason;
+  EXPECT_TRUE(p.opaque_reason.empty());
+  EXPECT_EQ(Render(p), c.expected);
+  for (const SimpleCommand& cmd : p.commands) EXPECT_FALSE(cmd.argv.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Words, ShellParseTest,
+    testing::Values(
+        ParseCase{"make", "argv[make]"}, ParseCase{"  make   test  ", "argv[make,test]"},
+        ParseCase{"make\ttest", "argv[make,test]"}, ParseCase{"echo \"x;y\"", "argv[echo,x;y]"},
+        ParseCase{"echo 'a'\"b\"c", "argv[echo,abc]"},
+        ParseCase{"echo 'a b' \"c d\"", "argv[echo,a b,c d]"}, ParseCase{"echo ''", "argv[echo,]"},
+        ParseCase{"echo \"\"", "argv[echo,]"}, ParseCase{"echo 'a\\b'", "argv[echo,a\\b]"},
+        ParseCase{"echo '$(x)' '`y`'", "argv[echo,$(x),`y`]"},
+        ParseCase{"echo \"a\\\"b\" \"\\\\\" \"\\$x\" \"\\`\"", "argv[echo,a\"b,\\,$x,`]"},
+        ParseCase{"echo \"\\a\\n\"", "argv[echo,\\a\\n]"},
+        ParseCase{"echo \"\\$(whoami)\"", "argv[echo,$(whoami)]"},
+        ParseCase{"echo \\$\\(whoami\\)", "argv[echo,$(whoami)]"},
+        ParseCase{"echo a\\ b \\;", "argv[echo,a b,;]"}, ParseCase{"\\rm x", "argv[rm,x]"},
+        ParseCase{"'r''m' x", "argv[rm,x]"}, ParseCase{"r\"m\" x", "argv[rm,x]"},
+        ParseCase{"echo \\", "argv[echo,\\]"}, ParseCase{"echo $HOME/x", "argv[echo,$HOME/x]"},
+        ParseCase{"echo \"$HOME\"/x", "argv[echo,$HOME/x]"},
+        ParseCase{"echo ${X}y ${X:-dflt} $1 $@ \"$*\" $? $$ $# $! $-",
+                  "argv[echo,${X}y,${X:-dflt},$1,$@,$*,$?,$$,$#,$!,$-]"},
+        ParseCase{"echo $ a$ \"$\" $/ $%", "argv[echo,$,a$,$,$/,$%]"},
+        ParseCase{"echo \"$'x'\"", "argv[echo,$'x']"},
+        ParseCase{"rm *.o ?x [ab]", "argv[rm,*.o,?x,[ab]]"},
+        ParseCase{"echo ~ ~/x", "argv[echo,~,~/x]"},
+        ParseCase{"find . -exec rm {} +", "argv[find,.,-exec,rm,{},+]"},
+        ParseCase{"git log @{u}..HEAD", "argv[git,log,@{u}..HEAD]"},
+        ParseCase{"awk '{print $1, $2}' f", "argv[awk,{print $1, $2},f]"},
+        ParseCase{"echo '{a,b}' \\{a,b\\}", "argv[echo,{a,b},{a,b}]"},
+        ParseCase{"[ -f x ]", "argv[[,-f,x,]]"}, ParseCase{"test -f x", "argv[test,-f,x]"},
+        ParseCase{"echo a#b", "argv[echo,a#b]"}, ParseCase{"echo \\#x '#y'", "argv[echo,#x,#y]"},
+        ParseCase{"caf\xc3\xa9 \xe2\x9c\x93", "argv[caf\xc3\xa9,\xe2\x9c\x93]"},
+        ParseCase{"echo a\rb", "argv[echo,a\rb]"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    Separators, ShellParseTest,
+    testing::Values(
+        ParseCase{"a;b", "argv[a] ; argv[b]"}, ParseCase{"a&&b", "argv[a] ; argv[b]"},
+        ParseCase{"a||b", "argv[a] ; argv[b]"}, ParseCase{"a|b", "argv[a] ; argv[b]"},
+        ParseCase{"a|&b", "argv[a] ; argv[b]"}, ParseCase{"a&b", "argv[a] ; argv[b]"},
+        ParseCase{"a &", "argv[a]"}, ParseCase{"a\nb\n", "argv[a] ; argv[b]"},
+        ParseCase{"a ; b && c || d | e & f",
+                  "argv[a] ; argv[b] ; argv[c] ; argv[d] ; "
+                  "argv[e] ; argv[f]"},
+        ParseCase{"a &&\n b", "argv[a] ; argv[b]"}, ParseCase{"make \\\n  test", "argv[make,test]"},
+        ParseCase{"ma\\\nke", "argv[make]"}, ParseCase{"echo \"a\\\nb\"", "argv[echo,ab]"},
+        ParseCase{"echo 'a\\\nb'", "argv[echo,a\\\nb]"},
+        ParseCase{"echo 'a\nb'", "argv[echo,a\nb]"}, ParseCase{"a;;b", "argv[a] ; argv[b]"},
+        ParseCase{"; a ;", "argv[a]"}, ParseCase{"", ""}, ParseCase{"   ", ""}, ParseCase{";", ""},
+        ParseCase{"\n\n;&", ""}, ParseCase{"# just a comment", ""}, ParseCase{"# a\n\n  # b\n", ""},
+        ParseCase{"make # build", "argv[make]"}, ParseCase{"make #", "argv[make]"},
+        ParseCase{"make;# x\nmake test", "argv[make] ; argv[make,test]"},
+        ParseCase{"# $(rm -rf /)\nls", "argv[ls]"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    AssignmentsAndRedirections, ShellParseTest,
+    testing::Values(
+        ParseCase{"FOO=1 BAR=2 make test", "env[FOO=1,BAR=2] argv[make,test]"},
+        ParseCase{"FOO='a b' make", "env[FOO=a b] argv[make]"},
+        ParseCase{"FOO=$HOME/x make", "env[FOO=$HOME/x] argv[make]"},
+        ParseCase{"A+=x make", "env[A+=x] argv[make]"}, ParseCase{"make FOO=1", "argv[make,FOO=1]"},
+        ParseCase{"\"FOO\"=1 make", "argv[FOO=1,make]"},
+        ParseCase{"F\\OO=1 make", "argv[FOO=1,make]"},
+        ParseCase{"1FOO=1 make", "argv[1FOO=1,make]"}, ParseCase{"=1 make", "argv[=1,make]"},
+        ParseCase{"FOO=1 >log BAR=2 make", "env[FOO=1,BAR=2] argv[make] w[log]"},
+        // A bare assignment changes every later command's environment.
+        ParseCase{"FOO=1", ""},
+        ParseCase{"PATH=/tmp/x; git status", "env[PATH=/tmp/x] argv[git,status]"},
+        ParseCase{"A=1; B=2 make; c", "env[A=1,B=2] argv[make] ; env[A=1] argv[c]"},
+        ParseCase{"export PATH=/x Y; git", "argv[export,PATH=/x,Y] ; env[PATH=/x] argv[git]"},
+        ParseCase{"cat < in > out", "argv[cat] w[out] r[in]"},
+        ParseCase{">out cmd", "argv[cmd] w[out]"},
+        ParseCase{"cmd >>log 2>err", "argv[cmd] w[log,err]"},
+        ParseCase{"cmd >| f", "argv[cmd] w[f]"}, ParseCase{"cmd <> f", "argv[cmd] w[f] r[f]"},
+        ParseCase{"cmd &> f", "argv[cmd] w[f]"}, ParseCase{"cmd &>> f", "argv[cmd] w[f]"},
+        ParseCase{"a b &> f 2>&1; c", "argv[a,b] w[f] ; argv[c]"},
+        ParseCase{"cmd >& f", "argv[cmd] w[f]"}, ParseCase{"cmd <& f", "argv[cmd] r[f]"},
+        ParseCase{"make 2>&1 | tee log", "argv[make] ; argv[tee,log]"},
+        ParseCase{"cmd >&2 2>&- 3<&0 4>&1-", "argv[cmd]"},
+        ParseCase{"echo hi 2>&1>out", "argv[echo,hi] w[out]"},
+        ParseCase{"echo a>b", "argv[echo,a] w[b]"}, ParseCase{"echo 2>b", "argv[echo] w[b]"},
+        ParseCase{"echo \"2\">b", "argv[echo,2] w[b]"}, ParseCase{"echo 2 >b", "argv[echo,2] w[b]"},
+        ParseCase{"cmd > 'my file' < '$HOME/in'", "argv[cmd] w[my file] r[$HOME/in]"},
+        ParseCase{"cmd > \\~/x < '*'", "argv[cmd] w[~/x] r[*]"},
+        ParseCase{"exec 3>log", "argv[exec] w[log]"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    Groups, ShellParseTest,
+    testing::Values(ParseCase{"(cd sub && make)", "argv[cd,sub] ; argv[make]"},
+                    ParseCase{"{ make; make test; }", "argv[make] ; argv[make,test]"},
+                    ParseCase{"{ make;}", "argv[make]"},
+                    ParseCase{"( (a) ; b ) ; c", "argv[a] ; argv[b] ; argv[c]"},
+                    ParseCase{"{ { a; } }", "argv[a]"},
+                    ParseCase{"(a; b) > log 2>&1", "argv[a] w[log] ; argv[b] w[log]"},
+                    ParseCase{"{ a >x; } < in", "argv[a] w[x] r[in]"},
+                    ParseCase{"(a) | (b)", "argv[a] ; argv[b]"},
+                    ParseCase{"(\n a\n b\n)", "argv[a] ; argv[b]"},
+                    ParseCase{"echo { }", "argv[echo,{,}]"},
+                    ParseCase{"{ echo }; }", "argv[echo,}]"},
+                    ParseCase{"X=1; (make)", "env[X=1] argv[make]"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    NestedShells, ShellParseTest,
+    testing::Values(
+        ParseCase{"bash -c 'git push'", "argv[bash,-c,git push] ; argv[git,push]"},
+        ParseCase{"sh -c \"sh -c 'x'\"", "argv[sh,-c,sh -c 'x'] ; argv[sh,-c,x] ; argv[x]"},
+        ParseCase{"/bin/sh -c 'a; b' ; c", "argv[/bin/sh,-c,a; b] ; argv[a] ; argv[b] ; argv[c]"},
+        ParseCase{"dash -ec 'a'", "argv[dash,-ec,a] ; argv[a]"},
+        ParseCase{"bash -o pipefail -c 'a|b'", "argv[bash,-o,pipefail,-c,a|b] ; argv[a] ; argv[b]"},
+        ParseCase{"bash -c -x 'a'", "argv[bash,-c,-x,a] ; argv[a]"},
+        ParseCase{"bash --norc -c a", "argv[bash,--norc,-c,a] ; argv[a]"},
+        ParseCase{"bash -c 'echo $0 $1' name arg",
+                  "argv[bash,-c,echo $0 $1,name,arg] ; argv[echo,$0,$1]"},
+        ParseCase{"bash -c -- 'a'", "argv[bash,-c,--,a] ; argv[a]"},
+        ParseCase{"bash script.sh -c x", "argv[bash,script.sh,-c,x]"},
+        ParseCase{"bash", "argv[bash]"}, ParseCase{"sh -e", "argv[sh,-e]"},
+        ParseCase{"zsh -c 'a'", "argv[zsh,-c,a] ; argv[a]"},
+        ParseCase{"bash -c ''", "argv[bash,-c,]"},
+        ParseCase{"bash -c 'a' | tee log", "argv[bash,-c,a] ; argv[a] ; argv[tee,log]"},
+        ParseCase{"sh -c 'sh -c \"sh -c \\\"sh -c x\\\"\"'",
+                  "argv[sh,-c,sh -c \"sh -c \\\"sh -c x\\\"\"] ; argv[sh,-c,sh -c \"sh -c x\"] "
+                  "; argv[sh,-c,sh -c x] ; argv[sh,-c,x] ; argv[x]"},
+        ParseCase{"eval 'a;' b", "argv[eval,a;,b] ; argv[a] ; argv[b]"},
+        ParseCase{"trap 'rm -rf x' EXIT", "argv[trap,rm -rf x,EXIT] ; argv[rm,-rf,x]"},
+        ParseCase{"trap - EXIT", "argv[trap,-,EXIT]"},
+        // Wrappers are not unwrapped: the policy decides about them.
+        ParseCase{"exec make", "argv[exec,make]"},
+        ParseCase{"command -v git", "argv[command,-v,git]"},
+        ParseCase{"env FOO=1 make", "argv[env,FOO=1,make]"},
+        ParseCase{"nice -n 5 make", "argv[nice,-n,5,make]"},
+        ParseCase{"timeout 5 bash -c 'x'", "argv[timeout,5,bash,-c,x]"},
+        ParseCase{"alias", "argv[alias]"}));
+
+struct OpaqueCase {
+  std::string_view script;
+  std::string_view reason;  // a substring of opaque_reason
+};
+
+std::ostream& operator<<(std::ostream& os, const OpaqueCase& c) {
+  return os << "`" << c.script << "`";
+}
+
+class ShellOpaqueTest : public testing::TestWithParam<OpaqueCase> {};
+
+TEST_P(ShellOpaqueTest, IsOpaque) {
+  const OpaqueCase& c = GetParam();
+  ShellParse p = ParseShell(c.script);
+  EXPECT_TRUE(p.opaque) << Render(p);
+  EXPECT_NE(p.opaque_reason.find(c.reason), std::string::npos) << p.opaque_reason;
+  EXPECT_TRUE(p.commands.empty()) << Render(p);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Substitutions, ShellOpaqueTest,
+    testing::Values(OpaqueCase{"echo $(whoami)", "command substitution $( )"},
+                    OpaqueCase{"echo \"$(whoami)\"", "command substitution $( )"},
+                    OpaqueCase{"echo \"a$(whoami)b\"", "command substitution $( )"},
+                    OpaqueCase{"$(whoami)", "command substitution $( )"},
+                    OpaqueCase{"FOO=$(x) make", "command substitution $( )"},
+                    OpaqueCase{"make > $(x)", "command substitution $( )"},
+                    OpaqueCase{"echo `whoami`", "command substitution `...`"},
+                    OpaqueCase{"echo \"`whoami`\"", "command substitution `...`"},
+                    OpaqueCase{"echo a`", "command substitution `...`"},
+                    OpaqueCase{"echo $((1+2))", "arithmetic expansion $(( ))"},
+                    OpaqueCase{"echo \"$((1+2))\"", "arithmetic expansion $(( ))"},
+                    OpaqueCase{"echo $[1+2]", "arithmetic expansion $[ ]"},
+                    OpaqueCase{"diff <(a) <(b)", "process substitution <( )"},
+                    OpaqueCase{"tee >(a)", "process substitution >( )"},
+                    OpaqueCase{"cat <<EOF\nhi\nEOF", "here-document <<"},
+                    OpaqueCase{"cat <<-EOF\nhi\nEOF", "here-document <<"},
+                    OpaqueCase{"cat <<< hi", "here-string <<<"},
+                    OpaqueCase{"echo ${X:-$(rm x)}", "parameter expansion ${...}"},
+                    OpaqueCase{"echo ${X:-a b}", "parameter expansion ${...}"},
+                    OpaqueCase{"echo \"${X:-a b}\"", "parameter expansion ${...}"},
+                    OpaqueCase{"echo ${X", "unterminated parameter expansion"},
+                    OpaqueCase{"echo ${}", "empty parameter expansion"},
+                    OpaqueCase{"echo $'\\x72m'", "ANSI-C quoting"},
+                    OpaqueCase{"echo $\"x\"", "locale quoting"},
+                    OpaqueCase{"echo {a,b}", "brace expansion"},
+                    OpaqueCase{"{rm,-rf,x}", "brace expansion"},
+                    OpaqueCase{"echo x{1..3}", "brace expansion"},
+                    OpaqueCase{"echo {a,'b c'}", "brace expansion"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    CommandName, ShellOpaqueTest,
+    testing::Values(OpaqueCase{"$X arg", "parameter expansion in the command name"},
+                    OpaqueCase{"${X}", "parameter expansion in the command name"},
+                    OpaqueCase{"\"$X\" arg", "parameter expansion in the command name"},
+                    OpaqueCase{"/usr/bin/$X", "parameter expansion in the command name"},
+                    OpaqueCase{"FOO=1 $X", "parameter expansion in the command name"},
+                    OpaqueCase{"a; $1", "parameter expansion in the command name"},
+                    OpaqueCase{"/bin/r? x", "pathname expansion"},
+                    OpaqueCase{"/bin/r* x", "pathname expansion"},
+                    OpaqueCase{"/bin/[r]m x", "pathname expansion"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    Keywords, ShellOpaqueTest,
+    testing::Values(
+        OpaqueCase{"if true; then x; fi", "shell keyword 'if'"},
+        OpaqueCase{"for f in *; do rm $f; done", "shell keyword 'for'"},
+        OpaqueCase{"while true; do x; done", "shell keyword 'while'"},
+        OpaqueCase{"until x; do y; done", "shell keyword 'until'"},
+        OpaqueCase{"case x in a) y;; esac", "shell keyword 'case'"},
+        OpaqueCase{"select x in a; do y; done", "shell keyword 'select'"},
+        OpaqueCase{"function f { x; }", "shell keyword 'function'"},
+        OpaqueCase{"coproc x", "shell keyword 'coproc'"}, OpaqueCase{"! x", "shell keyword '!'"},
+        OpaqueCase{"a | ! b", "shell keyword '!'"}, OpaqueCase{"[[ -f x ]]", "shell keyword '[['"},
+        OpaqueCase{"a && then", "shell keyword 'then'"},
+        OpaqueCase{"X=1 { a; }", "shell keyword '{'"},
+        OpaqueCase{"f() { x; }", "function definition 'f()'"},
+        OpaqueCase{"f () { x; }", "function definition 'f()'"},
+        OpaqueCase{"arr=(a b)", "unexpected '('"}, OpaqueCase{"echo (x)", "unexpected '('"},
+        OpaqueCase{"((x++))", "arithmetic command (( ))"},
+        OpaqueCase{"alias ls='rm -rf'; ls", "alias definitions"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    Malformed, ShellOpaqueTest,
+    testing::Values(
+        OpaqueCase{"echo 'abc", "unterminated single quote"},
+        OpaqueCase{"echo \"abc", "unterminated double quote"},
+        OpaqueCase{"echo \"abc\\\"", "unterminated double quote"},
+        OpaqueCase{"(a", "unbalanced parentheses: missing ')'"},
+        OpaqueCase{"a)", "unbalanced parentheses: unexpected ')'"},
+        OpaqueCase{"(a))", "unbalanced parentheses: unexpected ')'"},
+        OpaqueCase{"{ a;", "unterminated { } group"},
+        OpaqueCase{"{ echo }", "unterminated { } group"}, OpaqueCase{"a; }", "unbalanced braces"},
+        OpaqueCase{"(a) b", "unexpected word after a ( ) or { } group"},
+        OpaqueCase{"(a) (b)", "unexpected '(' after a ( ) or { } group"},
+        OpaqueCase{"cmd >", "redirection '>' without a target"},
+        OpaqueCase{"cmd > ; x", "redirection '>' without a target"},
+        OpaqueCase{"cmd 2>&", "redirection '>&' without a target"},
+        OpaqueCase{"> out", "redirection without a command"},
+        OpaqueCase{"< in", "redirection without a command"},
+        OpaqueCase{"FOO=1 > out", "redirection without a command"},
+        OpaqueCase{"(FOO=1) > out", "redirection without a command"},
+        OpaqueCase{"cmd {fd}>log", "named file descriptor redirection"},
+        OpaqueCase{"echo x > $PWD/.git/config", "expansion ($X, ~, *) in a redirection target"},
+        OpaqueCase{"echo x > \"${PWD}\"/f", "expansion ($X, ~, *) in a redirection target"},
+        OpaqueCase{"D=.git; echo x > $D/config", "in a redirection target"},
+        OpaqueCase{"cat < $HOME/.ssh/config", "in a redirection target"},
+        OpaqueCase{"echo x > ~user/.bashrc", "in a redirection target"},
+        OpaqueCase{"echo x > ~/.bashrc", "in a redirection target"},
+        OpaqueCase{"cat < ~", "in a redirection target"},
+        OpaqueCase{"echo x > *.txt", "in a redirection target"},
+        OpaqueCase{"(a) > $X", "in a redirection target"},
+        OpaqueCase{"a >&$fd", "in a redirection target"},
+        OpaqueCase{"a &> f b", "'&>' followed by more words"},
+        OpaqueCase{"a &>>f b", "'&>' followed by more words"},
+        OpaqueCase{"X=1 &>f a", "'&>' followed by more words"},
+        OpaqueCase{std::string_view("echo a\0b", 8), "NUL byte"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    NestedStrings, ShellOpaqueTest,
+    testing::Values(OpaqueCase{"bash -c 'echo $(id)'", "command substitution $( )"},
+                    OpaqueCase{"bash -c 'if x; then y; fi'", "shell keyword 'if'"},
+                    OpaqueCase{"bash -c \"echo $HOME\"", "expansion in code run by bash -c"},
+                    OpaqueCase{"bash -c $CMD", "expansion in code run by bash -c"},
+                    OpaqueCase{"bash -c *", "expansion in code run by bash -c"},
+                    OpaqueCase{"sh -c ~", "expansion in code run by sh -c"},
+                    OpaqueCase{"bash -c", "bash -c without a command string"},
+                    OpaqueCase{"bash -o pipefail -c", "bash -c without a command string"},
+                    OpaqueCase{"eval \"$X\"", "expansion in code run by eval"},
+                    OpaqueCase{"eval echo *", "expansion in code run by eval"},
+                    OpaqueCase{"eval '$(id)'", "command substitution $( )"},
+                    OpaqueCase{"trap \"$X\" EXIT", "expansion in code run by trap"},
+                    OpaqueCase{"bash -c 'echo \"unterminated'", "unterminated double quote"},
+                    OpaqueCase{"sh -c 'sh -c \"sh -c \\\"sh -c \\\\\\\"sh -c x\\\\\\\"\\\"\"'",
+                               "nested more than 4 levels"}));
+
+TEST(ShellParseTest, FourLevelsOfNestingIsTheLimit) {
+  // Build sh -c "sh -c ..." by quoting the inner script with single quotes at each level.
+  auto quote = [](const std::string& s) {
+    std::string out = "'";
+    for (char c : s) {
+      if (c == '\'') {
+        out += "'\\''";
+      } else {
+        out += c;
+      }
+    }
+    return out + "'";
+  };
+  std::string script = "x";
+  for (int level = 1; level <= 4; ++level) script = "sh -c " + quote(script);
+  ShellParse ok = ParseShell(script);
+  ASSERT_FALSE(ok.opaque) << ok.opaque_reason;
+  ASSERT_EQ(ok.commands.size(), 5U);
+  EXPECT_EQ(ok.commands.back().argv, std::vector<std::string>{"x"});
+  ShellParse deep = ParseShell("sh -c " + quote(script));
+  EXPECT_TRUE(deep.opaque);
+  EXPECT_EQ(deep.opaque_reason,
+            "shell code nested more than 4 levels deep (sh -c, eval, trap) cannot be checked");
+}
+
+TEST(ShellParseTest, TooLong) {
+  std::string script(kMaxShellScript, 'a');
+  EXPECT_FALSE(ParseShell(script).opaque);
+  script += 'a';
+  ShellParse p = ParseShell(script);
+  EXPECT_TRUE(p.opaque);
+  EXPECT_EQ(p.opaque_reason, "command line too long to check");
+  EXPECT_TRUE(p.commands.empty());
+}
+
+TEST(ShellParseTest, DeepGroupsAreBounded) {
+  std::string script;
+  for (int k = 0; k < 10'000; ++k) script += "( ";
+  script += "a";
+  for (int k = 0; k < 10'000; ++k) script += " )";
+  ShellParse p = ParseShell(script);
+  EXPECT_TRUE(p.opaque);
+  EXPECT_EQ(p.opaque_reason, "( ) or { } groups nested too deep");
+  std::string braces;
+  for (int k = 0; k < 10'000; ++k) braces += "{ ";
+  EXPECT_TRUE(ParseShell(braces).opaque);
+  std::string ok = "( ( ( a ) ) )";
+  EXPECT_FALSE(ParseShell(ok).opaque);
+}
+
+TEST(ShellParseTest, PathologicalInputsFinish) {
+  // Large but legal inputs are linear to scan.
+  std::string many;
+  while (many.size() < kMaxShellScript - 16) many += "a b;";
+  ShellParse p = ParseShell(many);
+  ASSERT_FALSE(p.opaque) << p.opaque_reason;
+  EXPECT_EQ(p.commands.size(), many.size() / 4);
+  // Each of these is one long word; none may take quadratic time.
+  EXPECT_FALSE(ParseShell(std::string(kMaxShellScript, '\'')).opaque);
+  EXPECT_TRUE(ParseShell(std::string(kMaxShellScript - 1, '\'')).opaque);
+  EXPECT_FALSE(ParseShell("x" + std::string(kMaxShellScript - 1, '{')).opaque);
+  EXPECT_FALSE(ParseShell("x" + std::string(kMaxShellScript - 1, ',')).opaque);
+  std::string commas = "x";
+  while (commas.size() < kMaxShellScript - 4) commas += "{,";
+  EXPECT_TRUE(ParseShell(commas + "}").opaque);
+  EXPECT_FALSE(ParseShell(std::string(kMaxShellScript - 2, '"')).opaque);
+  EXPECT_FALSE(ParseShell("x " + std::string(kMaxShellScript - 2, '$')).opaque);
+}
+
+TEST(ShellParseTest, OutputGrowthIsBounded) {
+  // Group redirections are copied into every command of the group: 10k commands x 10k targets.
+  std::string group = "(";
+  for (int k = 0; k < 10'000; ++k) group += "a;";
+  group += ")";
+  for (int k = 0; k < 10'000; ++k) group += ">f";
+  ShellParse p = ParseShell(group);
+  EXPECT_TRUE(p.opaque);
+  EXPECT_EQ(p.opaque_reason, "command line too complex to check");
+  // Bare assignments are carried into every later command.
+  std::string sticky;
+  for (int k = 0; k < 5'000; ++k) sticky += "V" + std::to_string(k) + "=1;";
+  for (int k = 0; k < 5'000; ++k) sticky += "a;";
+  p = ParseShell(sticky);
+  EXPECT_TRUE(p.opaque);
+  EXPECT_EQ(p.opaque_reason, "command line too complex to check");
+  // Re-assigning one variable does not grow anything.
+  std::string same;
+  for (int k = 0; k < 5'000; ++k) same += "V=" + std::to_string(k) + ";a;";
+  p = ParseShell(same);
+  ASSERT_FALSE(p.opaque) << p.opaque_reason;
+  EXPECT_EQ(p.commands.back().assignments, std::vector<std::string>{"V=4999"});
+  std::string dollars;
+  while (dollars.size() < kMaxShellScript - 8) dollars += "${a}";
+  EXPECT_TRUE(ParseShell(dollars).opaque);  // parameter expansion in the command name
+}
+
+TEST(ShellParseTest, StructuredFields) {
+  ShellParse p = ParseShell("A=1 B='x y' cmd --flag \"arg 2\" <in >out 2>>err");
+  ASSERT_FALSE(p.opaque);
+  ASSERT_EQ(p.commands.size(), 1U);
+  const SimpleCommand& c = p.commands[0];
+  EXPECT_EQ(c.argv, (std::vector<std::string>{"cmd", "--flag", "arg 2"}));
+  EXPECT_EQ(c.assignments, (std::vector<std::string>{"A=1", "B=x y"}));
+  EXPECT_EQ(c.writes, (std::vector<std::string>{"out", "err"}));
+  EXPECT_EQ(c.reads, (std::vector<std::string>{"in"}));
+}
+
+}  // namespace
+}  // namespace cagent::policy
