@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 namespace cagent::launcher {
@@ -36,34 +37,74 @@ bool Exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
-// Walks the workspace (no symlinks followed) and applies the workspace-relative deny globs.
+// Walks a tree (no symlinks followed) and applies deny globs to what exists.
 class GlobWalker {
  public:
-  GlobWalker(const policy::Policy& p, const std::string& workspace, LaunchSpec& spec,
-             std::vector<std::string>& notes)
-      : workspace_(workspace), spec_(spec), notes_(notes) {
-    for (const auto& r : p.path_rules) {
-      if (r.verdict == Verdict::kDeny && r.base == PathBase::kWorkspace) rules_.push_back(&r);
-    }
-  }
+  enum class Kind : std::uint8_t { kDir, kLink, kOther };
 
-  Status Run() {
+  // Applies the deny rules written relative to `base` (the workspace, the home directory, or "/"
+  // for absolute globs) whose matches lie under base_dir/start_rel.
+  GlobWalker(std::vector<const policy::PathRule*> rules, std::string base_dir, LaunchSpec& spec,
+             std::vector<std::string>& notes, std::size_t& entries)
+      : base_dir_(std::move(base_dir)), spec_(spec), notes_(notes), rules_(std::move(rules)),
+        entries_(entries) {}
+
+  Status Run(const std::string& start_rel) {
     if (rules_.empty()) return Ok{};
-    return Walk(workspace_, "");
+    std::string start = start_rel.empty() ? base_dir_ : Join(base_dir_, start_rel);
+    if (!start_rel.empty()) {
+      // The starting point itself may match ("~/.ssh" for "~/.ssh/**").
+      struct stat st {};
+      if (::lstat(start.c_str(), &st) != 0) return Ok{};
+      if (Apply(start, start_rel, S_ISLNK(st.st_mode)) || !S_ISDIR(st.st_mode)) return Ok{};
+    }
+    return Walk(start, start_rel);
   }
 
  private:
-  const std::string& workspace_;
+  static std::string Join(const std::string& dir, const std::string& rel) {
+    return dir == "/" ? "/" + rel : dir + "/" + rel;
+  }
+
+  const std::string base_dir_;
   LaunchSpec& spec_;
   std::vector<std::string>& notes_;
   std::vector<const policy::PathRule*> rules_;
-  std::size_t entries_ = 0;
+  std::size_t& entries_;
+
+  // Hides or write-protects `abs` if a rule matches; true when nothing below needs visiting.
+  bool Apply(const std::string& abs, const std::string& rel, bool is_link) {
+    int m = Match(rel);
+    if (m == 0) return false;
+    if (is_link) {
+      // A mount cannot cover a symlink itself; cover what it points at, which is what reading
+      // through it would reveal (a link to a file the view does not show reveals nothing).
+      char* real = ::realpath(abs.c_str(), nullptr);
+      if (real == nullptr) return true;
+      std::string target = real;
+      std::free(real);
+      (m == 2 ? spec_.hidden_paths : spec_.read_only_paths).push_back(target);
+      notes_.push_back(std::string(m == 2 ? "hidden " : "read-only ") + target + " (target of " +
+                       rel + ", deny rule)");
+      return true;
+    }
+    if (m == 2) {
+      spec_.hidden_paths.push_back(abs);
+      notes_.push_back("hidden " + rel + " (deny rule)");
+      return true;  // nothing below a hidden path is visible
+    }
+    spec_.read_only_paths.push_back(abs);
+    notes_.push_back("read-only " + rel + " (deny write rule)");
+    return false;  // a read-only tree may still hold files that must be hidden
+  }
 
   // The strongest deny for `rel`: 2 = read and write (hide), 1 = write (read-only), 0 = none.
   int Match(std::string_view rel) const {
     int best = 0;
     for (const auto* r : rules_) {
-      if (!r->glob.Match(rel)) continue;
+      bool match = r->base == PathBase::kAbsolute ? r->glob.Match("/" + std::string(rel))
+                                                  : r->glob.Match(rel);
+      if (!match) continue;
       best = std::max(best, r->access == Access::kWrite ? 1 : 2);
     }
     return best;
@@ -76,7 +117,7 @@ class GlobWalker {
       if (errno == EACCES) return Ok{};
       return ErrnoError("open directory '" + dir_abs + "'");
     }
-    std::vector<std::pair<std::string, bool>> children;
+    std::vector<std::pair<std::string, Kind>> children;
     while (dirent* e = ::readdir(d)) {
       std::string_view name = e->d_name;
       if (name == "." || name == "..") continue;
@@ -87,39 +128,62 @@ class GlobWalker {
                           "cagent cannot apply the profile's deny globs to all of them; use a "
                           "smaller workspace");
       }
-      children.emplace_back(std::string(name), e->d_type == DT_DIR);
+      Kind kind = e->d_type == DT_DIR ? Kind::kDir : e->d_type == DT_LNK ? Kind::kLink : Kind::kOther;
       if (e->d_type == DT_UNKNOWN) {
         struct stat st {};
-        std::string p = dir_abs + "/" + children.back().first;
-        children.back().second = ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+        std::string p = dir_abs + "/" + std::string(name);
+        if (::lstat(p.c_str(), &st) == 0) {
+          kind = S_ISDIR(st.st_mode) ? Kind::kDir : S_ISLNK(st.st_mode) ? Kind::kLink : Kind::kOther;
+        }
       }
+      children.emplace_back(std::string(name), kind);
     }
     ::closedir(d);
     std::sort(children.begin(), children.end());
-    for (const auto& [name, is_dir] : children) {
+    for (const auto& [name, type] : children) {
       std::string rel = dir_rel.empty() ? name : dir_rel + "/" + name;
-      std::string abs = dir_abs + "/" + name;
-      int m = Match(rel);
-      if (m == 2) {
-        spec_.hidden_paths.push_back(abs);
-        notes_.push_back("hidden " + rel + " (deny rule)");
-        continue;  // nothing below a hidden path is visible
-      }
-      if (m == 1) {
-        struct stat st {};
-        if (::lstat(abs.c_str(), &st) == 0 && !S_ISLNK(st.st_mode)) {
-          spec_.read_only_paths.push_back(abs);
-          notes_.push_back("read-only " + rel + " (deny write rule)");
-        }
-        // Keep walking: a read-only tree may still hold files that must be hidden.
-      }
-      if (is_dir) {
+      std::string abs = Join(dir_abs, name);
+      if (Apply(abs, rel, type == Kind::kLink)) continue;
+      if (type == Kind::kDir) {
         if (auto s = Walk(abs, rel); !s) return s;
       }
     }
     return Ok{};
   }
 };
+
+// Deny rules for the workspace walk the whole workspace; rules for the home directory or absolute
+// paths walk only from their glob's literal prefix ("~/.ssh/**" walks ~/.ssh), and must have one:
+// a glob like "/**/id_rsa" would mean walking the host.
+Status ApplyDenyGlobs(const policy::Policy& p, const std::string& workspace,
+                      const std::string& home, LaunchSpec& spec, std::vector<std::string>& notes) {
+  std::size_t entries = 0;
+  std::vector<const policy::PathRule*> ws_rules;
+  for (const auto& r : p.path_rules) {
+    if (r.verdict != Verdict::kDeny) continue;
+    if (r.base == PathBase::kWorkspace) {
+      ws_rules.push_back(&r);
+      continue;
+    }
+    if (r.base == PathBase::kHome && home.empty()) continue;
+    std::string base_dir = r.base == PathBase::kHome ? home : "/";
+    std::string prefix = r.glob.LiteralPrefix();
+    if (r.base == PathBase::kAbsolute) {
+      while (prefix.starts_with('/')) prefix.erase(0, 1);
+    }
+    if (prefix.empty()) {
+      return PlainError("the rule 'deny " + r.text + "' (" + p.Where(r.loc) +
+                            ") has no fixed directory to start from",
+                        "outside the workspace, name a directory before any wildcard, e.g. "
+                        "~/.config/**/token");
+    }
+    std::vector<const policy::PathRule*> one{&r};
+    // Absolute globs walk with "/" as the base; Match() puts the leading '/' back.
+    GlobWalker walker(std::move(one), base_dir, spec, notes, entries);
+    if (auto s = walker.Run(prefix); !s) return s;
+  }
+  return GlobWalker(std::move(ws_rules), workspace, spec, notes, entries).Run("");
+}
 
 bool Matches(const std::vector<policy::EnvPattern>& patterns, std::string_view name) {
   return std::any_of(patterns.begin(), patterns.end(),
@@ -156,7 +220,8 @@ Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, const std::string&
   out.spec = DefaultLaunchSpec(workspace, std::move(argv));
   LaunchSpec& spec = out.spec;
   spec.read_only_paths.clear();
-  spec.hidden_paths.clear();
+  // The launcher's hidden host secrets (/etc/shadow, /etc/ssh, ...) stay hidden whatever the
+  // profile mounts; the engine's built-in views say the same.
   spec.env_pass.clear();
   spec.workspace_writable = p.workspace_writable.value;
 
@@ -183,8 +248,24 @@ Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, const std::string&
         break;
     }
   }
-  if (auto s = GlobWalker(p, workspace, spec, out.notes).Run(); !s) {
-    return std::move(s.error()).Context("apply the profile's deny globs to the workspace");
+  if (auto s = ApplyDenyGlobs(p, workspace, ctx.home, spec, out.notes); !s) {
+    return std::move(s.error()).Context("apply the profile's deny rules");
+  }
+  // Mounts below a hidden tree would make part of it visible again: hidden wins (the engine judges
+  // the same way).
+  auto under_hidden = [&](const std::string& path) {
+    return std::any_of(spec.hidden_paths.begin(), spec.hidden_paths.end(),
+                       [&](const std::string& h) {
+                         return path.size() > h.size() && path.starts_with(h) &&
+                                path[h.size()] == '/';
+                       });
+  };
+  for (auto* list : {&spec.read_only_paths, &spec.read_write_paths}) {
+    std::erase_if(*list, [&](const std::string& path) {
+      if (!under_hidden(path)) return false;
+      out.notes.push_back("skipped " + path + ": inside a hidden path");
+      return true;
+    });
   }
 
   spec.network = p.network.value == policy::NetworkMode::kLoopback ? NetworkMode::kLoopback
@@ -232,8 +313,14 @@ Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, const std::string&
   if (const auto* v = bounded(Limit::kOpenFiles)) spec.limits.open_files = v->value;
   if (const auto* v = bounded(Limit::kProcesses)) {
     spec.limits.processes = v->value;
-    // RLIMIT_NPROC does not bind a root caller; pids.max does, where a cgroup is delegated.
-    spec.cgroup_limits.pids_max = v->value;
+    // RLIMIT_NPROC does not bind a root caller; pids.max does, where a cgroup is delegated. It is
+    // asked for when the profile requires it (then a missing cgroup refuses the run) or accepts
+    // the cgroup as best-effort (then a missing one is a reported downgrade); otherwise the
+    // rlimit alone bounds processes, so a machine without delegation can still run the profile.
+    if (p.Requires(policy::Requirement::kPidsLimit) ||
+        p.IsBestEffort(policy::Requirement::kCgroup)) {
+      spec.cgroup_limits.pids_max = v->value;
+    }
   }
   if (const auto* v = bounded(Limit::kMemory)) {
     spec.cgroup_limits.memory_max = v->value;

@@ -14,6 +14,20 @@ void Override(Setting<T>& into, const Setting<T>& from) {
   if (from.set) into = from;
 }
 
+// `required` cannot be met while `best_effort` is accepted as missing.
+bool Conflicts(Requirement required, Requirement best_effort) {
+  if (required == best_effort) return true;
+  bool needs_cgroup = required == Requirement::kCgroup || required == Requirement::kMemoryLimit ||
+                      required == Requirement::kPidsLimit;
+  return best_effort == Requirement::kCgroup && needs_cgroup;
+}
+
+// Whether `s` was written in this same profile (same statement list).
+bool FromLayer(const Setting<Requirement>& s, const std::vector<Setting<Requirement>>& layer) {
+  return std::any_of(layer.begin(), layer.end(),
+                     [&](const Setting<Requirement>& x) { return x.loc == s.loc; });
+}
+
 std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 std::string DescribeExample(const Example& ex) {
@@ -70,8 +84,10 @@ void RunExamples(const Policy& policy, const std::vector<Example>& examples,
 
 }  // namespace
 
-std::optional<Policy> Compile(std::vector<ChainLink> chain, Diagnostics& diags) {
+std::optional<Policy> Compile(std::vector<ChainLink> chain,
+                              std::shared_ptr<const SourceSet> sources, Diagnostics& diags) {
   Policy out;
+  out.sources = std::move(sources);
   std::map<PathRef, MountRule> mounts;
   std::map<std::string, EnvSetting> env_set;
   const std::size_t errors_before = diags.ErrorCount();
@@ -94,6 +110,14 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain, Diagnostics& diags) 
     for (auto& e : layer.env_scrub) out.env_scrub.push_back(std::move(e));
     for (auto& e : layer.env_set) env_set[e.name] = std::move(e);
     if (!layer.verify.empty()) out.verify = std::move(layer.verify);
+    // A child that requires what a parent made best-effort tightens it: the parent's best-effort
+    // goes. The other way round (a child relaxing a parent's requirement) stays a conflict,
+    // reported below.
+    for (const auto& r : layer.requirements) {
+      std::erase_if(out.best_effort, [&](const Setting<Requirement>& be) {
+        return Conflicts(r.value, be.value) && !FromLayer(be, layer.best_effort);
+      });
+    }
     for (auto& r : layer.requirements) out.requirements.push_back(r);
     for (auto& r : layer.best_effort) out.best_effort.push_back(r);
   }
@@ -122,10 +146,7 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain, Diagnostics& diags) 
   // Cross-key conflicts, reported where the weaker statement is written.
   for (const auto& be : out.best_effort) {
     for (const auto& req : out.requirements) {
-      bool needs_cgroup = req.value == Requirement::kCgroup ||
-                          req.value == Requirement::kMemoryLimit ||
-                          req.value == Requirement::kPidsLimit;
-      if (req.value == be.value || (be.value == Requirement::kCgroup && needs_cgroup)) {
+      if (Conflicts(req.value, be.value)) {
         diags.Error(be.loc, static_cast<std::uint32_t>(RequirementName(be.value).size()),
                     "'" + std::string(RequirementName(be.value)) +
                         "' is best-effort but 'require " +

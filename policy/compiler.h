@@ -14,6 +14,7 @@
 // examples are run against the result with the engine.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,7 +30,9 @@ struct ChainLink {
   CheckedProfile profile;
 };
 
-// `chain` is root first. The result's `sources`, `files` and `name` are left for the loader.
-std::optional<Policy> Compile(std::vector<ChainLink> chain, Diagnostics& diags);
+// `chain` is root first; `sources` holds the files its locations point into (kept in the result).
+// The result's `files` and `name` are left for the loader.
+std::optional<Policy> Compile(std::vector<ChainLink> chain,
+                              std::shared_ptr<const SourceSet> sources, Diagnostics& diags);
 
 }  // namespace cagent::policy

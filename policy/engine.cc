@@ -26,6 +26,16 @@ constexpr BuiltinMount kBuiltinMounts[] = {
     {"/dev/stdout", MountMode::kReadWrite, "built-in: the command's standard streams"},
     {"/dev/stderr", MountMode::kReadWrite, "built-in: the command's standard streams"},
     {"/dev/fd", MountMode::kReadWrite, "built-in: the command's own descriptors"},
+    // Host secrets that live in system trees are hidden whatever the profile mounts
+    // (launcher/profile_spec.cc keeps them hidden too).
+    {"/etc/shadow", MountMode::kHidden, "built-in: host secrets are always hidden"},
+    {"/etc/gshadow", MountMode::kHidden, "built-in: host secrets are always hidden"},
+    {"/etc/shadow-", MountMode::kHidden, "built-in: host secrets are always hidden"},
+    {"/etc/gshadow-", MountMode::kHidden, "built-in: host secrets are always hidden"},
+    {"/etc/sudoers", MountMode::kHidden, "built-in: host secrets are always hidden"},
+    {"/etc/sudoers.d", MountMode::kHidden, "built-in: host secrets are always hidden"},
+    {"/etc/ssh", MountMode::kHidden, "built-in: host secrets are always hidden"},
+    {"/etc/ssl/private", MountMode::kHidden, "built-in: host secrets are always hidden"},
 };
 
 // Lexically normalises `path` (absolute) in place: removes "." and empty components, resolves
@@ -62,6 +72,19 @@ bool Under(std::string_view path, std::string_view base) {
 std::string_view RelativeTo(std::string_view path, std::string_view base) {
   if (path.size() == base.size()) return {};
   return path.substr(base == "/" ? 1 : base.size() + 1);
+}
+
+// A rule about a directory covers what is inside it: the launcher hides or write-protects a
+// matching directory as a whole, so the engine must judge everything below it the same way.
+bool MatchesSelfOrAncestor(const PathGlob& glob, std::string_view path) {
+  if (glob.Match(path)) return true;
+  for (std::size_t slash = path.rfind('/'); slash != std::string_view::npos && slash > 0;
+       slash = path.rfind('/', slash - 1)) {
+    std::string_view ancestor = path.substr(0, slash);
+    if (ancestor.empty() || ancestor == "/") break;
+    if (glob.Match(ancestor)) return true;
+  }
+  return false;
 }
 
 Decision Make(Verdict v, std::string rule, Location loc, std::string reason) {
@@ -269,10 +292,18 @@ Decision Engine::Path(Access access, std::string_view path) const {
   // 1. The mount view: the longest mount that contains the path decides visibility.
   Decision view;
   const View* winner = nullptr;
+  const View* hidden = nullptr;
   for (const View& v : views_) {
+    if (!Under(abs, v.base)) continue;
+    // A hidden tree stays hidden whatever is mounted below it (the launcher skips such mounts).
+    // (The outermost hidden tree decides; at equal depth the profile's own rule is named.)
+    if (v.mode == MountMode::kHidden && (!hidden || v.base.size() <= hidden->base.size())) {
+      hidden = &v;
+    }
     // Later views are mounted over earlier ones at the same path (the workspace last).
-    if (Under(abs, v.base) && (!winner || v.base.size() >= winner->base.size())) winner = &v;
+    if (!winner || v.base.size() >= winner->base.size()) winner = &v;
   }
+  if (hidden != nullptr) winner = hidden;
   if (winner) {
     Verdict v = Verdict::kAllow;
     std::string reason;
@@ -299,19 +330,21 @@ Decision Engine::Path(Access access, std::string_view path) const {
   for (std::size_t i = 0; i < policy_.path_rules.size(); ++i) {
     const PathRule& r = policy_.path_rules[i];
     if (!r.Covers(access) || r.verdict <= acc.verdict) continue;
-    bool match = false;
+    std::string_view subject;
     switch (r.base) {
       case PathBase::kAbsolute:
-        match = r.glob.Match(abs);
+        subject = abs;
         break;
       case PathBase::kHome:
-        match = in_home && r.glob.Match(RelativeTo(abs, bindings_.home));
+        if (!in_home) continue;
+        subject = RelativeTo(abs, bindings_.home);
         break;
       case PathBase::kWorkspace:
-        match = in_ws && r.glob.Match(RelativeTo(abs, bindings_.workspace));
+        if (!in_ws) continue;
+        subject = RelativeTo(abs, bindings_.workspace);
         break;
     }
-    if (!match) continue;
+    if (!MatchesSelfOrAncestor(r.glob, subject)) continue;
     acc = Make(r.verdict, path_rule_[i], r.loc,
                r.verdict == Verdict::kDeny
                    ? (r.access == Access::kWrite ? "the profile forbids writing this path"

@@ -47,6 +47,19 @@ std::string Stem(std::string_view path) {
   return std::string(base);
 }
 
+bool SameDirectory(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+bool SameFile(const std::string& a, const std::string& b) {
+  if (b.empty() || b.starts_with('<')) return false;
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 bool IsRegularFile(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -128,7 +141,7 @@ class Loader {
         out_.diags.Error(st.loc, st.keyword_length, "'extends' takes one profile name",
                          "e.g.: extends base");
       } else {
-        auto parent = Resolve(st.args[0].text, Dirname(path));
+        auto parent = Resolve(st.args[0].text, Dirname(path), path);
         if (!parent) {
           out_.diags.Error(st.args[0].loc, st.args[0].length, parent.error().op,
                            parent.error().detail);
@@ -145,15 +158,32 @@ class Loader {
   const std::vector<std::string>& files() const { return files_; }
 
   // A profile name (or path) to the file that holds it.
-  Result<std::string> Resolve(std::string_view name, const std::string& near_dir) {
+  // A profile name (or path) to the file that holds it. For `extends`, `near_dir` is the
+  // directory of the child: the parent is looked up there and then only in the search directories
+  // that come after it (equally or more trusted), never before it. So a repository's ./.cagent/
+  // cannot slip a `base` under a profile from ~/.config or the built-ins, and a built-in profile's
+  // parent is always built in.
+  //
+  // A profile that extends its own name (./.cagent/backend.cagent: `extends backend`) means the
+  // next one of that name down the search order, not itself.
+  Result<std::string> Resolve(std::string_view name, const std::string& near_dir,
+                              const std::string& child = {}) {
+    if (name.starts_with(kBuiltinPrefix)) {
+      std::string_view n = name.substr(kBuiltinPrefix.size());
+      if (n.ends_with(kSuffix)) n.remove_suffix(kSuffix.size());
+      if (FindBuiltin(n)) return std::string(kBuiltinPrefix) + std::string(n) + std::string(kSuffix);
+      return PlainError("no built-in profile named '" + std::string(n) + "'",
+                        "`cagent policy list` shows what exists");
+    }
+    const bool from_builtin = near_dir.starts_with('<');
     if (IsPath(name)) {
-      std::string p = name.starts_with('/') || near_dir.empty() || near_dir.starts_with('<')
-                          ? std::string(name)
-                          : near_dir + "/" + std::string(name);
-      if (near_dir.starts_with('<') && !name.starts_with('/')) {
+      if (from_builtin) {
         // A built-in profile naming a file: only other built-ins are reachable.
         return std::string(kBuiltinPrefix) + Stem(name) + std::string(kSuffix);
       }
+      std::string p = name.starts_with('/') || near_dir.empty()
+                          ? std::string(name)
+                          : near_dir + "/" + std::string(name);
       if (!IsRegularFile(p)) return PlainError("profile file '" + p + "' not found");
       return p;
     }
@@ -162,22 +192,32 @@ class Loader {
                         "names are letters, digits, '-', '_' and '.'");
     }
     std::string file = std::string(name) + std::string(kSuffix);
-    if (!near_dir.empty() && !near_dir.starts_with('<')) {
+    std::size_t first_dir = 0;
+    if (from_builtin) {
+      first_dir = search_.dirs.size();
+    } else if (!near_dir.empty()) {
       std::string p = near_dir + "/" + file;
-      if (IsRegularFile(p)) return p;
+      if (IsRegularFile(p) && !SameFile(p, child)) return p;
+      for (std::size_t i = 0; i < search_.dirs.size(); ++i) {
+        if (SameDirectory(search_.dirs[i], near_dir)) first_dir = i + 1;
+      }
     }
-    for (const auto& dir : search_.dirs) {
-      std::string p = dir + "/" + file;
-      if (IsRegularFile(p)) return p;
+    for (std::size_t i = first_dir; i < search_.dirs.size(); ++i) {
+      std::string p = search_.dirs[i] + "/" + file;
+      if (IsRegularFile(p) && !SameFile(p, child)) return p;
     }
-    if (search_.builtins && FindBuiltin(name)) {
+    if ((search_.builtins || from_builtin) && FindBuiltin(name)) {
       return std::string(kBuiltinPrefix) + file;
     }
-    std::string where;
-    for (const auto& dir : search_.dirs) where += " " + dir;
+    std::string where = from_builtin || near_dir.empty() ? "" : near_dir;
+    for (std::size_t i = first_dir; i < search_.dirs.size(); ++i) {
+      if (SameDirectory(search_.dirs[i], near_dir)) continue;
+      where += (where.empty() ? "" : ", ") + search_.dirs[i];
+    }
+    if (search_.builtins) where += where.empty() ? "the built-in profiles" : " and the built-in profiles";
+    if (where.empty()) where = "nowhere (no search directories)";
     return PlainError("no profile named '" + std::string(name) + "'",
-                      "looked in" + where + (search_.builtins ? " and the built-in profiles" : "") +
-                          "; `cagent policy list` shows what exists");
+                      "looked in " + where + "; `cagent policy list` shows what exists");
   }
 
  private:
@@ -253,7 +293,7 @@ class Loader {
 Compiled Finish(Loader& loader, Compiled out, std::string name) {
   auto chain = loader.TakeChain();
   if (out.diags.HasErrors()) return out;
-  auto policy = Compile(std::move(chain), out.diags);
+  auto policy = Compile(std::move(chain), out.sources, out.diags);
   if (!policy || out.diags.HasErrors()) return out;
   policy->name = std::move(name);
   policy->files = loader.files();

@@ -3,9 +3,13 @@
 //
 // A profile is named by its file stem. Names are looked up, first match wins, in:
 //   1. the directory of the profile that asks (for `extends`), then
-//   2. the search path: ./.cagent/, ~/.config/cagent/profiles/, the installed profile directory,
-//   3. the built-in profiles embedded in the binary.
-// A profile given as a path (it contains '/' or ends in ".cagent") is read from that path.
+//   2. the search path: ./.cagent/, ~/.config/cagent/profiles/, the installed profile directory —
+//      for `extends`, only the directories after the child's own (a parent is never looked up in
+//      a less trusted place than its child: a repository's ./.cagent/base.cagent cannot become
+//      the parent of a user's or a built-in profile),
+//   3. the built-in profiles embedded in the binary (a built-in's parent is always built in).
+// A profile given as a path (it contains '/' or ends in ".cagent") is read from that path;
+// "<built-in>/NAME.cagent" names a built-in profile explicitly, whatever shadows it.
 //
 // `extends NAME` (at most once, top level) makes NAME the parent; `include "FILE"` (top level,
 // relative to the including file) splices a fragment's statements in place. Cycles in either are

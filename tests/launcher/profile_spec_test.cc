@@ -66,7 +66,9 @@ TEST_F(ProfileSpecTest, MountsResolveHomeAndWorkspaceAndSkipAbsentPaths) {
   EXPECT_THAT(l.spec.read_only_paths, Not(Contains(home_ + "/.absent")));
   EXPECT_THAT(l.notes, Contains("skipped ~/.absent: absent"));
   EXPECT_THAT(l.spec.read_write_paths, Contains("/var/tmp"));
-  EXPECT_THAT(l.spec.hidden_paths, ElementsAre("/etc/shadow"));
+  EXPECT_THAT(l.spec.hidden_paths, Contains("/etc/shadow"));
+  // The launcher's host-secret hides stay, whatever the profile says.
+  EXPECT_THAT(l.spec.hidden_paths, Contains("/etc/ssh"));
 }
 
 TEST_F(ProfileSpecTest, DenyGlobsHideExistingMatchesAndWriteDenialsBindReadOnly) {
@@ -99,6 +101,39 @@ TEST_F(ProfileSpecTest, TheWalkDoesNotFollowSymlinks) {
   ProfileLaunch l = Build(*p);
   EXPECT_THAT(l.spec.hidden_paths, Not(Contains(ws_ + "/link/.env")));
   EXPECT_THAT(l.spec.hidden_paths, Not(Contains(root_ + "/outside/.env")));
+}
+
+TEST_F(ProfileSpecTest, HomeAndAbsoluteDenyGlobsApplyFromTheirLiteralDirectory) {
+  fs::create_directories(home_ + "/.tok/sub");
+  std::ofstream(home_ + "/.tok/cred") << "x";
+  std::ofstream(home_ + "/.tok/sub/cred") << "x";
+  std::ofstream(home_ + "/.tok/keep") << "x";
+  auto p = Compile("filesystem {\n  read-only ~/.tok\n  deny ~/.tok/**/cred\n}\n");
+  ProfileLaunch l = Build(*p);
+  EXPECT_THAT(l.spec.hidden_paths, Contains(home_ + "/.tok/cred"));
+  EXPECT_THAT(l.spec.hidden_paths, Contains(home_ + "/.tok/sub/cred"));
+  EXPECT_THAT(l.spec.hidden_paths, Not(Contains(home_ + "/.tok/keep")));
+  // Absolute globs need a fixed directory to start from.
+  auto wild = Compile("filesystem {\n  deny /**/cred\n}\n");
+  auto r = SpecFromPolicy(*wild, ws_, {"true"}, ProfileContext{home_, {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().Message(), HasSubstr("has no fixed directory to start from"));
+}
+
+TEST_F(ProfileSpecTest, ASymlinkMatchingADenyGlobHidesItsTarget) {
+  Touch("config/secrets.txt", "SECRET");
+  fs::create_symlink("config/secrets.txt", ws_ + "/.env");
+  auto p = Compile("filesystem {\n  deny **/.env\n}\n");
+  ProfileLaunch l = Build(*p);
+  EXPECT_THAT(l.spec.hidden_paths, Contains(ws_ + "/config/secrets.txt"));
+}
+
+TEST_F(ProfileSpecTest, MountsInsideAHiddenTreeAreSkipped) {
+  fs::create_directories(home_ + "/.conf/sub");
+  auto p = Compile("filesystem {\n  hide ~/.conf\n  read-only ~/.conf/sub\n}\n");
+  ProfileLaunch l = Build(*p);
+  EXPECT_THAT(l.spec.hidden_paths, Contains(home_ + "/.conf"));
+  EXPECT_THAT(l.spec.read_only_paths, Not(Contains(home_ + "/.conf/sub")));
 }
 
 TEST_F(ProfileSpecTest, EnvironmentPassScrubSet) {

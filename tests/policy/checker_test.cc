@@ -729,16 +729,29 @@ TEST(LoaderExtends, CycleNamesTheWholeCycle) {
             "  hint: one of them must stop extending the other\n");
 }
 
-TEST(LoaderExtends, SelfCycle) {
+TEST(LoaderExtends, ExtendingItsOwnNameMeansTheNextOneOnTheSearchPath) {
+  // `extends me` in me.cagent skips the file itself: with nothing further down, no parent.
   ProfileDir dir;
   dir.Write("me.cagent", "extends me\n");
   Compiled c = LoadProfile(dir.path() + "/me.cagent", dir.Search());
   EXPECT_FALSE(c.ok());
   EXPECT_EQ(dir.Render(c),
-            "DIR/me.cagent:1:9: error: profiles extend each other in a cycle: me -> me\n"
+            "DIR/me.cagent:1:9: error: no profile named 'me'\n"
             "  extends me\n"
             "          ^~\n"
-            "  hint: one of them must stop extending the other\n");
+            "  hint: looked in DIR and the built-in profiles; `cagent policy list` shows what "
+            "exists\n");
+  // A local base.cagent that extends base gets the built-in one.
+  dir.Write("base.cagent", "extends base\ncommands {\n  allow make\n}\n");
+  Compiled local = LoadProfile("base", dir.Search());
+  ASSERT_TRUE(local.ok()) << dir.Render(local);
+  EXPECT_EQ(local.policy->files,
+            (std::vector<std::string>{dir.path() + "/base.cagent", "<built-in>/base.cagent"}));
+  Engine e(*local.policy);
+  EXPECT_ALLOW(e.Command(Argv({"make"})), "commands: allow make");
+  EXPECT_ALLOW(e.Command(Argv({"git", "status"})),
+               "commands: allow git (add | blame | branch | diff | grep | log | ls-files | "
+               "rev-parse | show | status)");
 }
 
 TEST(LoaderExtends, MissingParent) {
