@@ -584,6 +584,11 @@ class Checker {
         return;
       }
       lv.value = *s;
+      if (lv.value == 0 && *limit == Limit::kMemory) {
+        ErrAt(v, "a zero memory limit would stop every process at once",
+              "write a size such as 4G, or unlimited");
+        return;
+      }
     } else {
       std::uint64_t n = 0;
       bool digits = !v.text.empty() && v.text.size() <= 18;
@@ -596,6 +601,11 @@ class Checker {
         return;
       }
       lv.value = n;
+      if (n == 0 && (*limit == Limit::kProcesses || *limit == Limit::kOpenFiles)) {
+        ErrAt(v, "a zero " + st.keyword + " limit would stop every command at once",
+              "write a positive number, or unlimited");
+        return;
+      }
     }
     out_.layer.limits[static_cast<std::size_t>(*limit)] = lv;
   }

@@ -38,11 +38,10 @@ constexpr BuiltinMount kBuiltinMounts[] = {
     {"/etc/ssl/private", MountMode::kHidden, "built-in: host secrets are always hidden"},
 };
 
-// Lexically normalises `path` (absolute) in place: removes "." and empty components, resolves
-// "..", which cannot go above "/". Returns "/" for the root.
-std::string NormaliseAbsolute(std::string_view path) {
-  std::string out;
-  out.reserve(path.size());
+// Appends the components of `path` to `out`, lexically: "." and empty components are dropped,
+// ".." removes the last component of `out` and cannot go above "/". `out` is an absolute
+// normalised path without a trailing '/', or "" for the root.
+void AppendComponents(std::string& out, std::string_view path) {
   std::size_t i = 0;
   while (i < path.size()) {
     while (i < path.size() && path[i] == '/') ++i;
@@ -59,8 +58,42 @@ std::string NormaliseAbsolute(std::string_view path) {
     out += '/';
     out += comp;
   }
+}
+
+// Lexically normalises `path` (absolute): removes "." and empty components, resolves "..", which
+// cannot go above "/". Returns "/" for the root.
+std::string NormaliseAbsolute(std::string_view path) {
+  std::string out;
+  out.reserve(path.size());
+  AppendComponents(out, path);
   if (out.empty()) out = "/";
   return out;
+}
+
+// NormaliseAbsolute(base + "/" + rel) for a normalised absolute `base`, without the join.
+std::string NormaliseUnder(std::string_view base, std::string_view rel) {
+  std::string out;
+  out.reserve(base.size() + 1 + rel.size());
+  if (base != "/") out = base;
+  AppendComponents(out, rel);
+  if (out.empty()) out = "/";
+  return out;
+}
+
+// True if NormaliseAbsolute(path) == path: absolute, no empty, "." or ".." component, no trailing
+// '/' (except the root itself). Lets an already normalised path be judged without a copy.
+bool IsNormalisedAbsolute(std::string_view path) {
+  if (path.empty() || path.front() != '/') return false;
+  if (path.size() == 1) return true;
+  if (path.back() == '/') return false;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    if (path[i] != '/') continue;
+    // path[i + 1] exists: the path does not end in '/'.
+    std::size_t end = path.find('/', i + 1);
+    std::string_view comp = path.substr(i + 1, end == std::string_view::npos ? end : end - i - 1);
+    if (comp.empty() || comp == "." || comp == "..") return false;
+  }
+  return true;
 }
 
 // "a/b" is `base` itself or below it (component-wise), for absolute normalised paths.
@@ -87,13 +120,9 @@ bool MatchesSelfOrAncestor(const PathGlob& glob, std::string_view path) {
   return false;
 }
 
-Decision Make(Verdict v, std::string rule, Location loc, std::string reason) {
-  return Decision{v, std::move(rule), loc, std::move(reason)};
-}
-
-Decision Default(std::string reason) {
-  return Make(Verdict::kDeny, "default", {}, std::move(reason));
-}
+// The rule texts of decisions no profile rule made.
+constexpr std::string_view kDefaultRule = "default";
+constexpr std::string_view kShellRule = "shell";
 
 // Variables that decide which program or which code an allowed command actually runs: an
 // assignment to one makes "allow git" mean something else (PATH=./evil git, LD_PRELOAD=x.so git).
@@ -115,12 +144,37 @@ bool ChangesWhatRuns(std::string_view name) {
          name.starts_with("BASH_FUNC_") || name.starts_with("DYLD_");
 }
 
-// The stronger of two decisions; on a tie the first stands.
-void Strongest(Decision& acc, Decision d) {
-  if (d.verdict > acc.verdict) acc = std::move(d);
-}
-
 }  // namespace
+
+struct Engine::Outcome {
+  Verdict verdict = Verdict::kDeny;
+  // Point into the Engine's precomputed rule texts or into static strings.
+  std::string_view rule;
+  Location loc;
+  std::string_view reason;  // a fixed text; ignored when `detail` is non-empty
+  std::string detail;       // a reason built for this request (default denials, opaque shells)
+
+  static Outcome Rule(Verdict v, std::string_view rule, Location loc, std::string_view reason) {
+    return Outcome{v, rule, loc, reason, {}};
+  }
+  // The default deny, with a fixed reason or one built for this request.
+  static Outcome Default(std::string_view reason) {
+    return Outcome{Verdict::kDeny, kDefaultRule, {}, reason, {}};
+  }
+  static Outcome DefaultBecause(std::string detail) {
+    return Outcome{Verdict::kDeny, kDefaultRule, {}, {}, std::move(detail)};
+  }
+
+  // Keeps the stronger of this and `other`; on a tie this one stands.
+  void KeepStronger(Outcome&& other) {
+    if (other.verdict > verdict) *this = std::move(other);
+  }
+
+  Decision ToDecision() && {
+    return Decision{verdict, std::string(rule), loc,
+                    detail.empty() ? std::string(reason) : std::move(detail)};
+  }
+};
 
 Engine::Engine(const Policy& policy, Bindings bindings)
     : policy_(policy), bindings_(std::move(bindings)) {
@@ -139,7 +193,9 @@ Engine::Engine(const Policy& policy, Bindings bindings)
   }
   std::sort(by_name_.begin(), by_name_.end());
 
-  for (const auto& b : kBuiltinMounts) views_.push_back({std::string(b.path), b.mode, std::string(b.rule), {}});
+  for (const auto& b : kBuiltinMounts) {
+    views_.push_back({std::string(b.path), b.mode, std::string(b.rule), {}});
+  }
   for (const auto& m : policy_.mounts) {
     std::string base;
     switch (m.path.base) {
@@ -161,6 +217,14 @@ Engine::Engine(const Policy& policy, Bindings bindings)
   const auto& ws = policy_.workspace_writable;
   views_.push_back({bindings_.workspace, ws.value ? MountMode::kReadWrite : MountMode::kReadOnly,
                     ws.value ? "workspace read-write" : "workspace read-only", ws.loc});
+
+  for (std::size_t i = 0; i < views_.size(); ++i) {
+    ViewsAt& at = view_at_[views_[i].base];
+    at.last = i;
+    if (views_[i].mode == MountMode::kHidden) at.last_hidden = i;
+    if (base_length_.size() <= views_[i].base.size()) base_length_.resize(views_[i].base.size() + 1);
+    base_length_[views_[i].base.size()] = true;
+  }
 
   for (const auto& r : policy_.commands) {
     command_rule_.push_back("commands: " + std::string(VerdictName(r.verdict)) + " " + r.text);
@@ -205,15 +269,27 @@ Decision Engine::Decide(const Request& request) const {
 }
 
 Decision Engine::Command(std::span<const std::string> argv) const {
-  if (argv.empty() || argv[0].empty()) return Default("empty command");
-  Decision best;
+  return DecideCommand(argv).ToDecision();
+}
+
+Decision Engine::Shell(std::string_view script) const { return DecideShell(script).ToDecision(); }
+
+Decision Engine::Path(Access access, std::string_view path) const {
+  return DecidePath(access, path).ToDecision();
+}
+
+Decision Engine::Tool(ToolRequest request) const { return DecideTool(request).ToDecision(); }
+
+Engine::Outcome Engine::DecideCommand(std::span<const std::string> argv) const {
+  if (argv.empty() || argv[0].empty()) return Outcome::Default("empty command");
+  Outcome best;
   bool matched = false;
   auto consider = [&](std::size_t index) {
     const CommandRule& rule = policy_.commands[index];
     if (!rule.Matches(argv)) return;
     if (matched && rule.verdict <= best.verdict) return;
     matched = true;
-    std::string reason;
+    std::string_view reason;
     switch (rule.verdict) {
       case Verdict::kAllow:
         reason = "the profile allows this command";
@@ -225,88 +301,125 @@ Decision Engine::Command(std::span<const std::string> argv) const {
         reason = "the profile forbids this command";
         break;
     }
-    best = Make(rule.verdict, command_rule_[index], rule.loc, std::move(reason));
+    best = Outcome::Rule(rule.verdict, command_rule_[index], rule.loc, reason);
   };
-  if (argv[0].find('/') == std::string::npos) {
+  {
+    // By name; a path in command position is looked up by its last component, and
+    // CommandRule::Matches decides whether a name rule applies to a path (deny/ask only).
+    std::string_view name = argv[0];
+    if (auto slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
     auto range = std::equal_range(
-        by_name_.begin(), by_name_.end(), std::pair<std::string, std::size_t>(argv[0], 0),
-        [](const auto& a, const auto& b) { return a.first < b.first; });
+        by_name_.begin(), by_name_.end(), name,
+        [](const auto& a, const auto& b) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(a)>, std::string_view>) {
+            return a < std::string_view(b.first);
+          } else {
+            return std::string_view(a.first) < b;
+          }
+        });
     for (auto it = range.first; it != range.second; ++it) consider(it->second);
   }
   for (std::size_t i : generic_) consider(i);
   if (!matched) {
-    return Default("no commands rule allows '" + argv[0] + "'");
+    return Outcome::DefaultBecause("no commands rule allows '" + argv[0] + "'");
   }
   return best;
 }
 
-Decision Engine::Shell(std::string_view script) const {
+Engine::Outcome Engine::DecideShell(std::string_view script) const {
   ShellParse parsed = ParseShell(script);
   if (parsed.opaque) {
-    return Make(Verdict::kDeny, "shell", {},
-                parsed.opaque_reason + "; run the commands it contains directly instead");
+    Outcome o = Outcome::Rule(Verdict::kDeny, kShellRule, {}, {});
+    o.detail = std::move(parsed.opaque_reason) + "; run the commands it contains directly instead";
+    return o;
   }
-  if (parsed.commands.empty()) return Default("empty command");
-  Decision acc;
+  if (parsed.commands.empty()) return Outcome::Default("empty command");
+  Outcome acc;
   bool first = true;
   for (const SimpleCommand& cmd : parsed.commands) {
     for (const auto& assignment : cmd.assignments) {
       std::string_view name = std::string_view(assignment).substr(0, assignment.find('='));
       if (ChangesWhatRuns(name)) {
-        return Make(Verdict::kDeny, "shell", {},
-                    "setting " + std::string(name) +
-                        " changes which program or code a command runs, so the command cannot "
-                        "be judged by its name; run it without the assignment");
+        Outcome o = Outcome::Rule(Verdict::kDeny, kShellRule, {}, {});
+        o.detail = "setting " + std::string(name) +
+                   " changes which program or code a command runs, so the command cannot "
+                   "be judged by its name; run it without the assignment";
+        return o;
       }
     }
-    Decision d = Command(cmd.argv);
+    Outcome d = DecideCommand(cmd.argv);
     if (first) {
       acc = std::move(d);
       first = false;
     } else {
-      Strongest(acc, std::move(d));
+      acc.KeepStronger(std::move(d));
     }
-    for (const auto& w : cmd.writes) Strongest(acc, Path(Access::kWrite, w));
-    for (const auto& r : cmd.reads) Strongest(acc, Path(Access::kRead, r));
+    for (const auto& w : cmd.writes) acc.KeepStronger(DecidePath(Access::kWrite, w));
+    for (const auto& r : cmd.reads) acc.KeepStronger(DecidePath(Access::kRead, r));
     if (acc.verdict == Verdict::kDeny) break;
   }
   return acc;
 }
 
-Decision Engine::Path(Access access, std::string_view path) const {
-  if (path.empty()) return Default("empty path");
-  if (path.find('\0') != std::string_view::npos) return Default("path contains a NUL byte");
-  // One absolute, normalised form of the request.
-  std::string abs;
+Engine::Outcome Engine::DecidePath(Access access, std::string_view path) const {
+  if (path.empty()) return Outcome::Default("empty path");
+  if (path.find('\0') != std::string_view::npos) {
+    return Outcome::Default("path contains a NUL byte");
+  }
+  // One absolute, normalised form of the request; an absolute path that is already normalised
+  // (what Tool passes) is used as it is.
+  std::string normalised;
+  std::string_view abs;
   if (path == "~" || path.starts_with("~/")) {
-    abs = NormaliseAbsolute(bindings_.home + "/" + std::string(path.substr(1)));
+    normalised = NormaliseUnder(bindings_.home, path.substr(1));
+    abs = normalised;
+  } else if (IsNormalisedAbsolute(path)) {
+    abs = path;
   } else if (path.starts_with('/')) {
-    abs = NormaliseAbsolute(path);
+    normalised = NormaliseAbsolute(path);
+    abs = normalised;
   } else {
-    abs = NormaliseAbsolute(bindings_.workspace + "/" + std::string(path));
+    normalised = NormaliseUnder(bindings_.workspace, path);
+    abs = normalised;
     if (!Under(abs, bindings_.workspace)) {
-      return Default("'" + std::string(path) + "' escapes the workspace");
+      return Outcome::DefaultBecause("'" + std::string(path) + "' escapes the workspace");
     }
   }
+  return DecideAbsolutePath(access, abs);
+}
 
-  // 1. The mount view: the longest mount that contains the path decides visibility.
-  Decision view;
+Engine::Outcome Engine::DecideAbsolutePath(Access access, std::string_view abs) const {
+  // 1. The mount view: the longest mount that contains the path decides visibility. The views
+  // that contain it are those mounted at one of its ancestors (or at the path itself), so look
+  // those up, from "/" down to the path.
   const View* winner = nullptr;
   const View* hidden = nullptr;
-  for (const View& v : views_) {
-    if (!Under(abs, v.base)) continue;
+  auto visit = [&](std::string_view base) {
+    if (base.size() >= base_length_.size() || !base_length_[base.size()]) return;
+    auto it = view_at_.find(base);
+    if (it == view_at_.end()) return;
+    // Later views are mounted over earlier ones at the same path (the workspace last), and a
+    // deeper mount over a shallower one.
+    winner = &views_[it->second.last];
     // A hidden tree stays hidden whatever is mounted below it (the launcher skips such mounts).
     // (The outermost hidden tree decides; at equal depth the profile's own rule is named.)
-    if (v.mode == MountMode::kHidden && (!hidden || v.base.size() <= hidden->base.size())) {
-      hidden = &v;
+    if (hidden == nullptr && it->second.last_hidden != kNone) {
+      hidden = &views_[it->second.last_hidden];
     }
-    // Later views are mounted over earlier ones at the same path (the workspace last).
-    if (!winner || v.base.size() >= winner->base.size()) winner = &v;
+  };
+  visit("/");
+  if (abs.size() > 1) {
+    for (std::size_t end = abs.find('/', 1); end != std::string_view::npos;
+         end = abs.find('/', end + 1)) {
+      visit(abs.substr(0, end));
+    }
+    visit(abs);
   }
   if (hidden != nullptr) winner = hidden;
+  Outcome acc;
   if (winner) {
     Verdict v = Verdict::kAllow;
-    std::string reason;
+    std::string_view reason;
     if (winner->mode == MountMode::kHidden) {
       v = Verdict::kDeny;
       reason = "the profile hides this path";
@@ -316,15 +429,14 @@ Decision Engine::Path(Access access, std::string_view path) const {
     } else {
       reason = winner->mode == MountMode::kReadOnly ? "visible read-only" : "visible read-write";
     }
-    view = Make(v, winner->rule, winner->loc, std::move(reason));
+    acc = Outcome::Rule(v, winner->rule, winner->loc, reason);
   } else {
-    view = Default("'" + abs +
-                   "' is outside the sandbox's view: only the paths the profile mounts exist "
-                   "inside");
+    acc = Outcome::DefaultBecause("'" + std::string(abs) +
+                                  "' is outside the sandbox's view: only the paths the profile "
+                                  "mounts exist inside");
   }
 
   // 2. Filesystem rules restrict what the view allows.
-  Decision acc = std::move(view);
   bool in_ws = Under(abs, bindings_.workspace);
   bool in_home = Under(abs, bindings_.home);
   for (std::size_t i = 0; i < policy_.path_rules.size(); ++i) {
@@ -345,34 +457,32 @@ Decision Engine::Path(Access access, std::string_view path) const {
         break;
     }
     if (!MatchesSelfOrAncestor(r.glob, subject)) continue;
-    acc = Make(r.verdict, path_rule_[i], r.loc,
-               r.verdict == Verdict::kDeny
-                   ? (r.access == Access::kWrite ? "the profile forbids writing this path"
-                                                 : "the profile forbids this path")
-                   : "the profile asks a person before this access");
+    acc = Outcome::Rule(r.verdict, path_rule_[i], r.loc,
+                        r.verdict == Verdict::kDeny
+                            ? (r.access == Access::kWrite ? "the profile forbids writing this path"
+                                                          : "the profile forbids this path")
+                            : "the profile asks a person before this access");
   }
   return acc;
 }
 
-Decision Engine::Tool(ToolRequest request) const {
+Engine::Outcome Engine::DecideTool(ToolRequest request) const {
   const std::string_view name = ToolName(request.tool);
   // The file tools reach only the workspace; judge their paths relative to it.
-  std::string rel;
   std::string abs_path;
+  std::string_view rel;
   bool has_path = !request.path.empty();
   if (has_path) {
-    std::string abs = request.path.starts_with('/')
-                          ? NormaliseAbsolute(request.path)
-                          : NormaliseAbsolute(bindings_.workspace + "/" + std::string(request.path));
-    if (!Under(abs, bindings_.workspace)) {
-      return Default("the file tools work only inside the workspace; '" +
-                     std::string(request.path) + "' is outside it");
+    abs_path = request.path.starts_with('/') ? NormaliseAbsolute(request.path)
+                                             : NormaliseUnder(bindings_.workspace, request.path);
+    if (!Under(abs_path, bindings_.workspace)) {
+      return Outcome::DefaultBecause("the file tools work only inside the workspace; '" +
+                                     std::string(request.path) + "' is outside it");
     }
-    rel = std::string(RelativeTo(abs, bindings_.workspace));
-    abs_path = std::move(abs);
+    rel = RelativeTo(abs_path, bindings_.workspace);
   }
 
-  Decision acc = Default("no tools rule allows " + std::string(name));
+  Outcome acc;
   bool matched = false;
   for (std::size_t i = 0; i < policy_.tools.size(); ++i) {
     const ToolRule& r = policy_.tools[i];
@@ -385,19 +495,21 @@ Decision Engine::Tool(ToolRequest request) const {
     }
     if (matched && r.verdict <= acc.verdict) continue;
     matched = true;
-    acc = Make(r.verdict, tool_rule_[i], r.loc,
-               r.verdict == Verdict::kAllow ? "the profile allows this tool here"
-               : r.verdict == Verdict::kAsk ? "the profile asks a person before this tool call"
-                                            : "the profile forbids this tool here");
+    acc = Outcome::Rule(r.verdict, tool_rule_[i], r.loc,
+                        r.verdict == Verdict::kAllow ? "the profile allows this tool here"
+                        : r.verdict == Verdict::kAsk
+                            ? "the profile asks a person before this tool call"
+                            : "the profile forbids this tool here");
   }
+  if (!matched) return Outcome::DefaultBecause("no tools rule allows " + std::string(name));
   if (acc.verdict == Verdict::kDeny) return acc;
   if (request.tool == Tool::kRunCommand) {
-    Decision d = Shell(request.command);
+    Outcome d = DecideShell(request.command);
     if (d.verdict >= acc.verdict) acc = std::move(d);
   } else if (has_path) {
     // The absolute form: a relative path starting with '~' names a file in the workspace, not
-    // the home directory.
-    Decision d = Path(ToolAccess(request.tool), abs_path);
+    // the home directory. It is already normalised, so DecidePath does not copy it again.
+    Outcome d = DecidePath(ToolAccess(request.tool), abs_path);
     if (d.verdict >= acc.verdict) acc = std::move(d);
   }
   return acc;

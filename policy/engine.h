@@ -1,14 +1,20 @@
 // The decision engine: Decide(request) -> {verdict, rule, location, reason}.
 //
-// No I/O, no allocation on the common path, default deny. Precedence, the same everywhere: of all
-// the rules that match a request, the strongest verdict wins (deny > ask > allow); when nothing
-// matches, the answer is deny. An Engine borrows the Policy it is built from; keep the Policy alive.
+// No I/O, default deny. On the common path a decision allocates only the two strings of the
+// Decision it returns (and the absolute form of a relative path). Precedence, the same
+// everywhere: of all the rules that match a request, the strongest verdict wins
+// (deny > ask > allow); when nothing matches, the answer is deny. An Engine borrows the Policy it
+// is built from; keep the Policy alive.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <variant>
+#include <vector>
 
 #include "policy/ir.h"
 
@@ -73,6 +79,29 @@ class Engine {
   [[nodiscard]] Verdict Effective(Verdict v) const;
 
  private:
+  // A decision before its texts are copied out (defined in engine.cc): the private Decide*
+  // functions judge, compare and combine these without allocating, and the public entry points
+  // turn the final one into a Decision.
+  struct Outcome;
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  // Where the views mounted at one absolute base are in views_.
+  struct ViewsAt {
+    std::size_t last = 0;             // mounted last at this base (what is visible there)
+    std::size_t last_hidden = kNone;  // the last `hide` at this base, if any
+  };
+  // Hashes std::string and std::string_view alike, so view_at_ is searched without a copy.
+  struct BaseHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  [[nodiscard]] Outcome DecideCommand(std::span<const std::string> argv) const;
+  [[nodiscard]] Outcome DecideShell(std::string_view script) const;
+  [[nodiscard]] Outcome DecidePath(Access access, std::string_view path) const;
+  // The view and the filesystem rules for `abs`, an absolute normalised path.
+  [[nodiscard]] Outcome DecideAbsolutePath(Access access, std::string_view abs) const;
+  [[nodiscard]] Outcome DecideTool(ToolRequest request) const;
+
   const Policy& policy_;
   Bindings bindings_;
   // Command rules whose first element is a single literal name, indexed by it; the rest are
@@ -80,8 +109,8 @@ class Engine {
   std::vector<std::pair<std::string, std::size_t>> by_name_;  // sorted by name
   std::vector<std::size_t> generic_;
   // The mount view as absolute bases for these bindings (built-ins, the profile's mounts, the
-  // workspace), and each rule's text as a Decision shows it; precomputed so a decision builds no
-  // strings it does not return.
+  // workspace), in mount order, and each rule's text as a Decision shows it; precomputed so a
+  // decision builds no strings it does not return.
   struct View {
     std::string base;
     MountMode mode;
@@ -89,6 +118,11 @@ class Engine {
     Location loc;
   };
   std::vector<View> views_;
+  // The same views by base, so a path's view is found by looking up its ancestors (one lookup
+  // per component) instead of comparing it with every view. base_length_[n] says whether some
+  // base is n bytes long, which skips most lookups without hashing.
+  std::unordered_map<std::string, ViewsAt, BaseHash, std::equal_to<>> view_at_;
+  std::vector<bool> base_length_;
   std::vector<std::string> command_rule_;
   std::vector<std::string> path_rule_;
   std::vector<std::string> tool_rule_;

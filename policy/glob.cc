@@ -1,5 +1,6 @@
 #include "policy/glob.h"
 
+#include <algorithm>
 #include <array>
 #include <bitset>
 #include <cstddef>
@@ -149,6 +150,20 @@ inline bool NextComponent(std::string_view path, std::size_t pos, std::string_vi
   while (end < n && path[end] != '/') ++end;
   comp = path.substr(pos, end - pos);
   next = end;
+  return true;
+}
+
+// The mirror of NextComponent: the last path component that ends at or before `end` (skipping
+// any run of '/' before `end`), and the offset where it starts. False when only slashes (or
+// nothing) remain.
+inline bool PrevComponent(std::string_view path, std::size_t end, std::string_view& comp,
+                          std::size_t& start) {
+  while (end > 0 && path[end - 1] == '/') --end;
+  if (end == 0) return false;
+  std::size_t begin = end;
+  while (begin > 0 && path[begin - 1] != '/') --begin;
+  comp = path.substr(begin, end - begin);
+  start = begin;
   return true;
 }
 
@@ -352,6 +367,9 @@ Result<PathGlob> PathGlob::Compile(std::string_view pattern) {
     }
     glob.components_.push_back(std::move(comp));
   }
+  glob.suffix_only_ = glob.components_.size() > 1 && glob.components_.front().any_depth &&
+                      std::none_of(glob.components_.begin() + 1, glob.components_.end(),
+                                   [](const Component& c) { return c.any_depth; });
   return glob;
 }
 
@@ -363,6 +381,7 @@ Result<PathGlob> PathGlob::Compile(std::string_view pattern) {
 bool PathGlob::Match(std::string_view path) const {
   const bool path_absolute = !path.empty() && path.front() == '/';
   if (path_absolute != absolute_) return false;
+  if (suffix_only_) return MatchSuffix(path);
   const std::size_t m = components_.size();
   std::size_t p = 0;
   std::size_t pos = 0;
@@ -392,6 +411,18 @@ bool PathGlob::Match(std::string_view path) const {
   }
   while (p < m && components_[p].any_depth) ++p;
   return p == m;
+}
+
+// "**/c1/.../ck": the '**' takes all but the last k components (possibly none), so compare those
+// k, from the last one back. O(k) component matches.
+bool PathGlob::MatchSuffix(std::string_view path) const {
+  std::size_t end = path.size();
+  std::string_view comp;
+  for (std::size_t p = components_.size() - 1; p >= 1; --p) {
+    if (!PrevComponent(path, end, comp, end)) return false;
+    if (!components_[p].glob.Match(comp)) return false;
+  }
+  return true;
 }
 
 std::string PathGlob::LiteralPrefix() const {

@@ -71,9 +71,15 @@ class PathGlob {
     WordGlob glob;           // otherwise; '*' here never sees a '/' because paths are split first
     std::string literal;     // the unescaped text when glob.IsLiteral()
   };
+  [[nodiscard]] bool MatchSuffix(std::string_view path) const;
+
   std::string pattern_;
   bool absolute_ = false;
   bool literal_ = true;
+  // The pattern is "**/c1/.../ck" (k >= 1) with no other '**': it matches exactly the paths whose
+  // last k components match c1..ck, which MatchSuffix checks from the end of the path instead of
+  // letting the '**' try every depth.
+  bool suffix_only_ = false;
   std::vector<Component> components_;
 };
 

@@ -104,12 +104,19 @@ bool CommandRule::Matches(std::span<const std::string> argv) const {
   if (argv.size() < pattern.size() || pattern.empty()) return false;
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     if (i == 0 && argv[0].find('/') != std::string::npos) {
-      // A path in command position matches only an element that names a path.
-      bool path_pattern = false;
+      // A path in command position: an allow rule must name a path (a workspace script called
+      // ./git is not `git`). Deny and ask rules also match it by its last component, so
+      // `/usr/bin/curl` and `./curl` cannot slip past `deny curl`.
+      bool matched = false;
+      std::string_view base = std::string_view(argv[0]).substr(argv[0].rfind('/') + 1);
       for (const auto& alt : pattern[0].alternatives) {
-        if (alt.pattern().find('/') != std::string::npos) path_pattern = true;
+        bool names_path = alt.pattern().find('/') != std::string::npos;
+        if (names_path ? alt.Match(argv[0]) : (verdict != Verdict::kAllow && alt.Match(base))) {
+          matched = true;
+        }
       }
-      if (!path_pattern) return false;
+      if (!matched) return false;
+      continue;
     }
     if (!ArgMatches(pattern[i], argv[i])) return false;
   }

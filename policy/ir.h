@@ -81,8 +81,9 @@ struct CommandRule {
   std::string text;  // the pattern as it is dumped: git (diff | status) *
   Location loc;
 
-  // Prefix match. argv[0] containing '/' matches only a pattern element containing '/': a
-  // workspace script named ./git is not `git`.
+  // Prefix match. argv[0] containing '/' matches an allow rule only through a pattern element
+  // containing '/' (a workspace script named ./git is not `git`); deny and ask rules match it by
+  // its last component as well (/usr/bin/curl is `curl`).
   [[nodiscard]] bool Matches(std::span<const std::string> argv) const;
 };
 

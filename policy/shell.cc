@@ -1,5 +1,6 @@
 #include "policy/shell.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -87,6 +88,10 @@ class ShellLexer {
 };
 
 bool ShellLexer::Tokenize(std::vector<ShellToken>& out) {
+  // Command lines average a token every four or five bytes; reserving that (up to a bound, past
+  // which the vector grows as usual) saves most of the reallocations, each of which moves every
+  // token so far.
+  out.reserve(out.size() + std::min<std::size_t>(s_.size() / 4 + 2, 1024));
   while (true) {
     bool blank = false;
     while (i_ < s_.size()) {
@@ -449,13 +454,18 @@ class ShellParser {
   [[nodiscard]] bool PeekBareWord(std::string_view w) const {
     return Peek().kind == TokKind::kWord && !Peek().quoted && Peek().text == w;
   }
+  // Steps past the current token (a word), moving its text out: tokens are read front to back
+  // and a consumed token is never looked at again.
+  std::string TakeText() { return std::move(toks_[pos_++].text); }
   bool ParseList(ListEnd end);
   bool ParseCommand();
   bool ParseGroup(ListEnd end);
   bool ParseRedirect(SimpleCommand& cmd);
   bool ParseSimpleCommand();
-  bool Inspect(const SimpleCommand& cmd, const std::vector<WordInfo>& info);
-  bool ParseString(std::string_view script, const WordInfo& info, std::string_view what);
+  bool Inspect(std::size_t index, const std::vector<WordInfo>& info);
+  // `script` is a copy: parsing it appends to out_.commands, which may move the command it was
+  // taken from.
+  bool ParseString(std::string script, const WordInfo& info, std::string_view what);
   // Records NAME=value as set for later commands; a plain '=' replaces earlier values of NAME.
   // False (and opaque) past kMaxStickyAssignments.
   bool AddSticky(const std::string& assignment) {
@@ -559,17 +569,18 @@ bool ShellParser::ParseGroup(ListEnd end) {
 // redirect := redirection_operator word
 bool ShellParser::ParseRedirect(SimpleCommand& cmd) {
   const RedirKind kind = Peek().redir;
-  const std::string op = Peek().text;
+  const std::string_view op = Peek().text;  // toks_ is never modified, only read and moved from
   ++pos_;
-  if (Peek().kind != TokKind::kWord) return Fail("redirection '" + op + "' without a target");
+  if (Peek().kind != TokKind::kWord) {
+    return Fail("redirection '" + std::string(op) + "' without a target");
+  }
   // Unlike an argument, which a policy only matches against patterns, a target is resolved as a
   // path: "$PWD/.git/config" would be judged as a workspace directory named "$PWD", "~user/x"
   // as a workspace path. The shell expands them first, so we cannot know the file.
   if (Peek().expansion || Peek().tilde || Peek().glob) {
     return Fail("expansion ($X, ~, *) in a redirection target cannot be checked before it runs");
   }
-  std::string target = Peek().text;
-  ++pos_;
+  std::string target = TakeText();
   bool fd_move = false;
   if (kind == RedirKind::kDupOut || kind == RedirKind::kDupIn) {
     // ">&2", "<&0", ">&-", "2>&1-": fd duplication, closing or moving; not a file.
@@ -602,6 +613,18 @@ bool ShellParser::ParseRedirect(SimpleCommand& cmd) {
 bool ShellParser::ParseSimpleCommand() {
   SimpleCommand cmd;
   std::vector<WordInfo> info;
+  // At most this many words (arguments, assignments, redirection targets) before the next
+  // separator; reserving for them saves growing argv and info one word at a time.
+  std::size_t words = 0;
+  for (std::size_t k = pos_; k < toks_.size(); ++k) {
+    if (toks_[k].kind == TokKind::kWord) {
+      ++words;
+    } else if (toks_[k].kind != TokKind::kRedirect) {
+      break;
+    }
+  }
+  cmd.argv.reserve(words);
+  info.reserve(words);
   bool after_amp_redirect = false;
   while (true) {
     const ShellToken& t = Peek();
@@ -614,16 +637,15 @@ bool ShellParser::ParseSimpleCommand() {
             "'>file 2>&1' at the end of the command");
       }
       if (cmd.argv.empty() && t.assignment) {
-        cmd.assignments.push_back(t.text);
+        cmd.assignments.push_back(TakeText());
       } else {
         if (cmd.argv.empty() && !t.quoted && IsReservedWord(t.text)) {
           return Fail("shell keyword '" + t.text +
                       "' is not supported; write simple commands joined by ;, && or ||");
         }
-        cmd.argv.push_back(t.text);
         info.push_back({t.quoted, t.expansion, t.glob, t.tilde});
+        cmd.argv.push_back(TakeText());
       }
-      ++pos_;
     } else if (t.kind == TokKind::kRedirect) {
       if (t.text.starts_with("&>")) after_amp_redirect = true;
       if (!ParseRedirect(cmd)) return false;
@@ -659,14 +681,16 @@ bool ShellParser::ParseSimpleCommand() {
   if (!Charge(cmd.argv.size() + cmd.assignments.size() + cmd.writes.size() + cmd.reads.size())) {
     return Fail(kTooComplex);
   }
-  out_.commands.push_back(cmd);
-  return Inspect(cmd, info);
+  out_.commands.push_back(std::move(cmd));
+  return Inspect(out_.commands.size() - 1, info);
 }
 
 // Looks inside commands that run a string as shell code (sh -c, eval, trap) and records
 // variables set for later commands by export and friends.
-bool ShellParser::Inspect(const SimpleCommand& cmd, const std::vector<WordInfo>& info) {
-  const std::vector<std::string>& argv = cmd.argv;
+// `index` is the command's place in out_.commands. A nested parse appends to out_.commands, so
+// ParseString is always the last use of `argv` (and is given a copy of its script).
+bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info) {
+  const std::vector<std::string>& argv = out_.commands[index].argv;
   const std::string& name = argv[0];
   if (name == "export" || name == "readonly" || name == "declare" || name == "typeset" ||
       name == "local") {
@@ -697,7 +721,7 @@ bool ShellParser::Inspect(const SimpleCommand& cmd, const std::vector<WordInfo>&
       merged.glob = merged.glob || info[k].glob;
       merged.tilde = merged.tilde || info[k].tilde;
     }
-    return ParseString(script, merged, "eval");
+    return ParseString(std::move(script), merged, "eval");
   }
   if (name == "trap") {
     // trap [--] action condition...: the action runs later as shell code.
@@ -738,7 +762,7 @@ bool ShellParser::Inspect(const SimpleCommand& cmd, const std::vector<WordInfo>&
   return ParseString(argv[k], info[k], name + " -c");
 }
 
-bool ShellParser::ParseString(std::string_view script, const WordInfo& info,
+bool ShellParser::ParseString(std::string script, const WordInfo& info,
                               std::string_view what) {
   // The outer shell expands the word before the inner one parses it, so "$X" or a glob in it
   // could become any code at all.

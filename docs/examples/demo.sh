@@ -28,7 +28,7 @@ for p in /proc/[0-9]*; do printf '  pid %-4s %s\n' "${p#/proc/}" "$(tr '\0' ' ' 
 say "network: a namespace of its own with only loopback"
 echo "  interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')"
 
-say "environment: scrubbed (nothing from the caller but terminal and locale settings)"
+say "environment: scrubbed (nothing from the caller but what the profile passes)"
 env | sort | sed 's/^/  /'
 
 say "done: exit status 0 is passed back to the caller"

@@ -82,12 +82,12 @@ std::string CallerHome() {
 }
 
 // A command-line limit may only lower the profile's. Returns an error message, or "".
+// `requested` is in the limit's unit (milliseconds, bytes, count).
 std::string CheckLower(const policy::Policy* p, policy::Limit limit, std::uint64_t requested,
-                       std::uint64_t requested_in_profile_units, const std::string& flag) {
+                       const std::string& flag) {
   if (p == nullptr) return {};
   const auto& v = p->limit(limit);
-  if (!v.bounded() || requested_in_profile_units <= v.value) return {};
-  (void)requested;
+  if (!v.bounded() || requested <= v.value) return {};
   return flag + " can only lower the profile's limit: '" + p->name + "' sets " +
          std::string(policy::LimitName(limit)) + " " + policy::FormatLimit(limit, v) + " at " +
          p->Where(v.loc);
@@ -236,6 +236,28 @@ int RunExecCommand(const ExecOptions& o) {
     profile_notes = std::move(built->notes);
   }
   const policy::Policy* prof = policy.get();
+  // With a profile the command line may narrow the sandbox, never widen it: the profile is what
+  // was reviewed (and what `cagent policy audit` judged).
+  if (prof != nullptr) {
+    if (!o.ro_paths.empty() || !o.rw_paths.empty()) {
+      return Usage(std::string(o.rw_paths.empty() ? "--ro" : "--rw") +
+                   " would widen the profile '" + prof->name +
+                   "'; add the path to a profile (read-only PATH / read-write PATH) instead");
+    }
+    if (!o.disable_layers.empty()) {
+      return Usage("--disable-layer cannot be combined with --profile: a profile's sandbox is "
+                   "not switched off piecemeal; use it without --profile to debug a layer");
+    }
+    for (const auto& name : o.env_pass) {
+      for (const auto& pattern : prof->env_scrub) {
+        if (pattern.name.Match(name)) {
+          return Usage("--pass-env " + name + ": the profile '" + prof->name +
+                       "' scrubs it (scrub " + pattern.name.pattern() + " at " +
+                       prof->Where(pattern.loc) + ")");
+        }
+      }
+    }
+  }
   for (const auto& p : o.ro_paths) spec.read_only_paths.push_back(p);
   for (const auto& p : o.rw_paths) spec.read_write_paths.push_back(p);
   for (const auto& p : o.hide_paths) spec.hidden_paths.push_back(p);
@@ -264,7 +286,7 @@ int RunExecCommand(const ExecOptions& o) {
     auto t = ParseDuration(o.cpu_time);
     if (!t) return Usage("--cpu-time: " + t.error().Message());
     auto ms = static_cast<std::uint64_t>(t->count());
-    if (auto e = CheckLower(prof, Limit::kCpuTime, ms, ms, "--cpu-time"); !e.empty()) {
+    if (auto e = CheckLower(prof, Limit::kCpuTime, ms, "--cpu-time"); !e.empty()) {
       return Usage(e);
     }
     spec.limits.cpu_seconds = static_cast<std::uint64_t>((t->count() + 999) / 1000);
@@ -272,20 +294,20 @@ int RunExecCommand(const ExecOptions& o) {
   if (!o.file_size.empty()) {
     auto n = ParseSize(o.file_size);
     if (!n) return Usage("--file-size: " + n.error().Message());
-    if (auto e = CheckLower(prof, Limit::kFileSize, *n, *n, "--file-size"); !e.empty()) {
+    if (auto e = CheckLower(prof, Limit::kFileSize, *n, "--file-size"); !e.empty()) {
       return Usage(e);
     }
     spec.limits.file_size_bytes = *n;
   }
   if (o.open_files) {
-    if (auto e = CheckLower(prof, Limit::kOpenFiles, *o.open_files, *o.open_files, "--open-files");
+    if (auto e = CheckLower(prof, Limit::kOpenFiles, *o.open_files, "--open-files");
         !e.empty()) {
       return Usage(e);
     }
     spec.limits.open_files = *o.open_files;
   }
   if (o.processes) {
-    if (auto e = CheckLower(prof, Limit::kProcesses, *o.processes, *o.processes, "--processes");
+    if (auto e = CheckLower(prof, Limit::kProcesses, *o.processes, "--processes");
         !e.empty()) {
       return Usage(e);
     }
@@ -294,13 +316,18 @@ int RunExecCommand(const ExecOptions& o) {
   if (!o.memory.empty()) {
     auto n = ParseSize(o.memory);
     if (!n) return Usage("--memory: " + n.error().Message());
-    if (auto e = CheckLower(prof, Limit::kMemory, *n, *n, "--memory"); !e.empty()) {
+    if (auto e = CheckLower(prof, Limit::kMemory, *n, "--memory"); !e.empty()) {
       return Usage(e);
     }
     spec.cgroup_limits.memory_max = *n;
     spec.cgroup_limits.swap_max = 0;
   }
-  if (o.pids) spec.cgroup_limits.pids_max = *o.pids;
+  if (o.pids) {
+    if (auto e = CheckLower(prof, Limit::kProcesses, *o.pids, "--pids"); !e.empty()) {
+      return Usage(e);
+    }
+    spec.cgroup_limits.pids_max = *o.pids;
+  }
   if (!o.cpus.empty()) {
     char* end = nullptr;
     const double cores = std::strtod(o.cpus.c_str(), &end);
@@ -331,7 +358,7 @@ int RunExecCommand(const ExecOptions& o) {
     auto t = ParseDuration(o.timeout);
     if (!t) return Usage("--timeout: " + t.error().Message());
     auto ms = static_cast<std::uint64_t>(t->count());
-    if (auto e = CheckLower(prof, Limit::kWallTime, ms, ms, "--timeout"); !e.empty()) {
+    if (auto e = CheckLower(prof, Limit::kWallTime, ms, "--timeout"); !e.empty()) {
       return Usage(e);
     }
     spec.timeout = *t;

@@ -112,7 +112,12 @@ Harness::Running Harness::Start(const std::vector<std::string>& args,
   std::vector<std::string> argv = CagentArgv(args);
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  for (const auto& e : options.extra_env) env.push_back(e);
+  for (const auto& e : options.extra_env) {
+    // An extra variable replaces the inherited one of the same name (getenv finds the first).
+    const std::string name = e.substr(0, e.find('=') + 1);
+    std::erase_if(env, [&](const std::string& v) { return v.starts_with(name); });
+    env.push_back(e);
+  }
   auto cargv = CStrings(argv);
   auto cenv = CStrings(env);
 

@@ -18,7 +18,7 @@ struct RunResult {
 };
 
 struct RunOptions {
-  std::vector<std::string> extra_env;  // NAME=VALUE added to cagent's environment
+  std::vector<std::string> extra_env;  // NAME=VALUE added to (or replacing in) cagent's environment
   bool leak_fd = false;      // give cagent an fd 9 without O_CLOEXEC (a "leaked" descriptor)
   bool with_pty = false;     // run cagent with a pty as its controlling terminal and stdin
   std::chrono::seconds timeout{60};  // the harness kills cagent after this and fails the test

@@ -271,7 +271,7 @@ TEST_F(PolicyCliTest, ExplainPathsToolsAndJson) {
   EXPECT_EQ(doc["verdict"], "ask");
   EXPECT_EQ(doc["effective"], "deny");
   EXPECT_EQ(doc["approval"], "never-ask");
-  EXPECT_EQ(doc["at"], "<built-in>/backend.cagent:18:7");
+  EXPECT_EQ(doc["at"], "<built-in>/backend.cagent:21:7");
   EXPECT_EQ(doc["request"]["kind"], "tool");
 
   RunResult bad_tool = Run({"policy", "explain", "backend", "--tool", "rm_rf"});
@@ -401,7 +401,7 @@ TEST_F(PolicyCliTest, AuditBuiltinBackend) {
   RunResult r = Run({"policy", "audit", "backend"});
   EXPECT_EQ(r.exit_code, 0) << Describe(r);  // no high findings
   EXPECT_THAT(r.out, HasSubstr("Audit of 'backend' (base -> backend): 0 high"));
-  EXPECT_THAT(r.out, HasSubstr("<built-in>/backend.cagent:24:9: low [CAGENT005 interpreter]: "));
+  EXPECT_THAT(r.out, HasSubstr("<built-in>/backend.cagent:27:9: low [CAGENT005 interpreter]: "));
   EXPECT_THAT(r.out, HasSubstr("<built-in>/backend.cagent:6:1: low [CAGENT001 network]: network "
                                "loopback"));
   EXPECT_THAT(r.out, HasSubstr("<built-in>/base.cagent:76:13: low [CAGENT009 best-effort]: "

@@ -97,6 +97,39 @@ TEST_F(ProfileSampleTest, ReadonlyLooksButCannotTouch) {
   EXPECT_TRUE(fs::exists(ws + "/new.txt"));
 }
 
+TEST_F(ProfileSampleTest, BackendExposesAToolchainUnderHomeReadOnly) {
+  // rustup, pyenv, nvm and friends install under the user's home, outside /usr. backend mounts
+  // ~/.cargo and ~/.rustup read-only, passes PATH and sets RUSTUP_HOME/CARGO_HOME, so a toolchain
+  // there runs inside; it cannot be modified, and the rest of the home stays invisible.
+  std::string home = h_.MakeDir("home");
+  fs::create_directories(home + "/.cargo/bin");
+  fs::create_directories(home + "/.rustup/toolchains");
+  std::ofstream(home + "/.cargo/bin/fakecargo")
+      << "#!/bin/sh\necho \"fakecargo ran with RUSTUP_HOME=$RUSTUP_HOME\"\n";
+  std::ofstream(home + "/.cargo/credentials.toml") << "token = \"cio_sample_secret\"\n";
+  std::ofstream(home + "/notes.txt") << "private\n";
+  ::chmod((home + "/.cargo/bin/fakecargo").c_str(), 0755);
+  for (const auto& e : fs::recursive_directory_iterator(home)) {
+    ASSERT_EQ(::lchown(e.path().c_str(), h_.run_uid(), h_.run_gid()), 0);
+  }
+  std::string ws = h_.MakeDir("rust-ws");
+  RunOptions o;
+  o.extra_env = {"HOME=" + home, "PATH=" + home + "/.cargo/bin:/usr/bin:/bin"};
+  RunResult r = h_.Run({"exec", "--profile", "backend", "--workspace", ws, "--", "/bin/sh", "-c",
+                        "fakecargo; touch ~/.cargo/bin/x 2>&1; cat " + home +
+                            "/.cargo/credentials.toml 2>&1; ls " + home + "/notes.txt 2>&1"},
+                       o);
+  EXPECT_THAT(r.out, HasSubstr("fakecargo ran with RUSTUP_HOME=" + home + "/.rustup")) << r.err;
+  EXPECT_FALSE(fs::exists(home + "/.cargo/bin/x"));
+  EXPECT_THAT(r.out, Not(HasSubstr("cio_sample_secret")));  // hidden by backend
+  EXPECT_THAT(r.out, HasSubstr("No such file"));              // the rest of home is not mounted
+  // Twin: base does not expose ~/.cargo, so the toolchain is not there.
+  RunResult twin = h_.Run({"exec", "--profile", "base", "--workspace", ws, "--", "/bin/sh", "-c",
+                           "fakecargo"},
+                          o);
+  EXPECT_NE(twin.exit_code, 0);
+}
+
 TEST_F(ProfileSampleTest, DenyGlobHidesAProjectSecret) {
   std::string ws = Sample("backend-python");
   RunResult r = Exec("backend", ws, "cat .env; echo; ls -la .env");
@@ -175,6 +208,23 @@ TEST_F(ProfileSampleTest, CommandLineLimitsCanOnlyLower) {
                             "loopback", "--", "true"});
   EXPECT_EQ(widen.exit_code, 2);
   EXPECT_THAT(widen.err, HasSubstr("would widen the profile 'base'"));
+  // Paths, scrubbed variables and switched-off layers cannot be added to a profile either.
+  RunResult rw = h_.Run({"exec", "--profile", "readonly", "--workspace", ws, "--rw", "/var/tmp",
+                         "--", "true"});
+  EXPECT_EQ(rw.exit_code, 2);
+  EXPECT_THAT(rw.err, HasSubstr("--rw would widen the profile 'readonly'"));
+  RunOptions token;
+  token.extra_env = {"GITHUB_TOKEN=ghp_sample_secret"};
+  RunResult pass = h_.Run({"exec", "--profile", "backend", "--workspace", ws, "--pass-env",
+                           "GITHUB_TOKEN", "--", "/usr/bin/env"},
+                          token);
+  EXPECT_EQ(pass.exit_code, 2);
+  EXPECT_THAT(pass.err, HasSubstr("scrubs it (scrub *_TOKEN at <built-in>/base.cagent:"));
+  EXPECT_THAT(pass.out, Not(HasSubstr("ghp_sample_secret")));
+  RunResult off = h_.Run({"exec", "--profile", "backend", "--workspace", ws, "--disable-layer",
+                          "fs", "--", "true"});
+  EXPECT_EQ(off.exit_code, 2);
+  EXPECT_THAT(off.err, HasSubstr("--disable-layer cannot be combined with --profile"));
 }
 
 TEST_F(ProfileSampleTest, ABrokenProfileIsRefusedWithItsDiagnostics) {

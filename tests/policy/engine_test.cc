@@ -137,6 +137,23 @@ TEST_F(CommandTest, DecisionCarriesTheRuleLocation) {
   EXPECT_EQ(d.reason, "the profile allows this command");
 }
 
+TEST(CommandPaths, DenyAndAskRulesMatchAPathByItsName) {
+  // Without this, `/usr/bin/curl` or a copy at `./curl` would slip past `deny curl`, and
+  // `./build.sh --force` past `deny * --force`.
+  auto p = MustCompile(
+      "commands {\n  allow ./build.sh\n  allow /usr/bin/curl\n  deny curl\n"
+      "  deny * --force\n  ask (npm | /opt/npm) publish\n  allow /opt/npm\n}\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p);
+  EXPECT_DENY(e.Command(Argv({"/usr/bin/curl", "x"})), "commands: deny curl");
+  EXPECT_DENY(e.Command(Argv({"./curl"})), "commands: deny curl");
+  EXPECT_DENY(e.Command(Argv({"./build.sh", "--force"})), "commands: deny * --force");
+  EXPECT_ALLOW(e.Command(Argv({"./build.sh", "release"})), "commands: allow ./build.sh");
+  EXPECT_ASK(e.Command(Argv({"/usr/local/bin/npm", "publish"})),
+             "commands: ask (/opt/npm | npm) publish");
+  EXPECT_ASK(e.Command(Argv({"/opt/npm", "publish"})), "commands: ask (/opt/npm | npm) publish");
+}
+
 TEST(CommandPrecedence, DenyBeatsAskBeatsAllowWhateverTheOrder) {
   for (const char* text : {
            "commands {\n  allow git\n  ask git commit\n  deny git push\n}\n",
