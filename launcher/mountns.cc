@@ -298,6 +298,15 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
     for (const auto& p : spec.hidden_paths) {
       struct stat st {};
       if (::lstat(p.c_str(), &st) != 0) continue;  // nothing to hide
+      // Only what the view shows needs covering: a path outside every bind (a profile that does
+      // not mount /etc, a symlink target elsewhere on the host) is invisible already, and
+      // mounting over it would need directories the view does not have.
+      const bool visible = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
+        const bool shows = e.what == Entry::What::kBindDir || e.what == Entry::What::kBindFile ||
+                           e.what == Entry::What::kTmpfs;
+        return shows && (e.dest == p || IsUnder(p, e.dest));
+      });
+      if (!visible) continue;
       if (S_ISLNK(st.st_mode)) continue;  // the link's target is what a bind would expose
       entries.push_back({S_ISDIR(st.st_mode) ? Entry::What::kHideDir : Entry::What::kHideFile, p, "",
                          0, 0, "hide " + p});

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -191,6 +192,14 @@ bool Matches(const std::vector<policy::EnvPattern>& patterns, std::string_view n
 }
 
 }  // namespace
+
+std::string CallerHome() {
+  if (const char* h = std::getenv("HOME"); h != nullptr && h[0] == '/') return h;
+  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) {
+    return pw->pw_dir;
+  }
+  return {};
+}
 
 std::string ExpandHomeInValue(const std::string& value, const std::string& home) {
   if (home.empty()) return value;

@@ -42,6 +42,9 @@ struct ProfileLaunch {
 Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& policy, const std::string& workspace,
                                      std::vector<std::string> argv, const ProfileContext& ctx);
 
+// The caller's home: $HOME when it is absolute, else the passwd entry, else "".
+std::string CallerHome();
+
 // Expands ~/ at the start of each ':'-separated element of an environment value.
 std::string ExpandHomeInValue(const std::string& value, const std::string& home);
 

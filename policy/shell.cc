@@ -1,6 +1,7 @@
 #include "policy/shell.h"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -28,15 +29,29 @@ constexpr std::string_view kBacktickSubstitution =
 constexpr std::string_view kArithmeticExpansion =
     "arithmetic expansion $(( )) cannot be checked before it runs";
 
-bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+constexpr bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 bool IsNameStart(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 // Bytes that end an unquoted word.
-bool IsMeta(char c) {
+constexpr bool IsMeta(char c) {
   return IsBlank(c) || c == '\n' || c == ';' || c == '&' || c == '|' || c == '(' || c == ')' ||
          c == '<' || c == '>';
 }
+
+// Bytes that stand for themselves in an unquoted word: not a word end, quote, escape, expansion,
+// glob or brace character (ShellLexer::LexWord handles those one at a time). A table, because
+// the lexer asks for every byte of every word.
+constexpr std::array<bool, 256> kPlainWordByte = [] {
+  std::array<bool, 256> plain{};
+  for (int b = 0; b < 256; ++b) {
+    const char c = static_cast<char>(b);
+    plain[b] = !IsMeta(c) && c != '\\' && c != '\'' && c != '"' && c != '`' && c != '$' &&
+               c != '*' && c != '?' && c != '[' && c != ']' && c != '{';
+  }
+  return plain;
+}();
+bool IsPlainWordByte(char c) { return kPlainWordByte[static_cast<unsigned char>(c)]; }
 
 enum class TokKind { kWord, kSeparator, kLParen, kRParen, kRedirect, kEnd };
 
@@ -217,6 +232,14 @@ bool ShellLexer::LexWord(ShellToken& tok) {
   bool brace_checked = false;
   if (At(i_) == '~') tok.tilde = true;
   while (i_ < s_.size()) {
+    // A run of bytes that need no handling below is copied in one go.
+    std::size_t run = i_;
+    while (run < s_.size() && IsPlainWordByte(s_[run])) ++run;
+    if (run > i_) {
+      tok.text.append(s_.substr(i_, run - i_));
+      i_ = run;
+      continue;
+    }
     const char c = s_[i_];
     if (IsMeta(c)) break;
     switch (c) {
@@ -691,7 +714,7 @@ bool ShellParser::ParseSimpleCommand() {
 // ParseString is always the last use of `argv` (and is given a copy of its script).
 bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info) {
   const std::vector<std::string>& argv = out_.commands[index].argv;
-  const std::string& name = argv[0];
+  const std::string_view name = argv[0];
   if (name == "export" || name == "readonly" || name == "declare" || name == "typeset" ||
       name == "local") {
     for (std::size_t k = 1; k < argv.size(); ++k) {
@@ -758,8 +781,8 @@ bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info) 
     break;
   }
   if (!has_c) return true;
-  if (k >= argv.size()) return Fail(name + " -c without a command string");
-  return ParseString(argv[k], info[k], name + " -c");
+  if (k >= argv.size()) return Fail(std::string(name) + " -c without a command string");
+  return ParseString(argv[k], info[k], std::string(name) + " -c");
 }
 
 bool ShellParser::ParseString(std::string script, const WordInfo& info,

@@ -73,13 +73,6 @@ int Usage(const std::string& message) {
   return kExitUsage;
 }
 
-std::string CallerHome() {
-  if (const char* h = std::getenv("HOME"); h != nullptr && h[0] == '/') return h;
-  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) {
-    return pw->pw_dir;
-  }
-  return {};
-}
 
 // A command-line limit may only lower the profile's. Returns an error message, or "".
 // `requested` is in the limit's unit (milliseconds, bytes, count).

@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 
+#include "launcher/profile_spec.h"
 #include "policy/audit.h"
 #include "policy/diff.h"
 #include "policy/dump.h"
@@ -38,13 +39,7 @@ int Usage(const std::string& message) {
   return kExitUsage;
 }
 
-std::string HomeDir() {
-  if (const char* h = std::getenv("HOME"); h != nullptr && h[0] == '/') return h;
-  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) {
-    return pw->pw_dir;
-  }
-  return "";
-}
+std::string HomeDir() { return CallerHome(); }
 
 policy::SearchPath Search() { return policy::SearchPath::Default(HomeDir(), CAGENT_PROFILE_DIR); }
 

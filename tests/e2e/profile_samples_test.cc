@@ -139,6 +139,22 @@ TEST_F(ProfileSampleTest, DenyGlobHidesAProjectSecret) {
   EXPECT_THAT(twin.out, HasSubstr("hunter2"));
 }
 
+TEST_F(ProfileSampleTest, HidingWhatTheViewDoesNotShowIsNotAnError) {
+  // The host secrets are always hidden, ~/.config is hidden here and .env points outside the view:
+  // none of them is visible, so there is nothing to cover and the launch must still work.
+  std::string ws = h_.MakeDir("noetc");
+  std::string prof = ws + "/noetc.cagent";
+  std::ofstream(prof) << "filesystem {\n  read-only /usr /bin /lib /lib64\n  hide ~/.config\n"
+                         "  deny **/.env\n}\n";
+  ::chmod(prof.c_str(), 0644);
+  fs::create_symlink("/etc/hostname", ws + "/.env");
+  RunResult r = h_.Run({"exec", "--profile", prof, "--workspace", ws, "--", "/bin/sh", "-c",
+                        "ls /etc 2>&1; cat .env 2>&1; echo done"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("done"));
+  EXPECT_THAT(r.out, HasSubstr("No such file"));
+}
+
 TEST_F(ProfileSampleTest, GitHooksAreReadOnlyUnderTheProfile) {
   std::string ws = Sample("backend-c");
   fs::create_directories(ws + "/.git/hooks");
