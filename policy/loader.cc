@@ -216,6 +216,11 @@ class Loader {
     }
     if (search_.builtins) where += where.empty() ? "the built-in profiles" : " and the built-in profiles";
     if (where.empty()) where = "nowhere (no search directories)";
+    if (!child.empty() && Stem(child) == name) {
+      return PlainError("no profile named '" + std::string(name) + "' other than this one",
+                        "a profile cannot extend itself; it extends the next profile of its name "
+                        "down the search order, and there is none (looked in " + where + ")");
+    }
     return PlainError("no profile named '" + std::string(name) + "'",
                       "looked in " + where + "; `cagent policy list` shows what exists");
   }

@@ -243,6 +243,33 @@ TEST_F(ProfileSampleTest, CommandLineLimitsCanOnlyLower) {
   EXPECT_THAT(off.err, HasSubstr("--disable-layer cannot be combined with --profile"));
 }
 
+TEST_F(ProfileSampleTest, ARequiredMemoryLimitIsEnforcedOrTheRunIsRefused) {
+  // `require memory-limit`: either the memory limit is applied, or cagent refuses to run (125)
+  // and says why; it never runs without it. The twin accepts the downgrade (best-effort cgroup,
+  // inherited from base) and runs, reporting it.
+  std::string ws = h_.MakeDir("require");
+  std::string strict = ws + "/strict.cagent";
+  std::ofstream(strict) << "extends base\nrequire memory-limit\nlimits {\n  memory 1G\n}\n";
+  std::string lax = ws + "/lax.cagent";
+  std::ofstream(lax) << "extends base\nlimits {\n  memory 1G\n}\n";
+  ::chmod(strict.c_str(), 0644);
+  ::chmod(lax.c_str(), 0644);
+  RunResult r = h_.Run({"exec", "--profile", strict, "--workspace", ws, "--json", "--", "true"});
+  if (r.exit_code == 0) {
+    EXPECT_THAT(r.out, Not(HasSubstr("memory and pids not enforced"))) << r.err;
+    EXPECT_THAT(r.out, Not(HasSubstr("\"downgrades\":[\"cgroup"))) << r.out;
+  } else {
+    EXPECT_EQ(r.exit_code, 125) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("memory controller"));
+    EXPECT_THAT(r.err, HasSubstr("require memory-limit"));
+  }
+  RunResult twin = h_.Run({"exec", "--profile", lax, "--workspace", ws, "--", "true"});
+  EXPECT_EQ(twin.exit_code, 0) << twin.err;
+  if (r.exit_code != 0) {
+    EXPECT_THAT(twin.err, HasSubstr("downgrade: cgroup"));
+  }
+}
+
 TEST_F(ProfileSampleTest, ABrokenProfileIsRefusedWithItsDiagnostics) {
   std::string ws = h_.MakeDir("broken");
   std::string prof = ws + "/broken.cagent";

@@ -736,11 +736,12 @@ TEST(LoaderExtends, ExtendingItsOwnNameMeansTheNextOneOnTheSearchPath) {
   Compiled c = LoadProfile(dir.path() + "/me.cagent", dir.Search());
   EXPECT_FALSE(c.ok());
   EXPECT_EQ(dir.Render(c),
-            "DIR/me.cagent:1:9: error: no profile named 'me'\n"
+            "DIR/me.cagent:1:9: error: no profile named 'me' other than this one\n"
             "  extends me\n"
             "          ^~\n"
-            "  hint: looked in DIR and the built-in profiles; `cagent policy list` shows what "
-            "exists\n");
+            "  hint: a profile cannot extend itself; it extends the next profile of its name "
+            "down the search order, and there is none (looked in DIR and the built-in "
+            "profiles)\n");
   // A local base.cagent that extends base gets the built-in one.
   dir.Write("base.cagent", "extends base\ncommands {\n  allow make\n}\n");
   Compiled local = LoadProfile("base", dir.Search());
