@@ -19,20 +19,6 @@ using policy::MountMode;
 using policy::PathBase;
 using policy::Verdict;
 
-std::string Resolve(const policy::PathRef& ref, const std::string& workspace,
-                    const std::string& home) {
-  switch (ref.base) {
-    case PathBase::kAbsolute:
-      return "/" + ref.rel;
-    case PathBase::kHome:
-      if (home.empty()) return {};
-      return ref.rel.empty() ? home : home + "/" + ref.rel;
-    case PathBase::kWorkspace:
-      return ref.rel.empty() ? workspace : workspace + "/" + ref.rel;
-  }
-  return {};
-}
-
 bool Exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
@@ -75,7 +61,7 @@ class GlobWalker {
 
   // Hides or write-protects `abs` if a rule matches; true when nothing below needs visiting.
   bool Apply(const std::string& abs, const std::string& rel, bool is_link) {
-    int m = Match(rel);
+    int m = Match(abs, rel);
     if (m == 0) return false;
     if (is_link) {
       // A mount cannot cover a symlink itself; cover what it points at, which is what reading
@@ -99,13 +85,12 @@ class GlobWalker {
     return false;  // a read-only tree may still hold files that must be hidden
   }
 
-  // The strongest deny for `rel`: 2 = read and write (hide), 1 = write (read-only), 0 = none.
-  int Match(std::string_view rel) const {
+  // The strongest deny for the entry at `abs` (`rel` below the walk's base): 2 = read and write
+  // (hide), 1 = write (read-only), 0 = none. Absolute globs match the absolute path.
+  int Match(std::string_view abs, std::string_view rel) const {
     int best = 0;
     for (const auto* r : rules_) {
-      bool match = r->base == PathBase::kAbsolute ? r->glob.Match("/" + std::string(rel))
-                                                  : r->glob.Match(rel);
-      if (!match) continue;
+      if (!r->glob.Match(r->base == PathBase::kAbsolute ? abs : rel)) continue;
       best = std::max(best, r->access == Access::kWrite ? 1 : 2);
     }
     return best;
@@ -235,7 +220,7 @@ Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, const std::string&
   spec.workspace_writable = p.workspace_writable.value;
 
   for (const auto& m : p.mounts) {
-    std::string path = Resolve(m.path, workspace, ctx.home);
+    std::string path = m.path.Resolve(workspace, ctx.home);
     if (path.empty()) {
       out.notes.push_back("skipped " + m.path.Text() + ": no home directory");
       continue;

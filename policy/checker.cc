@@ -351,7 +351,7 @@ class Checker {
         r.base = PathBase::kWorkspace;
         if (g.starts_with("./")) g.remove_prefix(2);
       }
-      std::string pattern = r.base == PathBase::kHome ? std::string(g) : std::string(g);
+      std::string pattern(g);
       if (pattern.empty()) {
         ErrAt(v, "empty glob");
         continue;

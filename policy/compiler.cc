@@ -22,12 +22,6 @@ bool Conflicts(Requirement required, Requirement best_effort) {
   return best_effort == Requirement::kCgroup && needs_cgroup;
 }
 
-// Whether `s` was written in this same profile (same statement list).
-bool FromLayer(const Setting<Requirement>& s, const std::vector<Setting<Requirement>>& layer) {
-  return std::any_of(layer.begin(), layer.end(),
-                     [&](const Setting<Requirement>& x) { return x.loc == s.loc; });
-}
-
 std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 std::string DescribeExample(const Example& ex) {
@@ -111,12 +105,11 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
     for (auto& e : layer.env_set) env_set[e.name] = std::move(e);
     if (!layer.verify.empty()) out.verify = std::move(layer.verify);
     // A child that requires what a parent made best-effort tightens it: the parent's best-effort
-    // goes. The other way round (a child relaxing a parent's requirement) stays a conflict,
-    // reported below.
+    // goes (out.best_effort holds only the parents' entries here). The other way round (a child
+    // relaxing a parent's requirement), and both in one profile, stay a conflict, reported below.
     for (const auto& r : layer.requirements) {
-      std::erase_if(out.best_effort, [&](const Setting<Requirement>& be) {
-        return Conflicts(r.value, be.value) && !FromLayer(be, layer.best_effort);
-      });
+      std::erase_if(out.best_effort,
+                    [&](const Setting<Requirement>& be) { return Conflicts(r.value, be.value); });
     }
     for (auto& r : layer.requirements) out.requirements.push_back(r);
     for (auto& r : layer.best_effort) out.best_effort.push_back(r);

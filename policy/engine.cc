@@ -197,19 +197,8 @@ Engine::Engine(const Policy& policy, Bindings bindings)
     views_.push_back({std::string(b.path), b.mode, std::string(b.rule), {}});
   }
   for (const auto& m : policy_.mounts) {
-    std::string base;
-    switch (m.path.base) {
-      case PathBase::kAbsolute:
-        base = "/" + m.path.rel;
-        break;
-      case PathBase::kHome:
-        base = m.path.rel.empty() ? bindings_.home : bindings_.home + "/" + m.path.rel;
-        break;
-      case PathBase::kWorkspace:
-        base = bindings_.workspace + "/" + m.path.rel;
-        break;
-    }
-    views_.push_back({NormaliseAbsolute(base), m.mode,
+    views_.push_back({NormaliseAbsolute(m.path.Resolve(bindings_.workspace, bindings_.home)),
+                      m.mode,
                       "filesystem: " + std::string(MountModeName(m.mode)) + " " + m.path.Text(),
                       m.loc});
   }

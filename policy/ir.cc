@@ -76,6 +76,21 @@ std::string PathRef::Text() const {
   return rel;
 }
 
+std::string PathRef::Resolve(std::string_view workspace, std::string_view home) const {
+  auto join = [this](std::string_view dir) {
+    return rel.empty() ? std::string(dir) : std::string(dir) + "/" + rel;
+  };
+  switch (base) {
+    case PathBase::kAbsolute:
+      return "/" + rel;
+    case PathBase::kHome:
+      return home.empty() ? std::string() : join(home);
+    case PathBase::kWorkspace:
+      return join(workspace);
+  }
+  return {};
+}
+
 std::string_view MountModeName(MountMode m) {
   switch (m) {
     case MountMode::kReadOnly:

@@ -38,6 +38,9 @@ struct PathRef {
 
   // As written in a profile: "/usr", "~/.cargo", "src", ".".
   [[nodiscard]] std::string Text() const;
+  // The absolute path it names for a run with this workspace and home (both absolute); "" for a
+  // home path when `home` is empty. Not normalised beyond joining.
+  [[nodiscard]] std::string Resolve(std::string_view workspace, std::string_view home) const;
   friend auto operator<=>(const PathRef&, const PathRef&) = default;
 };
 

@@ -47,14 +47,9 @@ std::string Stem(std::string_view path) {
   return std::string(base);
 }
 
-bool SameDirectory(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
-}
-
-bool SameFile(const std::string& a, const std::string& b) {
-  if (b.empty() || b.starts_with('<')) return false;
+// Whether two host paths name the same file or directory. False when either does not exist,
+// which includes "" and "<built-in>/..." names.
+bool SameInode(const std::string& a, const std::string& b) {
   struct stat sa {}, sb {};
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
          sa.st_ino == sb.st_ino;
@@ -197,21 +192,21 @@ class Loader {
       first_dir = search_.dirs.size();
     } else if (!near_dir.empty()) {
       std::string p = near_dir + "/" + file;
-      if (IsRegularFile(p) && !SameFile(p, child)) return p;
+      if (IsRegularFile(p) && !SameInode(p, child)) return p;
       for (std::size_t i = 0; i < search_.dirs.size(); ++i) {
-        if (SameDirectory(search_.dirs[i], near_dir)) first_dir = i + 1;
+        if (SameInode(search_.dirs[i], near_dir)) first_dir = i + 1;
       }
     }
     for (std::size_t i = first_dir; i < search_.dirs.size(); ++i) {
       std::string p = search_.dirs[i] + "/" + file;
-      if (IsRegularFile(p) && !SameFile(p, child)) return p;
+      if (IsRegularFile(p) && !SameInode(p, child)) return p;
     }
     if ((search_.builtins || from_builtin) && FindBuiltin(name)) {
       return std::string(kBuiltinPrefix) + file;
     }
     std::string where = from_builtin || near_dir.empty() ? "" : near_dir;
     for (std::size_t i = first_dir; i < search_.dirs.size(); ++i) {
-      if (SameDirectory(search_.dirs[i], near_dir)) continue;
+      if (SameInode(search_.dirs[i], near_dir)) continue;
       where += (where.empty() ? "" : ", ") + search_.dirs[i];
     }
     if (search_.builtins) where += where.empty() ? "the built-in profiles" : " and the built-in profiles";
@@ -374,8 +369,8 @@ std::vector<ProfileEntry> ListProfiles(const SearchPath& search) {
     std::sort(names.begin(), names.end());
     for (const auto& n : names) {
       std::string path = dir + "/" + n;
-      auto text = ReadProfileFile(path);
       if (!IsRegularFile(path)) continue;
+      auto text = ReadProfileFile(path);
       add(Stem(n), path, dir, text ? std::string_view(*text) : std::string_view{});
     }
   }
