@@ -208,6 +208,14 @@ TEST_F(ProfileSampleTest, EnvironmentIsScrubbedByTheProfile) {
   RunResult leaky = h_.Run({"exec", "--profile", prof, "--workspace", ws, "--", "/usr/bin/env"}, o);
   ASSERT_EQ(leaky.exit_code, 0) << leaky.err;
   EXPECT_THAT(leaky.out, Not(HasSubstr("ghp_sample_secret")));
+  // Twin: the same pattern in a profile without base's scrub lets the token through.
+  std::string open = ws + "/open.cagent";
+  std::ofstream(open) << "filesystem {\n  read-only /usr /bin /lib /lib64\n}\n"
+                          "environment {\n  pass GITHUB_*\n}\n";
+  ::chmod(open.c_str(), 0644);
+  RunResult twin = h_.Run({"exec", "--profile", open, "--workspace", ws, "--", "/usr/bin/env"}, o);
+  ASSERT_EQ(twin.exit_code, 0) << twin.err;
+  EXPECT_THAT(twin.out, HasSubstr("GITHUB_TOKEN=ghp_sample_secret"));
 }
 
 TEST_F(ProfileSampleTest, CommandLineLimitsCanOnlyLower) {
