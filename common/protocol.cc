@@ -1,0 +1,494 @@
+#include "common/protocol.h"
+
+#include <array>
+#include <utility>
+
+namespace cagent::protocol {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 14> kKindNames = {
+    "hello",   "model_call",   "tool_request", "tool_result", "progress", "finish",  "welcome",
+    "model_result", "decision", "approval",    "result_ack",  "ack",      "error",   "shutdown"};
+
+constexpr std::array<std::string_view, 12> kErrorNames = {
+    "malformed",     "too_large",      "unknown_type",   "bad_version",
+    "out_of_order",  "duplicate_id",   "budget_exhausted", "loop_detected",
+    "provider_error", "provider_auth", "unavailable",    "internal"};
+
+constexpr int kMaxDepth = 128;
+
+// True when no array/object in `text` nests deeper than `limit` (brackets inside strings ignored).
+bool NestingWithin(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+constexpr std::array<std::string_view, 3> kVerdictNames = {"allow", "ask", "deny"};
+
+// Field readers: each records the first problem in `error` and returns a default.
+class Reader {
+ public:
+  explicit Reader(const json& object) : object_(object) {}
+
+  std::string String(const char* key, bool required = true) {
+    const json* v = Find(key, required);
+    if (v == nullptr) return {};
+    if (!v->is_string()) return Fail<std::string>(key, "a string");
+    return v->get<std::string>();
+  }
+  std::uint64_t Unsigned(const char* key, bool required = true) {
+    const json* v = Find(key, required);
+    if (v == nullptr) return 0;
+    if (!v->is_number_unsigned()) return Fail<std::uint64_t>(key, "a non-negative integer");
+    return v->get<std::uint64_t>();
+  }
+  bool Bool(const char* key, bool required = true) {
+    const json* v = Find(key, required);
+    if (v == nullptr) return false;
+    if (!v->is_boolean()) return Fail<bool>(key, "true or false");
+    return v->get<bool>();
+  }
+  json Object(const char* key, bool required = true) {
+    const json* v = Find(key, required);
+    if (v == nullptr) return json::object();
+    if (!v->is_object()) return Fail<json>(key, "an object");
+    return *v;
+  }
+  std::vector<std::string> Strings(const char* key, bool required = true) {
+    const json* v = Find(key, required);
+    std::vector<std::string> out;
+    if (v == nullptr) return out;
+    if (!v->is_array()) return Fail<std::vector<std::string>>(key, "an array of strings");
+    for (const json& item : *v) {
+      if (!item.is_string()) return Fail<std::vector<std::string>>(key, "an array of strings");
+      out.push_back(item.get<std::string>());
+    }
+    return out;
+  }
+  std::vector<int> Ints(const char* key) {
+    const json* v = Find(key, true);
+    std::vector<int> out;
+    if (v == nullptr) return out;
+    if (!v->is_array()) return Fail<std::vector<int>>(key, "an array of integers");
+    for (const json& item : *v) {
+      if (!item.is_number_unsigned() || item.get<std::uint64_t>() > 1000) {
+        return Fail<std::vector<int>>(key, "an array of small integers");
+      }
+      out.push_back(item.get<int>());
+    }
+    return out;
+  }
+  [[nodiscard]] const std::string& error() const { return error_; }
+
+ private:
+  const json* Find(const char* key, bool required) {
+    auto it = object_.find(key);
+    if (it == object_.end() || it->is_null()) {
+      if (required && error_.empty()) error_ = std::string("missing field \"") + key + "\"";
+      return nullptr;
+    }
+    return &*it;
+  }
+  template <typename T>
+  T Fail(const char* key, const char* expected) {
+    if (error_.empty()) error_ = std::string("field \"") + key + "\" must be " + expected;
+    return T{};
+  }
+  const json& object_;
+  std::string error_;
+};
+
+json UsageJson(const Usage& u) {
+  return json{{"input_tokens", u.input_tokens}, {"output_tokens", u.output_tokens}};
+}
+
+struct BodyToJson {
+  json& out;
+  void operator()(const Hello& m) const {
+    out["agent"] = m.agent;
+    out["protocols"] = m.protocols;
+  }
+  void operator()(const ModelCall& m) const { out["body"] = m.body; }
+  void operator()(const ToolRequest& m) const {
+    out["call_id"] = m.call_id;
+    out["tool"] = m.tool;
+    out["args"] = m.args;
+    out["paths"] = m.paths;
+  }
+  void operator()(const ToolResult& m) const {
+    out["request"] = m.request;
+    out["ok"] = m.ok;
+    out["error_code"] = m.error_code;
+    out["output"] = m.output;
+    out["changed_paths"] = m.changed_paths;
+  }
+  void operator()(const Progress& m) const {
+    out["state"] = m.state;
+    out["text"] = m.text;
+  }
+  void operator()(const Finish& m) const {
+    out["outcome"] = m.outcome;
+    out["summary"] = m.summary;
+  }
+  void operator()(const Welcome& m) const {
+    out["protocol"] = m.protocol;
+    out["run_id"] = m.run_id;
+    out["workspace"] = m.workspace;
+    out["task"] = m.task;
+    out["policy_name"] = m.policy_name;
+    out["policy_digest"] = m.policy_digest;
+    out["policy_summary"] = m.policy_summary;
+    out["policy_source"] = m.policy_source;
+    out["tools"] = m.tools;
+    out["model"] = json{{"provider", m.model.provider},
+                        {"name", m.model.name},
+                        {"context_window", m.model.context_window},
+                        {"max_output_tokens", m.model.max_output_tokens}};
+    out["max_turns"] = m.max_turns;
+    out["command_timeout_ms"] = m.command_timeout_ms;
+    out["command_output_bytes"] = m.command_output_bytes;
+  }
+  void operator()(const ModelResult& m) const {
+    out["body"] = m.body;
+    out["usage"] = UsageJson(m.usage);
+    out["turn"] = m.turn;
+    out["max_turns"] = m.max_turns;
+  }
+  void operator()(const Decision& m) const {
+    out["verdict"] = VerdictName(m.verdict);
+    out["pending"] = m.pending;
+    out["rule"] = m.rule;
+    out["location"] = m.location;
+    out["reason"] = m.reason;
+    out["message"] = m.message;
+  }
+  void operator()(const Approval& m) const {
+    out["verdict"] = VerdictName(m.verdict);
+    out["scope"] = m.scope;
+    out["message"] = m.message;
+  }
+  void operator()(const ResultAck& m) const {
+    out["output"] = m.output;
+    out["truncated"] = m.truncated;
+  }
+  void operator()(const Ack&) const {}
+  void operator()(const ErrorReply& m) const {
+    out["code"] = ErrorCodeName(m.code);
+    out["message"] = m.message;
+  }
+  void operator()(const Shutdown& m) const {
+    out["status"] = m.status;
+    out["reason"] = m.reason;
+  }
+};
+
+// Parses the body of `kind` from `object`; an empty error means success.
+std::pair<Body, std::string> ParseBody(Kind kind, const json& object) {
+  Reader r(object);
+  Body body;
+  switch (kind) {
+    case Kind::kHello: {
+      Hello m;
+      m.agent = r.String("agent");
+      m.protocols = r.Ints("protocols");
+      body = std::move(m);
+      break;
+    }
+    case Kind::kModelCall:
+      body = ModelCall{r.Object("body")};
+      break;
+    case Kind::kToolRequest: {
+      ToolRequest m;
+      m.call_id = r.String("call_id", false);
+      m.tool = r.String("tool");
+      m.args = r.Object("args");
+      m.paths = r.Strings("paths", false);
+      body = std::move(m);
+      break;
+    }
+    case Kind::kToolResult: {
+      ToolResult m;
+      m.request = r.Unsigned("request");
+      m.ok = r.Bool("ok");
+      m.error_code = r.String("error_code", false);
+      m.output = r.String("output");
+      m.changed_paths = r.Strings("changed_paths", false);
+      body = std::move(m);
+      break;
+    }
+    case Kind::kProgress:
+      body = Progress{r.String("state"), r.String("text", false)};
+      break;
+    case Kind::kFinish:
+      body = Finish{r.String("outcome"), r.String("summary", false)};
+      break;
+    case Kind::kWelcome: {
+      Welcome m;
+      m.protocol = static_cast<int>(r.Unsigned("protocol"));
+      m.run_id = r.String("run_id");
+      m.workspace = r.String("workspace");
+      m.task = r.String("task");
+      m.policy_name = r.String("policy_name");
+      m.policy_digest = r.String("policy_digest");
+      m.policy_summary = r.String("policy_summary", false);
+      m.policy_source = r.String("policy_source", false);
+      m.tools = r.Strings("tools");
+      const json model = r.Object("model");
+      Reader mr(model);
+      m.model.provider = mr.String("provider");
+      m.model.name = mr.String("name", false);
+      m.model.context_window = mr.Unsigned("context_window", false);
+      m.model.max_output_tokens = mr.Unsigned("max_output_tokens", false);
+      m.max_turns = r.Unsigned("max_turns", false);
+      m.command_timeout_ms = r.Unsigned("command_timeout_ms", false);
+      m.command_output_bytes = r.Unsigned("command_output_bytes", false);
+      if (r.error().empty() && !mr.error().empty()) return {Body{}, "model: " + mr.error()};
+      body = std::move(m);
+      break;
+    }
+    case Kind::kModelResult: {
+      ModelResult m;
+      m.body = r.Object("body");
+      const json usage = r.Object("usage", false);
+      Reader ur(usage);
+      m.usage.input_tokens = ur.Unsigned("input_tokens", false);
+      m.usage.output_tokens = ur.Unsigned("output_tokens", false);
+      m.turn = r.Unsigned("turn");
+      m.max_turns = r.Unsigned("max_turns", false);
+      if (r.error().empty() && !ur.error().empty()) return {Body{}, "usage: " + ur.error()};
+      body = std::move(m);
+      break;
+    }
+    case Kind::kDecision: {
+      Decision m;
+      auto verdict = ParseVerdict(r.String("verdict"));
+      m.pending = r.Bool("pending", false);
+      m.rule = r.String("rule", false);
+      m.location = r.String("location", false);
+      m.reason = r.String("reason", false);
+      m.message = r.String("message", false);
+      if (r.error().empty() && !verdict) return {Body{}, "field \"verdict\" must be allow, ask or deny"};
+      if (verdict) m.verdict = *verdict;
+      body = std::move(m);
+      break;
+    }
+    case Kind::kApproval: {
+      Approval m;
+      auto verdict = ParseVerdict(r.String("verdict"));
+      m.scope = r.String("scope");
+      m.message = r.String("message", false);
+      if (r.error().empty() && (!verdict || *verdict == Verdict::kAsk)) {
+        return {Body{}, "field \"verdict\" must be allow or deny"};
+      }
+      if (verdict) m.verdict = *verdict;
+      body = std::move(m);
+      break;
+    }
+    case Kind::kResultAck:
+      body = ResultAck{r.String("output"), r.Bool("truncated", false)};
+      break;
+    case Kind::kAck:
+      body = Ack{};
+      break;
+    case Kind::kError: {
+      ErrorReply m;
+      auto code = ParseErrorCode(r.String("code"));
+      m.message = r.String("message", false);
+      // An unknown code from a newer peer is still an error; keep it readable.
+      m.code = code.value_or(ErrorCode::kInternal);
+      body = std::move(m);
+      break;
+    }
+    case Kind::kShutdown:
+      body = Shutdown{r.String("status"), r.String("reason", false)};
+      break;
+  }
+  return {std::move(body), r.error()};
+}
+
+}  // namespace
+
+std::string_view KindName(Kind kind) { return kKindNames[static_cast<std::size_t>(kind)]; }
+
+std::optional<Kind> ParseKind(std::string_view name) {
+  for (std::size_t i = 0; i < kKindNames.size(); ++i) {
+    if (kKindNames[i] == name) return static_cast<Kind>(i);
+  }
+  return std::nullopt;
+}
+
+bool IsAgentKind(Kind kind) { return kind <= Kind::kFinish; }
+
+std::string_view ErrorCodeName(ErrorCode code) {
+  return kErrorNames[static_cast<std::size_t>(code)];
+}
+
+std::optional<ErrorCode> ParseErrorCode(std::string_view name) {
+  for (std::size_t i = 0; i < kErrorNames.size(); ++i) {
+    if (kErrorNames[i] == name) return static_cast<ErrorCode>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view VerdictName(Verdict v) { return kVerdictNames[static_cast<std::size_t>(v)]; }
+
+std::optional<Verdict> ParseVerdict(std::string_view name) {
+  for (std::size_t i = 0; i < kVerdictNames.size(); ++i) {
+    if (kVerdictNames[i] == name) return static_cast<Verdict>(i);
+  }
+  return std::nullopt;
+}
+
+Result<std::string> EncodeFrame(std::string_view payload) {
+  if (payload.size() > kMaxFrameBytes) {
+    return PlainError("encode frame", "payload of " + std::to_string(payload.size()) +
+                                          " bytes is above the " + std::to_string(kMaxFrameBytes) +
+                                          "-byte frame limit");
+  }
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  std::string frame;
+  frame.reserve(kHeaderBytes + payload.size());
+  frame.push_back(static_cast<char>((n >> 24) & 0xff));
+  frame.push_back(static_cast<char>((n >> 16) & 0xff));
+  frame.push_back(static_cast<char>((n >> 8) & 0xff));
+  frame.push_back(static_cast<char>(n & 0xff));
+  frame.append(payload);
+  return frame;
+}
+
+Result<std::string> EncodeJsonFrame(const nlohmann::json& message) {
+  // Invalid UTF-8 in a string (e.g. a binary tool output) is replaced, not thrown on: the peer
+  // must always get a well-formed object.
+  return EncodeFrame(message.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+Status FrameDecoder::CheckHeader() {
+  if (Pending() < kHeaderBytes) return Ok{};
+  const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + start_);
+  const std::uint32_t n = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
+                          (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+  if (n == 0) {
+    failed_ = true;
+    return PlainError("read frame", "zero-length frame");
+  }
+  if (n > max_) {
+    failed_ = true;
+    return PlainError("read frame", "frame of " + std::to_string(n) + " bytes is above the " +
+                                        std::to_string(max_) + "-byte limit");
+  }
+  return Ok{};
+}
+
+Status FrameDecoder::Feed(std::string_view bytes) {
+  if (failed_) return PlainError("read frame", "stream already failed");
+  // Compact before growing so a long-lived connection does not keep consumed bytes around.
+  if (start_ > 0 && start_ >= buffer_.size() / 2) {
+    buffer_.erase(0, start_);
+    start_ = 0;
+  }
+  buffer_.append(bytes);
+  return CheckHeader();
+}
+
+std::optional<std::string> FrameDecoder::Next() {
+  if (failed_ || Pending() < kHeaderBytes) return std::nullopt;
+  const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + start_);
+  const std::uint32_t n = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
+                          (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+  if (Pending() < kHeaderBytes + n) return std::nullopt;
+  std::string payload = buffer_.substr(start_ + kHeaderBytes, n);
+  start_ += kHeaderBytes + n;
+  if (start_ == buffer_.size()) {
+    buffer_.clear();
+    start_ = 0;
+  }
+  // The next header may already be here; validate it now so an oversized one fails early.
+  if (!CheckHeader().ok()) return payload;  // failed_ is set; this payload is still whole
+  return payload;
+}
+
+Result<std::string> EncodeMessage(const Message& message) {
+  return EncodeJsonFrame(ToJson(message));
+}
+
+json ToJson(const Message& message) {
+  json out = json::object();
+  out["v"] = message.header.version;
+  out["type"] = KindName(message.header.kind);
+  out["id"] = message.header.id;
+  std::visit(BodyToJson{out}, message.body);
+  return out;
+}
+
+Message Make(Kind kind, std::uint64_t id, Body body) {
+  return Message{Header{kVersion, kind, id}, std::move(body)};
+}
+
+std::variant<Message, DecodeError> Decode(std::string_view payload, bool from_agent) {
+  // nlohmann's parser is iterative, but dumping and destroying are recursive: refuse deep nesting
+  // before building anything (a hostile 16 MiB "[[[[..." would otherwise exhaust the stack).
+  if (!NestingWithin(payload, kMaxDepth)) {
+    return DecodeError{ErrorCode::kMalformed,
+                       "payload nests deeper than " + std::to_string(kMaxDepth) + " levels", {}};
+  }
+  json object = json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (object.is_discarded()) return DecodeError{ErrorCode::kMalformed, "payload is not valid JSON", {}};
+  if (!object.is_object()) return DecodeError{ErrorCode::kMalformed, "payload is not a JSON object", {}};
+
+  std::optional<std::uint64_t> id;
+  if (auto it = object.find("id"); it != object.end() && it->is_number_unsigned()) {
+    id = it->get<std::uint64_t>();
+  }
+  auto v = object.find("v");
+  if (v == object.end() || !v->is_number_unsigned()) {
+    return DecodeError{ErrorCode::kMalformed, "missing protocol version \"v\"", id};
+  }
+  if (v->get<std::uint64_t>() != static_cast<std::uint64_t>(kVersion)) {
+    return DecodeError{ErrorCode::kBadVersion,
+                       "protocol version " + v->dump() + " is not spoken here (this side speaks " +
+                           std::to_string(kVersion) + ")",
+                       id};
+  }
+  auto type = object.find("type");
+  if (type == object.end() || !type->is_string()) {
+    return DecodeError{ErrorCode::kMalformed, "missing message \"type\"", id};
+  }
+  const auto kind = ParseKind(type->get_ref<const std::string&>());
+  if (!kind || IsAgentKind(*kind) != from_agent) {
+    std::string name = type->get<std::string>();
+    if (name.size() > 64) name = name.substr(0, 64) + "...";
+    return DecodeError{ErrorCode::kUnknownType, "unknown message type \"" + name + "\"", id};
+  }
+  if (!id) return DecodeError{ErrorCode::kMalformed, "missing or invalid request \"id\"", std::nullopt};
+
+  auto [body, error] = ParseBody(*kind, object);
+  if (!error.empty()) {
+    return DecodeError{ErrorCode::kMalformed, std::string(KindName(*kind)) + ": " + error, id};
+  }
+  return Message{Header{kVersion, *kind, *id}, std::move(body)};
+}
+
+}  // namespace cagent::protocol

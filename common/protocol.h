@@ -1,0 +1,274 @@
+// The agent <-> broker wire protocol, version 1 (docs/protocol.md is the prose reference).
+//
+// Both sides link this: the broker (launcher/broker/, trusted) and cagent-agent (agent/, confined).
+// Each side treats what it receives as hostile: DecodeFrame() and Parse*() validate every field's
+// presence and type and never throw; the caller turns a failure into an `error` reply.
+//
+// Transport: a SOCK_STREAM socketpair; the agent's end is inherited by the agent (fd number in
+// CAGENT_BROKER_FD), with no path on disk. A frame is a 4-byte big-endian payload length followed
+// by that many bytes of one UTF-8 JSON object. Every object carries "v" (protocol version), "type"
+// (one of the kinds below) and "id".
+//
+// Conversation (agent's requests, each answered by exactly one reply carrying the same id):
+//   hello        -> welcome | error     first message; anything before it is out of order
+//   model_call   -> model_result | error
+//   tool_request -> decision | error    a decision with pending=true is followed later by one
+//                                       approval message with the same id
+//   tool_result  -> result_ack | error
+//   progress     -> ack | error
+//   finish       -> ack                 after which the broker closes the connection
+// The broker may also send, unsolicited, one `shutdown` (id 0) before closing: a budget was reached,
+// wall time expired, the operator cancelled, or the peer misbehaved too often.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+
+namespace cagent::protocol {
+
+inline constexpr int kVersion = 1;
+// Largest payload accepted, in bytes. A model call carries the whole conversation; 16 MiB holds a
+// 1M-token context with room to spare. Anything larger is refused before it is buffered.
+inline constexpr std::uint32_t kMaxFrameBytes = 16U << 20;
+inline constexpr std::size_t kHeaderBytes = 4;
+// Environment variable naming the agent's inherited socket fd.
+inline constexpr const char* kBrokerFdEnv = "CAGENT_BROKER_FD";
+
+// ---- framing ----
+
+// Header + payload, ready to write. Fails only if the payload is larger than kMaxFrameBytes.
+Result<std::string> EncodeFrame(std::string_view payload);
+// Serialises `message` and frames it (invalid UTF-8 in strings is replaced, never thrown on).
+Result<std::string> EncodeJsonFrame(const nlohmann::json& message);
+// ToJson + EncodeJsonFrame.
+Result<std::string> EncodeMessage(const struct Message& message);
+
+// Incremental frame splitter for a byte stream. Feed whatever read() returned; take complete
+// payloads out. After an oversized or zero-length header the stream cannot be resynchronised:
+// the decoder enters the failed state and the connection must be closed.
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(std::uint32_t max_frame_bytes = kMaxFrameBytes) : max_(max_frame_bytes) {}
+
+  // Appends received bytes. Refused (and the decoder fails) when a header announces more than the
+  // maximum or zero bytes.
+  Status Feed(std::string_view bytes);
+  // The next complete payload, if one is buffered.
+  std::optional<std::string> Next();
+  // Bytes buffered that do not yet form a whole frame (a half frame at EOF is a protocol error).
+  [[nodiscard]] std::size_t Pending() const { return buffer_.size() - start_; }
+  [[nodiscard]] bool failed() const { return failed_; }
+
+ private:
+  Status CheckHeader();
+  std::uint32_t max_;
+  std::string buffer_;
+  std::size_t start_ = 0;
+  bool failed_ = false;
+};
+
+// ---- messages ----
+
+enum class Kind : std::uint8_t {
+  // agent -> broker
+  kHello,
+  kModelCall,
+  kToolRequest,
+  kToolResult,
+  kProgress,
+  kFinish,
+  // broker -> agent
+  kWelcome,
+  kModelResult,
+  kDecision,
+  kApproval,
+  kResultAck,
+  kAck,
+  kError,
+  kShutdown,
+};
+std::string_view KindName(Kind kind);
+std::optional<Kind> ParseKind(std::string_view name);
+bool IsAgentKind(Kind kind);
+
+// Error codes carried by `error` replies (stable strings; the agent maps them to words).
+enum class ErrorCode : std::uint8_t {
+  kMalformed,        // not JSON, not an object, a field missing or of the wrong type
+  kTooLarge,         // frame above the limit (the connection is then closed)
+  kUnknownType,      // "type" not in the closed set, or a broker-only kind sent by the agent
+  kBadVersion,       // "v" is not a version this side speaks
+  kOutOfOrder,       // e.g. anything before hello, a second hello, a result for an unknown request
+  kDuplicateId,      // an id reused while its request is outstanding, or not increasing
+  kBudgetExhausted,  // the run's budget for this kind of request is spent (the run ends)
+  kLoopDetected,     // the same call repeated / a short cycle; the reply explains
+  kProviderError,    // the model provider failed (after retries); message says how
+  kProviderAuth,     // 401/403 from the provider; message names the credential to check
+  kUnavailable,      // the broker is shutting down
+  kInternal,         // a broker bug; recorded
+};
+std::string_view ErrorCodeName(ErrorCode code);
+std::optional<ErrorCode> ParseErrorCode(std::string_view name);
+
+// What every message has.
+struct Header {
+  int version = kVersion;
+  Kind kind = Kind::kError;
+  std::uint64_t id = 0;
+};
+
+// -- agent -> broker --
+
+struct Hello {
+  std::string agent;                  // "cagent-agent/0.1.0"
+  std::vector<int> protocols;         // versions the agent speaks, e.g. [1]
+};
+
+// The provider-specific request body the agent's adapter built (messages, tools, max_tokens...),
+// without model name, credentials or stream flags: the broker sets those. For the replay provider
+// the body is ignored (the broker plays the next recorded turn).
+struct ModelCall {
+  nlohmann::json body;
+};
+
+// A tool call the model made, asked before it is executed. `paths` are the workspace-relative paths
+// the agent resolved beneath the workspace (symlinks followed), which the broker decides on in
+// addition to the path in `args`; `command` is run_command's shell string.
+struct ToolRequest {
+  std::string call_id;        // the model's id for the call (echoed in the audit log)
+  std::string tool;           // read_file, write_file, edit_file, list_dir, glob, grep, run_command, finish
+  nlohmann::json args;        // the model's arguments (an object)
+  std::vector<std::string> paths;
+};
+
+// The outcome of an executed (or refused-by-the-agent) tool call. The broker counts `output`'s
+// bytes against the output budget, redacts it, and returns the text to give the model.
+struct ToolResult {
+  std::uint64_t request = 0;  // id of the tool_request this answers
+  bool ok = false;
+  std::string error_code;     // "" when ok; e.g. "not_found", "stale_read", "timeout"
+  std::string output;         // what the model will see (before redaction)
+  std::vector<std::string> changed_paths;  // files the call wrote (workspace-relative)
+};
+
+struct Progress {
+  std::string state;  // "thinking", "tool", "compacting", ...
+  std::string text;   // one line for the operator's display ("run_command: pytest -q")
+};
+
+struct Finish {
+  std::string outcome;  // "done" (the model called finish / answered) | "gave_up" | "error"
+  std::string summary;  // for the human; never trusted as the run's outcome
+};
+
+// -- broker -> agent --
+
+struct ModelInfo {
+  std::string provider;  // "openai" | "anthropic" | "replay"
+  std::string name;      // model name, informational inside the sandbox
+  std::uint64_t context_window = 0;     // tokens
+  std::uint64_t max_output_tokens = 0;  // tokens per response
+};
+
+struct Welcome {
+  int protocol = kVersion;
+  std::string run_id;
+  std::string workspace;                 // absolute path of the workspace inside the sandbox
+  std::string task;                      // the task text (untrusted data; for the first user message)
+  std::string policy_name;
+  std::string policy_digest;
+  std::string policy_summary;            // a few lines the system prompt quotes (what is allowed)
+  // The compiled policy in the language itself (policy::Dump); the agent compiles it to apply the
+  // same path rules to files its tools meet (grep, glob, list_dir skip denied paths; reads and
+  // writes refuse them naming the rule). Not a trust boundary: the broker decides every request.
+  std::string policy_source;
+  std::vector<std::string> tools;        // the tools this run enables, in schema order
+  ModelInfo model;
+  std::uint64_t max_turns = 0;           // 0 = unlimited
+  std::uint64_t command_timeout_ms = 0;  // run_command ceiling
+  std::uint64_t command_output_bytes = 0;  // run_command output cap
+};
+
+struct Usage {
+  std::uint64_t input_tokens = 0;
+  std::uint64_t output_tokens = 0;
+};
+
+struct ModelResult {
+  // The provider's response in its non-streaming wire format (streams are assembled by the
+  // broker), or for replay one recorded turn.
+  nlohmann::json body;
+  Usage usage;
+  std::uint64_t turn = 0;       // 1-based, counted by the broker
+  std::uint64_t max_turns = 0;  // 0 = unlimited
+};
+
+enum class Verdict : std::uint8_t { kAllow, kAsk, kDeny };
+std::string_view VerdictName(Verdict v);
+std::optional<Verdict> ParseVerdict(std::string_view name);
+
+struct Decision {
+  Verdict verdict = Verdict::kDeny;
+  bool pending = false;   // ask: an approval message follows
+  std::string rule;       // the deciding rule as written ("deny write **/.env")
+  std::string location;   // "backend.cagent:12:5"
+  std::string reason;     // short, for the log
+  std::string message;    // for the model: what was refused and what to do instead
+};
+
+struct Approval {
+  Verdict verdict = Verdict::kDeny;  // allow or deny
+  std::string scope;                 // "once" | "run" | "denied" | "headless"
+  std::string message;               // for the model when denied
+};
+
+struct ResultAck {
+  std::string output;  // redacted output to give the model
+  bool truncated = false;
+};
+
+struct ErrorReply {
+  ErrorCode code = ErrorCode::kInternal;
+  std::string message;
+};
+
+struct Shutdown {
+  std::string status;  // "failed" | "cancelled"
+  std::string reason;  // "tool-call budget (200) reached"
+};
+
+struct Ack {};
+
+using Body = std::variant<Hello, ModelCall, ToolRequest, ToolResult, Progress, Finish, Welcome,
+                          ModelResult, Decision, Approval, ResultAck, Ack, ErrorReply, Shutdown>;
+
+struct Message {
+  Header header;
+  Body body;
+};
+
+// Builds the JSON object for `message` (header fields + the body's fields).
+nlohmann::json ToJson(const Message& message);
+
+// Parses and validates one payload. Failure carries the ErrorCode to reply with and a message
+// naming the offending field. `from_agent` restricts the accepted kinds to the agent's (the
+// broker's decoder) or to the broker's (the agent's decoder). Never throws.
+struct DecodeError {
+  ErrorCode code = ErrorCode::kMalformed;
+  std::string message;
+  std::optional<std::uint64_t> id;  // when the id could be read, for the error reply
+};
+std::variant<Message, DecodeError> Decode(std::string_view payload, bool from_agent);
+
+// Convenience for building messages.
+Message Make(Kind kind, std::uint64_t id, Body body);
+
+}  // namespace cagent::protocol

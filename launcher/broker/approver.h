@@ -1,0 +1,83 @@
+// Approvals: what happens when the policy says `ask`. Runs in cagent (trusted, outside the
+// sandbox), on the broker's io_context thread.
+//
+// An approval binds to the digest of the exact action (tool + canonical arguments): a different
+// action is a different approval. The operator can approve once, for the rest of the run (the
+// exact action, or a narrower pattern shown verbatim), or deny. Headless (no terminal, or
+// `--approve never`) denies what would ask unless pre-approved on the command line or in a file.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "common/result.h"
+
+namespace cagent::launcher::broker {
+
+struct ApprovalRequest {
+  std::string tool;      // "run_command"
+  std::string action;    // exactly what would run / be touched: "npm install left-pad"
+  std::string digest;    // CanonicalDigest of {tool, args}
+  std::string rule;      // the rule that asked ("ask npm install *")
+  std::string location;  // "backend.cagent:31:5"
+  std::string reason;
+  // A pattern narrower than the rule that the operator may approve for the run instead of the
+  // exact action (e.g. "npm install left-pad*"); empty when none is offered. Matched as an
+  // argv/word glob for commands and a path glob for paths.
+  std::string narrower_pattern;
+};
+
+enum class ApprovalScope { kOnce, kRunExact, kRunPattern, kDenied, kHeadless, kPreApproved };
+std::string_view ApprovalScopeName(ApprovalScope scope);  // "once", "run", "pattern", ...
+
+struct ApprovalOutcome {
+  bool approved = false;
+  ApprovalScope scope = ApprovalScope::kDenied;
+  std::string by;  // "terminal", "pre-approval <source>", "headless"
+};
+
+// Asks a human (or refuses to). Call `done` exactly once, on the io_context's thread.
+class Approver {
+ public:
+  virtual ~Approver() = default;
+  virtual void Ask(const ApprovalRequest& request, std::function<void(ApprovalOutcome)> done) = 0;
+  virtual void Cancel() = 0;  // run ending: pending asks complete as denied
+};
+
+// Prompts on a terminal fd (cagent's /dev/tty, outside the sandbox): shows the exact action, the
+// rule and its location, and reads one of o(nce) / r(un: this exact action) / p(attern, when
+// offered) / d(eny). Asks one at a time, queueing the rest. Does not own `tty_fd`'s terminal
+// settings beyond the prompt.
+std::unique_ptr<Approver> MakeTerminalApprover(boost::asio::io_context& io, int tty_fd);
+// Denies everything it is asked (headless / --approve never).
+std::unique_ptr<Approver> MakeHeadlessApprover();
+
+// Remembers run-scope approvals and holds pre-approvals. Pre-approval syntax, one per line in a
+// file (# comments) or per --pre-approve option: "TOOL: PATTERN", e.g. "run_command: npm install *",
+// "write_file: docs/**", or "sha256:<digest>" for one exact action.
+class ApprovalBook {
+ public:
+  Status AddPreApproval(const std::string& line, const std::string& source);
+  Status LoadPreApprovals(const std::string& file);
+  // A standing approval covering `request`, if any.
+  [[nodiscard]] std::optional<ApprovalOutcome> Lookup(const ApprovalRequest& request) const;
+  // Records a run-scope outcome (kRunExact / kRunPattern) so later identical requests pass.
+  void Record(const ApprovalRequest& request, const ApprovalOutcome& outcome);
+
+ private:
+  struct Entry {
+    std::string tool;
+    std::string pattern;  // glob; empty when `digest` is used
+    std::string digest;
+    std::string source;
+    ApprovalScope scope;
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace cagent::launcher::broker

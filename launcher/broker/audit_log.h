@@ -1,0 +1,77 @@
+// AuditLog: the run's append-only, hash-chained record (one JSON object per line, mode 0600,
+// flushed per event). Each entry carries the SHA-256 of the previous line, so an edited, deleted or
+// reordered line breaks the chain and VerifyAuditLog() says where. Runs in cagent (trusted).
+//
+// Entry fields: run, seq (0-based, consecutive), time (RFC 3339 UTC, ms), actor ("agent",
+// "broker", "operator", "cagent"), event, policy (digest), tool, args (digest of the canonical JSON
+// arguments), verdict, rule, result (digest), detail (free JSON object, already redacted), prev
+// (hex SHA-256 of the previous line's bytes without its newline; 64 zeros for the first).
+//
+// A failed write (full disk, I/O error) is reported once on the operational log and never fails
+// the request that caused it; the entry is counted as lost and the run record says so.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace cagent::launcher::broker {
+
+struct AuditEvent {
+  std::string actor;   // "agent" | "broker" | "operator" | "cagent"
+  std::string event;   // "hello", "model_call", "decision", "approval", "tool_result", "progress",
+                       // "finish", "protocol_error", "budget", "loop", "state", "shutdown", ...
+  std::string tool;
+  std::string args_digest;
+  std::string verdict;
+  std::string rule;
+  std::string result_digest;
+  nlohmann::json detail = nlohmann::json::object();
+};
+
+class AuditLog {
+ public:
+  // Creates `path` (O_CREAT|O_EXCL|O_APPEND|O_CLOEXEC, mode 0600) or, with `resume`, appends to an
+  // existing chain after checking it (the run's later phases add to the same log).
+  static Result<AuditLog> Open(const std::string& path, std::string run_id,
+                               std::string policy_digest, bool resume = false);
+
+  // Appends one entry; never fails the caller. Returns false when the entry was lost.
+  bool Append(const AuditEvent& event);
+
+  [[nodiscard]] std::uint64_t entries() const { return seq_; }
+  [[nodiscard]] std::uint64_t lost() const { return lost_; }
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  AuditLog() = default;
+  UniqueFd fd_;
+  std::string path_;
+  std::string run_id_;
+  std::string policy_digest_;
+  std::string prev_ = std::string(64, '0');
+  std::uint64_t seq_ = 0;
+  std::uint64_t lost_ = 0;
+  bool reported_ = false;
+};
+
+// Digest of a JSON value in canonical form (keys sorted, no whitespace): used for args and
+// results, and by loop detection and approval binding.
+std::string CanonicalDigest(const nlohmann::json& value);
+
+struct AuditVerifyReport {
+  bool ok = false;
+  std::uint64_t entries = 0;
+  std::uint64_t first_bad_line = 0;  // 1-based; 0 when ok
+  std::string message;               // what is wrong there ("line 7: prev does not match line 6")
+  std::string run_id;
+};
+// Reads `path` and checks every line: JSON object, consecutive seq, same run, prev chain.
+Result<AuditVerifyReport> VerifyAuditLog(const std::string& path);
+
+}  // namespace cagent::launcher::broker
