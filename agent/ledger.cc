@@ -33,4 +33,9 @@ std::optional<std::string> Ledger::Digest(const std::string& path) const {
   return it->second.digest;
 }
 
+bool Ledger::MaybeStale(const std::string& path) const {
+  auto it = entries_.find(path);
+  return it != entries_.end() && it->second.maybe_stale;
+}
+
 }  // namespace cagent::agent

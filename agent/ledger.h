@@ -5,6 +5,7 @@
 // invalidated) cannot be edited in place (write_file of a new file is fine).
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -29,6 +30,11 @@ class Ledger {
   // Compares `current_digest` with what was recorded.
   [[nodiscard]] State Check(const std::string& path, const std::string& current_digest) const;
   [[nodiscard]] std::optional<std::string> Digest(const std::string& path) const;
+  // True when a command ran since `path` was last read or written (MarkAllStale): a kChanged
+  // refusal can then say the command probably changed it.
+  [[nodiscard]] bool MaybeStale(const std::string& path) const;
+  // Number of entries (read or written files, invalidated ones included).
+  [[nodiscard]] std::size_t size() const { return entries_.size(); }
 
  private:
   struct Entry {

@@ -53,6 +53,7 @@ struct ToolLimits {
   std::uint64_t glob_max_results = 1000;
   std::uint64_t grep_max_matches = 200;
   std::uint64_t grep_max_file_bytes = 4 * 1024 * 1024;  // larger files are skipped, and said so
+  std::uint64_t grep_max_scan_bytes = 64 * 1024 * 1024;  // a grep stops after scanning this much
   std::uint64_t write_max_bytes = 4 * 1024 * 1024;
   std::chrono::milliseconds command_timeout{120000};
   std::chrono::milliseconds kill_grace{2000};
@@ -69,6 +70,10 @@ struct PathDenial {
 enum class PathAccess { kRead, kWrite };
 using PathFilter =
     std::function<std::optional<PathDenial>(std::string_view relative_path, PathAccess access)>;
+
+namespace internal {
+struct ToolEnv;  // the toolbox's state shared with its prepared calls (agent/tool_internal.h)
+}  // namespace internal
 
 class PreparedCall {
  public:
@@ -87,7 +92,9 @@ class PreparedCall {
 
 class Toolbox {
  public:
-  // Opens `workspace` (absolute) as the directory fd every path is resolved beneath.
+  // Opens `workspace` (absolute) as the directory fd every path is resolved beneath, and makes
+  // this process a child subreaper (prctl PR_SET_CHILD_SUBREAPER) so that processes a command
+  // left behind come back to it and run_command can kill and reap them.
   static Result<Toolbox> Open(const std::string& workspace, ToolLimits limits,
                               PathFilter filter = {});
 
@@ -98,22 +105,22 @@ class Toolbox {
   // Schema (type object, properties, required, additionalProperties false)}].
   static nlohmann::json Schemas(const std::vector<std::string>& enabled);
 
-  // Validates and resolves; a refusal comes back as a failed ToolOutcome.
+  // Validates and resolves; a refusal comes back as a failed ToolOutcome. A PreparedCall shares
+  // the toolbox's state (root fd, ledger) and stays usable even if the Toolbox is destroyed first.
+  // Prepare never changes the workspace (write_file creates missing directories in Execute).
   std::variant<std::unique_ptr<PreparedCall>, ToolOutcome> Prepare(std::string_view tool,
                                                                    const nlohmann::json& args);
 
   // The read-before-edit ledger (the loop invalidates entries when compaction drops a file's
   // contents from the context).
-  Ledger& ledger() { return *ledger_; }
-  [[nodiscard]] const ToolLimits& limits() const { return limits_; }
+  Ledger& ledger();
+  [[nodiscard]] const ToolLimits& limits() const;
+  // The workspace path as given to Open (lexically normalised).
+  [[nodiscard]] const std::string& workspace() const;
 
  private:
   Toolbox() = default;
-  UniqueFd root_;
-  std::string workspace_;
-  ToolLimits limits_;
-  PathFilter filter_;
-  std::unique_ptr<Ledger> ledger_;
+  std::shared_ptr<internal::ToolEnv> env_;
 };
 
 }  // namespace cagent::agent

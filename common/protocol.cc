@@ -18,6 +18,20 @@ constexpr std::array<std::string_view, 12> kErrorNames = {
     "provider_error", "provider_auth", "unavailable",    "internal"};
 
 constexpr int kMaxDepth = 128;
+// Upper bound of a protocol version number on the wire.
+constexpr std::uint64_t kMaxSmallInt = 1000;
+// Longest prefix of a peer's unknown "type" echoed back in the error message.
+constexpr std::size_t kMaxEchoBytes = 64;
+
+// `text` cut to at most `limit` bytes without splitting a UTF-8 sequence (the input came from the
+// JSON parser, so it is valid UTF-8; a cut in the middle of a character would make the error
+// reply and the audit entry carry invalid UTF-8).
+std::string Truncated(std::string_view text, std::size_t limit) {
+  if (text.size() <= limit) return std::string(text);
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "...";
+}
 
 // True when no array/object in `text` nests deeper than `limit` (brackets inside strings ignored).
 bool NestingWithin(std::string_view text, int limit) {
@@ -88,13 +102,23 @@ class Reader {
     }
     return out;
   }
+  // A protocol version: a non-negative integer no larger than kMaxSmallInt (so it fits an int
+  // and re-encodes to the same value).
+  int SmallInt(const char* key, bool required = true) {
+    const json* v = Find(key, required);
+    if (v == nullptr) return 0;
+    if (!v->is_number_unsigned() || v->get<std::uint64_t>() > kMaxSmallInt) {
+      return Fail<int>(key, "a small non-negative integer");
+    }
+    return v->get<int>();
+  }
   std::vector<int> Ints(const char* key) {
     const json* v = Find(key, true);
     std::vector<int> out;
     if (v == nullptr) return out;
     if (!v->is_array()) return Fail<std::vector<int>>(key, "an array of integers");
     for (const json& item : *v) {
-      if (!item.is_number_unsigned() || item.get<std::uint64_t>() > 1000) {
+      if (!item.is_number_unsigned() || item.get<std::uint64_t>() > kMaxSmallInt) {
         return Fail<std::vector<int>>(key, "an array of small integers");
       }
       out.push_back(item.get<int>());
@@ -247,7 +271,7 @@ std::pair<Body, std::string> ParseBody(Kind kind, const json& object) {
       break;
     case Kind::kWelcome: {
       Welcome m;
-      m.protocol = static_cast<int>(r.Unsigned("protocol"));
+      m.protocol = r.SmallInt("protocol");
       m.run_id = r.String("run_id");
       m.workspace = r.String("workspace");
       m.task = r.String("task");
@@ -464,7 +488,8 @@ std::variant<Message, DecodeError> Decode(std::string_view payload, bool from_ag
   }
   auto v = object.find("v");
   if (v == object.end() || !v->is_number_unsigned()) {
-    return DecodeError{ErrorCode::kMalformed, "missing protocol version \"v\"", id};
+    return DecodeError{ErrorCode::kMalformed,
+                       "protocol version \"v\" is missing or not a non-negative integer", id};
   }
   if (v->get<std::uint64_t>() != static_cast<std::uint64_t>(kVersion)) {
     return DecodeError{ErrorCode::kBadVersion,
@@ -478,8 +503,7 @@ std::variant<Message, DecodeError> Decode(std::string_view payload, bool from_ag
   }
   const auto kind = ParseKind(type->get_ref<const std::string&>());
   if (!kind || IsAgentKind(*kind) != from_agent) {
-    std::string name = type->get<std::string>();
-    if (name.size() > 64) name = name.substr(0, 64) + "...";
+    const std::string name = Truncated(type->get_ref<const std::string&>(), kMaxEchoBytes);
     return DecodeError{ErrorCode::kUnknownType, "unknown message type \"" + name + "\"", id};
   }
   if (!id) return DecodeError{ErrorCode::kMalformed, "missing or invalid request \"id\"", std::nullopt};

@@ -77,6 +77,7 @@ struct Prepared {
   std::optional<SandboxCgroup> cgroup;
   std::vector<int> child_keep_fds;  // sorted: what the child keeps while it builds the sandbox
   unsigned long clone_flags = 0;    // NOLINT(google-runtime-int)
+  int stdio[3] = {-1, -1, -1};      // SandboxControl's stdin/stdout/stderr replacements
 };
 
 // Restores the caller's signal mask when RunSandbox returns.
@@ -120,6 +121,12 @@ class SignalMaskGuard {
     ChildFail(report_fd, ChildResult::Failure(ChildStep::kDeathSignal, errno));
   }
   SetInitProcessTitle();
+  // The caller's stdio replacements, before the close below drops their original numbers.
+  for (int i = 0; i < 3; ++i) {
+    if (p.stdio[i] >= 0 && p.stdio[i] != i && ::dup2(p.stdio[i], i) < 0) {
+      ChildFail(report_fd, ChildResult::Failure(ChildStep::kCloseFds, errno));
+    }
+  }
   // 2. Nothing of cagent's (terminal fds aside) may leak into the sandbox. The sync pipe's write
   // end is closed here too, so EOF on it below means cagent is gone.
   if (!spec.disabled.Has(Layer::kCloseFds)) {
@@ -262,7 +269,7 @@ int WaitStatusToExitCode(int status) {
 
 // Runs until init has exited; fills the outcome from the reports and init's status.
 void Supervise(const LaunchSpec& spec, const Prepared& p, pid_t child, int pidfd, int sigfd,
-               int report_fd, SandboxOutcome& out) {
+               int stop_fd, int report_fd, SandboxOutcome& out) {
   const auto start = Clock::now();
   std::optional<Clock::time_point> deadline;
   if (spec.timeout.count() > 0) deadline = start + spec.timeout;
@@ -296,9 +303,17 @@ void Supervise(const LaunchSpec& spec, const Prepared& p, pid_t child, int pidfd
     if (deadline && !timed_out) until(*deadline);
     if (kill_at) until(*kill_at);
 
-    struct pollfd fds[2] = {{pidfd, POLLIN, 0}, {sigfd, POLLIN, 0}};
-    const int ready = ::poll(fds, 2, wait_ms);
+    // A negative fd is ignored by poll(): no signalfd when the caller handles signals, no stop fd
+    // when nobody can ask, and the stop fd only until it has fired once.
+    struct pollfd fds[3] = {{pidfd, POLLIN, 0}, {sigfd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    const int ready = ::poll(fds, 3, wait_ms);
     if (ready < 0 && errno != EINTR) break;
+    if (fds[2].revents != 0) {
+      stop_fd = -1;
+      ::kill(child, SIGTERM);  // init forwards it to the command
+      const auto at = Clock::now() + spec.kill_grace;
+      if (!kill_at || at < *kill_at) kill_at = at;
+    }
 
     if (fds[1].revents & POLLIN) {
       struct signalfd_siginfo si {};
@@ -381,6 +396,10 @@ void Supervise(const LaunchSpec& spec, const Prepared& p, pid_t child, int pidfd
 }  // namespace
 
 Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec) {
+  return RunSandbox(spec, SandboxControl{});
+}
+
+Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& control) {
   SandboxOutcome disabled_only;
   for (size_t i = 0; i < static_cast<size_t>(Layer::kCount); ++i) {
     if (spec.disabled.Has(static_cast<Layer>(i))) {
@@ -441,6 +460,9 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec) {
   if (::pipe2(report_pipe, O_CLOEXEC) != 0) return fail("create pipe", ErrnoError("pipe2"));
   UniqueFd report_r(report_pipe[0]), report_w(report_pipe[1]);
   p.child_keep_fds = spec.keep_fds;
+  p.stdio[0] = control.stdin_fd;
+  p.stdio[1] = control.stdout_fd;
+  p.stdio[2] = control.stderr_fd;
   p.child_keep_fds.push_back(sync_r.get());
   p.child_keep_fds.push_back(report_w.get());
   std::sort(p.child_keep_fds.begin(), p.child_keep_fds.end());
@@ -448,9 +470,13 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec) {
   sigset_t forwarded;
   ::sigemptyset(&forwarded);
   for (int sig : kParentSignals) ::sigaddset(&forwarded, sig);
-  SignalMaskGuard mask_guard(forwarded);
-  UniqueFd sigfd(::signalfd(-1, &forwarded, SFD_CLOEXEC));
-  if (!sigfd.valid()) return fail("create signalfd", ErrnoError("signalfd"));
+  std::optional<SignalMaskGuard> mask_guard;
+  UniqueFd sigfd;
+  if (control.forward_signals) {
+    mask_guard.emplace(forwarded);
+    sigfd.Reset(::signalfd(-1, &forwarded, SFD_CLOEXEC));
+    if (!sigfd.valid()) return fail("create signalfd", ErrnoError("signalfd"));
+  }
 
   // ---- clone ----
   const pid_t child = static_cast<pid_t>(
@@ -469,6 +495,7 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec) {
 
   sync_r.Reset();
   report_w.Reset();
+  if (control.after_clone) control.after_clone();
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
   auto abort_child = [&] {
     ::kill(child, SIGKILL);
@@ -507,7 +534,7 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec) {
   out.seccomp = std::move(seccomp_summary);
   out.cgroup = std::move(cgroup_summary);
   out.rlimits = spec.disabled.Has(Layer::kRlimits) ? "off" : DescribeLimits(spec.limits);
-  Supervise(spec, p, child, pidfd.get(), sigfd.get(), report_r.get(), out);
+  Supervise(spec, p, child, pidfd.get(), sigfd.get(), control.stop_fd, report_r.get(), out);
   if (p.cgroup) {
     // Whatever is left (a daemon of a disabled pid namespace) goes with the sandbox.
     (void)p.cgroup->Kill();

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,28 @@ inline constexpr int kExitTimedOut = 124;
 // return. Never returns an error Result for failures inside the sandbox: those are outcomes; an
 // error Result means cagent itself could not proceed (e.g. out of memory).
 Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec);
+
+// For callers that run something beside the sandbox (the broker of `cagent run`).
+struct SandboxControl {
+  // When this fd becomes readable (e.g. an eventfd written once), the sandbox is stopped: SIGTERM
+  // to the command, then SIGKILL to the whole sandbox after spec.kill_grace. -1 = none. Not owned.
+  int stop_fd = -1;
+  // false: RunSandbox leaves SIGINT/SIGTERM/SIGHUP/SIGQUIT and the signal mask alone; the caller
+  // handles them (on another thread) and stops the sandbox through stop_fd.
+  bool forward_signals = true;
+  // Called in cagent right after clone, before the sandbox is released; e.g. closes cagent's copy
+  // of a descriptor passed with keep_fds, so the peer sees EOF when the sandbox ends.
+  std::function<void()> after_clone;
+  // Descriptors that become the sandbox's stdin, stdout and stderr (-1 = cagent's own). Not owned;
+  // e.g. /dev/null for an agent that must not read the operator's terminal, a log file for its
+  // output.
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+};
+// RunSandbox with control. Must run on the thread that stays alive for the whole run: the
+// sandbox's death signal (PR_SET_PDEATHSIG) fires when the creating thread exits.
+Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& control);
 
 // "SIGKILL" (or "signal 42" for a number without a name).
 std::string SignalName(int sig);

@@ -22,31 +22,42 @@
 
 namespace cagent::launcher::broker {
 
+// Every member has a default initializer, so `{.actor = "broker", .event = "state"}` names only
+// what it sets (and -Wmissing-field-initializers stays quiet).
 struct AuditEvent {
-  std::string actor;   // "agent" | "broker" | "operator" | "cagent"
-  std::string event;   // "hello", "model_call", "decision", "approval", "tool_result", "progress",
-                       // "finish", "protocol_error", "budget", "loop", "state", "shutdown", ...
-  std::string tool;
-  std::string args_digest;
-  std::string verdict;
-  std::string rule;
-  std::string result_digest;
+  std::string actor{};  // "agent" | "broker" | "operator" | "cagent"
+  std::string event{};  // "hello", "model_call", "decision", "approval", "tool_result",
+                        // "progress", "finish", "protocol_error", "budget", "loop", "state",
+                        // "shutdown", ...
+  std::string tool{};
+  std::string args_digest{};
+  std::string verdict{};
+  std::string rule{};
+  std::string result_digest{};
   nlohmann::json detail = nlohmann::json::object();
 };
 
 class AuditLog {
  public:
-  // Creates `path` (O_CREAT|O_EXCL|O_APPEND|O_CLOEXEC, mode 0600) or, with `resume`, appends to an
-  // existing chain after checking it (the run's later phases add to the same log).
+  // Creates `path` (O_CREAT|O_EXCL|O_APPEND|O_CLOEXEC|O_NOFOLLOW, mode 0600) or, with `resume`,
+  // appends to an existing regular file after verifying its chain and that it belongs to `run_id`
+  // (the run's later phases add to the same log). Not thread-safe: one owner (the io_context).
   static Result<AuditLog> Open(const std::string& path, std::string run_id,
                                std::string policy_digest, bool resume = false);
 
-  // Appends one entry; never fails the caller. Returns false when the entry was lost.
+  // Appends one entry with one write(2) of the whole line (no fdatasync: the entry survives a crash
+  // of cagent, not a power loss). Never fails the caller: returns false when the entry was lost
+  // (full disk, I/O error); the first loss is reported once with spdlog::warn, a partial line is
+  // cut off again so the chain stays intact, and the next entry written carries "lost": N.
   bool Append(const AuditEvent& event);
 
   [[nodiscard]] std::uint64_t entries() const { return seq_; }
   [[nodiscard]] std::uint64_t lost() const { return lost_; }
   [[nodiscard]] const std::string& path() const { return path_; }
+  // SHA-256 of the last line written (64 zeros before the first): the value the next entry's
+  // `prev` carries. A run record that stores it (with entries()) makes removal or editing of the
+  // log's last lines detectable too, which the chain alone cannot show.
+  [[nodiscard]] const std::string& head() const { return prev_; }
 
  private:
   AuditLog() = default;
@@ -57,6 +68,7 @@ class AuditLog {
   std::string prev_ = std::string(64, '0');
   std::uint64_t seq_ = 0;
   std::uint64_t lost_ = 0;
+  std::uint64_t size_ = 0;  // bytes of complete lines in the file (a partial line is cut back)
   bool reported_ = false;
 };
 
@@ -70,6 +82,7 @@ struct AuditVerifyReport {
   std::uint64_t first_bad_line = 0;  // 1-based; 0 when ok
   std::string message;               // what is wrong there ("line 7: prev does not match line 6")
   std::string run_id;
+  std::string head;  // when ok: SHA-256 of the last line (64 zeros for an empty log)
 };
 // Reads `path` and checks every line: JSON object, consecutive seq, same run, prev chain.
 Result<AuditVerifyReport> VerifyAuditLog(const std::string& path);

@@ -28,6 +28,14 @@ namespace cagent::launcher::broker {
 //   anthropic:MODEL     Anthropic messages (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,
 //                       default https://api.anthropic.com)
 //   replay:FILE         plays a recorded session (JSON Lines, one assistant turn per line)
+//
+// Replay turn format (one JSON object per non-blank line; the broker returns it as the body of
+// model_result, the agent's replay adapter parses it):
+//   {"text": "I will read the test first.",
+//    "tool_calls": [{"id": "call_1", "name": "read_file", "arguments": {"path": "test_calc.py"}}],
+//    "usage": {"input_tokens": 812, "output_tokens": 40}}
+// "text" and "tool_calls" are optional (at least one is present); a turn without tool calls is a
+// final answer. Asking for a turn past the end is a provider error naming the file and its length.
 struct ModelSpec {
   std::string provider;  // "openai" | "anthropic" | "replay"
   std::string model;     // model name, or the replay file's path
@@ -35,8 +43,14 @@ struct ModelSpec {
   bool stream = true;    // use SSE towards the provider (the agent always gets the whole answer)
   std::uint64_t context_window = 0;     // 0 = the provider's known default for the model
   std::uint64_t max_output_tokens = 0;  // 0 = default (4096)
-  std::chrono::milliseconds request_timeout{300000};
+  std::chrono::milliseconds request_timeout{300000};  // per attempt: connect to the last byte
   int max_retries = 4;  // on 429 / 5xx / connection failure, with exponential backoff + jitter
+  // Backoff before retry n (1-based): a random delay in [d/2, d] with d = initial * 2^(n-1),
+  // capped at retry_max_backoff; a 429/503's Retry-After (seconds) replaces it, capped the same.
+  std::chrono::milliseconds retry_initial_backoff{1000};
+  std::chrono::milliseconds retry_max_backoff{60000};
+  // An extra PEM file of CAs to trust besides the system store (a company proxy, a test CA).
+  std::string ca_file;
 };
 Result<ModelSpec> ParseModelSpec(const std::string& spec);
 

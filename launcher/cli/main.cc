@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "launcher/cli/agent_command.h"
 #include "launcher/cli/doctor_command.h"
 #include "launcher/cli/exec_command.h"
 #include "launcher/cli/policy_command.h"
@@ -15,7 +16,8 @@ int main(int argc, char** argv) {
   cagent::launcher::RememberArgvArea(argc, argv);
   // Every message cagent prints goes to stderr as "cagent: ..."; stdout belongs to the command
   // and to --json.
-  auto logger = spdlog::stderr_logger_st("cagent");
+  // Multi-threaded sink: `cagent run` and `cagent agent` log from the broker's thread too.
+  auto logger = spdlog::stderr_logger_mt("cagent");
   logger->set_pattern("cagent: %v");
   spdlog::set_default_logger(logger);
 
@@ -34,6 +36,8 @@ int main(int argc, char** argv) {
   CLI::App* doctor = cagent::launcher::AddDoctorCommand(app, doctor_options);
   cagent::launcher::PolicyOptions policy_options;
   CLI::App* policy = cagent::launcher::AddPolicyCommand(app, policy_options);
+  cagent::launcher::AgentOptions agent_options;
+  CLI::App* agent = cagent::launcher::AddAgentCommand(app, agent_options);
   cagent::launcher::ProfileOptions profile_options;
   CLI::App* profile = cagent::launcher::AddProfileCommand(app, profile_options);
 
@@ -53,5 +57,6 @@ int main(int argc, char** argv) {
   if (doctor->parsed()) return cagent::launcher::RunDoctorCommand(doctor_options);
   if (policy->parsed()) return cagent::launcher::RunPolicyCommand(policy_options);
   if (profile->parsed()) return cagent::launcher::RunProfileCommand(profile_options);
+  if (agent->parsed()) return cagent::launcher::RunAgentCommand(agent_options);
   return 2;
 }

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <thread>
@@ -77,6 +78,9 @@ Harness::Harness() {
   Check(::mkdir(bin_dir_.c_str(), 0755) == 0, "mkdir bin");
   CopyExecutable(CAGENT_BINARY, bin_dir_ + "/cagent");
   CopyExecutable(PROBE_BINARY, bin_dir_ + "/cagent_probe");
+  // Where an installed cagent finds its agent: <bin>/../libexec/cagent/cagent-agent.
+  std::filesystem::create_directories(base_ + "/libexec/cagent");
+  CopyExecutable(AGENT_BINARY, base_ + "/libexec/cagent/cagent-agent");
 }
 
 Harness::~Harness() { RemoveTree(base_); }

@@ -1,0 +1,332 @@
+#include "launcher/broker/anthropic_provider.h"
+
+#include <map>
+#include <optional>
+
+namespace cagent::launcher::broker {
+namespace {
+
+using nlohmann::json;
+using protocol::ErrorCode;
+
+AttemptError Malformed(const std::string& display, const std::string& what) {
+  return AttemptError{ErrorCode::kProviderError, display + " sent " + what, false, std::nullopt};
+}
+
+std::string StringField(const json& object, const char* key) {
+  if (!object.is_object()) return {};
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string{};
+}
+
+protocol::Usage UsageOf(const json& usage) {
+  protocol::Usage u;
+  u.input_tokens = JsonCount(usage, "input_tokens") +
+                   JsonCount(usage, "cache_creation_input_tokens") +
+                   JsonCount(usage, "cache_read_input_tokens");
+  u.output_tokens = JsonCount(usage, "output_tokens");
+  return u;
+}
+
+class AnthropicAssembler final : public StreamAssembler {
+ public:
+  AnthropicAssembler(std::string display, std::string model)
+      : display_(std::move(display)), model_(std::move(model)) {}
+
+  std::optional<AttemptError> OnEvent(const SseEvent& event) override {
+    if (stopped_) return std::nullopt;
+    auto data = json::parse(event.data, nullptr, /*allow_exceptions=*/false);
+    if (data.is_discarded() || !data.is_object()) {
+      return Malformed(display_, "a stream event that is not a JSON object");
+    }
+    std::string type = StringField(data, "type");
+    if (type.empty()) type = event.event;
+    if (type == "ping") return std::nullopt;
+    if (type == "error") {
+      const json& err = data.contains("error") ? data["error"] : data;
+      const std::string kind = StringField(err, "type");
+      const std::string text =
+          ProviderErrorText(json{{"error", {{"message", StringField(err, "message")}}}}.dump());
+      return AttemptError{ErrorCode::kProviderError,
+                          display_ + " reported an error in the stream" +
+                              (kind.empty() ? "" : " (" + kind + ")") +
+                              (text.empty() ? "" : ": " + text),
+                          kind == "overloaded_error" || kind == "api_error", std::nullopt};
+    }
+    if (type == "message_start") {
+      const auto msg = data.find("message");
+      if (msg == data.end() || !msg->is_object()) {
+        return Malformed(display_, "a message_start event without a message");
+      }
+      id_ = StringField(*msg, "id");
+      if (auto m = StringField(*msg, "model"); !m.empty()) model_ = m;
+      if (auto u = msg->find("usage"); u != msg->end() && u->is_object()) MergeUsage(*u);
+      started_ = true;
+      return std::nullopt;
+    }
+    if (type == "content_block_start") {
+      const auto index = Index(data);
+      const auto block = data.find("content_block");
+      if (!index || block == data.end() || !block->is_object() ||
+          StringField(*block, "type").empty()) {
+        return Malformed(display_, "a content_block_start event without an index and a block");
+      }
+      Block& b = blocks_[*index];
+      b.block = *block;
+      b.started = true;
+      return std::nullopt;
+    }
+    if (type == "content_block_delta") {
+      const auto index = Index(data);
+      const auto delta = data.find("delta");
+      if (!index || delta == data.end() || !delta->is_object()) {
+        return Malformed(display_, "a content_block_delta event without an index and a delta");
+      }
+      const auto it = blocks_.find(*index);
+      if (it == blocks_.end() || !it->second.started || it->second.stopped) {
+        return Malformed(display_, "a delta for content block " + std::to_string(*index) +
+                                       ", which is not open");
+      }
+      return ApplyDelta(it->second, *delta);
+    }
+    if (type == "content_block_stop") {
+      const auto index = Index(data);
+      if (!index) return Malformed(display_, "a content_block_stop event without an index");
+      const auto it = blocks_.find(*index);
+      if (it == blocks_.end() || !it->second.started) {
+        return Malformed(display_, "a stop for content block " + std::to_string(*index) +
+                                       ", which was never started");
+      }
+      return Close(*index, it->second);
+    }
+    if (type == "message_delta") {
+      if (auto d = data.find("delta"); d != data.end() && d->is_object()) {
+        if (auto sr = d->find("stop_reason"); sr != d->end() && sr->is_string()) {
+          stop_reason_ = sr->get<std::string>();
+        }
+        if (auto ss = d->find("stop_sequence"); ss != d->end()) stop_sequence_ = *ss;
+      }
+      if (auto u = data.find("usage"); u != data.end() && u->is_object()) MergeUsage(*u);
+      return std::nullopt;
+    }
+    if (type == "message_stop") {
+      stopped_ = true;
+      return std::nullopt;
+    }
+    return std::nullopt;  // event types added later are ignored, as Anthropic asks
+  }
+
+  AttemptOutcome Finish() override {
+    if (!stopped_ && !stop_reason_) {
+      AttemptError err = Malformed(display_, "a stream that ended before it was complete (no "
+                                             "message_stop)");
+      err.retryable = true;
+      return err;
+    }
+    json content = json::array();
+    for (auto& [index, b] : blocks_) {
+      if (!b.started) continue;
+      if (!b.stopped) {
+        if (auto err = Close(index, b)) return *err;
+      }
+      content.push_back(b.block);
+    }
+    json usage = usage_;
+    if (!usage.contains("input_tokens")) usage["input_tokens"] = 0;
+    if (!usage.contains("output_tokens")) usage["output_tokens"] = 0;
+    ModelResponse out;
+    out.usage = UsageOf(usage);
+    out.body = {{"id", id_.empty() ? std::string("msg_cagent") : id_},
+                {"type", "message"},
+                {"role", "assistant"},
+                {"model", model_},
+                {"content", std::move(content)},
+                {"stop_reason", stop_reason_ ? json(*stop_reason_) : json(nullptr)},
+                {"stop_sequence", stop_sequence_},
+                {"usage", std::move(usage)}};
+    return out;
+  }
+
+ private:
+  struct Block {
+    json block;
+    std::string partial_json;
+    bool started = false;
+    bool stopped = false;
+  };
+
+  static std::optional<std::int64_t> Index(const json& data) {
+    const auto it = data.find("index");
+    if (it == data.end() || !it->is_number_integer()) return std::nullopt;
+    const auto v = it->get<std::int64_t>();
+    if (v < 0 || v > 4096) return std::nullopt;
+    return v;
+  }
+
+  void MergeUsage(const json& usage) {
+    for (const auto& [key, value] : usage.items()) {
+      if (value.is_number()) usage_[key] = value;
+    }
+  }
+
+  std::optional<AttemptError> ApplyDelta(Block& b, const json& delta) {
+    const std::string kind = StringField(delta, "type");
+    auto append = [&](const char* field, const char* key) -> std::optional<AttemptError> {
+      const auto piece = delta.find(key);
+      if (piece == delta.end() || !piece->is_string()) {
+        return Malformed(display_, "a " + kind + " without its " + key);
+      }
+      json& target = b.block[field];
+      if (!target.is_string()) target = "";
+      target = target.get<std::string>() + piece->get<std::string>();
+      return std::nullopt;
+    };
+    if (kind == "text_delta") return append("text", "text");
+    if (kind == "thinking_delta") return append("thinking", "thinking");
+    if (kind == "signature_delta") return append("signature", "signature");
+    if (kind == "input_json_delta") {
+      const auto piece = delta.find("partial_json");
+      if (piece == delta.end() || !piece->is_string()) {
+        return Malformed(display_, "an input_json_delta without its partial_json");
+      }
+      b.partial_json += piece->get<std::string>();
+      return std::nullopt;
+    }
+    if (kind == "citations_delta") {
+      if (auto c = delta.find("citation"); c != delta.end()) {
+        if (!b.block["citations"].is_array()) b.block["citations"] = json::array();
+        b.block["citations"].push_back(*c);
+      }
+      return std::nullopt;
+    }
+    return std::nullopt;  // unknown delta kinds are ignored
+  }
+
+  // A tool_use block's input is the JSON its partial_json pieces join to (an empty join keeps
+  // the block's initial input, normally {}).
+  std::optional<AttemptError> Close(std::int64_t index, Block& b) {
+    b.stopped = true;
+    const std::string type = StringField(b.block, "type");
+    if ((type == "tool_use" || type == "server_tool_use") && !b.partial_json.empty()) {
+      auto input = json::parse(b.partial_json, nullptr, /*allow_exceptions=*/false);
+      if (input.is_discarded()) {
+        return Malformed(display_, "tool input for content block " + std::to_string(index) +
+                                       " that is not valid JSON");
+      }
+      b.block["input"] = std::move(input);
+    }
+    if (type == "tool_use" && !b.block.contains("input")) b.block["input"] = json::object();
+    return std::nullopt;
+  }
+
+  std::string display_;
+  std::string model_;
+  std::string id_;
+  bool started_ = false;
+  bool stopped_ = false;
+  std::map<std::int64_t, Block> blocks_;
+  std::optional<std::string> stop_reason_;
+  json stop_sequence_ = nullptr;
+  json usage_ = json::object();
+};
+
+class AnthropicDialect final : public ProviderDialect {
+ public:
+  AnthropicDialect(ModelSpec spec, std::string key, std::string display)
+      : spec_(std::move(spec)), key_(std::move(key)), display_(std::move(display)) {}
+
+  [[nodiscard]] Result<std::string> CompleteBody(json body) const override {
+    if (!body.is_object()) return PlainError("request body", "not a JSON object");
+    body["model"] = spec_.model;
+    if (!body.contains("max_tokens")) {
+      body["max_tokens"] = spec_.max_output_tokens != 0 ? spec_.max_output_tokens : 4096;
+    }
+    if (spec_.stream) {
+      body["stream"] = true;
+    } else {
+      body.erase("stream");
+    }
+    return body.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+
+  [[nodiscard]] std::vector<std::pair<std::string, std::string>> Headers() const override {
+    return {{"content-type", "application/json"},
+            {"x-api-key", key_},
+            {"anthropic-version", kAnthropicVersion}};
+  }
+
+  [[nodiscard]] std::unique_ptr<StreamAssembler> NewAssembler() const override {
+    return NewAnthropicStreamAssembler(display_, spec_.model);
+  }
+
+  [[nodiscard]] AttemptOutcome ParseWhole(json body) const override {
+    return ParseAnthropicResponse(display_, std::move(body));
+  }
+
+ private:
+  ModelSpec spec_;
+  std::string key_;
+  std::string display_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamAssembler> NewAnthropicStreamAssembler(std::string display,
+                                                             std::string model) {
+  return std::make_unique<AnthropicAssembler>(std::move(display), std::move(model));
+}
+
+AttemptOutcome ParseAnthropicResponse(const std::string& display, json body) {
+  if (!body.is_object()) return Malformed(display, "an answer that is not a JSON object");
+  if (StringField(body, "type") == "error") {
+    const json& err = body.contains("error") ? body["error"] : body;
+    const std::string text =
+        ProviderErrorText(json{{"error", {{"message", StringField(err, "message")}}}}.dump());
+    return AttemptError{ErrorCode::kProviderError,
+                        display + " reported an error" + (text.empty() ? "" : ": " + text),
+                        false, std::nullopt};
+  }
+  const auto content = body.find("content");
+  if (content == body.end() || !content->is_array()) {
+    return Malformed(display, "an answer without a content list");
+  }
+  ModelResponse out;
+  if (auto usage = body.find("usage"); usage != body.end()) out.usage = UsageOf(*usage);
+  out.body = std::move(body);
+  return out;
+}
+
+Result<std::unique_ptr<ModelProvider>> MakeAnthropicProvider(boost::asio::io_context& io,
+                                                             const ModelSpec& spec,
+                                                             const Environment& env) {
+  auto base = ResolveBaseUrl(spec, env, kAnthropicBaseVar, kAnthropicDefaultBase);
+  if (!base.ok()) return base.error();
+  std::string key;
+  if (const auto it = env.find(kAnthropicKeyVar); it != env.end()) key = it->second;
+  if (key.empty()) {
+    return PlainError(std::string(kAnthropicKeyVar) + " is not set",
+                      "export the API key for " + base->ToString() +
+                          " in the environment cagent runs in (it stays outside the sandbox)");
+  }
+  Url endpoint = *base;
+  const std::size_t query = endpoint.path.find('?');
+  if (query == std::string::npos) {
+    endpoint.path += "/v1/messages";
+  } else {
+    endpoint.path.insert(query, "/v1/messages");
+  }
+  auto client = HttpClient::Make(io, spec.ca_file);
+  if (!client.ok()) return client.error();
+  HttpProviderConfig config;
+  config.spec = spec;
+  config.endpoint = endpoint;
+  config.display = "the Anthropic provider at " + base->HostHeader();
+  config.credential_var = kAnthropicKeyVar;
+  config.credential = key;
+  config.info = InfoFor(spec, spec.model);
+  auto dialect = std::make_shared<AnthropicDialect>(spec, key, config.display);
+  return std::unique_ptr<ModelProvider>(std::make_unique<HttpModelProvider>(
+      io, std::move(config), std::shared_ptr<HttpClient>(std::move(*client)), std::move(dialect)));
+}
+
+}  // namespace cagent::launcher::broker

@@ -1,0 +1,266 @@
+#include "launcher/broker/audit_log.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <spdlog/spdlog.h>
+#include <string_view>
+#include <utility>
+
+#include "common/sha256.h"
+
+namespace cagent::launcher::broker {
+namespace {
+
+const std::string kZeroDigest(64, '0');
+
+// Serialises without throwing: invalid UTF-8 in a string (tool output, file names) becomes U+FFFD
+// instead of an exception in the middle of a request.
+std::string DumpCompact(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// RFC 3339, UTC, milliseconds: "2024-05-01T12:34:56.789Z".
+std::string NowRfc3339() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  tm utc{};
+  gmtime_r(&ts.tv_sec, &utc);
+  char buf[40];
+  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
+  char out[64];
+  std::snprintf(out, sizeof out, "%.*s.%03ldZ", static_cast<int>(n), buf, ts.tv_nsec / 1000000);
+  return out;
+}
+
+bool IsLowerHex64(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+Result<std::string> ReadAll(int fd, const std::string& path) {
+  std::string data;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("read " + path);
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  return data;
+}
+
+// Checks the chain in `content` (the whole file). Never fails: problems go into the report.
+AuditVerifyReport VerifyContent(std::string_view content) {
+  AuditVerifyReport report;
+  report.head = kZeroDigest;
+  std::string expected_prev = kZeroDigest;
+  std::uint64_t line_no = 0;
+  std::size_t pos = 0;
+  const auto fail = [&report](std::uint64_t line, const std::string& what) {
+    report.ok = false;
+    report.first_bad_line = line;
+    report.message = "line " + std::to_string(line) + ": " + what;
+    return report;
+  };
+  while (pos < content.size()) {
+    ++line_no;
+    const std::size_t nl = content.find('\n', pos);
+    if (nl == std::string_view::npos) {
+      return fail(line_no,
+                  "truncated final line (no newline at the end of the file): the log was cut "
+                  "short during a write, or text was appended to it");
+    }
+    const std::string_view line = content.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.empty()) return fail(line_no, "empty line (every entry is one JSON object)");
+    const nlohmann::json entry = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (entry.is_discarded()) return fail(line_no, "not valid JSON");
+    if (!entry.is_object()) return fail(line_no, "not a JSON object");
+
+    const auto run = entry.find("run");
+    if (run == entry.end() || !run->is_string()) return fail(line_no, "no \"run\" string");
+    if (line_no == 1) {
+      report.run_id = run->get<std::string>();
+    } else if (run->get<std::string>() != report.run_id) {
+      return fail(line_no, "run is \"" + run->get<std::string>() + "\", but line 1 has run \"" +
+                               report.run_id + "\" (lines from another run's log)");
+    }
+
+    const auto seq = entry.find("seq");
+    if (seq == entry.end() || !seq->is_number_unsigned()) {
+      return fail(line_no, "no \"seq\" number");
+    }
+    const std::uint64_t want_seq = line_no - 1;
+    if (seq->get<std::uint64_t>() != want_seq) {
+      return fail(line_no, "seq is " + std::to_string(seq->get<std::uint64_t>()) + ", expected " +
+                               std::to_string(want_seq) +
+                               " (a line is missing, inserted or out of order here)");
+    }
+
+    const auto prev = entry.find("prev");
+    if (prev == entry.end() || !prev->is_string() || !IsLowerHex64(prev->get<std::string>())) {
+      return fail(line_no, "no \"prev\" digest (64 lowercase hex digits)");
+    }
+    if (prev->get<std::string>() != expected_prev) {
+      if (line_no == 1) {
+        return fail(line_no, "prev of the first entry is not 64 zeros");
+      }
+      return fail(line_no, "prev does not match the SHA-256 of line " +
+                               std::to_string(line_no - 1) + " (line " +
+                               std::to_string(line_no - 1) +
+                               " was changed, or this line was changed or forged)");
+    }
+    expected_prev = Sha256Hex(line);
+    report.entries = line_no;
+  }
+  report.ok = true;
+  report.head = expected_prev;
+  report.message = "ok: " + std::to_string(report.entries) + " entries";
+  return report;
+}
+
+}  // namespace
+
+std::string CanonicalDigest(const nlohmann::json& value) {
+  // nlohmann::json's object_t is a std::map, so dump() emits keys sorted bytewise; indent -1 means
+  // no whitespace. The same value therefore always has the same bytes, whatever order the agent
+  // sent its keys in.
+  return Sha256Hex(DumpCompact(value));
+}
+
+Result<AuditLog> AuditLog::Open(const std::string& path, std::string run_id,
+                                std::string policy_digest, bool resume) {
+  AuditLog log;
+  log.path_ = path;
+  log.run_id_ = std::move(run_id);
+  log.policy_digest_ = std::move(policy_digest);
+  if (!resume) {
+    // O_EXCL: never adopt a file someone prepared (or a log of another run); O_NOFOLLOW: never
+    // write through a symlink planted where the log goes.
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+                        0600);
+    if (fd < 0) return ErrnoError("create audit log " + path);
+    log.fd_.Reset(fd);
+    // The umask can only narrow 0600, but say it explicitly so the mode never depends on it.
+    if (fchmod(fd, 0600) != 0) return ErrnoError("chmod 0600 audit log " + path);
+    return log;
+  }
+  const int fd = open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return ErrnoError("open audit log " + path + " to resume");
+  log.fd_.Reset(fd);
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return ErrnoError("stat audit log " + path);
+  if (!S_ISREG(st.st_mode)) {
+    return PlainError("resume audit log " + path, "not a regular file");
+  }
+  Result<std::string> content = ReadAll(fd, path);
+  if (!content.ok()) return std::move(content.error()).Context("resume audit log");
+  const AuditVerifyReport report = VerifyContent(*content);
+  if (!report.ok) {
+    return PlainError("resume audit log " + path,
+                      "the existing chain does not verify: " + report.message);
+  }
+  if (report.entries > 0 && report.run_id != log.run_id_) {
+    return PlainError("resume audit log " + path,
+                      "it belongs to run \"" + report.run_id + "\", not \"" + log.run_id_ + "\"");
+  }
+  log.seq_ = report.entries;
+  log.prev_ = report.head;
+  log.size_ = static_cast<std::uint64_t>(content->size());
+  return log;
+}
+
+bool AuditLog::Append(const AuditEvent& event) {
+  // The line is built by hand so its fields keep a readable order; every value goes through the
+  // non-throwing dump, so a hostile string cannot make the record throw.
+  std::string line;
+  line.reserve(256);
+  const auto field = [&line](std::string_view name, const nlohmann::json& value) {
+    line += line.empty() ? "{\"" : ",\"";
+    line += name;
+    line += "\":";
+    line += DumpCompact(value);
+  };
+  field("run", run_id_);
+  field("seq", seq_);
+  field("time", NowRfc3339());
+  field("actor", event.actor);
+  field("event", event.event);
+  field("policy", policy_digest_);
+  field("tool", event.tool);
+  field("args", event.args_digest);
+  field("verdict", event.verdict);
+  field("rule", event.rule);
+  field("result", event.result_digest);
+  field("detail", event.detail.is_object() ? event.detail
+                                           : nlohmann::json{{"value", event.detail}});
+  // Entries lost so far (full disk ...): the next entry that does get written says so, so the gap
+  // is visible in the log itself and not only in the run record.
+  if (lost_ > 0) field("lost", lost_);
+  field("prev", prev_);
+  line += '}';
+
+  std::string out = line;
+  out += '\n';
+  // One write(2) for the whole line: with O_APPEND the line lands at the end in one piece. No
+  // fdatasync: "flushed per event" means handed to the kernel, so the entry survives a crash of
+  // cagent; surviving a power loss would cost a disk flush per tool call.
+  int err = fd_.valid() ? 0 : EBADF;
+  std::size_t done = 0;
+  while (err == 0 && done < out.size()) {
+    const ssize_t n = write(fd_.get(), out.data() + done, out.size() - done);
+    if (n < 0) {
+      if (errno != EINTR) err = errno;
+      continue;
+    }
+    if (n == 0) err = EIO;
+    done += static_cast<std::size_t>(n);  // a short write: the retry reports the real errno
+  }
+  if (err == 0) {
+    size_ += out.size();
+    prev_ = Sha256Hex(line);
+    ++seq_;
+    return true;
+  }
+  if (done > 0) {
+    // Part of the line got out before the disk filled up: cut it off again so the entries before
+    // it still verify and the next successful entry continues the chain.
+    if (ftruncate(fd_.get(), static_cast<off_t>(size_)) != 0) {
+      // Nothing more to do here: the verifier will report the truncated line.
+    }
+  }
+  ++lost_;
+  if (!reported_) {
+    reported_ = true;
+    spdlog::warn(
+        "audit log {}: write failed ({}); this and later failed entries are counted as lost and "
+        "the run continues; free space on that file system to resume recording",
+        path_, std::strerror(err));
+  }
+  return false;
+}
+
+Result<AuditVerifyReport> VerifyAuditLog(const std::string& path) {
+  const int raw = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (raw < 0) return ErrnoError("open " + path);
+  UniqueFd fd(raw);
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return ErrnoError("stat " + path);
+  if (!S_ISREG(st.st_mode)) return PlainError("read " + path, "not a regular file");
+  Result<std::string> content = ReadAll(fd.get(), path);
+  if (!content.ok()) return std::move(content.error());
+  return VerifyContent(*content);
+}
+
+}  // namespace cagent::launcher::broker

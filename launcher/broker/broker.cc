@@ -1,0 +1,1083 @@
+#include "launcher/broker/broker.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include "launcher/broker/budgets.h"
+#include "launcher/broker/denial.h"
+#include "launcher/broker/loop_detector.h"
+#include "launcher/broker/tool_mapping.h"
+#include "policy/dump.h"
+#include "policy/shell.h"
+
+// Audit events are written with designated initializers, leaving the fields an event does not
+// use at their defaults; GCC 12 warns about exactly that idiom (GCC 13 no longer does).
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace cagent::launcher::broker {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+using protocol::ErrorCode;
+using protocol::Kind;
+
+namespace {
+
+// Reads are taken in chunks of this size; the decoder holds at most one partial frame beyond it.
+constexpr std::size_t kReadChunk = 64 * 1024;
+// Back-pressure: while more reply bytes than this wait to be written, the broker stops reading
+// (a peer that floods requests but does not read replies stalls itself, not the broker), and
+// resumes below the low mark.
+constexpr std::size_t kPauseReadingAbove = 1U << 20;
+constexpr std::size_t kResumeReadingBelow = 256U << 10;
+// A peer whose unread replies exceed this is dropped (only reachable through very large replies,
+// since reading pauses far below it).
+constexpr std::size_t kMaxQueuedBytes = 64U << 20;
+// Allowed tool calls whose tool_result has not arrived yet (a model may call several tools in one
+// turn; a peer asking for thousands without reporting any is not an agent).
+constexpr std::size_t kMaxOutstandingTools = 256;
+// Paths one tool_request may name for the broker to decide on.
+constexpr std::size_t kMaxRequestPaths = 4096;
+// After the session ends, how long queued replies (the shutdown notice) may take to drain before
+// the socket is closed regardless.
+constexpr std::chrono::milliseconds kCloseGrace{500};
+
+std::string ShortText(std::string_view s, std::size_t max = 200) {
+  if (s.size() <= max) return std::string(s);
+  return std::string(s.substr(0, max)) + "...";
+}
+
+// "a, b, c" with at most `max` items, then "and N more".
+std::string JoinSome(const std::vector<std::string>& items, std::size_t max = 10) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < max; ++i) {
+    if (i > 0) out += ", ";
+    out += items[i];
+  }
+  if (items.size() > max) out += ", and " + std::to_string(items.size() - max) + " more";
+  return out;
+}
+
+// A few lines the agent's system prompt quotes: what this run may and may not do.
+std::string PolicySummary(const policy::Policy& p) {
+  std::string out;
+  out += p.network.value == policy::NetworkMode::kNone
+             ? "network: none (no network access of any kind)\n"
+             : "network: loopback only (servers started inside the sandbox; no other host)\n";
+  out += std::string("workspace: ") + (p.workspace_writable.value ? "read-write" : "read-only") +
+         "\n";
+  std::vector<std::string> writable;
+  for (const policy::MountRule& m : p.mounts) {
+    if (m.mode == policy::MountMode::kReadWrite) writable.push_back(m.path.Text());
+  }
+  if (!writable.empty()) out += "also writable: " + JoinSome(writable) + "\n";
+  std::vector<std::string> denied;
+  std::vector<std::string> asks;
+  for (const policy::PathRule& r : p.path_rules) {
+    std::string text = (r.access == policy::Access::kWrite ? "write " : "") + r.text;
+    if (r.verdict == policy::Verdict::kDeny) denied.push_back(std::move(text));
+    if (r.verdict == policy::Verdict::kAsk) asks.push_back(std::move(text));
+  }
+  if (!denied.empty()) out += "denied paths: " + JoinSome(denied) + "\n";
+  for (const policy::ToolRule& r : p.tools) {
+    if (r.verdict == policy::Verdict::kAsk) asks.push_back(r.text);
+  }
+  for (const policy::CommandRule& r : p.commands) {
+    if (r.verdict == policy::Verdict::kAsk) asks.push_back(r.text);
+  }
+  if (!asks.empty()) out += "needs a person's approval: " + JoinSome(asks) + "\n";
+  out += "approvals: " + std::string(policy::ApprovalName(p.approval.value));
+  return out;
+}
+
+std::uint64_t LimitOrZero(const policy::Policy& p, policy::Limit l) {
+  const policy::LimitValue& v = p.limit(l);
+  return v.bounded() ? v.value : 0;
+}
+
+std::uint32_t ReadHeader(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return (std::uint32_t{u[0]} << 24) | (std::uint32_t{u[1]} << 16) | (std::uint32_t{u[2]} << 8) |
+         std::uint32_t{u[3]};
+}
+
+}  // namespace
+
+std::string_view BrokerStatusName(BrokerOutcome::Status status) {
+  switch (status) {
+    case BrokerOutcome::Status::kRunning:
+      return "running";
+    case BrokerOutcome::Status::kFinished:
+      return "finished";
+    case BrokerOutcome::Status::kFailed:
+      return "failed";
+    case BrokerOutcome::Status::kCancelled:
+      return "cancelled";
+  }
+  return "failed";
+}
+
+class Broker::Impl {
+ public:
+  Impl(asio::io_context& io, BrokerConfig config, BrokerServices services)
+      : io_(io),
+        config_(std::move(config)),
+        services_(services),
+        engine_(*config_.policy, config_.bindings),
+        enabled_tools_(EnabledTools(*config_.policy)),
+        budget_(config_.budgets),
+        loop_(config_.loop),
+        decoder_(config_.max_frame_bytes),
+        wall_timer_(io),
+        close_timer_(io),
+        socket_(io) {
+    if (services_.model != nullptr) {
+      const protocol::ModelInfo info = services_.model->Info();
+      outcome_.model_provider = info.provider;
+      outcome_.model_name = info.name;
+    }
+  }
+
+  ~Impl() {
+    // Handlers still queued on the io_context check `alive_` first and do nothing.
+    alive_.reset();
+    if (model_call_id_ && services_.model != nullptr) services_.model->Cancel();
+    if (approval_id_ && services_.approver != nullptr) services_.approver->Cancel();
+    boost::system::error_code ec;
+    socket_.close(ec);
+  }
+
+  void Start(UniqueFd fd);
+  void Stop(BrokerOutcome::Status status, std::string reason) {
+    End(status, std::move(reason), /*notify_peer=*/true);
+  }
+
+  std::function<void(const BrokerOutcome&)> on_end_;
+  std::function<void(const BrokerEvent&)> on_event_;
+  BrokerOutcome outcome_;
+
+ private:
+  struct Outstanding {
+    std::string tool;
+    policy::Tool kind = policy::Tool::kReadFile;
+  };
+  struct PendingApproval {
+    ApprovalRequest request;
+    MappedTool call;
+    policy::Decision decision;
+    std::string location;
+  };
+
+  // ---- transport ----
+  void StartRead();
+  void OnRead(const boost::system::error_code& ec, std::size_t n);
+  void OnBytes(std::size_t n);
+  void OnEof();
+  void Send(Kind kind, std::uint64_t id, protocol::Body body);
+  void DoWrite();
+  void End(BrokerOutcome::Status status, std::string reason, bool notify_peer);
+  void Close();
+
+  // ---- requests ----
+  void HandlePayload(const std::string& payload);
+  void OnHello(std::uint64_t id, const protocol::Hello& hello);
+  void OnModelCall(std::uint64_t id, protocol::ModelCall call);
+  void OnModelDone(std::uint64_t id, std::uint64_t turn, ModelOutcome outcome);
+  void OnToolRequest(std::uint64_t id, const protocol::ToolRequest& request);
+  void OnToolResult(std::uint64_t id, const protocol::ToolResult& result);
+  void OnProgress(std::uint64_t id, const protocol::Progress& progress);
+  void OnFinish(std::uint64_t id, const protocol::Finish& finish);
+
+  void AskApproval(std::uint64_t id, const MappedTool& call, const std::string& digest,
+                   const policy::Decision& decision, const std::string& location);
+  void OnApproval(std::uint64_t id, const ApprovalOutcome& outcome);
+  void SendDecision(std::uint64_t id, const MappedTool& call, const std::string& digest,
+                    protocol::Decision decision, const std::string& audit_note = {});
+  void Deny(std::uint64_t id, const MappedTool& call, const std::string& digest,
+            const policy::Decision& decision, const std::string& location, DenialCause cause);
+  policy::Decision Decide(const MappedTool& call, const std::vector<std::string>& paths) const;
+  std::string NarrowerPattern(const MappedTool& call, const policy::Decision& decision) const;
+
+  // ---- bookkeeping ----
+  void ProtocolError(ErrorCode code, const std::string& message, std::uint64_t id);
+  void BudgetExhausted(std::uint64_t id, const std::string& reason);
+  void Audit(AuditEvent event);
+  void Emit(std::string kind, std::string text);
+  void SyncUsage();
+  std::string Where(const policy::Location& loc) const {
+    return loc.valid() ? config_.policy->Where(loc) : std::string();
+  }
+
+  asio::io_context& io_;
+  BrokerConfig config_;
+  BrokerServices services_;
+  policy::Engine engine_;
+  std::vector<std::string> enabled_tools_;
+  BudgetCounter budget_;
+  LoopDetector loop_;
+  protocol::FrameDecoder decoder_;
+  // Stream offsets: bytes fed to the decoder and bytes it has handed out as frames (to locate the
+  // header that failed the decoder).
+  std::uint64_t fed_ = 0;
+  std::uint64_t consumed_ = 0;
+
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
+
+  bool started_ = false;
+  bool hello_done_ = false;
+  bool ended_ = false;
+  bool closed_ = false;
+  bool on_end_posted_ = false;
+  bool reading_ = false;
+  bool paused_ = false;
+  bool writing_ = false;
+  std::uint64_t last_id_ = 0;
+  std::optional<std::uint64_t> model_call_id_;
+  std::optional<std::uint64_t> approval_id_;
+  std::optional<PendingApproval> pending_approval_;
+  std::map<std::uint64_t, Outstanding> outstanding_;
+
+  std::deque<std::string> queue_;
+  std::size_t queued_bytes_ = 0;
+  std::array<char, kReadChunk> read_buf_{};
+
+  asio::steady_timer wall_timer_;
+  asio::steady_timer close_timer_;
+  // Declared last so it is destroyed first: closing it cancels reads and writes into the buffers
+  // above before those go away.
+  asio::local::stream_protocol::socket socket_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Transport
+
+void Broker::Impl::Start(UniqueFd fd) {
+  if (started_ || ended_) return;
+  started_ = true;
+  started_at_ = std::chrono::steady_clock::now();
+  const int raw = fd.Release();
+  boost::system::error_code ec;
+  // A socket, not a plain descriptor: Asio sends with MSG_NOSIGNAL, so a peer that went away is
+  // an EPIPE error here, never a SIGPIPE that kills cagent.
+  socket_.assign(asio::local::stream_protocol(), raw, ec);
+  if (ec) {
+    ::close(raw);
+    End(BrokerOutcome::Status::kFailed, "cannot use the agent's socket: " + ec.message(), false);
+    return;
+  }
+  socket_.non_blocking(true, ec);
+  if (ec) {
+    End(BrokerOutcome::Status::kFailed,
+        "cannot make the agent's socket non-blocking: " + ec.message(), false);
+    return;
+  }
+  if (config_.budgets.wall_time) {
+    wall_timer_.expires_after(*config_.budgets.wall_time);
+    std::weak_ptr<int> alive = alive_;
+    wall_timer_.async_wait([this, alive](const boost::system::error_code& wait_ec) {
+      if (alive.expired() || wait_ec || ended_) return;
+      const std::string reason = budget_.WallTimeReason();
+      Audit(AuditEvent{.actor = "broker", .event = "budget", .detail = {{"budget", "wall-time"},
+                                                                         {"reason", reason}}});
+      End(BrokerOutcome::Status::kFailed, reason, true);
+    });
+  }
+  StartRead();
+}
+
+void Broker::Impl::StartRead() {
+  if (reading_ || paused_ || ended_ || closed_) return;
+  reading_ = true;
+  std::weak_ptr<int> alive = alive_;
+  socket_.async_read_some(asio::buffer(read_buf_),
+                          [this, alive](const boost::system::error_code& ec, std::size_t n) {
+                            if (alive.expired()) return;
+                            OnRead(ec, n);
+                          });
+}
+
+void Broker::Impl::OnRead(const boost::system::error_code& ec, std::size_t n) {
+  reading_ = false;
+  if (closed_) return;
+  if (ec) {
+    if (ec == asio::error::eof) {
+      OnEof();
+    } else if (!ended_) {
+      End(BrokerOutcome::Status::kFailed, "reading from the agent failed: " + ec.message(), false);
+    }
+    return;
+  }
+  if (ended_) return;  // the session is over; what arrives now is not acted on
+  OnBytes(n);
+  SyncUsage();
+  if (queued_bytes_ > kPauseReadingAbove) paused_ = true;
+  StartRead();
+}
+
+void Broker::Impl::OnBytes(std::size_t n) {
+  const std::string_view chunk(read_buf_.data(), n);
+  const std::uint64_t chunk_start = fed_;
+  fed_ += n;
+  const Status fed = decoder_.Feed(chunk);
+  while (!ended_) {
+    std::optional<std::string> payload = decoder_.Next();
+    if (!payload) break;
+    consumed_ += protocol::kHeaderBytes + payload->size();
+    HandlePayload(*payload);
+  }
+  if (ended_ || !decoder_.failed()) return;
+
+  // The stream cannot be resynchronised after a bad header: reply, then close.
+  std::uint32_t announced = 0;
+  bool known = false;
+  if (!fed.ok()) {
+    // The first pending header failed when fed; it starts at `consumed_`, in this chunk or (when
+    // it straddles reads) partly in the previous one — the decoder's message says which problem.
+    known = fed.error().detail.starts_with("zero-length");
+  } else if (consumed_ >= chunk_start && consumed_ + protocol::kHeaderBytes <= fed_) {
+    announced = ReadHeader(chunk.data() + (consumed_ - chunk_start));
+    known = announced == 0;
+  }
+  const bool zero = known && announced == 0;
+  const std::string message =
+      zero ? std::string("zero-length frame")
+           : (!fed.ok() ? fed.error().detail
+                        : "frame of " + std::to_string(announced) + " bytes is above the " +
+                              std::to_string(config_.max_frame_bytes) + "-byte limit");
+  ProtocolError(zero ? ErrorCode::kMalformed : ErrorCode::kTooLarge, message, 0);
+  if (!ended_) {
+    End(BrokerOutcome::Status::kFailed,
+        "agent protocol violation: " + message + " (the stream cannot be read further)", true);
+  }
+}
+
+void Broker::Impl::OnEof() {
+  if (ended_) {
+    Close();
+    return;
+  }
+  if (decoder_.Pending() > 0) {
+    // A half frame: no reply is possible any more, but it is recorded and counted.
+    const std::string message = "the connection ended inside a frame (" +
+                                std::to_string(decoder_.Pending()) + " bytes of an incomplete frame)";
+    ++outcome_.protocol_errors;
+    Audit(AuditEvent{.actor = "agent",
+                     .event = "protocol_error",
+                     .detail = {{"code", "malformed"}, {"message", message}, {"id", 0}}});
+    End(BrokerOutcome::Status::kFailed, "agent disconnected mid-frame: " + message, false);
+    return;
+  }
+  End(BrokerOutcome::Status::kFailed, "the agent closed the connection without finishing", false);
+}
+
+void Broker::Impl::Send(Kind kind, std::uint64_t id, protocol::Body body) {
+  if (closed_ || !started_) return;
+  Result<std::string> frame = protocol::EncodeMessage(protocol::Make(kind, id, std::move(body)));
+  if (!frame.ok()) {
+    // Only a reply above the frame limit fails to encode (e.g. a huge model response).
+    if (kind == Kind::kError) return;
+    Send(Kind::kError, id,
+         protocol::ErrorReply{kind == Kind::kModelResult ? ErrorCode::kProviderError
+                                                         : ErrorCode::kInternal,
+                              "the reply to request " + std::to_string(id) +
+                                  " is too large to send: " + frame.error().detail});
+    return;
+  }
+  if (queued_bytes_ + frame->size() > kMaxQueuedBytes) {
+    // The peer does not read its replies; nothing more can be told to it.
+    End(BrokerOutcome::Status::kFailed,
+        "the agent does not read its replies (more than " + std::to_string(kMaxQueuedBytes >> 20) +
+            " MiB queued)",
+        false);
+    Close();
+    return;
+  }
+  queued_bytes_ += frame->size();
+  queue_.push_back(std::move(*frame));
+  if (!writing_) DoWrite();
+}
+
+void Broker::Impl::DoWrite() {
+  if (closed_ || queue_.empty()) return;
+  writing_ = true;
+  std::weak_ptr<int> alive = alive_;
+  asio::async_write(socket_, asio::buffer(queue_.front()),
+                    [this, alive](const boost::system::error_code& ec, std::size_t) {
+                      if (alive.expired()) return;
+                      writing_ = false;
+                      if (closed_) return;
+                      if (ec) {
+                        End(BrokerOutcome::Status::kFailed,
+                            "writing to the agent failed: " + ec.message(), false);
+                        Close();
+                        return;
+                      }
+                      queued_bytes_ -= queue_.front().size();
+                      queue_.pop_front();
+                      if (paused_ && queued_bytes_ <= kResumeReadingBelow) {
+                        paused_ = false;
+                        StartRead();
+                      }
+                      if (!queue_.empty()) {
+                        DoWrite();
+                      } else if (ended_) {
+                        Close();
+                      }
+                    });
+}
+
+void Broker::Impl::End(BrokerOutcome::Status status, std::string reason, bool notify_peer) {
+  if (ended_) return;
+  ended_ = true;
+  outcome_.status = status;
+  outcome_.reason = std::move(reason);
+  SyncUsage();
+  wall_timer_.cancel();
+  // Pending work completes as cancelled; their callbacks see ended_ and do nothing.
+  if (model_call_id_) {
+    model_call_id_.reset();
+    if (services_.model != nullptr) services_.model->Cancel();
+  }
+  if (approval_id_) {
+    approval_id_.reset();
+    pending_approval_.reset();
+    if (services_.approver != nullptr) services_.approver->Cancel();
+  }
+  Audit(AuditEvent{.actor = "broker",
+                   .event = "shutdown",
+                   .detail = {{"status", BrokerStatusName(status)}, {"reason", outcome_.reason}}});
+  Emit("shutdown", std::string(BrokerStatusName(status)) +
+                       (outcome_.reason.empty() ? "" : ": " + outcome_.reason));
+  if (notify_peer && status != BrokerOutcome::Status::kFinished) {
+    Send(Kind::kShutdown, 0,
+         protocol::Shutdown{std::string(BrokerStatusName(status)), outcome_.reason});
+  }
+  if (!writing_ || !started_) {
+    Close();
+    return;
+  }
+  // Let the queued replies (the shutdown notice) drain, but not wait on a peer that never reads.
+  close_timer_.expires_after(kCloseGrace);
+  std::weak_ptr<int> alive = alive_;
+  close_timer_.async_wait([this, alive](const boost::system::error_code&) {
+    if (alive.expired()) return;
+    Close();
+  });
+}
+
+void Broker::Impl::Close() {
+  if (closed_) return;
+  closed_ = true;
+  close_timer_.cancel();
+  wall_timer_.cancel();
+  boost::system::error_code ec;
+  socket_.shutdown(asio::socket_base::shutdown_both, ec);
+  socket_.close(ec);
+  queue_.clear();
+  queued_bytes_ = 0;
+  if (!ended_) End(BrokerOutcome::Status::kFailed, "the connection to the agent was closed", false);
+  if (on_end_posted_) return;
+  on_end_posted_ = true;
+  // Posted, so the owner may destroy the Broker from on_end without pulling it out from under
+  // the handler that ended the session.
+  std::weak_ptr<int> alive = alive_;
+  asio::post(io_, [this, alive] {
+    if (alive.expired()) return;
+    if (on_end_) on_end_(outcome_);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+void Broker::Impl::HandlePayload(const std::string& payload) {
+  auto decoded = protocol::Decode(payload, /*from_agent=*/true);
+  if (auto* error = std::get_if<protocol::DecodeError>(&decoded)) {
+    ProtocolError(error->code, error->message, error->id.value_or(0));
+    return;
+  }
+  protocol::Message& m = std::get<protocol::Message>(decoded);
+  const std::uint64_t id = m.header.id;
+  const Kind kind = m.header.kind;
+  if (!hello_done_ && kind != Kind::kHello) {
+    ProtocolError(ErrorCode::kOutOfOrder,
+                  "hello must come first; got " + std::string(protocol::KindName(kind)), id);
+    return;
+  }
+  if (id <= last_id_) {
+    ProtocolError(ErrorCode::kDuplicateId,
+                  "request id " + std::to_string(id) + " is not above the previous id " +
+                      std::to_string(last_id_) + " (ids must strictly increase)",
+                  id);
+    return;
+  }
+  last_id_ = id;
+  switch (kind) {
+    case Kind::kHello:
+      if (hello_done_) {
+        ProtocolError(ErrorCode::kOutOfOrder, "hello was already received; send it only once", id);
+        return;
+      }
+      OnHello(id, std::get<protocol::Hello>(m.body));
+      return;
+    case Kind::kModelCall:
+      OnModelCall(id, std::move(std::get<protocol::ModelCall>(m.body)));
+      return;
+    case Kind::kToolRequest:
+      OnToolRequest(id, std::get<protocol::ToolRequest>(m.body));
+      return;
+    case Kind::kToolResult:
+      OnToolResult(id, std::get<protocol::ToolResult>(m.body));
+      return;
+    case Kind::kProgress:
+      OnProgress(id, std::get<protocol::Progress>(m.body));
+      return;
+    case Kind::kFinish:
+      OnFinish(id, std::get<protocol::Finish>(m.body));
+      return;
+    default:
+      // Decode(from_agent=true) admits only the agent's kinds.
+      ProtocolError(ErrorCode::kUnknownType, "not a request the agent may send", id);
+      return;
+  }
+}
+
+void Broker::Impl::OnHello(std::uint64_t id, const protocol::Hello& hello) {
+  Audit(AuditEvent{.actor = "agent",
+                   .event = "hello",
+                   .detail = {{"id", id}, {"agent", ShortText(hello.agent)},
+                              {"protocols", hello.protocols}}});
+  if (std::find(hello.protocols.begin(), hello.protocols.end(), protocol::kVersion) ==
+      hello.protocols.end()) {
+    ProtocolError(ErrorCode::kBadVersion,
+                  "the agent speaks none of the protocol versions this broker speaks (" +
+                      std::to_string(protocol::kVersion) + ")",
+                  id);
+    return;
+  }
+  hello_done_ = true;
+  const policy::Policy& p = *config_.policy;
+  protocol::Welcome w;
+  w.run_id = config_.run_id;
+  w.workspace = config_.workspace;
+  w.task = config_.task;
+  w.policy_name = p.name;
+  w.policy_digest = config_.policy_digest;
+  w.policy_summary = PolicySummary(p);
+  w.policy_source = policy::Dump(p);
+  w.tools = enabled_tools_;
+  if (services_.model != nullptr) w.model = services_.model->Info();
+  w.max_turns = config_.budgets.model_turns.value_or(0);
+  w.command_timeout_ms = LimitOrZero(p, policy::Limit::kCommandTimeout);
+  w.command_output_bytes = LimitOrZero(p, policy::Limit::kCommandOutput);
+  Audit(AuditEvent{.actor = "broker",
+                   .event = "welcome",
+                   .detail = {{"id", id}, {"tools", w.tools}, {"max_turns", w.max_turns}}});
+  Send(Kind::kWelcome, id, std::move(w));
+  Emit("progress", "agent connected: " + ShortText(hello.agent, 80));
+}
+
+void Broker::Impl::OnModelCall(std::uint64_t id, protocol::ModelCall call) {
+  if (model_call_id_) {
+    ProtocolError(ErrorCode::kOutOfOrder,
+                  "a model call (request " + std::to_string(*model_call_id_) +
+                      ") is still in progress; wait for its result",
+                  id);
+    return;
+  }
+  if (auto exhausted = budget_.CheckModelCall()) {
+    BudgetExhausted(id, *exhausted);
+    return;
+  }
+  if (services_.model == nullptr) {
+    Send(Kind::kError, id,
+         protocol::ErrorReply{ErrorCode::kInternal, "this broker has no model provider"});
+    return;
+  }
+  const std::uint64_t turn = budget_.CountModelTurn();
+  // What goes to the provider is redacted: secrets the agent read must not leave the machine.
+  const std::size_t redacted =
+      services_.redactor != nullptr ? services_.redactor->RedactJson(call.body) : 0;
+  Audit(AuditEvent{.actor = "agent",
+                   .event = "model_call",
+                   .args_digest = CanonicalDigest(call.body),
+                   .detail = {{"id", id}, {"turn", turn}, {"redactions", redacted}}});
+  Emit("model_call", "model turn " + std::to_string(turn) +
+                         (config_.budgets.model_turns
+                              ? " of " + std::to_string(*config_.budgets.model_turns)
+                              : std::string()));
+  model_call_id_ = id;
+  std::weak_ptr<int> alive = alive_;
+  services_.model->Call(std::move(call.body), [this, alive, id, turn](ModelOutcome outcome) {
+    if (alive.expired()) return;
+    OnModelDone(id, turn, std::move(outcome));
+  });
+}
+
+void Broker::Impl::OnModelDone(std::uint64_t id, std::uint64_t turn, ModelOutcome outcome) {
+  if (ended_ || model_call_id_ != id) return;
+  model_call_id_.reset();
+  if (auto* error = std::get_if<ModelError>(&outcome)) {
+    Audit(AuditEvent{.actor = "broker",
+                     .event = "model_error",
+                     .detail = {{"id", id},
+                                {"turn", turn},
+                                {"code", protocol::ErrorCodeName(error->code)},
+                                {"message", error->message}}});
+    Send(Kind::kError, id, protocol::ErrorReply{error->code, error->message});
+    End(BrokerOutcome::Status::kFailed, "model provider failed: " + error->message, true);
+    SyncUsage();
+    return;
+  }
+  auto& response = std::get<ModelResponse>(outcome);
+  const std::optional<std::string> exhausted = budget_.AddTokens(response.usage);
+  // The response as recorded (redacted by Audit), so the run can be replayed later.
+  Audit(AuditEvent{.actor = "broker",
+                   .event = "model_result",
+                   .result_digest = CanonicalDigest(response.body),
+                   .detail = {{"id", id},
+                              {"turn", turn},
+                              {"usage",
+                               {{"input_tokens", response.usage.input_tokens},
+                                {"output_tokens", response.usage.output_tokens}}},
+                              {"body", response.body}}});
+  if (exhausted) {
+    BudgetExhausted(id, *exhausted);
+    SyncUsage();
+    return;
+  }
+  Emit("model_result", "model turn " + std::to_string(turn) + " answered");
+  protocol::ModelResult result;
+  result.body = std::move(response.body);
+  result.usage = response.usage;
+  result.turn = turn;
+  result.max_turns = config_.budgets.model_turns.value_or(0);
+  Send(Kind::kModelResult, id, std::move(result));
+  SyncUsage();
+}
+
+policy::Decision Broker::Impl::Decide(const MappedTool& call,
+                                      const std::vector<std::string>& paths) const {
+  policy::Decision best =
+      engine_.Tool(policy::ToolRequest{call.tool, call.path, call.command});
+  // The paths the agent resolved (symlinks followed) are judged too: a link named src/x that
+  // points at .env is the .env. The strongest verdict wins; on a tie the first stands.
+  for (const std::string& path : paths) {
+    if (best.verdict == policy::Verdict::kDeny) break;
+    policy::Decision d = engine_.Tool(
+        policy::ToolRequest{call.tool, path.empty() ? std::string_view(".") : path, call.command});
+    if (d.verdict > best.verdict) best = std::move(d);
+  }
+  return best;
+}
+
+std::string Broker::Impl::NarrowerPattern(const MappedTool& call,
+                                          const policy::Decision& decision) const {
+  if (call.tool != policy::Tool::kRunCommand || !decision.loc.valid()) return {};
+  const policy::ShellParse parsed = policy::ParseShell(call.command);
+  if (parsed.opaque || parsed.commands.size() != 1) return {};
+  const std::vector<std::string>& argv = parsed.commands[0].argv;
+  if (argv.size() < 3) return {};
+  // Offered only when the asking rule names fewer than two words ("ask npm"): then "npm install *"
+  // is narrower than what the rule covers.
+  for (const policy::CommandRule& rule : config_.policy->commands) {
+    if (rule.loc == decision.loc && rule.verdict == policy::Verdict::kAsk) {
+      if (rule.pattern.size() >= 2) return {};
+      return policy::QuoteWord(argv[0]) + " " + policy::QuoteWord(argv[1]) + " *";
+    }
+  }
+  return {};
+}
+
+void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call, const std::string& digest,
+                                protocol::Decision decision, const std::string& audit_note) {
+  json detail = {{"id", id},
+                 {"location", decision.location},
+                 {"reason", decision.reason},
+                 {"pending", decision.pending}};
+  if (!audit_note.empty()) detail["note"] = audit_note;
+  Audit(AuditEvent{.actor = "broker",
+                   .event = "decision",
+                   .tool = std::string(policy::ToolName(call.tool)),
+                   .args_digest = digest,
+                   .verdict = std::string(protocol::VerdictName(decision.verdict)),
+                   .rule = decision.rule,
+                   .detail = std::move(detail)});
+  Emit("decision", std::string(protocol::VerdictName(decision.verdict)) + ": " +
+                       ShortText(call.action, 120) +
+                       (decision.rule.empty() ? "" : " (" + decision.rule + ")"));
+  if (decision.verdict == protocol::Verdict::kAllow) {
+    outstanding_[id] = Outstanding{std::string(policy::ToolName(call.tool)), call.tool};
+  }
+  Send(Kind::kDecision, id, std::move(decision));
+}
+
+void Broker::Impl::Deny(std::uint64_t id, const MappedTool& call, const std::string& digest,
+                        const policy::Decision& decision, const std::string& location,
+                        DenialCause cause) {
+  ++outcome_.denials;
+  Denial denial = ExplainDenial(engine_, call, decision, location, cause);
+  protocol::Decision reply;
+  reply.verdict = protocol::Verdict::kDeny;
+  reply.rule = decision.rule;
+  reply.location = location;
+  reply.reason = decision.reason;
+  reply.message = std::move(denial.message);
+  SendDecision(id, call, digest, std::move(reply),
+               cause == DenialCause::kHeadless ? "ask denied: nobody can approve" : "");
+}
+
+void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& request) {
+  Audit(AuditEvent{.actor = "agent",
+                   .event = "tool_request",
+                   .tool = ShortText(request.tool, 64),
+                   .args_digest = CanonicalDigest(request.args),
+                   .detail = {{"id", id},
+                              {"call_id", ShortText(request.call_id, 128)},
+                              {"paths", request.paths.size() <= 32
+                                            ? json(request.paths)
+                                            : json(std::to_string(request.paths.size()) +
+                                                   " paths")}}});
+  if (outstanding_.size() >= kMaxOutstandingTools) {
+    ProtocolError(ErrorCode::kOutOfOrder,
+                  std::to_string(outstanding_.size()) +
+                      " allowed tool calls are still waiting for their tool_result; report those "
+                      "first",
+                  id);
+    return;
+  }
+  // Every request counts against the tool-call budgets, whatever the decision: a refused call
+  // costs the run as much attention as an allowed one.
+  if (auto exhausted = budget_.CheckToolCall(request.tool)) {
+    BudgetExhausted(id, *exhausted);
+    return;
+  }
+  budget_.CountToolCall(request.tool);
+
+  const std::string digest = CanonicalDigest(json{{"tool", request.tool}, {"args", request.args}});
+  std::optional<MappedTool> mapped = MapTool(request.tool, request.args);
+  if (!mapped) {
+    ++outcome_.denials;
+    MappedTool unknown;
+    unknown.action = ShortText(request.tool, 64);
+    protocol::Decision reply;
+    reply.verdict = protocol::Verdict::kDeny;
+    reply.rule = "unknown tool";
+    reply.reason = "\"" + ShortText(request.tool, 64) + "\" is not one of the agent's tools";
+    reply.message = UnknownToolMessage(request.tool, enabled_tools_);
+    Audit(AuditEvent{.actor = "broker",
+                     .event = "decision",
+                     .tool = ShortText(request.tool, 64),
+                     .args_digest = digest,
+                     .verdict = "deny",
+                     .rule = reply.rule,
+                     .detail = {{"id", id}, {"reason", reply.reason}}});
+    Send(Kind::kDecision, id, std::move(reply));
+    return;
+  }
+  const MappedTool& call = *mapped;
+  if (!call.argument_error.empty() || request.paths.size() > kMaxRequestPaths) {
+    ++outcome_.denials;
+    protocol::Decision reply;
+    reply.verdict = protocol::Verdict::kDeny;
+    reply.rule = "arguments";
+    reply.reason = call.argument_error.empty()
+                       ? "more than " + std::to_string(kMaxRequestPaths) + " paths in one call"
+                       : call.argument_error;
+    MappedTool shown = call;
+    if (shown.argument_error.empty()) shown.argument_error = reply.reason;
+    reply.message = ArgumentMessage(shown);
+    SendDecision(id, call, digest, std::move(reply));
+    return;
+  }
+
+  // Loop detection before the policy: a repeated call is refused however it would be decided.
+  if (auto loop = loop_.Check(digest)) {
+    ++outcome_.denials;
+    protocol::Decision reply;
+    reply.verdict = protocol::Verdict::kDeny;
+    reply.rule = "loop detection";
+    reply.reason = loop->kind == LoopFinding::Kind::kRepeat
+                       ? "the same call " + std::to_string(loop->count) +
+                             " times with no workspace change"
+                       : "a cycle of " + std::to_string(loop->period) + " calls repeated " +
+                             std::to_string(loop->count) + " times";
+    reply.message = LoopMessage(*loop, ShortText(call.action, 200));
+    Audit(AuditEvent{.actor = "broker",
+                     .event = "loop",
+                     .tool = std::string(policy::ToolName(call.tool)),
+                     .args_digest = digest,
+                     .detail = {{"id", id}, {"reason", reply.reason}}});
+    SendDecision(id, call, digest, std::move(reply));
+    return;
+  }
+
+  const policy::Decision decision = Decide(call, request.paths);
+  const std::string location = Where(decision.loc);
+  switch (decision.verdict) {
+    case policy::Verdict::kAllow: {
+      protocol::Decision reply;
+      reply.verdict = protocol::Verdict::kAllow;
+      reply.rule = decision.rule;
+      reply.location = location;
+      reply.reason = decision.reason;
+      SendDecision(id, call, digest, std::move(reply));
+      return;
+    }
+    case policy::Verdict::kDeny:
+      Deny(id, call, digest, decision, location, DenialCause::kPolicy);
+      return;
+    case policy::Verdict::kAsk:
+      AskApproval(id, call, digest, decision, location);
+      return;
+  }
+}
+
+void Broker::Impl::AskApproval(std::uint64_t id, const MappedTool& call, const std::string& digest,
+                               const policy::Decision& decision, const std::string& location) {
+  ApprovalRequest req;
+  req.tool = std::string(policy::ToolName(call.tool));
+  req.action = call.action;
+  req.digest = digest;
+  req.rule = decision.rule;
+  req.location = location;
+  req.reason = decision.reason;
+  req.narrower_pattern = NarrowerPattern(call, decision);
+
+  auto allow = [&](const std::string& why, const std::string& note) {
+    protocol::Decision reply;
+    reply.verdict = protocol::Verdict::kAllow;
+    reply.rule = decision.rule;
+    reply.location = location;
+    reply.reason = why;
+    SendDecision(id, call, digest, std::move(reply), note);
+  };
+
+  // A standing approval (pre-approved, or approved earlier for the run) applies in every mode:
+  // headless runs deny what would ask unless it was pre-approved.
+  if (services_.approvals != nullptr) {
+    if (auto standing = services_.approvals->Lookup(req); standing && standing->approved) {
+      allow(decision.reason + "; approved beforehand (" + standing->by + ")",
+            "standing approval: " + std::string(ApprovalScopeName(standing->scope)));
+      return;
+    }
+  }
+  const policy::Verdict effective = config_.approval == ApprovalMode::kNever
+                                        ? policy::Verdict::kDeny
+                                        : engine_.Effective(policy::Verdict::kAsk);
+  if (effective == policy::Verdict::kAllow) {
+    allow(decision.reason + "; the profile's approval mode is auto, so it is allowed unasked",
+          "auto-approved by the profile");
+    return;
+  }
+  if (effective == policy::Verdict::kDeny || services_.approver == nullptr) {
+    Deny(id, call, digest, decision, location, DenialCause::kHeadless);
+    return;
+  }
+  if (approval_id_) {
+    ProtocolError(ErrorCode::kOutOfOrder,
+                  "request " + std::to_string(*approval_id_) +
+                      " is still waiting for a person's approval; one approval at a time",
+                  id);
+    return;
+  }
+  ++outcome_.approvals_asked;
+  approval_id_ = id;
+  pending_approval_ = PendingApproval{req, call, decision, location};
+  protocol::Decision reply;
+  reply.verdict = protocol::Verdict::kAsk;
+  reply.pending = true;
+  reply.rule = decision.rule;
+  reply.location = location;
+  reply.reason = decision.reason;
+  reply.message = "Waiting for a person to approve " + ShortText(call.action, 200) + " (rule " +
+                  decision.rule + "). An approval message with this id follows; do not run it "
+                  "before then.";
+  SendDecision(id, call, digest, std::move(reply));
+  Emit("approval", "waiting for approval: " + ShortText(call.action, 120));
+  std::weak_ptr<int> alive = alive_;
+  services_.approver->Ask(req, [this, alive, id](ApprovalOutcome outcome) {
+    if (alive.expired()) return;
+    OnApproval(id, outcome);
+  });
+}
+
+void Broker::Impl::OnApproval(std::uint64_t id, const ApprovalOutcome& outcome) {
+  if (ended_ || approval_id_ != id || !pending_approval_) return;
+  PendingApproval pending = std::move(*pending_approval_);
+  pending_approval_.reset();
+  approval_id_.reset();
+  if (outcome.approved && services_.approvals != nullptr &&
+      (outcome.scope == ApprovalScope::kRunExact || outcome.scope == ApprovalScope::kRunPattern)) {
+    services_.approvals->Record(pending.request, outcome);
+  }
+  Audit(AuditEvent{.actor = "operator",
+                   .event = "approval",
+                   .tool = pending.request.tool,
+                   .args_digest = pending.request.digest,
+                   .verdict = outcome.approved ? "allow" : "deny",
+                   .rule = pending.request.rule,
+                   .detail = {{"id", id},
+                              {"scope", ApprovalScopeName(outcome.scope)},
+                              {"by", outcome.by}}});
+  Emit("approval", std::string(outcome.approved ? "approved" : "denied") + ": " +
+                       ShortText(pending.call.action, 120));
+  protocol::Approval reply;
+  reply.scope = std::string(ApprovalScopeName(outcome.scope));
+  if (outcome.approved) {
+    reply.verdict = protocol::Verdict::kAllow;
+    outstanding_[id] = Outstanding{pending.request.tool, pending.call.tool};
+  } else {
+    ++outcome_.denials;
+    reply.verdict = protocol::Verdict::kDeny;
+    reply.message = ExplainDenial(engine_, pending.call, pending.decision, pending.location,
+                                  outcome.scope == ApprovalScope::kHeadless
+                                      ? DenialCause::kHeadless
+                                      : DenialCause::kApprovalDeclined)
+                        .message;
+  }
+  Send(Kind::kApproval, id, std::move(reply));
+}
+
+void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& result) {
+  auto it = outstanding_.find(result.request);
+  if (it == outstanding_.end()) {
+    Audit(AuditEvent{.actor = "agent",
+                     .event = "tool_result",
+                     .detail = {{"id", id}, {"request", result.request}, {"unmatched", true}}});
+    ProtocolError(ErrorCode::kOutOfOrder,
+                  "tool_result for request " + std::to_string(result.request) +
+                      ", which is not an allowed tool_request awaiting its result",
+                  id);
+    return;
+  }
+  const Outstanding call = it->second;
+  outstanding_.erase(it);
+  const std::string output = services_.redactor != nullptr
+                                 ? services_.redactor->Redact(result.output)
+                                 : result.output;
+  Audit(AuditEvent{.actor = "agent",
+                   .event = "tool_result",
+                   .tool = call.tool,
+                   .result_digest = CanonicalDigest(json(output)),
+                   .detail = {{"id", id},
+                              {"request", result.request},
+                              {"ok", result.ok},
+                              {"error_code", ShortText(result.error_code, 64)},
+                              {"bytes", result.output.size()},
+                              {"redacted", output != result.output},
+                              {"changed_paths", result.changed_paths.size() <= 64
+                                                    ? json(result.changed_paths)
+                                                    : json(std::to_string(
+                                                          result.changed_paths.size()))}}});
+  if (auto exhausted = budget_.AddOutput(result.output.size())) {
+    BudgetExhausted(id, *exhausted);
+    return;
+  }
+  const bool writes = call.kind == policy::Tool::kWriteFile ||
+                      call.kind == policy::Tool::kEditFile ||
+                      call.kind == policy::Tool::kRunCommand;
+  if (!result.changed_paths.empty() || (result.ok && writes)) loop_.WorkspaceChanged();
+  Emit("tool_result", call.tool + (result.ok ? " done" : " failed: " + ShortText(result.error_code, 64)));
+  Send(Kind::kResultAck, id, protocol::ResultAck{output, false});
+}
+
+void Broker::Impl::OnProgress(std::uint64_t id, const protocol::Progress& progress) {
+  Audit(AuditEvent{.actor = "agent",
+                   .event = "progress",
+                   .detail = {{"id", id},
+                              {"state", ShortText(progress.state, 64)},
+                              {"text", ShortText(progress.text, 500)}}});
+  Emit("progress", ShortText(progress.state, 64) +
+                       (progress.text.empty() ? "" : ": " + ShortText(progress.text, 200)));
+  Send(Kind::kAck, id, protocol::Ack{});
+}
+
+void Broker::Impl::OnFinish(std::uint64_t id, const protocol::Finish& finish) {
+  Audit(AuditEvent{.actor = "agent",
+                   .event = "finish",
+                   .detail = {{"id", id},
+                              {"outcome", ShortText(finish.outcome, 64)},
+                              {"summary", ShortText(finish.summary, 4000)}}});
+  outcome_.finish = finish;
+  Emit("finish", ShortText(finish.outcome, 64));
+  Send(Kind::kAck, id, protocol::Ack{});
+  End(BrokerOutcome::Status::kFinished, "", false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bookkeeping
+
+void Broker::Impl::ProtocolError(ErrorCode code, const std::string& message, std::uint64_t id) {
+  ++outcome_.protocol_errors;
+  Audit(AuditEvent{.actor = "agent",
+                   .event = "protocol_error",
+                   .detail = {{"id", id},
+                              {"code", protocol::ErrorCodeName(code)},
+                              {"message", ShortText(message, 500)}}});
+  Send(Kind::kError, id, protocol::ErrorReply{code, message});
+  if (outcome_.protocol_errors >= config_.max_protocol_errors && !ended_) {
+    End(BrokerOutcome::Status::kFailed, "agent protocol violations", true);
+  }
+}
+
+void Broker::Impl::BudgetExhausted(std::uint64_t id, const std::string& reason) {
+  Audit(AuditEvent{.actor = "broker", .event = "budget", .detail = {{"id", id}, {"reason", reason}}});
+  Send(Kind::kError, id, protocol::ErrorReply{ErrorCode::kBudgetExhausted, reason});
+  End(BrokerOutcome::Status::kFailed, reason, true);
+}
+
+void Broker::Impl::Audit(AuditEvent event) {
+  if (services_.audit == nullptr) return;
+  if (services_.redactor != nullptr) services_.redactor->RedactJson(event.detail);
+  services_.audit->Append(event);
+}
+
+void Broker::Impl::Emit(std::string kind, std::string text) {
+  if (on_event_) on_event_(BrokerEvent{std::move(kind), std::move(text)});
+}
+
+void Broker::Impl::SyncUsage() {
+  if (started_) {
+    budget_.SetElapsed(std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started_at_));
+  }
+  outcome_.used = budget_.used();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Broker
+
+Broker::Broker(asio::io_context& io, BrokerConfig config, BrokerServices services)
+    : impl_(std::make_unique<Impl>(io, std::move(config), services)) {}
+
+Broker::~Broker() = default;
+
+void Broker::Start(UniqueFd socket) { impl_->Start(std::move(socket)); }
+
+void Broker::Stop(BrokerOutcome::Status status, std::string reason) {
+  impl_->Stop(status, std::move(reason));
+}
+
+void Broker::SetOnEnd(std::function<void(const BrokerOutcome&)> on_end) {
+  impl_->on_end_ = std::move(on_end);
+}
+
+void Broker::SetOnEvent(std::function<void(const BrokerEvent&)> on_event) {
+  impl_->on_event_ = std::move(on_event);
+}
+
+const BrokerOutcome& Broker::outcome() const { return impl_->outcome_; }
+
+}  // namespace cagent::launcher::broker

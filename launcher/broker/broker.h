@@ -1,0 +1,148 @@
+// Broker: the policy broker's session with one agent, over the broker's end of a socketpair.
+// Runs in cagent (trusted), single-threaded on one boost::asio::io_context (post to it from other
+// threads). Everything the agent sends is hostile: a malformed, oversized, out-of-order or unknown
+// message gets an error reply and an audit entry; after `max_protocol_errors` the connection is
+// closed and the run fails. The broker never blocks on the peer (all I/O is asynchronous, writes
+// are queued) and never throws out of a handler.
+//
+// Per request kind (one handler each, see broker.cc):
+//   hello        version check, replies welcome (task, policy, tools, model info, limits)
+//   model_call   budget check (turns, tokens), redaction of the body, ModelProvider::Call
+//   tool_request loop detection, budget check (tool calls, by kind), policy decision on the tool
+//                and every path, approvals for `ask`; denial text for the model
+//   tool_result  output budget, redaction, digest into the audit log
+//   progress     operator display (callback), audit
+//   finish       records the agent's summary, acks, ends the session
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+
+#include "common/protocol.h"
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "launcher/broker/approver.h"
+#include "launcher/broker/audit_log.h"
+#include "launcher/broker/model_provider.h"
+#include "launcher/broker/redactor.h"
+#include "policy/engine.h"
+#include "policy/ir.h"
+
+namespace cagent::launcher::broker {
+
+// Budgets counted by the broker (not by the agent). nullopt = unlimited.
+struct Budgets {
+  std::optional<std::uint64_t> model_turns;
+  std::optional<std::uint64_t> model_tokens;  // input + output, summed over the run
+  std::optional<std::uint64_t> tool_calls;
+  std::map<std::string, std::uint64_t> tool_calls_by_kind;  // "run_command" -> 50
+  std::optional<std::chrono::milliseconds> wall_time;
+  std::optional<std::uint64_t> output_bytes;  // tool output returned to the model
+};
+// From the policy's limits (model-turns, model-tokens, tool-calls, wall-time, total-output).
+Budgets BudgetsFromPolicy(const policy::Policy& policy);
+// Applies command-line values, which may only lower: a higher value is an error naming the budget
+// and the profile's value.
+Status LowerBudgets(Budgets& budgets, const Budgets& requested);
+
+struct BudgetUsage {
+  std::uint64_t model_turns = 0;
+  std::uint64_t input_tokens = 0;
+  std::uint64_t output_tokens = 0;
+  std::uint64_t tool_calls = 0;
+  std::map<std::string, std::uint64_t> tool_calls_by_kind;
+  std::uint64_t output_bytes = 0;
+  std::chrono::milliseconds elapsed{0};
+};
+
+struct LoopLimits {
+  // The same call (canonical tool + arguments) with no workspace change in between: the Nth
+  // occurrence is refused.
+  std::uint32_t max_repeats = 3;
+  // A cycle of period 2 or 3 (A-B-A-B...) repeated this many times in a row is refused.
+  std::uint32_t max_cycle_repeats = 3;
+};
+
+enum class ApprovalMode {
+  kPolicy,  // the profile's `approval` setting decides (never-ask / on-request / auto)
+  kNever,   // headless: every ask is denied unless pre-approved (--approve never)
+};
+
+struct BrokerConfig {
+  std::string run_id;
+  std::shared_ptr<const policy::Policy> policy;
+  policy::Engine::Bindings bindings;  // workspace and home as the agent sees them
+  std::string policy_digest;          // SHA-256 of policy::Dump(*policy)
+  std::string task;                   // the task text (untrusted; forwarded to the agent)
+  std::string workspace;              // the workspace path inside the sandbox
+  Budgets budgets;
+  LoopLimits loop;
+  ApprovalMode approval = ApprovalMode::kPolicy;
+  std::uint32_t max_protocol_errors = 8;
+  std::uint32_t max_frame_bytes = protocol::kMaxFrameBytes;
+};
+
+// The parts the broker uses but does not own (all must outlive the Broker). `approver` may be null
+// (= headless).
+struct BrokerServices {
+  AuditLog* audit = nullptr;
+  const Redactor* redactor = nullptr;
+  Approver* approver = nullptr;
+  ApprovalBook* approvals = nullptr;
+  ModelProvider* model = nullptr;
+};
+
+struct BrokerOutcome {
+  enum class Status { kRunning, kFinished, kFailed, kCancelled };
+  Status status = Status::kRunning;
+  std::string reason;  // for kFailed/kCancelled: "model-turn budget (40) reached", ...
+  std::optional<protocol::Finish> finish;  // what the agent said when it finished
+  BudgetUsage used;
+  std::uint64_t protocol_errors = 0;
+  std::uint64_t denials = 0;
+  std::uint64_t approvals_asked = 0;
+  std::string model_provider;
+  std::string model_name;
+};
+std::string_view BrokerStatusName(BrokerOutcome::Status status);  // "running", "finished", ...
+
+// What the operator's display is told (progress line, approvals waiting...).
+struct BrokerEvent {
+  std::string kind;  // "progress", "model_call", "model_result", "tool_request", "decision",
+                     // "tool_result", "approval", "finish", "shutdown"
+  std::string text;  // one line
+};
+
+class Broker {
+ public:
+  Broker(boost::asio::io_context& io, BrokerConfig config, BrokerServices services);
+  ~Broker();
+  Broker(const Broker&) = delete;
+  Broker& operator=(const Broker&) = delete;
+
+  // Takes the broker's end of the socketpair (made non-blocking here) and starts reading; starts
+  // the wall-time timer.
+  void Start(UniqueFd socket);
+  // Ends the session from outside (cancel, agent process exited, sandbox torn down): if the peer
+  // is connected, sends shutdown{status, reason}; completes pending approvals and model calls;
+  // closes the socket. Calls on_end once (also when the session ends by itself).
+  void Stop(BrokerOutcome::Status status, std::string reason);
+
+  void SetOnEnd(std::function<void(const BrokerOutcome&)> on_end);
+  void SetOnEvent(std::function<void(const BrokerEvent&)> on_event);
+
+  [[nodiscard]] const BrokerOutcome& outcome() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cagent::launcher::broker

@@ -1,0 +1,144 @@
+#include "launcher/broker/budgets.h"
+
+#include <utility>
+#include <vector>
+
+#include "policy/dump.h"
+
+namespace cagent::launcher::broker {
+namespace {
+
+std::optional<std::uint64_t> Bounded(const policy::Policy& policy, policy::Limit limit) {
+  const policy::LimitValue& v = policy.limit(limit);
+  if (!v.bounded()) return std::nullopt;
+  return v.value;
+}
+
+std::string Count(std::uint64_t n) { return std::to_string(n); }
+std::string Size(std::uint64_t n) { return policy::FormatSize(n); }
+std::string Duration(std::chrono::milliseconds d) {
+  return policy::FormatDuration(static_cast<std::uint64_t>(d.count()));
+}
+
+// One budget, compared as numbers and named as a profile would write it.
+struct Comparison {
+  std::string name;  // the profile's limit key, or "tool-calls[run_command]"
+  std::optional<std::uint64_t> profile;
+  std::optional<std::uint64_t> requested;
+  std::string (*format)(std::uint64_t);
+};
+
+std::string FormatMs(std::uint64_t ms) { return policy::FormatDuration(ms); }
+
+}  // namespace
+
+Budgets BudgetsFromPolicy(const policy::Policy& policy) {
+  Budgets b;
+  b.model_turns = Bounded(policy, policy::Limit::kModelTurns);
+  b.model_tokens = Bounded(policy, policy::Limit::kModelTokens);
+  b.tool_calls = Bounded(policy, policy::Limit::kToolCalls);
+  b.output_bytes = Bounded(policy, policy::Limit::kTotalOutput);
+  if (auto wall = Bounded(policy, policy::Limit::kWallTime)) {
+    b.wall_time = std::chrono::milliseconds(*wall);
+  }
+  return b;
+}
+
+Status LowerBudgets(Budgets& budgets, const Budgets& requested) {
+  auto ms = [](const std::optional<std::chrono::milliseconds>& d) -> std::optional<std::uint64_t> {
+    if (!d) return std::nullopt;
+    return static_cast<std::uint64_t>(d->count());
+  };
+  std::vector<Comparison> all = {
+      {"model-turns", budgets.model_turns, requested.model_turns, &Count},
+      {"model-tokens", budgets.model_tokens, requested.model_tokens, &Count},
+      {"tool-calls", budgets.tool_calls, requested.tool_calls, &Count},
+      {"wall-time", ms(budgets.wall_time), ms(requested.wall_time), &FormatMs},
+      {"total-output", budgets.output_bytes, requested.output_bytes, &Size},
+  };
+  for (const auto& [kind, value] : requested.tool_calls_by_kind) {
+    std::optional<std::uint64_t> profile;
+    if (auto it = budgets.tool_calls_by_kind.find(kind); it != budgets.tool_calls_by_kind.end()) {
+      profile = it->second;
+    }
+    all.push_back({"tool-calls[" + kind + "]", profile, value, &Count});
+  }
+  // Check everything before changing anything: a refused request leaves the budgets as they were.
+  for (const Comparison& c : all) {
+    if (c.requested && c.profile && *c.requested > *c.profile) {
+      return PlainError("budget " + c.name,
+                        "requested " + c.format(*c.requested) + " is above the profile's " +
+                            c.format(*c.profile) +
+                            "; budgets from the command line can only lower the profile's "
+                            "(pass a value of at most " + c.format(*c.profile) + ")");
+    }
+  }
+  if (requested.model_turns) budgets.model_turns = requested.model_turns;
+  if (requested.model_tokens) budgets.model_tokens = requested.model_tokens;
+  if (requested.tool_calls) budgets.tool_calls = requested.tool_calls;
+  if (requested.wall_time) budgets.wall_time = requested.wall_time;
+  if (requested.output_bytes) budgets.output_bytes = requested.output_bytes;
+  for (const auto& [kind, value] : requested.tool_calls_by_kind) {
+    budgets.tool_calls_by_kind[kind] = value;
+  }
+  return Ok{};
+}
+
+std::optional<std::string> BudgetCounter::CheckModelCall() const {
+  if (budgets_.model_turns && used_.model_turns >= *budgets_.model_turns) {
+    return "model-turn budget (" + Count(*budgets_.model_turns) + ") reached";
+  }
+  if (budgets_.model_tokens &&
+      used_.input_tokens + used_.output_tokens >= *budgets_.model_tokens) {
+    return "model-token budget (" + Count(*budgets_.model_tokens) + ") reached";
+  }
+  return std::nullopt;
+}
+
+std::uint64_t BudgetCounter::CountModelTurn() { return ++used_.model_turns; }
+
+std::optional<std::string> BudgetCounter::AddTokens(const protocol::Usage& usage) {
+  used_.input_tokens += usage.input_tokens;
+  used_.output_tokens += usage.output_tokens;
+  const std::uint64_t total = used_.input_tokens + used_.output_tokens;
+  if (budgets_.model_tokens && total > *budgets_.model_tokens) {
+    return "model-token budget (" + Count(*budgets_.model_tokens) + ") exceeded (" +
+           Count(total) + " tokens used)";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> BudgetCounter::CheckToolCall(const std::string& tool) const {
+  if (budgets_.tool_calls && used_.tool_calls >= *budgets_.tool_calls) {
+    return "tool-call budget (" + Count(*budgets_.tool_calls) + ") reached";
+  }
+  if (auto it = budgets_.tool_calls_by_kind.find(tool); it != budgets_.tool_calls_by_kind.end()) {
+    auto used = used_.tool_calls_by_kind.find(tool);
+    const std::uint64_t n = used == used_.tool_calls_by_kind.end() ? 0 : used->second;
+    if (n >= it->second) return tool + " call budget (" + Count(it->second) + ") reached";
+  }
+  return std::nullopt;
+}
+
+void BudgetCounter::CountToolCall(const std::string& tool) {
+  ++used_.tool_calls;
+  // Only the closed set of tool names is counted by kind, so a hostile agent inventing names
+  // cannot grow this map.
+  if (policy::ParseTool(tool)) ++used_.tool_calls_by_kind[tool];
+}
+
+std::optional<std::string> BudgetCounter::AddOutput(std::uint64_t bytes) {
+  used_.output_bytes += bytes;
+  if (budgets_.output_bytes && used_.output_bytes > *budgets_.output_bytes) {
+    return "output budget (" + Size(*budgets_.output_bytes) + ") exceeded (" +
+           Size(used_.output_bytes) + " of tool output)";
+  }
+  return std::nullopt;
+}
+
+std::string BudgetCounter::WallTimeReason() const {
+  if (!budgets_.wall_time) return "wall-time budget reached";
+  return "wall-time budget (" + Duration(*budgets_.wall_time) + ") reached";
+}
+
+}  // namespace cagent::launcher::broker

@@ -1,0 +1,107 @@
+// HttpModelProvider: what the OpenAI-compatible and Anthropic providers share — one request per
+// attempt over HttpClient, SSE assembly through a provider-specific StreamAssembler, retries with
+// exponential backoff and jitter, the mapping of HTTP failures to ModelError, and the rule that a
+// credential never appears in an error text or a log line. Runs in cagent (trusted), on the
+// broker's io_context thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include "launcher/broker/http_client.h"
+#include "launcher/broker/model_provider.h"
+#include "launcher/broker/sse.h"
+
+namespace cagent::launcher::broker {
+
+// Why one attempt failed, and whether another attempt may help.
+struct AttemptError {
+  protocol::ErrorCode code = protocol::ErrorCode::kProviderError;
+  std::string message;
+  bool retryable = false;
+  std::optional<std::chrono::milliseconds> retry_after;  // the server's Retry-After
+};
+using AttemptOutcome = std::variant<ModelResponse, AttemptError>;
+
+// Turns a provider's event stream into its non-streaming response body. One per attempt.
+class StreamAssembler {
+ public:
+  virtual ~StreamAssembler() = default;
+  // One event; an error when the stream reports a failure or carries malformed data.
+  virtual std::optional<AttemptError> OnEvent(const SseEvent& event) = 0;
+  // The HTTP response ended: the assembled answer, or why it is incomplete.
+  virtual AttemptOutcome Finish() = 0;
+};
+
+// The provider-specific part of a request and a response.
+class ProviderDialect {
+ public:
+  virtual ~ProviderDialect() = default;
+  // The agent's body completed by the broker (model, stream flags, defaults), serialised. Fails
+  // when the body is not a JSON object.
+  [[nodiscard]] virtual Result<std::string> CompleteBody(nlohmann::json body) const = 0;
+  // Content type and credential headers (the only place the credential is used).
+  [[nodiscard]] virtual std::vector<std::pair<std::string, std::string>> Headers() const = 0;
+  [[nodiscard]] virtual std::unique_ptr<StreamAssembler> NewAssembler() const = 0;
+  // Validates a non-streaming response body and reads its usage.
+  [[nodiscard]] virtual AttemptOutcome ParseWhole(nlohmann::json body) const = 0;
+};
+
+// What a provider is, beyond its dialect.
+struct HttpProviderConfig {
+  ModelSpec spec;
+  Url endpoint;                // the full request URL (path = request target)
+  std::string display;         // "the OpenAI-compatible provider at api.openai.com"
+  std::string credential_var;  // "OPENAI_API_KEY"
+  std::string credential;      // kept only to scrub it from provider error texts
+  protocol::ModelInfo info;
+};
+
+class HttpModelProvider final : public ModelProvider {
+ public:
+  HttpModelProvider(boost::asio::io_context& io, HttpProviderConfig config,
+                    std::shared_ptr<HttpClient> client, std::shared_ptr<ProviderDialect> dialect);
+  // Cancels outstanding calls (their `done` is not called).
+  ~HttpModelProvider() override;
+
+  [[nodiscard]] protocol::ModelInfo Info() const override { return config_->info; }
+  void Call(nlohmann::json request_body, std::function<void(ModelOutcome)> done) override;
+  void Cancel() override;
+
+  struct CallState;  // one Call(), across its attempts
+
+ private:
+  boost::asio::io_context& io_;
+  std::shared_ptr<const HttpProviderConfig> config_;
+  std::shared_ptr<HttpClient> client_;
+  std::shared_ptr<ProviderDialect> dialect_;
+  std::vector<std::weak_ptr<CallState>> calls_;
+};
+
+// The context window assumed for `model` when the spec does not set one: gpt-4o* 128000,
+// gpt-4.1* 1047576, claude-* 200000, otherwise 32768.
+std::uint64_t DefaultContextWindow(const std::string& model);
+// Info() for a spec: provider, model, context window (spec's or the default), max output tokens
+// (spec's or 4096).
+protocol::ModelInfo InfoFor(const ModelSpec& spec, std::string name);
+
+// The base URL for `spec`: spec.base_url, else env[env_var], else `fallback`; parsed.
+Result<Url> ResolveBaseUrl(const ModelSpec& spec, const Environment& env,
+                           const std::string& env_var, const std::string& fallback);
+
+// Helpers shared by the dialects.
+std::uint64_t JsonCount(const nlohmann::json& object, const char* key);
+// The provider's error text in `body` ({"error": {"message": ...}} or plain text), cleaned of
+// control characters and cut to about 300 bytes.
+std::string ProviderErrorText(const std::string& body);
+
+}  // namespace cagent::launcher::broker

@@ -1,0 +1,291 @@
+#include "launcher/broker/openai_provider.h"
+
+#include <map>
+#include <optional>
+
+namespace cagent::launcher::broker {
+namespace {
+
+using nlohmann::json;
+using protocol::ErrorCode;
+
+AttemptError Malformed(const std::string& display, const std::string& what) {
+  return AttemptError{ErrorCode::kProviderError, display + " sent " + what, false, std::nullopt};
+}
+
+std::string ErrorMessageOf(const json& error) {
+  if (error.is_object()) {
+    if (auto m = error.find("message"); m != error.end() && m->is_string()) {
+      return ProviderErrorText(json{{"error", {{"message", *m}}}}.dump());
+    }
+  }
+  if (error.is_string()) return ProviderErrorText(json{{"error", error}}.dump());
+  return {};
+}
+
+class OpenAiAssembler final : public StreamAssembler {
+ public:
+  OpenAiAssembler(std::string display, std::string model)
+      : display_(std::move(display)), model_(std::move(model)) {}
+
+  std::optional<AttemptError> OnEvent(const SseEvent& event) override {
+    if (done_) return std::nullopt;  // nothing is expected after [DONE]
+    if (event.data == "[DONE]") {
+      done_ = true;
+      return std::nullopt;
+    }
+    auto chunk = json::parse(event.data, nullptr, /*allow_exceptions=*/false);
+    if (chunk.is_discarded() || !chunk.is_object()) {
+      return Malformed(display_, "a stream chunk that is not a JSON object");
+    }
+    if (auto err = chunk.find("error"); err != chunk.end() && !err->is_null()) {
+      const std::string text = ErrorMessageOf(*err);
+      return AttemptError{ErrorCode::kProviderError,
+                          display_ + " reported an error in the stream" +
+                              (text.empty() ? "" : ": " + text),
+                          false, std::nullopt};
+    }
+    if (auto v = chunk.find("id"); id_.empty() && v != chunk.end() && v->is_string()) id_ = *v;
+    if (auto v = chunk.find("model"); !have_model_ && v != chunk.end() && v->is_string() &&
+                                      !v->get<std::string>().empty()) {
+      model_ = *v;
+      have_model_ = true;
+    }
+    if (auto v = chunk.find("created"); !created_ && v != chunk.end() && v->is_number_integer()) {
+      created_ = v->get<std::int64_t>();
+    }
+    if (auto v = chunk.find("usage"); v != chunk.end() && v->is_object()) usage_ = *v;
+    const auto choices = chunk.find("choices");
+    if (choices == chunk.end() || choices->is_null()) return std::nullopt;
+    if (!choices->is_array()) return Malformed(display_, "a stream chunk whose choices is not a list");
+    for (const json& choice : *choices) {
+      if (!choice.is_object()) return Malformed(display_, "a stream chunk with a malformed choice");
+      if (auto idx = choice.find("index"); idx != choice.end() && idx->is_number_integer() &&
+                                           idx->get<std::int64_t>() != 0) {
+        continue;  // only one choice is asked for
+      }
+      if (auto fr = choice.find("finish_reason"); fr != choice.end() && fr->is_string()) {
+        finish_reason_ = *fr;
+      }
+      const auto delta = choice.find("delta");
+      if (delta == choice.end() || delta->is_null()) continue;
+      if (!delta->is_object()) return Malformed(display_, "a stream chunk whose delta is not an object");
+      if (auto c = delta->find("content"); c != delta->end() && c->is_string()) {
+        content_ += c->get<std::string>();
+        have_content_ = true;
+      }
+      if (auto r = delta->find("refusal"); r != delta->end() && r->is_string()) {
+        refusal_ += r->get<std::string>();
+        have_refusal_ = true;
+      }
+      if (auto calls = delta->find("tool_calls"); calls != delta->end() && !calls->is_null()) {
+        if (!calls->is_array()) return Malformed(display_, "tool_calls that are not a list");
+        for (const json& call : *calls) {
+          if (auto err = AddToolFragment(call)) return err;
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  AttemptOutcome Finish() override {
+    if (!done_ && !finish_reason_) {
+      AttemptError err = Malformed(display_, "a stream that ended before it was complete (no "
+                                             "finish_reason and no [DONE])");
+      err.retryable = true;  // a dropped stream is worth another attempt
+      return err;
+    }
+    json message = {{"role", "assistant"},
+                    {"content", have_content_ ? json(content_) : json(nullptr)}};
+    if (have_refusal_) message["refusal"] = refusal_;
+    if (!tools_.empty()) {
+      json calls = json::array();
+      for (const auto& [index, t] : tools_) {
+        calls.push_back({{"id", t.id},
+                         {"type", t.type},
+                         {"function", {{"name", t.name}, {"arguments", t.arguments}}}});
+      }
+      message["tool_calls"] = std::move(calls);
+    }
+    const std::uint64_t prompt = JsonCount(usage_, "prompt_tokens");
+    const std::uint64_t completion = JsonCount(usage_, "completion_tokens");
+    std::uint64_t total = JsonCount(usage_, "total_tokens");
+    if (total == 0) total = prompt + completion;
+    json body = {{"id", id_.empty() ? std::string("chatcmpl-cagent") : id_},
+                 {"object", "chat.completion"}};
+    if (created_) body["created"] = *created_;
+    body["model"] = model_;
+    body["choices"] = json::array({{{"index", 0},
+                                    {"message", std::move(message)},
+                                    {"finish_reason", finish_reason_ ? json(*finish_reason_)
+                                                                     : json(nullptr)}}});
+    body["usage"] = {{"prompt_tokens", prompt},
+                     {"completion_tokens", completion},
+                     {"total_tokens", total}};
+    ModelResponse out;
+    out.usage.input_tokens = prompt;
+    out.usage.output_tokens = completion;
+    out.body = std::move(body);
+    return out;
+  }
+
+ private:
+  struct ToolCall {
+    std::string id;
+    std::string type = "function";
+    std::string name;
+    std::string arguments;
+  };
+
+  // One element of delta.tool_calls. The id and name come once, the arguments in pieces; the
+  // index says which call a piece belongs to. Servers that omit the index get one by id: a new
+  // id starts a new call, a piece without an id continues the last one.
+  std::optional<AttemptError> AddToolFragment(const json& call) {
+    if (!call.is_object()) return Malformed(display_, "a tool-call fragment that is not an object");
+    std::int64_t index = 0;
+    const auto id = call.find("id");
+    const bool has_id = id != call.end() && id->is_string() && !id->get<std::string>().empty();
+    if (auto idx = call.find("index"); idx != call.end() && idx->is_number_integer()) {
+      index = idx->get<std::int64_t>();
+      if (index < 0 || index > 1024) return Malformed(display_, "a tool-call index out of range");
+    } else if (has_id && (tools_.empty() || tools_.rbegin()->second.id != id->get<std::string>())) {
+      index = tools_.empty() ? 0 : tools_.rbegin()->first + 1;
+    } else {
+      index = tools_.empty() ? 0 : tools_.rbegin()->first;
+    }
+    ToolCall& t = tools_[index];
+    if (has_id) t.id = *id;
+    if (auto type = call.find("type"); type != call.end() && type->is_string()) t.type = *type;
+    if (auto fn = call.find("function"); fn != call.end() && fn->is_object()) {
+      if (auto name = fn->find("name"); name != fn->end() && name->is_string()) {
+        t.name += name->get<std::string>();
+      }
+      if (auto args = fn->find("arguments"); args != fn->end()) {
+        if (args->is_string()) {
+          t.arguments += args->get<std::string>();
+        } else if (!args->is_null()) {
+          t.arguments += args->dump();  // a server that sends the object itself
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::string display_;
+  std::string model_;
+  bool have_model_ = false;
+  std::string id_;
+  std::optional<std::int64_t> created_;
+  std::string content_;
+  bool have_content_ = false;
+  std::string refusal_;
+  bool have_refusal_ = false;
+  std::optional<std::string> finish_reason_;
+  json usage_ = json::object();
+  std::map<std::int64_t, ToolCall> tools_;
+  bool done_ = false;
+};
+
+class OpenAiDialect final : public ProviderDialect {
+ public:
+  OpenAiDialect(ModelSpec spec, std::string key, std::string display)
+      : spec_(std::move(spec)), key_(std::move(key)), display_(std::move(display)) {}
+
+  [[nodiscard]] Result<std::string> CompleteBody(json body) const override {
+    if (!body.is_object()) return PlainError("request body", "not a JSON object");
+    // The broker, not the agent, decides the model and the transport.
+    body["model"] = spec_.model;
+    if (spec_.stream) {
+      body["stream"] = true;
+      body["stream_options"] = {{"include_usage", true}};
+    } else {
+      body.erase("stream");
+      body.erase("stream_options");
+    }
+    return body.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+
+  [[nodiscard]] std::vector<std::pair<std::string, std::string>> Headers() const override {
+    std::vector<std::pair<std::string, std::string>> h = {{"content-type", "application/json"}};
+    if (!key_.empty()) h.emplace_back("authorization", "Bearer " + key_);
+    return h;
+  }
+
+  [[nodiscard]] std::unique_ptr<StreamAssembler> NewAssembler() const override {
+    return NewOpenAiStreamAssembler(display_, spec_.model);
+  }
+
+  [[nodiscard]] AttemptOutcome ParseWhole(json body) const override {
+    return ParseOpenAiResponse(display_, std::move(body));
+  }
+
+ private:
+  ModelSpec spec_;
+  std::string key_;
+  std::string display_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamAssembler> NewOpenAiStreamAssembler(std::string display, std::string model) {
+  return std::make_unique<OpenAiAssembler>(std::move(display), std::move(model));
+}
+
+AttemptOutcome ParseOpenAiResponse(const std::string& display, json body) {
+  if (!body.is_object()) return Malformed(display, "an answer that is not a JSON object");
+  if (auto err = body.find("error"); err != body.end() && !err->is_null()) {
+    const std::string text = ErrorMessageOf(*err);
+    return AttemptError{ErrorCode::kProviderError,
+                        display + " reported an error" + (text.empty() ? "" : ": " + text), false,
+                        std::nullopt};
+  }
+  const auto choices = body.find("choices");
+  if (choices == body.end() || !choices->is_array() || choices->empty() ||
+      !(*choices)[0].is_object() || !(*choices)[0].contains("message") ||
+      !(*choices)[0]["message"].is_object()) {
+    return Malformed(display, "an answer without choices[0].message");
+  }
+  ModelResponse out;
+  if (auto usage = body.find("usage"); usage != body.end()) {
+    out.usage.input_tokens = JsonCount(*usage, "prompt_tokens");
+    out.usage.output_tokens = JsonCount(*usage, "completion_tokens");
+  }
+  out.body = std::move(body);
+  return out;
+}
+
+Result<std::unique_ptr<ModelProvider>> MakeOpenAiProvider(boost::asio::io_context& io,
+                                                          const ModelSpec& spec,
+                                                          const Environment& env) {
+  auto base = ResolveBaseUrl(spec, env, kOpenAiBaseVar, kOpenAiDefaultBase);
+  if (!base.ok()) return base.error();
+  std::string key;
+  if (const auto it = env.find(kOpenAiKeyVar); it != env.end()) key = it->second;
+  if (key.empty() && !base->IsLoopbackHttp()) {
+    return PlainError(std::string(kOpenAiKeyVar) + " is not set",
+                      "export the API key for " + base->ToString() +
+                          " in the environment cagent runs in (it stays outside the sandbox); "
+                          "only a local http://127.0.0.1 server may go without one");
+  }
+  Url endpoint = *base;
+  const std::size_t query = endpoint.path.find('?');
+  if (query == std::string::npos) {
+    endpoint.path += "/chat/completions";
+  } else {
+    endpoint.path.insert(query, "/chat/completions");
+  }
+  auto client = HttpClient::Make(io, spec.ca_file);
+  if (!client.ok()) return client.error();
+  HttpProviderConfig config;
+  config.spec = spec;
+  config.endpoint = endpoint;
+  config.display = "the OpenAI-compatible provider at " + base->HostHeader();
+  config.credential_var = kOpenAiKeyVar;
+  config.credential = key;
+  config.info = InfoFor(spec, spec.model);
+  auto dialect = std::make_shared<OpenAiDialect>(spec, key, config.display);
+  return std::unique_ptr<ModelProvider>(std::make_unique<HttpModelProvider>(
+      io, std::move(config), std::shared_ptr<HttpClient>(std::move(*client)), std::move(dialect)));
+}
+
+}  // namespace cagent::launcher::broker

@@ -1,0 +1,101 @@
+#include "launcher/broker/tool_mapping.h"
+
+#include <algorithm>
+#include <array>
+
+namespace cagent::launcher::broker {
+namespace {
+
+// The order the agent's tool schema lists them in (and welcome.tools reports).
+constexpr std::array<policy::Tool, 8> kSchemaOrder = {
+    policy::Tool::kReadFile,  policy::Tool::kListDir,  policy::Tool::kGlob,
+    policy::Tool::kGrep,      policy::Tool::kWriteFile, policy::Tool::kEditFile,
+    policy::Tool::kRunCommand, policy::Tool::kFinish,
+};
+
+// The string value of args[key]; nullopt when absent, null, or not a string.
+std::optional<std::string> StringArg(const nlohmann::json& args, const char* key) {
+  if (!args.is_object()) return std::nullopt;
+  auto it = args.find(key);
+  if (it == args.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+bool HasArg(const nlohmann::json& args, const char* key) {
+  if (!args.is_object()) return false;
+  auto it = args.find(key);
+  return it != args.end() && !it->is_null();
+}
+
+}  // namespace
+
+std::optional<MappedTool> MapTool(const std::string& tool, const nlohmann::json& args) {
+  const auto parsed = policy::ParseTool(tool);
+  if (!parsed) return std::nullopt;
+  MappedTool out;
+  out.tool = *parsed;
+  switch (out.tool) {
+    case policy::Tool::kReadFile:
+    case policy::Tool::kWriteFile:
+    case policy::Tool::kEditFile: {
+      auto path = StringArg(args, "path");
+      if (!path || path->empty()) {
+        out.argument_error = tool + " needs a non-empty string \"path\" argument";
+      } else {
+        out.path = std::move(*path);
+      }
+      break;
+    }
+    case policy::Tool::kListDir:
+    case policy::Tool::kGlob:
+    case policy::Tool::kGrep: {
+      auto path = StringArg(args, "path");
+      if (HasArg(args, "path") && !path) {
+        out.argument_error = tool + ": the \"path\" argument must be a string";
+      }
+      // A directory tool without a base directory searches the whole workspace.
+      out.path = (path && !path->empty()) ? std::move(*path) : std::string(".");
+      break;
+    }
+    case policy::Tool::kRunCommand: {
+      auto command = StringArg(args, "command");
+      if (!command || command->empty()) {
+        out.argument_error = "run_command needs a non-empty string \"command\" argument";
+      } else {
+        out.command = std::move(*command);
+      }
+      break;
+    }
+    case policy::Tool::kFinish:
+    case policy::Tool::kCount:
+      break;
+  }
+  if (out.tool == policy::Tool::kRunCommand) {
+    out.action = out.command;
+  } else if (out.path.empty()) {
+    out.action = tool;
+  } else {
+    out.action = tool + " " + out.path;
+  }
+  return out;
+}
+
+std::vector<std::string> EnabledTools(const policy::Policy& policy) {
+  std::vector<std::string> out;
+  for (policy::Tool t : kSchemaOrder) {
+    bool granted = false;
+    bool denied_everywhere = false;
+    for (const policy::ToolRule& rule : policy.tools) {
+      if (!std::binary_search(rule.tools.begin(), rule.tools.end(), t)) continue;
+      if (rule.verdict == policy::Verdict::kDeny) {
+        if (rule.paths.empty()) denied_everywhere = true;
+      } else {
+        granted = true;
+      }
+    }
+    if (granted && !denied_everywhere) out.emplace_back(policy::ToolName(t));
+  }
+  return out;
+}
+
+}  // namespace cagent::launcher::broker

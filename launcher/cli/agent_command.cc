@@ -1,0 +1,218 @@
+#include "launcher/cli/agent_command.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <spdlog/spdlog.h>
+
+#include "common/duration.h"
+#include "common/unique_fd.h"
+#include "launcher/profile_spec.h"
+#include "launcher/run/agent_session.h"
+#include "policy/diagnostics.h"
+#include "policy/loader.h"
+
+namespace cagent::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kExitUsage = 2;
+constexpr int kExitSetup = 125;
+
+int Usage(const std::string& message) {
+  spdlog::error("{}", message);
+  return kExitUsage;
+}
+
+Status MakeDirs(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) return PlainError("create " + path, ec.message());
+  ::chmod(path.c_str(), 0700);
+  return Ok{};
+}
+
+}  // namespace
+
+std::string NewRunId() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+  unsigned char bytes[3] = {};
+  if (::getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) {
+    const auto t = std::chrono::steady_clock::now().time_since_epoch().count();
+    bytes[0] = static_cast<unsigned char>(t);
+    bytes[1] = static_cast<unsigned char>(t >> 8);
+    bytes[2] = static_cast<unsigned char>(::getpid());
+  }
+  char suffix[8];
+  std::snprintf(suffix, sizeof(suffix), "%02x%02x%02x", bytes[0], bytes[1], bytes[2]);
+  return std::string(stamp) + "-" + suffix;
+}
+
+std::string StateDirectory() {
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg != nullptr && xdg[0] == '/') {
+    return std::string(xdg) + "/cagent";
+  }
+  const std::string home = CallerHome();
+  return (home.empty() ? std::string("/tmp") : home + "/.local/state") + "/cagent";
+}
+
+CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "agent",
+      "Run the coding agent on TASK, in place, in DIR: the agent runs inside a sandbox built from "
+      "the profile, and every model call and tool call it makes goes through the policy broker "
+      "(decisions, approvals, budgets, the hash-chained audit log). Unlike 'cagent run', there is "
+      "no disposable git workspace, no patch capture and no verification: what the agent writes "
+      "stays in DIR. Use it on scratch directories.");
+  cmd->add_option("--profile", o.profile, "Profile (name or .cagent file); see 'cagent policy list'.")
+      ->required();
+  cmd->add_option("-w,--workspace", o.workspace, "The directory the agent works in (read-write).")
+      ->required();
+  cmd->add_option("task", o.task_file, "Markdown file with the task (untrusted text).")->required();
+  cmd->add_option("--model", o.model,
+                  "PROVIDER:MODEL: openai:MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), "
+                  "anthropic:MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) or replay:FILE (a "
+                  "recorded session). Default: $CAGENT_MODEL.");
+  cmd->add_option("--model-url", o.model_url, "Base URL of the provider (overrides the environment).");
+  cmd->add_option("--approve", o.approve,
+                  "policy: the profile's approval setting decides, asking on this terminal; never: "
+                  "headless, every 'ask' is denied unless pre-approved.")
+      ->check(CLI::IsMember({"policy", "never"}));
+  cmd->add_option("--pre-approve", o.pre_approve,
+                  "Approve in advance: 'TOOL: PATTERN' (e.g. 'run_command: npm install *') or "
+                  "'sha256:DIGEST' of one exact action (repeatable).");
+  cmd->add_option("--pre-approve-file", o.pre_approve_file, "File of pre-approvals, one per line.");
+  cmd->add_option("--audit-log", o.audit_log,
+                  "Where the audit log goes (must not exist; default "
+                  "$XDG_STATE_HOME/cagent/sessions/RUN.audit.jsonl).");
+  cmd->add_option("--max-turns", o.max_turns, "Lower the model-turn budget.")->group("Budgets");
+  cmd->add_option("--max-tool-calls", o.max_tool_calls, "Lower the tool-call budget.")->group("Budgets");
+  cmd->add_option("--max-tokens", o.max_tokens, "Lower the model-token budget.")->group("Budgets");
+  cmd->add_option("--max-output", o.max_output, "Lower the tool-output budget (bytes).")->group("Budgets");
+  cmd->add_option("--wall-time", o.wall_time, "Lower the wall-time budget (e.g. 10m).")->group("Budgets");
+  cmd->add_flag("--json", o.json, "Print the session's outcome as one JSON object on stdout.");
+  cmd->add_flag("-q,--quiet", o.quiet, "Do not print the broker's events on stderr.");
+  cmd->footer(
+      "Exit status: 0 the agent finished; 1 the session failed (budget, provider error, the agent "
+      "crashed or violated the protocol); 130 cancelled (Ctrl-C); 2 usage; 125 could not start.");
+  return cmd;
+}
+
+int RunAgentCommand(const AgentOptions& o) {
+  AgentSessionOptions s;
+  s.run_id = NewRunId();
+
+  auto workspace = CanonicalDirectory(o.workspace);
+  if (!workspace) return Usage("--workspace " + o.workspace + ": " + workspace.error().Message());
+  s.workspace = *workspace;
+
+  std::ifstream task(o.task_file, std::ios::binary);
+  if (!task) return Usage("cannot read the task file " + o.task_file);
+  std::ostringstream text;
+  text << task.rdbuf();
+  s.task = text.str();
+  if (s.task.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Usage("the task file " + o.task_file + " is empty");
+  }
+
+  std::string model = o.model;
+  if (model.empty()) {
+    if (const char* env = std::getenv("CAGENT_MODEL"); env != nullptr) model = env;
+  }
+  if (model.empty()) return Usage("no model: pass --model PROVIDER:MODEL or set CAGENT_MODEL");
+  auto spec = broker::ParseModelSpec(model);
+  if (!spec) return Usage(spec.error().Message());
+  s.model = *spec;
+  if (!o.model_url.empty()) s.model.base_url = o.model_url;
+
+  const std::string home = CallerHome();
+  auto compiled = policy::LoadProfile(o.profile, policy::SearchPath::Default(home, CAGENT_PROFILE_DIR));
+  if (!compiled.policy) {
+    std::cerr << policy::RenderAll(*compiled.sources, compiled.diags);
+    return kExitUsage;
+  }
+  s.policy = compiled.policy;
+
+  s.approval = o.approve == "never" ? broker::ApprovalMode::kNever : broker::ApprovalMode::kPolicy;
+  s.pre_approvals = o.pre_approve;
+  s.pre_approval_file = o.pre_approve_file;
+  s.budget_overrides.model_turns = o.max_turns;
+  s.budget_overrides.tool_calls = o.max_tool_calls;
+  s.budget_overrides.model_tokens = o.max_tokens;
+  s.budget_overrides.output_bytes = o.max_output;
+  if (!o.wall_time.empty()) {
+    auto d = ParseDuration(o.wall_time);
+    if (!d) return Usage("--wall-time: " + d.error().Message());
+    s.budget_overrides.wall_time = *d;
+  }
+
+  const std::string sessions = StateDirectory() + "/sessions";
+  if (auto st = MakeDirs(sessions); !st) return Usage(st.error().Message());
+  s.audit_log_path = o.audit_log.empty() ? sessions + "/" + s.run_id + ".audit.jsonl" : o.audit_log;
+  s.agent_log_path = sessions + "/" + s.run_id + ".agent.log";
+
+  UniqueFd tty;
+  if (s.approval != broker::ApprovalMode::kNever && ::isatty(STDIN_FILENO) == 1) {
+    tty.Reset(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY));
+  }
+  s.tty_fd = tty.get();
+  if (!o.quiet) {
+    s.on_event = [](const broker::BrokerEvent& e) { spdlog::info("{}: {}", e.kind, e.text); };
+  }
+
+  if (!o.quiet) {
+    spdlog::info("session {}: profile {}, model {}, audit log {}, agent log {}", s.run_id,
+                 s.policy->name, model, s.audit_log_path, s.agent_log_path);
+  }
+  auto result = RunAgentSession(s);
+  if (!result) {
+    spdlog::error("{}", result.error().Message());
+    return kExitSetup;
+  }
+  const auto& b = result->broker;
+  int code = kExitAgentFailed;
+  if (b.status == broker::BrokerOutcome::Status::kFinished) code = 0;
+  if (b.status == broker::BrokerOutcome::Status::kCancelled) code = kExitAgentCancelled;
+  if (o.json) {
+    nlohmann::json j;
+    j["run_id"] = s.run_id;
+    j["status"] = broker::BrokerStatusName(b.status);
+    j["reason"] = b.reason;
+    j["summary"] = b.finish ? b.finish->summary : "";
+    j["profile"] = s.policy->name;
+    j["policy_digest"] = result->policy_digest;
+    j["audit_log"] = s.audit_log_path;
+    j["agent_log"] = s.agent_log_path;
+    j["audit_entries"] = result->audit_entries;
+    j["audit_lost"] = result->audit_lost;
+    j["usage"] = {{"model_turns", b.used.model_turns},
+                  {"input_tokens", b.used.input_tokens},
+                  {"output_tokens", b.used.output_tokens},
+                  {"tool_calls", b.used.tool_calls},
+                  {"output_bytes", b.used.output_bytes}};
+    j["sandbox"] = DescribeOutcome(result->sandbox);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::string line = std::string("session ") + std::string(broker::BrokerStatusName(b.status));
+    if (!b.reason.empty()) line += ": " + b.reason;
+    spdlog::info("{}", line);
+    if (b.finish && !b.finish->summary.empty()) std::cerr << b.finish->summary << "\n";
+  }
+  return code;
+}
+
+}  // namespace cagent::launcher

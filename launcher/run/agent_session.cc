@@ -1,0 +1,258 @@
+#include "launcher/run/agent_session.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "common/sha256.h"
+#include "common/unique_fd.h"
+#include "launcher/broker/approver.h"
+#include "launcher/broker/audit_log.h"
+#include "launcher/broker/redactor.h"
+#include "launcher/profile_spec.h"
+#include "policy/dump.h"
+
+extern char** environ;  // NOLINT(readability-redundant-declaration)
+
+namespace cagent::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+using broker::BrokerOutcome;
+
+std::vector<std::string> CallerEnviron() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);
+  return out;
+}
+
+broker::Environment EnvironmentMap(const std::vector<std::string>& env) {
+  broker::Environment out;
+  for (const auto& entry : env) {
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) out.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return out;
+}
+
+bool IsExecutableFile(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// True when `path` is inside one of the system trees every profile shows read-only, so no extra
+// bind is needed for the agent binary.
+bool UnderSystemTree(const std::string& path) {
+  for (const char* tree : {"/usr/", "/bin/", "/lib/", "/opt/"}) {
+    if (path.rfind(tree, 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<std::string> FindAgentBinary() {
+  if (const char* env = std::getenv("CAGENT_AGENT_BINARY"); env != nullptr && *env != '\0') {
+    if (!IsExecutableFile(env)) {
+      return PlainError("find cagent-agent",
+                        std::string("CAGENT_AGENT_BINARY=") + env + " is not an executable file");
+    }
+    std::error_code ec;
+    return fs::canonical(env, ec).string();
+  }
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return ErrnoError("readlink /proc/self/exe");
+  const fs::path dir = fs::path(std::string(self, static_cast<size_t>(n))).parent_path();
+  for (const fs::path& candidate :
+       {dir / ".." / "agent" / "cagent-agent", dir / ".." / "libexec" / "cagent" / "cagent-agent"}) {
+    std::error_code ec;
+    const fs::path canonical = fs::canonical(candidate, ec);
+    if (!ec && IsExecutableFile(canonical.string())) return canonical.string();
+  }
+  return PlainError("find cagent-agent",
+                    "not found beside " + dir.string() +
+                        " (looked in ../agent/ and ../libexec/cagent/); set CAGENT_AGENT_BINARY");
+}
+
+std::string PolicyDigest(const policy::Policy& policy) {
+  return Sha256Hex(policy::Dump(policy, /*with_locations=*/false));
+}
+
+Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
+  if (!o.policy) return PlainError("start agent session", "no policy");
+  AgentSessionResult result;
+  result.policy_digest = PolicyDigest(*o.policy);
+
+  std::string agent_binary = o.agent_binary;
+  if (agent_binary.empty()) {
+    auto found = FindAgentBinary();
+    if (!found) return found.error();
+    agent_binary = *found;
+  }
+
+  // ---- the broker's parts (all before the sandbox exists, so a bad option costs nothing) ----
+  const std::vector<std::string> caller_env = CallerEnviron();
+  std::vector<std::string> scrub;
+  for (const auto& p : o.policy->env_scrub) scrub.push_back(p.name.pattern());
+  const broker::Redactor redactor = broker::Redactor::FromEnvironment(caller_env, scrub);
+
+  broker::ApprovalBook approvals;
+  for (const auto& line : o.pre_approvals) {
+    if (auto s = approvals.AddPreApproval(line, "--pre-approve"); !s) return s.error();
+  }
+  if (!o.pre_approval_file.empty()) {
+    if (auto s = approvals.LoadPreApprovals(o.pre_approval_file); !s) return s.error();
+  }
+
+  auto audit = broker::AuditLog::Open(o.audit_log_path, o.run_id, result.policy_digest,
+                                      o.resume_audit_log);
+  if (!audit) return std::move(audit).Context("open the audit log").error();
+
+  boost::asio::io_context io;
+  auto provider = broker::MakeModelProvider(io, o.model, EnvironmentMap(caller_env));
+  if (!provider) return std::move(provider).Context("set up the model provider").error();
+
+  std::unique_ptr<broker::Approver> approver;
+  if (o.approval != broker::ApprovalMode::kNever && o.tty_fd >= 0) {
+    approver = broker::MakeTerminalApprover(io, o.tty_fd);
+  }
+
+  // ---- the sandbox's description ----
+  ProfileContext ctx{CallerHome(), caller_env};
+  std::vector<std::string> argv = {agent_binary};
+  argv.insert(argv.end(), o.agent_args.begin(), o.agent_args.end());
+  auto launch = SpecFromPolicy(*o.policy, o.workspace, argv, ctx);
+  if (!launch) return std::move(launch).Context("build the sandbox from the profile").error();
+  LaunchSpec spec = std::move(launch->spec);
+  result.notes = std::move(launch->notes);
+  if (!UnderSystemTree(agent_binary)) spec.read_only_paths.push_back(agent_binary);
+
+  // The socketpair: the agent's end crosses into the sandbox at the same fd number; cagent's copy
+  // of it is closed right after clone so the broker sees EOF when the agent is gone.
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    return ErrnoError("socketpair");
+  }
+  UniqueFd broker_end(pair[0]);
+  UniqueFd agent_end(pair[1]);
+  // execve must not close it; the agent sets FD_CLOEXEC again so its commands do not inherit it.
+  if (::fcntl(agent_end.get(), F_SETFD, 0) != 0) return ErrnoError("fcntl F_SETFD");
+  spec.keep_fds.push_back(agent_end.get());
+  spec.env_set.push_back({protocol::kBrokerFdEnv, std::to_string(agent_end.get())});
+
+  UniqueFd stop_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!stop_fd.valid()) return ErrnoError("eventfd");
+  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!dev_null.valid()) return ErrnoError("open /dev/null");
+  UniqueFd agent_log;
+  if (!o.agent_log_path.empty()) {
+    agent_log.Reset(::open(o.agent_log_path.c_str(),
+                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!agent_log.valid()) return ErrnoError("open " + o.agent_log_path);
+  }
+
+  broker::BrokerConfig config;
+  config.run_id = o.run_id;
+  config.policy = o.policy;
+  config.bindings = policy::Engine::Bindings{o.workspace, spec.home};
+  config.policy_digest = result.policy_digest;
+  config.task = o.task;
+  config.workspace = o.workspace;
+  config.budgets = broker::BudgetsFromPolicy(*o.policy);
+  if (auto s = broker::LowerBudgets(config.budgets, o.budget_overrides); !s) return s.error();
+  config.approval = o.approval;
+
+  broker::BrokerServices services;
+  services.audit = &*audit;
+  services.redactor = &redactor;
+  services.approver = approver.get();
+  services.approvals = &approvals;
+  services.model = provider->get();
+
+  broker::Broker session(io, std::move(config), services);
+  std::mutex mu;
+  bool broker_ended = false;
+  session.SetOnEnd([&](const BrokerOutcome&) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      broker_ended = true;
+    }
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = ::write(stop_fd.get(), &one, sizeof(one));
+  });
+  if (o.on_event) session.SetOnEvent(o.on_event);
+
+  // Signals: blocked on this thread (and so inherited blocked by nothing else), delivered to the
+  // broker's thread through a signal_set, which cancels the run.
+  sigset_t cancel_signals;
+  ::sigemptyset(&cancel_signals);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::sigaddset(&cancel_signals, sig);
+  sigset_t old_mask;
+  ::pthread_sigmask(SIG_BLOCK, &cancel_signals, &old_mask);
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  signals.add(SIGQUIT);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    session.Stop(BrokerOutcome::Status::kCancelled,
+                 std::string("cancelled by the operator (") + sigabbrev_np(sig) + ")");
+  });
+
+  session.Start(std::move(broker_end));
+  auto work = boost::asio::make_work_guard(io);
+  std::thread io_thread([&] {
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
+    io.run();
+  });
+
+  SandboxControl control;
+  control.stdin_fd = dev_null.get();
+  control.stdout_fd = agent_log.get();
+  control.stderr_fd = agent_log.get();
+  control.stop_fd = stop_fd.get();
+  control.forward_signals = false;
+  const int agent_fd = agent_end.get();
+  control.after_clone = [&agent_end, agent_fd] {
+    if (agent_end.get() == agent_fd) agent_end.Reset();
+  };
+  auto sandbox = RunSandbox(spec, control);
+  agent_end.Reset();
+
+  // The sandbox is gone. If the broker is still waiting, the agent ended without finishing.
+  std::string why = "the agent exited without finishing";
+  if (sandbox) {
+    why = "the agent ended without finishing (" + DescribeOutcome(*sandbox) + ")";
+  }
+  boost::asio::post(io, [&session, why] {
+    session.Stop(BrokerOutcome::Status::kFailed, why);
+  });
+  work.reset();
+  boost::asio::post(io, [&signals] {
+    boost::system::error_code ignored;
+    signals.cancel(ignored);
+  });
+  io_thread.join();
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+
+  if (!sandbox) return sandbox.error();
+  result.sandbox = std::move(*sandbox);
+  result.broker = session.outcome();
+  result.audit_entries = audit->entries();
+  result.audit_lost = audit->lost();
+  return result;
+}
+
+}  // namespace cagent::launcher

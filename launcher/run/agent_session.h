@@ -1,0 +1,71 @@
+// AgentSession: one agent run under the broker, in a sandbox over a workspace directory. Runs in
+// cagent (trusted). This is the middle of `cagent run` (which adds the disposable git workspace,
+// patch capture and verification around it) and all of `cagent agent` (which runs in place on a
+// scratch directory).
+//
+// Threads: the calling thread builds and supervises the sandbox (RunSandbox must stay on the
+// thread that created it: the sandbox's death signal is tied to it); a second thread runs the
+// broker's io_context and handles SIGINT/SIGTERM/SIGHUP, which cancel the run. Whichever side ends
+// first stops the other: the broker ending (finish, budget, protocol abuse, cancel) stops the
+// sandbox through an eventfd; the sandbox ending (the agent exited or crashed) stops the broker.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "launcher/broker/broker.h"
+#include "launcher/broker/model_provider.h"
+#include "launcher/sandbox.h"
+#include "policy/ir.h"
+
+namespace cagent::launcher {
+
+struct AgentSessionOptions {
+  std::string run_id;
+  std::shared_ptr<const policy::Policy> policy;
+  std::string workspace;  // canonical; bound at the same path inside
+  std::string task;       // the task text (untrusted)
+  broker::ModelSpec model;
+  broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;
+  std::vector<std::string> pre_approvals;  // "TOOL: PATTERN" lines from the command line
+  std::string pre_approval_file;           // "" = none
+  broker::Budgets budget_overrides;        // may only lower the profile's
+  std::string audit_log_path;              // created (0600); must not exist
+  bool resume_audit_log = false;           // append to an existing chain instead
+  std::string agent_binary;                // "" = FindAgentBinary()
+  // Terminal for approval prompts (cagent's /dev/tty); -1 = headless.
+  int tty_fd = -1;
+  // The operator's display: one line per broker event. Called on the broker's thread.
+  std::function<void(const broker::BrokerEvent&)> on_event;
+  // The agent's stdout and stderr go here (created 0600, appended); "" = cagent's stderr. Its
+  // stdin is always /dev/null: the operator's terminal belongs to the approval prompts.
+  std::string agent_log_path;
+  // Extra agent arguments (tests).
+  std::vector<std::string> agent_args;
+};
+
+struct AgentSessionResult {
+  broker::BrokerOutcome broker;
+  SandboxOutcome sandbox;
+  std::vector<std::string> notes;  // from the profile's launch spec
+  std::uint64_t audit_entries = 0;
+  std::uint64_t audit_lost = 0;
+  std::string policy_digest;
+};
+
+// Where cagent-agent is: $CAGENT_AGENT_BINARY, else beside cagent in the build tree
+// (<exe dir>/../agent/cagent-agent), else the installed <exe dir>/../libexec/cagent/cagent-agent.
+Result<std::string> FindAgentBinary();
+
+// SHA-256 of policy::Dump(policy) (the audit log's and the result's policy digest).
+std::string PolicyDigest(const policy::Policy& policy);
+
+// Runs the session to its end. An error Result means the session could not start (bad options,
+// unreadable files, the provider could not be made); everything after the start is an outcome.
+Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& options);
+
+}  // namespace cagent::launcher

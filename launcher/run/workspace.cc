@@ -1,0 +1,275 @@
+#include "launcher/run/workspace.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/sha256.h"
+#include "launcher/run/git.h"
+#include "policy/dump.h"
+
+namespace cagent::launcher::run {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::vector<std::string> SplitNul(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < s.size()) {
+    const auto end = s.find('\0', start);
+    if (end == std::string::npos) {
+      out.push_back(s.substr(start));
+      break;
+    }
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+GitInvocation InRepo(const std::string& root, std::vector<std::string> args) {
+  GitInvocation g;
+  g.cwd = root;
+  g.args = std::move(args);
+  return g;
+}
+
+GitInvocation Trusted(const WorkspaceLayout& l, std::vector<std::string> args) {
+  GitInvocation g;
+  g.git_dir = l.trusted_git;
+  g.work_tree = l.workspace;
+  g.cwd = l.workspace;
+  g.home = l.git_home;
+  g.args = std::move(args);
+  return g;
+}
+
+// Copies one untracked file (regular file or symlink) from the caller's tree into the workspace.
+Status CopyUntracked(const std::string& from_root, const std::string& to_root,
+                     const std::string& rel) {
+  const fs::path from = fs::path(from_root) / rel;
+  const fs::path to = fs::path(to_root) / rel;
+  std::error_code ec;
+  fs::create_directories(to.parent_path(), ec);
+  if (ec) return PlainError("create " + to.parent_path().string(), ec.message());
+  const auto st = fs::symlink_status(from, ec);
+  if (ec) return PlainError("stat " + from.string(), ec.message());
+  if (fs::is_symlink(st)) {
+    fs::copy_symlink(from, to, ec);
+  } else if (fs::is_regular_file(st)) {
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  } else {
+    return Ok{};  // sockets, fifos: not part of a change set
+  }
+  if (ec) return PlainError("copy " + rel, ec.message());
+  return Ok{};
+}
+
+}  // namespace
+
+Result<RepoInfo> InspectRepo(const std::string& dir, const std::string& rev) {
+  RepoInfo info;
+  auto root = GitOutput(InRepo(dir, {"rev-parse", "--show-toplevel"}));
+  if (!root) {
+    return PlainError(dir, "not inside a git repository (cagent run works on a commit of a "
+                           "repository; pass --repo DIR)");
+  }
+  info.root = Trim(*root);
+  info.rev = rev.empty() ? "HEAD" : rev;
+  auto commit = GitOutput(InRepo(info.root, {"rev-parse", "--verify", "--quiet",
+                                             "--end-of-options", info.rev + "^{commit}"}));
+  if (!commit) {
+    return PlainError(info.rev, "is not a commit of " + info.root +
+                                    (rev.empty() ? " (an empty repository has no commit yet)" : ""));
+  }
+  info.commit = Trim(*commit);
+  auto status = GitOutput(InRepo(info.root, {"status", "--porcelain=v1", "-z",
+                                             "--untracked-files=all", "--ignore-submodules=none"}));
+  if (!status) return status.error();
+  for (auto& entry : SplitNul(*status)) {
+    if (!entry.empty()) info.dirty.push_back(std::move(entry));
+  }
+  return info;
+}
+
+WorkspaceLayout LayoutFor(const std::string& run_dir) {
+  return WorkspaceLayout{run_dir, run_dir + "/git", run_dir + "/workspace", run_dir + "/githome"};
+}
+
+Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceLayout& l,
+                                          bool allow_dirty) {
+  if (!repo.dirty.empty() && !allow_dirty) {
+    std::string list;
+    for (std::size_t i = 0; i < repo.dirty.size() && i < 5; ++i) list += "\n  " + repo.dirty[i];
+    if (repo.dirty.size() > 5) list += "\n  ... and " + std::to_string(repo.dirty.size() - 5) + " more";
+    return PlainError(repo.root, "has uncommitted changes:" + list +
+                                     "\ncommit or stash them, or pass --allow-dirty to carry them "
+                                     "into the run's workspace (the run records that it did)");
+  }
+  if (!repo.dirty.empty() && repo.rev != "HEAD") {
+    return PlainError("--allow-dirty", "carries changes made on top of HEAD; it cannot be "
+                                       "combined with --commit " + repo.rev);
+  }
+  std::error_code ec;
+  fs::create_directories(l.git_home, ec);
+  if (ec) return PlainError("create " + l.git_home, ec.message());
+
+  GitInvocation clone;
+  clone.cwd = l.run_dir;
+  clone.home = l.git_home;
+  clone.args = {"clone", "--bare", "--no-hardlinks", "--quiet", "--", repo.root, l.trusted_git};
+  if (auto r = GitOutput(clone); !r) return std::move(r).Context("copy the repository").error();
+  GitInvocation has;
+  has.git_dir = l.trusted_git;
+  has.home = l.git_home;
+  has.args = {"cat-file", "-e", repo.commit + "^{commit}"};
+  if (auto r = RunGit(has); !r || r->exit_code != 0) {
+    // Not on a branch or tag the clone copied (e.g. a detached HEAD): fetch it by id.
+    GitInvocation fetch = has;
+    fetch.args = {"fetch", "--quiet", "--no-tags", "--", repo.root, repo.commit};
+    if (auto f = GitOutput(fetch); !f) return std::move(f).Context("fetch the base commit").error();
+  }
+  // The agent's own repository in the workspace, at the base commit, detached.
+  GitInvocation work;
+  work.cwd = l.run_dir;
+  work.home = l.git_home;
+  work.args = {"clone", "--no-hardlinks", "--quiet", "--no-checkout", "--", l.trusted_git,
+               l.workspace};
+  if (auto r = GitOutput(work); !r) return std::move(r).Context("create the workspace").error();
+  GitInvocation checkout;
+  checkout.cwd = l.workspace;
+  checkout.home = l.git_home;
+  checkout.args = {"checkout", "--quiet", "--detach", repo.commit};
+  if (auto r = GitOutput(checkout); !r) return std::move(r).Context("check out the base").error();
+
+  Materialized m;
+  m.base_commit = repo.commit;
+  if (repo.dirty.empty()) return m;
+
+  // --allow-dirty: tracked changes as a binary patch against HEAD, then untracked files.
+  m.carried_dirty = true;
+  GitInvocation diff = InRepo(repo.root, {"diff", "--binary", "--full-index", "--no-ext-diff",
+                                          "--no-textconv", "--no-color", "HEAD"});
+  auto patch = GitOutput(diff);
+  if (!patch) return std::move(patch).Context("read the uncommitted changes").error();
+  if (!patch->empty()) {
+    const std::string patch_file = l.run_dir + "/dirty.patch";
+    {
+      std::ofstream out(patch_file, std::ios::binary | std::ios::trunc);
+      out << *patch;
+      if (!out) return PlainError("write " + patch_file);
+    }
+    GitInvocation apply;
+    apply.cwd = l.workspace;
+    apply.home = l.git_home;
+    apply.args = {"apply", "--binary", "--whitespace=nowarn", patch_file};
+    if (auto r = GitOutput(apply); !r) return std::move(r).Context("carry the changes").error();
+  }
+  auto untracked = GitOutput(InRepo(repo.root, {"ls-files", "--others", "--exclude-standard", "-z"}));
+  if (!untracked) return untracked.error();
+  for (const auto& rel : SplitNul(*untracked)) {
+    if (rel.empty()) continue;
+    if (auto s = CopyUntracked(repo.root, l.workspace, rel); !s) return s.error();
+  }
+  for (const auto& d : repo.dirty) m.carried_paths.push_back(d);
+  return m;
+}
+
+Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& base) {
+  // The trusted index starts from the base commit every time, so a capture never depends on what
+  // the agent did to its own .git.
+  if (auto r = GitOutput(Trusted(l, {"read-tree", base})); !r) {
+    return std::move(r).Context("reset the capture index").error();
+  }
+  if (auto r = GitOutput(Trusted(l, {"add", "--all", "--", "."})); !r) {
+    return std::move(r).Context("record the workspace's changes").error();
+  }
+  const std::vector<std::string> diff_opts = {"--cached", "--no-ext-diff", "--no-textconv",
+                                              "--no-color", "--no-renames", "--ignore-submodules=none"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"diff"};
+    args.insert(args.end(), diff_opts.begin(), diff_opts.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(base);
+    args.push_back("--");
+    return args;
+  };
+  CapturedPatch out;
+  auto patch = GitOutput(Trusted(l, with({"--binary", "--full-index"})));
+  if (!patch) return std::move(patch).Context("compute the patch").error();
+  out.patch = std::move(*patch);
+  out.sha256 = Sha256Hex(out.patch);
+
+  auto raw = GitOutput(Trusted(l, with({"--raw", "-z"})));
+  if (!raw) return std::move(raw).Context("list the changed files").error();
+  // --raw -z: ":old_mode new_mode old_sha new_sha STATUS\0path\0"
+  const auto fields = SplitNul(*raw);
+  for (std::size_t i = 0; i + 1 < fields.size(); i += 2) {
+    const std::string& meta = fields[i];
+    ChangedFile f;
+    f.path = fields[i + 1];
+    if (meta.size() < 2 || meta[0] != ':') continue;
+    const auto sp1 = meta.find(' ');
+    const auto sp2 = meta.find(' ', sp1 + 1);
+    f.old_mode = meta.substr(1, sp1 - 1);
+    f.new_mode = meta.substr(sp1 + 1, sp2 - sp1 - 1);
+    f.status = meta.back();
+    f.submodule = f.old_mode == "160000" || f.new_mode == "160000";
+    out.files.push_back(std::move(f));
+  }
+  auto numstat = GitOutput(Trusted(l, with({"--numstat", "-z"})));
+  if (numstat) {
+    // "added\tdeleted\tpath\0", "-\t-\tpath\0" for binary files.
+    for (const auto& entry : SplitNul(*numstat)) {
+      if (entry.rfind("-\t-\t", 0) != 0) continue;
+      const std::string path = entry.substr(4);
+      for (auto& f : out.files) {
+        if (f.path == path) f.binary = true;
+      }
+    }
+  }
+  auto check = RunGit(Trusted(l, with({"--check"})));
+  if (!check) return std::move(check).Context("check the patch").error();
+  out.check_output = check->out;
+  out.check_clean = check->exit_code == 0;
+  return out;
+}
+
+std::vector<PatchViolation> CheckPatch(const CapturedPatch& patch, const policy::Policy& policy,
+                                       const policy::Engine::Bindings& bindings) {
+  std::vector<PatchViolation> out;
+  const policy::Engine engine(policy, bindings);
+  for (const auto& f : patch.files) {
+    const auto d = engine.Path(policy::Access::kWrite, f.path);
+    if (d.verdict == policy::Verdict::kAllow) continue;
+    std::string where = d.loc.valid() ? " at " + policy.Where(d.loc) : "";
+    out.push_back({d.rule + where, f.path,
+                   f.path + ": the change is not allowed by rule '" + d.rule + "'" + where +
+                       (d.reason.empty() ? "" : " (" + d.reason + ")")});
+  }
+  const auto& files = policy.limit(policy::Limit::kChangedFiles);
+  if (files.bounded() && patch.files.size() > files.value) {
+    out.push_back({"changed-files " + std::to_string(files.value), "",
+                   std::to_string(patch.files.size()) + " files changed; the profile allows at most " +
+                       std::to_string(files.value) + " (changed-files" +
+                       (files.loc.valid() ? " at " + policy.Where(files.loc) : "") + ")"});
+  }
+  const auto& size = policy.limit(policy::Limit::kPatchSize);
+  if (size.bounded() && patch.patch.size() > size.value) {
+    out.push_back({"patch-size " + policy::FormatLimit(policy::Limit::kPatchSize, size), "",
+                   "the patch is " + std::to_string(patch.patch.size()) +
+                       " bytes; the profile allows at most " +
+                       policy::FormatLimit(policy::Limit::kPatchSize, size)});
+  }
+  return out;
+}
+
+}  // namespace cagent::launcher::run

@@ -1,0 +1,86 @@
+// The run's disposable workspace and the independent capture of what changed in it. Runs in
+// cagent (trusted), outside the sandbox.
+//
+// Layout of a run directory ($XDG_STATE_HOME/cagent/runs/<run-id>/):
+//   git/        cagent's own bare repository (a copy of the caller's objects); never visible in a
+//               sandbox, never configured by anyone but cagent — capture runs git from here
+//   workspace/  the agent's working tree at the base commit, with its own .git (a clone of git/)
+//               for the agent's convenience; hostile once the agent has run
+//   githome/    an empty HOME for git
+// The caller's repository is only read: clone reads its objects; status/diff run with
+// GIT_OPTIONAL_LOCKS=0 so not even the index's stat cache is refreshed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "policy/engine.h"
+#include "policy/ir.h"
+
+namespace cagent::launcher::run {
+
+struct RepoInfo {
+  std::string root;                 // top level of the caller's working tree
+  std::string commit;               // the full base commit id
+  std::string rev;                  // what the caller asked for ("HEAD", a branch, a sha)
+  std::vector<std::string> dirty;   // uncommitted paths ("M src/x.c", "?? new.txt")
+};
+
+// Resolves `dir`'s repository and pins `rev` ("" = HEAD) to a full commit id.
+Result<RepoInfo> InspectRepo(const std::string& dir, const std::string& rev);
+
+struct WorkspaceLayout {
+  std::string run_dir;
+  std::string trusted_git;  // run_dir/git
+  std::string workspace;    // run_dir/workspace
+  std::string git_home;     // run_dir/githome
+};
+WorkspaceLayout LayoutFor(const std::string& run_dir);
+
+struct Materialized {
+  std::string base_commit;
+  bool carried_dirty = false;
+  std::vector<std::string> carried_paths;  // uncommitted paths brought along with --allow-dirty
+};
+
+// Creates the run's git/, workspace/ and githome/ from the caller's repository at repo.commit.
+// A dirty tree is refused unless `allow_dirty` (then tracked changes and untracked, not ignored
+// files are carried into the workspace and listed). `run_dir` must exist and be empty of these.
+Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceLayout& layout,
+                                          bool allow_dirty);
+
+struct ChangedFile {
+  std::string path;
+  char status = 'M';          // A added, M modified, D deleted, T type changed
+  std::string old_mode, new_mode;
+  bool binary = false;
+  bool submodule = false;     // a gitlink (mode 160000) appeared, changed or went away
+};
+
+struct CapturedPatch {
+  std::string patch;           // binary-safe (git diff --binary --full-index), a/ b/ prefixes
+  std::string sha256;          // of `patch`
+  std::vector<ChangedFile> files;
+  std::string check_output;    // git diff --check (whitespace errors, conflict markers)
+  bool check_clean = true;
+};
+
+// Asks git (from the trusted git dir, over the workspace as --work-tree) what changed since
+// `base_commit`: tracked and untracked paths (ignored files are not part of a change set).
+Result<CapturedPatch> CapturePatch(const WorkspaceLayout& layout, const std::string& base_commit);
+
+struct PatchViolation {
+  std::string rule;     // "deny write .github/**" at "backend.cagent:12:3", "changed-files 50"
+  std::string path;     // "" for whole-patch limits
+  std::string message;  // one line for the human
+};
+
+// The profile's rules applied to what git observed: every changed path must be writable under
+// the policy (Engine::Path kWrite on the workspace-relative path), at most `changed-files` files,
+// at most `patch-size` bytes. Empty = the patch is acceptable.
+std::vector<PatchViolation> CheckPatch(const CapturedPatch& patch, const policy::Policy& policy,
+                                       const policy::Engine::Bindings& bindings);
+
+}  // namespace cagent::launcher::run

@@ -1,0 +1,255 @@
+// Context management: budget-driven compaction, stub text, ledger invalidation, tool call/result
+// pairs never split, the system prompt and the task always kept.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "agent/context.h"
+
+namespace cagent::agent {
+namespace {
+
+using nlohmann::json;
+
+// One turn: an assistant call of `tool` on `path` and its result of `bytes` bytes.
+void AddTurn(Conversation& c, int n, const std::string& tool, const std::string& path,
+             std::size_t bytes, bool is_error = false) {
+  const std::string id = "call_" + std::to_string(n);
+  c.AddAssistant("step " + std::to_string(n), {ToolCall{id, tool, {{"path", path}}, ""}});
+  ToolResultInfo info;
+  info.tool = tool;
+  info.subject = path;
+  info.paths = {path};
+  if (is_error) info.error_code = "not_found";
+  c.AddToolResult({id, std::string(bytes, 'x'), is_error}, info);
+}
+
+Conversation Base() {
+  Conversation c;
+  c.AddSystem("SYSTEM PROMPT");
+  c.AddTask("THE TASK");
+  return c;
+}
+
+// Every tool message directly follows an assistant message (or another tool message) that made
+// the call with its id.
+void ExpectPairsIntact(const Conversation& c) {
+  const auto& m = c.messages();
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m[i].role != Role::kTool) continue;
+    std::size_t j = i;
+    while (j > 0 && m[j - 1].role == Role::kTool) --j;
+    ASSERT_GT(j, 0U);
+    const Message& assistant = m[j - 1];
+    ASSERT_EQ(assistant.role, Role::kAssistant) << "result " << m[i].result.call_id << " orphaned";
+    bool found = false;
+    for (const ToolCall& call : assistant.tool_calls) found |= call.id == m[i].result.call_id;
+    EXPECT_TRUE(found) << m[i].result.call_id;
+  }
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m[i].role != Role::kAssistant) continue;
+    for (std::size_t k = 0; k < m[i].tool_calls.size(); ++k) {
+      ASSERT_LT(i + 1 + k, m.size());
+      EXPECT_EQ(m[i + 1 + k].role, Role::kTool);
+      EXPECT_EQ(m[i + 1 + k].result.call_id, m[i].tool_calls[k].id);
+    }
+  }
+}
+
+void ExpectPinnedKept(const Conversation& c) {
+  ASSERT_GE(c.messages().size(), 2U);
+  EXPECT_EQ(c.messages()[0].role, Role::kSystem);
+  EXPECT_EQ(c.messages()[0].text, "SYSTEM PROMPT");
+  EXPECT_EQ(c.messages()[1].role, Role::kUser);
+  EXPECT_EQ(c.messages()[1].text, "THE TASK");
+}
+
+TEST(Context, EstimateIsBytesOverFourPlusOverhead) {
+  Message m;
+  m.text = std::string(10, 'a');  // ceil(10/4) = 3, + 4 overhead
+  EXPECT_EQ(EstimateTokens(m), 7U);
+  m.tool_calls.push_back(ToolCall{"i", "n", json::object(), ""});  // "i" "n" "{}" = 4 bytes, +8
+  EXPECT_EQ(EstimateTokens(m), 4U + 8U + 4U);  // (10 + 4) / 4 rounded up = 4
+}
+
+TEST(Context, BudgetIsThreeQuartersOfWindowMinusOutput) {
+  ContextLimits limits;
+  limits.context_window = 10000;
+  limits.max_output_tokens = 2000;
+  EXPECT_EQ(limits.Budget(), 6000U);
+  limits.context_window = 0;
+  EXPECT_EQ(limits.Budget(), 0U);
+}
+
+TEST(Context, NothingHappensUnderBudget) {
+  Conversation c = Base();
+  AddTurn(c, 1, "read_file", "a.py", 4000);
+  ContextLimits limits;
+  limits.context_window = 100000;
+  Ledger ledger;
+  ledger.RecordRead("a.py", "d");
+  const auto before = c.messages().size();
+  CompactionReport report = Compact(c, limits, &ledger);
+  EXPECT_FALSE(report.compacted());
+  EXPECT_EQ(c.messages().size(), before);
+  EXPECT_EQ(ledger.Check("a.py", "d"), Ledger::State::kFresh);
+}
+
+TEST(Context, UnknownWindowNeverCompacts) {
+  Conversation c = Base();
+  for (int i = 1; i <= 10; ++i) AddTurn(c, i, "read_file", "f" + std::to_string(i), 100000);
+  EXPECT_FALSE(Compact(c, ContextLimits{}, nullptr).compacted());
+}
+
+TEST(Context, OldLargeOutputsBecomeStubsAndFilesAreInvalidated) {
+  Conversation c = Base();
+  AddTurn(c, 1, "read_file", "src/x.py", 4120);
+  AddTurn(c, 2, "read_file", "src/y.py", 4000);
+  AddTurn(c, 3, "run_command", "", 100);
+  AddTurn(c, 4, "read_file", "src/z.py", 4000);
+  AddTurn(c, 5, "list_dir", ".", 50);
+  AddTurn(c, 6, "list_dir", ".", 50);
+  ContextLimits limits;
+  limits.keep_recent_turns = 3;
+  // Total ~3,270 estimated tokens; a budget of 2,325 needs one stub (x.py), not two.
+  limits.context_window = 3200;
+  limits.max_output_tokens = 100;
+  ASSERT_GT(c.EstimateTokens(), limits.Budget());
+  Ledger ledger;
+  for (const char* p : {"src/x.py", "src/y.py", "src/z.py"}) ledger.RecordRead(p, "d");
+
+  CompactionReport report = Compact(c, limits, &ledger);
+  EXPECT_EQ(report.stubbed, 1U);
+  EXPECT_EQ(report.summarised, 0U);
+  EXPECT_LE(report.tokens_after, limits.Budget());
+  EXPECT_EQ(c.messages()[3].result.content,
+            "[output of read_file src/x.py (4,120 bytes) dropped to save context; call the tool "
+            "again if needed]");
+  EXPECT_TRUE(c.messages()[3].info.stubbed);
+  EXPECT_EQ(c.messages()[5].result.content.size(), 4000U);  // y.py: not needed
+  EXPECT_EQ(ledger.Check("src/x.py", "d"), Ledger::State::kInvalidated);
+  EXPECT_EQ(ledger.Check("src/y.py", "d"), Ledger::State::kFresh);
+  EXPECT_EQ(ledger.Check("src/z.py", "d"), Ledger::State::kFresh);
+  EXPECT_EQ(report.invalidated, std::vector<std::string>{"src/x.py"});
+  ExpectPairsIntact(c);
+  ExpectPinnedKept(c);
+}
+
+TEST(Context, RecentTurnsAreNeverStubbed) {
+  Conversation c = Base();
+  AddTurn(c, 1, "read_file", "a.py", 40000);
+  AddTurn(c, 2, "read_file", "b.py", 40000);
+  ContextLimits limits;
+  limits.keep_recent_turns = 2;
+  limits.context_window = 1000;
+  Ledger ledger;
+  ledger.RecordRead("a.py", "d");
+  CompactionReport report = Compact(c, limits, &ledger);
+  // Both turns are recent at first; with fewer kept turns, the older one goes, the last stays.
+  EXPECT_EQ(c.messages().back().result.content.size(), 40000U);
+  EXPECT_TRUE(report.still_over);
+  EXPECT_EQ(ledger.Check("a.py", "d"), Ledger::State::kInvalidated);
+  ExpectPairsIntact(c);
+  ExpectPinnedKept(c);
+}
+
+TEST(Context, StillTooLargeSummarisesOldTurnsMechanically) {
+  Conversation c = Base();
+  for (int i = 1; i <= 30; ++i) {
+    AddTurn(c, i, i % 3 == 0 ? "run_command" : "read_file", "f" + std::to_string(i) + ".py", 800,
+            i == 4);
+  }
+  c.AddUser("a nudge from the loop");
+  AddTurn(c, 31, "read_file", "last.py", 100);
+  ContextLimits limits;
+  limits.keep_recent_turns = 3;
+  limits.context_window = 2000;
+  limits.max_output_tokens = 0;
+  Ledger ledger;
+  ledger.RecordRead("f1.py", "d");
+  ledger.RecordRead("last.py", "d");
+  CompactionReport report = Compact(c, limits, &ledger);
+  EXPECT_GT(report.summarised, 0U);
+  EXPECT_LE(report.tokens_after, limits.Budget());
+  EXPECT_FALSE(report.still_over);
+  ExpectPinnedKept(c);
+  ExpectPairsIntact(c);
+  const Message& summary = c.messages()[2];
+  EXPECT_TRUE(summary.summary);
+  EXPECT_EQ(summary.role, Role::kUser);
+  EXPECT_NE(summary.text.find("- read_file f1.py -> ok"), std::string::npos) << summary.text;
+  EXPECT_NE(summary.text.find("- read_file f4.py -> error [not_found]"), std::string::npos);
+  EXPECT_NE(summary.text.find("- run_command f3.py -> ok"), std::string::npos);
+  EXPECT_NE(summary.text.find("- you said: step 1"), std::string::npos);
+  // The turn after the summary starts with an assistant message (no orphaned result).
+  EXPECT_EQ(c.messages()[3].role, Role::kAssistant);
+  EXPECT_EQ(c.messages().back().result.call_id, "call_31");
+  EXPECT_EQ(ledger.Check("f1.py", "d"), Ledger::State::kInvalidated);
+  EXPECT_EQ(ledger.Check("last.py", "d"), Ledger::State::kFresh);
+
+  // A second compaction folds the first summary into the new one.
+  for (int i = 32; i <= 60; ++i) AddTurn(c, i, "read_file", "g" + std::to_string(i) + ".py", 800);
+  CompactionReport second = Compact(c, limits, &ledger);
+  EXPECT_GT(second.summarised, 0U);
+  const std::string& text = c.messages()[2].text;
+  EXPECT_NE(text.find("- read_file f1.py -> ok"), std::string::npos);
+  EXPECT_NE(text.find("- read_file g32.py -> ok"), std::string::npos);
+  std::size_t summaries = 0;
+  for (const Message& m : c.messages()) summaries += m.summary ? 1 : 0;
+  EXPECT_EQ(summaries, 1U);
+  ExpectPinnedKept(c);
+  ExpectPairsIntact(c);
+}
+
+TEST(Context, AnIntactLaterReadKeepsTheFileValid) {
+  Conversation c = Base();
+  AddTurn(c, 1, "read_file", "a.py", 8000);
+  AddTurn(c, 2, "list_dir", ".", 10);
+  AddTurn(c, 3, "read_file", "a.py", 500);  // re-read, small: stays intact
+  AddTurn(c, 4, "list_dir", ".", 10);
+  ContextLimits limits;
+  limits.keep_recent_turns = 3;
+  limits.context_window = 2000;
+  Ledger ledger;
+  ledger.RecordRead("a.py", "d");
+  CompactionReport report = Compact(c, limits, &ledger);
+  EXPECT_EQ(report.stubbed, 1U);
+  EXPECT_TRUE(report.invalidated.empty());
+  EXPECT_EQ(ledger.Check("a.py", "d"), Ledger::State::kFresh);
+}
+
+TEST(Context, SeveralCallsOfOneTurnStayWithTheirResults) {
+  Conversation c = Base();
+  for (int t = 1; t <= 12; ++t) {
+    std::vector<ToolCall> calls;
+    for (int k = 0; k < 3; ++k) {
+      calls.push_back(ToolCall{"c" + std::to_string(t) + "_" + std::to_string(k), "grep",
+                               {{"pattern", "x"}}, ""});
+    }
+    c.AddAssistant("", calls);
+    for (const ToolCall& call : calls) {
+      ToolResultInfo info;
+      info.tool = "grep";
+      c.AddToolResult({call.id, std::string(600, 'y'), false}, info);
+    }
+  }
+  ContextLimits limits;
+  limits.keep_recent_turns = 2;
+  limits.context_window = 1500;
+  CompactionReport report = Compact(c, limits, nullptr);
+  EXPECT_TRUE(report.compacted());
+  ExpectPairsIntact(c);
+  ExpectPinnedKept(c);
+}
+
+TEST(Context, StubNamesToolSubjectAndSize) {
+  EXPECT_EQ(DroppedOutputStub("run_command", "pytest -q", 1234567),
+            "[output of run_command pytest -q (1,234,567 bytes) dropped to save context; call the "
+            "tool again if needed]");
+  EXPECT_EQ(DroppedOutputStub("list_dir", "", 999),
+            "[output of list_dir (999 bytes) dropped to save context; call the tool again if "
+            "needed]");
+}
+
+}  // namespace
+}  // namespace cagent::agent

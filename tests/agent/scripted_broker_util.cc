@@ -1,0 +1,235 @@
+#include "tests/agent/scripted_broker_util.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <utility>
+
+namespace cagent::agent::testing {
+
+using protocol::Kind;
+using protocol::Message;
+
+ScriptedBroker::ScriptedBroker() {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0) {
+    broker_end_.Reset(fds[0]);
+    agent_end_.Reset(fds[1]);
+  }
+}
+
+ScriptedBroker::~ScriptedBroker() {
+  // The thread ends when the agent's end closes (or after the idle timeout).
+  agent_end_.Reset();
+  if (thread_.joinable()) thread_.join();
+}
+
+UniqueFd ScriptedBroker::TakeAgentEnd() { return std::move(agent_end_); }
+
+ScriptedBroker& ScriptedBroker::Expect(Kind kind, Handler handler) {
+  steps_.push_back(Step{kind, std::move(handler)});
+  return *this;
+}
+
+void ScriptedBroker::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void ScriptedBroker::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+std::vector<Message> ScriptedBroker::Received(Kind kind) const {
+  std::vector<Message> out;
+  for (const Message& m : received_) {
+    if (m.header.kind == kind) out.push_back(m);
+  }
+  return out;
+}
+
+bool ScriptedBroker::SendAll(const std::vector<std::string>& frames) {
+  for (const std::string& frame : frames) {
+    std::string_view rest = frame;
+    while (!rest.empty()) {
+      const ssize_t n = ::send(broker_end_.get(), rest.data(), rest.size(), MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      rest.remove_prefix(static_cast<std::size_t>(n));
+    }
+  }
+  return true;
+}
+
+void ScriptedBroker::Run() {
+  protocol::FrameDecoder decoder;
+  std::array<char, 65536> buffer{};
+  for (;;) {
+    auto payload = decoder.Next();
+    if (!payload) {
+      pollfd p{broker_end_.get(), POLLIN, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(idle_timeout_.count()));
+      if (ready == 0) {
+        errors_.push_back("the agent sent nothing for " + std::to_string(idle_timeout_.count()) +
+                          " ms");
+        break;
+      }
+      if (ready < 0 && errno == EINTR) continue;
+      const ssize_t n = ::read(broker_end_.get(), buffer.data(), buffer.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // the agent closed
+      if (!decoder.Feed(std::string_view(buffer.data(), static_cast<std::size_t>(n))).ok()) {
+        errors_.push_back("the agent sent a bad frame");
+        break;
+      }
+      continue;
+    }
+    auto decoded = protocol::Decode(*payload, /*from_agent=*/true);
+    if (auto* error = std::get_if<protocol::DecodeError>(&decoded)) {
+      errors_.push_back("the agent sent a malformed message: " + error->message);
+      break;
+    }
+    Message request = std::get<Message>(std::move(decoded));
+    received_.push_back(request);
+    if (request.header.kind == Kind::kProgress && auto_ack_progress_) {
+      if (!SendAll({Frame(protocol::Make(Kind::kAck, request.header.id, protocol::Ack{}))})) break;
+      continue;
+    }
+    if (next_step_ >= steps_.size()) break;  // script done: close
+    Step& step = steps_[next_step_++];
+    if (step.kind != request.header.kind) {
+      errors_.push_back("step " + std::to_string(next_step_) + " expected " +
+                        std::string(protocol::KindName(step.kind)) + ", the agent sent " +
+                        std::string(protocol::KindName(request.header.kind)));
+      break;
+    }
+    Response response = step.handler(request);
+    if (!SendAll(response.frames) || response.close) break;
+  }
+  ::shutdown(broker_end_.get(), SHUT_RDWR);
+  broker_end_.Reset();
+}
+
+std::string Frame(const Message& message) {
+  auto frame = protocol::EncodeMessage(message);
+  return frame.ok() ? frame.value() : std::string();
+}
+
+std::string RawFrame(std::string_view payload) {
+  auto frame = protocol::EncodeFrame(payload);
+  return frame.ok() ? frame.value() : std::string();
+}
+
+Response Reply(Kind kind, std::uint64_t id, protocol::Body body) {
+  return Response{{Frame(protocol::Make(kind, id, std::move(body)))}, false};
+}
+
+Response Reply(std::vector<Message> messages, bool close) {
+  Response out;
+  for (const Message& m : messages) out.frames.push_back(Frame(m));
+  out.close = close;
+  return out;
+}
+
+Handler SendWelcome(protocol::Welcome welcome) {
+  return [welcome](const Message& request) {
+    return Reply(Kind::kWelcome, request.header.id, welcome);
+  };
+}
+
+Handler SendModelTurn(nlohmann::json body) {
+  auto turn = std::make_shared<std::uint64_t>(0);
+  return [body, turn](const Message& request) {
+    protocol::ModelResult result;
+    result.body = body;
+    if (auto usage = body.find("usage"); usage != body.end() && usage->is_object()) {
+      result.usage.input_tokens = usage->value("input_tokens", std::uint64_t{0});
+      result.usage.output_tokens = usage->value("output_tokens", std::uint64_t{0});
+    }
+    result.turn = ++*turn;
+    return Reply(Kind::kModelResult, request.header.id, result);
+  };
+}
+
+Handler Allow() {
+  return [](const Message& request) {
+    protocol::Decision d;
+    d.verdict = protocol::Verdict::kAllow;
+    d.rule = "allow";
+    return Reply(Kind::kDecision, request.header.id, d);
+  };
+}
+
+Handler Deny(std::string message, std::string rule) {
+  return [message, rule](const Message& request) {
+    protocol::Decision d;
+    d.verdict = protocol::Verdict::kDeny;
+    d.rule = rule;
+    d.reason = "denied by the profile";
+    d.message = message;
+    return Reply(Kind::kDecision, request.header.id, d);
+  };
+}
+
+Handler AskThenApproval(protocol::Verdict verdict, std::string message) {
+  return [verdict, message](const Message& request) {
+    protocol::Decision d;
+    d.verdict = protocol::Verdict::kAsk;
+    d.pending = true;
+    d.rule = "ask run_command";
+    protocol::Approval a;
+    a.verdict = verdict;
+    a.scope = verdict == protocol::Verdict::kAllow ? "once" : "denied";
+    a.message = message;
+    return Reply({protocol::Make(Kind::kDecision, request.header.id, d),
+                  protocol::Make(Kind::kApproval, request.header.id, a)});
+  };
+}
+
+Handler AckResult(std::function<std::string(const std::string&)> transform) {
+  return [transform](const Message& request) {
+    const auto& result = std::get<protocol::ToolResult>(request.body);
+    protocol::ResultAck ack;
+    ack.output = transform ? transform(result.output) : result.output;
+    return Reply(Kind::kResultAck, request.header.id, ack);
+  };
+}
+
+Handler SendAck() {
+  return [](const Message& request) { return Reply(Kind::kAck, request.header.id, protocol::Ack{}); };
+}
+
+Handler SendError(protocol::ErrorCode code, std::string message) {
+  return [code, message](const Message& request) {
+    return Reply(Kind::kError, request.header.id, protocol::ErrorReply{code, message});
+  };
+}
+
+Handler SendShutdown(std::string status, std::string reason) {
+  return [status, reason](const Message&) {
+    return Reply({protocol::Make(Kind::kShutdown, 0, protocol::Shutdown{status, reason})},
+                 /*close=*/true);
+  };
+}
+
+protocol::Welcome TestWelcome(const std::string& workspace, std::uint64_t max_turns,
+                              std::string provider) {
+  protocol::Welcome w;
+  w.run_id = "run-test";
+  w.workspace = workspace;
+  w.task = "Fix the bug in calc.py so that the tests pass.";
+  w.policy_name = "test";
+  w.policy_digest = std::string(64, '0');
+  w.policy_summary = "commands: python3 allowed; writes: the workspace";
+  w.tools = {"read_file", "list_dir", "glob", "grep", "write_file", "edit_file", "run_command"};
+  w.model.provider = std::move(provider);
+  w.model.name = "test-model";
+  w.model.context_window = 200000;
+  w.model.max_output_tokens = 4096;
+  w.max_turns = max_turns;
+  w.command_timeout_ms = 30000;
+  w.command_output_bytes = 65536;
+  return w;
+}
+
+}  // namespace cagent::agent::testing

@@ -1,0 +1,194 @@
+// Test helpers for the broker: a fake model provider, a fake approver, a scripted agent (the other
+// end of a real socketpair) and a harness that wires them to a Broker with a compiled profile,
+// the real AuditLog, Redactor and ApprovalBook.
+//
+// Everything runs on the test thread: the peer's sends and receives pump the io_context
+// (poll / run_one_for) while they wait, so the broker's handlers, the fakes' completions and the
+// test's assertions never race.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/protocol.h"
+#include "common/unique_fd.h"
+#include "launcher/broker/approver.h"
+#include "launcher/broker/audit_log.h"
+#include "launcher/broker/broker.h"
+#include "launcher/broker/model_provider.h"
+#include "launcher/broker/redactor.h"
+#include "policy/ir.h"
+
+namespace cagent::launcher::broker::testing {
+
+using nlohmann::json;
+
+// Answers model calls from a script. With `hold`, a call waits until Complete() is called.
+class FakeModelProvider : public ModelProvider {
+ public:
+  explicit FakeModelProvider(boost::asio::io_context& io) : io_(io) {}
+
+  [[nodiscard]] protocol::ModelInfo Info() const override;
+  void Call(json request_body, std::function<void(ModelOutcome)> done) override;
+  void Cancel() override;
+
+  // Outcomes handed out in order; when the script is empty, a default response
+  // ({"text": "ok"}, 10 + 5 tokens).
+  void Script(ModelOutcome outcome) { script_.push_back(std::move(outcome)); }
+  void set_hold(bool hold) { hold_ = hold; }
+  // Completes the held call with the next scripted outcome (posted to the io_context).
+  void Complete();
+
+  std::vector<json> bodies;  // the request bodies as the provider received them
+  int cancels = 0;
+  [[nodiscard]] bool held() const { return static_cast<bool>(pending_); }
+
+ private:
+  ModelOutcome Next();
+  boost::asio::io_context& io_;
+  std::deque<ModelOutcome> script_;
+  bool hold_ = false;
+  std::function<void(ModelOutcome)> pending_;
+};
+
+// Answers approvals from a script (default: approved once). With `hold`, an ask waits until
+// Complete(); Cancel() completes a pending ask as denied, as the contract says.
+class FakeApprover : public Approver {
+ public:
+  explicit FakeApprover(boost::asio::io_context& io) : io_(io) {}
+
+  void Ask(const ApprovalRequest& request, std::function<void(ApprovalOutcome)> done) override;
+  void Cancel() override;
+
+  void Script(ApprovalOutcome outcome) { script_.push_back(outcome); }
+  void set_hold(bool hold) { hold_ = hold; }
+  void Complete();
+
+  std::vector<ApprovalRequest> requests;
+  int cancels = 0;
+
+ private:
+  ApprovalOutcome Next();
+  boost::asio::io_context& io_;
+  std::deque<ApprovalOutcome> script_;
+  bool hold_ = false;
+  std::function<void(ApprovalOutcome)> pending_;
+};
+
+// The agent's end of the socketpair, non-blocking, driven from the test thread.
+class TestPeer {
+ public:
+  TestPeer(boost::asio::io_context& io, UniqueFd fd);
+
+  // Writes all of `bytes`, pumping the io_context whenever the socket is full. Returns false when
+  // the connection is gone or `timeout` passed with the socket still full.
+  bool SendRaw(std::string_view bytes,
+               std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+  bool SendJson(const json& message);
+  // Frames a payload of raw text (not necessarily JSON).
+  bool SendPayload(std::string_view payload);
+
+  // The next frame the broker sent, parsed; nullopt on timeout or when the broker closed.
+  std::optional<json> Recv(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+  // Waits for EOF from the broker; frames still arriving are kept for Recv.
+  bool WaitClosed(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+  // Runs the io_context for `d`, reading what arrives (or not, with read = false).
+  void Pump(std::chrono::milliseconds d, bool read = true);
+
+  void ShutdownWrite();
+  void Close() { fd_.Reset(); }
+  [[nodiscard]] bool eof() const { return eof_; }
+  [[nodiscard]] int fd() const { return fd_.get(); }
+
+ private:
+  // One round: runs ready handlers, reads what is there; waits briefly when nothing happened.
+  void Step(bool read);
+  bool ReadSome();
+  std::optional<json> Pop();
+
+  boost::asio::io_context& io_;
+  UniqueFd fd_;
+  protocol::FrameDecoder decoder_{protocol::kMaxFrameBytes};
+  std::deque<json> inbox_;
+  bool eof_ = false;
+};
+
+// Builds a profile from text (extends resolve to the built-in profiles); fails the test when it
+// does not compile.
+std::shared_ptr<const policy::Policy> CompileProfile(const std::string& text,
+                                                     const std::string& name = "test.cagent");
+
+// A test profile: base, plus writes, an ask rule for lockfiles and for npm, a denied cat, and
+// on-request approvals.
+extern const char* const kTestProfile;
+
+struct HarnessOptions {
+  std::string profile = kTestProfile;
+  std::optional<Budgets> budgets;  // default: BudgetsFromPolicy
+  LoopLimits loop;
+  ApprovalMode approval = ApprovalMode::kPolicy;
+  std::uint32_t max_protocol_errors = 8;
+  std::uint32_t max_frame_bytes = protocol::kMaxFrameBytes;
+  bool with_approver = true;
+  bool with_model = true;
+  // Secrets the redactor knows.
+  std::vector<std::pair<std::string, std::string>> secrets = {
+      {"env:TEST_API_TOKEN", "tok-1234567890-secret"}};
+};
+
+class Harness {
+ public:
+  explicit Harness(HarnessOptions options = {});
+  ~Harness();
+
+  // The next request id (strictly increasing).
+  std::uint64_t NextId() { return ++last_id_; }
+  // A message of `type` with v, id (NextId() unless given) and the fields of `body`.
+  json Msg(const std::string& type, json body = json::object(), std::optional<std::uint64_t> id = {});
+  // Sends and returns the reply (nullopt when none came).
+  std::optional<json> Request(const json& message);
+  // hello -> welcome; fails the test if the reply is not a welcome.
+  json Hello();
+  json ToolRequest(const std::string& tool, json args, std::vector<std::string> paths = {});
+  json ToolResult(std::uint64_t request, bool ok, const std::string& output,
+                  std::vector<std::string> changed = {});
+
+  // Runs the io_context until the session has ended and on_end ran (or the timeout passed).
+  bool WaitEnded(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+
+  boost::asio::io_context io;
+  std::shared_ptr<const policy::Policy> policy;
+  std::string dir;        // temporary directory holding the audit log
+  std::string audit_path;
+  std::optional<AuditLog> audit;
+  Redactor redactor;
+  ApprovalBook book;
+  FakeModelProvider model{io};
+  FakeApprover approver{io};
+  std::unique_ptr<Broker> broker;
+  std::unique_ptr<TestPeer> peer;
+
+  std::vector<BrokerEvent> events;
+  std::optional<BrokerOutcome> ended;  // set by on_end
+  int on_end_calls = 0;
+
+  // The audit log's entries, parsed.
+  [[nodiscard]] std::vector<json> AuditEntries() const;
+
+ private:
+  std::uint64_t last_id_ = 0;
+};
+
+// The frame header announcing `n` bytes.
+std::string Header(std::uint32_t n);
+
+}  // namespace cagent::launcher::broker::testing

@@ -1,0 +1,232 @@
+// Budgets: read from the profile, lowered (never raised) from the command line, counted by the
+// broker, and each one ending the run with a reason naming it when exhausted.
+#include "launcher/broker/budgets.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/broker/broker_test_util.h"
+
+namespace cagent::launcher::broker::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(Budgets, FromPolicyLimits) {
+  auto p = CompileProfile(R"(extends base
+limits {
+  model-turns 7
+  model-tokens 5000
+  tool-calls 9
+  wall-time 90s
+  total-output 1M
+}
+)");
+  ASSERT_TRUE(p);
+  const Budgets b = BudgetsFromPolicy(*p);
+  EXPECT_EQ(b.model_turns, 7U);
+  EXPECT_EQ(b.model_tokens, 5000U);
+  EXPECT_EQ(b.tool_calls, 9U);
+  EXPECT_EQ(b.wall_time, std::chrono::milliseconds(90000));
+  EXPECT_EQ(b.output_bytes, 1U << 20);
+  EXPECT_TRUE(b.tool_calls_by_kind.empty());
+}
+
+TEST(Budgets, UnlimitedInTheProfileIsUnbounded) {
+  auto p = CompileProfile("extends base\nlimits {\n  model-turns unlimited\n}\n");
+  ASSERT_TRUE(p);
+  EXPECT_FALSE(BudgetsFromPolicy(*p).model_turns.has_value());
+}
+
+TEST(LowerBudgets, LowersButRefusesRaisingNamingTheBudgetAndTheProfileValue) {
+  Budgets b;
+  b.model_turns = 40;
+  b.tool_calls = 100;
+  b.wall_time = std::chrono::minutes(30);
+  Budgets lower;
+  lower.model_turns = 10;
+  ASSERT_TRUE(LowerBudgets(b, lower).ok());
+  EXPECT_EQ(b.model_turns, 10U);
+
+  Budgets raise;
+  raise.tool_calls = 50;                        // fine on its own
+  raise.wall_time = std::chrono::minutes(45);  // above the profile's 30m
+  const Status s = LowerBudgets(b, raise);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().Message(), HasSubstr("wall-time"));
+  EXPECT_THAT(s.error().Message(), HasSubstr("45m"));
+  EXPECT_THAT(s.error().Message(), HasSubstr("30m"));
+  // Nothing changed, not even the budget that was lowered in the same request.
+  EXPECT_EQ(b.tool_calls, 100U);
+  EXPECT_EQ(b.wall_time, std::chrono::minutes(30));
+}
+
+TEST(LowerBudgets, RaisingTheTurnBudgetIsRefused) {
+  Budgets b;
+  b.model_turns = 40;
+  Budgets raise;
+  raise.model_turns = 41;
+  const Status s = LowerBudgets(b, raise);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().Message(), HasSubstr("model-turns"));
+  EXPECT_THAT(s.error().Message(), HasSubstr("40"));
+  EXPECT_EQ(b.model_turns, 40U);
+}
+
+TEST(LowerBudgets, AnUnlimitedBudgetMayBeBounded) {
+  Budgets b;  // all unlimited
+  Budgets req;
+  req.model_tokens = 1000;
+  req.tool_calls_by_kind["run_command"] = 5;
+  ASSERT_TRUE(LowerBudgets(b, req).ok());
+  EXPECT_EQ(b.model_tokens, 1000U);
+  EXPECT_EQ(b.tool_calls_by_kind.at("run_command"), 5U);
+  Budgets raise;
+  raise.tool_calls_by_kind["run_command"] = 6;
+  EXPECT_FALSE(LowerBudgets(b, raise).ok());
+}
+
+TEST(BudgetCounter, CountsAndNamesTheBudget) {
+  Budgets b;
+  b.model_turns = 2;
+  b.tool_calls_by_kind["grep"] = 1;
+  BudgetCounter c(b);
+  EXPECT_FALSE(c.CheckModelCall());
+  EXPECT_EQ(c.CountModelTurn(), 1U);
+  EXPECT_EQ(c.CountModelTurn(), 2U);
+  EXPECT_EQ(c.CheckModelCall(), "model-turn budget (2) reached");
+  EXPECT_FALSE(c.CheckToolCall("grep"));
+  c.CountToolCall("grep");
+  EXPECT_EQ(c.CheckToolCall("grep"), "grep call budget (1) reached");
+  EXPECT_FALSE(c.CheckToolCall("read_file"));
+  // Invented tool names are counted in the total, never as a kind.
+  c.CountToolCall("no_such_tool");
+  EXPECT_EQ(c.used().tool_calls, 2U);
+  EXPECT_FALSE(c.used().tool_calls_by_kind.contains("no_such_tool"));
+}
+
+// ---- through the broker ----
+
+// Expects the reply to be budget_exhausted naming `reason`, then shutdown{failed, reason}, then
+// the end of the session with that reason and an audit "budget" entry.
+void ExpectBudgetEnd(Harness& h, const std::optional<json>& reply, const std::string& reason) {
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["type"], "error") << reply->dump();
+  EXPECT_EQ((*reply)["code"], "budget_exhausted") << reply->dump();
+  EXPECT_THAT((*reply)["message"].get<std::string>(), HasSubstr(reason));
+  auto shutdown = h.peer->Recv();
+  ASSERT_TRUE(shutdown);
+  EXPECT_EQ((*shutdown)["type"], "shutdown");
+  EXPECT_EQ((*shutdown)["status"], "failed");
+  EXPECT_THAT((*shutdown)["reason"].get<std::string>(), HasSubstr(reason));
+  ASSERT_TRUE(h.WaitEnded());
+  EXPECT_EQ(h.ended->status, BrokerOutcome::Status::kFailed);
+  EXPECT_THAT(h.ended->reason, HasSubstr(reason));
+  bool audited = false;
+  for (const json& e : h.AuditEntries()) audited = audited || e.value("event", "") == "budget";
+  EXPECT_TRUE(audited);
+}
+
+HarnessOptions WithBudgets(const Budgets& b) {
+  HarnessOptions o;
+  o.budgets = b;
+  o.loop = LoopLimits{1000, 1000};  // budgets, not loops, are under test
+  return o;
+}
+
+TEST(BrokerBudgets, ModelTurns) {
+  Budgets b;
+  b.model_turns = 2;
+  Harness h(WithBudgets(b));
+  EXPECT_EQ(h.Hello()["max_turns"], 2);
+  for (int i = 1; i <= 2; ++i) {
+    auto r = h.Request(h.Msg("model_call", {{"body", json::object()}}));
+    ASSERT_TRUE(r);
+    EXPECT_EQ((*r)["type"], "model_result");
+    EXPECT_EQ((*r)["turn"], i);
+    EXPECT_EQ((*r)["max_turns"], 2);
+  }
+  ExpectBudgetEnd(h, h.Request(h.Msg("model_call", {{"body", json::object()}})),
+                  "model-turn budget (2) reached");
+  EXPECT_EQ(h.model.bodies.size(), 2U);  // the third call never reached the provider
+}
+
+TEST(BrokerBudgets, ModelTurnsFromTheProfile) {
+  HarnessOptions o;
+  o.profile = std::string(kTestProfile) + "limits {\n  model-turns 1\n}\n";
+  Harness h(o);
+  h.Hello();
+  ASSERT_EQ((*h.Request(h.Msg("model_call", {{"body", json::object()}})))["type"], "model_result");
+  ExpectBudgetEnd(h, h.Request(h.Msg("model_call", {{"body", json::object()}})),
+                  "model-turn budget (1) reached");
+}
+
+TEST(BrokerBudgets, ModelTokens) {
+  Budgets b;
+  b.model_tokens = 20;  // each fake response uses 15
+  Harness h(WithBudgets(b));
+  h.Hello();
+  ASSERT_EQ((*h.Request(h.Msg("model_call", {{"body", json::object()}})))["type"], "model_result");
+  ExpectBudgetEnd(h, h.Request(h.Msg("model_call", {{"body", json::object()}})),
+                  "model-token budget (20) exceeded");
+}
+
+TEST(BrokerBudgets, ToolCalls) {
+  Budgets b;
+  b.tool_calls = 2;
+  Harness h(WithBudgets(b));
+  h.Hello();
+  EXPECT_EQ(h.ToolRequest("read_file", {{"path", "a"}})["verdict"], "allow");
+  EXPECT_EQ(h.ToolRequest("read_file", {{"path", ".env"}})["verdict"], "deny");  // counts too
+  ExpectBudgetEnd(h, h.Request(h.Msg("tool_request", {{"tool", "list_dir"}, {"args", json::object()}})),
+                  "tool-call budget (2) reached");
+}
+
+TEST(BrokerBudgets, ToolCallsByKind) {
+  Budgets b;
+  b.tool_calls_by_kind["run_command"] = 1;
+  Harness h(WithBudgets(b));
+  h.Hello();
+  EXPECT_EQ(h.ToolRequest("run_command", {{"command", "ls"}})["verdict"], "allow");
+  EXPECT_EQ(h.ToolRequest("read_file", {{"path", "a"}})["verdict"], "allow");
+  ExpectBudgetEnd(h,
+                  h.Request(h.Msg("tool_request", {{"tool", "run_command"},
+                                                   {"args", {{"command", "pwd"}}}})),
+                  "run_command call budget (1) reached");
+}
+
+TEST(BrokerBudgets, OutputBytes) {
+  Budgets b;
+  b.output_bytes = 10;
+  Harness h(WithBudgets(b));
+  h.Hello();
+  const json first = h.ToolRequest("read_file", {{"path", "a"}});
+  EXPECT_EQ(h.ToolResult(first["id"], true, "0123456789")["type"], "result_ack");  // exactly 10
+  const json second = h.ToolRequest("read_file", {{"path", "b"}});
+  ExpectBudgetEnd(h,
+                  h.Request(h.Msg("tool_result", {{"request", second["id"]},
+                                                  {"ok", true},
+                                                  {"output", "x"}})),
+                  "output budget (10) exceeded");
+}
+
+TEST(BrokerBudgets, WallTime) {
+  Budgets b;
+  b.wall_time = std::chrono::milliseconds(200);
+  Harness h(WithBudgets(b));
+  h.Hello();
+  auto shutdown = h.peer->Recv(std::chrono::milliseconds(10000));
+  ASSERT_TRUE(shutdown);
+  EXPECT_EQ((*shutdown)["type"], "shutdown");
+  EXPECT_EQ((*shutdown)["status"], "failed");
+  EXPECT_EQ((*shutdown)["reason"], "wall-time budget (200ms) reached");
+  ASSERT_TRUE(h.WaitEnded());
+  EXPECT_EQ(h.ended->status, BrokerOutcome::Status::kFailed);
+  EXPECT_EQ(h.ended->reason, "wall-time budget (200ms) reached");
+  bool audited = false;
+  for (const json& e : h.AuditEntries()) audited = audited || e.value("event", "") == "budget";
+  EXPECT_TRUE(audited);
+}
+
+}  // namespace
+}  // namespace cagent::launcher::broker::testing
