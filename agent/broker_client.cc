@@ -159,7 +159,8 @@ std::variant<protocol::Message, BrokerFailure> BrokerClient::Await(std::uint64_t
     std::string text = "the broker sent " + KindText(kind) + " for request " +
                        std::to_string(message.header.id) + " while request " + std::to_string(id) +
                        " was outstanding";
-    if (kind == Kind::kError) text += " (" + std::get<protocol::ErrorReply>(message.body).message + ")";
+    if (kind == Kind::kError)
+      text += " (" + std::get<protocol::ErrorReply>(message.body).message + ")";
     return Fail(Failure(BrokerFailure::Kind::kProtocol, text));
   }
   if (kind == Kind::kError) {
@@ -189,10 +190,10 @@ BrokerReply<protocol::Welcome> BrokerClient::Hello(const std::string& agent_name
   auto reply = Exchange<protocol::Welcome>(
       Kind::kHello, protocol::Hello{agent_name, {protocol::kVersion}}, Kind::kWelcome);
   if (reply.ok() && reply.value().protocol != protocol::kVersion) {
-    return Fail(Failure(BrokerFailure::Kind::kProtocol,
-                        "the broker chose protocol version " +
-                            std::to_string(reply.value().protocol) + "; this agent speaks " +
-                            std::to_string(protocol::kVersion)));
+    return Fail(Failure(BrokerFailure::Kind::kProtocol, "the broker chose protocol version " +
+                                                            std::to_string(reply.value().protocol) +
+                                                            "; this agent speaks " +
+                                                            std::to_string(protocol::kVersion)));
   }
   return reply;
 }
@@ -230,13 +231,13 @@ BrokerReply<protocol::ResultAck> BrokerClient::ReportResult(protocol::ToolResult
 }
 
 BrokerReply<protocol::Ack> BrokerClient::Progress(std::string state, std::string text) {
-  return Exchange<protocol::Ack>(Kind::kProgress, protocol::Progress{std::move(state), std::move(text)},
-                                 Kind::kAck);
+  return Exchange<protocol::Ack>(Kind::kProgress,
+                                 protocol::Progress{std::move(state), std::move(text)}, Kind::kAck);
 }
 
 BrokerReply<protocol::Ack> BrokerClient::Finish(std::string outcome, std::string summary) {
-  return Exchange<protocol::Ack>(Kind::kFinish, protocol::Finish{std::move(outcome), std::move(summary)},
-                                 Kind::kAck);
+  return Exchange<protocol::Ack>(
+      Kind::kFinish, protocol::Finish{std::move(outcome), std::move(summary)}, Kind::kAck);
 }
 
 }  // namespace cagent::agent

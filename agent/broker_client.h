@@ -13,12 +13,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
-
-#include <nlohmann/json.hpp>
 
 #include "common/protocol.h"
 #include "common/unique_fd.h"
@@ -46,8 +45,9 @@ struct BrokerFailure {
 template <typename T>
 class [[nodiscard]] BrokerReply {
  public:
-  BrokerReply(T value) : v_(std::move(value)) {}               // NOLINT(google-explicit-constructor)
-  BrokerReply(BrokerFailure failure) : v_(std::move(failure)) {}  // NOLINT(google-explicit-constructor)
+  BrokerReply(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  BrokerReply(BrokerFailure failure)
+      : v_(std::move(failure)) {}  // NOLINT(google-explicit-constructor)
   [[nodiscard]] bool ok() const { return v_.index() == 0; }
   T& value() { return std::get<0>(v_); }
   const T& value() const { return std::get<0>(v_); }

@@ -2,13 +2,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <linux/close_range.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -236,7 +235,8 @@ CommandRun RunShellCommand(const CommandSpec& spec) {
   UniqueFd stdin_fd(AboveStdio(::open("/dev/null", O_RDONLY | O_CLOEXEC)));
   UniqueFd empty_w;
   if (!stdin_fd.valid()) {
-    // No /dev/null in this view: an empty pipe whose write end is closed reads as EOF just the same.
+    // No /dev/null in this view: an empty pipe whose write end is closed reads as EOF just the
+    // same.
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) {
       run.start_error = std::string("stdin pipe: ") + std::strerror(errno);
@@ -245,8 +245,7 @@ CommandRun RunShellCommand(const CommandSpec& spec) {
     stdin_fd.Reset(AboveStdio(p[0]));
     ::close(p[1]);
   }
-  if (!out_r.valid() || !out_w.valid() || !err_r.valid() || !err_w.valid() ||
-      !stdin_fd.valid()) {
+  if (!out_r.valid() || !out_w.valid() || !err_r.valid() || !err_w.valid() || !stdin_fd.valid()) {
     run.start_error = "cannot set up the command's descriptors";
     return run;
   }
@@ -309,11 +308,11 @@ CommandRun RunShellCommand(const CommandSpec& spec) {
       ::kill(pid, SIGKILL);
       phase = Phase::kKilled;
     }
-    auto next = phase == Phase::kRunning ? deadline
+    auto next = phase == Phase::kRunning       ? deadline
                 : phase == Phase::kTerminating ? grace_deadline
-                                                : Clock::now() + std::chrono::milliseconds(100);
-    auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now())
-                       .count() + 1;
+                                               : Clock::now() + std::chrono::milliseconds(100);
+    auto wait_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count() + 1;
     if (!pidfd.valid()) wait_ms = std::min<long long>(wait_ms, 50);  // poll waitid instead
     wait_ms = std::clamp<long long>(wait_ms, 0, 1000);
     struct pollfd fds[2];
@@ -420,9 +419,8 @@ class RunCommandCall : public PreparedCall {
     }
     std::vector<std::string> notes;
     if (run.cut_bytes > 0) {
-      notes.push_back("the output was " + std::to_string(run.output_bytes) +
-                      " bytes; the middle " + std::to_string(run.cut_bytes) +
-                      " bytes were cut (first and last " +
+      notes.push_back("the output was " + std::to_string(run.output_bytes) + " bytes; the middle " +
+                      std::to_string(run.cut_bytes) + " bytes were cut (first and last " +
                       HumanBytes(env_->limits.command_output_bytes / 2) +
                       " kept); redirect to a file and grep it to see more");
     }
@@ -438,14 +436,15 @@ class RunCommandCall : public PreparedCall {
     if (run.timed_out) {
       o.ok = false;
       o.code = "timeout";
-      o.message = "run_command timed out after " + DurationWords(timeout_) +
-                  "; the process group was terminated (SIGTERM" +
-                  (run.escalated ? ", then SIGKILL after " +
-                                       DurationWords(env_->limits.kill_grace) + ")"
-                                 : ")") +
-                  "; " + status;
-      o.hint = "run long jobs in the background of a single call with their own timeout, or "
-               "make the command faster (a narrower test selection)";
+      o.message =
+          "run_command timed out after " + DurationWords(timeout_) +
+          "; the process group was terminated (SIGTERM" +
+          (run.escalated ? ", then SIGKILL after " + DurationWords(env_->limits.kill_grace) + ")"
+                         : ")") +
+          "; " + status;
+      o.hint =
+          "run long jobs in the background of a single call with their own timeout, or "
+          "make the command faster (a narrower test selection)";
     } else {
       o.message = status;
     }

@@ -15,25 +15,25 @@
 namespace cagent::agent {
 
 struct CommandSpec {
-  std::string command;   // the shell string (no NUL byte)
-  int cwd_fd = -1;       // directory fd the shell starts in (fchdir); not owned
+  std::string command;  // the shell string (no NUL byte)
+  int cwd_fd = -1;      // directory fd the shell starts in (fchdir); not owned
   std::chrono::milliseconds timeout{120000};
   std::chrono::milliseconds kill_grace{2000};
   std::uint64_t output_cap = 64 * 1024;  // bytes kept: the first half and the last half
 };
 
 struct CommandRun {
-  std::string start_error;   // non-empty: the shell could not be started (nothing ran)
-  bool exited = false;       // normal exit: exit_code valid
+  std::string start_error;  // non-empty: the shell could not be started (nothing ran)
+  bool exited = false;      // normal exit: exit_code valid
   int exit_code = 0;
-  int term_signal = 0;       // killed by this signal (when !exited)
+  int term_signal = 0;  // killed by this signal (when !exited)
   bool timed_out = false;
-  bool escalated = false;    // timed out and the grace period ended with SIGKILL
-  std::string output;        // head + "[... N bytes cut ...]" + tail (raw bytes)
+  bool escalated = false;          // timed out and the grace period ended with SIGKILL
+  std::string output;              // head + "[... N bytes cut ...]" + tail (raw bytes)
   std::uint64_t output_bytes = 0;  // everything the command wrote
   std::uint64_t cut_bytes = 0;     // how much of it was dropped from the middle
-  int leftovers_killed = 0;  // processes still alive after the shell exited, killed by us
-  bool proc_scan = true;     // /proc was readable (orphans could be found)
+  int leftovers_killed = 0;        // processes still alive after the shell exited, killed by us
+  bool proc_scan = true;           // /proc was readable (orphans could be found)
 };
 
 // Runs the command to completion (or timeout) in the calling process's child. Blocks. Must not be

@@ -101,7 +101,8 @@ class Compactor {
     const std::size_t end = RecentStart(messages, first, keep);
     for (std::size_t i = first; i < end; ++i) {
       Message& m = messages[i];
-      if (m.role != Role::kTool || m.info.stubbed || m.result.content.size() < limits_.stub_min_bytes) {
+      if (m.role != Role::kTool || m.info.stubbed ||
+          m.result.content.size() < limits_.stub_min_bytes) {
         continue;
       }
       if (CarriesFileContents(m, false)) Drop(m);
@@ -186,8 +187,8 @@ class Compactor {
     if (auto it = calls.find(m.result.call_id); it != calls.end()) {
       if (tool.empty()) tool = it->second->name;
       if (subject.empty()) {
-        subject = it->second->arguments.dump(-1, ' ', false,
-                                             nlohmann::json::error_handler_t::replace);
+        subject =
+            it->second->arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       }
     }
     std::string line = "- " + (tool.empty() ? std::string("tool") : tool);
@@ -199,8 +200,8 @@ class Compactor {
       if (!m.info.error_code.empty()) line += " [" + m.info.error_code + "]";
       // The first line of an error says what went wrong; keep it.
       if (!m.info.stubbed) {
-        line += ": " + OneLine(m.result.content.substr(0, m.result.content.find('\n')),
-                               kExcerptBytes);
+        line +=
+            ": " + OneLine(m.result.content.substr(0, m.result.content.find('\n')), kExcerptBytes);
       }
     }
     return line;

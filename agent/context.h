@@ -43,8 +43,8 @@ struct ContextLimits {
 struct CompactionReport {
   std::uint64_t tokens_before = 0;
   std::uint64_t tokens_after = 0;
-  std::size_t stubbed = 0;     // tool outputs replaced by stubs
-  std::size_t summarised = 0;  // messages folded into the summary
+  std::size_t stubbed = 0;               // tool outputs replaced by stubs
+  std::size_t summarised = 0;            // messages folded into the summary
   std::vector<std::string> invalidated;  // ledger paths invalidated, sorted
   bool still_over = false;  // nothing more could be dropped and the estimate is still over budget
 

@@ -13,8 +13,8 @@ std::uint64_t Quarter(std::uint64_t bytes) { return (bytes + 3) / 4; }
 }  // namespace
 
 std::uint64_t EstimateTokens(const Message& message) {
-  std::uint64_t bytes = message.text.size() + message.result.content.size() +
-                        message.result.call_id.size();
+  std::uint64_t bytes =
+      message.text.size() + message.result.content.size() + message.result.call_id.size();
   std::uint64_t tokens = kPerMessageOverhead;
   for (const ToolCall& call : message.tool_calls) {
     bytes += call.id.size() + call.name.size() +

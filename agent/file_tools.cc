@@ -53,9 +53,9 @@ FsResult<std::string> ReadSample(int fd, const std::string& relative) {
 
 std::optional<ToolOutcome> CheckRegular(std::string_view tool, const OpenedPath& opened) {
   if (S_ISDIR(opened.st.st_mode)) {
-    return ToolOutcome::Fail("is_directory", Quoted(opened.relative) + " is a directory",
-                             "use list_dir with path=\"" + DisplayName(opened.relative) +
-                                 "\" to see its entries");
+    return ToolOutcome::Fail(
+        "is_directory", Quoted(opened.relative) + " is a directory",
+        "use list_dir with path=\"" + DisplayName(opened.relative) + "\" to see its entries");
   }
   if (!S_ISREG(opened.st.st_mode)) {
     return ToolOutcome::Fail("not_regular_file",
@@ -86,21 +86,18 @@ std::optional<ToolOutcome> CheckLedger(const ToolEnv& env, std::string_view tool
     case Ledger::State::kChanged:
       break;
   }
-  std::string why = env.ledger.MaybeStale(path)
-                        ? " (a run_command ran since then and probably changed it)"
-                        : "";
-  return ToolOutcome::Fail("stale_read",
-                           t + " refused: " + Quoted(path) + " changed since it was last read" +
-                               why,
-                           "call read_file on " + Quoted(path) +
-                               " again and base the change on its current contents");
+  std::string why =
+      env.ledger.MaybeStale(path) ? " (a run_command ran since then and probably changed it)" : "";
+  return ToolOutcome::Fail(
+      "stale_read", t + " refused: " + Quoted(path) + " changed since it was last read" + why,
+      "call read_file on " + Quoted(path) + " again and base the change on its current contents");
 }
 
 // The destination of a write: the existing file (if any) opened for reading, and the directory
 // holding the name that will be replaced, both beneath the root.
 struct WriteTarget {
-  std::string arg_relative;    // the model's path, made relative (not normalised)
-  std::string relative;        // resolved workspace-relative path of the file
+  std::string arg_relative;  // the model's path, made relative (not normalised)
+  std::string relative;      // resolved workspace-relative path of the file
   std::optional<OpenedPath> existing;
   std::optional<OpenedParent> parent;  // absent: parent directories must be created in Execute
 };
@@ -129,8 +126,8 @@ std::variant<WriteTarget, ToolOutcome> OpenTarget(const ToolEnv& env, std::strin
       target.parent = std::get<OpenedParent>(std::move(parent));
       target.relative = target.parent->relative;
     }
-    if (auto d = CheckDeniedBoth(env, tool, target.relative, target.arg_relative,
-                                 PathAccess::kWrite)) {
+    if (auto d =
+            CheckDeniedBoth(env, tool, target.relative, target.arg_relative, PathAccess::kWrite)) {
       return *d;
     }
     return target;
@@ -138,8 +135,8 @@ std::variant<WriteTarget, ToolOutcome> OpenTarget(const ToolEnv& env, std::strin
   auto& file = std::get<OpenedPath>(opened);
   if (auto bad = CheckRegular(tool, file)) return *bad;
   target.relative = file.relative;
-  if (auto d = CheckDeniedBoth(env, tool, target.relative, target.arg_relative,
-                               PathAccess::kWrite)) {
+  if (auto d =
+          CheckDeniedBoth(env, tool, target.relative, target.arg_relative, PathAccess::kWrite)) {
     return *d;
   }
   // The directory entry to replace is the resolved one (symlinks inside the workspace followed).
@@ -149,9 +146,8 @@ std::variant<WriteTarget, ToolOutcome> OpenTarget(const ToolEnv& env, std::strin
   struct stat st {};
   if (::fstatat(dir.dir.get(), dir.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
       st.st_dev != file.st.st_dev || st.st_ino != file.st.st_ino) {
-    return ToolOutcome::Fail("io_error",
-                             Quoted(file.relative) + " changed while it was being opened",
-                             "retry the call");
+    return ToolOutcome::Fail(
+        "io_error", Quoted(file.relative) + " changed while it was being opened", "retry the call");
   }
   target.existing = std::move(file);
   target.parent = std::move(dir);
@@ -177,8 +173,9 @@ FsResult<bool> AtomicReplace(int dir, const std::string& name, const std::string
   auto fail = [&](int err, const std::string& what) -> FsFailure {
     if (fd >= 0) ::close(fd);
     ::unlinkat(dir, tmp.c_str(), 0);
-    FsFailure f{"io_error", "cannot write " + Quoted(relative) + ": " + what + ": " +
-                                std::strerror(err), "", err};
+    FsFailure f{"io_error",
+                "cannot write " + Quoted(relative) + ": " + what + ": " + std::strerror(err), "",
+                err};
     if (err == EROFS) {
       f.code = "read_only";
       f.message = Quoted(relative) + " is on a read-only mount";
@@ -257,16 +254,14 @@ class ReadFileCall : public PreparedCall {
     const std::uint64_t last_wanted = count > UINT64_MAX - first ? UINT64_MAX : first + count - 1;
     Sha256 hash;
     std::string out;
-    std::uint64_t line_no = 1;   // number of the line being assembled
-    std::uint64_t total = 0;     // complete lines seen
+    std::uint64_t line_no = 1;  // number of the line being assembled
+    std::uint64_t total = 0;    // complete lines seen
     std::uint64_t shown_last = 0;
     bool output_full = false;
     bool line_cut = false;
-    std::string line;            // the current line when it is inside the window
-    std::size_t width = std::max<std::size_t>(4, std::to_string(last_wanted == UINT64_MAX
-                                                                    ? first
-                                                                    : last_wanted)
-                                                     .size());
+    std::string line;  // the current line when it is inside the window
+    std::size_t width = std::max<std::size_t>(
+        4, std::to_string(last_wanted == UINT64_MAX ? first : last_wanted).size());
     width = std::min<std::size_t>(width, 8);
     auto in_window = [&](std::uint64_t n) {
       return n >= first && n <= last_wanted && !output_full;
@@ -299,8 +294,8 @@ class ReadFileCall : public PreparedCall {
       ssize_t n = ::pread(file_.fd.get(), buf, sizeof(buf), pos);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
-        return ToolOutcome::Fail("io_error", "cannot read " + Quoted(file_.relative) + ": " +
-                                                 std::strerror(errno));
+        return ToolOutcome::Fail(
+            "io_error", "cannot read " + Quoted(file_.relative) + ": " + std::strerror(errno));
       }
       if (n == 0) break;
       pos += n;
@@ -339,8 +334,9 @@ class ReadFileCall : public PreparedCall {
     }
     if (first > total) {
       return ToolOutcome::Fail("bad_arguments",
-                               "read_file: offset " + std::to_string(first) + " is past the end of " +
-                                   Quoted(rel) + " (" + std::to_string(total) + " lines)",
+                               "read_file: offset " + std::to_string(first) +
+                                   " is past the end of " + Quoted(rel) + " (" +
+                                   std::to_string(total) + " lines)",
                                "use an offset between 1 and " + std::to_string(total));
     }
     env_->ledger.RecordRead(rel, digest);
@@ -350,11 +346,10 @@ class ReadFileCall : public PreparedCall {
       o.message = "lines " + std::to_string(first) + "-" + std::to_string(shown_last) + " of " +
                   std::to_string(total) + " in " + Quoted(rel);
       if (shown_last < total) {
-        o.message += "; call read_file with offset=" + std::to_string(shown_last + 1) +
-                     " to continue";
+        o.message +=
+            "; call read_file with offset=" + std::to_string(shown_last + 1) + " to continue";
         if (output_full) {
-          o.message += " (this window stopped at " + HumanBytes(lim.read_max_bytes) +
-                       " of output)";
+          o.message += " (this window stopped at " + HumanBytes(lim.read_max_bytes) + " of output)";
         }
       }
     }
@@ -384,16 +379,22 @@ std::optional<std::uint64_t> OptUint(const nlohmann::json& args, const char* key
 class WriteCall : public PreparedCall {
  public:
   WriteCall(EnvPtr env, std::string tool, WriteTarget target, std::string content)
-      : env_(std::move(env)), tool_(std::move(tool)), target_(std::move(target)),
+      : env_(std::move(env)),
+        tool_(std::move(tool)),
+        target_(std::move(target)),
         content_(std::move(content)) {
     paths_.push_back(target_.relative);
   }
   // edit_file: the replacement is computed in Execute from the content read through the kept fd.
   WriteCall(EnvPtr env, WriteTarget target, std::string old_string, std::string new_string,
             bool replace_all)
-      : env_(std::move(env)), tool_("edit_file"), target_(std::move(target)),
-        old_string_(std::move(old_string)), new_string_(std::move(new_string)),
-        replace_all_(replace_all), is_edit_(true) {
+      : env_(std::move(env)),
+        tool_("edit_file"),
+        target_(std::move(target)),
+        old_string_(std::move(old_string)),
+        new_string_(std::move(new_string)),
+        replace_all_(replace_all),
+        is_edit_(true) {
     paths_.push_back(target_.relative);
   }
 
@@ -491,8 +492,9 @@ std::variant<std::string, ToolOutcome> ComputeEdit(const std::string& content,
         " and copy the text to replace exactly, whitespace included, without the line-number "
         "prefixes";
     if (LooksLineNumbered(old_string)) {
-      hint = "old_string seems to start with read_file's line-number prefix (\"  12<TAB>\"); "
-             "copy only the text after the tab";
+      hint =
+          "old_string seems to start with read_file's line-number prefix (\"  12<TAB>\"); "
+          "copy only the text after the tab";
     }
     std::vector<std::size_t> map;
     const std::string folded = FoldWhitespace(content, &map);
@@ -516,8 +518,8 @@ std::variant<std::string, ToolOutcome> ComputeEdit(const std::string& content,
               JoinNumbers(LineNumbersOf(content, near)),
           "call read_file on those lines and copy them exactly, whitespace included");
     }
-    return ToolOutcome::Fail("no_match",
-                             "edit_file: old_string was not found in " + Quoted(rel), hint);
+    return ToolOutcome::Fail("no_match", "edit_file: old_string was not found in " + Quoted(rel),
+                             hint);
   }
   if (positions.size() > 1 && !replace_all) {
     return ToolOutcome::Fail(
@@ -555,10 +557,10 @@ ToolOutcome WriteCall::Execute() {
     if (auto* fail = std::get_if<ToolOutcome>(&edited)) return std::move(*fail);
     content_ = std::get<std::string>(std::move(edited));
     if (content_.size() > env.limits.write_max_bytes) {
-      return ToolOutcome::Fail("too_large",
-                               "edit_file: the edited " + Quoted(rel) + " would be " +
-                                   HumanBytes(content_.size()) + ", above the " +
-                                   HumanBytes(env.limits.write_max_bytes) + " write limit");
+      return ToolOutcome::Fail("too_large", "edit_file: the edited " + Quoted(rel) + " would be " +
+                                                HumanBytes(content_.size()) + ", above the " +
+                                                HumanBytes(env.limits.write_max_bytes) +
+                                                " write limit");
     }
   }
   if (!target_.parent) {
@@ -568,15 +570,17 @@ ToolOutcome WriteCall::Execute() {
     target_.parent = std::get<OpenedParent>(std::move(parent));
     if (target_.parent->relative != rel) {
       return ToolOutcome::Fail("io_error",
-                               Quoted(rel) + " resolved differently when its directories were "
-                                             "created (" + Quoted(target_.parent->relative) + ")",
+                               Quoted(rel) +
+                                   " resolved differently when its directories were "
+                                   "created (" +
+                                   Quoted(target_.parent->relative) + ")",
                                "retry the call");
     }
   }
   std::optional<mode_t> mode;
   if (target_.existing) mode = KeptMode(target_.existing->st);
-  auto written = AtomicReplace(target_.parent->dir.get(), target_.parent->name, rel, content_,
-                               mode, /*no_replace=*/!target_.existing);
+  auto written = AtomicReplace(target_.parent->dir.get(), target_.parent->name, rel, content_, mode,
+                               /*no_replace=*/!target_.existing);
   if (auto* f = std::get_if<FsFailure>(&written)) return FromFs(tool_, *f);
   env_->ledger.RecordWrite(rel, Sha256Hex(content_));
 
@@ -620,9 +624,8 @@ Prepared PrepareReadFile(const EnvPtr& env, const nlohmann::json& args) {
   if (size > env->limits.read_max_bytes && !offset && !limit) {
     return ToolOutcome::Fail(
         "too_large",
-        "read_file: " + Quoted(file.relative) + " is " + HumanBytes(size) +
-            ", above the " + HumanBytes(env->limits.read_max_bytes) +
-            " limit for reading a whole file",
+        "read_file: " + Quoted(file.relative) + " is " + HumanBytes(size) + ", above the " +
+            HumanBytes(env->limits.read_max_bytes) + " limit for reading a whole file",
         "read it in windows with offset and limit (e.g. offset=1, limit=" +
             std::to_string(std::min<std::uint64_t>(env->limits.read_max_lines, 500)) +
             "), or find the part you need with grep");
@@ -658,8 +661,8 @@ Prepared PrepareWriteFile(const EnvPtr& env, const nlohmann::json& args) {
     // Replacing a file follows the same rule as editing it: the model must know what it replaces.
     auto old = ReadWholeFile(t.existing->fd.get(), t.relative);
     if (auto* f = std::get_if<FsFailure>(&old)) return FromFs("write_file", *f);
-    if (auto stale = CheckLedger(*env, "write_file", t.relative,
-                                 Sha256Hex(std::get<std::string>(old)))) {
+    if (auto stale =
+            CheckLedger(*env, "write_file", t.relative, Sha256Hex(std::get<std::string>(old)))) {
       return *stale;
     }
   }

@@ -51,7 +51,11 @@ class Loop {
  public:
   Loop(BrokerClient& client, Toolbox& toolbox, const Adapter& adapter,
        const protocol::Welcome& welcome, const LoopOptions& options)
-      : client_(client), toolbox_(toolbox), adapter_(adapter), welcome_(welcome), options_(options) {
+      : client_(client),
+        toolbox_(toolbox),
+        adapter_(adapter),
+        welcome_(welcome),
+        options_(options) {
     const auto& known = Toolbox::Names();
     for (const std::string& name : welcome_.tools) {
       if (std::find(known.begin(), known.end(), name) != known.end() &&
@@ -128,7 +132,8 @@ class Loop {
     for (const ToolCall& call : turn.tool_calls) {
       if (call.name == "finish" && call.arguments_error.empty()) {
         std::string summary;
-        if (auto it = call.arguments.find("summary"); it != call.arguments.end() && it->is_string()) {
+        if (auto it = call.arguments.find("summary");
+            it != call.arguments.end() && it->is_string()) {
           summary = it->get<std::string>();
         }
         if (summary.empty()) summary = turn.text;
@@ -147,10 +152,11 @@ class Loop {
     info.subject = Subject(call);
     if (!call.arguments_error.empty()) {
       info.error_code = "bad_arguments";
-      Append(call, ErrorResult("bad_arguments",
-                               "the call to " + (call.name.empty() ? "a tool" : call.name) +
-                                   " could not be read: " + call.arguments_error,
-                               "call the tool again with a JSON object that matches its schema"),
+      Append(call,
+             ErrorResult("bad_arguments",
+                         "the call to " + (call.name.empty() ? "a tool" : call.name) +
+                             " could not be read: " + call.arguments_error,
+                         "call the tool again with a JSON object that matches its schema"),
              true, info);
       return std::nullopt;
     }
@@ -158,9 +164,10 @@ class Loop {
       std::string names;
       for (const std::string& name : enabled_) names += name + ", ";
       info.error_code = "unknown_tool";
-      Append(call, ErrorResult("unknown_tool",
-                               "this run has no tool named \"" + OneLine(call.name, 64) + "\"",
-                               "use one of: " + names + "finish"),
+      Append(call,
+             ErrorResult("unknown_tool",
+                         "this run has no tool named \"" + OneLine(call.name, 64) + "\"",
+                         "use one of: " + names + "finish"),
              true, info);
       return std::nullopt;
     }
@@ -171,12 +178,13 @@ class Loop {
       // operator and the audit log still see the attempt.
       info.error_code = refusal->code;
       Append(call, refusal->Render(), true, info);
-      auto sent = client_.Progress("refused", call.name + ": " + refusal->code + " " +
-                                                  OneLine(info.subject));
+      auto sent = client_.Progress("refused",
+                                   call.name + ": " + refusal->code + " " + OneLine(info.subject));
       if (!sent.ok()) return FromFailure(sent.failure());
       return std::nullopt;
     }
-    std::unique_ptr<PreparedCall> ready = std::move(std::get<std::unique_ptr<PreparedCall>>(prepared));
+    std::unique_ptr<PreparedCall> ready =
+        std::move(std::get<std::unique_ptr<PreparedCall>>(prepared));
     info.paths = ready->paths();
 
     auto decision = client_.RequestTool(
@@ -186,8 +194,9 @@ class Loop {
       if (failure.kind == BrokerFailure::Kind::kErrorReply &&
           failure.code == protocol::ErrorCode::kLoopDetected) {
         info.error_code = "loop_detected";
-        Append(call, ErrorResult("loop_detected", failure.message,
-                                 "do not repeat this call; try a different approach or finish"),
+        Append(call,
+               ErrorResult("loop_detected", failure.message,
+                           "do not repeat this call; try a different approach or finish"),
                true, info);
         return std::nullopt;
       }
@@ -297,7 +306,8 @@ json FinishToolSchema() {
           {"parameters",
            {{"type", "object"},
             {"properties",
-             {{"summary", {{"type", "string"}, {"description", "What was done and how it was checked."}}}}},
+             {{"summary",
+               {{"type", "string"}, {"description", "What was done and how it was checked."}}}}},
             {"required", json::array({"summary"})},
             {"additionalProperties", false}}}};
 }

@@ -45,7 +45,7 @@ struct LoopResult {
     kProtocolError,  // the broker connection failed or misbehaved
   };
   Status status = Status::kProtocolError;
-  std::string message;  // why the loop ended, one line (the summary for kDone)
+  std::string message;      // why the loop ended, one line (the summary for kDone)
   std::uint64_t turns = 0;  // model calls answered
 
   // cagent-agent's exit code: 0 done, 3 ended by the broker or a budget, 4 model error,

@@ -64,9 +64,9 @@ Result<UniqueFd> BrokerSocket() {
   int fd = -1;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), fd);
   if (ec != std::errc() || end != value.data() + value.size() || fd < 3) {
-    return PlainError(protocol::kBrokerFdEnv,
-                      "must be a file descriptor number (3 or above), got \"" + std::string(value) +
-                          "\"");
+    return PlainError(
+        protocol::kBrokerFdEnv,
+        "must be a file descriptor number (3 or above), got \"" + std::string(value) + "\"");
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -94,7 +94,8 @@ Result<PathFilter> MakePathFilter(const protocol::Welcome& welcome) {
   if (welcome.policy_source.empty()) return PathFilter{};
   policy::SearchPath search;
   search.builtins = true;
-  policy::Compiled compiled = policy::CompileText("broker-policy.cagent", welcome.policy_source, search);
+  policy::Compiled compiled =
+      policy::CompileText("broker-policy.cagent", welcome.policy_source, search);
   if (!compiled.ok()) {
     std::string first = "unknown error";
     for (const policy::Diagnostic& d : compiled.diags.Sorted()) {
@@ -111,13 +112,13 @@ Result<PathFilter> MakePathFilter(const protocol::Welcome& welcome) {
   if (home != nullptr && home[0] == '/') bindings.home = home;
   auto engine = std::make_shared<policy::Engine>(*compiled.policy, bindings);
   std::shared_ptr<const policy::Policy> keep = compiled.policy;  // the engine borrows it
-  return PathFilter([engine, keep](std::string_view path,
-                                   PathAccess access) -> std::optional<PathDenial> {
-    const policy::Decision d = engine->Path(
-        access == PathAccess::kWrite ? policy::Access::kWrite : policy::Access::kRead, path);
-    if (d.verdict != policy::Verdict::kDeny) return std::nullopt;
-    return PathDenial{d.rule, d.reason};
-  });
+  return PathFilter(
+      [engine, keep](std::string_view path, PathAccess access) -> std::optional<PathDenial> {
+        const policy::Decision d = engine->Path(
+            access == PathAccess::kWrite ? policy::Access::kWrite : policy::Access::kRead, path);
+        if (d.verdict != policy::Verdict::kDeny) return std::nullopt;
+        return PathDenial{d.rule, d.reason};
+      });
 }
 
 int Main(int argc, char** argv) {

@@ -25,8 +25,8 @@ namespace {
 
 constexpr std::uint64_t kMaxWalkEntries = 200000;  // entries a glob/grep walk looks at
 constexpr std::size_t kMaxDepth = 64;
-constexpr std::size_t kGrepMaxLineBytes = 4096;     // longer lines are not searched
-constexpr std::size_t kGrepShownLineBytes = 400;    // a matching line is shown up to this
+constexpr std::size_t kGrepMaxLineBytes = 4096;   // longer lines are not searched
+constexpr std::size_t kGrepShownLineBytes = 400;  // a matching line is shown up to this
 constexpr std::size_t kMaxPatternBytes = 1000;
 constexpr std::chrono::seconds kGrepTimeBudget{20};
 constexpr std::size_t kBinarySample = 8 * 1024;
@@ -120,10 +120,10 @@ struct Skipped {
 };
 
 struct WalkEntry {
-  int dir_fd;                  // the directory holding the entry
+  int dir_fd;  // the directory holding the entry
   const std::string* name;
-  std::string rel_base;        // relative to the walk's start
-  std::string rel_ws;          // workspace-relative
+  std::string rel_base;  // relative to the walk's start
+  std::string rel_ws;    // workspace-relative
   Kind kind;
 };
 
@@ -133,8 +133,11 @@ class Walker {
  public:
   Walker(const ToolEnv& env, std::string base_rel, std::vector<std::string> prefix,
          std::function<bool(const WalkEntry&)> visit, Skipped* skipped)
-      : env_(env), base_rel_(std::move(base_rel)), prefix_(std::move(prefix)),
-        visit_(std::move(visit)), skipped_(skipped) {}
+      : env_(env),
+        base_rel_(std::move(base_rel)),
+        prefix_(std::move(prefix)),
+        visit_(std::move(visit)),
+        skipped_(skipped) {}
 
   void Run(int fd) { Dir(fd, "", 0); }
 
@@ -203,8 +206,8 @@ std::variant<OpenedPath, ToolOutcome> OpenDirArg(const ToolEnv& env, std::string
     return out;
   }
   auto& o = std::get<OpenedPath>(opened);
-  if (auto d = CheckDeniedBoth(env, tool, o.relative, std::get<std::string>(rel),
-                               PathAccess::kRead)) {
+  if (auto d =
+          CheckDeniedBoth(env, tool, o.relative, std::get<std::string>(rel), PathAccess::kRead)) {
     return *d;
   }
   return std::move(o);
@@ -228,8 +231,8 @@ class ListDirCall : public PreparedCall {
   ToolOutcome Execute() override {
     auto entries = ReadDirectory(dir_.fd.get());
     if (!entries) {
-      return ToolOutcome::Fail("io_error", "cannot list " + Quoted(dir_.relative) + ": " +
-                                               std::strerror(errno));
+      return ToolOutcome::Fail(
+          "io_error", "cannot list " + Quoted(dir_.relative) + ": " + std::strerror(errno));
     }
     Skipped skipped;
     std::vector<std::string> lines;
@@ -252,8 +255,9 @@ class ListDirCall : public PreparedCall {
       } else if (e.kind == Kind::kSymlink) {
         char target[4096];
         ssize_t n = ::readlinkat(dir_.fd.get(), e.name.c_str(), target, sizeof(target));
-        line += " -> " + (n >= 0 ? DisplayName(std::string_view(target, static_cast<std::size_t>(n)))
-                                 : std::string("?"));
+        line +=
+            " -> " + (n >= 0 ? DisplayName(std::string_view(target, static_cast<std::size_t>(n)))
+                             : std::string("?"));
       }
       lines.push_back(std::move(line));
     }
@@ -263,8 +267,7 @@ class ListDirCall : public PreparedCall {
     o.message = Quoted(dir_.relative) + ": " + std::to_string(shown + hidden_by_cap) +
                 (shown + hidden_by_cap == 1 ? " entry" : " entries");
     if (hidden_by_cap > 0) {
-      o.message += ", first " + std::to_string(shown) + " shown (" +
-                   std::to_string(hidden_by_cap) +
+      o.message += ", first " + std::to_string(shown) + " shown (" + std::to_string(hidden_by_cap) +
                    " more not shown; use glob or list a subdirectory)";
     }
     o.message = WithNotes(std::move(o.message), skipped);
@@ -283,7 +286,9 @@ class ListDirCall : public PreparedCall {
 class GlobCall : public PreparedCall {
  public:
   GlobCall(EnvPtr env, OpenedPath base, policy::PathGlob glob, std::string pattern)
-      : env_(std::move(env)), base_(std::move(base)), glob_(std::move(glob)),
+      : env_(std::move(env)),
+        base_(std::move(base)),
+        glob_(std::move(glob)),
         pattern_(std::move(pattern)) {
     paths_.push_back(base_.relative);
   }
@@ -316,8 +321,8 @@ class GlobCall : public PreparedCall {
       o.message = std::to_string(total) + (total == 1 ? " match" : " matches") + " for `" +
                   SanitizeUtf8(pattern_) + "`" + where;
       if (total > matches.size()) {
-        o.message += ", first " + std::to_string(matches.size()) +
-                     " shown (narrow the pattern or the path)";
+        o.message +=
+            ", first " + std::to_string(matches.size()) + " shown (narrow the pattern or the path)";
       }
     }
     o.message = WithNotes(std::move(o.message), skipped);
@@ -359,21 +364,34 @@ struct Matcher {
 
 std::string DescribeRegexError(const std::regex_error& e) {
   switch (e.code()) {
-    case std::regex_constants::error_collate: return "invalid collating element";
-    case std::regex_constants::error_ctype: return "invalid character class";
-    case std::regex_constants::error_escape: return "invalid escape or trailing backslash";
+    case std::regex_constants::error_collate:
+      return "invalid collating element";
+    case std::regex_constants::error_ctype:
+      return "invalid character class";
+    case std::regex_constants::error_escape:
+      return "invalid escape or trailing backslash";
     case std::regex_constants::error_backref:
       return "back-references are not supported (or refer to a missing group)";
-    case std::regex_constants::error_brack: return "unbalanced [ ]";
-    case std::regex_constants::error_paren: return "unbalanced ( )";
-    case std::regex_constants::error_brace: return "unbalanced { }";
-    case std::regex_constants::error_badbrace: return "invalid range in { }";
-    case std::regex_constants::error_range: return "invalid character range";
-    case std::regex_constants::error_space: return "the expression is too large";
-    case std::regex_constants::error_badrepeat: return "a repeat (* + ? {n}) has nothing to repeat";
-    case std::regex_constants::error_complexity: return "the expression is too complex";
-    case std::regex_constants::error_stack: return "the expression is too complex";
-    default: return e.what();
+    case std::regex_constants::error_brack:
+      return "unbalanced [ ]";
+    case std::regex_constants::error_paren:
+      return "unbalanced ( )";
+    case std::regex_constants::error_brace:
+      return "unbalanced { }";
+    case std::regex_constants::error_badbrace:
+      return "invalid range in { }";
+    case std::regex_constants::error_range:
+      return "invalid character range";
+    case std::regex_constants::error_space:
+      return "the expression is too large";
+    case std::regex_constants::error_badrepeat:
+      return "a repeat (* + ? {n}) has nothing to repeat";
+    case std::regex_constants::error_complexity:
+      return "the expression is too complex";
+    case std::regex_constants::error_stack:
+      return "the expression is too complex";
+    default:
+      return e.what();
   }
 }
 
@@ -391,8 +409,11 @@ class GrepCall : public PreparedCall {
  public:
   GrepCall(EnvPtr env, OpenedPath target, Matcher matcher, IncludeFilter include,
            std::string pattern)
-      : env_(std::move(env)), target_(std::move(target)), matcher_(std::move(matcher)),
-        include_(std::move(include)), pattern_(std::move(pattern)) {
+      : env_(std::move(env)),
+        target_(std::move(target)),
+        matcher_(std::move(matcher)),
+        include_(std::move(include)),
+        pattern_(std::move(pattern)) {
     paths_.push_back(target_.relative);
   }
 
@@ -446,8 +467,8 @@ class GrepCall : public PreparedCall {
     }
     const auto& text = std::get<std::string>(content);
     // The file may have grown since fstat: only what fits the per-file cap is searched.
-    std::string_view view(text.data(), std::min<std::size_t>(
-                                            text.size(), env_->limits.grep_max_file_bytes));
+    std::string_view view(text.data(),
+                          std::min<std::size_t>(text.size(), env_->limits.grep_max_file_bytes));
     std::string_view sample = view.substr(0, std::min(view.size(), kBinarySample));
     if (LooksBinary(sample, view.size() > sample.size())) {
       ++binary_files_;
@@ -519,7 +540,8 @@ class GrepCall : public PreparedCall {
       notes.push_back("stopped after " + std::to_string(kGrepTimeBudget.count()) +
                       " s; narrow the path or include, or simplify the pattern");
     }
-    if (binary_files_ > 0) notes.push_back(std::to_string(binary_files_) + " binary file(s) skipped");
+    if (binary_files_ > 0)
+      notes.push_back(std::to_string(binary_files_) + " binary file(s) skipped");
     if (large_files_ > 0) {
       notes.push_back(std::to_string(large_files_) + " file(s) above " +
                       HumanBytes(env_->limits.grep_max_file_bytes) + " skipped");
@@ -571,11 +593,10 @@ Prepared PrepareGlob(const EnvPtr& env, const nlohmann::json& args) {
   const auto& pattern = args["pattern"].get_ref<const std::string&>();
   const std::string path = args.value("path", std::string("."));
   if (!pattern.empty() && pattern[0] == '/') {
-    return ToolOutcome::Fail("bad_arguments",
-                             "glob refused: the pattern `" + SanitizeUtf8(pattern) +
-                                 "` is absolute",
-                             "patterns are relative to `path` (default: the workspace root), "
-                             "e.g. \"src/**/*.c\"");
+    return ToolOutcome::Fail(
+        "bad_arguments", "glob refused: the pattern `" + SanitizeUtf8(pattern) + "` is absolute",
+        "patterns are relative to `path` (default: the workspace root), "
+        "e.g. \"src/**/*.c\"");
   }
   if (pattern.find('\0') != std::string::npos || pattern.size() > kMaxPatternBytes) {
     return ToolOutcome::Fail("bad_arguments",
@@ -585,9 +606,8 @@ Prepared PrepareGlob(const EnvPtr& env, const nlohmann::json& args) {
   if (!glob.ok()) {
     return ToolOutcome::Fail("bad_arguments",
                              "glob: invalid pattern `" + SanitizeUtf8(pattern) + "`: " +
-                                 SanitizeUtf8(glob.error().detail.empty()
-                                                  ? glob.error().Message()
-                                                  : glob.error().detail),
+                                 SanitizeUtf8(glob.error().detail.empty() ? glob.error().Message()
+                                                                          : glob.error().detail),
                              "use *, ?, [abc] within a component and ** as a whole component; "
                              "no \".\" or \"..\" components");
   }
@@ -637,8 +657,8 @@ Prepared PrepareGrep(const EnvPtr& env, const nlohmann::json& args) {
                                "use ECMAScript regex syntax; escape literal metacharacters "
                                "with a backslash");
     } catch (const std::exception& e) {
-      return ToolOutcome::Fail("bad_arguments", std::string("grep: cannot compile the pattern: ") +
-                                                    e.what());
+      return ToolOutcome::Fail("bad_arguments",
+                               std::string("grep: cannot compile the pattern: ") + e.what());
     }
   }
   IncludeFilter include;
@@ -674,9 +694,8 @@ Prepared PrepareGrep(const EnvPtr& env, const nlohmann::json& args) {
     return *d;
   }
   if (!S_ISDIR(target.st.st_mode) && !S_ISREG(target.st.st_mode)) {
-    return ToolOutcome::Fail("not_regular_file",
-                             "grep refused: " + Quoted(target.relative) +
-                                 " is neither a regular file nor a directory");
+    return ToolOutcome::Fail("not_regular_file", "grep refused: " + Quoted(target.relative) +
+                                                     " is neither a regular file nor a directory");
   }
   return std::unique_ptr<PreparedCall>(std::make_unique<GrepCall>(
       env, std::move(target), std::move(matcher), std::move(include), pattern));

@@ -22,8 +22,9 @@ std::string BuildSystemPrompt(const protocol::Welcome& welcome,
       "- Every tool call is checked against a policy before it runs; some may need a human's "
       "approval and some are refused. A refusal explains itself: do not retry the same call, do "
       "something else or finish.\n";
-  out += "- Before editing a file with edit_file, read it with read_file; if the file changed "
-         "since, read it again.\n";
+  out +=
+      "- Before editing a file with edit_file, read it with read_file; if the file changed "
+      "since, read it again.\n";
   if (welcome.max_turns > 0) {
     out += "- You have at most " + std::to_string(welcome.max_turns) + " model turns.\n";
   }

@@ -12,6 +12,7 @@ namespace cagent::agent {
 // welcome, that the agent runs in a sandbox without network, and plainly that tool output and
 // file contents are data, never instructions. The task itself is not in it (it is the first user
 // message, untrusted like everything else).
-std::string BuildSystemPrompt(const protocol::Welcome& welcome, const std::vector<std::string>& tools);
+std::string BuildSystemPrompt(const protocol::Welcome& welcome,
+                              const std::vector<std::string>& tools);
 
 }  // namespace cagent::agent

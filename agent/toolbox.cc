@@ -186,24 +186,21 @@ std::variant<nlohmann::json, ToolOutcome> Validate(std::string_view tool,
                      (type == "integer" && value.is_number_integer()) ||
                      (type == "boolean" && value.is_boolean());
       if (!type_ok) {
-        return ToolOutcome::Fail("bad_arguments",
-                                 t + ": property `" + key + "` must be " +
-                                     (type == "integer" ? "an " : "a ") + type + ", got " +
-                                     JsonTypeName(value),
-                                 std::string("`") + key + "`: " +
-                                     prop["description"].get<std::string>());
+        return ToolOutcome::Fail(
+            "bad_arguments",
+            t + ": property `" + key + "` must be " + (type == "integer" ? "an " : "a ") + type +
+                ", got " + JsonTypeName(value),
+            std::string("`") + key + "`: " + prop["description"].get<std::string>());
       }
       if (type == "integer" && prop.contains("minimum")) {
         const auto min = prop["minimum"].get<std::int64_t>();
-        const bool below = value.is_number_unsigned()
-                               ? false
-                               : value.get<std::int64_t>() < min;
+        const bool below = value.is_number_unsigned() ? false : value.get<std::int64_t>() < min;
         if (below) {
-          return ToolOutcome::Fail("bad_arguments",
-                                   t + ": property `" + key + "` must be at least " +
-                                       std::to_string(min) + ", got " + value.dump(),
-                                   std::string("`") + key + "`: " +
-                                       prop["description"].get<std::string>());
+          return ToolOutcome::Fail(
+              "bad_arguments",
+              t + ": property `" + key + "` must be at least " + std::to_string(min) + ", got " +
+                  value.dump(),
+              std::string("`") + key + "`: " + prop["description"].get<std::string>());
         }
       }
       out[key] = value;
@@ -290,8 +287,8 @@ namespace internal {
 ToolOutcome FromFs(std::string_view tool, const FsFailure& failure) {
   const bool guard = failure.code == "outside_workspace" || failure.code == "denied" ||
                      failure.code == "permission_denied" || failure.code == "bad_arguments";
-  std::string message = guard ? std::string(tool) + " refused: " + failure.message
-                              : failure.message;
+  std::string message =
+      guard ? std::string(tool) + " refused: " + failure.message : failure.message;
   return ToolOutcome::Fail(failure.code, std::move(message), failure.hint);
 }
 
@@ -300,8 +297,8 @@ std::optional<ToolOutcome> CheckDenied(const ToolEnv& env, std::string_view tool
   if (!env.filter) return std::nullopt;
   auto denial = env.filter(path, access);
   if (!denial) return std::nullopt;
-  std::string message = std::string(tool) + " refused: " + path + " is denied by rule `" +
-                        denial->rule + "`";
+  std::string message =
+      std::string(tool) + " refused: " + path + " is denied by rule `" + denial->rule + "`";
   if (!denial->reason.empty()) message += " (" + denial->reason + ")";
   return ToolOutcome::Fail("denied", std::move(message),
                            "this path is off limits by policy; do not try to reach it another "

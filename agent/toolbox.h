@@ -15,13 +15,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "agent/ledger.h"
 #include "common/result.h"
@@ -38,7 +37,7 @@ struct ToolOutcome {
   std::string message;  // what happened, in words
   std::string hint;     // what the model can do next
   std::string output;   // the payload (file contents, listing, diff, command output)
-  std::vector<std::string> changed_paths;  // workspace-relative files this call wrote
+  std::vector<std::string> changed_paths;   // workspace-relative files this call wrote
   bool workspace_may_have_changed = false;  // run_command: the ledger must treat reads as stale
 
   // "error [code]: message\nhint: ..." on failure, `output` (plus message when useful) on success.
@@ -47,12 +46,12 @@ struct ToolOutcome {
 };
 
 struct ToolLimits {
-  std::uint64_t read_max_bytes = 256 * 1024;      // read_file beyond this asks for a line range
-  std::uint64_t read_max_lines = 2000;            // default window when no range is given
+  std::uint64_t read_max_bytes = 256 * 1024;  // read_file beyond this asks for a line range
+  std::uint64_t read_max_lines = 2000;        // default window when no range is given
   std::uint64_t list_max_entries = 1000;
   std::uint64_t glob_max_results = 1000;
   std::uint64_t grep_max_matches = 200;
-  std::uint64_t grep_max_file_bytes = 4 * 1024 * 1024;  // larger files are skipped, and said so
+  std::uint64_t grep_max_file_bytes = 4 * 1024 * 1024;   // larger files are skipped, and said so
   std::uint64_t grep_max_scan_bytes = 64 * 1024 * 1024;  // a grep stops after scanning this much
   std::uint64_t write_max_bytes = 4 * 1024 * 1024;
   std::chrono::milliseconds command_timeout{120000};
@@ -64,7 +63,7 @@ struct ToolLimits {
 // names the rule. Given workspace-relative paths; returns nullopt when allowed. Built by the agent
 // from the policy the broker sent (policy::Engine::Path); empty = everything allowed.
 struct PathDenial {
-  std::string rule;    // "deny **/.env"
+  std::string rule;  // "deny **/.env"
   std::string reason;
 };
 enum class PathAccess { kRead, kWrite };

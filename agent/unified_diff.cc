@@ -19,7 +19,9 @@ bool Myers(const std::vector<std::string_view>& a, const std::vector<std::string
   std::vector<std::int64_t> v(static_cast<std::size_t>(2 * limit + 3), 0);
   // trace[d] holds V[-d-1 .. d+1] as it was before step d.
   std::vector<std::vector<std::int64_t>> trace;
-  auto at = [&](std::int64_t k) -> std::int64_t& { return v[static_cast<std::size_t>(k + offset)]; };
+  auto at = [&](std::int64_t k) -> std::int64_t& {
+    return v[static_cast<std::size_t>(k + offset)];
+  };
   std::int64_t found_d = -1;
   for (std::int64_t d = 0; d <= limit && found_d < 0; ++d) {
     trace.emplace_back(v.begin() + (offset - d - 1), v.begin() + (offset + d + 2));
@@ -55,11 +57,11 @@ bool Myers(const std::vector<std::string_view>& a, const std::vector<std::string
     }
     if (d > 0) {
       if (x == prev_x) {
-        rev.push_back({DiffOp::kInsert, static_cast<std::size_t>(prev_x),
-                       static_cast<std::size_t>(prev_y)});
+        rev.push_back(
+            {DiffOp::kInsert, static_cast<std::size_t>(prev_x), static_cast<std::size_t>(prev_y)});
       } else {
-        rev.push_back({DiffOp::kDelete, static_cast<std::size_t>(prev_x),
-                       static_cast<std::size_t>(prev_y)});
+        rev.push_back(
+            {DiffOp::kDelete, static_cast<std::size_t>(prev_x), static_cast<std::size_t>(prev_y)});
       }
     }
     x = prev_x;

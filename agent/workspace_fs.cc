@@ -13,11 +13,12 @@
 namespace cagent::agent {
 namespace {
 
-// RESOLVE_NO_XDEV is deliberately NOT used: the launcher adds mounts inside the workspace (read-only
-// binds of workspace subtrees, and empty over-mounts hiding denied paths). They are all beneath the
-// workspace path, so crossing into them is not an escape, and NO_XDEV would make every file under a
-// read-only bind unreadable with a misleading "outside the workspace" refusal. The agent cannot add
-// mounts itself (no capabilities, seccomp denies mount), so NO_XDEV would guard nothing.
+// RESOLVE_NO_XDEV is deliberately NOT used: the launcher adds mounts inside the workspace
+// (read-only binds of workspace subtrees, and empty over-mounts hiding denied paths). They are all
+// beneath the workspace path, so crossing into them is not an escape, and NO_XDEV would make every
+// file under a read-only bind unreadable with a misleading "outside the workspace" refusal. The
+// agent cannot add mounts itself (no capabilities, seccomp denies mount), so NO_XDEV would guard
+// nothing.
 constexpr std::uint64_t kResolveFlags = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
 
 int RawOpenat2(int dirfd, const char* path, std::uint64_t flags, std::uint64_t resolve) {
@@ -80,8 +81,10 @@ FsFailure MapOpenError(int err, std::string_view shown, int flags) {
       break;
     case ENOSYS:
       f.code = "io_error";
-      f.message = "openat2(2) is not available (Linux 5.6 or newer is required); refusing to "
-                  "resolve " + p + " without it";
+      f.message =
+          "openat2(2) is not available (Linux 5.6 or newer is required); refusing to "
+          "resolve " +
+          p + " without it";
       break;
     default:
       f.code = "io_error";
@@ -168,8 +171,8 @@ FsResult<WorkspaceFs> WorkspaceFs::Open(const std::string& workspace) {
   int fd = ::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
-    return FsFailure{"io_error", "cannot open the workspace " + workspace + ": " +
-                                     std::strerror(err), "", err};
+    return FsFailure{"io_error",
+                     "cannot open the workspace " + workspace + ": " + std::strerror(err), "", err};
   }
   WorkspaceFs fs;
   fs.root_.Reset(fd);
@@ -232,8 +235,8 @@ FsResult<OpenedPath> WorkspaceFs::Open(const std::string& relative, int flags) c
   // EAGAIN: RESOLVE_BENEATH lookups are restarted by the kernel up to a point and then fail with
   // EAGAIN when a rename or mount raced with them; retrying a few times is what the man page asks.
   for (int attempt = 0; attempt < 16; ++attempt) {
-    fd = RawOpenat2(root_.get(), relative.c_str(),
-                    static_cast<std::uint64_t>(flags) | O_CLOEXEC, kResolveFlags);
+    fd = RawOpenat2(root_.get(), relative.c_str(), static_cast<std::uint64_t>(flags) | O_CLOEXEC,
+                    kResolveFlags);
     if (fd >= 0) break;
     err = errno;
     if (err != EAGAIN && err != EINTR) break;
@@ -290,8 +293,8 @@ FsResult<OpenedParent> WorkspaceFs::OpenParent(const std::string& relative,
     }
     OpenedPath last;
     last.fd = std::move(parent);
-    last.relative = RelativeOf(last.fd.get()).value_or(NormalizeLexically(
-        JoinComponents(comps, 0, comps.size())));
+    last.relative = RelativeOf(last.fd.get())
+                        .value_or(NormalizeLexically(JoinComponents(comps, 0, comps.size())));
     opened = std::move(last);
   }
   if (std::holds_alternative<FsFailure>(opened)) return std::get<FsFailure>(std::move(opened));
@@ -310,8 +313,8 @@ FsResult<std::string> ReadWholeFile(int fd, const std::string& relative) {
     if (n < 0) {
       if (errno == EINTR) continue;
       int err = errno;
-      return FsFailure{"io_error", "cannot read " + Quote(relative) + ": " + std::strerror(err),
-                       "", err};
+      return FsFailure{"io_error", "cannot read " + Quote(relative) + ": " + std::strerror(err), "",
+                       err};
     }
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));

@@ -47,7 +47,7 @@ struct OpenedPath {
 // The parent directory of a file to be created or replaced, opened beneath the root, plus the
 // final name to create inside it (never contains '/', never "." or "..").
 struct OpenedParent {
-  UniqueFd dir;          // O_PATH | O_DIRECTORY
+  UniqueFd dir;  // O_PATH | O_DIRECTORY
   std::string name;
   std::string relative;  // workspace-relative path of dir/name
 };

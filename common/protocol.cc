@@ -62,16 +62,18 @@ bool NestingWithin(std::string_view text, int limit) {
 
 constexpr std::array<std::string_view, 3> kVerdictNames = {"allow", "ask", "deny"};
 
-// Field readers: each records the first problem in `error` and returns a default.
+// Field readers: each records the first problem in `error` and returns a default. Values are
+// moved out of `object` (a model call's body can be megabytes; the parsed object is discarded
+// after its fields are read), so read each key once.
 class Reader {
  public:
-  explicit Reader(const json& object) : object_(object) {}
+  explicit Reader(json& object) : object_(object) {}
 
   std::string String(const char* key, bool required = true) {
-    const json* v = Find(key, required);
+    json* v = Find(key, required);
     if (v == nullptr) return {};
     if (!v->is_string()) return Fail<std::string>(key, "a string");
-    return v->get<std::string>();
+    return std::move(v->get_ref<std::string&>());
   }
   std::uint64_t Unsigned(const char* key, bool required = true) {
     const json* v = Find(key, required);
@@ -86,19 +88,20 @@ class Reader {
     return v->get<bool>();
   }
   json Object(const char* key, bool required = true) {
-    const json* v = Find(key, required);
+    json* v = Find(key, required);
     if (v == nullptr) return json::object();
     if (!v->is_object()) return Fail<json>(key, "an object");
-    return *v;
+    return std::move(*v);
   }
   std::vector<std::string> Strings(const char* key, bool required = true) {
-    const json* v = Find(key, required);
+    json* v = Find(key, required);
     std::vector<std::string> out;
     if (v == nullptr) return out;
     if (!v->is_array()) return Fail<std::vector<std::string>>(key, "an array of strings");
-    for (const json& item : *v) {
+    out.reserve(v->size());
+    for (json& item : *v) {
       if (!item.is_string()) return Fail<std::vector<std::string>>(key, "an array of strings");
-      out.push_back(item.get<std::string>());
+      out.push_back(std::move(item.get_ref<std::string&>()));
     }
     return out;
   }
@@ -128,7 +131,7 @@ class Reader {
   [[nodiscard]] const std::string& error() const { return error_; }
 
  private:
-  const json* Find(const char* key, bool required) {
+  json* Find(const char* key, bool required) {
     auto it = object_.find(key);
     if (it == object_.end() || it->is_null()) {
       if (required && error_.empty()) error_ = std::string("missing field \"") + key + "\"";
@@ -141,7 +144,7 @@ class Reader {
     if (error_.empty()) error_ = std::string("field \"") + key + "\" must be " + expected;
     return T{};
   }
-  const json& object_;
+  json& object_;
   std::string error_;
 };
 
@@ -230,7 +233,7 @@ struct BodyToJson {
 };
 
 // Parses the body of `kind` from `object`; an empty error means success.
-std::pair<Body, std::string> ParseBody(Kind kind, const json& object) {
+std::pair<Body, std::string> ParseBody(Kind kind, json& object) {
   Reader r(object);
   Body body;
   switch (kind) {
@@ -280,7 +283,7 @@ std::pair<Body, std::string> ParseBody(Kind kind, const json& object) {
       m.policy_summary = r.String("policy_summary", false);
       m.policy_source = r.String("policy_source", false);
       m.tools = r.Strings("tools");
-      const json model = r.Object("model");
+      json model = r.Object("model");
       Reader mr(model);
       m.model.provider = mr.String("provider");
       m.model.name = mr.String("name", false);
@@ -296,7 +299,7 @@ std::pair<Body, std::string> ParseBody(Kind kind, const json& object) {
     case Kind::kModelResult: {
       ModelResult m;
       m.body = r.Object("body");
-      const json usage = r.Object("usage", false);
+      json usage = r.Object("usage", false);
       Reader ur(usage);
       m.usage.input_tokens = ur.Unsigned("input_tokens", false);
       m.usage.output_tokens = ur.Unsigned("output_tokens", false);

@@ -40,8 +40,10 @@ json AnthropicAdapter::BuildRequest(const Conversation& conversation, const json
         json blocks = json::array();
         if (!m.text.empty()) blocks.push_back(TextBlock(m.text));
         for (const ToolCall& call : m.tool_calls) {
-          blocks.push_back(
-              {{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", call.arguments}});
+          blocks.push_back({{"type", "tool_use"},
+                            {"id", call.id},
+                            {"name", call.name},
+                            {"input", call.arguments}});
         }
         // An empty answer still has to keep the alternation.
         if (blocks.empty()) blocks.push_back(TextBlock("(empty response)"));
@@ -49,10 +51,10 @@ json AnthropicAdapter::BuildRequest(const Conversation& conversation, const json
         break;
       }
       case Role::kTool: {
-        json block = {{"type", "tool_result"},
-                      {"tool_use_id", m.result.call_id},
-                      {"content", m.result.content.empty() ? std::string("(no output)")
-                                                           : m.result.content}};
+        json block = {
+            {"type", "tool_result"},
+            {"tool_use_id", m.result.call_id},
+            {"content", m.result.content.empty() ? std::string("(no output)") : m.result.content}};
         if (m.result.is_error) block["is_error"] = true;
         // tool_result blocks go before any text in a user message: a result always directly
         // follows its assistant message, so merging keeps them first.
@@ -90,7 +92,8 @@ Result<AssistantTurn> AnthropicAdapter::Parse(const json& body) const {
   }
   AssistantTurn turn;
   for (const json& block : *content) {
-    if (!block.is_object()) return PlainError("anthropic response", "a content block is not an object");
+    if (!block.is_object())
+      return PlainError("anthropic response", "a content block is not an object");
     const std::string type = block.value("type", "");
     if (type == "text") {
       auto text = block.find("text");

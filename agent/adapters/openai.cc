@@ -46,9 +46,10 @@ json OpenAiAdapter::BuildRequest(const Conversation& conversation, const json& t
         if (!m.tool_calls.empty()) {
           json calls = json::array();
           for (const ToolCall& call : m.tool_calls) {
-            calls.push_back({{"id", call.id},
-                             {"type", "function"},
-                             {"function", {{"name", call.name}, {"arguments", Dump(call.arguments)}}}});
+            calls.push_back(
+                {{"id", call.id},
+                 {"type", "function"},
+                 {"function", {{"name", call.name}, {"arguments", Dump(call.arguments)}}}});
           }
           out["tool_calls"] = std::move(calls);
         }

@@ -264,7 +264,16 @@ class TerminalState : public std::enable_shared_from_this<TerminalState> {
       return;
     }
     queue_.push_back(Pending{request, std::move(done)});
-    if (!busy_) StartNext();
+    if (!busy_) {
+      // Started from the io_context rather than here, so asks made together are all queued when
+      // the first prompt is drawn (it says how many wait) and `done` never runs inside Ask().
+      busy_ = true;
+      auto self = shared_from_this();
+      const std::uint64_t gen = generation_;
+      asio::post(io_, [self, gen] {
+        if (!self->closed_ && gen == self->generation_) self->StartNext();
+      });
+    }
   }
 
   // Completes every pending ask as denied (posted, so `done` never runs inside Cancel's caller).

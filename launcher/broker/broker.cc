@@ -201,10 +201,10 @@ class Broker::Impl {
   void AskApproval(std::uint64_t id, const MappedTool& call, const std::string& digest,
                    const policy::Decision& decision, const std::string& location);
   void OnApproval(std::uint64_t id, const ApprovalOutcome& outcome);
-  void SendDecision(std::uint64_t id, const MappedTool& call, const std::string& digest,
-                    protocol::Decision decision, const std::string& audit_note = {});
-  void Deny(std::uint64_t id, const MappedTool& call, const std::string& digest,
-            const policy::Decision& decision, const std::string& location, DenialCause cause);
+  void SendDecision(std::uint64_t id, const MappedTool& call, protocol::Decision decision,
+                    const std::string& audit_note = {});
+  void Deny(std::uint64_t id, const MappedTool& call, const policy::Decision& decision,
+            const std::string& location, DenialCause cause);
   policy::Decision Decide(const MappedTool& call, const std::vector<std::string>& paths) const;
   std::string NarrowerPattern(const MappedTool& call, const policy::Decision& decision) const;
 
@@ -700,7 +700,7 @@ std::string Broker::Impl::NarrowerPattern(const MappedTool& call,
   return {};
 }
 
-void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call, const std::string& digest,
+void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call,
                                 protocol::Decision decision, const std::string& audit_note) {
   json detail = {{"id", id},
                  {"location", decision.location},
@@ -710,7 +710,7 @@ void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call, const 
   Audit(AuditEvent{.actor = "broker",
                    .event = "decision",
                    .tool = std::string(policy::ToolName(call.tool)),
-                   .args_digest = digest,
+                   .args_digest = call.args_digest,
                    .verdict = std::string(protocol::VerdictName(decision.verdict)),
                    .rule = decision.rule,
                    .detail = std::move(detail)});
@@ -723,7 +723,7 @@ void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call, const 
   Send(Kind::kDecision, id, std::move(decision));
 }
 
-void Broker::Impl::Deny(std::uint64_t id, const MappedTool& call, const std::string& digest,
+void Broker::Impl::Deny(std::uint64_t id, const MappedTool& call,
                         const policy::Decision& decision, const std::string& location,
                         DenialCause cause) {
   ++outcome_.denials;
@@ -734,15 +734,16 @@ void Broker::Impl::Deny(std::uint64_t id, const MappedTool& call, const std::str
   reply.location = location;
   reply.reason = decision.reason;
   reply.message = std::move(denial.message);
-  SendDecision(id, call, digest, std::move(reply),
+  SendDecision(id, call, std::move(reply),
                cause == DenialCause::kHeadless ? "ask denied: nobody can approve" : "");
 }
 
 void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& request) {
+  const std::string args_digest = CanonicalDigest(request.args);
   Audit(AuditEvent{.actor = "agent",
                    .event = "tool_request",
                    .tool = ShortText(request.tool, 64),
-                   .args_digest = CanonicalDigest(request.args),
+                   .args_digest = args_digest,
                    .detail = {{"id", id},
                               {"call_id", ShortText(request.call_id, 128)},
                               {"paths", request.paths.size() <= 32
@@ -765,8 +766,11 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
   }
   budget_.CountToolCall(request.tool);
 
+  // The call's identity (tool + canonical arguments) binds approvals and drives loop detection;
+  // the audit log's `args` is the digest of the arguments alone.
   const std::string digest = CanonicalDigest(json{{"tool", request.tool}, {"args", request.args}});
   std::optional<MappedTool> mapped = MapTool(request.tool, request.args);
+  if (mapped) mapped->args_digest = args_digest;
   if (!mapped) {
     ++outcome_.denials;
     MappedTool unknown;
@@ -779,7 +783,7 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
     Audit(AuditEvent{.actor = "broker",
                      .event = "decision",
                      .tool = ShortText(request.tool, 64),
-                     .args_digest = digest,
+                     .args_digest = args_digest,
                      .verdict = "deny",
                      .rule = reply.rule,
                      .detail = {{"id", id}, {"reason", reply.reason}}});
@@ -798,7 +802,7 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
     MappedTool shown = call;
     if (shown.argument_error.empty()) shown.argument_error = reply.reason;
     reply.message = ArgumentMessage(shown);
-    SendDecision(id, call, digest, std::move(reply));
+    SendDecision(id, call, std::move(reply));
     return;
   }
 
@@ -817,9 +821,9 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
     Audit(AuditEvent{.actor = "broker",
                      .event = "loop",
                      .tool = std::string(policy::ToolName(call.tool)),
-                     .args_digest = digest,
+                     .args_digest = args_digest,
                      .detail = {{"id", id}, {"reason", reply.reason}}});
-    SendDecision(id, call, digest, std::move(reply));
+    SendDecision(id, call, std::move(reply));
     return;
   }
 
@@ -832,11 +836,11 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
       reply.rule = decision.rule;
       reply.location = location;
       reply.reason = decision.reason;
-      SendDecision(id, call, digest, std::move(reply));
+      SendDecision(id, call, std::move(reply));
       return;
     }
     case policy::Verdict::kDeny:
-      Deny(id, call, digest, decision, location, DenialCause::kPolicy);
+      Deny(id, call, decision, location, DenialCause::kPolicy);
       return;
     case policy::Verdict::kAsk:
       AskApproval(id, call, digest, decision, location);
@@ -861,7 +865,7 @@ void Broker::Impl::AskApproval(std::uint64_t id, const MappedTool& call, const s
     reply.rule = decision.rule;
     reply.location = location;
     reply.reason = why;
-    SendDecision(id, call, digest, std::move(reply), note);
+    SendDecision(id, call, std::move(reply), note);
   };
 
   // A standing approval (pre-approved, or approved earlier for the run) applies in every mode:
@@ -882,7 +886,7 @@ void Broker::Impl::AskApproval(std::uint64_t id, const MappedTool& call, const s
     return;
   }
   if (effective == policy::Verdict::kDeny || services_.approver == nullptr) {
-    Deny(id, call, digest, decision, location, DenialCause::kHeadless);
+    Deny(id, call, decision, location, DenialCause::kHeadless);
     return;
   }
   if (approval_id_) {
@@ -904,7 +908,7 @@ void Broker::Impl::AskApproval(std::uint64_t id, const MappedTool& call, const s
   reply.message = "Waiting for a person to approve " + ShortText(call.action, 200) + " (rule " +
                   decision.rule + "). An approval message with this id follows; do not run it "
                   "before then.";
-  SendDecision(id, call, digest, std::move(reply));
+  SendDecision(id, call, std::move(reply));
   Emit("approval", "waiting for approval: " + ShortText(call.action, 120));
   std::weak_ptr<int> alive = alive_;
   services_.approver->Ask(req, [this, alive, id](ApprovalOutcome outcome) {
@@ -925,7 +929,7 @@ void Broker::Impl::OnApproval(std::uint64_t id, const ApprovalOutcome& outcome) 
   Audit(AuditEvent{.actor = "operator",
                    .event = "approval",
                    .tool = pending.request.tool,
-                   .args_digest = pending.request.digest,
+                   .args_digest = pending.call.args_digest,
                    .verdict = outcome.approved ? "allow" : "deny",
                    .rule = pending.request.rule,
                    .detail = {{"id", id},

@@ -22,6 +22,8 @@ struct MappedTool {
   std::string command;  // run_command's "command"
   // How the action is shown to a person and in the log: the exact command, or "TOOL PATH".
   std::string action;
+  // CanonicalDigest of the arguments, for the audit log's `args` field (set by the broker).
+  std::string args_digest;
   // Set when the arguments are unusable (e.g. "write_file needs a string \"path\" argument").
   std::string argument_error;
 };

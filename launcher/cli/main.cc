@@ -8,8 +8,10 @@
 #include "launcher/cli/agent_command.h"
 #include "launcher/cli/doctor_command.h"
 #include "launcher/cli/exec_command.h"
+#include "launcher/cli/log_command.h"
 #include "launcher/cli/policy_command.h"
 #include "launcher/cli/profile_command.h"
+#include "launcher/cli/run_command.h"
 #include "launcher/process.h"
 
 int main(int argc, char** argv) {
@@ -36,6 +38,12 @@ int main(int argc, char** argv) {
   CLI::App* doctor = cagent::launcher::AddDoctorCommand(app, doctor_options);
   cagent::launcher::PolicyOptions policy_options;
   CLI::App* policy = cagent::launcher::AddPolicyCommand(app, policy_options);
+  cagent::launcher::LogOptions log_options;
+  CLI::App* log_cmd = cagent::launcher::AddLogCommand(app, log_options);
+  cagent::launcher::RunCommandOptions run_options;
+  CLI::App* run = cagent::launcher::AddRunCommand(app, run_options);
+  cagent::launcher::RunsCommandOptions runs_options;
+  const auto runs_commands = cagent::launcher::AddRunsCommands(app, runs_options);
   cagent::launcher::AgentOptions agent_options;
   CLI::App* agent = cagent::launcher::AddAgentCommand(app, agent_options);
   cagent::launcher::ProfileOptions profile_options;
@@ -56,7 +64,12 @@ int main(int argc, char** argv) {
   if (exec->parsed()) return cagent::launcher::RunExecCommand(exec_options);
   if (doctor->parsed()) return cagent::launcher::RunDoctorCommand(doctor_options);
   if (policy->parsed()) return cagent::launcher::RunPolicyCommand(policy_options);
+  if (log_cmd->parsed()) return cagent::launcher::RunLogCommand(log_options);
   if (profile->parsed()) return cagent::launcher::RunProfileCommand(profile_options);
   if (agent->parsed()) return cagent::launcher::RunAgentCommand(agent_options);
+  if (run->parsed()) return cagent::launcher::RunRunCommand(run_options);
+  for (CLI::App* c : runs_commands) {
+    if (c->parsed()) return cagent::launcher::RunRunsCommand(runs_options);
+  }
   return 2;
 }

@@ -116,9 +116,15 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
     if (auto s = approvals.LoadPreApprovals(o.pre_approval_file); !s) return s.error();
   }
 
-  auto audit = broker::AuditLog::Open(o.audit_log_path, o.run_id, result.policy_digest,
-                                      o.resume_audit_log);
-  if (!audit) return std::move(audit).Context("open the audit log").error();
+  std::optional<broker::AuditLog> own_audit;
+  broker::AuditLog* audit = o.audit;
+  if (audit == nullptr) {
+    auto opened = broker::AuditLog::Open(o.audit_log_path, o.run_id, result.policy_digest,
+                                         o.resume_audit_log);
+    if (!opened) return std::move(opened).Context("open the audit log").error();
+    own_audit.emplace(std::move(*opened));
+    audit = &*own_audit;
+  }
 
   boost::asio::io_context io;
   auto provider = broker::MakeModelProvider(io, o.model, EnvironmentMap(caller_env));
@@ -175,7 +181,7 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   config.approval = o.approval;
 
   broker::BrokerServices services;
-  services.audit = &*audit;
+  services.audit = audit;
   services.redactor = &redactor;
   services.approver = approver.get();
   services.approvals = &approvals;

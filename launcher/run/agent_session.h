@@ -36,6 +36,9 @@ struct AgentSessionOptions {
   broker::Budgets budget_overrides;        // may only lower the profile's
   std::string audit_log_path;              // created (0600); must not exist
   bool resume_audit_log = false;           // append to an existing chain instead
+  // An audit log already open (the run's event log, shared with the run's own state events);
+  // when set, audit_log_path is ignored. Not owned.
+  broker::AuditLog* audit = nullptr;
   std::string agent_binary;                // "" = FindAgentBinary()
   // Terminal for approval prompts (cagent's /dev/tty); -1 = headless.
   int tty_fd = -1;

@@ -24,10 +24,9 @@ TEST(AnthropicAdapter, BuildsTextOnlyRequest) {
   EXPECT_EQ(body["messages"][0],
             (json{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Fix calc.py"}}}}}));
   ASSERT_EQ(body["tools"].size(), 1U);
-  EXPECT_EQ(body["tools"][0],
-            (json{{"name", "read_file"},
-                  {"description", "Read a file"},
-                  {"input_schema", {{"type", "object"}}}}));
+  EXPECT_EQ(body["tools"][0], (json{{"name", "read_file"},
+                                    {"description", "Read a file"},
+                                    {"input_schema", {{"type", "object"}}}}));
 }
 
 TEST(AnthropicAdapter, ResultsOfOneTurnGoInOneUserMessage) {
@@ -40,7 +39,8 @@ TEST(AnthropicAdapter, ResultsOfOneTurnGoInOneUserMessage) {
   c.AddToolResult({"toolu_2", "error [not_found]: b.py", true}, {});
   c.AddUser("[compaction summary]");
   c.AddAssistant("", {});
-  const json messages = AnthropicAdapter(AdapterOptions{}).BuildRequest(c, json::array())["messages"];
+  const json messages =
+      AnthropicAdapter(AdapterOptions{}).BuildRequest(c, json::array())["messages"];
   ASSERT_EQ(messages.size(), 4U);
   EXPECT_EQ(messages[0]["role"], "user");
   EXPECT_EQ(messages[1]["role"], "assistant");

@@ -26,7 +26,8 @@ TEST(OpenAiAdapter, BuildsTextOnlyRequest) {
   EXPECT_FALSE(body.contains("model"));   // the broker sets it
   EXPECT_FALSE(body.contains("stream"));  // likewise
   ASSERT_EQ(body["messages"].size(), 2U);
-  EXPECT_EQ(body["messages"][0], (json{{"role", "system"}, {"content", "You are a coding agent."}}));
+  EXPECT_EQ(body["messages"][0],
+            (json{{"role", "system"}, {"content", "You are a coding agent."}}));
   EXPECT_EQ(body["messages"][1], (json{{"role", "user"}, {"content", "Fix calc.py"}}));
   ASSERT_EQ(body["tools"].size(), 1U);
   EXPECT_EQ(body["tools"][0]["type"], "function");
@@ -71,10 +72,7 @@ TEST(OpenAiAdapter, ToolCallsAndResultsRoundTrip) {
 
   // What the model answered parses back into the same calls.
   const json response = {
-      {"choices",
-       {{{"index", 0},
-         {"message", assistant},
-         {"finish_reason", "tool_calls"}}}}};
+      {"choices", {{{"index", 0}, {"message", assistant}, {"finish_reason", "tool_calls"}}}}};
   auto turn = adapter.Parse(response);
   ASSERT_TRUE(turn.ok()) << turn.error().Message();
   ASSERT_EQ(turn->tool_calls.size(), 2U);

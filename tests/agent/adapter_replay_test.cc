@@ -1,11 +1,11 @@
 // Replay adapter: the recorded-turn format of launcher/broker/model_provider.h, and the recorded
 // session the end-to-end demo plays (tests/testdata/replay/fix_add.jsonl).
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "agent/adapters/replay.h"
 
@@ -73,7 +73,8 @@ TEST(ReplayAdapter, RejectsMalformedTurns) {
 }
 
 TEST(ReplayAdapter, FixAddSessionParsesAndEndsWithFinish) {
-  const auto turns = ReadSession(std::string(CAGENT_SOURCE_DIR) + "/tests/testdata/replay/fix_add.jsonl");
+  const auto turns =
+      ReadSession(std::string(CAGENT_SOURCE_DIR) + "/tests/testdata/replay/fix_add.jsonl");
   ASSERT_EQ(turns.size(), 4U);
   std::vector<std::string> tools;
   for (const json& t : turns) {

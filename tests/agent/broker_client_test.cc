@@ -1,8 +1,9 @@
 // BrokerClient against a scripted broker over a real socketpair: request ids, approval after a
 // pending decision, shutdown while waiting, error replies, and hostile bytes from the broker.
+#include "agent/broker_client.h"
+
 #include <gtest/gtest.h>
 
-#include "agent/broker_client.h"
 #include "tests/agent/scripted_broker_util.h"
 
 namespace cagent::agent {
@@ -20,9 +21,8 @@ TEST(BrokerClient, IdsIncreaseAndRepliesMatch) {
   broker.Expect(Kind::kHello, testing::SendWelcome(testing::TestWelcome("/ws")))
       .Expect(Kind::kModelCall, testing::SendModelTurn({{"text", "hi"}}))
       .Expect(Kind::kToolRequest, testing::Allow())
-      .Expect(Kind::kToolResult, testing::AckResult([](const std::string& s) {
-                return "redacted:" + s;
-              }))
+      .Expect(Kind::kToolResult,
+              testing::AckResult([](const std::string& s) { return "redacted:" + s; }))
       .Expect(Kind::kFinish, testing::SendAck());
   BrokerClient client(broker.TakeAgentEnd());
   broker.Start();
@@ -85,7 +85,8 @@ TEST(BrokerClient, DenialCarriesTheBrokersMessage) {
   auto d = client.RequestTool(Request());
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d.value().allowed());
-  EXPECT_EQ(d.value().RefusalMessage(), "run_command `curl` is denied by rule `deny curl`; work offline.");
+  EXPECT_EQ(d.value().RefusalMessage(),
+            "run_command `curl` is denied by rule `deny curl`; work offline.");
   broker.Join();
 }
 
@@ -97,7 +98,8 @@ TEST(BrokerClient, ShutdownWhileWaitingForApproval) {
     d.pending = true;
     return testing::Reply(
         {protocol::Make(Kind::kDecision, request.header.id, d),
-         protocol::Make(Kind::kShutdown, 0, protocol::Shutdown{"cancelled", "the operator cancelled the run"})},
+         protocol::Make(Kind::kShutdown, 0,
+                        protocol::Shutdown{"cancelled", "the operator cancelled the run"})},
         true);
   });
   BrokerClient client(broker.TakeAgentEnd());
@@ -118,7 +120,8 @@ TEST(BrokerClient, ShutdownWhileWaitingForApproval) {
 
 TEST(BrokerClient, ShutdownInsteadOfAModelResult) {
   ScriptedBroker broker;
-  broker.Expect(Kind::kModelCall, testing::SendShutdown("failed", "model-turn budget (40) reached"));
+  broker.Expect(Kind::kModelCall,
+                testing::SendShutdown("failed", "model-turn budget (40) reached"));
   BrokerClient client(broker.TakeAgentEnd());
   broker.Start();
   auto r = client.ModelCall({{"turn", 1}});
@@ -130,8 +133,9 @@ TEST(BrokerClient, ShutdownInsteadOfAModelResult) {
 
 TEST(BrokerClient, ErrorReplyDoesNotEndTheSession) {
   ScriptedBroker broker;
-  broker.Expect(Kind::kToolRequest,
-                testing::SendError(protocol::ErrorCode::kLoopDetected, "same call 3 times"))
+  broker
+      .Expect(Kind::kToolRequest,
+              testing::SendError(protocol::ErrorCode::kLoopDetected, "same call 3 times"))
       .Expect(Kind::kProgress, testing::SendAck());
   broker.set_auto_ack_progress(false);
   BrokerClient client(broker.TakeAgentEnd());
@@ -176,7 +180,8 @@ INSTANTIATE_TEST_SUITE_P(
                     "not valid JSON"},
         HostileCase{"AgentKind",
                     [](std::uint64_t id) {
-                      return testing::RawFrame(R"({"v":1,"type":"hello","id":)" + std::to_string(id) +
+                      return testing::RawFrame(R"({"v":1,"type":"hello","id":)" +
+                                               std::to_string(id) +
                                                R"(,"agent":"x","protocols":[1]})");
                     },
                     "unknown message type"},
@@ -188,13 +193,15 @@ INSTANTIATE_TEST_SUITE_P(
                     "missing field"},
         HostileCase{"WrongVersion",
                     [](std::uint64_t id) {
-                      return testing::RawFrame(R"({"v":2,"type":"ack","id":)" + std::to_string(id) + "}");
+                      return testing::RawFrame(R"({"v":2,"type":"ack","id":)" + std::to_string(id) +
+                                               "}");
                     },
                     "version"},
         HostileCase{"WrongId",
                     [](std::uint64_t id) {
-                      return testing::Frame(protocol::Make(Kind::kModelResult, id + 7,
-                                                           protocol::ModelResult{}));
+                      protocol::ModelResult result;
+                      result.body = nlohmann::json::object();
+                      return testing::Frame(protocol::Make(Kind::kModelResult, id + 7, result));
                     },
                     "while request"},
         HostileCase{"WrongKind",
@@ -204,8 +211,8 @@ INSTANTIATE_TEST_SUITE_P(
                     "instead of model_result"},
         HostileCase{"ZeroLengthFrame", [](std::uint64_t) { return std::string(4, '\0'); },
                     "bad frame"},
-        HostileCase{"OversizedFrame", [](std::uint64_t) { return std::string("\xff\xff\xff\xff", 4); },
-                    "bad frame"},
+        HostileCase{"OversizedFrame",
+                    [](std::uint64_t) { return std::string("\xff\xff\xff\xff", 4); }, "bad frame"},
         HostileCase{"HalfAFrame", [](std::uint64_t) { return std::string("\0\0\0\x20{\"v\"", 8); },
                     "middle of a frame"},
         HostileCase{"UnsolicitedApproval",

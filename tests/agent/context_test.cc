@@ -1,10 +1,10 @@
 // Context management: budget-driven compaction, stub text, ledger invalidation, tool call/result
 // pairs never split, the system prompt and the task always kept.
-#include <string>
+#include "agent/context.h"
 
 #include <gtest/gtest.h>
 
-#include "agent/context.h"
+#include <string>
 
 namespace cagent::agent {
 namespace {
@@ -69,7 +69,7 @@ TEST(Context, EstimateIsBytesOverFourPlusOverhead) {
   m.text = std::string(10, 'a');  // ceil(10/4) = 3, + 4 overhead
   EXPECT_EQ(EstimateTokens(m), 7U);
   m.tool_calls.push_back(ToolCall{"i", "n", json::object(), ""});  // "i" "n" "{}" = 4 bytes, +8
-  EXPECT_EQ(EstimateTokens(m), 4U + 8U + 4U);  // (10 + 4) / 4 rounded up = 4
+  EXPECT_EQ(EstimateTokens(m), 4U + 8U + 4U);                      // (10 + 4) / 4 rounded up = 4
 }
 
 TEST(Context, BudgetIsThreeQuartersOfWindowMinusOutput) {
@@ -223,8 +223,8 @@ TEST(Context, SeveralCallsOfOneTurnStayWithTheirResults) {
   for (int t = 1; t <= 12; ++t) {
     std::vector<ToolCall> calls;
     for (int k = 0; k < 3; ++k) {
-      calls.push_back(ToolCall{"c" + std::to_string(t) + "_" + std::to_string(k), "grep",
-                               {{"pattern", "x"}}, ""});
+      calls.push_back(ToolCall{
+          "c" + std::to_string(t) + "_" + std::to_string(k), "grep", {{"pattern", "x"}}, ""});
     }
     c.AddAssistant("", calls);
     for (const ToolCall& call : calls) {

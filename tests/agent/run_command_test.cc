@@ -1,18 +1,17 @@
 // run_command: exit status in words, timeouts, and the rule that a call leaves no process behind.
 // No timing asserts: a test that hangs is caught by the CTest timeout; pids written by the
 // command itself are checked with kill(pid, 0) == ESRCH after the call.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
-#include <csignal>
 #include <cerrno>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "agent/command_tool.h"
 #include "agent/toolbox.h"
@@ -21,12 +20,12 @@
 namespace cagent::agent {
 namespace {
 
+using testing::Call;
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
-using ::testing::StartsWith;
-using testing::Call;
 using testing::OpenToolbox;
 using testing::PrepareFailure;
+using ::testing::StartsWith;
 using testing::TempWorkspace;
 
 std::vector<pid_t> PidsIn(const std::string& path) {
@@ -136,7 +135,7 @@ TEST(RunCommand, SetsidChildIsKilledThroughTheSubreaper) {
   // The daemon leaves the process group and the session; it comes back to us as an orphan.
   const std::string cmd =
       "setsid sh -c 'echo $$ > pids; sleep 1000 & echo $! >> pids; wait' </dev/null >/dev/null "
-      "2>&1 & while [ \"$(wc -l < pids 2>/dev/null)\" != 2 ]; do sleep 0.01; done; echo ready";
+      "2>&1 & while [ \"$(cat pids 2>/dev/null | wc -l)\" != 2 ]; do sleep 0.01; done; echo ready";
   auto out = Call(box, "run_command", {{"command", cmd}});
   ASSERT_TRUE(out.ok) << out.Render();
   EXPECT_EQ(out.output, "ready\n");
@@ -168,8 +167,10 @@ TEST(RunCommand, OutputFloodIsCappedHeadAndTail) {
   EXPECT_THAT(out.message, StartsWith("exit code 0"));
   // 6 + 50000000 + 1 + 5 bytes written; 500 kept at each end.
   const std::uint64_t total = 6 + 50000000 + 1 + 5;
-  EXPECT_THAT(out.message, HasSubstr("the output was " + std::to_string(total) + " bytes; the "
-                                     "middle " + std::to_string(total - 1000) + " bytes were cut"));
+  EXPECT_THAT(out.message, HasSubstr("the output was " + std::to_string(total) +
+                                     " bytes; the "
+                                     "middle " +
+                                     std::to_string(total - 1000) + " bytes were cut"));
   EXPECT_THAT(out.output, StartsWith("FIRST\ny\ny\n"));
   EXPECT_THAT(out.output, EndsWith("y\ny\n\nLAST\n"));
   EXPECT_THAT(out.output, HasSubstr("[... " + std::to_string(total - 1000) + " bytes cut ...]"));
@@ -200,8 +201,7 @@ TEST(RunCommand, AgentDescriptorsDoNotLeakIntoTheCommand) {
   // An fd without close-on-exec, as an inherited broker socket might be.
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
-  auto out = Call(box, "run_command",
-                  {{"command", "ls /proc/self/fd | sort -n | tr '\\n' ' '"}});
+  auto out = Call(box, "run_command", {{"command", "ls /proc/self/fd | sort -n | tr '\\n' ' '"}});
   ::close(fds[0]);
   ::close(fds[1]);
   ASSERT_TRUE(out.ok);

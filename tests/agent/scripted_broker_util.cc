@@ -34,7 +34,9 @@ ScriptedBroker& ScriptedBroker::Expect(Kind kind, Handler handler) {
   return *this;
 }
 
-void ScriptedBroker::Start() { thread_ = std::thread([this] { Run(); }); }
+void ScriptedBroker::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void ScriptedBroker::Join() {
   if (thread_.joinable()) thread_.join();
@@ -104,7 +106,8 @@ void ScriptedBroker::Run() {
       break;
     }
     Response response = step.handler(request);
-    if (!SendAll(response.frames) || response.close) break;
+    // Like the real broker after finish, the connection closes once the script is done.
+    if (!SendAll(response.frames) || response.close || next_step_ == steps_.size()) break;
   }
   ::shutdown(broker_end_.get(), SHUT_RDWR);
   broker_end_.Reset();
@@ -196,7 +199,8 @@ Handler AckResult(std::function<std::string(const std::string&)> transform) {
 }
 
 Handler SendAck() {
-  return [](const Message& request) { return Reply(Kind::kAck, request.header.id, protocol::Ack{}); };
+  return
+      [](const Message& request) { return Reply(Kind::kAck, request.header.id, protocol::Ack{}); };
 }
 
 Handler SendError(protocol::ErrorCode code, std::string message) {

@@ -3,8 +3,9 @@
 //
 // Each step of the script expects one request kind and answers it with zero or more frames
 // (replies, unsolicited messages, raw bytes) and may then close the connection. `progress`
-// requests are acked automatically (and recorded) unless auto-acking is switched off. When the
-// script runs out, the next request closes the connection. A step whose kind does not match is
+// requests are acked automatically (and recorded) unless auto-acking is switched off. The
+// connection closes after the last step has answered (like the real broker after finish); with an
+// empty script, the first request closes it. A step whose kind does not match is
 // recorded as a script error and closes the connection, so a wrong agent fails its test instead of
 // hanging; so does a silent agent (no request for `idle_timeout`).
 #pragma once
@@ -12,11 +13,10 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/protocol.h"
 #include "common/unique_fd.h"

@@ -12,8 +12,8 @@ namespace cagent::agent::testing {
 
 TempWorkspace::TempWorkspace() {
   const char* tmp = std::getenv("TMPDIR");
-  std::string templ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                      "/cagent-tools-XXXXXX";
+  std::string templ =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/cagent-tools-XXXXXX";
   char* made = ::mkdtemp(templ.data());
   if (made == nullptr) {
     ADD_FAILURE() << "mkdtemp failed";

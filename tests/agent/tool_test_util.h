@@ -1,11 +1,11 @@
 // Helpers for the toolbox tests: a fresh temporary workspace per test and one-line tool calls.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "agent/toolbox.h"
 

@@ -1,12 +1,11 @@
 // read_file, write_file, edit_file and the argument checks, each in a fresh temporary workspace.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "agent/toolbox.h"
 #include "common/sha256.h"
@@ -16,13 +15,13 @@ namespace cagent::agent {
 namespace {
 
 using ::testing::AllOf;
+using testing::Call;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using ::testing::StartsWith;
-using testing::Call;
 using testing::OpenToolbox;
 using testing::PrepareFailure;
 using testing::PrepareOk;
+using ::testing::StartsWith;
 using testing::TempWorkspace;
 
 std::string Numbered(int from, int to) {
@@ -194,8 +193,8 @@ TEST(ToolboxPaths, ProcSelfRootIsRefused) {
   testing::WriteAbsolute(ws.outside() + "/secret.txt", "s3cr3t\n");
   auto box = OpenToolbox(ws);
   // As an absolute argument: not inside the workspace path.
-  auto direct =
-      PrepareFailure(box, "read_file", {{"path", "/proc/self/root" + ws.outside() + "/secret.txt"}});
+  auto direct = PrepareFailure(box, "read_file",
+                               {{"path", "/proc/self/root" + ws.outside() + "/secret.txt"}});
   EXPECT_EQ(direct.code, "outside_workspace");
   // Through a planted symlink: absolute symlinks and magic links are refused by openat2.
   ws.Symlink("/proc/self/root" + ws.outside() + "/secret.txt", "via_proc");
@@ -208,8 +207,8 @@ TEST(ToolboxPaths, ProcSelfRootIsRefused) {
     if (c != "/") up += "../";
   }
   ws.Symlink(up + "proc/self/root", "proc_root");
-  auto magic = PrepareFailure(box, "read_file",
-                              {{"path", "proc_root" + ws.outside() + "/secret.txt"}});
+  auto magic =
+      PrepareFailure(box, "read_file", {{"path", "proc_root" + ws.outside() + "/secret.txt"}});
   EXPECT_EQ(magic.code, "outside_workspace");
   EXPECT_THAT(magic.Render(), Not(HasSubstr("s3cr3t")));
 }
@@ -430,7 +429,8 @@ TEST(WriteFile, ContentAboveTheLimitIsRefused) {
   ToolLimits limits;
   limits.write_max_bytes = 10;
   auto box = OpenToolbox(ws, limits);
-  auto out = PrepareFailure(box, "write_file", {{"path", "a.txt"}, {"content", std::string(11, 'x')}});
+  auto out =
+      PrepareFailure(box, "write_file", {{"path", "a.txt"}, {"content", std::string(11, 'x')}});
   EXPECT_EQ(out.code, "too_large");
   auto dir = PrepareFailure(box, "write_file", {{"path", "a/"}, {"content", "x"}});
   EXPECT_EQ(dir.code, "bad_arguments");
@@ -454,8 +454,8 @@ TEST(EditFile, ReplacesAUniqueMatchAndReturnsTheDiff) {
   ws.Write("a.c", "int a;\nint b;\nint c;\nint d;\nint e;\nint f;\nint g;\nint h;\n");
   auto box = OpenToolbox(ws);
   ASSERT_TRUE(Call(box, "read_file", {{"path", "a.c"}}).ok);
-  auto out = Call(box, "edit_file", {{"path", "a.c"}, {"old_string", "int e;"},
-                                     {"new_string", "long e;"}});
+  auto out = Call(box, "edit_file",
+                  {{"path", "a.c"}, {"old_string", "int e;"}, {"new_string", "long e;"}});
   ASSERT_TRUE(out.ok) << out.Render();
   EXPECT_EQ(out.output,
             "--- a/a.c\n+++ b/a.c\n@@ -2,7 +2,7 @@\n int b;\n int c;\n int d;\n-int e;\n+long "
@@ -463,9 +463,9 @@ TEST(EditFile, ReplacesAUniqueMatchAndReturnsTheDiff) {
   EXPECT_EQ(ws.Read("a.c"), "int a;\nint b;\nint c;\nint d;\nlong e;\nint f;\nint g;\nint h;\n");
   EXPECT_EQ(out.changed_paths, std::vector<std::string>{"a.c"});
   // The ledger knows the new content: a second edit needs no re-read.
-  EXPECT_TRUE(Call(box, "edit_file", {{"path", "a.c"}, {"old_string", "int a;"},
-                                      {"new_string", "int z;"}})
-                  .ok);
+  EXPECT_TRUE(
+      Call(box, "edit_file", {{"path", "a.c"}, {"old_string", "int a;"}, {"new_string", "int z;"}})
+          .ok);
 }
 
 TEST(EditFile, AmbiguousMatchListsLineNumbers) {
@@ -473,14 +473,15 @@ TEST(EditFile, AmbiguousMatchListsLineNumbers) {
   ws.Write("a.py", "x = 1\ny = 2\nx = 1\nz = 3\nx = 1\n");
   auto box = OpenToolbox(ws);
   ASSERT_TRUE(Call(box, "read_file", {{"path", "a.py"}}).ok);
-  auto out = PrepareFailure(box, "edit_file", {{"path", "a.py"}, {"old_string", "x = 1"},
-                                               {"new_string", "x = 2"}});
+  auto out = PrepareFailure(box, "edit_file",
+                            {{"path", "a.py"}, {"old_string", "x = 1"}, {"new_string", "x = 2"}});
   EXPECT_EQ(out.code, "ambiguous_match");
   EXPECT_THAT(out.message, HasSubstr("occurs 3 times"));
   EXPECT_THAT(out.message, HasSubstr("at lines 1, 3, 5"));
   EXPECT_THAT(out.hint, HasSubstr("replace_all"));
-  auto all = Call(box, "edit_file", {{"path", "a.py"}, {"old_string", "x = 1"},
-                                     {"new_string", "x = 2"}, {"replace_all", true}});
+  auto all = Call(
+      box, "edit_file",
+      {{"path", "a.py"}, {"old_string", "x = 1"}, {"new_string", "x = 2"}, {"replace_all", true}});
   ASSERT_TRUE(all.ok) << all.Render();
   EXPECT_EQ(ws.Read("a.py"), "x = 2\ny = 2\nx = 2\nz = 3\nx = 2\n");
 }
@@ -490,19 +491,18 @@ TEST(EditFile, WhitespaceOnlyDifferenceIsExplained) {
   ws.Write("a.py", "def f():\n    if x:\n        return 1\n");
   auto box = OpenToolbox(ws);
   ASSERT_TRUE(Call(box, "read_file", {{"path", "a.py"}}).ok);
-  auto out = PrepareFailure(box, "edit_file", {{"path", "a.py"},
-                                               {"old_string", "if x:\n  return 1"},
-                                               {"new_string", "if y:\n  return 2"}});
+  auto out = PrepareFailure(
+      box, "edit_file",
+      {{"path", "a.py"}, {"old_string", "if x:\n  return 1"}, {"new_string", "if y:\n  return 2"}});
   EXPECT_EQ(out.code, "no_match");
   EXPECT_THAT(out.message, HasSubstr("differing only in whitespace"));
   EXPECT_THAT(out.message, HasSubstr("at line(s) 2"));
-  auto plain = PrepareFailure(box, "edit_file", {{"path", "a.py"}, {"old_string", "nothing"},
-                                                 {"new_string", "x"}});
+  auto plain = PrepareFailure(box, "edit_file",
+                              {{"path", "a.py"}, {"old_string", "nothing"}, {"new_string", "x"}});
   EXPECT_EQ(plain.code, "no_match");
   EXPECT_THAT(plain.message, Not(HasSubstr("whitespace")));
-  auto numbered = PrepareFailure(box, "edit_file", {{"path", "a.py"},
-                                                    {"old_string", "   2\t    if x:"},
-                                                    {"new_string", "x"}});
+  auto numbered = PrepareFailure(
+      box, "edit_file", {{"path", "a.py"}, {"old_string", "   2\t    if x:"}, {"new_string", "x"}});
   EXPECT_THAT(numbered.hint, HasSubstr("line-number prefix"));
 }
 
@@ -559,11 +559,11 @@ TEST(EditFile, AfterACommandAnUnchangedFileIsStillEditableAChangedOneIsNot) {
   auto cmd = Call(box, "run_command", {{"command", "echo three > changed.txt"}});
   ASSERT_TRUE(cmd.ok) << cmd.Render();
   EXPECT_TRUE(cmd.workspace_may_have_changed);
-  auto same = Call(box, "edit_file", {{"path", "same.txt"}, {"old_string", "one"},
-                                      {"new_string", "uno"}});
+  auto same =
+      Call(box, "edit_file", {{"path", "same.txt"}, {"old_string", "one"}, {"new_string", "uno"}});
   EXPECT_TRUE(same.ok) << same.Render();
-  auto changed = PrepareFailure(box, "edit_file", {{"path", "changed.txt"}, {"old_string", "two"},
-                                                   {"new_string", "dos"}});
+  auto changed = PrepareFailure(
+      box, "edit_file", {{"path", "changed.txt"}, {"old_string", "two"}, {"new_string", "dos"}});
   EXPECT_EQ(changed.code, "stale_read");
   EXPECT_THAT(changed.message, HasSubstr("a run_command ran since then"));
 }
@@ -572,15 +572,15 @@ TEST(EditFile, IdenticalStringsAndMissingFilesAreRefused) {
   TempWorkspace ws;
   ws.Write("a.txt", "alpha\n");
   auto box = OpenToolbox(ws);
-  auto same = PrepareFailure(box, "edit_file", {{"path", "a.txt"}, {"old_string", "alpha"},
-                                                {"new_string", "alpha"}});
+  auto same = PrepareFailure(box, "edit_file",
+                             {{"path", "a.txt"}, {"old_string", "alpha"}, {"new_string", "alpha"}});
   EXPECT_EQ(same.code, "bad_arguments");
   EXPECT_THAT(same.message, HasSubstr("identical"));
-  auto empty = PrepareFailure(box, "edit_file", {{"path", "a.txt"}, {"old_string", ""},
-                                                 {"new_string", "x"}});
+  auto empty = PrepareFailure(box, "edit_file",
+                              {{"path", "a.txt"}, {"old_string", ""}, {"new_string", "x"}});
   EXPECT_EQ(empty.code, "bad_arguments");
-  auto missing = PrepareFailure(box, "edit_file", {{"path", "b.txt"}, {"old_string", "a"},
-                                                   {"new_string", "b"}});
+  auto missing = PrepareFailure(box, "edit_file",
+                                {{"path", "b.txt"}, {"old_string", "a"}, {"new_string", "b"}});
   EXPECT_EQ(missing.code, "not_found");
   EXPECT_THAT(missing.hint, HasSubstr("write_file"));
 }

@@ -1,8 +1,8 @@
 // list_dir, glob and grep, each in a fresh temporary workspace.
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "agent/toolbox.h"
 #include "tests/agent/tool_test_util.h"
@@ -10,9 +10,9 @@
 namespace cagent::agent {
 namespace {
 
+using testing::Call;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::Call;
 using testing::OpenToolbox;
 using testing::PrepareFailure;
 using testing::TempWorkspace;
@@ -166,19 +166,19 @@ TEST(Grep, InvalidRegexIsBadArguments) {
 TEST(Grep, SkipsBinaryLargeDeniedAndLongLinesAndSaysSo) {
   TempWorkspace ws;
   ws.Write("bin.dat", std::string("needle\0\0", 8));
-  ws.Write("big.txt", std::string(2000, 'x') + "\nneedle\n");
+  ws.Write("big.txt", std::string(7000, 'x') + "\nneedle\n");
   ws.Write("long.txt", std::string(5000, 'y') + "needle\nneedle short\n");
   ws.Write(".env", "needle=secret\n");
   ws.Write(".git/config", "needle\n");
   ws.Write("ok.txt", "needle\n");
   ToolLimits limits;
-  limits.grep_max_file_bytes = 1000;
+  limits.grep_max_file_bytes = 6000;
   auto box = OpenToolbox(ws, limits, DenyEnv());
   auto out = Call(box, "grep", {{"pattern", "needle"}});
   ASSERT_TRUE(out.ok) << out.Render();
   EXPECT_EQ(out.output, "long.txt:2: needle short\nok.txt:1: needle\n");
   EXPECT_THAT(out.message, HasSubstr("1 binary file(s) skipped"));
-  EXPECT_THAT(out.message, HasSubstr("1 file(s) above 1000 bytes skipped"));
+  EXPECT_THAT(out.message, HasSubstr("1 file(s) above 5.9 KiB skipped"));
   EXPECT_THAT(out.message, HasSubstr("1 line(s) longer than 4096 bytes not searched"));
   EXPECT_THAT(out.message, HasSubstr("1 entry skipped: denied by policy (`deny **/.env`)"));
   EXPECT_THAT(out.message, HasSubstr(".git/ was not searched"));
@@ -201,7 +201,8 @@ TEST(Grep, StopsAtTheMatchCap) {
 
 TEST(Grep, StopsAtTheScanCap) {
   TempWorkspace ws;
-  for (int i = 0; i < 4; ++i) ws.Write("f" + std::to_string(i) + ".txt", std::string(400, 'a') + "\n");
+  for (int i = 0; i < 4; ++i)
+    ws.Write("f" + std::to_string(i) + ".txt", std::string(400, 'a') + "\n");
   ToolLimits limits;
   limits.grep_max_scan_bytes = 1000;
   auto box = OpenToolbox(ws, limits);

@@ -1,8 +1,8 @@
 #include "agent/unified_diff.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace cagent::agent {
 namespace {

@@ -155,6 +155,7 @@ TEST(Broker, AllowedToolRequestNamesTheRuleAndItsLocation) {
   EXPECT_EQ(decisions[0]["verdict"], "allow");
   EXPECT_EQ(decisions[0]["actor"], "broker");
   EXPECT_EQ(decisions[0]["tool"], "read_file");
+  EXPECT_EQ(decisions[0]["args"], CanonicalDigest(json{{"path", "src/main.c"}}));
 }
 
 TEST(Broker, DeniedToolRequestNamesRuleLocationAndWhatToDoInstead) {

@@ -81,7 +81,8 @@ class FakeProvider {
     std::string key_file;
   };
   // Listens on 127.0.0.1:0 and serves on background threads until destroyed.
-  explicit FakeProvider(Options options = {});
+  FakeProvider() : FakeProvider(Options()) {}
+  explicit FakeProvider(Options options);
   ~FakeProvider();
   FakeProvider(const FakeProvider&) = delete;
   FakeProvider& operator=(const FakeProvider&) = delete;

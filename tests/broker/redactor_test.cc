@@ -11,6 +11,7 @@ namespace cagent::launcher::broker {
 namespace {
 
 using nlohmann::json;
+using Secrets = std::vector<std::pair<std::string, std::string>>;
 
 std::string R(std::string_view text) { return Redactor().Redact(text); }
 
@@ -130,19 +131,19 @@ TEST(RedactorTest, ScrubPatternsOfTheBaseProfile) {
 
 TEST(RedactorTest, OverlappingFindingsBecomeOneReplacement) {
   // Two secrets that overlap in the text.
-  const Redactor r({{"env:A", "abcdef123"}, {"env:B", "123xyz789"}});
+  const Redactor r(Secrets{{"env:A", "abcdef123"}, {"env:B", "123xyz789"}});
   EXPECT_EQ(r.Redact("<abcdef123xyz789>"), "<[REDACTED:env:A]>");
   // A secret containing another: the longer one wins.
-  const Redactor nested({{"env:SHORT", "secret1"}, {"env:LONG", "my-secret1-long"}});
+  const Redactor nested(Secrets{{"env:SHORT", "secret1"}, {"env:LONG", "my-secret1-long"}});
   EXPECT_EQ(nested.Redact("my-secret1-long secret1"),
             "[REDACTED:env:LONG] [REDACTED:env:SHORT]");
   // An environment secret that is also a key shape: one replacement.
-  const Redactor both({{"env:AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE"}});
+  const Redactor both(Secrets{{"env:AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE"}});
   EXPECT_EQ(both.Redact("id=AKIAIOSFODNN7EXAMPLE."), "id=[REDACTED:env:AWS_ACCESS_KEY_ID].");
 }
 
 TEST(RedactorTest, RedactJsonWalksValuesNotKeys) {
-  const Redactor r({{"env:T", "s3cret-value"}});
+  const Redactor r(Secrets{{"env:T", "s3cret-value"}});
   json j = {
       {"messages",
        {{{"role", "user"}, {"content", "the token is s3cret-value"}},
@@ -168,7 +169,7 @@ TEST(RedactorTest, SecretsSplitAcrossJsonStringsAreNotCaught) {
   // A documented limit: each string is scanned on its own, so a secret cut in two (by the model,
   // or by an agent trying to smuggle it out) is caught neither by shape nor as the caller's
   // environment value: only whole values and whole shapes are recognised.
-  const Redactor r({{"env:T", "s3cret-value"}});
+  const Redactor r(Secrets{{"env:T", "s3cret-value"}});
   json j = {{"a", "sk-proj-Ab3dEf6hIj"}, {"b", "9kLm2nOp5qRs8tUv1wXy"}, {"c", "s3cret"},
             {"d", "-value"}};
   EXPECT_EQ(r.RedactJson(j), 0u);
@@ -184,10 +185,24 @@ TEST(RedactorTest, LargeHostileInputFinishes) {
   std::size_t k = 0;
   while (text.size() < 5 * 1024 * 1024) text += pieces[k++ % std::size(pieces)];
   text += " AKIAIOSFODNN7EXAMPLE";
-  const std::string out = Redactor({{"env:X", "zzzzzzzzz-not-there"}}).Redact(text);
+  const std::string out = Redactor(Secrets{{"env:X", "zzzzzzzzz-not-there"}}).Redact(text);
   EXPECT_NE(out.find("[REDACTED:aws_access_key_id]"), std::string::npos);
   // The output is not longer than input plus labels: no runaway duplication.
   EXPECT_LT(out.size(), text.size() * 2);
+}
+
+TEST(RedactorTest, PathologicalRepetitionsFinish) {
+  // One unit repeated over 2 MB each: inputs that make a naive scanner restart a long scan at
+  // every occurrence (unclosed quoted values, unterminated PEM headers, value-less assignments).
+  const Redactor r;
+  for (const std::string unit : {"password:\"\\", "password: '", "-----BEGIN ", "eyJaaaaaaaaaa.",
+                                 "sk-", "password=$", "ghp_", "secret = `x\\`"}) {
+    std::string text;
+    while (text.size() < 2 * 1024 * 1024) text += unit;
+    text += "\nAKIAIOSFODNN7EXAMPLE";
+    const std::string out = r.Redact(text);
+    EXPECT_NE(out.find("[REDACTED:aws_access_key_id]"), std::string::npos) << unit;
+  }
 }
 
 }  // namespace

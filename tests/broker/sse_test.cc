@@ -89,7 +89,7 @@ TEST(SseParser, PartialEventAtEndIsPendingNotDispatched) {
 
 // The same stream split at every byte boundary (and fed one byte at a time) gives the same events.
 TEST(SseParser, SplitAtEveryByteBoundaryGivesTheSameEvents) {
-  for (const std::string text :
+  for (const std::string& text :
        {std::string("event: a\r\ndata: {\"x\":\"1\"}\r\n\r\n: c\r\ndata: two\r\ndata: lines\r\n\r\n"),
         std::string("event: a\ndata: {\"x\":\"1\"}\n\n: c\ndata: two\ndata: lines\n\n"),
         std::string("event: a\rdata: {\"x\":\"1\"}\r\r: c\rdata: two\rdata: lines\r\r")}) {
@@ -118,8 +118,8 @@ TEST(SseParser, OverlongLineFails) {
 TEST(SseParser, OverlongEventDataFails) {
   SseParser p(/*max_event_bytes=*/16);
   std::vector<SseEvent> out;
-  EXPECT_TRUE(p.Feed("data: 0123456\n", out).ok());
-  EXPECT_FALSE(p.Feed("data: 0123456\n", out).ok());
+  EXPECT_TRUE(p.Feed("data: 0123456789\n", out).ok());
+  EXPECT_FALSE(p.Feed("data: 0123456789\n", out).ok());
 }
 
 }  // namespace

@@ -1,0 +1,454 @@
+#include "launcher/cli/run_command.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <spdlog/spdlog.h>
+
+#include "common/duration.h"
+#include "common/sha256.h"
+#include "common/unique_fd.h"
+#include "launcher/cli/agent_command.h"
+#include "launcher/run/git.h"
+#include "launcher/run/run.h"
+#include "launcher/run/workspace.h"
+
+namespace cagent::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+constexpr int kExitUsage = 2;
+
+int Usage(const std::string& message) {
+  spdlog::error("{}", message);
+  return kExitUsage;
+}
+
+std::string ReadAll(const std::string& path, bool* ok = nullptr) {
+  std::ifstream in(path, std::ios::binary);
+  if (ok != nullptr) *ok = static_cast<bool>(in);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string FormatElapsed(std::chrono::milliseconds ms) {
+  const auto s = ms.count() / 1000;
+  char buf[32];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof(buf), "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                  static_cast<long long>((s / 60) % 60), static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%lld:%02lld", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  }
+  return buf;
+}
+
+// The live status: one line redrawn in place on a terminal; plain lines (state changes and
+// actions) otherwise, so logs stay readable.
+class ProgressDisplay {
+ public:
+  explicit ProgressDisplay(bool quiet) : enabled_(!quiet), tty_(::isatty(STDERR_FILENO) == 1) {}
+  ~ProgressDisplay() { Done(); }
+
+  void Update(const run::RunProgress& p) {
+    if (!enabled_) return;
+    std::string line = "[" + std::string(run::RunStateName(p.state)) + "]";
+    if (p.turn > 0 || p.state == run::RunState::kRunning) {
+      line += " turn " + std::to_string(p.turn);
+      if (p.max_turns > 0) line += "/" + std::to_string(p.max_turns);
+      line += ", " + std::to_string(p.tool_calls) + " tool calls";
+    }
+    line += ", " + FormatElapsed(p.elapsed);
+    if (tty_) {
+      std::string action = p.last_action;
+      for (char& c : action) {
+        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+      }
+      std::string shown = line + (action.empty() ? "" : "  " + action);
+      if (shown.size() > 118) shown = shown.substr(0, 115) + "...";
+      std::cerr << "\r\033[K" << shown << std::flush;
+      drawn_ = true;
+      return;
+    }
+    if (p.state != last_state_) {
+      std::cerr << "cagent: " << line << "\n";
+      last_state_ = p.state;
+    }
+    if (!p.last_action.empty() && p.last_action != last_action_) {
+      std::cerr << "cagent:   " << p.last_action << "\n";
+      last_action_ = p.last_action;
+    }
+  }
+  void Done() {
+    if (drawn_) std::cerr << "\r\033[K" << std::flush;
+    drawn_ = false;
+  }
+
+ private:
+  bool enabled_;
+  bool tty_;
+  bool drawn_ = false;
+  run::RunState last_state_ = run::RunState::kCreated;
+  std::string last_action_;
+};
+
+void PrintSummary(const run::RunRecord& r) {
+  std::ostream& o = std::cerr;
+  o << "run " << r.run_id << ": " << run::RunStateName(r.state);
+  if (!r.reason.empty()) o << " — " << r.reason;
+  o << "\n";
+  o << "  profile      " << r.profile << " (policy " << r.policy_digest.substr(0, 12) << ")\n";
+  o << "  base         " << r.base_commit << (r.carried_dirty ? " + uncommitted changes" : "")
+    << "\n";
+  o << "  model        " << r.model << ": " << r.used.model_turns << " turns, "
+    << r.used.input_tokens << " tokens in, " << r.used.output_tokens << " out\n";
+  o << "  tool calls   " << r.used.tool_calls << " (" << r.denials << " refused)\n";
+  o << "  patch        " << r.patch.files.size() << " files, " << r.patch.patch.size()
+    << " bytes, sha256 " << r.patch.sha256.substr(0, 16) << "\n";
+  for (const auto& f : r.patch.files) o << "                 " << f.status << " " << f.path << "\n";
+  if (!r.patch.check_clean) o << "  diff --check reports problems (see cagent diff " << r.run_id << ")\n";
+  for (const auto& v : r.violations) o << "  violation    " << v.message << "\n";
+  for (const auto& v : r.verification) {
+    o << "  verify       " << run::VerifyStatusName(v.status) << ": " << v.command << " ("
+      << v.detail << ", " << v.duration.count() << " ms)\n";
+  }
+  if (!r.agent_summary.empty()) o << "  agent says   " << r.agent_summary << "\n";
+  o << "  run dir      " << r.run_dir << "\n";
+  if (r.state == run::RunState::kCompleted && !r.patch.files.empty()) {
+    o << "next: cagent diff " << r.run_id << "   then   cagent apply " << r.run_id << "\n";
+  }
+}
+
+std::string RunsDirectory() { return StateDirectory() + "/runs"; }
+
+// An exact run id, a unique prefix, or "last".
+Result<std::string> ResolveRun(const std::string& id) {
+  const std::string dir = RunsDirectory();
+  std::error_code ec;
+  std::vector<std::string> ids;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_directory()) ids.push_back(e.path().filename().string());
+  }
+  std::sort(ids.begin(), ids.end());
+  if (ids.empty()) return PlainError("find run " + id, "there are no runs in " + dir);
+  if (id == "last" || id == "latest") return dir + "/" + ids.back();
+  std::vector<std::string> matches;
+  for (const auto& r : ids) {
+    if (r == id) return dir + "/" + r;
+    if (r.rfind(id, 0) == 0) matches.push_back(r);
+  }
+  if (matches.size() == 1) return dir + "/" + matches.front();
+  if (matches.empty()) return PlainError("find run " + id, "no such run in " + dir + " (see cagent runs)");
+  return PlainError("find run " + id, "the prefix matches " + std::to_string(matches.size()) +
+                                           " runs; give more of the id");
+}
+
+int DoRuns(const RunsCommandOptions& o) {
+  const std::string dir = RunsDirectory();
+  std::error_code ec;
+  std::vector<std::string> ids;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_directory()) ids.push_back(e.path().filename().string());
+  }
+  std::sort(ids.begin(), ids.end());
+  json all = json::array();
+  for (const auto& id : ids) {
+    auto r = run::ReadRunResult(dir + "/" + id);
+    json row = {{"run_id", id}};
+    if (r) {
+      row["status"] = (*r)["status"];
+      row["profile"] = (*r)["profile"];
+      row["base_commit"] = (*r)["base_commit"];
+      row["created_at"] = (*r)["created_at"];
+      row["files"] = (*r)["changed_files"].size();
+      row["reason"] = (*r)["reason"];
+    } else {
+      row["status"] = "unknown";
+      row["reason"] = "no result.json (running, or interrupted)";
+    }
+    all.push_back(row);
+  }
+  if (o.json) {
+    std::cout << all.dump(2) << "\n";
+    return 0;
+  }
+  if (all.empty()) {
+    std::cout << "no runs yet (in " << dir << ")\n";
+    return 0;
+  }
+  for (const auto& row : all) {
+    std::cout << row["run_id"].get<std::string>() << "  "
+              << row["status"].get<std::string>();
+    if (row.contains("profile")) std::cout << "  " << row["profile"].get<std::string>();
+    if (row.contains("files")) std::cout << "  " << row["files"].get<std::size_t>() << " files";
+    const std::string reason = row.value("reason", "");
+    if (!reason.empty()) std::cout << "  " << reason.substr(0, 80);
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
+  auto r = run::ReadRunResult(run_dir);
+  if (!r) return Usage(r.error().Message());
+  if (o.json) {
+    std::cout << r->dump(2) << "\n";
+  } else {
+    const json& j = *r;
+    std::cout << "run " << j.value("run_id", "") << ": " << j.value("status", "");
+    if (!j.value("reason", "").empty()) std::cout << " — " << j.value("reason", "");
+    std::cout << "\n  profile  " << j.value("profile", "") << "\n  base     "
+              << j.value("base_commit", "") << "\n  repo     " << j.value("repo", "")
+              << "\n  patch    " << j["patch"].value("bytes", 0) << " bytes, sha256 "
+              << j["patch"].value("sha256", "") << "\n";
+    for (const auto& f : j["changed_files"]) {
+      std::cout << "           " << f.value("status", "") << " " << f.value("path", "") << "\n";
+    }
+    for (const auto& v : j["verification"]) {
+      std::cout << "  verify   " << v.value("status", "") << ": " << v.value("command", "") << " ("
+                << v.value("detail", "") << ")\n";
+    }
+    std::cout << "  events   " << j.value("event_log", "") << "\n";
+  }
+  auto state = run::ParseRunState((*r).value("status", ""));
+  bool verification_failed = false;
+  for (const auto& v : (*r)["verification"]) {
+    const std::string s = v.value("status", "");
+    verification_failed = verification_failed || s == "failed" || s == "timed-out";
+  }
+  return state ? run::ExitCodeFor(*state, verification_failed) : run::kExitRunFailed;
+}
+
+int DoDiff(const std::string& run_dir) {
+  bool ok = false;
+  const std::string patch = ReadAll(run_dir + "/patch.diff", &ok);
+  if (!ok) return Usage(run_dir + " has no patch.diff (the run ended before its change set was captured)");
+  std::cout << patch;
+  return 0;
+}
+
+int DoApply(const RunsCommandOptions& o, const std::string& run_dir) {
+  auto r = run::ReadRunResult(run_dir);
+  if (!r) return Usage(r.error().Message());
+  const json& j = *r;
+  if (j.value("status", "") != "completed") {
+    spdlog::error("run {} is {}, not completed: only a verified patch is applied",
+                  j.value("run_id", ""), j.value("status", ""));
+    return run::kExitRunFailed;
+  }
+  bool ok = false;
+  const std::string patch = ReadAll(run_dir + "/patch.diff", &ok);
+  if (!ok) return Usage("cannot read " + run_dir + "/patch.diff");
+  const std::string expected = j["patch"].value("sha256", "");
+  if (Sha256Hex(patch) != expected) {
+    spdlog::error("{}/patch.diff does not match the digest that was verified ({}); refusing to "
+                  "apply a patch that changed after the run",
+                  run_dir, expected.substr(0, 16));
+    return run::kExitRunFailed;
+  }
+  if (patch.empty()) {
+    std::cout << "the run changed nothing; nothing to apply\n";
+    return 0;
+  }
+  const std::string repo_dir = o.repo.empty() ? j.value("repo", "") : o.repo;
+  auto repo = run::InspectRepo(repo_dir, "");
+  if (!repo) return Usage(repo.error().Message());
+  if (!repo->dirty.empty()) {
+    spdlog::error("{} has uncommitted changes; commit or stash them before applying run {}",
+                  repo->root, j.value("run_id", ""));
+    return run::kExitRunFailed;
+  }
+  const std::string base = j.value("base_commit", "");
+  run::GitInvocation g;
+  g.cwd = repo->root;
+  if (!o.branch.empty()) {
+    g.args = {"switch", "--quiet", "--create", o.branch, base};
+    if (auto s = run::GitOutput(g); !s) {
+      spdlog::error("{}", s.error().Message());
+      return run::kExitRunFailed;
+    }
+  } else if (repo->commit != base) {
+    spdlog::error("{} has moved: HEAD is {}, the run was made on {}; check out the base commit or "
+                  "pass --branch NAME to apply on a new branch from it",
+                  repo->root, repo->commit.substr(0, 12), base.substr(0, 12));
+    return run::kExitRunFailed;
+  }
+  g.args = {"apply", "--index", "--binary", "--whitespace=nowarn", run_dir + "/patch.diff"};
+  if (auto s = run::GitOutput(g); !s) {
+    spdlog::error("{}", s.error().Message());
+    return run::kExitRunFailed;
+  }
+  std::cout << "applied run " << j.value("run_id", "") << " (" << j["changed_files"].size()
+            << " files) to " << repo->root
+            << (o.branch.empty() ? "" : " on branch " + o.branch)
+            << "; the changes are staged: review with git diff --cached\n";
+  return 0;
+}
+
+int DoRm(const RunsCommandOptions& o, const std::string& run_dir) {
+  auto r = run::ReadRunResult(run_dir);
+  if (!r && !o.force) {
+    return Usage(r.error().Message() + "; pass --force to remove it anyway");
+  }
+  std::error_code ec;
+  const auto n = fs::remove_all(run_dir, ec);
+  if (ec) return Usage("remove " + run_dir + ": " + ec.message());
+  std::cout << "removed " << run_dir << " (" << n << " files)\n";
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* AddRunCommand(CLI::App& app, RunCommandOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "run",
+      "Hand TASK (a Markdown file) to the coding agent: cagent pins the repository's base commit, "
+      "makes a disposable workspace of it under $XDG_STATE_HOME/cagent/runs/RUN/, runs the agent "
+      "in a sandbox built from the profile with every model and tool call going through the "
+      "policy broker, then captures the change set with git itself, checks it against the "
+      "profile and runs the profile's verification commands in a fresh sandbox. The caller's "
+      "repository is never written; 'cagent apply RUN' brings a verified patch in.");
+  cmd->add_option("--profile", o.profile, "Profile (name or .cagent file).")->required();
+  cmd->add_option("task", o.task_file,
+                  "The task in Markdown. Untrusted: nothing in it changes the profile, paths, "
+                  "limits or verification.")
+      ->required();
+  cmd->add_option("--repo", o.repo, "The repository (default: the current directory's).");
+  cmd->add_option("--commit", o.commit, "Base revision (default HEAD), pinned to its full id.");
+  cmd->add_flag("--allow-dirty", o.allow_dirty,
+                "Carry uncommitted changes (tracked and untracked, not ignored) into the "
+                "workspace instead of refusing; the run records that it did.");
+  cmd->add_option("--model", o.model,
+                  "PROVIDER:MODEL: openai:MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), "
+                  "anthropic:MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL), replay:FILE. "
+                  "Default: $CAGENT_MODEL.");
+  cmd->add_option("--model-url", o.model_url, "Base URL of the provider.");
+  cmd->add_option("--approve", o.approve,
+                  "policy: the profile decides, asking on this terminal; never: headless, every "
+                  "'ask' is denied unless pre-approved.")
+      ->check(CLI::IsMember({"policy", "never"}));
+  cmd->add_option("--pre-approve", o.pre_approve, "'TOOL: PATTERN' or 'sha256:DIGEST' (repeatable).");
+  cmd->add_option("--pre-approve-file", o.pre_approve_file, "File of pre-approvals.");
+  cmd->add_option("--max-turns", o.max_turns, "Lower the model-turn budget.")->group("Budgets");
+  cmd->add_option("--max-tool-calls", o.max_tool_calls, "Lower the tool-call budget.")->group("Budgets");
+  cmd->add_option("--max-tokens", o.max_tokens, "Lower the model-token budget.")->group("Budgets");
+  cmd->add_option("--max-output", o.max_output, "Lower the tool-output budget (bytes).")->group("Budgets");
+  cmd->add_option("--wall-time", o.wall_time, "Lower the wall-time budget (e.g. 20m).")->group("Budgets");
+  cmd->add_flag("--json", o.json, "Print result.json on stdout instead of the summary.");
+  cmd->footer(
+      "Exit status: 0 completed and verified; 1 verification failed; 3 the run failed (budget, "
+      "policy violation in the patch, provider error, agent crash); 4 needs approval; 130 "
+      "cancelled; 125 could not start; 2 usage.");
+  return cmd;
+}
+
+int RunRunCommand(const RunCommandOptions& o) {
+  run::RunRequest req;
+  req.profile = o.profile;
+  req.task_file = o.task_file;
+  req.repo = o.repo;
+  req.commit = o.commit;
+  req.allow_dirty = o.allow_dirty;
+  std::string model = o.model;
+  if (model.empty()) {
+    if (const char* env = std::getenv("CAGENT_MODEL"); env != nullptr) model = env;
+  }
+  if (model.empty()) return Usage("no model: pass --model PROVIDER:MODEL or set CAGENT_MODEL");
+  auto spec = broker::ParseModelSpec(model);
+  if (!spec) return Usage(spec.error().Message());
+  req.model = *spec;
+  if (!o.model_url.empty()) req.model.base_url = o.model_url;
+  req.model_label = model;
+  req.approval = o.approve == "never" ? broker::ApprovalMode::kNever : broker::ApprovalMode::kPolicy;
+  req.pre_approvals = o.pre_approve;
+  req.pre_approval_file = o.pre_approve_file;
+  req.budget_overrides.model_turns = o.max_turns;
+  req.budget_overrides.tool_calls = o.max_tool_calls;
+  req.budget_overrides.model_tokens = o.max_tokens;
+  req.budget_overrides.output_bytes = o.max_output;
+  if (!o.wall_time.empty()) {
+    auto d = ParseDuration(o.wall_time);
+    if (!d) return Usage("--wall-time: " + d.error().Message());
+    req.budget_overrides.wall_time = *d;
+  }
+  UniqueFd tty;
+  if (req.approval != broker::ApprovalMode::kNever && ::isatty(STDIN_FILENO) == 1) {
+    tty.Reset(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY));
+  }
+  req.tty_fd = tty.get();
+
+  ProgressDisplay display(o.json);
+  auto rec = run::ExecuteRun(req, [&](const run::RunProgress& p) { display.Update(p); });
+  display.Done();
+  if (!rec) {
+    spdlog::error("{}", rec.error().Message());
+    return run::kExitRunSetup;
+  }
+  if (o.json) {
+    std::cout << rec->ToJson().dump(2) << "\n";
+  } else {
+    PrintSummary(*rec);
+  }
+  return run::ExitCodeFor(rec->state, rec->verification_failed());
+}
+
+std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
+  std::vector<CLI::App*> out;
+  auto* runs = app.add_subcommand("runs", "List the runs (newest last) with their status.");
+  runs->add_flag("--json", o.json, "JSON array on stdout.");
+  runs->callback([&o] { o.verb = "runs"; });
+  out.push_back(runs);
+
+  auto* show = app.add_subcommand("show", "Show a run's result (status, base, patch, verification).");
+  show->add_option("run", o.run, "Run id, a unique prefix of one, or 'last'.")->required();
+  show->add_flag("--json", o.json, "Print result.json.");
+  show->callback([&o] { o.verb = "show"; });
+  out.push_back(show);
+
+  auto* diff = app.add_subcommand("diff", "Print a run's captured patch (binary-safe, git format).");
+  diff->add_option("run", o.run, "Run id, a unique prefix of one, or 'last'.")->required();
+  diff->callback([&o] { o.verb = "diff"; });
+  out.push_back(diff);
+
+  auto* apply = app.add_subcommand(
+      "apply",
+      "Apply a completed run's verified patch to the repository it was made from (staged, not "
+      "committed). Refused when the patch no longer matches the verified digest, when the "
+      "repository has uncommitted changes, or when HEAD moved away from the run's base commit "
+      "(use --branch to apply on a new branch created at the base).");
+  apply->add_option("run", o.run, "Run id, a unique prefix of one, or 'last'.")->required();
+  apply->add_option("--branch", o.branch, "Create this branch at the run's base commit first.");
+  apply->add_option("--repo", o.repo, "Apply to this repository instead of the recorded one.");
+  apply->callback([&o] { o.verb = "apply"; });
+  out.push_back(apply);
+
+  auto* rm = app.add_subcommand("rm", "Delete a run's directory (workspace, logs, patch).");
+  rm->add_option("run", o.run, "Run id or a unique prefix of one.")->required();
+  rm->add_flag("--force", o.force, "Also remove a run without result.json.");
+  rm->callback([&o] { o.verb = "rm"; });
+  out.push_back(rm);
+  return out;
+}
+
+int RunRunsCommand(const RunsCommandOptions& o) {
+  if (o.verb == "runs") return DoRuns(o);
+  auto dir = ResolveRun(o.run);
+  if (!dir) return Usage(dir.error().Message());
+  if (o.verb == "show") return DoShow(o, *dir);
+  if (o.verb == "diff") return DoDiff(*dir);
+  if (o.verb == "apply") return DoApply(o, *dir);
+  if (o.verb == "rm") return DoRm(o, *dir);
+  return Usage("unknown command " + o.verb);
+}
+
+}  // namespace cagent::launcher

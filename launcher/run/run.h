@@ -1,0 +1,119 @@
+// A run: `cagent run --profile P task.md`, end to end. Runs in cagent (trusted).
+//
+//   created -> preparing -> running -> verifying -> completed | failed | cancelled | needs-approval
+//
+// preparing: resolve the repository, pin the base commit, materialise the disposable workspace
+// under the run directory; running: the agent under the broker in a sandbox (AgentSession);
+// then cagent — not the agent — captures the change set with git and applies the profile's path
+// and size rules to it; verifying: the profile's commands in fresh sandboxes. Every transition is
+// an event in the run's hash-chained log (events.jsonl, the same chain as the broker's audit
+// entries). The result is result.json in the run directory.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "launcher/broker/broker.h"
+#include "launcher/run/verify.h"
+#include "launcher/run/workspace.h"
+
+namespace cagent::launcher::run {
+
+enum class RunState {
+  kCreated,
+  kPreparing,
+  kRunning,
+  kVerifying,
+  kCompleted,
+  kFailed,
+  kCancelled,
+  kNeedsApproval,
+};
+std::string_view RunStateName(RunState state);
+std::optional<RunState> ParseRunState(std::string_view name);
+
+// Exit codes of `cagent run` (and of `cagent show` for a finished run).
+inline constexpr int kExitRunCompleted = 0;
+inline constexpr int kExitVerificationFailed = 1;
+inline constexpr int kExitRunFailed = 3;
+inline constexpr int kExitNeedsApproval = 4;
+inline constexpr int kExitRunCancelled = 130;
+inline constexpr int kExitRunSetup = 125;
+int ExitCodeFor(RunState state, bool verification_failed);
+
+struct RunRequest {
+  std::string profile;     // name or file
+  std::string task_file;
+  std::string repo;        // "" = the current directory
+  std::string commit;      // "" = HEAD
+  bool allow_dirty = false;
+  broker::ModelSpec model;
+  std::string model_label;  // as given on the command line
+  broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;
+  std::vector<std::string> pre_approvals;
+  std::string pre_approval_file;
+  broker::Budgets budget_overrides;
+  int tty_fd = -1;          // approvals; -1 = headless
+  std::string state_dir;    // "" = StateDirectory()
+  std::string run_id;       // "" = a new one
+};
+
+// What the operator's display is told; called from the run's threads one at a time.
+struct RunProgress {
+  RunState state = RunState::kCreated;
+  std::uint64_t turn = 0;
+  std::uint64_t max_turns = 0;
+  std::uint64_t tool_calls = 0;
+  std::chrono::milliseconds elapsed{0};
+  std::string last_action;
+};
+
+// The whole record (result.json).
+struct RunRecord {
+  std::string run_id;
+  RunState state = RunState::kCreated;
+  std::string reason;  // why it failed / was cancelled
+  std::string run_dir;
+  std::string profile;
+  std::string policy_digest;
+  std::string repo;
+  std::string base_commit;
+  bool carried_dirty = false;
+  std::vector<std::string> carried_paths;
+  std::string task_file;
+  std::string model;
+  std::string agent_summary;
+  CapturedPatch patch;  // patch text itself lives in patch.diff
+  std::vector<PatchViolation> violations;
+  std::vector<VerifyEntry> verification;
+  broker::BudgetUsage used;
+  broker::Budgets budgets;
+  std::vector<std::string> layers;      // sandbox layers active
+  std::vector<std::string> downgrades;  // restrictions applied only in part
+  std::uint64_t denials = 0;
+  std::uint64_t approvals_asked = 0;
+  std::string created_at;
+  std::string finished_at;
+  std::uint64_t event_log_entries = 0;
+  std::uint64_t event_log_lost = 0;
+
+  [[nodiscard]] nlohmann::json ToJson() const;
+  [[nodiscard]] bool verification_failed() const;
+};
+
+// Reads <run_dir>/result.json.
+Result<nlohmann::json> ReadRunResult(const std::string& run_dir);
+
+// Runs it. An error Result only when the run could not even be created (no state directory);
+// everything after that is recorded in the RunRecord (state failed + reason).
+Result<RunRecord> ExecuteRun(const RunRequest& request,
+                             const std::function<void(const RunProgress&)>& on_progress);
+
+}  // namespace cagent::launcher::run

@@ -1,0 +1,108 @@
+#include "launcher/run/verify.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "common/unique_fd.h"
+#include "launcher/sandbox.h"
+
+namespace cagent::launcher::run {
+
+std::string_view VerifyStatusName(VerifyEntry::Status status) {
+  switch (status) {
+    case VerifyEntry::Status::kPassed: return "passed";
+    case VerifyEntry::Status::kFailed: return "failed";
+    case VerifyEntry::Status::kTimedOut: return "timed-out";
+    case VerifyEntry::Status::kInfrastructure: return "infrastructure-error";
+    case VerifyEntry::Status::kNotRun: return "not-run";
+  }
+  return "unknown";
+}
+
+std::chrono::milliseconds VerifyTimeout(const policy::Policy& policy,
+                                        const policy::VerifyCommand& v) {
+  if (v.timeout_ms) return std::chrono::milliseconds(*v.timeout_ms);
+  const auto& t = policy.limit(policy::Limit::kCommandTimeout);
+  if (t.bounded()) return std::chrono::milliseconds(t.value);
+  return std::chrono::minutes(10);
+}
+
+std::vector<VerifyEntry> PlannedVerification(const policy::Policy& policy) {
+  std::vector<VerifyEntry> out;
+  for (const auto& v : policy.verify) {
+    VerifyEntry e;
+    e.command = v.command;
+    e.detail = "not run";
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const std::string& workspace,
+                                         const std::string& logs_dir, const ProfileContext& ctx,
+                                         const std::function<void(const std::string&)>& on_start) {
+  std::vector<VerifyEntry> out = PlannedVerification(policy);
+  for (std::size_t i = 0; i < policy.verify.size(); ++i) {
+    const auto& v = policy.verify[i];
+    VerifyEntry& e = out[i];
+    char name[32];
+    std::snprintf(name, sizeof(name), "%02zu-verify.log", i + 1);
+    e.log_path = logs_dir + "/" + name;
+    if (on_start) on_start(v.command);
+
+    UniqueFd log(::open(e.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                        0600));
+    UniqueFd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!log.valid() || !null_in.valid()) {
+      e.status = VerifyEntry::Status::kInfrastructure;
+      e.detail = "cannot open the log file " + e.log_path;
+      continue;
+    }
+    auto built = SpecFromPolicy(policy, workspace, {"/bin/sh", "-c", v.command}, ctx);
+    if (!built) {
+      e.status = VerifyEntry::Status::kInfrastructure;
+      e.detail = "could not build the sandbox: " + built.error().Message();
+      continue;
+    }
+    LaunchSpec spec = std::move(built->spec);
+    spec.timeout = VerifyTimeout(policy, v);
+    SandboxControl control;
+    control.stdin_fd = null_in.get();
+    control.stdout_fd = log.get();
+    control.stderr_fd = log.get();
+    auto outcome = RunSandbox(spec, control);
+    if (!outcome) {
+      e.status = VerifyEntry::Status::kInfrastructure;
+      e.detail = outcome.error().Message();
+      continue;
+    }
+    e.duration = outcome->duration;
+    e.exit_code = outcome->exit_code;
+    switch (outcome->kind) {
+      case SandboxOutcome::Kind::kExited:
+        e.status = outcome->exit_code == 0 ? VerifyEntry::Status::kPassed
+                                           : VerifyEntry::Status::kFailed;
+        e.detail = "exit status " + std::to_string(outcome->exit_code);
+        break;
+      case SandboxOutcome::Kind::kSignaled:
+        e.status = VerifyEntry::Status::kFailed;
+        e.detail = DescribeOutcome(*outcome);
+        if (!outcome->limit_hit.empty()) e.detail += " (" + outcome->limit_hit + ")";
+        break;
+      case SandboxOutcome::Kind::kTimedOut:
+        e.status = VerifyEntry::Status::kTimedOut;
+        e.detail = "timed out after " + std::to_string(spec.timeout.count() / 1000) + " s";
+        break;
+      case SandboxOutcome::Kind::kSetupFailed:
+      case SandboxOutcome::Kind::kExecFailed:
+        e.status = VerifyEntry::Status::kInfrastructure;
+        e.detail = DescribeOutcome(*outcome);
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace cagent::launcher::run

@@ -1,0 +1,40 @@
+// Verification: the profile's trusted commands, each in a fresh sandbox over the (hostile)
+// workspace, each with its own timeout and log file. Runs in cagent (trusted). The agent cannot
+// choose, change or skip them: they come from the compiled profile only.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "launcher/profile_spec.h"
+#include "policy/ir.h"
+
+namespace cagent::launcher::run {
+
+struct VerifyEntry {
+  enum class Status { kPassed, kFailed, kTimedOut, kInfrastructure, kNotRun };
+  std::string command;
+  Status status = Status::kNotRun;
+  int exit_code = -1;
+  std::chrono::milliseconds duration{0};
+  std::string log_path;  // the command's stdout+stderr
+  std::string detail;    // why, in words ("exit status 1", "timed out after 300 s", ...)
+};
+std::string_view VerifyStatusName(VerifyEntry::Status status);  // "passed", "failed", ...
+
+// The entries for `policy`'s verify commands, all kNotRun (for runs that end before verifying).
+std::vector<VerifyEntry> PlannedVerification(const policy::Policy& policy);
+
+// Runs every verify command in order (all of them: a failure does not hide the next one's
+// result). `logs_dir` must exist; logs are NN-verify.log. `on_start` is told each command.
+std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const std::string& workspace,
+                                         const std::string& logs_dir, const ProfileContext& ctx,
+                                         const std::function<void(const std::string&)>& on_start);
+
+// Default per-command timeout when the profile gives none: its command-timeout, else 10 minutes.
+std::chrono::milliseconds VerifyTimeout(const policy::Policy& policy, const policy::VerifyCommand& v);
+
+}  // namespace cagent::launcher::run
