@@ -9,13 +9,13 @@ namespace {
 using nlohmann::json;
 
 constexpr std::array<std::string_view, 14> kKindNames = {
-    "hello",   "model_call",   "tool_request", "tool_result", "progress", "finish",  "welcome",
-    "model_result", "decision", "approval",    "result_ack",  "ack",      "error",   "shutdown"};
+    "hello",        "model_call", "tool_request", "tool_result", "progress", "finish", "welcome",
+    "model_result", "decision",   "approval",     "result_ack",  "ack",      "error",  "shutdown"};
 
 constexpr std::array<std::string_view, 12> kErrorNames = {
-    "malformed",     "too_large",      "unknown_type",   "bad_version",
-    "out_of_order",  "duplicate_id",   "budget_exhausted", "loop_detected",
-    "provider_error", "provider_auth", "unavailable",    "internal"};
+    "malformed",      "too_large",     "unknown_type",     "bad_version",
+    "out_of_order",   "duplicate_id",  "budget_exhausted", "loop_detected",
+    "provider_error", "provider_auth", "unavailable",      "internal"};
 
 constexpr int kMaxDepth = 128;
 // Upper bound of a protocol version number on the wire.
@@ -317,7 +317,9 @@ std::pair<Body, std::string> ParseBody(Kind kind, json& object) {
       m.location = r.String("location", false);
       m.reason = r.String("reason", false);
       m.message = r.String("message", false);
-      if (r.error().empty() && !verdict) return {Body{}, "field \"verdict\" must be allow, ask or deny"};
+      if (r.error().empty() && !verdict) {
+        return {Body{}, "field \"verdict\" must be allow, ask or deny"};
+      }
       if (verdict) m.verdict = *verdict;
       body = std::move(m);
       break;
@@ -479,11 +481,16 @@ std::variant<Message, DecodeError> Decode(std::string_view payload, bool from_ag
   // before building anything (a hostile 16 MiB "[[[[..." would otherwise exhaust the stack).
   if (!NestingWithin(payload, kMaxDepth)) {
     return DecodeError{ErrorCode::kMalformed,
-                       "payload nests deeper than " + std::to_string(kMaxDepth) + " levels", {}};
+                       "payload nests deeper than " + std::to_string(kMaxDepth) + " levels",
+                       {}};
   }
   json object = json::parse(payload, nullptr, /*allow_exceptions=*/false);
-  if (object.is_discarded()) return DecodeError{ErrorCode::kMalformed, "payload is not valid JSON", {}};
-  if (!object.is_object()) return DecodeError{ErrorCode::kMalformed, "payload is not a JSON object", {}};
+  if (object.is_discarded()) {
+    return DecodeError{ErrorCode::kMalformed, "payload is not valid JSON", {}};
+  }
+  if (!object.is_object()) {
+    return DecodeError{ErrorCode::kMalformed, "payload is not a JSON object", {}};
+  }
 
   std::optional<std::uint64_t> id;
   if (auto it = object.find("id"); it != object.end() && it->is_number_unsigned()) {
@@ -509,7 +516,9 @@ std::variant<Message, DecodeError> Decode(std::string_view payload, bool from_ag
     const std::string name = Truncated(type->get_ref<const std::string&>(), kMaxEchoBytes);
     return DecodeError{ErrorCode::kUnknownType, "unknown message type \"" + name + "\"", id};
   }
-  if (!id) return DecodeError{ErrorCode::kMalformed, "missing or invalid request \"id\"", std::nullopt};
+  if (!id) {
+    return DecodeError{ErrorCode::kMalformed, "missing or invalid request \"id\"", std::nullopt};
+  }
 
   auto [body, error] = ParseBody(*kind, object);
   if (!error.empty()) {

@@ -238,6 +238,10 @@ int RunOp(const MountOp& op) {
       }
       return 0;
     case MountOp::Kind::kTouch: {
+      // An existing file is the mountpoint already. Opening it for writing would fail with EROFS
+      // when an earlier op made its directory read-only (a file below a write-protected tree).
+      struct stat st {};
+      if (::lstat(op.target.c_str(), &st) == 0) return 0;
       const int fd = ::open(op.target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, op.mode);
       if (fd < 0) return errno == EEXIST ? 0 : errno;
       ::close(fd);

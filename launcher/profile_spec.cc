@@ -43,9 +43,13 @@ class GlobWalker {
       // The starting point itself may match ("~/.ssh" for "~/.ssh/**").
       struct stat st {};
       if (::lstat(start.c_str(), &st) != 0) return Ok{};
-      if (Apply(start, start_rel, S_ISLNK(st.st_mode)) || !S_ISDIR(st.st_mode)) return Ok{};
+      bool read_only = false;
+      if (Apply(start, start_rel, S_ISLNK(st.st_mode), false, &read_only) || !S_ISDIR(st.st_mode)) {
+        return Ok{};
+      }
+      return Walk(start, start_rel, read_only);
     }
-    return Walk(start, start_rel);
+    return Walk(start, start_rel, false);
   }
 
  private:
@@ -60,8 +64,11 @@ class GlobWalker {
   std::size_t& entries_;
 
   // Hides or write-protects `abs` if a rule matches; true when nothing below needs visiting.
-  bool Apply(const std::string& abs, const std::string& rel, bool is_link) {
+  bool Apply(const std::string& abs, const std::string& rel, bool is_link, bool under_read_only,
+             bool* made_read_only) {
     int m = Match(abs, rel);
+    // Below a tree already bound read-only, write rules add nothing; only hiding does.
+    if (m == 1 && under_read_only && !is_link) m = 0;
     if (m == 0) return false;
     if (is_link) {
       // A mount cannot cover a symlink itself; cover what it points at, which is what reading
@@ -82,6 +89,7 @@ class GlobWalker {
     }
     spec_.read_only_paths.push_back(abs);
     notes_.push_back("read-only " + rel + " (deny write rule)");
+    if (made_read_only != nullptr) *made_read_only = true;
     return false;  // a read-only tree may still hold files that must be hidden
   }
 
@@ -96,7 +104,7 @@ class GlobWalker {
     return best;
   }
 
-  Status Walk(const std::string& dir_abs, const std::string& dir_rel) {
+  Status Walk(const std::string& dir_abs, const std::string& dir_rel, bool under_read_only) {
     DIR* d = ::opendir(dir_abs.c_str());
     if (d == nullptr) {
       // An unreadable directory cannot hold anything the sandbox could read either.
@@ -129,9 +137,10 @@ class GlobWalker {
     for (const auto& [name, type] : children) {
       std::string rel = dir_rel.empty() ? name : dir_rel + "/" + name;
       std::string abs = Join(dir_abs, name);
-      if (Apply(abs, rel, type == Kind::kLink)) continue;
+      bool read_only = false;
+      if (Apply(abs, rel, type == Kind::kLink, under_read_only, &read_only)) continue;
       if (type == Kind::kDir) {
-        if (auto s = Walk(abs, rel); !s) return s;
+        if (auto s = Walk(abs, rel, under_read_only || read_only); !s) return s;
       }
     }
     return Ok{};

@@ -61,7 +61,6 @@ class AnthropicAssembler final : public StreamAssembler {
       id_ = StringField(*msg, "id");
       if (auto m = StringField(*msg, "model"); !m.empty()) model_ = m;
       if (auto u = msg->find("usage"); u != msg->end() && u->is_object()) MergeUsage(*u);
-      started_ = true;
       return std::nullopt;
     }
     if (type == "content_block_start") {
@@ -118,8 +117,9 @@ class AnthropicAssembler final : public StreamAssembler {
 
   AttemptOutcome Finish() override {
     if (!stopped_ && !stop_reason_) {
-      AttemptError err = Malformed(display_, "a stream that ended before it was complete (no "
-                                             "message_stop)");
+      AttemptError err = Malformed(display_,
+                                   "a stream that ended before it was complete (no "
+                                   "message_stop)");
       err.retryable = true;
       return err;
     }
@@ -222,7 +222,6 @@ class AnthropicAssembler final : public StreamAssembler {
   std::string display_;
   std::string model_;
   std::string id_;
-  bool started_ = false;
   bool stopped_ = false;
   std::map<std::int64_t, Block> blocks_;
   std::optional<std::string> stop_reason_;
@@ -283,8 +282,8 @@ AttemptOutcome ParseAnthropicResponse(const std::string& display, json body) {
     const std::string text =
         ProviderErrorText(json{{"error", {{"message", StringField(err, "message")}}}}.dump());
     return AttemptError{ErrorCode::kProviderError,
-                        display + " reported an error" + (text.empty() ? "" : ": " + text),
-                        false, std::nullopt};
+                        display + " reported an error" + (text.empty() ? "" : ": " + text), false,
+                        std::nullopt};
   }
   const auto content = body.find("content");
   if (content == body.end() || !content->is_array()) {

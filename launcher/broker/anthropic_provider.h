@@ -3,10 +3,9 @@
 // body. Runs in cagent (trusted), on the broker's io_context thread.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <memory>
 #include <string>
-
-#include <boost/asio/io_context.hpp>
 
 #include "launcher/broker/http_model_provider.h"
 #include "launcher/broker/model_provider.h"

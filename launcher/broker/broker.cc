@@ -4,14 +4,13 @@
 
 #include <algorithm>
 #include <array>
-#include <deque>
-#include <utility>
-#include <vector>
-
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <deque>
+#include <utility>
+#include <vector>
 
 #include "launcher/broker/budgets.h"
 #include "launcher/broker/denial.h"
@@ -74,8 +73,8 @@ std::string PolicySummary(const policy::Policy& p) {
   out += p.network.value == policy::NetworkMode::kNone
              ? "network: none (no network access of any kind)\n"
              : "network: loopback only (servers started inside the sandbox; no other host)\n";
-  out += std::string("workspace: ") + (p.workspace_writable.value ? "read-write" : "read-only") +
-         "\n";
+  out +=
+      std::string("workspace: ") + (p.workspace_writable.value ? "read-write" : "read-only") + "\n";
   std::vector<std::string> writable;
   for (const policy::MountRule& m : p.mounts) {
     if (m.mode == policy::MountMode::kReadWrite) writable.push_back(m.path.Text());
@@ -288,8 +287,9 @@ void Broker::Impl::Start(UniqueFd fd) {
     wall_timer_.async_wait([this, alive](const boost::system::error_code& wait_ec) {
       if (alive.expired() || wait_ec || ended_) return;
       const std::string reason = budget_.WallTimeReason();
-      Audit(AuditEvent{.actor = "broker", .event = "budget", .detail = {{"budget", "wall-time"},
-                                                                         {"reason", reason}}});
+      Audit(AuditEvent{.actor = "broker",
+                       .event = "budget",
+                       .detail = {{"budget", "wall-time"}, {"reason", reason}}});
       End(BrokerOutcome::Status::kFailed, reason, true);
     });
   }
@@ -370,7 +370,8 @@ void Broker::Impl::OnEof() {
   if (decoder_.Pending() > 0) {
     // A half frame: no reply is possible any more, but it is recorded and counted.
     const std::string message = "the connection ended inside a frame (" +
-                                std::to_string(decoder_.Pending()) + " bytes of an incomplete frame)";
+                                std::to_string(decoder_.Pending()) +
+                                " bytes of an incomplete frame)";
     ++outcome_.protocol_errors;
     Audit(AuditEvent{.actor = "agent",
                      .event = "protocol_error",
@@ -388,10 +389,10 @@ void Broker::Impl::Send(Kind kind, std::uint64_t id, protocol::Body body) {
     // Only a reply above the frame limit fails to encode (e.g. a huge model response).
     if (kind == Kind::kError) return;
     Send(Kind::kError, id,
-         protocol::ErrorReply{kind == Kind::kModelResult ? ErrorCode::kProviderError
-                                                         : ErrorCode::kInternal,
-                              "the reply to request " + std::to_string(id) +
-                                  " is too large to send: " + frame.error().detail});
+         protocol::ErrorReply{
+             kind == Kind::kModelResult ? ErrorCode::kProviderError : ErrorCode::kInternal,
+             "the reply to request " + std::to_string(id) +
+                 " is too large to send: " + frame.error().detail});
     return;
   }
   if (queued_bytes_ + frame->size() > kMaxQueuedBytes) {
@@ -554,10 +555,10 @@ void Broker::Impl::HandlePayload(const std::string& payload) {
 }
 
 void Broker::Impl::OnHello(std::uint64_t id, const protocol::Hello& hello) {
-  Audit(AuditEvent{.actor = "agent",
-                   .event = "hello",
-                   .detail = {{"id", id}, {"agent", ShortText(hello.agent)},
-                              {"protocols", hello.protocols}}});
+  Audit(AuditEvent{
+      .actor = "agent",
+      .event = "hello",
+      .detail = {{"id", id}, {"agent", ShortText(hello.agent)}, {"protocols", hello.protocols}}});
   if (std::find(hello.protocols.begin(), hello.protocols.end(), protocol::kVersion) ==
       hello.protocols.end()) {
     ProtocolError(ErrorCode::kBadVersion,
@@ -613,10 +614,10 @@ void Broker::Impl::OnModelCall(std::uint64_t id, protocol::ModelCall call) {
                    .event = "model_call",
                    .args_digest = CanonicalDigest(call.body),
                    .detail = {{"id", id}, {"turn", turn}, {"redactions", redacted}}});
-  Emit("model_call", "model turn " + std::to_string(turn) +
-                         (config_.budgets.model_turns
-                              ? " of " + std::to_string(*config_.budgets.model_turns)
-                              : std::string()));
+  Emit("model_call",
+       "model turn " + std::to_string(turn) +
+           (config_.budgets.model_turns ? " of " + std::to_string(*config_.budgets.model_turns)
+                                        : std::string()));
   model_call_id_ = id;
   std::weak_ptr<int> alive = alive_;
   services_.model->Call(std::move(call.body), [this, alive, id, turn](ModelOutcome outcome) {
@@ -669,8 +670,7 @@ void Broker::Impl::OnModelDone(std::uint64_t id, std::uint64_t turn, ModelOutcom
 
 policy::Decision Broker::Impl::Decide(const MappedTool& call,
                                       const std::vector<std::string>& paths) const {
-  policy::Decision best =
-      engine_.Tool(policy::ToolRequest{call.tool, call.path, call.command});
+  policy::Decision best = engine_.Tool(policy::ToolRequest{call.tool, call.path, call.command});
   // The paths the agent resolved (symlinks followed) are judged too: a link named src/x that
   // points at .env is the .env. The strongest verdict wins; on a tie the first stands.
   for (const std::string& path : paths) {
@@ -723,9 +723,8 @@ void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call,
   Send(Kind::kDecision, id, std::move(decision));
 }
 
-void Broker::Impl::Deny(std::uint64_t id, const MappedTool& call,
-                        const policy::Decision& decision, const std::string& location,
-                        DenialCause cause) {
+void Broker::Impl::Deny(std::uint64_t id, const MappedTool& call, const policy::Decision& decision,
+                        const std::string& location, DenialCause cause) {
   ++outcome_.denials;
   Denial denial = ExplainDenial(engine_, call, decision, location, cause);
   protocol::Decision reply;
@@ -740,16 +739,16 @@ void Broker::Impl::Deny(std::uint64_t id, const MappedTool& call,
 
 void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& request) {
   const std::string args_digest = CanonicalDigest(request.args);
-  Audit(AuditEvent{.actor = "agent",
-                   .event = "tool_request",
-                   .tool = ShortText(request.tool, 64),
-                   .args_digest = args_digest,
-                   .detail = {{"id", id},
-                              {"call_id", ShortText(request.call_id, 128)},
-                              {"paths", request.paths.size() <= 32
-                                            ? json(request.paths)
-                                            : json(std::to_string(request.paths.size()) +
-                                                   " paths")}}});
+  Audit(AuditEvent{
+      .actor = "agent",
+      .event = "tool_request",
+      .tool = ShortText(request.tool, 64),
+      .args_digest = args_digest,
+      .detail = {{"id", id},
+                 {"call_id", ShortText(request.call_id, 128)},
+                 {"paths", request.paths.size() <= 32
+                               ? json(request.paths)
+                               : json(std::to_string(request.paths.size()) + " paths")}}});
   if (outstanding_.size() >= kMaxOutstandingTools) {
     ProtocolError(ErrorCode::kOutOfOrder,
                   std::to_string(outstanding_.size()) +
@@ -812,11 +811,11 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
     protocol::Decision reply;
     reply.verdict = protocol::Verdict::kDeny;
     reply.rule = "loop detection";
-    reply.reason = loop->kind == LoopFinding::Kind::kRepeat
-                       ? "the same call " + std::to_string(loop->count) +
-                             " times with no workspace change"
-                       : "a cycle of " + std::to_string(loop->period) + " calls repeated " +
-                             std::to_string(loop->count) + " times";
+    reply.reason =
+        loop->kind == LoopFinding::Kind::kRepeat
+            ? "the same call " + std::to_string(loop->count) + " times with no workspace change"
+            : "a cycle of " + std::to_string(loop->period) + " calls repeated " +
+                  std::to_string(loop->count) + " times";
     reply.message = LoopMessage(*loop, ShortText(call.action, 200));
     Audit(AuditEvent{.actor = "broker",
                      .event = "loop",
@@ -906,7 +905,8 @@ void Broker::Impl::AskApproval(std::uint64_t id, const MappedTool& call, const s
   reply.location = location;
   reply.reason = decision.reason;
   reply.message = "Waiting for a person to approve " + ShortText(call.action, 200) + " (rule " +
-                  decision.rule + "). An approval message with this id follows; do not run it "
+                  decision.rule +
+                  "). An approval message with this id follows; do not run it "
                   "before then.";
   SendDecision(id, call, std::move(reply));
   Emit("approval", "waiting for approval: " + ShortText(call.action, 120));
@@ -926,15 +926,14 @@ void Broker::Impl::OnApproval(std::uint64_t id, const ApprovalOutcome& outcome) 
       (outcome.scope == ApprovalScope::kRunExact || outcome.scope == ApprovalScope::kRunPattern)) {
     services_.approvals->Record(pending.request, outcome);
   }
-  Audit(AuditEvent{.actor = "operator",
-                   .event = "approval",
-                   .tool = pending.request.tool,
-                   .args_digest = pending.call.args_digest,
-                   .verdict = outcome.approved ? "allow" : "deny",
-                   .rule = pending.request.rule,
-                   .detail = {{"id", id},
-                              {"scope", ApprovalScopeName(outcome.scope)},
-                              {"by", outcome.by}}});
+  Audit(AuditEvent{
+      .actor = "operator",
+      .event = "approval",
+      .tool = pending.request.tool,
+      .args_digest = pending.call.args_digest,
+      .verdict = outcome.approved ? "allow" : "deny",
+      .rule = pending.request.rule,
+      .detail = {{"id", id}, {"scope", ApprovalScopeName(outcome.scope)}, {"by", outcome.by}}});
   Emit("approval", std::string(outcome.approved ? "approved" : "denied") + ": " +
                        ShortText(pending.call.action, 120));
   protocol::Approval reply;
@@ -945,11 +944,11 @@ void Broker::Impl::OnApproval(std::uint64_t id, const ApprovalOutcome& outcome) 
   } else {
     ++outcome_.denials;
     reply.verdict = protocol::Verdict::kDeny;
-    reply.message = ExplainDenial(engine_, pending.call, pending.decision, pending.location,
-                                  outcome.scope == ApprovalScope::kHeadless
-                                      ? DenialCause::kHeadless
-                                      : DenialCause::kApprovalDeclined)
-                        .message;
+    reply.message =
+        ExplainDenial(engine_, pending.call, pending.decision, pending.location,
+                      outcome.scope == ApprovalScope::kHeadless ? DenialCause::kHeadless
+                                                                : DenialCause::kApprovalDeclined)
+            .message;
   }
   Send(Kind::kApproval, id, std::move(reply));
 }
@@ -968,23 +967,22 @@ void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& re
   }
   const Outstanding call = it->second;
   outstanding_.erase(it);
-  const std::string output = services_.redactor != nullptr
-                                 ? services_.redactor->Redact(result.output)
-                                 : result.output;
-  Audit(AuditEvent{.actor = "agent",
-                   .event = "tool_result",
-                   .tool = call.tool,
-                   .result_digest = CanonicalDigest(json(output)),
-                   .detail = {{"id", id},
-                              {"request", result.request},
-                              {"ok", result.ok},
-                              {"error_code", ShortText(result.error_code, 64)},
-                              {"bytes", result.output.size()},
-                              {"redacted", output != result.output},
-                              {"changed_paths", result.changed_paths.size() <= 64
-                                                    ? json(result.changed_paths)
-                                                    : json(std::to_string(
-                                                          result.changed_paths.size()))}}});
+  const std::string output =
+      services_.redactor != nullptr ? services_.redactor->Redact(result.output) : result.output;
+  Audit(AuditEvent{
+      .actor = "agent",
+      .event = "tool_result",
+      .tool = call.tool,
+      .result_digest = CanonicalDigest(json(output)),
+      .detail = {{"id", id},
+                 {"request", result.request},
+                 {"ok", result.ok},
+                 {"error_code", ShortText(result.error_code, 64)},
+                 {"bytes", result.output.size()},
+                 {"redacted", output != result.output},
+                 {"changed_paths", result.changed_paths.size() <= 64
+                                       ? json(result.changed_paths)
+                                       : json(std::to_string(result.changed_paths.size()))}}});
   if (auto exhausted = budget_.AddOutput(result.output.size())) {
     BudgetExhausted(id, *exhausted);
     return;
@@ -993,7 +991,8 @@ void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& re
                       call.kind == policy::Tool::kEditFile ||
                       call.kind == policy::Tool::kRunCommand;
   if (!result.changed_paths.empty() || (result.ok && writes)) loop_.WorkspaceChanged();
-  Emit("tool_result", call.tool + (result.ok ? " done" : " failed: " + ShortText(result.error_code, 64)));
+  Emit("tool_result",
+       call.tool + (result.ok ? " done" : " failed: " + ShortText(result.error_code, 64)));
   Send(Kind::kResultAck, id, protocol::ResultAck{output, false});
 }
 
@@ -1015,9 +1014,22 @@ void Broker::Impl::OnFinish(std::uint64_t id, const protocol::Finish& finish) {
                               {"outcome", ShortText(finish.outcome, 64)},
                               {"summary", ShortText(finish.summary, 4000)}}});
   outcome_.finish = finish;
+  if (services_.redactor != nullptr) {
+    outcome_.finish->summary = services_.redactor->Redact(finish.summary);
+  }
   Emit("finish", ShortText(finish.outcome, 64));
   Send(Kind::kAck, id, protocol::Ack{});
-  End(BrokerOutcome::Status::kFinished, "", false);
+  // Only "done" is a finished session; giving up (e.g. the agent's own turn limit) or an error is
+  // a failed one, never a silent partial success. The run's real outcome is verification's.
+  if (finish.outcome == "done") {
+    End(BrokerOutcome::Status::kFinished, "", false);
+    return;
+  }
+  const std::string why = ShortText(finish.summary, 300);
+  End(BrokerOutcome::Status::kFailed,
+      (finish.outcome == "gave_up" ? "the agent gave up" : "the agent failed") +
+          (why.empty() ? std::string() : ": " + why),
+      false);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1037,7 +1049,8 @@ void Broker::Impl::ProtocolError(ErrorCode code, const std::string& message, std
 }
 
 void Broker::Impl::BudgetExhausted(std::uint64_t id, const std::string& reason) {
-  Audit(AuditEvent{.actor = "broker", .event = "budget", .detail = {{"id", id}, {"reason", reason}}});
+  Audit(
+      AuditEvent{.actor = "broker", .event = "budget", .detail = {{"id", id}, {"reason", reason}}});
   Send(Kind::kError, id, protocol::ErrorReply{ErrorCode::kBudgetExhausted, reason});
   End(BrokerOutcome::Status::kFailed, reason, true);
 }

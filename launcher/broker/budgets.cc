@@ -70,7 +70,8 @@ Status LowerBudgets(Budgets& budgets, const Budgets& requested) {
                         "requested " + c.format(*c.requested) + " is above the profile's " +
                             c.format(*c.profile) +
                             "; budgets from the command line can only lower the profile's "
-                            "(pass a value of at most " + c.format(*c.profile) + ")");
+                            "(pass a value of at most " +
+                            c.format(*c.profile) + ")");
     }
   }
   if (requested.model_turns) budgets.model_turns = requested.model_turns;
@@ -88,8 +89,7 @@ std::optional<std::string> BudgetCounter::CheckModelCall() const {
   if (budgets_.model_turns && used_.model_turns >= *budgets_.model_turns) {
     return "model-turn budget (" + Count(*budgets_.model_turns) + ") reached";
   }
-  if (budgets_.model_tokens &&
-      used_.input_tokens + used_.output_tokens >= *budgets_.model_tokens) {
+  if (budgets_.model_tokens && used_.input_tokens + used_.output_tokens >= *budgets_.model_tokens) {
     return "model-token budget (" + Count(*budgets_.model_tokens) + ") reached";
   }
   return std::nullopt;
@@ -102,8 +102,8 @@ std::optional<std::string> BudgetCounter::AddTokens(const protocol::Usage& usage
   used_.output_tokens += usage.output_tokens;
   const std::uint64_t total = used_.input_tokens + used_.output_tokens;
   if (budgets_.model_tokens && total > *budgets_.model_tokens) {
-    return "model-token budget (" + Count(*budgets_.model_tokens) + ") exceeded (" +
-           Count(total) + " tokens used)";
+    return "model-token budget (" + Count(*budgets_.model_tokens) + ") exceeded (" + Count(total) +
+           " tokens used)";
   }
   return std::nullopt;
 }

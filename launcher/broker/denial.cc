@@ -12,8 +12,9 @@ namespace {
 using policy::Tool;
 using policy::Verdict;
 
-constexpr std::array<std::string_view, 12> kNetworkTools = {
-    "curl", "wget", "ssh", "scp", "sftp", "nc", "ncat", "netcat", "socat", "telnet", "ftp", "rsync"};
+constexpr std::array<std::string_view, 12> kNetworkTools = {"curl",  "wget",   "ssh",  "scp",
+                                                            "sftp",  "nc",     "ncat", "netcat",
+                                                            "socat", "telnet", "ftp",  "rsync"};
 
 // Subcommands that fetch from or publish to other machines.
 bool IsNetworkCommand(const std::vector<std::string>& argv) {
@@ -26,8 +27,8 @@ bool IsNetworkCommand(const std::vector<std::string>& argv) {
   if (argv.size() < 2) return false;
   const std::string& sub = argv[1];
   if (name == "git") {
-    return sub == "push" || sub == "fetch" || sub == "pull" || sub == "clone" ||
-           sub == "remote" || sub == "submodule";
+    return sub == "push" || sub == "fetch" || sub == "pull" || sub == "clone" || sub == "remote" ||
+           sub == "submodule";
   }
   if (name == "pip" || name == "pip3" || name == "npm" || name == "pnpm" || name == "yarn" ||
       name == "cargo" || name == "go" || name == "gem" || name == "twine") {
@@ -92,7 +93,7 @@ class Offer {
     const std::string key = std::string(policy::ToolName(tool)) + '\0' + path + '\0' + command;
     if (!seen_.insert(key).second) return false;
     policy::ToolRequest request{tool, path, command};
-    (void)request;
+    if (engine_.Tool(request).verdict != Verdict::kAllow) return false;
     out_.push_back(Suggestion{tool, std::move(path), std::move(command), std::move(text)});
     return true;
   }
@@ -145,12 +146,13 @@ void SuggestToolsForCommand(Offer& offer, const policy::SimpleCommand& cmd) {
 void SuggestWritableElsewhere(Offer& offer, const MappedTool& call) {
   const std::string name(BaseName(call.path));
   if (name.empty() || name == "." || name == "..") return;
-  static constexpr std::array<std::string_view, 7> kDirs = {"src",   "lib", "app", "docs",
-                                                           "tests", "test", ""};
+  static constexpr std::array<std::string_view, 7> kDirs = {"src",   "lib",  "app", "docs",
+                                                            "tests", "test", ""};
   for (std::string_view dir : kDirs) {
     std::string candidate = dir.empty() ? name : std::string(dir) + "/" + name;
     if (candidate == call.path) continue;
-    std::string where = dir.empty() ? "at the top of the workspace" : "under " + std::string(dir) + "/";
+    std::string where =
+        dir.empty() ? "at the top of the workspace" : "under " + std::string(dir) + "/";
     if (offer.Try(call.tool, candidate, "",
                   "if the change can live elsewhere, " + std::string(policy::ToolName(call.tool)) +
                       " is allowed " + where + " (e.g. " + candidate + ")")) {
@@ -246,7 +248,8 @@ Denial ExplainDenial(const policy::Engine& engine, const MappedTool& call,
 
 std::string UnknownToolMessage(std::string_view tool, const std::vector<std::string>& enabled) {
   std::string name(tool.substr(0, 64));
-  std::string msg = "Refused: there is no tool named \"" + name + "\". The tools this run enables are: ";
+  std::string msg =
+      "Refused: there is no tool named \"" + name + "\". The tools this run enables are: ";
   for (std::size_t i = 0; i < enabled.size(); ++i) {
     if (i > 0) msg += ", ";
     msg += enabled[i];

@@ -6,9 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
-#include <type_traits>
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -23,6 +20,8 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <cctype>
+#include <type_traits>
 
 namespace cagent::launcher::broker {
 namespace {
@@ -121,8 +120,8 @@ class Session final : public HttpExchange, public std::enable_shared_from_this<S
   bool Stopped(const beast::error_code& ec) {
     if (cancelled_ || finished_) return true;
     if (timed_out_) {
-      Fail(HttpFailure::Kind::kTimeout, "timed out after " + Seconds(timeout_) +
-                                            " (no complete answer from " + Where() + ")");
+      Fail(HttpFailure::Kind::kTimeout,
+           "timed out after " + Seconds(timeout_) + " (no complete answer from " + Where() + ")");
       return true;
     }
     (void)ec;
@@ -180,8 +179,8 @@ class Session final : public HttpExchange, public std::enable_shared_from_this<S
              SSL_set1_host(ssl_handle, request_.url.host.c_str()) == 1;
         SSL_set_hostflags(ssl_handle, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
       } else {
-        ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_handle),
-                                           request_.url.host.c_str()) == 1;
+        ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_handle), request_.url.host.c_str()) ==
+             1;
       }
       if (!ok) {
         Fail(HttpFailure::Kind::kTls, "cannot set up TLS host verification for " + Where());
@@ -312,9 +311,9 @@ class Session final : public HttpExchange, public std::enable_shared_from_this<S
         ec == asio::error::eof) {
       why = "the connection closed early";
     }
-    Fail(HttpFailure::Kind::kRead, std::string(in_body ? "the response body from "
-                                                       : "the response from ") +
-                                       Where() + " was cut off: " + why);
+    Fail(HttpFailure::Kind::kRead,
+         std::string(in_body ? "the response body from " : "the response from ") + Where() +
+             " was cut off: " + why);
   }
 
   tcp::resolver resolver_;
@@ -333,8 +332,7 @@ class Session final : public HttpExchange, public std::enable_shared_from_this<S
 };
 
 bool AllDigits(std::string_view s) {
-  return !s.empty() &&
-         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 }  // namespace
@@ -342,8 +340,8 @@ bool AllDigits(std::string_view s) {
 std::string Url::ToString() const {
   std::string host_part = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   const bool default_port = (tls && port == "443") || (!tls && port == "80");
-  return std::string(tls ? "https://" : "http://") + host_part +
-         (default_port ? "" : ":" + port) + path;
+  return std::string(tls ? "https://" : "http://") + host_part + (default_port ? "" : ":" + port) +
+         path;
 }
 
 std::string Url::HostHeader() const {
@@ -398,7 +396,8 @@ Result<Url> ParseUrl(std::string_view text) {
   }
   if (url.host.empty()) return PlainError(what, "no host name");
   for (char c : url.host) {
-    if (std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c))) {
+    if (std::isspace(static_cast<unsigned char>(c)) ||
+        std::iscntrl(static_cast<unsigned char>(c))) {
       return PlainError(what, "the host name contains a space or control character");
     }
   }
@@ -446,8 +445,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Make(boost::asio::io_context& io
   }
   if (!ca_file.empty()) {
     if (tls->load_verify_file(ca_file, ec); ec) {
-      return PlainError("TLS setup",
-                        "cannot load the CA file " + ca_file + ": " + ec.message());
+      return PlainError("TLS setup", "cannot load the CA file " + ca_file + ": " + ec.message());
     }
   }
   tls->set_verify_mode(ssl::verify_peer, ec);
@@ -457,8 +455,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Make(boost::asio::io_context& io
 
 std::shared_ptr<HttpExchange> HttpClient::Start(HttpRequest request,
                                                 std::chrono::milliseconds timeout,
-                                                HttpHandlers handlers,
-                                                std::size_t max_body_bytes) {
+                                                HttpHandlers handlers, std::size_t max_body_bytes) {
   if (request.url.tls) {
     auto s = std::make_shared<Session<true>>(io_, tls_.get(), std::move(request), timeout,
                                              std::move(handlers), max_body_bytes);

@@ -10,6 +10,8 @@
 // There is deliberately no switch to turn verification off.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -19,9 +21,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ssl/context.hpp>
 
 #include "common/result.h"
 
@@ -45,9 +44,9 @@ struct Url {
 Result<Url> ParseUrl(std::string_view text);
 
 struct HttpRequest {
-  Url url;                 // scheme, host and port to connect to
+  Url url;  // scheme, host and port to connect to
   std::string method = "POST";
-  std::string target;      // request target ("/v1/chat/completions")
+  std::string target;  // request target ("/v1/chat/completions")
   std::vector<std::pair<std::string, std::string>> headers;  // Host, Content-Length, Connection
                                                              // are set by the client
   std::string body;

@@ -1,12 +1,12 @@
 #include "launcher/broker/http_model_provider.h"
 
-#include <algorithm>
-#include <cmath>
-#include <random>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
+#include <cmath>
+#include <random>
 
 namespace cagent::launcher::broker {
 namespace {
@@ -34,8 +34,7 @@ std::string CutUtf8(std::string text, std::size_t max) {
 // Replaces every occurrence of `secret` in `text`.
 std::string Scrub(std::string text, const std::string& secret) {
   if (secret.empty()) return text;
-  for (std::size_t at = text.find(secret); at != std::string::npos;
-       at = text.find(secret, at)) {
+  for (std::size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
     text.replace(at, secret.size(), "[redacted]");
   }
   return text;
@@ -121,8 +120,8 @@ struct HttpModelProvider::CallState : std::enable_shared_from_this<CallState> {
 
   void OnHead(const HttpHead& h) {
     head = h;
-    if (head.status == 200 && head.Header("content-type").find("text/event-stream") !=
-                                  std::string::npos) {
+    if (head.status == 200 &&
+        head.Header("content-type").find("text/event-stream") != std::string::npos) {
       streaming = true;
       assembler = dialect->NewAssembler();
     }
@@ -136,10 +135,10 @@ struct HttpModelProvider::CallState : std::enable_shared_from_this<CallState> {
     }
     events.clear();
     if (Status st = sse.Feed(bytes, events); !st.ok()) {
-      FailAttemptMidStream(AttemptError{ErrorCode::kProviderError,
-                                        config->display + " sent a malformed event stream: " +
-                                            st.error().Message(),
-                                        false, std::nullopt});
+      FailAttemptMidStream(
+          AttemptError{ErrorCode::kProviderError,
+                       config->display + " sent a malformed event stream: " + st.error().Message(),
+                       false, std::nullopt});
       return;
     }
     for (const SseEvent& ev : events) {
@@ -165,8 +164,8 @@ struct HttpModelProvider::CallState : std::enable_shared_from_this<CallState> {
                    failure->kind == HttpFailure::Kind::kTimeout ? "timed out"
                    : failure->kind == HttpFailure::Kind::kTls   ? "TLS handshake failed"
                                                                 : "connection failed");
-      const bool retryable = failure->kind != HttpFailure::Kind::kTls &&
-                             failure->kind != HttpFailure::Kind::kTooLarge;
+      const bool retryable =
+          failure->kind != HttpFailure::Kind::kTls && failure->kind != HttpFailure::Kind::kTooLarge;
       AttemptFailed(AttemptError{ErrorCode::kProviderError,
                                  config->display + ": " + failure->message, retryable,
                                  std::nullopt});
@@ -203,17 +202,14 @@ struct HttpModelProvider::CallState : std::enable_shared_from_this<CallState> {
   AttemptError FromStatus() const {
     const int status = head.status;
     const std::string text = Scrub(ProviderErrorText(collected), config->credential);
-    const std::string detail =
-        "HTTP " + std::to_string(status) + (text.empty() ? "" : ": " + text);
+    const std::string detail = "HTTP " + std::to_string(status) + (text.empty() ? "" : ": " + text);
     AttemptError err;
     err.retryable = RetryableStatus(status);
     if (err.retryable) err.retry_after = RetryAfter(head);
     if (status == 401 || status == 403) {
       err.code = ErrorCode::kProviderAuth;
-      err.message = config->display + " rejected the credential: check " +
-                    config->credential_var +
-                    (config->credential.empty() ? ", which is not set" : "") + " (" + detail +
-                    ")";
+      err.message = config->display + " rejected the credential: check " + config->credential_var +
+                    (config->credential.empty() ? ", which is not set" : "") + " (" + detail + ")";
     } else if (status == 429) {
       err.message = config->display + " is limiting the request rate (" + detail + ")";
     } else if (status == 404) {
@@ -233,8 +229,8 @@ struct HttpModelProvider::CallState : std::enable_shared_from_this<CallState> {
     if (err.retryable && attempt <= max_retries) {
       const auto delay = Backoff(err.retry_after);
       spdlog::warn("model provider {}: {}; retry {} of {} in {}", Url(),
-                   head.status != 0 ? "HTTP " + std::to_string(head.status) : "no answer",
-                   attempt, max_retries, Seconds(delay));
+                   head.status != 0 ? "HTTP " + std::to_string(head.status) : "no answer", attempt,
+                   max_retries, Seconds(delay));
       auto self = shared_from_this();
       timer.expires_after(delay);
       timer.async_wait([self](boost::system::error_code ec) {
@@ -291,8 +287,7 @@ HttpModelProvider::HttpModelProvider(boost::asio::io_context& io, HttpProviderCo
 
 HttpModelProvider::~HttpModelProvider() { Cancel(); }
 
-void HttpModelProvider::Call(nlohmann::json request_body,
-                             std::function<void(ModelOutcome)> done) {
+void HttpModelProvider::Call(nlohmann::json request_body, std::function<void(ModelOutcome)> done) {
   std::erase_if(calls_, [](const std::weak_ptr<CallState>& w) { return w.expired(); });
   auto state = std::make_shared<CallState>(io_, config_, client_, dialect_, std::move(done));
   calls_.push_back(state);
@@ -353,7 +348,8 @@ std::uint64_t JsonCount(const nlohmann::json& object, const char* key) {
   const auto it = object.find(key);
   if (it == object.end() || !it->is_number()) return 0;
   if (it->is_number_unsigned()) return it->get<std::uint64_t>();
-  if (it->is_number_integer()) return static_cast<std::uint64_t>(std::max<std::int64_t>(0, it->get<std::int64_t>()));
+  if (it->is_number_integer())
+    return static_cast<std::uint64_t>(std::max<std::int64_t>(0, it->get<std::int64_t>()));
   const double d = it->get<double>();
   return d > 0 && d < 1e18 ? static_cast<std::uint64_t>(d) : 0;
 }

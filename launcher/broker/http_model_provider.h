@@ -5,17 +5,16 @@
 // broker's io_context thread.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <nlohmann/json.hpp>
 
 #include "launcher/broker/http_client.h"
 #include "launcher/broker/model_provider.h"

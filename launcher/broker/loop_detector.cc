@@ -6,8 +6,8 @@ namespace cagent::launcher::broker {
 
 std::optional<LoopFinding> LoopDetector::Check(const std::string& digest) {
   // Cycles: keep only as many calls as the longest pattern needs.
-  const std::size_t keep = 3 * static_cast<std::size_t>(std::max<std::uint32_t>(
-                                   limits_.max_cycle_repeats, 1));
+  const std::size_t keep =
+      3 * static_cast<std::size_t>(std::max<std::uint32_t>(limits_.max_cycle_repeats, 1));
   recent_.push_back(digest);
   while (recent_.size() > keep) recent_.pop_front();
 
@@ -58,10 +58,9 @@ std::string LoopMessage(const LoopFinding& finding, const std::string& action) {
            "a file, run a different command, or look somewhere else. If you are stuck, call "
            "finish and explain what blocks you.";
   }
-  return "Refused by loop detection: your last " +
-         std::to_string(finding.period * finding.count) + " tool calls repeat the same " +
-         std::to_string(finding.period) + " calls " + std::to_string(finding.count) +
-         " times in a row (this call, " + action +
+  return "Refused by loop detection: your last " + std::to_string(finding.period * finding.count) +
+         " tool calls repeat the same " + std::to_string(finding.period) + " calls " +
+         std::to_string(finding.count) + " times in a row (this call, " + action +
          ", would continue the cycle). Repeating them will not give a different result. Step "
          "back and try a different approach, or call finish and explain what blocks you.";
 }

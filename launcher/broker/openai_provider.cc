@@ -40,14 +40,14 @@ class OpenAiAssembler final : public StreamAssembler {
     }
     if (auto err = chunk.find("error"); err != chunk.end() && !err->is_null()) {
       const std::string text = ErrorMessageOf(*err);
-      return AttemptError{ErrorCode::kProviderError,
-                          display_ + " reported an error in the stream" +
-                              (text.empty() ? "" : ": " + text),
-                          false, std::nullopt};
+      return AttemptError{
+          ErrorCode::kProviderError,
+          display_ + " reported an error in the stream" + (text.empty() ? "" : ": " + text), false,
+          std::nullopt};
     }
     if (auto v = chunk.find("id"); id_.empty() && v != chunk.end() && v->is_string()) id_ = *v;
-    if (auto v = chunk.find("model"); !have_model_ && v != chunk.end() && v->is_string() &&
-                                      !v->get<std::string>().empty()) {
+    if (auto v = chunk.find("model");
+        !have_model_ && v != chunk.end() && v->is_string() && !v->get<std::string>().empty()) {
       model_ = *v;
       have_model_ = true;
     }
@@ -57,11 +57,12 @@ class OpenAiAssembler final : public StreamAssembler {
     if (auto v = chunk.find("usage"); v != chunk.end() && v->is_object()) usage_ = *v;
     const auto choices = chunk.find("choices");
     if (choices == chunk.end() || choices->is_null()) return std::nullopt;
-    if (!choices->is_array()) return Malformed(display_, "a stream chunk whose choices is not a list");
+    if (!choices->is_array())
+      return Malformed(display_, "a stream chunk whose choices is not a list");
     for (const json& choice : *choices) {
       if (!choice.is_object()) return Malformed(display_, "a stream chunk with a malformed choice");
-      if (auto idx = choice.find("index"); idx != choice.end() && idx->is_number_integer() &&
-                                           idx->get<std::int64_t>() != 0) {
+      if (auto idx = choice.find("index");
+          idx != choice.end() && idx->is_number_integer() && idx->get<std::int64_t>() != 0) {
         continue;  // only one choice is asked for
       }
       if (auto fr = choice.find("finish_reason"); fr != choice.end() && fr->is_string()) {
@@ -69,7 +70,8 @@ class OpenAiAssembler final : public StreamAssembler {
       }
       const auto delta = choice.find("delta");
       if (delta == choice.end() || delta->is_null()) continue;
-      if (!delta->is_object()) return Malformed(display_, "a stream chunk whose delta is not an object");
+      if (!delta->is_object())
+        return Malformed(display_, "a stream chunk whose delta is not an object");
       if (auto c = delta->find("content"); c != delta->end() && c->is_string()) {
         content_ += c->get<std::string>();
         have_content_ = true;
@@ -90,8 +92,9 @@ class OpenAiAssembler final : public StreamAssembler {
 
   AttemptOutcome Finish() override {
     if (!done_ && !finish_reason_) {
-      AttemptError err = Malformed(display_, "a stream that ended before it was complete (no "
-                                             "finish_reason and no [DONE])");
+      AttemptError err = Malformed(display_,
+                                   "a stream that ended before it was complete (no "
+                                   "finish_reason and no [DONE])");
       err.retryable = true;  // a dropped stream is worth another attempt
       return err;
     }
@@ -115,13 +118,12 @@ class OpenAiAssembler final : public StreamAssembler {
                  {"object", "chat.completion"}};
     if (created_) body["created"] = *created_;
     body["model"] = model_;
-    body["choices"] = json::array({{{"index", 0},
-                                    {"message", std::move(message)},
-                                    {"finish_reason", finish_reason_ ? json(*finish_reason_)
-                                                                     : json(nullptr)}}});
-    body["usage"] = {{"prompt_tokens", prompt},
-                     {"completion_tokens", completion},
-                     {"total_tokens", total}};
+    body["choices"] =
+        json::array({{{"index", 0},
+                      {"message", std::move(message)},
+                      {"finish_reason", finish_reason_ ? json(*finish_reason_) : json(nullptr)}}});
+    body["usage"] = {
+        {"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", total}};
     ModelResponse out;
     out.usage.input_tokens = prompt;
     out.usage.output_tokens = completion;

@@ -4,10 +4,9 @@
 // broker's io_context thread.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <memory>
 #include <string>
-
-#include <boost/asio/io_context.hpp>
 
 #include "launcher/broker/http_model_provider.h"
 #include "launcher/broker/model_provider.h"

@@ -1,20 +1,17 @@
 #include "launcher/broker/replay_provider.h"
 
+#include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-
-#include <boost/asio/post.hpp>
 
 namespace cagent::launcher::broker {
 namespace {
 
 using nlohmann::json;
 
-bool Blank(const std::string& line) {
-  return line.find_first_not_of(" \t\r") == std::string::npos;
-}
+bool Blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
 
 // Empty when `turn` is a valid turn, else what is wrong with it.
 std::string CheckTurn(const json& turn) {
@@ -31,8 +28,7 @@ std::string CheckTurn(const json& turn) {
       if (!c.contains("id") || !c["id"].is_string() || c["id"].get<std::string>().empty()) {
         return where + " needs a non-empty string \"id\"";
       }
-      if (!c.contains("name") || !c["name"].is_string() ||
-          c["name"].get<std::string>().empty()) {
+      if (!c.contains("name") || !c["name"].is_string() || c["name"].get<std::string>().empty()) {
         return where + " needs a non-empty string \"name\"";
       }
       if (!c.contains("arguments") || !c["arguments"].is_object()) {

@@ -3,12 +3,11 @@
 // model_provider.h. Runs in cagent (trusted), on the broker's io_context thread; no network.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <nlohmann/json.hpp>
 
 #include "launcher/broker/model_provider.h"
 

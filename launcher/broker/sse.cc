@@ -9,8 +9,7 @@ Status SseParser::Feed(std::string_view bytes, std::vector<SseEvent>& out) {
     // line_ until three are known.
     static constexpr std::string_view kBom = "\xEF\xBB\xBF";
     std::size_t take = 0;
-    while (take < bytes.size() && line_.size() < kBom.size() &&
-           bytes[take] == kBom[line_.size()]) {
+    while (take < bytes.size() && line_.size() < kBom.size() && bytes[take] == kBom[line_.size()]) {
       line_.push_back(bytes[take]);
       ++take;
     }

@@ -42,11 +42,11 @@ class SseParser {
   Status Line(std::string_view line, std::vector<SseEvent>& out);
 
   std::size_t max_;
-  std::string line_;         // the current, not yet terminated line
-  bool after_cr_ = false;    // the previous chunk ended with CR: skip one leading LF
-  bool at_start_ = true;     // nothing consumed yet (a BOM may follow)
+  std::string line_;       // the current, not yet terminated line
+  bool after_cr_ = false;  // the previous chunk ended with CR: skip one leading LF
+  bool at_start_ = true;   // nothing consumed yet (a BOM may follow)
   bool failed_ = false;
-  bool have_data_ = false;   // at least one data line in the current event
+  bool have_data_ = false;  // at least one data line in the current event
   std::string event_;
   std::string data_;
   std::string id_;

@@ -8,8 +8,8 @@ namespace {
 
 // The order the agent's tool schema lists them in (and welcome.tools reports).
 constexpr std::array<policy::Tool, 8> kSchemaOrder = {
-    policy::Tool::kReadFile,  policy::Tool::kListDir,  policy::Tool::kGlob,
-    policy::Tool::kGrep,      policy::Tool::kWriteFile, policy::Tool::kEditFile,
+    policy::Tool::kReadFile,   policy::Tool::kListDir,   policy::Tool::kGlob,
+    policy::Tool::kGrep,       policy::Tool::kWriteFile, policy::Tool::kEditFile,
     policy::Tool::kRunCommand, policy::Tool::kFinish,
 };
 

@@ -5,11 +5,10 @@
 // (the broker denies the call, naming it), never guessed around.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "policy/ir.h"
 

@@ -26,7 +26,7 @@ CLI::App* AddLogCommand(CLI::App& app, LogOptions& o) {
   log_cmd->require_subcommand(1);
   log_cmd->footer(
       "EXIT STATUS\n"
-      "  0 the log verifies, 1 it does not, 2 usage error or unreadable file.");
+      "  0 the log verifies, 1 it does not, 2 usage error or unreadable file.\n");
 
   o.verify_cmd = log_cmd->add_subcommand(
       "verify",
@@ -55,7 +55,7 @@ CLI::App* AddLogCommand(CLI::App& app, LogOptions& o) {
       "error or unreadable file.\n\n"
       "EXAMPLES\n"
       "  cagent log verify ~/.local/state/cagent/runs/RUN/events.jsonl\n"
-      "  cagent log verify --json RUN_DIR | jq .first_bad_line");
+      "  cagent log verify --json RUN_DIR | jq .first_bad_line\n");
   return log_cmd;
 }
 
@@ -95,10 +95,11 @@ int RunLogCommand(const LogOptions& o) {
     std::cout << "ok: " << r.entries << " entries, run " << (r.run_id.empty() ? "-" : r.run_id)
               << ", head " << r.head << "\n";
   } else {
-    std::cout << path << ":" << r.first_bad_line << ": " << r.message << "\n"
-              << "the chain is intact up to line " << r.entries << " ("
-              << r.entries << " entries); the log was damaged or altered from line "
-              << r.first_bad_line << " on\n";
+    // file:line: what, in the form editors and CI annotations understand.
+    std::cout << path << ":" << r.first_bad_line << ": " << r.message << "\n";
+    spdlog::error("{} does not verify: the log was damaged or altered; do not trust entries from "
+                  "line {} on (from the line before, when a prev does not match)",
+                  path, r.first_bad_line);
   }
   return r.ok ? kExitOk : kExitBroken;
 }

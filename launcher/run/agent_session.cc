@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -188,15 +189,22 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   services.model = provider->get();
 
   broker::Broker session(io, std::move(config), services);
-  std::mutex mu;
-  bool broker_ended = false;
-  session.SetOnEnd([&](const BrokerOutcome&) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      broker_ended = true;
-    }
+  // After a finish the agent exits by itself; it gets a moment to do so before the sandbox is
+  // stopped (so its exit is an exit, not a SIGTERM). Any other end stops the sandbox at once.
+  boost::asio::steady_timer exit_grace(io);
+  auto stop_sandbox = [&stop_fd] {
     const std::uint64_t one = 1;
     [[maybe_unused]] const ssize_t n = ::write(stop_fd.get(), &one, sizeof(one));
+  };
+  session.SetOnEnd([&](const BrokerOutcome& outcome) {
+    if (outcome.status != BrokerOutcome::Status::kFinished) {
+      stop_sandbox();
+      return;
+    }
+    exit_grace.expires_after(std::chrono::seconds(3));
+    exit_grace.async_wait([stop_sandbox](const boost::system::error_code& ec) {
+      if (!ec) stop_sandbox();
+    });
   });
   if (o.on_event) session.SetOnEvent(o.on_event);
 
@@ -246,9 +254,10 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
     session.Stop(BrokerOutcome::Status::kFailed, why);
   });
   work.reset();
-  boost::asio::post(io, [&signals] {
+  boost::asio::post(io, [&signals, &exit_grace] {
     boost::system::error_code ignored;
     signals.cancel(ignored);
+    exit_grace.cancel();
   });
   io_thread.join();
   ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);

@@ -5,7 +5,8 @@
 // io_context on its own thread and serves the broker's end of a real socketpair. The client (this
 // thread, blocking I/O, as cagent-agent) says hello, then for each request:
 //   tool_request read_file src/module_<i>.cc  ->  decision (allow)     timed: the decision latency
-//   tool_result for it                         ->  result_ack          (keeps calls outstanding low)
+//   tool_result for it                         ->  result_ack          (keeps calls outstanding
+//   low)
 // Every path differs, so loop detection never refuses; budgets are unlimited (the backend
 // profile's tool-call budget would end the run after a few hundred calls). A second phase sends
 // the same calls pipelined (64 requests per write, then their 64 results) for the broker's
@@ -13,10 +14,12 @@
 //
 // Usage: cagent_bench_broker [--requests N] [--repetitions R] [--warmup W] [--no-audit]
 // Prints one line per repetition and the medians; exits 1 if any call is not allowed.
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/io_context.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -25,12 +28,10 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <nlohmann/json.hpp>
 
 #include "common/protocol.h"
 #include "common/sha256.h"
@@ -98,11 +99,13 @@ class Client {
   protocol::Message Expect(protocol::Kind kind, std::uint64_t id) {
     protocol::Message m = Receive();
     if (m.header.kind == protocol::Kind::kError) {
-      Die("error reply to " + std::to_string(id) + ": " + std::get<protocol::ErrorReply>(m.body).message);
+      Die("error reply to " + std::to_string(id) + ": " +
+          std::get<protocol::ErrorReply>(m.body).message);
     }
     if (m.header.kind != kind || m.header.id != id) {
-      Die("expected " + std::string(protocol::KindName(kind)) + " " + std::to_string(id) + ", got " +
-          std::string(protocol::KindName(m.header.kind)) + " " + std::to_string(m.header.id));
+      Die("expected " + std::string(protocol::KindName(kind)) + " " + std::to_string(id) +
+          ", got " + std::string(protocol::KindName(m.header.kind)) + " " +
+          std::to_string(m.header.id));
     }
     return m;
   }
@@ -115,8 +118,8 @@ class Client {
 
 protocol::ToolRequest ReadFile(std::uint64_t n) {
   const std::string path = "src/module_" + std::to_string(n) + ".cc";
-  return protocol::ToolRequest{"call_" + std::to_string(n), "read_file",
-                               nlohmann::json{{"path", path}}, {path}};
+  return protocol::ToolRequest{
+      "call_" + std::to_string(n), "read_file", nlohmann::json{{"path", path}}, {path}};
 }
 
 protocol::ToolResult ToolOk(std::uint64_t request) {
@@ -146,6 +149,7 @@ struct Sample {
   double decisions_per_s = 0;  // closed loop: requests / time spent waiting for decisions
   double calls_per_s = 0;      // closed loop: full calls (request, decision, result, ack) / s
   double pipelined_calls_per_s = 0;
+  double cpu_us_per_call = 0;  // closed loop, both threads (client and broker), user + system
   std::uint64_t audit_entries = 0;
 };
 
@@ -156,6 +160,16 @@ double Percentile(std::vector<double> v, double p) {
 }
 
 double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
+
+// CPU time (user + system) of the whole process, both threads, in seconds.
+double ProcessCpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
 
 Sample RunOnce(const Options& o, const std::shared_ptr<const cagent::policy::Policy>& policy,
                const broker::Redactor& redactor, const std::filesystem::path& dir, int rep) {
@@ -177,8 +191,8 @@ Sample RunOnce(const Options& o, const std::shared_ptr<const cagent::policy::Pol
   broker::BrokerConfig config;
   config.run_id = "bench";
   config.policy = policy;
-  config.bindings = cagent::policy::Engine::Bindings{(dir / "workspace").string(),
-                                                     (dir / "home").string()};
+  config.bindings =
+      cagent::policy::Engine::Bindings{(dir / "workspace").string(), (dir / "home").string()};
   config.policy_digest = digest;
   config.task = "benchmark";
   config.workspace = config.bindings.workspace;
@@ -198,8 +212,12 @@ Sample RunOnce(const Options& o, const std::shared_ptr<const cagent::policy::Pol
   latencies.reserve(o.requests);
   double waiting_s = 0;
   auto loop_start = Clock::now();
+  double cpu_start = 0;
   for (std::uint64_t i = 0; i < o.warmup + o.requests; ++i) {
-    if (i == o.warmup) loop_start = Clock::now();
+    if (i == o.warmup) {
+      loop_start = Clock::now();
+      cpu_start = ProcessCpuSeconds();
+    }
     const std::uint64_t req = ++id;
     const auto t0 = Clock::now();
     client.Send(protocol::Kind::kToolRequest, req, ReadFile(i));
@@ -215,20 +233,24 @@ Sample RunOnce(const Options& o, const std::shared_ptr<const cagent::policy::Pol
     }
   }
   const double measured_loop_s = std::chrono::duration<double>(Clock::now() - loop_start).count();
+  const double loop_cpu_s = ProcessCpuSeconds() - cpu_start;
 
   // Pipelined: `window` requests in one write, then their results in one write.
   const auto pipe_start = Clock::now();
   std::uint64_t sent = 0;
   const std::uint64_t base = o.warmup + o.requests;
   while (sent < o.requests) {
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(o.window, o.requests - sent));
+    const std::size_t n =
+        static_cast<std::size_t>(std::min<std::uint64_t>(o.window, o.requests - sent));
     std::string batch;
     const std::uint64_t first = id + 1;
     for (std::size_t k = 0; k < n; ++k) {
       batch += Client::Encode(protocol::Kind::kToolRequest, ++id, ReadFile(base + sent + k));
     }
     client.Write(batch);
-    for (std::size_t k = 0; k < n; ++k) CheckAllowed(client.Expect(protocol::Kind::kDecision, first + k));
+    for (std::size_t k = 0; k < n; ++k) {
+      CheckAllowed(client.Expect(protocol::Kind::kDecision, first + k));
+    }
     batch.clear();
     const std::uint64_t first_result = id + 1;
     for (std::size_t k = 0; k < n; ++k) {
@@ -256,6 +278,7 @@ Sample RunOnce(const Options& o, const std::shared_ptr<const cagent::policy::Pol
   s.decisions_per_s = static_cast<double>(o.requests) / waiting_s;
   s.calls_per_s = static_cast<double>(o.requests) / measured_loop_s;
   s.pipelined_calls_per_s = static_cast<double>(o.requests) / pipe_s;
+  s.cpu_us_per_call = loop_cpu_s * 1e6 / static_cast<double>(o.requests);
   s.audit_entries = audit ? audit->entries() : 0;
   return s;
 }
@@ -297,24 +320,25 @@ int main(int argc, char** argv) {
   for (const auto& p : policy->env_scrub) scrub.push_back(p.name.pattern());
   const broker::Redactor redactor = broker::Redactor::FromEnvironment(env, scrub);
 
-  std::string tmpl = (std::filesystem::temp_directory_path() / "cagent-bench-broker-XXXXXX").string();
+  std::string tmpl =
+      (std::filesystem::temp_directory_path() / "cagent-bench-broker-XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr) Die("mkdtemp");
   const std::filesystem::path dir = tmpl;
 
-  std::printf("broker decision round trip: backend profile, %s, %llu requests (+%llu warm-up), "
-              "pipelined window %zu\n",
-              o.audit ? "audit log on disk" : "no audit log",
-              static_cast<unsigned long long>(o.requests), static_cast<unsigned long long>(o.warmup),
-              o.window);
-  std::printf("%-6s %9s %9s %9s %14s %12s %16s %10s\n", "rep", "p50 us", "p99 us", "mean us",
-              "decisions/s", "calls/s", "pipelined calls/s", "audit");
+  std::printf(
+      "broker decision round trip: backend profile, %s, %llu requests (+%llu warm-up), "
+      "pipelined window %zu\n",
+      o.audit ? "audit log on disk" : "no audit log", static_cast<unsigned long long>(o.requests),
+      static_cast<unsigned long long>(o.warmup), o.window);
+  std::printf("%-6s %9s %9s %9s %12s %10s %18s %13s %8s\n", "rep", "p50 us", "p99 us", "mean us",
+              "decisions/s", "calls/s", "pipelined calls/s", "cpu us/call", "audit");
   std::vector<Sample> samples;
   for (int rep = 0; rep < o.repetitions; ++rep) {
     const Sample s = RunOnce(o, policy, redactor, dir, rep);
     samples.push_back(s);
-    std::printf("%-6d %9.1f %9.1f %9.1f %14.0f %12.0f %16.0f %10llu\n", rep + 1, s.p50_us,
+    std::printf("%-6d %9.1f %9.1f %9.1f %12.0f %10.0f %18.0f %13.1f %8llu\n", rep + 1, s.p50_us,
                 s.p99_us, s.mean_us, s.decisions_per_s, s.calls_per_s, s.pipelined_calls_per_s,
-                static_cast<unsigned long long>(s.audit_entries));
+                s.cpu_us_per_call, static_cast<unsigned long long>(s.audit_entries));
     std::fflush(stdout);
   }
   auto med = [&](double Sample::*field) {
@@ -322,9 +346,10 @@ int main(int argc, char** argv) {
     for (const Sample& s : samples) v.push_back(s.*field);
     return Median(v);
   };
-  std::printf("%-6s %9.1f %9.1f %9.1f %14.0f %12.0f %16.0f\n", "median", med(&Sample::p50_us),
-              med(&Sample::p99_us), med(&Sample::mean_us), med(&Sample::decisions_per_s),
-              med(&Sample::calls_per_s), med(&Sample::pipelined_calls_per_s));
+  std::printf("%-6s %9.1f %9.1f %9.1f %12.0f %10.0f %18.0f %13.1f\n", "median",
+              med(&Sample::p50_us), med(&Sample::p99_us), med(&Sample::mean_us),
+              med(&Sample::decisions_per_s), med(&Sample::calls_per_s),
+              med(&Sample::pipelined_calls_per_s), med(&Sample::cpu_us_per_call));
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   return 0;

@@ -46,7 +46,7 @@ TEST(Broker, HelloIsAnsweredWithWelcome) {
                               "run_command", "finish"}));
   EXPECT_EQ(w["model"]["provider"], "fake");
   EXPECT_EQ(w["model"]["name"], "fake-model");
-  EXPECT_EQ(w["max_turns"], 60);                      // base: model-turns 60
+  EXPECT_EQ(w["max_turns"], 60);                       // base: model-turns 60
   EXPECT_EQ(w["command_timeout_ms"], 10 * 60 * 1000);  // base: command-timeout 10m
   EXPECT_EQ(w["command_output_bytes"], 256 * 1024);    // base: command-output 256K
   EXPECT_EQ(Events(h, "hello").size(), 1U);
@@ -67,9 +67,10 @@ TEST(Broker, ModelCallIsRedactedForwardedAndAnswered) {
   Harness h;
   h.Hello();
   h.model.Script(ModelResponse{json{{"text", "hi"}}, protocol::Usage{100, 20}});
-  auto reply = h.Request(h.Msg(
-      "model_call",
-      {{"body", {{"messages", {{{"role", "user"}, {"content", std::string("key ") + kSecret}}}}}}}));
+  auto reply = h.Request(
+      h.Msg("model_call",
+            {{"body",
+              {{"messages", {{{"role", "user"}, {"content", std::string("key ") + kSecret}}}}}}}));
   ASSERT_TRUE(reply);
   EXPECT_EQ((*reply)["type"], "model_result") << reply->dump();
   EXPECT_EQ((*reply)["body"], json({{"text", "hi"}}));
@@ -148,7 +149,8 @@ TEST(Broker, AllowedToolRequestNamesTheRuleAndItsLocation) {
   EXPECT_EQ(d["verdict"], "allow");
   EXPECT_FALSE(d["pending"].get<bool>());
   EXPECT_FALSE(d["rule"].get<std::string>().empty());
-  EXPECT_TRUE(std::regex_match(d["location"].get<std::string>(), std::regex(R"(.+\.cagent:\d+:\d+)")))
+  EXPECT_TRUE(
+      std::regex_match(d["location"].get<std::string>(), std::regex(R"(.+\.cagent:\d+:\d+)")))
       << d["location"];
   auto decisions = Events(h, "decision");
   ASSERT_EQ(decisions.size(), 1U);
@@ -375,7 +377,8 @@ TEST(Broker, ProgressIsAckedAndShown) {
   EXPECT_EQ((*reply)["type"], "ack");
   EXPECT_EQ((*reply)["id"], 2);
   bool shown = false;
-  for (const auto& e : h.events) shown = shown || (e.kind == "progress" && e.text == "tool: run_command: make");
+  for (const auto& e : h.events)
+    shown = shown || (e.kind == "progress" && e.text == "tool: run_command: make");
   EXPECT_TRUE(shown);
 }
 
@@ -477,9 +480,9 @@ TEST(Broker, EveryMessageInAndDecisionOutIsAudited) {
   for (const json& e : h.AuditEntries()) {
     seen.push_back(e["actor"].get<std::string>() + ":" + e["event"].get<std::string>());
   }
-  EXPECT_THAT(seen, ElementsAre("agent:hello", "broker:welcome", "agent:tool_request",
-                                "broker:decision", "agent:tool_result", "agent:progress",
-                                "agent:finish", "broker:shutdown"));
+  EXPECT_THAT(
+      seen, ElementsAre("agent:hello", "broker:welcome", "agent:tool_request", "broker:decision",
+                        "agent:tool_result", "agent:progress", "agent:finish", "broker:shutdown"));
   auto verified = VerifyAuditLog(h.audit_path);
   ASSERT_TRUE(verified.ok());
   EXPECT_TRUE(verified->ok) << verified->message;

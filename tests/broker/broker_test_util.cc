@@ -1,17 +1,16 @@
 #include "tests/broker/broker_test_util.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
-#include <boost/asio/post.hpp>
-#include <gtest/gtest.h>
 
 #include "policy/diagnostics.h"
 #include "policy/loader.h"
@@ -46,7 +45,8 @@ void FakeModelProvider::Complete() {
   if (!pending_) return;
   auto done = std::move(pending_);
   pending_ = nullptr;
-  asio::post(io_, [done = std::move(done), outcome = Next()]() mutable { done(std::move(outcome)); });
+  asio::post(io_,
+             [done = std::move(done), outcome = Next()]() mutable { done(std::move(outcome)); });
 }
 
 void FakeModelProvider::Cancel() {
@@ -313,10 +313,9 @@ json Harness::Hello() {
 }
 
 json Harness::ToolRequest(const std::string& tool, json args, std::vector<std::string> paths) {
-  auto reply = Request(Msg("tool_request", {{"call_id", "c"},
-                                            {"tool", tool},
-                                            {"args", std::move(args)},
-                                            {"paths", std::move(paths)}}));
+  auto reply = Request(Msg(
+      "tool_request",
+      {{"call_id", "c"}, {"tool", tool}, {"args", std::move(args)}, {"paths", std::move(paths)}}));
   EXPECT_TRUE(reply.has_value());
   return reply ? *reply : json();
 }

@@ -7,17 +7,16 @@
 // test's assertions never race.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <nlohmann/json.hpp>
 
 #include "common/protocol.h"
 #include "common/unique_fd.h"
@@ -153,7 +152,8 @@ class Harness {
   // The next request id (strictly increasing).
   std::uint64_t NextId() { return ++last_id_; }
   // A message of `type` with v, id (NextId() unless given) and the fields of `body`.
-  json Msg(const std::string& type, json body = json::object(), std::optional<std::uint64_t> id = {});
+  json Msg(const std::string& type, json body = json::object(),
+           std::optional<std::uint64_t> id = {});
   // Sends and returns the reply (nullopt when none came).
   std::optional<json> Request(const json& message);
   // hello -> welcome; fails the test if the reply is not a welcome.
@@ -167,7 +167,7 @@ class Harness {
 
   boost::asio::io_context io;
   std::shared_ptr<const policy::Policy> policy;
-  std::string dir;        // temporary directory holding the audit log
+  std::string dir;  // temporary directory holding the audit log
   std::string audit_path;
   std::optional<AuditLog> audit;
   Redactor redactor;

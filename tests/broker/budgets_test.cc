@@ -49,7 +49,7 @@ TEST(LowerBudgets, LowersButRefusesRaisingNamingTheBudgetAndTheProfileValue) {
   EXPECT_EQ(b.model_turns, 10U);
 
   Budgets raise;
-  raise.tool_calls = 50;                        // fine on its own
+  raise.tool_calls = 50;                       // fine on its own
   raise.wall_time = std::chrono::minutes(45);  // above the profile's 30m
   const Status s = LowerBudgets(b, raise);
   ASSERT_FALSE(s.ok());
@@ -178,8 +178,9 @@ TEST(BrokerBudgets, ToolCalls) {
   h.Hello();
   EXPECT_EQ(h.ToolRequest("read_file", {{"path", "a"}})["verdict"], "allow");
   EXPECT_EQ(h.ToolRequest("read_file", {{"path", ".env"}})["verdict"], "deny");  // counts too
-  ExpectBudgetEnd(h, h.Request(h.Msg("tool_request", {{"tool", "list_dir"}, {"args", json::object()}})),
-                  "tool-call budget (2) reached");
+  ExpectBudgetEnd(
+      h, h.Request(h.Msg("tool_request", {{"tool", "list_dir"}, {"args", json::object()}})),
+      "tool-call budget (2) reached");
 }
 
 TEST(BrokerBudgets, ToolCallsByKind) {
@@ -189,10 +190,10 @@ TEST(BrokerBudgets, ToolCallsByKind) {
   h.Hello();
   EXPECT_EQ(h.ToolRequest("run_command", {{"command", "ls"}})["verdict"], "allow");
   EXPECT_EQ(h.ToolRequest("read_file", {{"path", "a"}})["verdict"], "allow");
-  ExpectBudgetEnd(h,
-                  h.Request(h.Msg("tool_request", {{"tool", "run_command"},
-                                                   {"args", {{"command", "pwd"}}}})),
-                  "run_command call budget (1) reached");
+  ExpectBudgetEnd(
+      h,
+      h.Request(h.Msg("tool_request", {{"tool", "run_command"}, {"args", {{"command", "pwd"}}}})),
+      "run_command call budget (1) reached");
 }
 
 TEST(BrokerBudgets, OutputBytes) {
@@ -203,11 +204,10 @@ TEST(BrokerBudgets, OutputBytes) {
   const json first = h.ToolRequest("read_file", {{"path", "a"}});
   EXPECT_EQ(h.ToolResult(first["id"], true, "0123456789")["type"], "result_ack");  // exactly 10
   const json second = h.ToolRequest("read_file", {{"path", "b"}});
-  ExpectBudgetEnd(h,
-                  h.Request(h.Msg("tool_result", {{"request", second["id"]},
-                                                  {"ok", true},
-                                                  {"output", "x"}})),
-                  "output budget (10) exceeded");
+  ExpectBudgetEnd(
+      h,
+      h.Request(h.Msg("tool_result", {{"request", second["id"]}, {"ok", true}, {"output", "x"}})),
+      "output budget (10) exceeded");
 }
 
 TEST(BrokerBudgets, WallTime) {

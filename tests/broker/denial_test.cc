@@ -137,10 +137,12 @@ TEST(Denial, ApprovalCausesAreWorded) {
   auto p = CompileProfile(kTestProfile);
   ASSERT_TRUE(p);
   policy::Engine engine(*p);
-  EXPECT_THAT(Explain(engine, "write_file", {{"path", "Cargo.lock"}}, DenialCause::kHeadless).message,
-              HasSubstr("nobody can approve it"));
   EXPECT_THAT(
-      Explain(engine, "write_file", {{"path", "Cargo.lock"}}, DenialCause::kApprovalDeclined).message,
+      Explain(engine, "write_file", {{"path", "Cargo.lock"}}, DenialCause::kHeadless).message,
+      HasSubstr("nobody can approve it"));
+  EXPECT_THAT(
+      Explain(engine, "write_file", {{"path", "Cargo.lock"}}, DenialCause::kApprovalDeclined)
+          .message,
       HasSubstr("the operator declined"));
 }
 
@@ -152,8 +154,9 @@ TEST(Denial, NeverSuggestsWhatThePolicyDenies) {
       "extends backend\n",
       "extends docs\n",
       "extends frontend\n",
-      std::string(kTestProfile) + "tools {\n  deny read_file on docs/** src/**\n  deny write_file "
-                                  "on src/** lib/** app/**\n}\ncommands {\n  deny (ls | find)\n}\n",
+      std::string(kTestProfile) +
+          "tools {\n  deny read_file on docs/** src/**\n  deny write_file "
+          "on src/** lib/** app/**\n}\ncommands {\n  deny (ls | find)\n}\n",
   };
   const std::vector<Case> cases = {
       {"write_file", {{"path", "config/a.yaml"}}},

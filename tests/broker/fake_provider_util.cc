@@ -4,11 +4,6 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include <cctype>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -17,6 +12,10 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 
 namespace cagent::testing {
 namespace {
@@ -35,28 +34,39 @@ std::string Lower(std::string s) {
 
 const char* Reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 529: return "Overloaded";
-    default: return "Status";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    case 529:
+      return "Overloaded";
+    default:
+      return "Status";
   }
 }
 
 FakeReply DefaultReply(const RecordedRequest& req) {
   const json body = req.Json();
   const bool stream = body.is_object() && body.value("stream", false);
-  const std::string model =
-      body.is_object() && body.contains("model") && body["model"].is_string()
-          ? body["model"].get<std::string>()
-          : "fake-model";
+  const std::string model = body.is_object() && body.contains("model") && body["model"].is_string()
+                                ? body["model"].get<std::string>()
+                                : "fake-model";
   const std::string path = req.target.substr(0, req.target.find('?'));
   auto ends_with = [&](const std::string& suffix) {
     return path.size() >= suffix.size() &&
@@ -64,8 +74,7 @@ FakeReply DefaultReply(const RecordedRequest& req) {
   };
   if (ends_with("/chat/completions")) {
     if (stream) {
-      json base = {{"id", "chatcmpl-fake"}, {"object", "chat.completion.chunk"},
-                   {"model", model}};
+      json base = {{"id", "chatcmpl-fake"}, {"object", "chat.completion.chunk"}, {"model", model}};
       json c1 = base, c2 = base, c3 = base, c4 = base;
       c1["choices"] = {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", "Hello"}}}}};
       c2["choices"] = {{{"index", 0}, {"delta", {{"content", " from the fake"}}}}};
@@ -89,25 +98,31 @@ FakeReply DefaultReply(const RecordedRequest& req) {
       return AnthropicStream(
           {{{"type", "message_start"},
             {"message",
-             {{"id", "msg_fake"}, {"type", "message"}, {"role", "assistant"}, {"model", model},
-              {"content", json::array()}, {"usage", {{"input_tokens", 9}, {"output_tokens", 1}}}}}},
-           {{"type", "content_block_start"}, {"index", 0},
-            {"content_block", {{"type", "text"}, {"text", ""}}}},
-           {{"type", "content_block_delta"}, {"index", 0},
-            {"delta", {{"type", "text_delta"}, {"text", "Hello from the fake"}}}},
-           {{"type", "content_block_stop"}, {"index", 0}},
-           {{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}},
-            {"usage", {{"output_tokens", 5}}}},
-           {{"type", "message_stop"}}});
-    }
-    return FakeReply::Json(
-        200, {{"id", "msg_fake"},
+             {{"id", "msg_fake"},
               {"type", "message"},
               {"role", "assistant"},
               {"model", model},
-              {"content", {{{"type", "text"}, {"text", "Hello from the fake"}}}},
-              {"stop_reason", "end_turn"},
-              {"usage", {{"input_tokens", 9}, {"output_tokens", 5}}}});
+              {"content", json::array()},
+              {"usage", {{"input_tokens", 9}, {"output_tokens", 1}}}}}},
+           {{"type", "content_block_start"},
+            {"index", 0},
+            {"content_block", {{"type", "text"}, {"text", ""}}}},
+           {{"type", "content_block_delta"},
+            {"index", 0},
+            {"delta", {{"type", "text_delta"}, {"text", "Hello from the fake"}}}},
+           {{"type", "content_block_stop"}, {"index", 0}},
+           {{"type", "message_delta"},
+            {"delta", {{"stop_reason", "end_turn"}}},
+            {"usage", {{"output_tokens", 5}}}},
+           {{"type", "message_stop"}}});
+    }
+    return FakeReply::Json(200, {{"id", "msg_fake"},
+                                 {"type", "message"},
+                                 {"role", "assistant"},
+                                 {"model", model},
+                                 {"content", {{{"type", "text"}, {"text", "Hello from the fake"}}}},
+                                 {"stop_reason", "end_turn"},
+                                 {"usage", {{"input_tokens", 9}, {"output_tokens", 5}}}});
   }
   return FakeReply::Json(404, {{"error", {{"message", "no such endpoint: " + path}}}});
 }
@@ -222,7 +237,8 @@ std::optional<TestPki> MakeTestPki(std::string* why_not) {
   const bool ok =
       Run("openssl req -x509" + ec + " -keyout " + d + "/ca.key -out " + pki.ca_file +
           " -days 2 -subj '/CN=cagent test CA' -addext basicConstraints=critical,CA:TRUE"
-          " -addext keyUsage=critical,keyCertSign,cRLSign" + quiet) &&
+          " -addext keyUsage=critical,keyCertSign,cRLSign" +
+          quiet) &&
       Run("openssl req" + ec + " -keyout " + pki.key_file + " -out " + d +
           "/server.csr -subj /CN=localhost" + quiet) &&
       Run("openssl x509 -req -in " + d + "/server.csr -CA " + pki.ca_file + " -CAkey " + d +
@@ -274,8 +290,7 @@ FakeProvider::~FakeProvider() {
 }
 
 std::string FakeProvider::BaseUrl(const std::string& path) const {
-  return (options_.tls ? "https://localhost:" : "http://127.0.0.1:") + std::to_string(port_) +
-         path;
+  return (options_.tls ? "https://localhost:" : "http://127.0.0.1:") + std::to_string(port_) + path;
 }
 
 void FakeProvider::Enqueue(FakeReply reply) {
@@ -346,8 +361,8 @@ void FakeProvider::Serve(int fd) {
     FakeReply reply = NextReply().value_or(DefaultReply(rec));
     if (!Sleep(reply.delay)) return;
     if (reply.close_without_reply) return;
-    std::string head = "HTTP/1.1 " + std::to_string(reply.status) + " " + Reason(reply.status) +
-                       "\r\n";
+    std::string head =
+        "HTTP/1.1 " + std::to_string(reply.status) + " " + Reason(reply.status) + "\r\n";
     for (const auto& [name, value] : reply.headers) head += name + ": " + value + "\r\n";
     if (reply.chunked) {
       head += "Transfer-Encoding: chunked\r\n";

@@ -13,13 +13,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace cagent::testing {
 
@@ -38,10 +37,10 @@ struct FakeReply {
   std::vector<std::pair<std::string, std::string>> headers;
   // Body pieces, each written (and so usually received) separately.
   std::vector<std::string> pieces;
-  bool chunked = false;                       // Transfer-Encoding: chunked, one chunk per piece
-  std::chrono::milliseconds delay{0};         // before the status line
-  std::chrono::milliseconds piece_delay{0};   // between pieces
-  bool reset_after_pieces = false;  // send a TCP RST after the pieces instead of ending the body
+  bool chunked = false;                      // Transfer-Encoding: chunked, one chunk per piece
+  std::chrono::milliseconds delay{0};        // before the status line
+  std::chrono::milliseconds piece_delay{0};  // between pieces
+  bool reset_after_pieces = false;   // send a TCP RST after the pieces instead of ending the body
   bool close_without_reply = false;  // read the request, then close the connection
 
   static FakeReply Json(int status, const nlohmann::json& body,
@@ -65,7 +64,7 @@ FakeReply SplitPieces(FakeReply reply, std::size_t n);
 struct TestPki {
   std::string dir;
   std::string ca_file;
-  std::string cert_file;        // CN/SAN localhost, IP 127.0.0.1
+  std::string cert_file;  // CN/SAN localhost, IP 127.0.0.1
   std::string key_file;
   std::string wrong_cert_file;  // SAN DNS:wrong.example only
   std::string wrong_key_file;

@@ -1,10 +1,9 @@
 // A hostile agent: whatever it sends, the broker answers with the exact error code, records it,
 // never crashes or blocks, keeps its memory bounded, and after too many violations shuts the
 // session down.
-#include <sys/socket.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include "tests/broker/broker_test_util.h"
 
@@ -66,11 +65,9 @@ TEST(HostilePeer, WrongTypesAreMalformed) {
 
 TEST(HostilePeer, WrongVersionIsBadVersion) {
   Harness h;
-  ExpectError(h, R"({"v":2,"type":"hello","id":1,"agent":"x","protocols":[2]})", "bad_version",
-              1);
+  ExpectError(h, R"({"v":2,"type":"hello","id":1,"agent":"x","protocols":[2]})", "bad_version", 1);
   // A hello at v1 that offers only other versions.
-  ExpectError(h, R"({"v":1,"type":"hello","id":2,"agent":"x","protocols":[7]})", "bad_version",
-              2);
+  ExpectError(h, R"({"v":1,"type":"hello","id":2,"agent":"x","protocols":[7]})", "bad_version", 2);
 }
 
 TEST(HostilePeer, UnknownTypeIsUnknownType) {
@@ -125,8 +122,8 @@ TEST(HostilePeer, OversizedHeaderAfterAGoodFrameInTheSameReadIsTooLarge) {
   Harness h(o);
   h.Hello();
   const std::string good = json{{"v", 1}, {"type", "progress"}, {"id", 2}, {"state", "x"}}.dump();
-  ASSERT_TRUE(h.peer->SendRaw(Header(static_cast<std::uint32_t>(good.size())) + good +
-                              Header(100000)));
+  ASSERT_TRUE(
+      h.peer->SendRaw(Header(static_cast<std::uint32_t>(good.size())) + good + Header(100000)));
   auto ack = h.peer->Recv();
   ASSERT_TRUE(ack);
   EXPECT_EQ((*ack)["type"], "ack");
@@ -161,8 +158,7 @@ TEST(HostilePeer, HalfFrameThenEofIsRecorded) {
 TEST(HostilePeer, FramesBeforeHelloAreOutOfOrder) {
   Harness h;
   ExpectError(h, R"({"v":1,"type":"progress","id":1,"state":"x"})", "out_of_order", 1);
-  ExpectError(h,
-              R"({"v":1,"type":"tool_request","id":2,"tool":"read_file","args":{"path":"a"}})",
+  ExpectError(h, R"({"v":1,"type":"tool_request","id":2,"tool":"read_file","args":{"path":"a"}})",
               "out_of_order", 2);
   // hello still works afterwards.
   h.Hello();
@@ -171,8 +167,7 @@ TEST(HostilePeer, FramesBeforeHelloAreOutOfOrder) {
 TEST(HostilePeer, SecondHelloIsOutOfOrder) {
   Harness h;
   h.Hello();
-  ExpectError(h, R"({"v":1,"type":"hello","id":2,"agent":"x","protocols":[1]})", "out_of_order",
-              2);
+  ExpectError(h, R"({"v":1,"type":"hello","id":2,"agent":"x","protocols":[1]})", "out_of_order", 2);
 }
 
 TEST(HostilePeer, ReusedOrDecreasingIdIsDuplicateId) {
@@ -190,8 +185,7 @@ TEST(HostilePeer, ToolResultForAnUnknownRequestIsOutOfOrder) {
   Harness h;
   h.Hello();
   const std::uint64_t id = h.NextId();
-  ExpectError(h,
-              h.Msg("tool_result", {{"request", 1}, {"ok", true}, {"output", "x"}}, id).dump(),
+  ExpectError(h, h.Msg("tool_result", {{"request", 1}, {"ok", true}, {"output", "x"}}, id).dump(),
               "out_of_order", id);
   // A result may name an allowed request only once.
   const json d = h.ToolRequest("read_file", {{"path", "a"}});

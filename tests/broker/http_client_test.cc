@@ -2,11 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
 #include <cstdlib>
 #include <optional>
 #include <string>
-
-#include <boost/asio/io_context.hpp>
 
 #include "tests/broker/fake_provider_util.h"
 
@@ -180,8 +179,8 @@ TEST(HttpClient, SlowServerTimesOut) {
   boost::asio::io_context io;
   auto client = HttpClient::Make(io);
   const auto start = std::chrono::steady_clock::now();
-  const Exchange ex = RunRequest(**client, io, Post(server.BaseUrl(), "/", "{}"),
-                                 std::chrono::milliseconds(200));
+  const Exchange ex =
+      RunRequest(**client, io, Post(server.BaseUrl(), "/", "{}"), std::chrono::milliseconds(200));
   ASSERT_TRUE(ex.done);
   ASSERT_TRUE(ex.failure);
   EXPECT_EQ(ex.failure->kind, HttpFailure::Kind::kTimeout);
@@ -219,8 +218,8 @@ TEST(HttpClient, CancelStopsTheExchangeWithoutCallingBack) {
   bool called = false;
   HttpHandlers h;
   h.on_done = [&](const HttpFailure*) { called = true; };
-  auto exchange = (*client)->Start(Post(server.BaseUrl(), "/", "{}"), std::chrono::seconds(10),
-                                   std::move(h));
+  auto exchange =
+      (*client)->Start(Post(server.BaseUrl(), "/", "{}"), std::chrono::seconds(10), std::move(h));
   io.run_for(std::chrono::milliseconds(100));
   exchange->Cancel();
   const auto start = std::chrono::steady_clock::now();
@@ -243,9 +242,7 @@ TEST(HttpClient, MissingCaFileIsAnError) {
 class HttpClientTls : public ::testing::Test {
  protected:
   // One CA and set of certificates for the suite (making them takes most of a second).
-  static void SetUpTestSuite() {
-    pki_ = MakeTestPki(&why_not_);
-  }
+  static void SetUpTestSuite() { pki_ = MakeTestPki(&why_not_); }
   static void TearDownTestSuite() {
     if (pki_) std::system(("rm -rf " + pki_->dir).c_str());
     pki_.reset();
@@ -322,8 +319,8 @@ TEST_F(HttpClientTls, IpAddressMustBeInTheCertificate) {
       {.tls = true, .cert_file = pki_->wrong_cert_file, .key_file = pki_->wrong_key_file});
   boost::asio::io_context io;
   auto client = HttpClient::Make(io, pki_->ca_file);
-  const Exchange ok = RunRequest(
-      **client, io, Post("https://127.0.0.1:" + std::to_string(good.port()), "/", "{}"));
+  const Exchange ok =
+      RunRequest(**client, io, Post("https://127.0.0.1:" + std::to_string(good.port()), "/", "{}"));
   EXPECT_FALSE(ok.failure) << ok.failure->message;
   const Exchange bad = RunRequest(
       **client, io, Post("https://127.0.0.1:" + std::to_string(wrong.port()), "/", "{}"));

@@ -7,14 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace cagent::protocol {
 namespace {
@@ -63,7 +62,8 @@ bool BodyEq(const Hello& a, const Hello& b) {
 }
 bool BodyEq(const ModelCall& a, const ModelCall& b) { return a.body == b.body; }
 bool BodyEq(const ToolRequest& a, const ToolRequest& b) {
-  return std::tie(a.call_id, a.tool, a.args, a.paths) == std::tie(b.call_id, b.tool, b.args, b.paths);
+  return std::tie(a.call_id, a.tool, a.args, a.paths) ==
+         std::tie(b.call_id, b.tool, b.args, b.paths);
 }
 bool BodyEq(const ToolResult& a, const ToolResult& b) {
   return std::tie(a.request, a.ok, a.error_code, a.output, a.changed_paths) ==
@@ -121,17 +121,19 @@ bool BodiesEqual(const Body& a, const Body& b) {
 std::vector<Message> SampleMessages() {
   std::vector<Message> out;
   out.push_back(Make(Kind::kHello, 1, Hello{"cagent-agent/0.1.0", {1, 2}}));
-  out.push_back(Make(Kind::kModelCall, 2,
-                     ModelCall{json{{"messages", json::array({json{{"role", "user"},
-                                                                   {"content", "héllo ✓"}}})},
-                                    {"max_tokens", 1024},
-                                    {"temperature", 0.25}}}));
+  out.push_back(Make(
+      Kind::kModelCall, 2,
+      ModelCall{json{{"messages", json::array({json{{"role", "user"}, {"content", "héllo ✓"}}})},
+                     {"max_tokens", 1024},
+                     {"temperature", 0.25}}}));
   out.push_back(Make(Kind::kToolRequest, 3,
-                     ToolRequest{"call_7", "read_file",
+                     ToolRequest{"call_7",
+                                 "read_file",
                                  json{{"path", "src/main.cc"}, {"offset", 10}, {"limit", 20}},
                                  {"src/main.cc", "src/other.cc"}}));
-  out.push_back(Make(Kind::kToolResult, 4,
-                     ToolResult{3, false, "not_found", "no such file: src/x.cc\n", {"a.txt", "b/c"}}));
+  out.push_back(
+      Make(Kind::kToolResult, 4,
+           ToolResult{3, false, "not_found", "no such file: src/x.cc\n", {"a.txt", "b/c"}}));
   out.push_back(Make(Kind::kProgress, 5, Progress{"tool", "run_command: pytest -q"}));
   out.push_back(Make(Kind::kFinish, 6, Finish{"done", "fixed the off-by-one"}));
   Welcome w;
@@ -149,9 +151,9 @@ std::vector<Message> SampleMessages() {
   w.command_timeout_ms = 600000;
   w.command_output_bytes = 65536;
   out.push_back(Make(Kind::kWelcome, 1, w));
-  out.push_back(Make(Kind::kModelResult, 2,
-                     ModelResult{json{{"choices", json::array({json{{"index", 0}}})}},
-                                 Usage{1234, 56}, 3, 40}));
+  out.push_back(Make(
+      Kind::kModelResult, 2,
+      ModelResult{json{{"choices", json::array({json{{"index", 0}}})}}, Usage{1234, 56}, 3, 40}));
   out.push_back(Make(Kind::kDecision, 3,
                      Decision{Verdict::kAsk, true, "ask write src/**", "backend.cagent:12:5",
                               "writes need approval", "waiting for the operator"}));
@@ -256,8 +258,8 @@ TEST(ProtocolRoundTrip, OptionalFieldsMissingOrNullDecodeToDefaults) {
   const auto& req = std::get<ToolRequest>(tr.body);
   EXPECT_EQ(req.call_id, "");
   EXPECT_TRUE(req.paths.empty());
-  const Message res =
-      ExpectMessage(R"({"v":1,"type":"tool_result","id":2,"request":1,"ok":true,"output":""})", true);
+  const Message res = ExpectMessage(
+      R"({"v":1,"type":"tool_result","id":2,"request":1,"ok":true,"output":""})", true);
   const auto& r = std::get<ToolResult>(res.body);
   EXPECT_TRUE(r.ok);
   EXPECT_EQ(r.error_code, "");
@@ -309,8 +311,9 @@ TEST(ProtocolHeader, AnotherVersionIsBadVersion) {
 }
 
 TEST(ProtocolHeader, TypeMissingOrNotAStringIsMalformed) {
-  for (const char* payload : {R"({"v":1,"id":1,"state":"x"})", R"({"v":1,"type":3,"id":1})",
-                              R"({"v":1,"type":null,"id":1})", R"({"v":1,"type":["hello"],"id":1})"}) {
+  for (const char* payload :
+       {R"({"v":1,"id":1,"state":"x"})", R"({"v":1,"type":3,"id":1})",
+        R"({"v":1,"type":null,"id":1})", R"({"v":1,"type":["hello"],"id":1})"}) {
     SCOPED_TRACE(payload);
     const DecodeError e = ExpectError(payload, true);
     EXPECT_EQ(e.code, ErrorCode::kMalformed);
@@ -379,7 +382,9 @@ std::vector<FieldCase> AgentFieldCases() {
   const json tru = true;
   return {
       {Kind::kHello, "agent", true, {num, obj, arr, tru}},
-      {Kind::kHello, "protocols", true,
+      {Kind::kHello,
+       "protocols",
+       true,
        {str, num, obj, json::array({"1"}), json::array({-1}), json::array({1.5}),
         json::array({1001}), json::array({json::array({1})})}},
       {Kind::kModelCall, "body", true, {str, num, arr, tru}},
@@ -425,7 +430,8 @@ TEST(ProtocolAgentFields, EveryRequiredFieldMissingOrNullIsMalformedNamingIt) {
     }
     if (c.required) ++required;
   }
-  EXPECT_EQ(required, 10);  // hello 2, model_call 1, tool_request 2, tool_result 3, progress 1, finish 1
+  EXPECT_EQ(required,
+            10);  // hello 2, model_call 1, tool_request 2, tool_result 3, progress 1, finish 1
 }
 
 TEST(ProtocolAgentFields, EveryFieldOfTheWrongTypeIsMalformedNamingIt) {
@@ -472,28 +478,30 @@ TEST(ProtocolBrokerFields, BrokerKindsAreCheckedToo) {
     const char* payload;
     const char* message;
   };
-  for (const Case& c : std::vector<Case>{
-           {R"({"v":1,"type":"decision","id":1,"verdict":"maybe"})",
-            "decision: field \"verdict\" must be allow, ask or deny"},
-           {R"({"v":1,"type":"decision","id":1})", "decision: missing field \"verdict\""},
-           {R"({"v":1,"type":"approval","id":1,"verdict":"ask","scope":"once"})",
-            "approval: field \"verdict\" must be allow or deny"},
-           {R"({"v":1,"type":"welcome","id":1,"protocol":1,"run_id":"r","workspace":"/w",
+  for (
+      const Case& c : std::vector<Case>{
+          {R"({"v":1,"type":"decision","id":1,"verdict":"maybe"})",
+           "decision: field \"verdict\" must be allow, ask or deny"},
+          {R"({"v":1,"type":"decision","id":1})", "decision: missing field \"verdict\""},
+          {R"({"v":1,"type":"approval","id":1,"verdict":"ask","scope":"once"})",
+           "approval: field \"verdict\" must be allow or deny"},
+          {R"({"v":1,"type":"welcome","id":1,"protocol":1,"run_id":"r","workspace":"/w",
                "task":"t","policy_name":"p","policy_digest":"d","tools":[],"model":{}})",
-            "welcome: model: missing field \"provider\""},
-           {R"({"v":1,"type":"welcome","id":1,"protocol":2147483648,"run_id":"r",
+           "welcome: model: missing field \"provider\""},
+          {R"({"v":1,"type":"welcome","id":1,"protocol":2147483648,"run_id":"r",
                "workspace":"/w","task":"t","policy_name":"p","policy_digest":"d","tools":[],
                "model":{"provider":"replay"}})",
-            "welcome: field \"protocol\" must be a small non-negative integer"},
-           {R"({"v":1,"type":"model_result","id":1,"body":{},"turn":1,"usage":{"input_tokens":-1}})",
-            "model_result: usage: field \"input_tokens\" must be a non-negative integer"},
-           {R"({"v":1,"type":"model_result","id":1,"body":{}})",
-            "model_result: missing field \"turn\""},
-           {R"({"v":1,"type":"result_ack","id":1,"output":"x","truncated":"no"})",
-            "result_ack: field \"truncated\" must be true or false"},
-           {R"({"v":1,"type":"error","id":1})", "error: missing field \"code\""},
-           {R"({"v":1,"type":"shutdown","id":0,"reason":"x"})", "shutdown: missing field \"status\""},
-       }) {
+           "welcome: field \"protocol\" must be a small non-negative integer"},
+          {R"({"v":1,"type":"model_result","id":1,"body":{},"turn":1,"usage":{"input_tokens":-1}})",
+           "model_result: usage: field \"input_tokens\" must be a non-negative integer"},
+          {R"({"v":1,"type":"model_result","id":1,"body":{}})",
+           "model_result: missing field \"turn\""},
+          {R"({"v":1,"type":"result_ack","id":1,"output":"x","truncated":"no"})",
+           "result_ack: field \"truncated\" must be true or false"},
+          {R"({"v":1,"type":"error","id":1})", "error: missing field \"code\""},
+          {R"({"v":1,"type":"shutdown","id":0,"reason":"x"})",
+           "shutdown: missing field \"status\""},
+      }) {
     SCOPED_TRACE(c.payload);
     const DecodeError e = ExpectError(c.payload, false);
     EXPECT_EQ(e.code, ErrorCode::kMalformed);
@@ -502,8 +510,8 @@ TEST(ProtocolBrokerFields, BrokerKindsAreCheckedToo) {
 }
 
 TEST(ProtocolBrokerFields, AnUnknownErrorCodeFromANewerPeerIsStillAnError) {
-  const Message m =
-      ExpectMessage(R"({"v":1,"type":"error","id":3,"code":"quota_exceeded","message":"m"})", false);
+  const Message m = ExpectMessage(
+      R"({"v":1,"type":"error","id":3,"code":"quota_exceeded","message":"m"})", false);
   EXPECT_EQ(std::get<ErrorReply>(m.body).code, ErrorCode::kInternal);
   EXPECT_EQ(std::get<ErrorReply>(m.body).message, "m");
 }
@@ -523,8 +531,8 @@ TEST(ProtocolPayload, NonObjectPayloadsAreMalformed) {
 TEST(ProtocolPayload, InvalidJsonIsMalformed) {
   for (const char* payload :
        {"", " ", "{", R"({"v":1,)", R"({"v":1} x)", R"({"v":1}{"v":1})", "{'v':1}",
-        R"({"v":01,"type":"ack","id":1})", R"({"v":1,"type":"ack","id":1,})",
-        R"({"v":NaN})", R"({"v":1e400,"type":"ack","id":1})"}) {
+        R"({"v":01,"type":"ack","id":1})", R"({"v":1,"type":"ack","id":1,})", R"({"v":NaN})",
+        R"({"v":1e400,"type":"ack","id":1})"}) {
     SCOPED_TRACE(payload);
     const DecodeError e = ExpectError(payload, true);
     EXPECT_EQ(e.code, ErrorCode::kMalformed);
@@ -583,9 +591,9 @@ TEST(ProtocolPayload, NestingUpTo128IsAccepted) {
 
 TEST(ProtocolPayload, BracketsInsideStringsDoNotCountAsNesting) {
   const std::string deep_text(300, '[');
-  const std::string payload = json{{"v", 1}, {"type", "progress"}, {"id", 1},
-                                   {"state", deep_text + "\\\"{{{" + deep_text}}
-                                  .dump();
+  const std::string payload =
+      json{{"v", 1}, {"type", "progress"}, {"id", 1}, {"state", deep_text + "\\\"{{{" + deep_text}}
+          .dump();
   const Message m = ExpectMessage(payload, true);
   EXPECT_EQ(std::get<Progress>(m.body).state.size(), 2 * deep_text.size() + 5);
 }
@@ -735,8 +743,7 @@ TEST(EncodeFrame, AboveTheLimitIsRefused) {
 
 TEST(EncodeFrame, InvalidUtf8InAStringStillMakesADecodableFrame) {
   // A binary tool output that slipped through: replaced with U+FFFD, never thrown on.
-  const Message m =
-      Make(Kind::kToolResult, 8, ToolResult{7, true, "", "bin\xFF\xFE\xC3(end", {}});
+  const Message m = Make(Kind::kToolResult, 8, ToolResult{7, true, "", "bin\xFF\xFE\xC3(end", {}});
   auto frame = EncodeMessage(m);
   ASSERT_TRUE(frame.ok());
   FrameDecoder d;

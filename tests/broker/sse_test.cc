@@ -38,8 +38,7 @@ TEST(SseParser, DataEventWithLf) {
 }
 
 TEST(SseParser, CrLfAndLoneCrEndLinesToo) {
-  EXPECT_EQ(Describe(ParseAll("event: a\r\ndata: 1\r\n\r\nevent: b\rdata: 2\r\r")),
-            "[a|1|][b|2|]");
+  EXPECT_EQ(Describe(ParseAll("event: a\r\ndata: 1\r\n\r\nevent: b\rdata: 2\r\r")), "[a|1|][b|2|]");
 }
 
 TEST(SseParser, EventNamesAreKeptPerEvent) {
@@ -71,9 +70,14 @@ TEST(SseParser, IdIsStickyAndRetryIgnored) {
 }
 
 TEST(SseParser, ByteOrderMarkAtTheStartIsSkipped) {
-  EXPECT_EQ(Describe(ParseAll("\xEF\xBB\xBF" "data: q\n\n")), "[|q|]");
+  EXPECT_EQ(Describe(ParseAll("\xEF\xBB\xBF"
+                              "data: q\n\n")),
+            "[|q|]");
   // Split inside the BOM too.
-  EXPECT_EQ(Describe(ParseSplit("\xEF\xBB\xBF" "data: q\n\n", 2)), "[|q|]");
+  EXPECT_EQ(Describe(ParseSplit("\xEF\xBB\xBF"
+                                "data: q\n\n",
+                                2)),
+            "[|q|]");
 }
 
 TEST(SseParser, PartialEventAtEndIsPendingNotDispatched) {
@@ -90,7 +94,8 @@ TEST(SseParser, PartialEventAtEndIsPendingNotDispatched) {
 // The same stream split at every byte boundary (and fed one byte at a time) gives the same events.
 TEST(SseParser, SplitAtEveryByteBoundaryGivesTheSameEvents) {
   for (const std::string& text :
-       {std::string("event: a\r\ndata: {\"x\":\"1\"}\r\n\r\n: c\r\ndata: two\r\ndata: lines\r\n\r\n"),
+       {std::string(
+            "event: a\r\ndata: {\"x\":\"1\"}\r\n\r\n: c\r\ndata: two\r\ndata: lines\r\n\r\n"),
         std::string("event: a\ndata: {\"x\":\"1\"}\n\n: c\ndata: two\ndata: lines\n\n"),
         std::string("event: a\rdata: {\"x\":\"1\"}\r\r: c\rdata: two\rdata: lines\r\r")}) {
     const std::string whole = Describe(ParseAll(text));

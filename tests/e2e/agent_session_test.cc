@@ -104,7 +104,7 @@ TEST_F(AgentSession, ReplayedModelFixesTheBugRunsTheTestsAndFinishes) {
   EXPECT_EQ(out["status"], "finished");
   EXPECT_EQ(out["summary"], "Fixed add().");
   EXPECT_EQ(out["usage"]["model_turns"], 4);
-  EXPECT_EQ(out["usage"]["tool_calls"], 4);
+  EXPECT_EQ(out["usage"]["tool_calls"], 3);  // finish is a message of its own, not a tool call
   EXPECT_EQ(out["audit_lost"], 0);
 
   // The audit chain verifies, and records the decisions.
@@ -141,7 +141,8 @@ TEST_F(AgentSession, TheTurnBudgetEndsTheRunFailedNamingTheBudget) {
   const json out = Outcome(r);
   ASSERT_TRUE(out.is_object()) << r.out;
   EXPECT_EQ(out["status"], "failed");
-  EXPECT_NE(out["reason"].get<std::string>().find("turn"), std::string::npos) << out.dump();
+  EXPECT_NE(out["reason"].get<std::string>().find("max turns exceeded"), std::string::npos)
+      << out.dump();
 }
 
 TEST_F(AgentSession, TheAgentCannotReachTheNetworkOrTheCallersFiles) {
@@ -163,7 +164,11 @@ TEST_F(AgentSession, TheAgentCannotReachTheNetworkOrTheCallersFiles) {
   SCOPED_TRACE(r.err);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(ReadFile(dir_ + "/outside.txt"), "keep me\n");
+  // The agent refused both reads itself (beneath the workspace fd) and said so to the broker.
   const std::string audit = ReadFile(dir_ + "/audit.jsonl");
+  EXPECT_NE(audit.find("read_file: outside_workspace /etc/passwd"), std::string::npos) << audit;
+  EXPECT_NE(audit.find("read_file: outside_workspace passwd-link"), std::string::npos) << audit;
+  EXPECT_NE(audit.find("write_file: outside_workspace ../outside.txt"), std::string::npos) << audit;
   EXPECT_EQ(audit.find("root:x:0:0"), std::string::npos) << "host /etc/passwd reached the model";
 }
 

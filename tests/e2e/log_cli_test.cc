@@ -101,7 +101,7 @@ TEST_F(LogCliTest, DeletedLineExitsOneAndSaysWhere) {
   const RunResult r = h_.Run({"log", "verify", path});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr(path + ":2: line 2: seq is 2, expected 1"));
-  EXPECT_THAT(r.out, HasSubstr("intact up to line 1"));
+  EXPECT_THAT(r.err, HasSubstr("does not verify"));
 
   const RunResult j = h_.Run({"log", "verify", "--json", path});
   EXPECT_EQ(j.exit_code, 1);

@@ -1,0 +1,29 @@
+#!/bin/sh
+# The demo: a scratch git repository made from examples/fix-add/repo (a failing test), the task in
+# task.md, and a recorded model session (session.jsonl) played by the replay adapter, so no model
+# provider or key is needed. Shows the live progress, the captured patch and the verification, then
+# applies the verified patch to the scratch repository.
+#
+#   examples/fix-add/run-demo.sh [path/to/cagent]
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+cagent=${1:-$here/../../build/launcher/cagent}
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/cagent-demo-XXXXXX")
+cp -R "$here/repo/." "$scratch/"
+git -C "$scratch" init -q -b main
+git -C "$scratch" add -A
+git -C "$scratch" -c user.name=demo -c user.email=demo@example.invalid commit -q -m "calc with a bug"
+echo "== demo repository: $scratch (python3 -m unittest fails)"
+cd "$scratch"
+status=0
+"$cagent" run --profile fix-add --model "replay:$here/session.jsonl" --approve never "$here/task.md" || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "== the run did not complete (exit $status)"
+  exit "$status"
+fi
+echo "== the captured patch (cagent diff last)"
+"$cagent" diff last
+echo "== applying the verified patch to $scratch (cagent apply last)"
+"$cagent" apply last
+python3 -m unittest -q
+echo "== done: the scratch repository's tests pass with the agent's fix"
