@@ -1,0 +1,251 @@
+// `cagent run` end to end: the demo (replayed model, real broker, real sandbox, git capture,
+// verification, apply) and runs whose agent misbehaves — each ends with the right status and the
+// caller's repository is never written.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/e2e/harness.h"
+
+namespace cagent::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+json Call(const std::string& name, json args) {
+  static int n = 0;
+  return json{{"id", "call_" + std::to_string(++n)}, {"name", name}, {"arguments", std::move(args)}};
+}
+
+std::string Turn(json calls) {
+  return json{{"tool_calls", std::move(calls)}, {"usage", {{"input_tokens", 100}, {"output_tokens", 10}}}}
+             .dump() +
+         "\n";
+}
+
+// Everything under `root` (names, modes, sizes, mtimes, contents): any write changes it.
+std::string TreeState(const fs::path& root) {
+  std::vector<std::string> lines;
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator();
+       ++it) {
+    struct stat st {};
+    ::lstat(it->path().c_str(), &st);
+    std::string line = fs::relative(it->path(), root).string() + " " + std::to_string(st.st_mode) +
+                       " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) +
+                       "." + std::to_string(st.st_mtim.tv_nsec);
+    if (S_ISREG(st.st_mode)) line += " " + ReadFile(it->path().string());
+    lines.push_back(line);
+  }
+  std::sort(lines.begin(), lines.end());
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  return all;
+}
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto& h = Harness::Get();
+    if (!h.skip_reason().empty()) GTEST_SKIP() << h.skip_reason();
+    if (std::system("git --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "git is not installed";
+    dir_ = h.MakeDir("run");
+    repo_ = dir_ + "/repo";
+    state_ = dir_ + "/state";
+    fs::copy(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/repo", repo_,
+             fs::copy_options::recursive);
+    const std::string init = "cd " + repo_ +
+                             " && git init -q -b main . && git add -A && git -c user.name=t "
+                             "-c user.email=t@t commit -q -m base";
+    ASSERT_EQ(std::system(init.c_str()), 0);
+    const std::string chown = "chown -R " + std::to_string(h.run_uid()) + ":" +
+                              std::to_string(h.run_gid()) + " " + dir_;
+    ASSERT_EQ(std::system(chown.c_str()), 0);
+    before_ = TreeState(repo_);
+  }
+
+  RunResult Run(const std::string& session, std::vector<std::string> extra = {}) {
+    WriteFile(dir_ + "/session.jsonl", session);
+    std::vector<std::string> args = {"run",
+                                     "--profile",
+                                     repo_ + "/.cagent/fix-add.cagent",
+                                     "--repo",
+                                     repo_,
+                                     "--model",
+                                     "replay:" + dir_ + "/session.jsonl",
+                                     "--approve",
+                                     "never",
+                                     "--json",
+                                     std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/task.md"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunOptions o;
+    o.extra_env = {"XDG_STATE_HOME=" + state_};
+    o.timeout = std::chrono::seconds(120);
+    return Harness::Get().Run(args, o);
+  }
+
+  static json Result(const RunResult& r) {
+    const auto brace = r.out.find('{');
+    if (brace == std::string::npos) return json();
+    return json::parse(r.out.substr(brace), nullptr, false);
+  }
+
+  void ExpectRepoUntouched() { EXPECT_EQ(TreeState(repo_), before_) << "the caller's repo changed"; }
+
+  std::string dir_, repo_, state_, before_;
+};
+
+TEST_F(RunTest, TheDemoCompletesVerifiedAndApplyBringsThePatchIn) {
+  const RunResult r = Run(ReadFile(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/session.jsonl"));
+  SCOPED_TRACE(r.err);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json res = Result(r);
+  ASSERT_TRUE(res.is_object()) << r.out;
+  EXPECT_EQ(res["status"], "completed");
+  ASSERT_EQ(res["changed_files"].size(), 1U) << res.dump(2);
+  EXPECT_EQ(res["changed_files"][0]["path"], "calc.py");
+  EXPECT_EQ(res["verification"][0]["status"], "passed");
+  EXPECT_EQ(res["base_commit"].get<std::string>().size(), 40U);
+  ExpectRepoUntouched();
+
+  // The event log's chain verifies.
+  const RunResult verify = Harness::Get().Run({"log", "verify", res["event_log"].get<std::string>()});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+
+  RunOptions o;
+  o.extra_env = {"XDG_STATE_HOME=" + state_};
+  const std::string id = res["run_id"];
+  const RunResult diff = Harness::Get().Run({"diff", id}, o);
+  EXPECT_NE(diff.out.find("+    return a + b"), std::string::npos) << diff.out;
+  const RunResult apply = Harness::Get().Run({"apply", id}, o);
+  ASSERT_EQ(apply.exit_code, 0) << apply.out << apply.err;
+  EXPECT_NE(ReadFile(repo_ + "/calc.py").find("return a + b"), std::string::npos);
+  // Applying again is refused: the tree is no longer clean.
+  const RunResult again = Harness::Get().Run({"apply", id}, o);
+  EXPECT_NE(again.exit_code, 0);
+}
+
+TEST_F(RunTest, EditingAProtectedTestFailsTheRunNamingTheRule) {
+  // (b)/(f): the agent goes for the tests instead of the code. edit_file is refused by the tool
+  // rules, deleting the existing test fails (the sandbox binds it read-only), so it writes a new
+  // test file through the interpreter — which no mount covers, and the patch check, looking at
+  // what git saw, fails the run naming the rule.
+  std::string s;
+  s += Turn(json::array({Call("edit_file", {{"path", "test_calc.py"},
+                                            {"old_string", "self.assertEqual(add(2, 3), 5)"},
+                                            {"new_string", "pass"}})}));
+  s += Turn(json::array({Call("run_command", {{"command", "rm -f test_calc.py"}})}));
+  s += Turn(json::array(
+      {Call("run_command",
+            {{"command", "python3 -c \"open('test_zz.py', 'w').write('import os')\""}})}));
+  s += Turn(json::array({Call("finish", {{"summary", "tests fixed"}})}));
+  const RunResult r = Run(s);
+  SCOPED_TRACE(r.err);
+  const json res = Result(r);
+  ASSERT_TRUE(res.is_object()) << r.out;
+  EXPECT_EQ(res["status"], "failed");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(res["reason"].get<std::string>().find("test_*.py"), std::string::npos) << res.dump(2);
+  EXPECT_NE(res["reason"].get<std::string>().find("test_zz.py"), std::string::npos) << res.dump(2);
+  EXPECT_EQ(res["verification"][0]["status"], "not-run");
+  ExpectRepoUntouched();
+}
+
+TEST_F(RunTest, TooManyChangedFilesFailTheRun) {
+  // (c): the profile allows 5 changed files.
+  std::string s;
+  s += Turn(json::array(
+      {Call("run_command", {{"command", "python3 -c \"[open('f%d.txt' % i, 'w').write('x') "
+                                        "for i in range(7)]\""}})}));
+  s += Turn(json::array({Call("finish", {{"summary", "made files"}})}));
+  const RunResult r = Run(s);
+  SCOPED_TRACE(r.err);
+  const json res = Result(r);
+  ASSERT_TRUE(res.is_object()) << r.out;
+  EXPECT_EQ(res["status"], "failed");
+  EXPECT_NE(res["reason"].get<std::string>().find("at most 5"), std::string::npos) << res.dump(2);
+  ExpectRepoUntouched();
+}
+
+TEST_F(RunTest, PlantedGitConfigurationExecutesNothingDuringCapture) {
+  // (d): the agent plants configuration, attributes and hooks that run a program under plain git.
+  const std::string marker = dir_ + "/PWNED";
+  const std::string evil = "#!/bin/sh\\ntouch " + marker + "\\n";
+  std::string s;
+  s += Turn(json::array(
+      {Call("run_command",
+            {{"command",
+              "printf '[core]\\n\\tfsmonitor = touch " + marker + "\\n[filter \"x\"]\\n\\tclean = touch " +
+                  marker + "\\n[diff]\\n\\texternal = touch " + marker +
+                  "\\n' >> .git/config; echo '* filter=x' > .gitattributes; printf '" + evil +
+                  "' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; echo x >> calc.py"}})}));
+  s += Turn(json::array({Call("finish", {{"summary", "done"}})}));
+  const RunResult r = Run(s);
+  SCOPED_TRACE(r.err);
+  const json res = Result(r);
+  ASSERT_TRUE(res.is_object()) << r.out;
+  EXPECT_FALSE(fs::exists(marker)) << "cagent executed the workspace's git configuration";
+  // The run fails: the profile's base forbids writing .git/config, and the change broke the tests.
+  EXPECT_NE(res["status"], "completed");
+  ExpectRepoUntouched();
+}
+
+TEST_F(RunTest, AnAgentThatLoopsIsStoppedAndTheRunFails) {
+  // (e): the same call forever; loop detection refuses it and the turn budget ends the run.
+  std::string s;
+  for (int i = 0; i < 30; ++i) s += Turn(json::array({Call("list_dir", {{"path", "."}})}));
+  const RunResult r = Run(s, {"--max-turns", "8"});
+  SCOPED_TRACE(r.err);
+  const json res = Result(r);
+  ASSERT_TRUE(res.is_object()) << r.out;
+  EXPECT_EQ(res["status"], "failed");
+  EXPECT_EQ(r.exit_code, 3);
+  ExpectRepoUntouched();
+}
+
+TEST_F(RunTest, EscapeAttemptsAreRefusedAndTheRepoIsUntouched) {
+  // (a): write through the workspace to the caller's repository, by path and by symlink.
+  std::string s;
+  s += Turn(json::array({Call("write_file", {{"path", repo_ + "/calc.py"}, {"content", "owned"}})}));
+  s += Turn(json::array(
+      {Call("run_command", {{"command", "echo owned > " + repo_ + "/calc.py; ln -s " + repo_ +
+                                            " link; echo owned > link/calc.py; true"}})}));
+  s += Turn(json::array({Call("finish", {{"summary", "tried"}})}));
+  const RunResult r = Run(s);
+  SCOPED_TRACE(r.err);
+  ASSERT_TRUE(Result(r).is_object()) << r.out;
+  ExpectRepoUntouched();
+}
+
+TEST_F(RunTest, ADirtyRepositoryIsRefusedWithAHint) {
+  WriteFile(repo_ + "/calc.py", "dirty\n");
+  const RunResult r = Run(Turn(json::array({Call("finish", {{"summary", "x"}})})));
+  const json res = Result(r);
+  ASSERT_TRUE(res.is_object()) << r.out << r.err;
+  EXPECT_EQ(res["status"], "failed");
+  EXPECT_NE(res["reason"].get<std::string>().find("--allow-dirty"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cagent::testing
