@@ -46,8 +46,8 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
     s.remove_prefix(1);
   }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
-                        s.back() == '\n')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
     s.remove_suffix(1);
   }
   return s;
@@ -99,7 +99,9 @@ Result<std::vector<std::string>> SplitPatternWords(std::string_view text) {
   return words;
 }
 
-bool IsPathTool(policy::Tool t) { return t != policy::Tool::kRunCommand && t != policy::Tool::kFinish; }
+bool IsPathTool(policy::Tool t) {
+  return t != policy::Tool::kRunCommand && t != policy::Tool::kFinish;
+}
 
 // Checks that `pattern` compiles for `tool`; the error says what is wrong with it.
 Status CheckPattern(policy::Tool tool, const std::string& pattern) {
@@ -155,8 +157,7 @@ bool CommandPatternCovers(const std::string& pattern, const std::string& command
   if (!cmd.assignments.empty() || !cmd.writes.empty() || !cmd.reads.empty()) return false;
   Result<std::vector<std::string>> words = SplitPatternWords(pattern);
   if (!words.ok() || words->size() != cmd.argv.size()) return false;
-  if (cmd.argv[0].find('/') != std::string::npos &&
-      (*words)[0].find('/') == std::string::npos) {
+  if (cmd.argv[0].find('/') != std::string::npos && (*words)[0].find('/') == std::string::npos) {
     return false;
   }
   for (std::size_t i = 0; i < cmd.argv.size(); ++i) {
@@ -219,7 +220,8 @@ std::string Choices(const ApprovalRequest& r) {
 }
 
 std::string Prompt(const ApprovalRequest& r, std::size_t waiting) {
-  std::string out = "\ncagent: the agent asks to run something the policy wants a person to approve\n";
+  std::string out =
+      "\ncagent: the agent asks to run something the policy wants a person to approve\n";
   out += "  tool:    " + Printable(r.tool) + "\n";
   out += "  action:  " + Printable(r.action) + "\n";
   out += "  rule:    " + Printable(r.rule);
@@ -329,27 +331,26 @@ class TerminalState : public std::enable_shared_from_this<TerminalState> {
     auto self = shared_from_this();
     auto data = std::make_shared<std::string>(std::move(text));
     const std::uint64_t gen = generation_;
-    asio::async_write(tty_, asio::buffer(*data),
-                      [self, data, gen](const boost::system::error_code& ec, std::size_t) {
-                        if (self->closed_ || gen != self->generation_) return;
-                        if (ec) {
-                          self->Finish(Denied("terminal (cannot write the prompt: " +
-                                              ec.message() + ")"));
-                          return;
-                        }
-                        self->Read();
-                      });
+    asio::async_write(
+        tty_, asio::buffer(*data),
+        [self, data, gen](const boost::system::error_code& ec, std::size_t) {
+          if (self->closed_ || gen != self->generation_) return;
+          if (ec) {
+            self->Finish(Denied("terminal (cannot write the prompt: " + ec.message() + ")"));
+            return;
+          }
+          self->Read();
+        });
   }
 
   void Read() {
     auto self = shared_from_this();
     const std::uint64_t gen = generation_;
-    asio::async_read_until(
-        tty_, asio::dynamic_buffer(buffer_, kMaxLine), '\n',
-        [self, gen](const boost::system::error_code& ec, std::size_t n) {
-          if (self->closed_ || gen != self->generation_) return;
-          self->OnLine(ec, n);
-        });
+    asio::async_read_until(tty_, asio::dynamic_buffer(buffer_, kMaxLine), '\n',
+                           [self, gen](const boost::system::error_code& ec, std::size_t n) {
+                             if (self->closed_ || gen != self->generation_) return;
+                             self->OnLine(ec, n);
+                           });
   }
 
   void OnLine(const boost::system::error_code& ec, std::size_t n) {
@@ -374,9 +375,8 @@ class TerminalState : public std::enable_shared_from_this<TerminalState> {
       Write("cagent: please answer with one of: " + Choices(request) + "\n> ");
       return;
     }
-    Finish(ApprovalOutcome{.approved = *scope != ApprovalScope::kDenied,
-                           .scope = *scope,
-                           .by = "terminal"});
+    Finish(ApprovalOutcome{
+        .approved = *scope != ApprovalScope::kDenied, .scope = *scope, .by = "terminal"});
   }
 
   void Finish(ApprovalOutcome outcome) {
@@ -444,8 +444,9 @@ Status ApprovalBook::AddPreApproval(const std::string& line, const std::string& 
   if (text.substr(0, kDigestPrefix.size()) == kDigestPrefix) {
     const std::string_view digest = Trim(text.substr(kDigestPrefix.size()));
     if (!IsLowerHex64(digest)) {
-      return PlainError(source, "\"sha256:\" needs the 64 lowercase hex digits of an action's "
-                                "digest (as shown in the audit log's \"args\" field)");
+      return PlainError(source,
+                        "\"sha256:\" needs the 64 lowercase hex digits of an action's "
+                        "digest (as shown in the audit log's \"args\" field)");
     }
     entries_.push_back(Entry{.tool = {},
                              .pattern = {},
@@ -456,8 +457,10 @@ Status ApprovalBook::AddPreApproval(const std::string& line, const std::string& 
   }
   const std::size_t colon = text.find(':');
   if (colon == std::string_view::npos) {
-    return PlainError(source, "expected \"TOOL: PATTERN\" (e.g. \"run_command: npm install *\") "
-                              "or \"sha256:DIGEST\", got \"" + std::string(text) + "\"");
+    return PlainError(source,
+                      "expected \"TOOL: PATTERN\" (e.g. \"run_command: npm install *\") "
+                      "or \"sha256:DIGEST\", got \"" +
+                          std::string(text) + "\"");
   }
   const std::string tool_name(Trim(text.substr(0, colon)));
   const std::string pattern(Trim(text.substr(colon + 1)));

@@ -7,13 +7,12 @@
 // `--approve never`) denies what would ask unless pre-approved on the command line or in a file.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
 
 #include "common/result.h"
 
@@ -49,24 +48,46 @@ class Approver {
   virtual void Cancel() = 0;  // run ending: pending asks complete as denied
 };
 
-// Prompts on a terminal fd (cagent's /dev/tty, outside the sandbox): shows the exact action, the
-// rule and its location, and reads one of o(nce) / r(un: this exact action) / p(attern, when
-// offered) / d(eny). Asks one at a time, queueing the rest. Does not own `tty_fd`'s terminal
-// settings beyond the prompt.
+// Prompts on a terminal fd (cagent's /dev/tty, outside the sandbox): shows the tool, the exact
+// action, the rule and its location, the reason, and reads one of o(nce) / r(un: this exact
+// action) / p(attern, when offered) / d(eny) per line; anything else re-prompts, end of input or
+// a hung-up terminal denies. Asks one at a time, queueing the rest; the first prompt is drawn from
+// the io_context (never inside Ask), and `done` always runs from it. Control characters in what is
+// shown are escaped (\xNN, \n, \r) so an action cannot redraw the screen or fake a prompt.
+// Typeahead is discarded (tcflush) before each new question, so keys pressed earlier never answer
+// it. Does not close or reconfigure `tty_fd`: it reopens the terminal through /proc/self/fd (its
+// own file description, so Asio's O_NONBLOCK stays off the caller's fd; dup() when /proc is
+// missing) and falls back to the headless approver if that fails. Cancel() and destruction
+// complete every pending ask as denied.
 std::unique_ptr<Approver> MakeTerminalApprover(boost::asio::io_context& io, int tty_fd);
 // Denies everything it is asked (headless / --approve never).
 std::unique_ptr<Approver> MakeHeadlessApprover();
 
 // Remembers run-scope approvals and holds pre-approvals. Pre-approval syntax, one per line in a
-// file (# comments) or per --pre-approve option: "TOOL: PATTERN", e.g. "run_command: npm install *",
-// "write_file: docs/**", or "sha256:<digest>" for one exact action.
+// file (# comments) or per --pre-approve option: "TOOL: PATTERN", e.g. "run_command: npm install
+// *", "write_file: docs/**", or "sha256:<digest>" for one exact action.
+//
+// Command patterns are words as in the policy language (bare, or "..." quoted), each a word glob,
+// matched against the argv of the action word for word: unlike profile rules, NOT a prefix match
+// ("npm install *" covers "npm install left-pad", not "npm install left-pad evil"). Only an action
+// that is one plain simple command can match a pattern (no ; && | or sh -c, no VAR=value prefix,
+// no redirection, nothing opaque), and a command name containing '/' needs a pattern word with a
+// '/'. Path patterns are path globs matched against the path of a path tool's action ("TOOL PATH",
+// as tool_mapping.h builds it), lexically normalised ("./a" is "a"; ".." never matches). Digest
+// entries match the request's digest whatever the tool. Not thread-safe: the broker's thread.
 class ApprovalBook {
  public:
+  // Adds one entry; `source` names where it came from ("file:line", "--pre-approve") and
+  // prefixes the error ("approvals.txt:3: unknown tool \"bogus\" ...").
   Status AddPreApproval(const std::string& line, const std::string& source);
+  // Adds every line of `file`; blank lines and lines starting with '#' are skipped. Fails with
+  // every bad line (file:line: what), one per line of the error's detail; good lines are added.
   Status LoadPreApprovals(const std::string& file);
   // A standing approval covering `request`, if any.
   [[nodiscard]] std::optional<ApprovalOutcome> Lookup(const ApprovalRequest& request) const;
-  // Records a run-scope outcome (kRunExact / kRunPattern) so later identical requests pass.
+  // Records a run-scope outcome so later requests pass: kRunExact binds the request's digest;
+  // kRunPattern binds `narrower_pattern` for the tool (the exact digest when none was offered or
+  // it does not compile). Other scopes and denials are not recorded.
   void Record(const ApprovalRequest& request, const ApprovalOutcome& outcome);
 
  private:

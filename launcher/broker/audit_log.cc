@@ -1,13 +1,13 @@
 #include "launcher/broker/audit_log.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <spdlog/spdlog.h>
 #include <string_view>
 #include <utility>
 
@@ -148,8 +148,8 @@ Result<AuditLog> AuditLog::Open(const std::string& path, std::string run_id,
   if (!resume) {
     // O_EXCL: never adopt a file someone prepared (or a log of another run); O_NOFOLLOW: never
     // write through a symlink planted where the log goes.
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
-                        0600);
+    const int fd =
+        open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return ErrnoError("create audit log " + path);
     log.fd_.Reset(fd);
     // The umask can only narrow 0600, but say it explicitly so the mode never depends on it.
@@ -203,8 +203,8 @@ bool AuditLog::Append(const AuditEvent& event) {
   field("verdict", event.verdict);
   field("rule", event.rule);
   field("result", event.result_digest);
-  field("detail", event.detail.is_object() ? event.detail
-                                           : nlohmann::json{{"value", event.detail}});
+  field("detail",
+        event.detail.is_object() ? event.detail : nlohmann::json{{"value", event.detail}});
   // Entries lost so far (full disk ...): the next entry that does get written says so, so the gap
   // is visible in the log itself and not only in the run record.
   if (lost_ > 0) field("lost", lost_);

@@ -199,7 +199,7 @@ class Session final : public HttpExchange, public std::enable_shared_from_this<S
     if constexpr (kTls) {
       if (ec) {
         std::string why = ec.message();
-        const long verify = SSL_get_verify_result(stream_.native_handle());
+        const auto verify = SSL_get_verify_result(stream_.native_handle());
         if (verify != X509_V_OK) {
           why = std::string("certificate verification failed: ") +
                 X509_verify_cert_error_string(verify) +

@@ -348,8 +348,9 @@ std::uint64_t JsonCount(const nlohmann::json& object, const char* key) {
   const auto it = object.find(key);
   if (it == object.end() || !it->is_number()) return 0;
   if (it->is_number_unsigned()) return it->get<std::uint64_t>();
-  if (it->is_number_integer())
+  if (it->is_number_integer()) {
     return static_cast<std::uint64_t>(std::max<std::int64_t>(0, it->get<std::int64_t>()));
+  }
   const double d = it->get<double>();
   return d > 0 && d < 1e18 ? static_cast<std::uint64_t>(d) : 0;
 }

@@ -57,8 +57,9 @@ class OpenAiAssembler final : public StreamAssembler {
     if (auto v = chunk.find("usage"); v != chunk.end() && v->is_object()) usage_ = *v;
     const auto choices = chunk.find("choices");
     if (choices == chunk.end() || choices->is_null()) return std::nullopt;
-    if (!choices->is_array())
+    if (!choices->is_array()) {
       return Malformed(display_, "a stream chunk whose choices is not a list");
+    }
     for (const json& choice : *choices) {
       if (!choice.is_object()) return Malformed(display_, "a stream chunk with a malformed choice");
       if (auto idx = choice.find("index");
@@ -70,8 +71,9 @@ class OpenAiAssembler final : public StreamAssembler {
       }
       const auto delta = choice.find("delta");
       if (delta == choice.end() || delta->is_null()) continue;
-      if (!delta->is_object())
+      if (!delta->is_object()) {
         return Malformed(display_, "a stream chunk whose delta is not an object");
+      }
       if (auto c = delta->find("content"); c != delta->end() && c->is_string()) {
         content_ += c->get<std::string>();
         have_content_ = true;

@@ -56,9 +56,8 @@ std::size_t MatchShape(std::string_view text, std::size_t at, std::string& label
     const bool anthropic = StartsWith(text, at, "sk-ant-");
     const std::size_t body = at + (anthropic ? 7 : 3);
     const std::size_t n = RunLength(text, body, IsWordChar);
-    if (n >= 20 &&
-        std::any_of(text.begin() + static_cast<std::ptrdiff_t>(body),
-                    text.begin() + static_cast<std::ptrdiff_t>(body + n), IsDigit)) {
+    if (n >= 20 && std::any_of(text.begin() + static_cast<std::ptrdiff_t>(body),
+                               text.begin() + static_cast<std::ptrdiff_t>(body + n), IsDigit)) {
       label = anthropic ? "anthropic_key" : "openai_key";
       return body + n;
     }
@@ -159,8 +158,8 @@ std::size_t MatchPem(std::string_view text, std::size_t at) {
 // Names whose value is a secret in an assignment ("DB_PASSWORD=...", "api_key: ...",
 // "\"client_secret\": \"...\""). Matched case-insensitively as a suffix of the name.
 constexpr std::array<std::string_view, 13> kSecretNameSuffixes = {
-    "password", "passwd", "passphrase", "secret", "token", "api_key", "apikey",
-    "api-key", "secret_key", "access_key", "private_key", "signing_key", "auth"};
+    "password", "passwd",     "passphrase", "secret",      "token",       "api_key", "apikey",
+    "api-key",  "secret_key", "access_key", "private_key", "signing_key", "auth"};
 
 bool NameLooksSecret(std::string_view name) {
   for (std::string_view suffix : kSecretNameSuffixes) {
@@ -240,9 +239,8 @@ Redactor::Redactor(std::vector<std::pair<std::string, std::string>> secrets) {
     secrets_.emplace_back(std::move(label), std::move(value));
   }
   // Longest first, so a secret that contains another is replaced as a whole.
-  std::stable_sort(secrets_.begin(), secrets_.end(), [](const auto& a, const auto& b) {
-    return a.second.size() > b.second.size();
-  });
+  std::stable_sort(secrets_.begin(), secrets_.end(),
+                   [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
 }
 
 Redactor Redactor::FromEnvironment(const std::vector<std::string>& environ,

@@ -82,14 +82,14 @@ int RunLogCommand(const LogOptions& o) {
   }
   const broker::AuditVerifyReport& r = *verified;
   if (o.json) {
-    nlohmann::json j = {{"ok", r.ok},
-                        {"file", path},
-                        {"entries", r.entries},
-                        {"run", r.run_id},
-                        {"head", r.ok ? nlohmann::json(r.head) : nlohmann::json(nullptr)},
-                        {"first_bad_line", r.ok ? nlohmann::json(nullptr)
-                                                : nlohmann::json(r.first_bad_line)},
-                        {"message", r.message}};
+    nlohmann::json j = {
+        {"ok", r.ok},
+        {"file", path},
+        {"entries", r.entries},
+        {"run", r.run_id},
+        {"head", r.ok ? nlohmann::json(r.head) : nlohmann::json(nullptr)},
+        {"first_bad_line", r.ok ? nlohmann::json(nullptr) : nlohmann::json(r.first_bad_line)},
+        {"message", r.message}};
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
   } else if (r.ok) {
     std::cout << "ok: " << r.entries << " entries, run " << (r.run_id.empty() ? "-" : r.run_id)
@@ -97,9 +97,10 @@ int RunLogCommand(const LogOptions& o) {
   } else {
     // file:line: what, in the form editors and CI annotations understand.
     std::cout << path << ":" << r.first_bad_line << ": " << r.message << "\n";
-    spdlog::error("{} does not verify: the log was damaged or altered; do not trust entries from "
-                  "line {} on (from the line before, when a prev does not match)",
-                  path, r.first_bad_line);
+    spdlog::error(
+        "{} does not verify: the log was damaged or altered; do not trust entries from "
+        "line {} on (from the line before, when a prev does not match)",
+        path, r.first_bad_line);
   }
   return r.ok ? kExitOk : kExitBroken;
 }

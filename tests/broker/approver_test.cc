@@ -114,8 +114,8 @@ class TerminalApproverTest : public ::testing::Test {
     AskAndWaitForPrompt(request, outcome);
     pty_.Type(keys);
     EXPECT_TRUE(PumpUntil(io_, [&] { return outcome.has_value(); })) << pty_.screen();
-    return outcome.value_or(ApprovalOutcome{.approved = true, .scope = ApprovalScope::kOnce,
-                                            .by = "no answer (test failure)"});
+    return outcome.value_or(ApprovalOutcome{
+        .approved = true, .scope = ApprovalScope::kOnce, .by = "no answer (test failure)"});
   }
 
   boost::asio::io_context io_;
@@ -204,7 +204,8 @@ TEST_F(TerminalApproverTest, TypeaheadDoesNotAnswer) {
   pty_.Type("o\n");
   std::optional<ApprovalOutcome> outcome;
   AskAndWaitForPrompt(NpmRequest(), outcome);
-  PumpUntil(io_, [&] { return outcome.has_value(); }, 300ms);  // a stale "o" would answer now
+  PumpUntil(
+      io_, [&] { return outcome.has_value(); }, 300ms);  // a stale "o" would answer now
   EXPECT_FALSE(outcome.has_value()) << "typeahead answered the prompt";
   pty_.Type("d\n");
   ASSERT_TRUE(PumpUntil(io_, [&] { return outcome.has_value(); }));
@@ -321,7 +322,9 @@ ApprovalRequest PathAction(const std::string& tool, const std::string& path) {
 TEST(ApprovalBookTest, CommandPatternsMatchWordForWord) {
   ApprovalBook book;
   ASSERT_TRUE(book.AddPreApproval("run_command: npm install *", "--pre-approve").ok());
-  const auto covered = [&](const std::string& cmd) { return book.Lookup(Command(cmd)).has_value(); };
+  const auto covered = [&](const std::string& cmd) {
+    return book.Lookup(Command(cmd)).has_value();
+  };
   EXPECT_TRUE(covered("npm install left-pad"));
   EXPECT_TRUE(covered("npm  install 'left-pad'"));
   EXPECT_FALSE(covered("npm install"));

@@ -29,8 +29,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -292,8 +292,7 @@ TEST(AuditLogTest, ForgedAppendWithWrongPrevIsCaught) {
   const AuditVerifyReport r = Verify(path);
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.first_bad_line, 6u);
-  EXPECT_NE(r.message.find("line 6: prev does not match the SHA-256 of line 5"),
-            std::string::npos)
+  EXPECT_NE(r.message.find("line 6: prev does not match the SHA-256 of line 5"), std::string::npos)
       << r.message;
 }
 
@@ -466,8 +465,8 @@ int FillAndCheck(const std::string& path, int out, const std::function<void()>& 
   if (reports != 1) problems += "reported " + std::to_string(reports) + " times: " + text + "; ";
   Result<AuditVerifyReport> r = VerifyAuditLog(path);
   if (!r.ok() || !r->ok || r->entries != written) {
-    problems += "earlier entries do not verify: " +
-                (r.ok() ? r->message : r.error().Message()) + "; ";
+    problems +=
+        "earlier entries do not verify: " + (r.ok() ? r->message : r.error().Message()) + "; ";
   }
   if (make_room) {
     make_room();

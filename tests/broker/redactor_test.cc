@@ -73,7 +73,8 @@ TEST(RedactorTest, AssignmentsKeepTheNameAndReplaceTheValue) {
             "{\"client_secret\": \"[REDACTED:assignment]\", \"a\": 1}");
   EXPECT_EQ(R("https://h/x?user=a&auth_token=abcd&page=2"),
             "https://h/x?user=a&auth_token=[REDACTED:assignment]&page=2");
-  EXPECT_EQ(R("spring.datasource.password: pw"), "spring.datasource.password: [REDACTED:assignment]");
+  EXPECT_EQ(R("spring.datasource.password: pw"),
+            "spring.datasource.password: [REDACTED:assignment]");
   // A recognised shape as the value keeps its more telling label.
   EXPECT_EQ(R("api_key=AKIAIOSFODNN7EXAMPLE"), "api_key=[REDACTED:aws_access_key_id]");
 }
@@ -121,10 +122,10 @@ TEST(RedactorTest, EnvironmentValuesOfScrubbedNames) {
 }
 
 TEST(RedactorTest, ScrubPatternsOfTheBaseProfile) {
-  const Redactor r = Redactor::FromEnvironment(
-      {"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG", "DATABASE_PASSWORD=correct-horse",
-       "EDITOR=vim-nox-full"},
-      {"*_TOKEN", "*_KEY", "*SECRET*", "*PASSWORD*", "AWS_*"});
+  const Redactor r =
+      Redactor::FromEnvironment({"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG",
+                                 "DATABASE_PASSWORD=correct-horse", "EDITOR=vim-nox-full"},
+                                {"*_TOKEN", "*_KEY", "*SECRET*", "*PASSWORD*", "AWS_*"});
   EXPECT_EQ(r.Redact("wJalrXUtnFEMI/K7MDENG correct-horse vim-nox-full"),
             "[REDACTED:env:AWS_SECRET_ACCESS_KEY] [REDACTED:env:DATABASE_PASSWORD] vim-nox-full");
 }
@@ -135,8 +136,7 @@ TEST(RedactorTest, OverlappingFindingsBecomeOneReplacement) {
   EXPECT_EQ(r.Redact("<abcdef123xyz789>"), "<[REDACTED:env:A]>");
   // A secret containing another: the longer one wins.
   const Redactor nested(Secrets{{"env:SHORT", "secret1"}, {"env:LONG", "my-secret1-long"}});
-  EXPECT_EQ(nested.Redact("my-secret1-long secret1"),
-            "[REDACTED:env:LONG] [REDACTED:env:SHORT]");
+  EXPECT_EQ(nested.Redact("my-secret1-long secret1"), "[REDACTED:env:LONG] [REDACTED:env:SHORT]");
   // An environment secret that is also a key shape: one replacement.
   const Redactor both(Secrets{{"env:AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE"}});
   EXPECT_EQ(both.Redact("id=AKIAIOSFODNN7EXAMPLE."), "id=[REDACTED:env:AWS_ACCESS_KEY_ID].");
@@ -170,8 +170,8 @@ TEST(RedactorTest, SecretsSplitAcrossJsonStringsAreNotCaught) {
   // or by an agent trying to smuggle it out) is caught neither by shape nor as the caller's
   // environment value: only whole values and whole shapes are recognised.
   const Redactor r(Secrets{{"env:T", "s3cret-value"}});
-  json j = {{"a", "sk-proj-Ab3dEf6hIj"}, {"b", "9kLm2nOp5qRs8tUv1wXy"}, {"c", "s3cret"},
-            {"d", "-value"}};
+  json j = {
+      {"a", "sk-proj-Ab3dEf6hIj"}, {"b", "9kLm2nOp5qRs8tUv1wXy"}, {"c", "s3cret"}, {"d", "-value"}};
   EXPECT_EQ(r.RedactJson(j), 0u);
 }
 
@@ -180,8 +180,9 @@ TEST(RedactorTest, LargeHostileInputFinishes) {
   // JWT-looking fragments, "sk-" runs, assignments without values, and long word runs.
   std::string text;
   text.reserve(5 * 1024 * 1024 + 256);
-  const std::string pieces[] = {"-----BEGIN ", "eyJaaaaaaaaaa.", "sk-sk-sk-", "password=",
-                                "AKIA", "xoxb-", "ghp_", std::string(300, 'a'), "\"secret\": \""};
+  const std::string pieces[] = {
+      "-----BEGIN ", "eyJaaaaaaaaaa.", "sk-sk-sk-",           "password=",     "AKIA",
+      "xoxb-",       "ghp_",           std::string(300, 'a'), "\"secret\": \""};
   std::size_t k = 0;
   while (text.size() < 5 * 1024 * 1024) text += pieces[k++ % std::size(pieces)];
   text += " AKIAIOSFODNN7EXAMPLE";

@@ -15,8 +15,8 @@
 namespace cagent::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 // SHA-256 hex of `data` by coreutils' sha256sum (this binary links no crypto of its own).
 std::string Sha256Of(const std::string& dir, const std::string& data) {
@@ -36,10 +36,10 @@ std::vector<std::string> Chain(const std::string& dir, int n) {
   std::vector<std::string> lines;
   std::string prev(64, '0');
   for (int i = 0; i < n; ++i) {
-    json j = {{"run", "run-e2e"},     {"seq", i},        {"time", "2024-05-01T12:00:00.000Z"},
-              {"actor", "broker"},    {"event", "state"}, {"policy", ""},
-              {"tool", ""},           {"args", ""},      {"verdict", ""},
-              {"rule", ""},           {"result", ""},    {"detail", {{"i", i}}},
+    json j = {{"run", "run-e2e"},  {"seq", i},         {"time", "2024-05-01T12:00:00.000Z"},
+              {"actor", "broker"}, {"event", "state"}, {"policy", ""},
+              {"tool", ""},        {"args", ""},       {"verdict", ""},
+              {"rule", ""},        {"result", ""},     {"detail", {{"i", i}}},
               {"prev", prev}};
     lines.push_back(j.dump());
     prev = Sha256Of(dir, lines.back());
