@@ -174,6 +174,7 @@ json RunRecord::ToJson() const {
       {"sandbox", {{"layers", layers}, {"downgrades", downgrades}}},
       {"event_log", run_dir + "/events.jsonl"},
       {"event_log_entries", event_log_entries},
+      {"event_log_head", event_log_head},
       {"event_log_lost", event_log_lost},
       {"agent_log", run_dir + "/agent.log"},
       {"workspace", run_dir + "/workspace"},
@@ -262,6 +263,7 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
     rec.finished_at = NowRfc3339();
     transition(state, why);
     rec.event_log_entries = log.entries();
+    rec.event_log_head = log.head();
     rec.event_log_lost = log.lost();
     if (auto s = WriteFileAtomic(rec.run_dir + "/result.json", rec.ToJson().dump(2) + "\n"); !s) {
       return std::move(s).Context("write result.json").error();

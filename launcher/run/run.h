@@ -102,6 +102,9 @@ struct RunRecord {
   std::string created_at;
   std::string finished_at;
   std::uint64_t event_log_entries = 0;
+  // Digest of the log's last line when the result was written: the chain alone cannot show lines
+  // cut from the end or an edited last line; this and the entry count can.
+  std::string event_log_head;
   std::uint64_t event_log_lost = 0;
 
   [[nodiscard]] nlohmann::json ToJson() const;
