@@ -187,6 +187,12 @@ bool Matches(const std::vector<policy::EnvPattern>& patterns, std::string_view n
 
 }  // namespace
 
+std::vector<std::string> CallerEnviron() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);
+  return out;
+}
+
 std::string CallerHome() {
   if (const char* h = std::getenv("HOME"); h != nullptr && h[0] == '/') return h;
   if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) {

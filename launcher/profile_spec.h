@@ -44,6 +44,8 @@ Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& policy, const std::st
 
 // The caller's home: $HOME when it is absolute, else the passwd entry, else "".
 std::string CallerHome();
+// The caller's environment as "NAME=value" strings (for ProfileContext::environ).
+std::vector<std::string> CallerEnviron();
 
 // Expands ~/ at the start of each ':'-separated element of an environment value.
 std::string ExpandHomeInValue(const std::string& value, const std::string& home);

@@ -222,7 +222,7 @@ int RunExecCommand(const ExecOptions& o) {
     }
     policy = compiled.policy;
     ProfileContext ctx{home, {}};
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) ctx.environ.emplace_back(*e);
+    ctx.environ = CallerEnviron();
     auto built = SpecFromPolicy(*policy, *canonical, o.command, ctx);
     if (!built) return Usage("profile '" + o.profile + "': " + built.error().Message());
     spec = std::move(built->spec);

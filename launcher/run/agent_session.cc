@@ -24,19 +24,11 @@
 #include "launcher/profile_spec.h"
 #include "policy/dump.h"
 
-extern char** environ;  // NOLINT(readability-redundant-declaration)
-
 namespace cagent::launcher {
 namespace {
 
 namespace fs = std::filesystem;
 using broker::BrokerOutcome;
-
-std::vector<std::string> CallerEnviron() {
-  std::vector<std::string> out;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);
-  return out;
-}
 
 broker::Environment EnvironmentMap(const std::vector<std::string>& env) {
   broker::Environment out;

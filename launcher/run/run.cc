@@ -19,8 +19,6 @@
 #include "policy/dump.h"
 #include "policy/loader.h"
 
-extern char** environ;  // NOLINT(readability-redundant-declaration)
-
 namespace cagent::launcher::run {
 namespace {
 
@@ -62,12 +60,6 @@ Status WriteFileAtomic(const std::string& path, const std::string& text) {
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError("rename " + tmp);
   return Ok{};
-}
-
-std::vector<std::string> CallerEnviron() {
-  std::vector<std::string> out;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);
-  return out;
 }
 
 json UsageJson(const broker::BudgetUsage& u) {
