@@ -34,11 +34,6 @@ namespace {
 
 // Reads are taken in chunks of this size; the decoder holds at most one partial frame beyond it.
 constexpr std::size_t kReadChunk = 64 * 1024;
-// Back-pressure: while more reply bytes than this wait to be written, the broker stops reading
-// (a peer that floods requests but does not read replies stalls itself, not the broker), and
-// resumes below the low mark.
-constexpr std::size_t kPauseReadingAbove = 1U << 20;
-constexpr std::size_t kResumeReadingBelow = 256U << 10;
 // A peer whose unread replies exceed this is dropped (only reachable through very large replies,
 // since reading pauses far below it).
 constexpr std::size_t kMaxQueuedBytes = 64U << 20;
@@ -321,7 +316,7 @@ void Broker::Impl::OnRead(const boost::system::error_code& ec, std::size_t n) {
   if (ended_) return;  // the session is over; what arrives now is not acted on
   OnBytes(n);
   SyncUsage();
-  if (queued_bytes_ > kPauseReadingAbove) paused_ = true;
+  if (queued_bytes_ > config_.pause_reading_above) paused_ = true;
   StartRead();
 }
 
@@ -426,7 +421,7 @@ void Broker::Impl::DoWrite() {
                       }
                       queued_bytes_ -= queue_.front().size();
                       queue_.pop_front();
-                      if (paused_ && queued_bytes_ <= kResumeReadingBelow) {
+                      if (paused_ && queued_bytes_ <= config_.pause_reading_above / 4) {
                         paused_ = false;
                         StartRead();
                       }

@@ -87,6 +87,10 @@ struct BrokerConfig {
   ApprovalMode approval = ApprovalMode::kPolicy;
   std::uint32_t max_protocol_errors = 8;
   std::uint32_t max_frame_bytes = protocol::kMaxFrameBytes;
+  // Back-pressure: while more reply bytes than this wait to be written, the broker stops reading
+  // (a peer that floods requests but never reads its replies stalls itself, not the broker); it
+  // resumes once the queue is down to a quarter of it.
+  std::size_t pause_reading_above = 1U << 20;
 };
 
 // The parts the broker uses but does not own (all must outlive the Broker). `approver` may be null

@@ -258,6 +258,7 @@ Harness::Harness(HarnessOptions options) : redactor(options.secrets) {
   config.approval = options.approval;
   config.max_protocol_errors = options.max_protocol_errors;
   config.max_frame_bytes = options.max_frame_bytes;
+  config.pause_reading_above = options.pause_reading_above;
 
   BrokerServices services;
   services.audit = &*audit;

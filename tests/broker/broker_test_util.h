@@ -137,6 +137,7 @@ struct HarnessOptions {
   ApprovalMode approval = ApprovalMode::kPolicy;
   std::uint32_t max_protocol_errors = 8;
   std::uint32_t max_frame_bytes = protocol::kMaxFrameBytes;
+  std::size_t pause_reading_above = 1U << 20;
   bool with_approver = true;
   bool with_model = true;
   // Secrets the redactor knows.
