@@ -3,17 +3,6 @@
 // breaking the chain.
 #include "launcher/broker/audit_log.h"
 
-// spdlog is header-only in this project (the cagent_spdlog target); the test captures the
-// operational log, so it includes spdlog with the same configuration.
-#ifndef SPDLOG_HEADER_ONLY
-#define SPDLOG_HEADER_ONLY
-#endif
-#ifndef SPDLOG_FMT_EXTERNAL
-#define SPDLOG_FMT_EXTERNAL
-#endif
-#ifndef FMT_HEADER_ONLY
-#define FMT_HEADER_ONLY
-#endif
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>

@@ -1,17 +1,6 @@
 // The broker's model proxy against a local fake provider: both wire formats, streamed and not,
 // retries, failures, credentials, TLS, and the replay provider.
 
-// The broker links spdlog header-only (target cagent_spdlog); this test captures its log lines,
-// so it includes spdlog the same way.
-#ifndef SPDLOG_HEADER_ONLY
-#define SPDLOG_HEADER_ONLY
-#endif
-#ifndef SPDLOG_FMT_EXTERNAL
-#define SPDLOG_FMT_EXTERNAL
-#endif
-#ifndef FMT_HEADER_ONLY
-#define FMT_HEADER_ONLY
-#endif
 #include "launcher/broker/model_provider.h"
 
 #include <gmock/gmock.h>
