@@ -4,10 +4,16 @@
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "launcher/broker/audit_log.h"
+#include "launcher/cli/run_command.h"
+#include "launcher/run/run.h"
 
 namespace cagent::launcher {
 namespace {
@@ -16,17 +22,222 @@ constexpr int kExitOk = 0;
 constexpr int kExitBroken = 1;
 constexpr int kExitUsage = 2;
 
+using nlohmann::json;
+
+// Text from the log (written from what the agent and the model sent: untrusted) made safe for a
+// terminal: control characters escaped, one line, cut to `max` bytes.
+std::string OneLine(std::string_view text, std::size_t max = 160) {
+  std::string out;
+  for (const char c : text) {
+    if (out.size() >= max) {
+      out += "...";
+      break;
+    }
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n' || c == '\t') {
+      out += ' ';
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string Str(const json& j, const char* key) {
+  if (!j.is_object()) return "";
+  const auto it = j.find(key);
+  if (it == j.end()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+std::string Compact(const json& j, std::size_t max = 160) {
+  return OneLine(j.dump(-1, ' ', false, json::error_handler_t::replace), max);
+}
+
+// What one event says, in words. `calls` remembers the tool calls of each model turn by call id,
+// so a tool request can show the arguments the model gave (the entry itself carries only their
+// digest).
+std::string Describe(const json& e, std::map<std::string, json>& calls) {
+  const std::string event = Str(e, "event");
+  const json detail = e.contains("detail") ? e["detail"] : json::object();
+  std::string text;
+  if (event == "state") {
+    text = Str(detail, "state");
+    if (detail.contains("profile")) {
+      text += " (profile " + Str(detail, "profile") + ", model " + Str(detail, "model") + ")";
+    }
+    if (detail.contains("reason")) text += ": " + Str(detail, "reason");
+  } else if (event == "workspace") {
+    text = "base " + Str(detail, "base_commit").substr(0, 12) + " of " + Str(detail, "repo");
+    if (detail.value("carried_dirty", false)) {
+      text += ", uncommitted changes carried in (" +
+              std::to_string(detail.value("carried_paths", json::array()).size()) + " paths)";
+    }
+  } else if (event == "model_call") {
+    text = "turn " + Str(detail, "turn");
+    if (detail.value("redactions", 0) > 0) text += ", " + Str(detail, "redactions") + " redactions";
+  } else if (event == "model_result" && detail.contains("body")) {
+    const json& body = detail["body"];
+    text = Str(body, "text");
+    std::string names;
+    if (body.is_object() && body.contains("tool_calls") && body["tool_calls"].is_array()) {
+      for (const json& call : body["tool_calls"]) {
+        calls[Str(call, "id")] = call;
+        names += (names.empty() ? "" : ", ") + Str(call, "name");
+      }
+    }
+    if (!names.empty()) text += (text.empty() ? "" : " ") + std::string("-> ") + names;
+  } else if (event == "tool_request") {
+    text = Str(e, "tool");
+    const auto it = calls.find(Str(detail, "call_id"));
+    if (it != calls.end() && it->second.contains("arguments")) {
+      text += " " + Compact(it->second["arguments"], 200);
+    }
+  } else if (event == "decision") {
+    text = Str(e, "verdict") + " " + Str(e, "tool") + " by " + Str(e, "rule");
+    if (detail.contains("location")) text += " (" + Str(detail, "location") + ")";
+    if (detail.contains("reason")) text += ": " + Str(detail, "reason");
+  } else if (event == "tool_result") {
+    text = Str(e, "tool") + (detail.value("ok", false) ? " ok" : " error " + Str(detail, "error_code"));
+    text += ", " + Str(detail, "bytes") + " bytes";
+    if (detail.contains("changed_paths") && !detail["changed_paths"].empty()) {
+      text += ", changed " + Compact(detail["changed_paths"], 120);
+    }
+  } else if (event == "finish") {
+    text = Str(detail, "outcome") + ": " + Str(detail, "summary");
+  } else if (event == "shutdown") {
+    text = Str(detail, "status");
+    if (!Str(detail, "reason").empty()) text += ": " + Str(detail, "reason");
+  } else if (event == "patch") {
+    text = Str(detail, "files") + " files, " + Str(detail, "bytes") + " bytes, " +
+           Str(detail, "violations") + " rule violations";
+  } else if (event == "verify") {
+    text = Str(detail, "status") + ": " + Str(detail, "command") + " (exit " +
+           Str(detail, "exit_code") + ", " + Str(detail, "duration_ms") + " ms)";
+  } else {
+    if (!Str(e, "tool").empty()) text = Str(e, "tool") + " ";
+    if (!Str(e, "verdict").empty()) text += Str(e, "verdict") + " ";
+    text += Compact(detail);
+  }
+  return OneLine(text, 300);
+}
+
+// `cagent log RUN`: the run's events, one line each, then whether the chain holds and matches the
+// count and head digest recorded in result.json (the chain alone cannot show lines cut from the
+// end).
+int ShowRunLog(const LogOptions& o) {
+  auto dir = ResolveRunDirectory(o.run);
+  if (!dir) {
+    spdlog::error("{}", dir.error().Message());
+    return kExitUsage;
+  }
+  const std::string path = *dir + "/events.jsonl";
+  std::ifstream in(path);
+  if (!in) {
+    spdlog::error("cannot read {}: the run has no event log", path);
+    return kExitUsage;
+  }
+  Result<broker::AuditVerifyReport> verified = broker::VerifyAuditLog(path);
+  if (!verified.ok()) {
+    spdlog::error("cannot verify {}: {}", path, verified.error().Message());
+    return kExitUsage;
+  }
+  const broker::AuditVerifyReport& r = *verified;
+
+  // What the run recorded when it ended (absent while it runs, or if it was killed).
+  std::optional<std::uint64_t> recorded_entries;
+  std::string recorded_head;
+  if (auto result = run::ReadRunResult(*dir); result.ok() && result->is_object()) {
+    if (result->contains("event_log_entries") && (*result)["event_log_entries"].is_number()) {
+      recorded_entries = (*result)["event_log_entries"].get<std::uint64_t>();
+      recorded_head = Str(*result, "event_log_head");
+    }
+  }
+  std::string problem;
+  if (!r.ok) {
+    problem = "line " + std::to_string(r.first_bad_line) + ": " + r.message;
+  } else if (recorded_entries && (*recorded_entries != r.entries || recorded_head != r.head)) {
+    problem = "result.json records " + std::to_string(*recorded_entries) + " entries with head " +
+              recorded_head + ", the log has " + std::to_string(r.entries) + " with head " + r.head;
+  }
+
+  json entries = json::array();
+  std::map<std::string, json> calls;
+  std::string line;
+  std::ostringstream text;
+  while (std::getline(in, line)) {
+    json e = json::parse(line, nullptr, false);
+    if (o.json) {
+      entries.push_back(e.is_discarded() ? json(line) : e);
+      continue;
+    }
+    if (!e.is_object()) {
+      text << "   ? (not a JSON object) " << OneLine(line, 120) << "\n";
+      continue;
+    }
+    std::string time = Str(e, "time");
+    if (const auto t = time.find('T'); t != std::string::npos) time = time.substr(t + 1, 12);
+    char head[96];
+    std::snprintf(head, sizeof head, "%4s %-12s %-6s %-12s ", Str(e, "seq").c_str(), time.c_str(),
+                  OneLine(Str(e, "actor"), 6).c_str(), OneLine(Str(e, "event"), 12).c_str());
+    text << head << Describe(e, calls) << "\n";
+  }
+
+  if (o.json) {
+    json out = {{"run", *dir},
+                {"file", path},
+                {"ok", problem.empty()},
+                {"entries", r.entries},
+                {"head", r.ok ? json(r.head) : json(nullptr)},
+                {"recorded_entries", recorded_entries ? json(*recorded_entries) : json(nullptr)},
+                {"recorded_head", recorded_entries ? json(recorded_head) : json(nullptr)},
+                {"problem", problem.empty() ? json(nullptr) : json(problem)},
+                {"events", std::move(entries)}};
+    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
+  } else {
+    std::cout << text.str();
+    if (problem.empty()) {
+      std::cout << "chain ok: " << r.entries << " entries, head " << r.head
+                << (recorded_entries ? ", as recorded in result.json" : " (the run has no result.json yet)")
+                << "\n";
+    }
+  }
+  if (!problem.empty()) {
+    spdlog::error("{} does not verify ({}): the log was damaged or altered; do not trust it", path,
+                  problem);
+    return kExitBroken;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 CLI::App* AddLogCommand(CLI::App& app, LogOptions& o) {
   CLI::App* log_cmd = app.add_subcommand(
       "log",
-      "Check the hash-chained audit logs that cagent writes for each run (one JSON object per "
-      "line; each line carries the SHA-256 of the line before it). Reads files only.");
-  log_cmd->require_subcommand(1);
+      "Show or check the hash-chained event logs that cagent writes for each run (one JSON "
+      "object per line; each line carries the SHA-256 of the line before it). Reads files only.");
+  log_cmd->require_subcommand(0, 1);
+  log_cmd->add_option("run", o.run,
+                      "Show this run's event log (a run id, a unique prefix of one, or 'last'): "
+                      "one line per entry with its sequence number, time, actor (cagent, broker, "
+                      "agent), event and what it says; tool requests show the arguments the model "
+                      "gave. The hash chain is checked first and compared with the entry count "
+                      "and head digest in the run's result.json.");
+  log_cmd->add_flag("--json", o.json,
+                    "With RUN: one JSON object {run, file, ok, entries, head, recorded_entries, "
+                    "recorded_head, problem, events} with the entries as written.");
   log_cmd->footer(
       "EXIT STATUS\n"
-      "  0 the log verifies, 1 it does not, 2 usage error or unreadable file.\n");
+      "  0 the log verifies (and matches the run's result.json), 1 it does not, 2 usage error or "
+      "unreadable file.\n\n"
+      "EXAMPLES\n"
+      "  cagent log last\n"
+      "  cagent log verify RUN_DIR/events.jsonl\n");
 
   o.verify_cmd = log_cmd->add_subcommand(
       "verify",
@@ -61,7 +272,8 @@ CLI::App* AddLogCommand(CLI::App& app, LogOptions& o) {
 
 int RunLogCommand(const LogOptions& o) {
   if (o.verify_cmd == nullptr || !o.verify_cmd->parsed()) {
-    spdlog::error("cagent log needs a subcommand: verify");
+    if (!o.run.empty()) return ShowRunLog(o);
+    spdlog::error("cagent log needs a run (cagent log RUN) or a file to verify (cagent log verify FILE)");
     return kExitUsage;
   }
   std::string path = o.file;

@@ -131,28 +131,6 @@ void PrintSummary(const run::RunRecord& r) {
 
 std::string RunsDirectory() { return StateDirectory() + "/runs"; }
 
-// An exact run id, a unique prefix, or "last".
-Result<std::string> ResolveRun(const std::string& id) {
-  const std::string dir = RunsDirectory();
-  std::error_code ec;
-  std::vector<std::string> ids;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_directory()) ids.push_back(e.path().filename().string());
-  }
-  std::sort(ids.begin(), ids.end());
-  if (ids.empty()) return PlainError("find run " + id, "there are no runs in " + dir);
-  if (id == "last" || id == "latest") return dir + "/" + ids.back();
-  std::vector<std::string> matches;
-  for (const auto& r : ids) {
-    if (r == id) return dir + "/" + r;
-    if (r.rfind(id, 0) == 0) matches.push_back(r);
-  }
-  if (matches.size() == 1) return dir + "/" + matches.front();
-  if (matches.empty()) return PlainError("find run " + id, "no such run in " + dir + " (see cagent runs)");
-  return PlainError("find run " + id, "the prefix matches " + std::to_string(matches.size()) +
-                                           " runs; give more of the id");
-}
-
 int DoRuns(const RunsCommandOptions& o) {
   const std::string dir = RunsDirectory();
   std::error_code ec;
@@ -283,6 +261,11 @@ int DoApply(const RunsCommandOptions& o, const std::string& run_dir) {
                   repo->root, repo->commit.substr(0, 12), base.substr(0, 12));
     return run::kExitRunFailed;
   }
+  // Refresh the index's stat data first: `apply --index` compares files with the index by stat,
+  // and a tree that is clean by content (as checked above) can still differ there, e.g. after a
+  // chown or a copy.
+  g.args = {"update-index", "-q", "--refresh"};
+  (void)run::GitOutput(g);  // exits 1 when files differ by content, which the check above ruled out
   g.args = {"apply", "--index", "--binary", "--whitespace=nowarn", run_dir + "/patch.diff"};
   if (auto s = run::GitOutput(g); !s) {
     spdlog::error("{}", s.error().Message());
@@ -402,6 +385,27 @@ int RunRunCommand(const RunCommandOptions& o) {
   return run::ExitCodeFor(rec->state, rec->verification_failed());
 }
 
+Result<std::string> ResolveRunDirectory(const std::string& id) {
+  const std::string dir = RunsDirectory();
+  std::error_code ec;
+  std::vector<std::string> ids;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_directory()) ids.push_back(e.path().filename().string());
+  }
+  std::sort(ids.begin(), ids.end());
+  if (ids.empty()) return PlainError("find run " + id, "there are no runs in " + dir);
+  if (id == "last" || id == "latest") return dir + "/" + ids.back();
+  std::vector<std::string> matches;
+  for (const auto& r : ids) {
+    if (r == id) return dir + "/" + r;
+    if (r.rfind(id, 0) == 0) matches.push_back(r);
+  }
+  if (matches.size() == 1) return dir + "/" + matches.front();
+  if (matches.empty()) return PlainError("find run " + id, "no such run in " + dir + " (see cagent runs)");
+  return PlainError("find run " + id, "the prefix matches " + std::to_string(matches.size()) +
+                                           " runs; give more of the id");
+}
+
 std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
   std::vector<CLI::App*> out;
   auto* runs = app.add_subcommand("runs", "List the runs (newest last) with their status.");
@@ -442,7 +446,7 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
 
 int RunRunsCommand(const RunsCommandOptions& o) {
   if (o.verb == "runs") return DoRuns(o);
-  auto dir = ResolveRun(o.run);
+  auto dir = ResolveRunDirectory(o.run);
   if (!dir) return Usage(dir.error().Message());
   if (o.verb == "show") return DoShow(o, *dir);
   if (o.verb == "diff") return DoDiff(*dir);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
+
 namespace CLI {
 class App;
 }
@@ -30,12 +32,11 @@ struct RunCommandOptions {
 };
 
 struct RunsCommandOptions {
-  std::string verb;   // runs | show | diff | log | apply | rm
+  std::string verb;   // runs | show | diff | apply | rm
   std::string run;    // run id (or unique prefix)
   std::string branch; // apply --branch
   std::string repo;   // apply --repo (default: the run's recorded repository)
   bool json = false;
-  bool verify = false;  // log --verify
   bool force = false;   // rm of a run that is not finished
 };
 
@@ -43,7 +44,10 @@ struct RunsCommandOptions {
 CLI::App* AddRunCommand(CLI::App& app, RunCommandOptions& options);
 int RunRunCommand(const RunCommandOptions& options);
 
-// Adds runs, show, diff, log, apply, rm; each parsed subcommand sets options.verb.
+// The directory of a run given as an exact id, a unique prefix of one, or "last".
+Result<std::string> ResolveRunDirectory(const std::string& id);
+
+// Adds runs, show, diff, apply, rm (`log RUN` is registered with `log verify`); each parsed subcommand sets options.verb.
 std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& options);
 int RunRunsCommand(const RunsCommandOptions& options);
 

@@ -1,16 +1,20 @@
 // `cagent run` end to end: the demo (replayed model, real broker, real sandbox, git capture,
 // verification, apply) and runs whose agent misbehaves — each ends with the right status and the
 // caller's repository is never written.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/e2e/harness.h"
@@ -20,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -85,7 +90,7 @@ class RunTest : public ::testing::Test {
     before_ = TreeState(repo_);
   }
 
-  RunResult Run(const std::string& session, std::vector<std::string> extra = {}) {
+  std::vector<std::string> RunArgs(const std::string& session, std::vector<std::string> extra) {
     WriteFile(dir_ + "/session.jsonl", session);
     std::vector<std::string> args = {"run",
                                      "--profile",
@@ -99,10 +104,18 @@ class RunTest : public ::testing::Test {
                                      "--json",
                                      std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/task.md"};
     args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  RunOptions StateEnv() const {
     RunOptions o;
     o.extra_env = {"XDG_STATE_HOME=" + state_};
     o.timeout = std::chrono::seconds(120);
-    return Harness::Get().Run(args, o);
+    return o;
+  }
+
+  RunResult Run(const std::string& session, std::vector<std::string> extra = {}) {
+    return Harness::Get().Run(RunArgs(session, std::move(extra)), StateEnv());
   }
 
   static json Result(const RunResult& r) {
@@ -144,6 +157,63 @@ TEST_F(RunTest, TheDemoCompletesVerifiedAndApplyBringsThePatchIn) {
   // Applying again is refused: the tree is no longer clean.
   const RunResult again = Harness::Get().Run({"apply", id}, o);
   EXPECT_NE(again.exit_code, 0);
+
+  // `cagent log RUN`: one line per event, tool requests with the model's arguments, the chain
+  // checked against result.json.
+  const RunResult log = Harness::Get().Run({"log", id}, o);
+  EXPECT_EQ(log.exit_code, 0) << log.err;
+  EXPECT_THAT(log.out, HasSubstr(R"(tool_request run_command {"command":"python3 -m unittest -q"})"));
+  EXPECT_THAT(log.out, HasSubstr("decision     allow edit_file by workspace read-write"));
+  EXPECT_THAT(log.out, HasSubstr("verify       passed: python3 -m unittest -q (exit 0"));
+  EXPECT_THAT(log.out, HasSubstr("as recorded in result.json"));
+  // Lines cut from the end leave a chain that verifies on its own; the count and head recorded in
+  // result.json show the cut.
+  const std::string events = ReadFile(res["event_log"].get<std::string>());
+  const std::size_t last = events.rfind('\n', events.size() - 2);
+  ASSERT_NE(last, std::string::npos);
+  WriteFile(res["event_log"].get<std::string>(), events.substr(0, last + 1));
+  const RunResult cut = Harness::Get().Run({"log", id}, o);
+  EXPECT_EQ(cut.exit_code, 1) << cut.out;
+  EXPECT_THAT(cut.err, HasSubstr("result.json records"));
+  EXPECT_EQ(Harness::Get().Run({"log", "verify", res["event_log"].get<std::string>()}, o).exit_code, 0)
+      << "the cut chain is expected to verify on its own";
+}
+
+TEST_F(RunTest, CtrlCCancelsTheRunTearsTheSandboxDownAndKeepsTheWorkspace) {
+  // The agent starts a long command (the profile allows python3, not sleep); cagent gets SIGINT
+  // (what Ctrl-C sends) while it runs.
+  const std::string token = "77.4321";  // an argument of its own, which FindProcesses matches
+  const std::string session =
+      Turn(json::array({Call("read_file", {{"path", "calc.py"}})})) +
+      Turn(json::array({Call("edit_file", {{"path", "calc.py"},
+                                           {"old_string", "return a - b"},
+                                           {"new_string", "return a + b"}})})) +
+      Turn(json::array({Call("run_command",
+                             {{"command", "python3 -c 'import sys, time; time.sleep(float(sys.argv[1]))' " +
+                                             token}})})) +
+      Turn(json::array({Call("finish", {{"summary", "never reached"}})}));
+  Harness::Running running = Harness::Get().Start(RunArgs(session, {}), StateEnv());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (FindProcesses(token).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(FindProcesses(token).empty()) << "the agent's command never started";
+  ASSERT_EQ(::kill(running.pid, SIGINT), 0);
+  const RunResult r = Harness::Get().Wait(running, std::chrono::seconds(60));
+  SCOPED_TRACE(r.err);
+  EXPECT_EQ(r.exit_code, 130);
+  const json res = Result(r);
+  ASSERT_TRUE(res.is_object()) << r.out;
+  EXPECT_EQ(res["status"], "cancelled");
+  // The sandbox is gone: nothing it ran is left.
+  EXPECT_THAT(WaitForNoProcesses(token, std::chrono::seconds(10)), ::testing::IsEmpty());
+  // The workspace is kept, with the agent's edit, for the human to look at.
+  EXPECT_THAT(ReadFile(res["workspace"].get<std::string>() + "/calc.py"), HasSubstr("return a + b"));
+  // The log ends with the cancellation and its chain holds.
+  const std::string events = ReadFile(res["event_log"].get<std::string>());
+  EXPECT_THAT(events, HasSubstr(R"("state":"cancelled")"));
+  EXPECT_EQ(Harness::Get().Run({"log", "verify", res["event_log"].get<std::string>()}).exit_code, 0);
+  ExpectRepoUntouched();
 }
 
 TEST_F(RunTest, EditingAProtectedTestFailsTheRunNamingTheRule) {
