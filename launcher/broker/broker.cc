@@ -117,6 +117,8 @@ std::string_view BrokerStatusName(BrokerOutcome::Status status) {
       return "failed";
     case BrokerOutcome::Status::kCancelled:
       return "cancelled";
+    case BrokerOutcome::Status::kNeedsApproval:
+      return "needs-approval";
   }
   return "failed";
 }
@@ -871,6 +873,18 @@ void Broker::Impl::AskApproval(std::uint64_t id, const MappedTool& call, const s
       return;
     }
   }
+  if (config_.approval == ApprovalMode::kStop &&
+      engine_.Effective(policy::Verdict::kAsk) == policy::Verdict::kAsk) {
+    // Nobody is asked now: the agent is refused, and the session ends so that a person can look
+    // at the exact action and allow it on a re-run (--pre-approve sha256:DIGEST).
+    Deny(id, call, decision, location, DenialCause::kHeadless);
+    outcome_.needs_approval = req;
+    End(BrokerOutcome::Status::kNeedsApproval,
+        ShortText(call.action, 200) + " needs approval (rule " + decision.rule +
+            (location.empty() ? "" : " at " + location) + ")",
+        true);
+    return;
+  }
   const policy::Verdict effective = config_.approval == ApprovalMode::kNever
                                         ? policy::Verdict::kDeny
                                         : engine_.Effective(policy::Verdict::kAsk);
@@ -1057,7 +1071,9 @@ void Broker::Impl::Audit(AuditEvent event) {
 }
 
 void Broker::Impl::Emit(std::string kind, std::string text) {
-  if (on_event_) on_event_(BrokerEvent{std::move(kind), std::move(text)});
+  if (!on_event_) return;
+  SyncUsage();
+  on_event_(BrokerEvent{std::move(kind), std::move(text), outcome_.used});
 }
 
 void Broker::Impl::SyncUsage() {

@@ -73,6 +73,8 @@ struct LoopLimits {
 enum class ApprovalMode {
   kPolicy,  // the profile's `approval` setting decides (never-ask / on-request / auto)
   kNever,   // headless: every ask is denied unless pre-approved (--approve never)
+  kStop,    // an ask nobody approved beforehand ends the session with status kNeedsApproval,
+            // recording the action and its digest (--approve stop)
 };
 
 struct BrokerConfig {
@@ -104,7 +106,7 @@ struct BrokerServices {
 };
 
 struct BrokerOutcome {
-  enum class Status { kRunning, kFinished, kFailed, kCancelled };
+  enum class Status { kRunning, kFinished, kFailed, kCancelled, kNeedsApproval };
   Status status = Status::kRunning;
   std::string reason;  // for kFailed/kCancelled: "model-turn budget (40) reached", ...
   std::optional<protocol::Finish> finish;  // what the agent said when it finished
@@ -114,6 +116,8 @@ struct BrokerOutcome {
   std::uint64_t approvals_asked = 0;
   std::string model_provider;
   std::string model_name;
+  // kNeedsApproval: the action that would have asked (tool, exact action, digest, rule).
+  std::optional<ApprovalRequest> needs_approval;
 };
 std::string_view BrokerStatusName(BrokerOutcome::Status status);  // "running", "finished", ...
 
@@ -122,6 +126,7 @@ struct BrokerEvent {
   std::string kind;  // "progress", "model_call", "model_result", "tool_request", "decision",
                      // "tool_result", "approval", "finish", "shutdown"
   std::string text;  // one line
+  BudgetUsage used;  // the counts as of this event (turns, tokens, tool calls, elapsed)
 };
 
 class Broker {

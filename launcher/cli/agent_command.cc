@@ -83,32 +83,16 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
   cmd->add_option("-w,--workspace", o.workspace, "The directory the agent works in (read-write).")
       ->required();
   cmd->add_option("task", o.task_file, "Markdown file with the task (untrusted text).")->required();
-  cmd->add_option("--model", o.model,
-                  "PROVIDER:MODEL: openai:MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), "
-                  "anthropic:MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) or replay:FILE (a "
-                  "recorded session). Default: $CAGENT_MODEL.");
-  cmd->add_option("--model-url", o.model_url, "Base URL of the provider (overrides the environment).");
-  cmd->add_option("--approve", o.approve,
-                  "policy: the profile's approval setting decides, asking on this terminal; never: "
-                  "headless, every 'ask' is denied unless pre-approved.")
-      ->check(CLI::IsMember({"policy", "never"}));
-  cmd->add_option("--pre-approve", o.pre_approve,
-                  "Approve in advance: 'TOOL: PATTERN' (e.g. 'run_command: npm install *') or "
-                  "'sha256:DIGEST' of one exact action (repeatable).");
-  cmd->add_option("--pre-approve-file", o.pre_approve_file, "File of pre-approvals, one per line.");
+  AddSessionFlags(cmd, o.session);
   cmd->add_option("--audit-log", o.audit_log,
                   "Where the audit log goes (must not exist; default "
                   "$XDG_STATE_HOME/cagent/sessions/RUN.audit.jsonl).");
-  cmd->add_option("--max-turns", o.max_turns, "Lower the model-turn budget.")->group("Budgets");
-  cmd->add_option("--max-tool-calls", o.max_tool_calls, "Lower the tool-call budget.")->group("Budgets");
-  cmd->add_option("--max-tokens", o.max_tokens, "Lower the model-token budget.")->group("Budgets");
-  cmd->add_option("--max-output", o.max_output, "Lower the tool-output budget (bytes).")->group("Budgets");
-  cmd->add_option("--wall-time", o.wall_time, "Lower the wall-time budget (e.g. 10m).")->group("Budgets");
   cmd->add_flag("--json", o.json, "Print the session's outcome as one JSON object on stdout.");
   cmd->add_flag("-q,--quiet", o.quiet, "Do not print the broker's events on stderr.");
   cmd->footer(
       "Exit status: 0 the agent finished; 1 the session failed (budget, provider error, the agent "
-      "crashed or violated the protocol); 130 cancelled (Ctrl-C); 2 usage; 125 could not start.");
+      "crashed or violated the protocol); 4 stopped for an approval (--approve stop); 130 "
+      "cancelled (Ctrl-C); 2 usage; 125 could not start.");
   return cmd;
 }
 
@@ -129,15 +113,9 @@ int RunAgentCommand(const AgentOptions& o) {
     return Usage("the task file " + o.task_file + " is empty");
   }
 
-  std::string model = o.model;
-  if (model.empty()) {
-    if (const char* env = std::getenv("CAGENT_MODEL"); env != nullptr) model = env;
-  }
-  if (model.empty()) return Usage("no model: pass --model PROVIDER:MODEL or set CAGENT_MODEL");
-  auto spec = broker::ParseModelSpec(model);
-  if (!spec) return Usage(spec.error().Message());
-  s.model = *spec;
-  if (!o.model_url.empty()) s.model.base_url = o.model_url;
+  auto settings = ResolveSessionFlags(o.session);
+  if (!settings) return Usage(settings.error().Message());
+  s.model = settings->model;
 
   const std::string home = CallerHome();
   auto compiled = policy::LoadProfile(o.profile, policy::SearchPath::Default(home, CAGENT_PROFILE_DIR));
@@ -147,28 +125,17 @@ int RunAgentCommand(const AgentOptions& o) {
   }
   s.policy = compiled.policy;
 
-  s.approval = o.approve == "never" ? broker::ApprovalMode::kNever : broker::ApprovalMode::kPolicy;
-  s.pre_approvals = o.pre_approve;
-  s.pre_approval_file = o.pre_approve_file;
-  s.budget_overrides.model_turns = o.max_turns;
-  s.budget_overrides.tool_calls = o.max_tool_calls;
-  s.budget_overrides.model_tokens = o.max_tokens;
-  s.budget_overrides.output_bytes = o.max_output;
-  if (!o.wall_time.empty()) {
-    auto d = ParseDuration(o.wall_time);
-    if (!d) return Usage("--wall-time: " + d.error().Message());
-    s.budget_overrides.wall_time = *d;
-  }
+  s.approval = settings->approval;
+  s.pre_approvals = settings->pre_approvals;
+  s.pre_approval_file = settings->pre_approval_file;
+  s.budget_overrides = settings->budget_overrides;
 
   const std::string sessions = StateDirectory() + "/sessions";
   if (auto st = MakeDirs(sessions); !st) return Usage(st.error().Message());
   s.audit_log_path = o.audit_log.empty() ? sessions + "/" + s.run_id + ".audit.jsonl" : o.audit_log;
   s.agent_log_path = sessions + "/" + s.run_id + ".agent.log";
 
-  UniqueFd tty;
-  if (s.approval != broker::ApprovalMode::kNever && ::isatty(STDIN_FILENO) == 1) {
-    tty.Reset(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY));
-  }
+  const UniqueFd tty = OpenApprovalTerminal(s.approval);
   s.tty_fd = tty.get();
   if (!o.quiet) {
     s.on_event = [](const broker::BrokerEvent& e) { spdlog::info("{}: {}", e.kind, e.text); };
@@ -176,7 +143,7 @@ int RunAgentCommand(const AgentOptions& o) {
 
   if (!o.quiet) {
     spdlog::info("session {}: profile {}, model {}, audit log {}, agent log {}", s.run_id,
-                 s.policy->name, model, s.audit_log_path, s.agent_log_path);
+                 s.policy->name, settings->model_label, s.audit_log_path, s.agent_log_path);
   }
   auto result = RunAgentSession(s);
   if (!result) {
@@ -187,6 +154,7 @@ int RunAgentCommand(const AgentOptions& o) {
   int code = kExitAgentFailed;
   if (b.status == broker::BrokerOutcome::Status::kFinished) code = 0;
   if (b.status == broker::BrokerOutcome::Status::kCancelled) code = kExitAgentCancelled;
+  if (b.status == broker::BrokerOutcome::Status::kNeedsApproval) code = kExitAgentNeedsApproval;
   if (o.json) {
     nlohmann::json j;
     j["run_id"] = s.run_id;
@@ -205,11 +173,21 @@ int RunAgentCommand(const AgentOptions& o) {
                   {"tool_calls", b.used.tool_calls},
                   {"output_bytes", b.used.output_bytes}};
     j["sandbox"] = DescribeOutcome(result->sandbox);
+    if (b.needs_approval) {
+      j["needs_approval"] = {{"tool", b.needs_approval->tool},
+                             {"action", b.needs_approval->action},
+                             {"rule", b.needs_approval->rule},
+                             {"pre_approve", "sha256:" + b.needs_approval->digest}};
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     std::string line = std::string("session ") + std::string(broker::BrokerStatusName(b.status));
     if (!b.reason.empty()) line += ": " + b.reason;
     spdlog::info("{}", line);
+    if (b.needs_approval) {
+      spdlog::info("to allow exactly this action: --pre-approve 'sha256:{}'",
+                   b.needs_approval->digest);
+    }
     if (b.finish && !b.finish->summary.empty()) std::cerr << b.finish->summary << "\n";
   }
   return code;

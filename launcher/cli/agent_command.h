@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/cli/session_flags.h"
+
 namespace CLI {
 class App;
 }
@@ -19,14 +21,8 @@ struct AgentOptions {
   std::string profile;
   std::string workspace;
   std::string task_file;
-  std::string model;          // PROVIDER:MODEL; default $CAGENT_MODEL
-  std::string model_url;      // base URL override
-  std::string approve = "policy";  // policy | never
-  std::vector<std::string> pre_approve;
-  std::string pre_approve_file;
+  SessionFlags session;       // --model, --approve, --pre-approve, budgets
   std::string audit_log;      // default: $XDG_STATE_HOME/cagent/sessions/<id>.audit.jsonl
-  std::optional<std::uint64_t> max_turns, max_tool_calls, max_tokens, max_output;
-  std::string wall_time;
   bool json = false;
   bool quiet = false;
 };
@@ -36,6 +32,7 @@ int RunAgentCommand(const AgentOptions& options);
 
 // Exit codes shared with `cagent run`.
 inline constexpr int kExitAgentFailed = 1;
+inline constexpr int kExitAgentNeedsApproval = 4;
 inline constexpr int kExitAgentCancelled = 130;
 
 // A fresh run id: UTC time plus random bits, "20261130T101500Z-3f9a1c".

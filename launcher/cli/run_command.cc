@@ -5,12 +5,16 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <sstream>
 #include <spdlog/spdlog.h>
+#include <thread>
 
 #include "common/duration.h"
 #include "common/sha256.h"
@@ -53,15 +57,54 @@ std::string FormatElapsed(std::chrono::milliseconds ms) {
   return buf;
 }
 
-// The live status: one line redrawn in place on a terminal; plain lines (state changes and
-// actions) otherwise, so logs stay readable.
+// The live status: one line redrawn in place on a terminal, and redrawn every second between
+// events so the elapsed time moves while a long command or model call runs; plain lines (state
+// changes and actions) otherwise, so logs stay readable.
 class ProgressDisplay {
  public:
-  explicit ProgressDisplay(bool quiet) : enabled_(!quiet), tty_(::isatty(STDERR_FILENO) == 1) {}
+  explicit ProgressDisplay(bool quiet) : enabled_(!quiet), tty_(::isatty(STDERR_FILENO) == 1) {
+    if (enabled_ && tty_) ticker_ = std::thread([this] { Tick(); });
+  }
   ~ProgressDisplay() { Done(); }
+  ProgressDisplay(const ProgressDisplay&) = delete;
+  ProgressDisplay& operator=(const ProgressDisplay&) = delete;
 
   void Update(const run::RunProgress& p) {
     if (!enabled_) return;
+    const std::lock_guard<std::mutex> lock(mu_);
+    last_ = p;
+    last_at_ = std::chrono::steady_clock::now();
+    have_ = true;
+    Draw(p);
+  }
+  void Done() {
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (ticker_.joinable()) ticker_.join();
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (drawn_) std::cerr << "\r\033[K" << std::flush;
+    drawn_ = false;
+  }
+
+ private:
+  // Redraws the last state with the elapsed time advanced, once a second, except while a person
+  // is being asked for an approval on this terminal (the prompt must not be overwritten).
+  void Tick() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) {
+      if (!have_ || last_.last_action.starts_with("waiting for approval")) continue;
+      run::RunProgress p = last_;
+      p.elapsed += std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - last_at_);
+      Draw(p);
+    }
+  }
+
+  // With mu_ held.
+  void Draw(const run::RunProgress& p) {
     std::string line = "[" + std::string(run::RunStateName(p.state)) + "]";
     if (p.turn > 0 || p.state == run::RunState::kRunning) {
       line += " turn " + std::to_string(p.turn);
@@ -72,7 +115,7 @@ class ProgressDisplay {
     if (tty_) {
       std::string action = p.last_action;
       for (char& c : action) {
-        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
       }
       std::string shown = line + (action.empty() ? "" : "  " + action);
       if (shown.size() > 118) shown = shown.substr(0, 115) + "...";
@@ -89,14 +132,16 @@ class ProgressDisplay {
       last_action_ = p.last_action;
     }
   }
-  void Done() {
-    if (drawn_) std::cerr << "\r\033[K" << std::flush;
-    drawn_ = false;
-  }
 
- private:
-  bool enabled_;
-  bool tty_;
+  const bool enabled_;
+  const bool tty_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::thread ticker_;
+  bool stop_ = false;
+  bool have_ = false;
+  run::RunProgress last_;
+  std::chrono::steady_clock::time_point last_at_;
   bool drawn_ = false;
   run::RunState last_state_ = run::RunState::kCreated;
   std::string last_action_;
@@ -224,6 +269,11 @@ int DoApply(const RunsCommandOptions& o, const std::string& run_dir) {
                   j.value("run_id", ""), j.value("status", ""));
     return run::kExitRunFailed;
   }
+  if (!j.value("verified", true)) {
+    spdlog::warn("run {} was not verified (its profile has no verify commands; it ran with "
+                 "--allow-unverified): review the patch before you commit it",
+                 j.value("run_id", ""));
+  }
   bool ok = false;
   const std::string patch = ReadAll(run_dir + "/patch.diff", &ok);
   if (!ok) return Usage("cannot read " + run_dir + "/patch.diff");
@@ -311,22 +361,11 @@ CLI::App* AddRunCommand(CLI::App& app, RunCommandOptions& o) {
   cmd->add_flag("--allow-dirty", o.allow_dirty,
                 "Carry uncommitted changes (tracked and untracked, not ignored) into the "
                 "workspace instead of refusing; the run records that it did.");
-  cmd->add_option("--model", o.model,
-                  "PROVIDER:MODEL: openai:MODEL (OPENAI_API_KEY, OPENAI_BASE_URL), "
-                  "anthropic:MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL), replay:FILE. "
-                  "Default: $CAGENT_MODEL.");
-  cmd->add_option("--model-url", o.model_url, "Base URL of the provider.");
-  cmd->add_option("--approve", o.approve,
-                  "policy: the profile decides, asking on this terminal; never: headless, every "
-                  "'ask' is denied unless pre-approved.")
-      ->check(CLI::IsMember({"policy", "never"}));
-  cmd->add_option("--pre-approve", o.pre_approve, "'TOOL: PATTERN' or 'sha256:DIGEST' (repeatable).");
-  cmd->add_option("--pre-approve-file", o.pre_approve_file, "File of pre-approvals.");
-  cmd->add_option("--max-turns", o.max_turns, "Lower the model-turn budget.")->group("Budgets");
-  cmd->add_option("--max-tool-calls", o.max_tool_calls, "Lower the tool-call budget.")->group("Budgets");
-  cmd->add_option("--max-tokens", o.max_tokens, "Lower the model-token budget.")->group("Budgets");
-  cmd->add_option("--max-output", o.max_output, "Lower the tool-output budget (bytes).")->group("Budgets");
-  cmd->add_option("--wall-time", o.wall_time, "Lower the wall-time budget (e.g. 20m).")->group("Budgets");
+  cmd->add_flag("--allow-unverified", o.allow_unverified,
+                "Accept a profile without verify commands: the run then ends 'completed' with "
+                "nothing verified, and its result says so (\"verified\": false). Without it such "
+                "a profile is refused before anything starts.");
+  AddSessionFlags(cmd, o.session);
   cmd->add_flag("--json", o.json, "Print result.json on stdout instead of the summary.");
   cmd->footer(
       "Exit status: 0 completed and verified; 1 verification failed; 3 the run failed (budget, "
@@ -342,32 +381,16 @@ int RunRunCommand(const RunCommandOptions& o) {
   req.repo = o.repo;
   req.commit = o.commit;
   req.allow_dirty = o.allow_dirty;
-  std::string model = o.model;
-  if (model.empty()) {
-    if (const char* env = std::getenv("CAGENT_MODEL"); env != nullptr) model = env;
-  }
-  if (model.empty()) return Usage("no model: pass --model PROVIDER:MODEL or set CAGENT_MODEL");
-  auto spec = broker::ParseModelSpec(model);
-  if (!spec) return Usage(spec.error().Message());
-  req.model = *spec;
-  if (!o.model_url.empty()) req.model.base_url = o.model_url;
-  req.model_label = model;
-  req.approval = o.approve == "never" ? broker::ApprovalMode::kNever : broker::ApprovalMode::kPolicy;
-  req.pre_approvals = o.pre_approve;
-  req.pre_approval_file = o.pre_approve_file;
-  req.budget_overrides.model_turns = o.max_turns;
-  req.budget_overrides.tool_calls = o.max_tool_calls;
-  req.budget_overrides.model_tokens = o.max_tokens;
-  req.budget_overrides.output_bytes = o.max_output;
-  if (!o.wall_time.empty()) {
-    auto d = ParseDuration(o.wall_time);
-    if (!d) return Usage("--wall-time: " + d.error().Message());
-    req.budget_overrides.wall_time = *d;
-  }
-  UniqueFd tty;
-  if (req.approval != broker::ApprovalMode::kNever && ::isatty(STDIN_FILENO) == 1) {
-    tty.Reset(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY));
-  }
+  req.allow_unverified = o.allow_unverified;
+  auto settings = ResolveSessionFlags(o.session);
+  if (!settings) return Usage(settings.error().Message());
+  req.model = settings->model;
+  req.model_label = settings->model_label;
+  req.approval = settings->approval;
+  req.pre_approvals = settings->pre_approvals;
+  req.pre_approval_file = settings->pre_approval_file;
+  req.budget_overrides = settings->budget_overrides;
+  const UniqueFd tty = OpenApprovalTerminal(req.approval);
   req.tty_fd = tty.get();
 
   ProgressDisplay display(o.json);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "launcher/cli/session_flags.h"
 
 namespace CLI {
 class App;
@@ -21,13 +22,8 @@ struct RunCommandOptions {
   std::string repo;
   std::string commit;
   bool allow_dirty = false;
-  std::string approve = "policy";
-  std::vector<std::string> pre_approve;
-  std::string pre_approve_file;
-  std::string model;
-  std::string model_url;
-  std::optional<std::uint64_t> max_turns, max_tool_calls, max_tokens, max_output;
-  std::string wall_time;
+  bool allow_unverified = false;
+  SessionFlags session;  // --model, --approve, --pre-approve, budgets
   bool json = false;
 };
 

@@ -135,11 +135,21 @@ json RunRecord::ToJson() const {
                       {"log", v.log_path},
                       {"detail", v.detail}});
   }
+  json pending = nullptr;
+  if (needs_approval) {
+    pending = {{"tool", needs_approval->tool},
+               {"action", needs_approval->action},
+               {"digest", needs_approval->digest},
+               {"rule", needs_approval->rule},
+               {"location", needs_approval->location},
+               {"pre_approve", "sha256:" + needs_approval->digest}};
+  }
   return json{
       {"run_id", run_id},
       {"status", RunStateName(state)},
       {"reason", reason},
       {"exit_code", ExitCodeFor(state, verification_failed())},
+      {"verified", state == RunState::kCompleted && !verification.empty()},
       {"run_dir", run_dir},
       {"profile", profile},
       {"policy_digest", policy_digest},
@@ -163,6 +173,7 @@ json RunRecord::ToJson() const {
       {"budgets", BudgetsJson(budgets)},
       {"denials", denials},
       {"approvals_asked", approvals_asked},
+      {"needs_approval", pending},
       {"sandbox", {{"layers", layers}, {"downgrades", downgrades}}},
       {"event_log", run_dir + "/events.jsonl"},
       {"event_log_entries", event_log_entries},
@@ -211,6 +222,14 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
   rec.policy_digest = PolicyDigest(*policy);
   rec.budgets = broker::BudgetsFromPolicy(*policy);
   if (auto s = broker::LowerBudgets(rec.budgets, req.budget_overrides); !s) return s.error();
+  if (policy->verify.empty() && !req.allow_unverified) {
+    // Fail closed: "completed" must mean verified unless the caller said otherwise.
+    return PlainError("profile " + policy->name,
+                      "has no verify commands, so nothing would check the agent's change; use a "
+                      "profile that extends it with a verify block (as "
+                      "examples/fix-add/repo/.cagent/fix-add.cagent does), or pass "
+                      "--allow-unverified to run without verification");
+  }
 
   const std::string state_dir = req.state_dir.empty() ? StateDirectory() : req.state_dir;
   rec.run_dir = state_dir + "/runs/" + rec.run_id;
@@ -312,10 +331,9 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
   if (rec.budgets.model_turns) progress.max_turns = *rec.budgets.model_turns;
   s.on_event = [&](const broker::BrokerEvent& e) {
     report([&](RunProgress& p) {
-      if (e.kind == "model_call") ++p.turn;
-      if (e.kind == "tool_request" || e.kind == "decision") {
-        if (e.kind == "decision") ++p.tool_calls;
-      }
+      // The broker's own counts (what the budgets are checked against), not a tally of events.
+      p.turn = e.used.model_turns;
+      p.tool_calls = e.used.tool_calls;
       if (e.kind != "model_result") p.last_action = e.text;
     });
   };
@@ -361,6 +379,17 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
     rec.verification = PlannedVerification(*policy);
     return finish(RunState::kCancelled, b.reason.empty() ? "cancelled" : b.reason);
   }
+  if (b.status == broker::BrokerOutcome::Status::kNeedsApproval) {
+    // The work so far is captured (cagent diff shows it) but not verified: the run stopped.
+    rec.verification = PlannedVerification(*policy);
+    rec.needs_approval = b.needs_approval;
+    std::string why = b.reason;
+    if (b.needs_approval) {
+      why += "; to allow exactly this action, run again with --pre-approve 'sha256:" +
+             b.needs_approval->digest + "', or on a terminal with --approve policy to be asked";
+    }
+    return finish(RunState::kNeedsApproval, why);
+  }
   if (!captured) {
     rec.verification = PlannedVerification(*policy);
     return finish(RunState::kFailed, "patch capture failed: " + captured.error().Message());
@@ -404,9 +433,10 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
                                            v.detail + ")");
     }
   }
-  return finish(RunState::kCompleted, policy->verify.empty()
-                                          ? "the profile has no verify commands: nothing was verified"
-                                          : "");
+  return finish(RunState::kCompleted,
+                policy->verify.empty()
+                    ? "not verified: the profile has no verify commands (--allow-unverified)"
+                    : "");
 }
 
 }  // namespace cagent::launcher::run

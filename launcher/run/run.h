@@ -54,6 +54,7 @@ struct RunRequest {
   std::string repo;        // "" = the current directory
   std::string commit;      // "" = HEAD
   bool allow_dirty = false;
+  bool allow_unverified = false;  // accept a profile without verify commands (else refused)
   broker::ModelSpec model;
   std::string model_label;  // as given on the command line
   broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;
@@ -99,6 +100,8 @@ struct RunRecord {
   std::vector<std::string> downgrades;  // restrictions applied only in part
   std::uint64_t denials = 0;
   std::uint64_t approvals_asked = 0;
+  // needs-approval: the action that stopped the run, and the pre-approval that allows exactly it.
+  std::optional<broker::ApprovalRequest> needs_approval;
   std::string created_at;
   std::string finished_at;
   std::uint64_t event_log_entries = 0;

@@ -295,6 +295,39 @@ TEST(Broker, ApproveNeverDeniesWithoutAsking) {
   EXPECT_TRUE(h.approver.requests.empty());
 }
 
+TEST(Broker, ApproveStopEndsTheSessionWithTheActionThatNeedsApproval) {
+  HarnessOptions o;
+  o.approval = ApprovalMode::kStop;
+  Harness h(o);
+  h.Hello();
+  // What the profile allows outright goes through as usual.
+  EXPECT_EQ(h.ToolRequest("read_file", {{"path", "src/main.c"}}, {"src/main.c"})["verdict"], "allow");
+  // The first ask is refused to the agent, nobody is asked, and the session ends.
+  const json d = h.ToolRequest("write_file", {{"path", "Cargo.lock"}, {"content", "x"}});
+  EXPECT_EQ(d["verdict"], "deny");
+  EXPECT_TRUE(h.approver.requests.empty());
+  auto shutdown = h.peer->Recv();
+  ASSERT_TRUE(shutdown);
+  EXPECT_EQ((*shutdown)["type"], "shutdown");
+  EXPECT_EQ((*shutdown)["status"], "needs-approval");
+  ASSERT_TRUE(h.WaitEnded());
+  EXPECT_EQ(h.ended->status, BrokerOutcome::Status::kNeedsApproval);
+  ASSERT_TRUE(h.ended->needs_approval);
+  EXPECT_EQ(h.ended->needs_approval->tool, "write_file");
+  EXPECT_THAT(h.ended->needs_approval->action, HasSubstr("Cargo.lock"));
+  EXPECT_EQ(h.ended->needs_approval->digest.size(), 64U);
+  EXPECT_THAT(h.ended->reason, HasSubstr("needs approval"));
+
+  // The recorded digest, given as a pre-approval, lets exactly that action through next time.
+  Harness again(o);
+  ASSERT_TRUE(
+      again.book.AddPreApproval("sha256:" + h.ended->needs_approval->digest, "test").ok());
+  again.Hello();
+  EXPECT_EQ(again.ToolRequest("write_file", {{"path", "Cargo.lock"}, {"content", "x"}})["verdict"],
+            "allow");
+  EXPECT_EQ(again.broker->outcome().status, BrokerOutcome::Status::kRunning);
+}
+
 TEST(Broker, NoApproverMeansHeadlessDeny) {
   HarnessOptions o;
   o.with_approver = false;

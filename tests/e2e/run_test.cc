@@ -94,13 +94,13 @@ class RunTest : public ::testing::Test {
     WriteFile(dir_ + "/session.jsonl", session);
     std::vector<std::string> args = {"run",
                                      "--profile",
-                                     repo_ + "/.cagent/fix-add.cagent",
+                                     profile_.empty() ? repo_ + "/.cagent/fix-add.cagent" : profile_,
                                      "--repo",
                                      repo_,
                                      "--model",
                                      "replay:" + dir_ + "/session.jsonl",
                                      "--approve",
-                                     "never",
+                                     approve_,
                                      "--json",
                                      std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/task.md"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -127,6 +127,8 @@ class RunTest : public ::testing::Test {
   void ExpectRepoUntouched() { EXPECT_EQ(TreeState(repo_), before_) << "the caller's repo changed"; }
 
   std::string dir_, repo_, state_, before_;
+  std::string profile_;            // default: the demo's own profile
+  std::string approve_ = "never";  // --approve
 };
 
 TEST_F(RunTest, TheDemoCompletesVerifiedAndApplyBringsThePatchIn) {
@@ -305,6 +307,63 @@ TEST_F(RunTest, EscapeAttemptsAreRefusedAndTheRepoIsUntouched) {
   const RunResult r = Run(s);
   SCOPED_TRACE(r.err);
   ASSERT_TRUE(Result(r).is_object()) << r.out;
+  ExpectRepoUntouched();
+}
+
+TEST_F(RunTest, ApproveStopEndsTheRunAsNeedsApprovalWithTheExactAction) {
+  // The demo's profile, with asks put to a person instead of denied (the built-in profiles are
+  // never-ask); `pip install` is an ask rule of the backend profile.
+  profile_ = dir_ + "/ask.cagent";
+  WriteFile(profile_, ReadFile(repo_ + "/.cagent/fix-add.cagent") + "\napproval on-request\n");
+  approve_ = "stop";
+  const std::string session =
+      Turn(json::array({Call("read_file", {{"path", "calc.py"}})})) +
+      Turn(json::array({Call("edit_file", {{"path", "calc.py"},
+                                           {"old_string", "return a - b"},
+                                           {"new_string", "return a + b"}})})) +
+      Turn(json::array({Call("run_command", {{"command", "pip install requests"}})})) +
+      Turn(json::array({Call("finish", {{"summary", "never reached"}})}));
+  const RunResult r = Run(session);
+  SCOPED_TRACE(r.err);
+  EXPECT_EQ(r.exit_code, 4);
+  const json res = Result(r);
+  ASSERT_TRUE(res.is_object()) << r.out;
+  EXPECT_EQ(res["status"], "needs-approval");
+  ASSERT_TRUE(res["needs_approval"].is_object()) << res.dump(2);
+  EXPECT_EQ(res["needs_approval"]["tool"], "run_command");
+  EXPECT_THAT(res["needs_approval"]["action"].get<std::string>(), HasSubstr("pip install requests"));
+  const std::string pre = res["needs_approval"]["pre_approve"];
+  EXPECT_EQ(pre.size(), std::string("sha256:").size() + 64) << pre;
+  EXPECT_THAT(res["reason"].get<std::string>(), HasSubstr("--pre-approve '" + pre + "'"));
+  // The work so far is captured for the human to look at, and nothing was verified.
+  ASSERT_EQ(res["changed_files"].size(), 1U) << res.dump(2);
+  EXPECT_EQ(res["verification"][0]["status"], "not-run");
+  ExpectRepoUntouched();
+}
+
+TEST_F(RunTest, AProfileWithoutVerifyCommandsIsRefusedUnlessAllowed) {
+  // The built-in backend profile verifies nothing: "completed" would mean unchecked.
+  profile_ = "backend";
+  const std::string session =
+      Turn(json::array({Call("read_file", {{"path", "calc.py"}})})) +
+      Turn(json::array({Call("edit_file", {{"path", "calc.py"},
+                                           {"old_string", "return a - b"},
+                                           {"new_string", "return a + b"}})})) +
+      Turn(json::array({Call("finish", {{"summary", "fixed"}})}));
+  const RunResult refused = Run(session);
+  EXPECT_EQ(refused.exit_code, 125) << refused.out;
+  EXPECT_THAT(refused.err, HasSubstr("has no verify commands"));
+  EXPECT_THAT(refused.err, HasSubstr("--allow-unverified"));
+  EXPECT_FALSE(fs::exists(state_ + "/cagent/runs")) << "a refused run left a run directory";
+
+  const RunResult r = Run(session, {"--allow-unverified"});
+  SCOPED_TRACE(r.err);
+  EXPECT_EQ(r.exit_code, 0);
+  const json res = Result(r);
+  ASSERT_TRUE(res.is_object()) << r.out;
+  EXPECT_EQ(res["status"], "completed");
+  EXPECT_EQ(res["verified"], false);
+  EXPECT_THAT(res["reason"].get<std::string>(), HasSubstr("not verified"));
   ExpectRepoUntouched();
 }
 

@@ -1,0 +1,85 @@
+#include "launcher/cli/session_flags.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+
+#include "common/duration.h"
+
+namespace cagent::launcher {
+
+void AddSessionFlags(CLI::App* cmd, SessionFlags& f) {
+  cmd->add_option("--model", f.model,
+                  "PROVIDER:MODEL: openai:MODEL (any OpenAI-compatible chat-completions server; "
+                  "OPENAI_API_KEY, OPENAI_BASE_URL), anthropic:MODEL (ANTHROPIC_API_KEY, "
+                  "ANTHROPIC_BASE_URL) or replay:FILE (a recorded session, JSON lines). Default: "
+                  "$CAGENT_MODEL.");
+  cmd->add_option("--model-url", f.model_url,
+                  "Base URL of the provider (overrides the environment); plain http:// is for "
+                  "local servers and needs no key.");
+  cmd->add_option("--approve", f.approve,
+                  "What happens when the profile says 'ask'. policy: the profile's approval "
+                  "setting decides, asking on this terminal (headless without one); never: every "
+                  "ask is denied unless pre-approved, and the agent is told so; stop: the first "
+                  "ask that was not pre-approved ends the run with status needs-approval, "
+                  "recording the exact action and the --pre-approve value that allows it.")
+      ->check(CLI::IsMember({"policy", "never", "stop"}));
+  cmd->add_option("--pre-approve", f.pre_approve,
+                  "Approve in advance: 'TOOL: PATTERN' (e.g. 'run_command: npm install *', "
+                  "matched word for word) or 'sha256:DIGEST' of one exact action (repeatable).");
+  cmd->add_option("--pre-approve-file", f.pre_approve_file,
+                  "File of pre-approvals, one per line ('#' comments).");
+  cmd->add_option("--max-turns", f.max_turns, "Lower the model-turn budget.")->group("Budgets");
+  cmd->add_option("--max-tool-calls", f.max_tool_calls, "Lower the tool-call budget.")
+      ->group("Budgets");
+  cmd->add_option("--max-tokens", f.max_tokens, "Lower the model-token budget (in + out).")
+      ->group("Budgets");
+  cmd->add_option("--max-output", f.max_output,
+                  "Lower the budget of tool output returned to the model (bytes).")
+      ->group("Budgets");
+  cmd->add_option("--wall-time", f.wall_time, "Lower the wall-time budget (e.g. 20m).")
+      ->group("Budgets");
+}
+
+Result<SessionSettings> ResolveSessionFlags(const SessionFlags& f) {
+  SessionSettings s;
+  s.model_label = f.model;
+  if (s.model_label.empty()) {
+    if (const char* env = std::getenv("CAGENT_MODEL"); env != nullptr) s.model_label = env;
+  }
+  if (s.model_label.empty()) {
+    return PlainError("no model", "pass --model PROVIDER:MODEL or set CAGENT_MODEL");
+  }
+  auto spec = broker::ParseModelSpec(s.model_label);
+  if (!spec) return std::move(spec).error();
+  s.model = *spec;
+  if (!f.model_url.empty()) s.model.base_url = f.model_url;
+
+  s.approval = f.approve == "never"  ? broker::ApprovalMode::kNever
+               : f.approve == "stop" ? broker::ApprovalMode::kStop
+                                     : broker::ApprovalMode::kPolicy;
+  s.pre_approvals = f.pre_approve;
+  s.pre_approval_file = f.pre_approve_file;
+  s.budget_overrides.model_turns = f.max_turns;
+  s.budget_overrides.tool_calls = f.max_tool_calls;
+  s.budget_overrides.model_tokens = f.max_tokens;
+  s.budget_overrides.output_bytes = f.max_output;
+  if (!f.wall_time.empty()) {
+    auto d = ParseDuration(f.wall_time);
+    if (!d) return PlainError("--wall-time " + f.wall_time, d.error().Message());
+    s.budget_overrides.wall_time = *d;
+  }
+  return s;
+}
+
+UniqueFd OpenApprovalTerminal(broker::ApprovalMode mode) {
+  UniqueFd tty;
+  if (mode == broker::ApprovalMode::kPolicy && ::isatty(STDIN_FILENO) == 1) {
+    tty.Reset(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY));
+  }
+  return tty;
+}
+
+}  // namespace cagent::launcher

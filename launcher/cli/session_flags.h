@@ -1,0 +1,54 @@
+// The command-line options `cagent run` and `cagent agent` share: which model, how approvals are
+// handled, and budget limits that can only lower the profile's. One definition, so the two
+// commands cannot drift apart in spelling, help text or validation. Runs in cagent (trusted).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "launcher/broker/broker.h"
+#include "launcher/broker/model_provider.h"
+
+namespace CLI {
+class App;
+}
+
+namespace cagent::launcher {
+
+struct SessionFlags {
+  std::string model;               // PROVIDER:MODEL; default $CAGENT_MODEL
+  std::string model_url;           // base URL override
+  std::string approve = "policy";  // policy | never | stop
+  std::vector<std::string> pre_approve;
+  std::string pre_approve_file;
+  std::optional<std::uint64_t> max_turns, max_tool_calls, max_tokens, max_output;
+  std::string wall_time;
+};
+
+// What the flags mean once checked.
+struct SessionSettings {
+  broker::ModelSpec model;
+  std::string model_label;  // as given ("replay:demo.jsonl")
+  broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;
+  std::vector<std::string> pre_approvals;
+  std::string pre_approval_file;
+  broker::Budgets budget_overrides;
+};
+
+// Registers --model, --model-url, --approve, --pre-approve, --pre-approve-file and the Budgets
+// group (--max-turns, --max-tool-calls, --max-tokens, --max-output, --wall-time) on `cmd`.
+void AddSessionFlags(CLI::App* cmd, SessionFlags& flags);
+
+// Checks the flags: a model is required (flag or $CAGENT_MODEL) and must parse; --wall-time must
+// be a duration. The error message names the flag and is meant for the user as it is.
+Result<SessionSettings> ResolveSessionFlags(const SessionFlags& flags);
+
+// The terminal approvals are asked on: /dev/tty when approvals may be asked at all (--approve
+// policy) and stdin is a terminal; otherwise an empty fd, and the session is headless.
+UniqueFd OpenApprovalTerminal(broker::ApprovalMode mode);
+
+}  // namespace cagent::launcher

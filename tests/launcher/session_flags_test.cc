@@ -1,0 +1,83 @@
+// The options `cagent run` and `cagent agent` share, parsed through CLI11 as the commands do.
+#include "launcher/cli/session_flags.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace cagent::launcher {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Parses `args` (after the program name) with the session flags registered.
+SessionFlags Parse(std::vector<std::string> args) {
+  CLI::App app("test");
+  SessionFlags flags;
+  AddSessionFlags(&app, flags);
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
+  app.parse(args);
+  return flags;
+}
+
+class SessionFlagsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ::unsetenv("CAGENT_MODEL"); }
+  void TearDown() override { ::unsetenv("CAGENT_MODEL"); }
+};
+
+TEST_F(SessionFlagsTest, AModelIsRequiredAndTheErrorSaysHowToGiveOne) {
+  auto s = ResolveSessionFlags(Parse({}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().Message(), HasSubstr("--model PROVIDER:MODEL"));
+  EXPECT_THAT(s.error().Message(), HasSubstr("CAGENT_MODEL"));
+}
+
+TEST_F(SessionFlagsTest, TheEnvironmentSuppliesTheModelAndTheFlagWins) {
+  ::setenv("CAGENT_MODEL", "openai:from-env", 1);
+  auto from_env = ResolveSessionFlags(Parse({}));
+  ASSERT_TRUE(from_env.ok()) << from_env.error().Message();
+  EXPECT_EQ(from_env->model.provider, "openai");
+  EXPECT_EQ(from_env->model_label, "openai:from-env");
+  auto flag = ResolveSessionFlags(Parse({"--model", "anthropic:m", "--model-url", "http://127.0.0.1:9"}));
+  ASSERT_TRUE(flag.ok()) << flag.error().Message();
+  EXPECT_EQ(flag->model.provider, "anthropic");
+  EXPECT_EQ(flag->model.base_url, "http://127.0.0.1:9");
+}
+
+TEST_F(SessionFlagsTest, ApprovalModes) {
+  EXPECT_EQ(ResolveSessionFlags(Parse({"--model", "replay:x"}))->approval,
+            broker::ApprovalMode::kPolicy);
+  EXPECT_EQ(ResolveSessionFlags(Parse({"--model", "replay:x", "--approve", "never"}))->approval,
+            broker::ApprovalMode::kNever);
+  EXPECT_EQ(ResolveSessionFlags(Parse({"--model", "replay:x", "--approve", "stop"}))->approval,
+            broker::ApprovalMode::kStop);
+  EXPECT_THROW(Parse({"--approve", "sometimes"}), CLI::ValidationError);
+}
+
+TEST_F(SessionFlagsTest, BudgetsAndABadWallTimeNamesTheFlag) {
+  auto s = ResolveSessionFlags(
+      Parse({"--model", "replay:x", "--max-turns", "7", "--max-output", "1000", "--wall-time", "90s"}));
+  ASSERT_TRUE(s.ok()) << s.error().Message();
+  EXPECT_EQ(s->budget_overrides.model_turns, 7U);
+  EXPECT_EQ(s->budget_overrides.output_bytes, 1000U);
+  EXPECT_EQ(s->budget_overrides.wall_time, std::chrono::milliseconds(90000));
+  EXPECT_FALSE(s->budget_overrides.tool_calls.has_value());
+  auto bad = ResolveSessionFlags(Parse({"--model", "replay:x", "--wall-time", "soon"}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().Message(), HasSubstr("--wall-time soon"));
+}
+
+TEST_F(SessionFlagsTest, OnlyPolicyModeOpensTheTerminal) {
+  // Whatever stdin is here, never and stop are headless by definition.
+  EXPECT_FALSE(OpenApprovalTerminal(broker::ApprovalMode::kNever).valid());
+  EXPECT_FALSE(OpenApprovalTerminal(broker::ApprovalMode::kStop).valid());
+}
+
+}  // namespace
+}  // namespace cagent::launcher
