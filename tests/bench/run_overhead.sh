@@ -8,7 +8,7 @@
 #                agent/cagent-agent and tests/bench/cagent_bench_compare built in it
 #   --runs N     measured runs per command (default 15)
 #   --warmup N   warm-up rounds, run but not recorded (default 2)
-#   --calls N    tool calls in the longer sessions (default 30; a multiple of 5)
+#   --calls N    tool calls in the longer sessions (default 200; a multiple of 5)
 #   --json FILE  also write what cagent_bench_compare measured, plus the derived costs
 #
 # The model is the replay adapter (a recorded session played back turn by turn), so a turn costs
@@ -20,16 +20,16 @@
 #   base         nothing more                                      3 turns,  2 tool calls
 #   turns        N read_file calls, one per turn                 3+N turns, 2+N tool calls
 #   batched      N read_file calls, five per turn              3+N/5 turns, 2+N tool calls
-#   commands     N run_command 'python3 -c pass', five per turn 3+N/5 turns, 2+N tool calls
-#   bare-python  N x python3 -c pass, outside any sandbox (what those commands cost by themselves)
+#   commands       N run_command 'true', five per turn         3+N/5 turns, 2+N tool calls
+#   bare-commands  N x /bin/sh -c true, outside any sandbox (what those commands cost by themselves)
 #
 # cagent_bench_compare runs the commands interleaved (noise hits all alike) and reports medians.
 # From the medians:
 #
 #   per turn                = (turns - batched) / (N - N/5)      a turn without its tool call
 #   per read_file call      = (batched - base - N/5 x per turn) / N
-#   per run_command call    = (commands - batched) / N + per read_file call - bare-python / N
-#                             the sandboxed command's extra cost beyond running it bare
+#   per run_command call    = (commands - batched) / N + per read_file call
+#                             compared with bare-commands / N, the same command run bare
 #
 # Each `cagent run` also pays a fixed cost (workspace clone, sandbox, capture, verification); it
 # cancels out of the differences and is reported as the base run's median.
@@ -46,7 +46,7 @@ die() {
 build_dir=build
 runs=15
 warmup=2
-calls=30
+calls=200
 json_out=
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
   build_dir=$1
@@ -110,7 +110,7 @@ prologue() {
 }
 finish() { turn "$(call finish '{"summary":"fixed add"}')"; }
 read_call() { call read_file '{"path":"test_calc.py"}'; }
-cmd_call() { call run_command '{"command":"python3 -c pass"}'; }
+cmd_call() { call run_command '{"command":"true"}'; }
 
 { prologue; finish; } > "$work/base.jsonl"
 {
@@ -133,10 +133,10 @@ cmd_call() { call run_command '{"command":"python3 -c pass"}'; }
   finish
 } > "$work/commands.jsonl"
 
-# The same number of bare python3 starts, for the run_command comparison.
-printf '#!/bin/sh\nfor i in $(seq %d); do python3 -c pass || exit 1; done\n' "$calls" \
-  > "$work/bare-python.sh"
-chmod +x "$work/bare-python.sh"
+# What the same commands cost bare: run_command runs its string with /bin/sh -c.
+printf '#!/bin/sh\nfor i in $(seq %d); do /bin/sh -c true || exit 1; done\n' "$calls" \
+  > "$work/bare-commands.sh"
+chmod +x "$work/bare-commands.sh"
 
 # Every run is its own `cagent run`; its state (run directories) goes to the temporary directory.
 export XDG_STATE_HOME=$work/state
@@ -156,10 +156,10 @@ for s in base turns batched commands; do
   fi
 done
 
-echo "$prog: $runs runs (+$warmup warm-up) of 4 cagent runs and the bare baseline, N=$calls" >&2
+echo "$prog: $runs runs (+$warmup warm-up) of the bare baseline and 4 cagent runs, N=$calls" >&2
 results=$work/results.json
 "$compare" --runs "$runs" --warmup "$warmup" --json "$results" \
-  --cmd "bare-python|$work/bare-python.sh" \
+  --cmd "bare-commands|$work/bare-commands.sh" \
   --cmd "$(run_cmd base)" --cmd "$(run_cmd turns)" --cmd "$(run_cmd batched)" \
   --cmd "$(run_cmd commands)"
 
@@ -172,14 +172,14 @@ k = n // 5
 per_turn = (m["turns"] - m["batched"]) / (n - k)
 per_read = (m["batched"] - m["base"] - k * per_turn) / n
 per_cmd_total = (m["commands"] - m["batched"]) / n + per_read
-bare_cmd = m["bare-python"] / n
+bare_cmd = m["bare-commands"] / n
 derived = {
     "calls": n,
     "fixed_run_ms": m["base"],
     "per_turn_ms": per_turn,
     "per_read_file_ms": per_read,
     "per_run_command_ms": per_cmd_total,
-    "bare_python_ms": bare_cmd,
+    "bare_command_ms": bare_cmd,
     "run_command_over_bare_ms": per_cmd_total - bare_cmd,
     "run_command_ratio_to_bare": per_cmd_total / bare_cmd if bare_cmd > 0 else None,
 }
@@ -188,7 +188,7 @@ print("derived from the medians (ms):")
 print(f"  fixed cost of a run (clone, sandbox, capture, verify): {m['base']:8.1f}")
 print(f"  per model turn (harness only, no tool call):           {per_turn:8.2f}")
 print(f"  per read_file call:                                    {per_read:8.2f}")
-print(f"  per run_command 'python3 -c pass':                     {per_cmd_total:8.2f}"
+print(f"  per run_command 'true':                                {per_cmd_total:8.2f}"
       f"  (bare: {bare_cmd:.2f}, ratio {per_cmd_total / bare_cmd:.2f})")
 if out:
     r["derived"] = derived
