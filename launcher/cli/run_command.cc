@@ -176,14 +176,20 @@ void PrintSummary(const run::RunRecord& r) {
 
 std::string RunsDirectory() { return StateDirectory() + "/runs"; }
 
-int DoRuns(const RunsCommandOptions& o) {
-  const std::string dir = RunsDirectory();
+// The run ids under `dir`, oldest first (ids start with their UTC creation time).
+std::vector<std::string> RunIds(const std::string& dir) {
   std::error_code ec;
   std::vector<std::string> ids;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (e.is_directory()) ids.push_back(e.path().filename().string());
   }
   std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+int DoRuns(const RunsCommandOptions& o) {
+  const std::string dir = RunsDirectory();
+  const std::vector<std::string> ids = RunIds(dir);
   json all = json::array();
   for (const auto& id : ids) {
     auto r = run::ReadRunResult(dir + "/" + id);
@@ -410,12 +416,7 @@ int RunRunCommand(const RunCommandOptions& o) {
 
 Result<std::string> ResolveRunDirectory(const std::string& id) {
   const std::string dir = RunsDirectory();
-  std::error_code ec;
-  std::vector<std::string> ids;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_directory()) ids.push_back(e.path().filename().string());
-  }
-  std::sort(ids.begin(), ids.end());
+  const std::vector<std::string> ids = RunIds(dir);
   if (ids.empty()) return PlainError("find run " + id, "there are no runs in " + dir);
   if (id == "last" || id == "latest") return dir + "/" + ids.back();
   std::vector<std::string> matches;

@@ -70,7 +70,11 @@ class AgentSession : public ::testing::Test {
                                      "--approve",   "never",      "--audit-log",
                                      dir_ + "/audit.jsonl", "--json", dir_ + "/task.md"};
     args.insert(args.end(), extra.begin(), extra.end());
-    return Harness::Get().Run(args);
+    // The session's agent log goes under the state directory: one of the test's own, writable by
+    // the user cagent runs as (the caller's ~/.local/state is not nobody's to write).
+    RunOptions o;
+    o.extra_env = {"XDG_STATE_HOME=" + dir_ + "/state"};
+    return Harness::Get().Run(args, o);
   }
 
   json Outcome(const RunResult& r) {
