@@ -8,6 +8,11 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cagent=${1:-$here/../../build/launcher/cagent}
+# Absolute, since the demo runs from inside the scratch repository.
+case $cagent in
+  */*) cagent=$(cd "$(dirname "$cagent")" && pwd)/$(basename "$cagent") ;;
+esac
+[ -x "$cagent" ] || { echo "run-demo.sh: $cagent is not built (cmake --build build)" >&2; exit 2; }
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/cagent-demo-XXXXXX")
 cp -R "$here/repo/." "$scratch/"
 git -C "$scratch" init -q -b main
