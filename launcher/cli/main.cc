@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <iostream>
 
 #include "launcher/cli/agent_command.h"
@@ -16,6 +17,11 @@
 
 int main(int argc, char** argv) {
   cagent::launcher::RememberArgvArea(argc, argv);
+  // A closed stdout or stderr (`cagent run ... | head`) must not kill cagent mid-run with SIGPIPE:
+  // the run would end unrecorded and its sandbox unsupervised. Writes fail with EPIPE instead.
+  // Everything cagent starts gets the default back (process.cc before the sandboxed execve,
+  // run/git.cc for git).
+  std::signal(SIGPIPE, SIG_IGN);
   // Every message cagent prints goes to stderr as "cagent: ..."; stdout belongs to the command
   // and to --json.
   // Multi-threaded sink: `cagent run` and `cagent agent` log from the broker's thread too.

@@ -96,7 +96,15 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
   posix_spawnattr_t attr;
   ::posix_spawnattr_init(&attr);
   ::posix_spawnattr_setpgroup(&attr, 0);
-  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  // git starts with default signal dispositions and nothing blocked (cagent ignores SIGPIPE).
+  sigset_t all;
+  ::sigfillset(&all);
+  ::posix_spawnattr_setsigdefault(&attr, &all);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::posix_spawnattr_setsigmask(&attr, &none);
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+                                        POSIX_SPAWN_SETSIGMASK);
   pid_t pid = -1;
   const int rc = ::posix_spawnp(&pid, "git", &actions, &attr, cargv.data(), cenv.data());
   ::posix_spawn_file_actions_destroy(&actions);

@@ -367,6 +367,26 @@ TEST_F(RunTest, AProfileWithoutVerifyCommandsIsRefusedUnlessAllowed) {
   ExpectRepoUntouched();
 }
 
+TEST_F(RunTest, AClosedOutputPipeDoesNotKillTheRun) {
+  // `cagent run ... | head -c 1`: head exits after one byte, and every later write of cagent's
+  // fails. With SIGPIPE at its default the first one killed cagent mid-run, leaving no result.
+  // Without --json: the progress lines on stderr are what cagent writes while it runs.
+  std::vector<std::string> args =
+      RunArgs(ReadFile(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/session.jsonl"), {});
+  std::erase(args, std::string("--json"));
+  std::string cmd = "env XDG_STATE_HOME=" + state_;
+  for (const std::string& a : Harness::Get().CagentArgv(args)) cmd += " '" + a + "'";
+  cmd += " 2>&1 | head -c 1 > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<fs::path> runs;
+  for (const auto& e : fs::directory_iterator(state_ + "/cagent/runs")) runs.push_back(e.path());
+  ASSERT_EQ(runs.size(), 1U);
+  const json res = json::parse(ReadFile(runs[0].string() + "/result.json"), nullptr, false);
+  ASSERT_TRUE(res.is_object()) << "the run ended without its result.json";
+  EXPECT_EQ(res["status"], "completed");
+  ExpectRepoUntouched();
+}
+
 TEST_F(RunTest, ADirtyRepositoryIsRefusedWithAHint) {
   WriteFile(repo_ + "/calc.py", "dirty\n");
   const RunResult r = Run(Turn(json::array({Call("finish", {{"summary", "x"}})})));
