@@ -117,6 +117,23 @@ struct LaunchSpec {
   ResourceLimits limits;
   // memory/pids/cpu limits for a cgroup v2 child; applied only when some are set.
   CgroupLimits cgroup_limits;
+  // Host-side guards of what the sandbox leaves behind for the host (issue #13), both on by default
+  // for every sandbox (exec, the agent's, verification). They are not layers: they act on the host,
+  // before the launch and after the exit, not on the sandbox's kernel view.
+  //
+  // guard_git_metadata (launcher/git_guard.h): in each writable tree, the git metadata through
+  // which a later host git finds its repository and configuration (commondir, config,
+  // config.worktree, info/, hooks/, worktrees/, modules/, objects/info/alternates; `.git` files)
+  // is a read-only mount point inside, placeholders created where the names are absent; `.git`
+  // entries the command created or replaced are reported (SandboxOutcome::planted_repositories).
+  // Needs the mount view: with the fs layer off there is nothing to mount into.
+  bool guard_git_metadata = true;
+  // guard_privileged_files (launcher/leftovers.h): regular files in the writable trees that gained
+  // S_ISUID/S_ISGID or a security.capability attribute while the sandbox ran lose them after it
+  // exits, and each is reported (SandboxOutcome::cleared_files). The seccomp layer refuses the
+  // bits where it can see them; this catches every other route (openat2, a disabled layer).
+  bool guard_privileged_files = true;
+
   // Layers whose absence is accepted (reported as a downgrade) instead of refusing to run:
   // kLandlock (a kernel without Landlock, or without its newer rights), kCgroupLimits (no delegated
   // cgroup with the controllers `cgroup_limits` needs). Everything else always fails closed.

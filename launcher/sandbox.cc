@@ -4,8 +4,13 @@
 //
 // Parent (cagent)                          Child (becomes the sandbox's pid 1)
 // ---------------------------------------  --------------------------------------------------
-// prepare: validate spec, id maps, mount
-//   plan, capability state, exec plan
+// prepare: validate spec; snapshot the
+//   writable trees (leftovers) and guard
+//   their git metadata (git_guard: host
+//   placeholders, extra binds) — before the
+//   mount plan, which carries those binds;
+//   id maps, mount plan, capability state,
+//   exec plan
 // clone(NEWUSER|NEWNS|NEWPID|NEWNET|NEWIPC|
 //       NEWUTS)  ─────────────────────────▶  1. PR_SET_PDEATHSIG(SIGKILL): dies with cagent
 //                                          2. close every inherited fd but the two pipes;
@@ -28,6 +33,9 @@
 //                                         11. init: setsid, signalfd, fork the command
 // supervise: forward signals, enforce the      └─ command: setsid, chdir, close fds, execve
 //   wall-clock limit, read reports, reap   init reaps, forwards, exits with the command's status
+// after exit: remove the git guard's placeholders (the sandbox is gone, so nothing inside can
+//   rely on them), then sweep the writable trees: planted .git entries reported, setuid bits and
+//   file capabilities cleared — after the placeholders, so the sweep sees the final tree
 //
 // Failures in the child are reported as a fixed {step, errno} record on the report pipe and the
 // child exits with kExitSetupFailed; nothing after clone allocates, throws or logs.
@@ -43,15 +51,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
 
+#include "common/terminal_text.h"
 #include "common/unique_fd.h"
 #include "launcher/caps.h"
 #include "launcher/cgroup.h"
+#include "launcher/git_guard.h"
 #include "launcher/init.h"
 #include "launcher/landlock.h"
+#include "launcher/leftovers.h"
 #include "launcher/mountns.h"
 #include "launcher/netns.h"
 #include "launcher/process.h"
@@ -263,6 +276,33 @@ SandboxOutcome SetupFailure(std::string step, const Error& error) {
   return o;
 }
 
+// The host trees the sandbox can write and that outlive it (/tmp and HOME are its own tmpfs).
+std::vector<std::string> WritableRoots(const LaunchSpec& spec) {
+  std::vector<std::string> roots;
+  if (spec.workspace_writable) roots.push_back(spec.workspace);
+  for (const std::string& p : spec.read_write_paths) {
+    const bool covered = std::any_of(roots.begin(), roots.end(), [&](const std::string& r) {
+      return p == r || (p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '/');
+    });
+    if (!covered) roots.push_back(p);
+  }
+  return roots;
+}
+
+// `spec` with the git guard's binds added: protected names read-only onto themselves, git dirs
+// and objects/ read-write onto themselves.
+LaunchSpec WithGitGuard(const LaunchSpec& spec, const GitGuard& guard) {
+  LaunchSpec out = spec;
+  auto add = [](std::vector<std::string>& list, const std::vector<std::string>& extra) {
+    for (const std::string& p : extra) {
+      if (std::find(list.begin(), list.end(), p) == list.end()) list.push_back(p);
+    }
+  };
+  add(out.read_only_paths, guard.ReadOnlyPaths());
+  add(out.read_write_paths, guard.SelfBinds());
+  return out;
+}
+
 int WaitStatusToExitCode(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -414,7 +454,29 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
 
   // ---- prepare (parent, before clone) ----
   if (auto s = ValidateLaunchSpec(spec); !s) return fail("validate launch spec", s.error());
-  auto mounts = PrepareMountPlan(spec);
+  // Host-side guards first: the git guard's binds are part of the mount plan.
+  std::optional<TreeSnapshot> before;
+  if (spec.guard_git_metadata || spec.guard_privileged_files) {
+    auto snap = SnapshotTrees(WritableRoots(spec));
+    if (!snap) return fail("inspect the writable trees", snap.error());
+    before.emplace(std::move(*snap));
+  }
+  GitGuard git_guard;  // removes its placeholders on every return below
+  std::string git_guard_summary = "off";
+  const bool can_guard_git = spec.guard_git_metadata && !spec.disabled.Has(Layer::kMountView);
+  if (spec.guard_git_metadata && !can_guard_git) {
+    git_guard_summary = "off: the mount view (fs layer) is switched off";
+  }
+  if (can_guard_git) {
+    std::vector<std::string> entries;
+    for (const auto& [path, id] : before->git_entries) entries.push_back(path);
+    auto g = GitGuard::Prepare(entries);
+    if (!g) return fail("guard the workspace's git metadata", g.error());
+    git_guard = std::move(*g);
+    git_guard_summary = git_guard.Summary();
+  }
+  const LaunchSpec view = can_guard_git ? WithGitGuard(spec, git_guard) : spec;
+  auto mounts = PrepareMountPlan(view);
   if (!mounts) return fail("prepare mount view", mounts.error());
   auto caps = CapabilityDrop::Prepare();
   if (!caps) return fail("prepare capability drop", caps.error());
@@ -425,7 +487,7 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   std::vector<std::string> downgrades;
   std::string landlock_summary = "off", seccomp_summary = "off", cgroup_summary = "not used";
   if (!spec.disabled.Has(Layer::kLandlock)) {
-    auto ruleset = LandlockRuleset::Prepare(LandlockRulesFor(spec), LandlockAbi());
+    auto ruleset = LandlockRuleset::Prepare(LandlockRulesFor(view), LandlockAbi());
     if (!ruleset) return fail("prepare Landlock rules", ruleset.error());
     for (const auto& d : ruleset->Downgrades()) downgrades.push_back(d);
     landlock_summary = ruleset->Summary().ToString();
@@ -549,6 +611,19 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   if (out.kind == SandboxOutcome::Kind::kSignaled && out.limit_hit.empty() &&
       !spec.disabled.Has(Layer::kRlimits)) {
     out.limit_hit = ExplainLimitSignal(out.signal, spec.limits);
+  }
+  // ---- after exit: the host-side guards ----
+  out.git_guard = std::move(git_guard_summary);
+  for (const std::string& note : git_guard.Finish()) out.git_guard += "; " + note;
+  if (before) {
+    LeftoverReport leftovers =
+        SweepLeftovers(*before, spec.guard_git_metadata, spec.guard_privileged_files);
+    out.planted_repositories = std::move(leftovers.planted_repositories);
+    out.cleared_files = std::move(leftovers.cleared_files);
+    out.host_findings = std::move(leftovers.findings);
+  }
+  for (const std::string& finding : out.host_findings) {
+    spdlog::warn("warning: {}", TerminalSafe(finding, TerminalLines::kOne));
   }
   return out;
 }

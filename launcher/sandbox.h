@@ -45,6 +45,17 @@ struct SandboxOutcome {
   std::uint64_t oom_kills = 0;
   // Set when the command died of a resource ceiling: which one, in words.
   std::string limit_hit;
+  // The git guard (LaunchSpec::guard_git_metadata), in words: which repositories, which
+  // placeholders; "off" when switched off.
+  std::string git_guard;
+  // What cagent found and did on the host after the sandbox exited (LaunchSpec::guard_*), one line
+  // each, unescaped: planted repositories, cleared setuid bits. Also logged as warnings on stderr
+  // (escaped) by RunSandbox. Callers put them in their JSON ("host_findings").
+  std::vector<std::string> host_findings;
+  // `.git` entries the command created or replaced in the writable trees (absolute paths).
+  std::vector<std::string> planted_repositories;
+  // Files whose setuid/setgid bits or file capabilities were removed (absolute paths).
+  std::vector<std::string> cleared_files;
 };
 
 inline constexpr int kExitTimedOut = 124;
@@ -52,7 +63,9 @@ inline constexpr int kExitTimedOut = 124;
 // Builds the sandbox, runs spec.argv inside it and waits for it to end. Runs in cagent (the
 // parent). While it runs, SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to cagent are forwarded to the command
 // (a second SIGINT or SIGTERM kills the whole sandbox). The caller's signal mask is restored on
-// return. Never returns an error Result for failures inside the sandbox: those are outcomes; an
+// return. Before the launch and after the exit it applies the host-side guards of the spec
+// (guard_git_metadata, guard_privileged_files) to the writable trees; see SandboxOutcome's
+// host_findings. Never returns an error Result for failures inside the sandbox: those are outcomes; an
 // error Result means cagent itself could not proceed (e.g. out of memory).
 Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec);
 

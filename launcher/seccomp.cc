@@ -5,7 +5,9 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -58,7 +60,49 @@ constexpr ArgumentRuled kArgumentRuled[] = {
     {"ioctl", [](const SeccompPolicy& p) { return !p.denied_ioctls.empty(); }, "denied_ioctls"},
     {"socket", [](const SeccompPolicy&) { return true; }, "socket_families"},
     {"socketpair", [](const SeccompPolicy&) { return true; }, "socket_families"},
+    {"chmod", [](const SeccompPolicy& p) { return p.deny_privileged_modes; },
+     "deny_privileged_modes"},
+    {"fchmod", [](const SeccompPolicy& p) { return p.deny_privileged_modes; },
+     "deny_privileged_modes"},
+    {"fchmodat", [](const SeccompPolicy& p) { return p.deny_privileged_modes; },
+     "deny_privileged_modes"},
+    {"fchmodat2", [](const SeccompPolicy& p) { return p.deny_privileged_modes; },
+     "deny_privileged_modes"},
+    {"creat", [](const SeccompPolicy& p) { return p.deny_privileged_modes; },
+     "deny_privileged_modes"},
+    {"open", [](const SeccompPolicy& p) { return p.deny_privileged_modes; },
+     "deny_privileged_modes"},
+    {"openat", [](const SeccompPolicy& p) { return p.deny_privileged_modes; },
+     "deny_privileged_modes"},
+    {"mkdir", [](const SeccompPolicy& p) { return p.deny_privileged_modes; },
+     "deny_privileged_modes"},
+    {"mkdirat", [](const SeccompPolicy& p) { return p.deny_privileged_modes; },
+     "deny_privileged_modes"},
+    {"mknod", [](const SeccompPolicy& p) { return p.deny_privileged_modes; },
+     "deny_privileged_modes"},
+    {"mknodat", [](const SeccompPolicy& p) { return p.deny_privileged_modes; },
+     "deny_privileged_modes"},
 };
+
+// The system calls that take a file mode, with the index of the mode argument and, for open and
+// openat, of the flags argument (the mode means something only with O_CREAT or O_TMPFILE; without
+// them it is whatever was in the register). openat2(2) is absent: its mode and flags sit in a
+// struct open_how that seccomp cannot read (see deny_privileged_modes).
+struct ModeCall {
+  const char* name;
+  unsigned mode_arg;
+  int flags_arg;  // -1: the mode always applies
+};
+constexpr ModeCall kModeCalls[] = {
+    {"chmod", 1, -1},  {"fchmod", 1, -1}, {"fchmodat", 2, -1}, {"fchmodat2", 2, -1},
+    {"creat", 1, -1},  {"mkdir", 1, -1},  {"mkdirat", 2, -1},  {"mknod", 1, -1},
+    {"mknodat", 2, -1}, {"open", 2, 1},   {"openat", 3, 2},
+};
+// O_TMPFILE includes O_DIRECTORY; the bit of its own is what marks an unnamed file.
+constexpr std::uint64_t kTmpfileBit = static_cast<std::uint64_t>(O_TMPFILE & ~O_DIRECTORY);
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452  // Linux 6.6, the same number on every architecture
+#endif
 
 scmp_arg_cmp Cmp(unsigned arg, scmp_compare op, std::uint64_t a, std::uint64_t b = 0) {
   scmp_arg_cmp c{};
@@ -201,6 +245,9 @@ class Builder {
     }
     if (!policy.denied_ioctls.empty()) {
       if (auto s = DenyIoctls(policy.denied_ioctls); !s) return s;
+    }
+    if (policy.deny_privileged_modes) {
+      if (auto s = DenyPrivilegedModes(policy.reject_foreign_abis); !s) return s;
     }
     return RestrictSockets(policy.socket_families);
   }
@@ -371,6 +418,45 @@ class Builder {
     return Ok{};
   }
 
+  // A root caller's sandbox is uid 0 over files the host's root owns; with every capability
+  // dropped it still may chmod its own files, so `chmod u+s` would leave a setuid-root executable
+  // in the workspace for a later host step to run. Each mode bit gets its own rule because rules
+  // for one call are alternatives (OR) and a rule may compare each argument once.
+  Status DenyPrivilegedModes(bool native_only) {
+    constexpr std::uint64_t kBits[] = {S_ISUID, S_ISGID};
+    for (const ModeCall& call : kModeCalls) {
+      int nr = seccomp_syscall_resolve_name(call.name);
+      // libseccomp 2.5.4 predates fchmodat2 (Linux 6.6); the kernel's number is known here.
+      if (nr == __NR_SCMP_ERROR && std::strcmp(call.name, "fchmodat2") == 0) nr = __NR_fchmodat2;
+      if (nr == __NR_SCMP_ERROR) {
+        return PlainError("resolve system call",
+                          std::string("libseccomp does not know '") + call.name + "'");
+      }
+      if (nr < 0 && native_only) continue;  // e.g. open(2) and mkdir(2) do not exist on aarch64
+      for (const std::uint64_t bit : kBits) {
+        std::vector<std::vector<scmp_arg_cmp>> rules;
+        if (call.flags_arg < 0) {
+          rules.push_back({Masked(call.mode_arg, bit, bit)});
+        } else {
+          const auto flags = static_cast<unsigned>(call.flags_arg);
+          for (const std::uint64_t creates : {static_cast<std::uint64_t>(O_CREAT), kTmpfileBit}) {
+            rules.push_back({Masked(flags, creates, creates), Masked(call.mode_arg, bit, bit)});
+          }
+        }
+        for (const auto& cmps : rules) {
+          const int rc = seccomp_rule_add_array(ctx_, SCMP_ACT_ERRNO(EPERM), nr,
+                                                static_cast<unsigned>(cmps.size()), cmps.data());
+          if (rc < 0) return ErrnoError(std::string("seccomp_rule_add ") + call.name, -rc);
+        }
+      }
+    }
+    summary_.push_back(
+        "chmod, fchmod, fchmodat, fchmodat2, creat, mkdir, mkdirat, mknod, mknodat, and open/openat "
+        "with O_CREAT or O_TMPFILE: EPERM when the mode has S_ISUID or S_ISGID (openat2 is left to "
+        "the host-side sweep)");
+    return Ok{};
+  }
+
   // Rules for socket(2) and socketpair(2), whose arguments are (family, type, protocol).
   Status RestrictSockets(const std::vector<SocketFamilyRule>& rules) {
     std::vector<std::string> described;
@@ -486,6 +572,7 @@ SeccompPolicy DefaultSeccompPolicy(bool allow_inet) {
   // Route netlink only: glibc's getifaddrs and if_nameindex, `ip`. Not audit, uevents, etc.
   p.socket_families.push_back({AF_NETLINK, {}, {NETLINK_ROUTE}});
   p.denied_ioctls = {TIOCSTI, TIOCLINUX};
+  p.deny_privileged_modes = true;
   return p;
 }
 

@@ -52,7 +52,8 @@ struct SeccompPolicy {
   // newer than the installed libseccomp); a name that exists only on other architectures ("umount"
   // on x86_64) is skipped on this one and listed by SeccompFilter::SkippedSyscalls().
   // Must not name a system call that another field restricts by argument (clone, clone3,
-  // personality, ioctl, socket, socketpair): Prepare rejects the ambiguity.
+  // personality, ioctl, socket, socketpair; chmod, open, mkdir and the other mode-taking calls of
+  // deny_privileged_modes): Prepare rejects the ambiguity.
   std::vector<std::string> denied_syscalls;
 
   // The allow-list of socket families, at most one rule per family. socket(2) and socketpair(2)
@@ -73,6 +74,16 @@ struct SeccompPolicy {
   // ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, ...) fails with EPERM.
   bool restrict_personality = true;
 
+  // No setuid or setgid bit from inside: chmod, fchmod, fchmodat, fchmodat2 with S_ISUID or S_ISGID
+  // in the mode, and creat, mkdir, mkdirat, mknod, mknodat, open and openat (the last two with
+  // O_CREAT or O_TMPFILE) with either bit in the creation mode, fail with EPERM. Ordinary modes
+  // are untouched. openat2(2) is not ruled: its mode and flags sit in a struct seccomp cannot
+  // read, and the agent's file tools depend on it; a file created through it with a privileged
+  // mode loses the bit on its first write or truncate (the kernel's file_remove_privs, since the
+  // sandbox holds no CAP_FSETID), and the host-side sweep after the sandbox (leftovers.h) clears
+  // whatever remains. Restricts the calls named in kModeCalls by argument.
+  bool deny_privileged_modes = true;
+
   // true: only this machine's native ABI (x86_64 on x86_64, also excluding x32); a system call
   // through any other ABI kills the process with SIGSYS. false: the compatibility ABIs this
   // machine can run (x86 and x32 on x86_64, arm on aarch64) are added to the filter with the same
@@ -88,7 +99,7 @@ struct SeccompPolicy {
 // and TIOCLINUX; personality flags; foreign ABIs. Socket families: AF_UNIX always; AF_NETLINK
 // with NETLINK_ROUTE only (glibc's getifaddrs, `ip`); AF_INET and AF_INET6 only when `allow_inet`,
 // with SOCK_STREAM and SOCK_DGRAM (never SOCK_RAW or the obsolete SOCK_PACKET) and protocols 0,
-// TCP, UDP and ICMP / ICMPv6 (ping sockets). Pure.
+// TCP, UDP and ICMP / ICMPv6 (ping sockets); setuid/setgid modes (deny_privileged_modes). Pure.
 SeccompPolicy DefaultSeccompPolicy(bool allow_inet);
 
 // A syscall name with its number on this machine's native architecture.
