@@ -3,16 +3,18 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 
 #include "common/unique_fd.h"
-
-extern char** environ;  // NOLINT(readability-redundant-declaration)
 
 namespace cagent::launcher::run {
 namespace {
@@ -23,6 +25,83 @@ std::string JoinArgs(const std::vector<std::string>& args) {
   std::string out = "git";
   for (const auto& a : args) out += " " + a;
   return out;
+}
+
+// What the child needs, all prepared before fork (nothing is allocated after it).
+struct ChildPlan {
+  const char* path = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  const char* cwd = nullptr;
+  int fds[3] = {-1, -1, -1};  // become 0, 1, 2
+  int exec_fd = -1;            // {step, errno} goes here when exec fails
+  pid_t parent = -1;
+  struct Limit {
+    int resource;
+    struct rlimit value;
+  };
+  Limit limits[4] = {};
+};
+
+[[noreturn]] void ChildFail(const ChildPlan& plan, int step) {
+  const int record[2] = {step, errno};
+  (void)!::write(plan.exec_fd, record, sizeof(record));
+  ::_exit(127);
+}
+
+// In the child after fork: async-signal-safe calls only (no allocation, no locks, no exceptions).
+[[noreturn]] void ChildExec(const ChildPlan& plan) {
+  (void)::setpgid(0, 0);
+  // Dies with cagent; if cagent is already gone, do not run at all.
+  (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != plan.parent) ::_exit(127);
+  // Default dispositions, nothing blocked (cagent ignores SIGPIPE; git must not inherit that).
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) (void)::sigaction(sig, &dfl, nullptr);
+  }
+  sigset_t none;
+  ::sigemptyset(&none);
+  (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (const auto& l : plan.limits) {
+    if (::setrlimit(l.resource, &l.value) != 0) ChildFail(plan, 1);
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (::dup2(plan.fds[i], i) < 0) ChildFail(plan, 0);
+  }
+  if (::chdir(plan.cwd) != 0) ChildFail(plan, 2);
+  ::execve(plan.path, plan.argv, plan.envp);
+  ChildFail(plan, 3);
+}
+
+// Moves an fd above 0..2 (cagent may have been started with a standard stream closed), keeping
+// O_CLOEXEC; -1 stays -1.
+int AboveStdio(int fd) {
+  if (fd < 0 || fd > 2) return fd;
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  ::close(fd);
+  return moved;
+}
+
+// git's absolute path, from PATH, resolved before fork (execvpe is not async-signal-safe).
+Result<std::string> FindGit(const std::string& path) {
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const auto end = std::min(path.find(':', start), path.size());
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    const std::string candidate = dir + "/git";
+    struct stat st {};
+    if (dir[0] == '/' && ::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = end + 1;
+  }
+  Error e = ErrnoError("run git", ENOENT);
+  e.detail = "git is not installed or not on PATH (" + path + ")";
+  return e;
 }
 
 }  // namespace
@@ -55,6 +134,32 @@ std::vector<std::string> HardeningOptions() {
           "-c", "commit.gpgSign=false"};
 }
 
+std::string_view NeutralAttributesLine() {
+  // "!name" is "unspecified" and, being in the file of highest precedence, it is what git uses
+  // (attr.c fills each attribute from the first file that mentions it, macros included): in-tree
+  // "* text eol=crlf", "ident", "working-tree-encoding=UTF-16", "-whitespace", "binary" or a
+  // "[attr]" macro setting them change nothing cagent records, checks or checks out.
+  return "* !text !eol !crlf !ident !filter !diff !merge !working-tree-encoding !whitespace "
+         "!conflict-marker-size !export-ignore !export-subst !delta !binary\n";
+}
+
+Status NeutraliseAttributes(const std::string& git_dir) {
+  const std::string info = git_dir + "/info";
+  if (::mkdir(info.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError("mkdir " + info);
+  const std::string path = info + "/attributes";
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return ErrnoError("open " + path);
+  const std::string_view line = NeutralAttributesLine();
+  std::size_t off = 0;
+  while (off < line.size()) {
+    const ssize_t n = ::write(fd.get(), line.data() + off, line.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ErrnoError("write " + path);
+    off += static_cast<std::size_t>(n);
+  }
+  return Ok{};
+}
+
 Result<GitResult> RunGit(const GitInvocation& inv) {
   std::vector<std::string> argv = {"git"};
   for (auto& opt : HardeningOptions()) argv.push_back(std::move(opt));
@@ -69,9 +174,14 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
       "GIT_OPTIONAL_LOCKS=0",   "GIT_PAGER=cat",               "PAGER=cat",
       "GIT_ATTR_NOSYSTEM=1",    "GIT_NO_REPLACE_OBJECTS=1",    "GIT_ASKPASS=/bin/false",
       "SSH_ASKPASS=/bin/false", "LC_ALL=C",                     "TZ=UTC",
+      "GIT_PROTOCOL_FROM_USER=0", "GIT_NO_LAZY_FETCH=1",
       "HOME=" + (inv.home.empty() ? std::string("/nonexistent") : inv.home)};
-  const char* path = std::getenv("PATH");
-  env.push_back(std::string("PATH=") + (path != nullptr ? path : "/usr/bin:/bin"));
+  if (!inv.index_file.empty()) env.push_back("GIT_INDEX_FILE=" + inv.index_file);
+  const char* path_env = std::getenv("PATH");
+  const std::string path = path_env != nullptr && *path_env != '\0' ? path_env : "/usr/bin:/bin";
+  env.push_back("PATH=" + path);
+  auto git_path = FindGit(path);
+  if (!git_path) return git_path.error();
 
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
@@ -79,63 +189,103 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
   std::vector<char*> cenv;
   for (auto& e : env) cenv.push_back(e.data());
   cenv.push_back(nullptr);
-
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return ErrnoError("pipe2");
-  UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return ErrnoError("pipe2");
-  UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
-
-  posix_spawn_file_actions_t actions;
-  ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  ::posix_spawn_file_actions_adddup2(&actions, out_w.get(), 1);
-  ::posix_spawn_file_actions_adddup2(&actions, err_w.get(), 2);
   const std::string cwd = inv.cwd.empty() ? "/" : inv.cwd;
-  ::posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-  posix_spawnattr_t attr;
-  ::posix_spawnattr_init(&attr);
-  ::posix_spawnattr_setpgroup(&attr, 0);
-  // git starts with default signal dispositions and nothing blocked (cagent ignores SIGPIPE).
-  sigset_t all;
-  ::sigfillset(&all);
-  ::posix_spawnattr_setsigdefault(&attr, &all);
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::posix_spawnattr_setsigmask(&attr, &none);
-  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                        POSIX_SPAWN_SETSIGMASK);
-  pid_t pid = -1;
-  const int rc = ::posix_spawnp(&pid, "git", &actions, &attr, cargv.data(), cenv.data());
-  ::posix_spawn_file_actions_destroy(&actions);
-  ::posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    Error e = ErrnoError("run git", rc);
-    if (rc == ENOENT) e.detail = "git is not installed or not on PATH";
-    return e;
+
+  // Every fd the child dup2()s from is above 2, so no dup2 overwrites a later one's source.
+  int out_pipe[2], err_pipe[2], exec_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return ErrnoError("pipe2");
+  UniqueFd out_r(out_pipe[0]), out_w(AboveStdio(out_pipe[1]));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return ErrnoError("pipe2");
+  UniqueFd err_r(err_pipe[0]), err_w(AboveStdio(err_pipe[1]));
+  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) return ErrnoError("pipe2");
+  UniqueFd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
+  UniqueFd null_in(AboveStdio(::open("/dev/null", O_RDONLY | O_CLOEXEC)));
+  if (!out_w.valid() || !err_w.valid() || !null_in.valid()) return ErrnoError("prepare git's fds");
+
+  ChildPlan plan;
+  plan.path = git_path->c_str();
+  plan.argv = cargv.data();
+  plan.envp = cenv.data();
+  plan.cwd = cwd.c_str();
+  plan.fds[0] = null_in.get();
+  plan.fds[1] = out_w.get();
+  plan.fds[2] = err_w.get();
+  plan.exec_fd = exec_w.get();
+  plan.parent = ::getpid();
+  plan.limits[0] = {RLIMIT_AS, {inv.max_memory, inv.max_memory}};
+  plan.limits[1] = {RLIMIT_CPU, {inv.max_cpu_seconds, inv.max_cpu_seconds + 5}};
+  plan.limits[2] = {RLIMIT_FSIZE, {inv.max_file_size, inv.max_file_size}};
+  plan.limits[3] = {RLIMIT_CORE, {0, 0}};
+  // Never above what cagent itself was given: raising a hard limit needs privilege, and a caller's
+  // tighter limit stays in force.
+  for (auto& l : plan.limits) {
+    struct rlimit now {};
+    if (::getrlimit(l.resource, &now) != 0) continue;
+    l.value.rlim_max = std::min(l.value.rlim_max, now.rlim_max);
+    l.value.rlim_cur = std::min(l.value.rlim_cur, l.value.rlim_max);
   }
+
+  const pid_t pid = ::fork();
+  if (pid < 0) return ErrnoError("fork (to run git)");
+  if (pid == 0) ChildExec(plan);  // never returns
+  // Both sides set the group, so a kill(-pid) right after fork cannot miss the child.
+  (void)::setpgid(pid, pid);
   out_w.Reset();
   err_w.Reset();
+  exec_w.Reset();
+  null_in.Reset();
+
+  // The child writes {step, errno} when it could not exec; EOF means execve succeeded.
+  int failure[2] = {0, 0};
+  ssize_t got = 0;
+  do {
+    got = ::read(exec_r.get(), failure, sizeof(failure));
+  } while (got < 0 && errno == EINTR);
+  if (got == static_cast<ssize_t>(sizeof(failure))) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    static constexpr std::array<const char*, 4> kSteps = {"set up", "set a limit on", "chdir for",
+                                                          "execute"};
+    const std::string step = kSteps[static_cast<std::size_t>(failure[0]) % kSteps.size()];
+    Error e = ErrnoError(step + " git (" + *git_path + ", in " + cwd + ")", failure[1]);
+    if (failure[0] == 2) e.detail = "the working directory is missing or not accessible";
+    return e;
+  }
 
   GitResult result;
   const auto deadline = Clock::now() + inv.timeout;
-  bool flooded = false, timed_out = false;
+  bool flooded = false, timed_out = false, exited = false;
+  int status = 0;
   std::array<char, 65536> buf{};
   bool out_open = true, err_open = true;
-  while (out_open || err_open) {
+  // Until git has exited and both pipes are closed (a process git started may hold them), or the
+  // deadline. git closing its output and then hanging is covered too: exit is polled.
+  while (out_open || err_open || !exited) {
+    if (!exited) {
+      const pid_t w = ::waitpid(pid, &status, WNOHANG);
+      if (w == pid) exited = true;
+      if (exited && !out_open && !err_open) break;
+    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
     }
+    long long wait_ms = std::min<long long>(left.count(), 1 << 30);
+    if (!exited) wait_ms = std::min<long long>(wait_ms, 50);
     struct pollfd fds[2] = {{out_open ? out_r.get() : -1, POLLIN, 0},
                             {err_open ? err_r.get() : -1, POLLIN, 0}};
-    const int ready = ::poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+    const int ready = ::poll(fds, 2, static_cast<int>(wait_ms));
     if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) break;
+    if (ready < 0) {
+      timed_out = true;  // cannot watch it any more: treat as a hang, kill and report
+      break;
+    }
     for (int i = 0; i < 2; ++i) {
       if (fds[i].revents == 0) continue;
       const ssize_t n = ::read(fds[i].fd, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         (i == 0 ? out_open : err_open) = false;
         continue;
@@ -145,13 +295,16 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
       sink.append(buf.data(), static_cast<size_t>(n));
       if (i == 0 && sink.size() > inv.max_output) {
         flooded = true;
-        out_open = err_open = false;
+        break;
       }
     }
+    if (flooded) break;
   }
-  if (timed_out || flooded) ::kill(-pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  // Whatever git started goes with it (a hung helper, a pager someone configured anyway). Before git
+  // is reaped its zombie keeps the group id reserved; after, a member holding the pipes does.
+  if (!exited || timed_out || flooded) ::kill(-pid, SIGKILL);
+  while (!exited) {
+    if (::waitpid(pid, &status, 0) == pid || errno != EINTR) exited = true;
   }
   if (timed_out) {
     return PlainError(JoinArgs(inv.args),
@@ -162,6 +315,17 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
                       "produced more than " + std::to_string(inv.max_output) + " bytes of output");
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    result.err += std::string(result.err.empty() || result.err.back() == '\n' ? "" : "\n") +
+                  "git was killed by signal " + std::to_string(sig) +
+                  (sig == SIGXCPU || sig == SIGKILL ? " (its CPU time limit of " +
+                                                          std::to_string(inv.max_cpu_seconds) +
+                                                          " s, or killed)"
+                   : sig == SIGXFSZ ? " (its file size limit of " +
+                                          std::to_string(inv.max_file_size >> 20) + " MiB)"
+                                    : std::string());
+  }
   return result;
 }
 

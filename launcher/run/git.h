@@ -14,11 +14,22 @@
 //   - diff commands with --no-ext-diff --no-textconv --no-color.
 // Filter drivers (clean/smudge/process) come only from config, and no config cagent did not write
 // is read for the trusted git dir: an attribute naming a filter in the workspace selects nothing.
+// Attributes that need no driver (text, eol, ident, working-tree-encoding, whitespace, diff) would
+// still change what git records or checks out; NeutraliseAttributes() writes the trusted git dir's
+// info/attributes, which outranks every in-tree .gitattributes (git 2.39 has no GIT_ATTR_SOURCE).
+//
+// Every git is also bounded, whatever it is pointed at: it runs in its own process group with
+// RLIMIT_AS, RLIMIT_CPU, RLIMIT_FSIZE and RLIMIT_CORE=0 set in the child before exec, a wall-clock
+// timeout after which the whole group is killed, a cap on the output kept, and SIGKILL when cagent
+// dies (PR_SET_PDEATHSIG). A planted ref that is a symlink to /dev/zero makes git read until it runs
+// out of memory (seen with git 2.39: "fatal: Out of memory, realloc failed"); the limit turns that
+// into a failed call instead of a host out of memory.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -31,8 +42,12 @@ struct GitInvocation {
   std::string work_tree;          // --work-tree (empty: none)
   std::string cwd;                // working directory (empty: "/")
   std::string home;               // an empty directory used as HOME (empty: "/nonexistent")
+  std::string index_file;         // GIT_INDEX_FILE (empty: git's default for git_dir)
   std::uint64_t max_output = 256ULL << 20;  // stdout beyond this fails the call
-  std::chrono::milliseconds timeout{600000};
+  std::chrono::milliseconds timeout{600000};  // wall clock; then the process group is killed
+  std::uint64_t max_memory = 4ULL << 30;      // RLIMIT_AS of git (and what it starts)
+  std::uint64_t max_cpu_seconds = 600;        // RLIMIT_CPU soft limit (SIGXCPU; hard = soft + 5)
+  std::uint64_t max_file_size = 4ULL << 30;   // RLIMIT_FSIZE: the largest file git may write
 };
 
 struct GitResult {
@@ -41,13 +56,26 @@ struct GitResult {
   std::string err;
 };
 
-// Runs git to completion. An error Result when git could not be run, timed out or flooded;
-// a non-zero exit is a GitResult (callers decide).
+// Runs git to completion. Runs in cagent (any thread; it blocks that thread until git and its
+// process group are done or killed). git is started with fork+execve: everything it needs (argv,
+// environment, the resolved path of git, the fds) is prepared before fork, and the child runs only
+// async-signal-safe calls. The child gets /dev/null as stdin and pipes as stdout/stderr; no other
+// descriptor of cagent's (all are O_CLOEXEC). An error Result when git could not be run, timed out
+// or flooded; a non-zero exit (also death by a limit's signal, as 128+N) is a GitResult.
 Result<GitResult> RunGit(const GitInvocation& invocation);
 // RunGit, and a non-zero exit becomes an error naming the command and git's stderr.
 Result<std::string> GitOutput(const GitInvocation& invocation);
 
 // The options RunGit puts before the caller's arguments (exposed for tests and the docs).
 std::vector<std::string> HardeningOptions();
+
+// The line NeutraliseAttributes writes: every attribute that changes content, checkout or the
+// patch check, set to "unspecified" (git's defaults, core.autocrlf is not set).
+std::string_view NeutralAttributesLine();
+
+// Writes <git_dir>/info/attributes = NeutralAttributesLine() (replacing what is there). Runs in
+// cagent, on cagent's own git dir only: $GIT_DIR/info/attributes has the highest precedence, so no
+// .gitattributes in a work tree or in a tree git reads can select a conversion.
+Status NeutraliseAttributes(const std::string& git_dir);
 
 }  // namespace cagent::launcher::run

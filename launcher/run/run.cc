@@ -133,7 +133,13 @@ json RunRecord::ToJson() const {
                       {"exit_code", v.exit_code},
                       {"duration_ms", v.duration.count()},
                       {"log", v.log_path},
-                      {"detail", v.detail}});
+                      {"detail", v.detail},
+                      {"tree", v.tree}});
+  }
+  // The tree verification ran on (a fresh checkout of base + patch), "" when nothing ran.
+  std::string verified_tree;
+  for (const auto& v : verification) {
+    if (!v.tree.empty()) verified_tree = v.tree;
   }
   json pending = nullptr;
   if (needs_approval) {
@@ -165,10 +171,13 @@ json RunRecord::ToJson() const {
         {"bytes", patch.patch.size()},
         {"file", run_dir + "/patch.diff"},
         {"diff_check_clean", patch.check_clean},
-        {"diff_check", patch.check_output}}},
+        {"diff_check", patch.check_output},
+        {"tree", patch.tree}}},
       {"changed_files", files},
       {"violations", broken},
       {"verification", verify},
+      {"verified_tree", verified_tree},
+      {"verify_tree", verified_tree.empty() ? std::string() : run_dir + "/verify-tree"},
       {"usage", UsageJson(used)},
       {"budgets", BudgetsJson(budgets)},
       {"denials", denials},
@@ -407,10 +416,27 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
     return finish(RunState::kFailed, why);
   }
 
-  // ---- verifying ----
+  // ---- verifying: a fresh checkout of base + patch, never the agent's workspace ----
   transition(RunState::kVerifying, "");
+  auto tree = MakeVerifyTree(layout, rec.base_commit, rec.run_dir + "/patch.diff", rec.patch.tree);
+  if (!tree) {
+    rec.verification = PlannedVerification(*policy);
+    for (auto& v : rec.verification) {
+      v.status = VerifyEntry::Status::kInfrastructure;
+      v.detail = "no verification tree: " + tree.error().Message();
+    }
+    return finish(RunState::kFailed, "verification: could not make a fresh checkout of base + "
+                                     "patch: " + tree.error().Message());
+  }
+  {
+    broker::AuditEvent e;
+    e.actor = "cagent";
+    e.event = "verify_tree";
+    e.detail = {{"tree", tree->tree}, {"base_commit", tree->base_commit}, {"path", tree->dir}};
+    log.Append(e);
+  }
   ProfileContext ctx{CallerHome(), CallerEnviron()};
-  rec.verification = RunVerification(*policy, layout.workspace, rec.run_dir + "/logs", ctx,
+  rec.verification = RunVerification(*policy, *tree, rec.run_dir + "/logs", ctx,
                                      [&](const std::string& command) {
                                        report([&](RunProgress& p) {
                                          p.last_action = "verify: " + command;
@@ -423,7 +449,8 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
     e.detail = {{"command", v.command},
                 {"status", VerifyStatusName(v.status)},
                 {"exit_code", v.exit_code},
-                {"duration_ms", v.duration.count()}};
+                {"duration_ms", v.duration.count()},
+                {"tree", v.tree}};
     log.Append(e);
   }
   for (const auto& v : rec.verification) {

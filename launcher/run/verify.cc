@@ -40,7 +40,7 @@ std::vector<VerifyEntry> PlannedVerification(const policy::Policy& policy) {
   return out;
 }
 
-std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const std::string& workspace,
+std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const VerifyTree& tree,
                                          const std::string& logs_dir, const ProfileContext& ctx,
                                          const std::function<void(const std::string&)>& on_start) {
   std::vector<VerifyEntry> out = PlannedVerification(policy);
@@ -50,6 +50,7 @@ std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const std
     char name[32];
     std::snprintf(name, sizeof(name), "%02zu-verify.log", i + 1);
     e.log_path = logs_dir + "/" + name;
+    e.tree = tree.tree;
     if (on_start) on_start(v.command);
 
     UniqueFd log(::open(e.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
@@ -60,7 +61,7 @@ std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const std
       e.detail = "cannot open the log file " + e.log_path;
       continue;
     }
-    auto built = SpecFromPolicy(policy, workspace, {"/bin/sh", "-c", v.command}, ctx);
+    auto built = SpecFromPolicy(policy, tree.dir, {"/bin/sh", "-c", v.command}, ctx);
     if (!built) {
       e.status = VerifyEntry::Status::kInfrastructure;
       e.detail = "could not build the sandbox: " + built.error().Message();

@@ -1,6 +1,9 @@
-// Verification: the profile's trusted commands, each in a fresh sandbox over the (hostile)
-// workspace, each with its own timeout and log file. Runs in cagent (trusted). The agent cannot
-// choose, change or skip them: they come from the compiled profile only.
+// Verification: the profile's trusted commands, each in a fresh sandbox over the verification tree
+// (a fresh checkout of base + the captured patch, checkout.h — never the agent's workspace), each
+// with its own timeout and log file. Runs in cagent (trusted). The agent cannot choose, change or
+// skip them: they come from the compiled profile only. The commands share the one tree, in order
+// (a build step's output is there for the test step); what they run is the patch's code, so the
+// tree is hostile once they have run, like a workspace.
 #pragma once
 
 #include <chrono>
@@ -10,6 +13,7 @@
 
 #include "common/result.h"
 #include "launcher/profile_spec.h"
+#include "launcher/run/checkout.h"
 #include "policy/ir.h"
 
 namespace cagent::launcher::run {
@@ -21,6 +25,7 @@ struct VerifyEntry {
   int exit_code = -1;
   std::chrono::milliseconds duration{0};
   std::string log_path;  // the command's stdout+stderr
+  std::string tree;      // the git tree id it ran on (VerifyTree::tree); "" = not run on one
   std::string detail;    // why, in words ("exit status 1", "timed out after 300 s", ...)
 };
 std::string_view VerifyStatusName(VerifyEntry::Status status);  // "passed", "failed", ...
@@ -30,7 +35,8 @@ std::vector<VerifyEntry> PlannedVerification(const policy::Policy& policy);
 
 // Runs every verify command in order (all of them: a failure does not hide the next one's
 // result). `logs_dir` must exist; logs are NN-verify.log. `on_start` is told each command.
-std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const std::string& workspace,
+// Each entry records `tree.tree` as the tree it ran on.
+std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const VerifyTree& tree,
                                          const std::string& logs_dir, const ProfileContext& ctx,
                                          const std::function<void(const std::string&)>& on_start);
 

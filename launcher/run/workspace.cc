@@ -1,12 +1,18 @@
 #include "launcher/run/workspace.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "common/sha256.h"
+#include "common/terminal_text.h"
+#include "common/unique_fd.h"
 #include "launcher/run/git.h"
 #include "policy/dump.h"
 
@@ -73,7 +79,105 @@ Status CopyUntracked(const std::string& from_root, const std::string& to_root,
   return Ok{};
 }
 
+bool IsDotGit(const char* name) {
+  // Any case: git itself refuses other spellings on the way in (core.protectNTFS/HFS), but a
+  // case-insensitive filesystem mounted here would make ".GIT" a repository too.
+  const char* want = ".git";
+  for (; *want != '\0'; ++want, ++name) {
+    if (std::tolower(static_cast<unsigned char>(*name)) != *want) return false;
+  }
+  return *name == '\0';
+}
+
+std::string Shown(const std::string& rel) { return "'" + TerminalSafe(rel, TerminalLines::kOne) + "'"; }
+
+// One directory of ScanWorkspace, `fd` owned. Recursion depth is bounded by limits.max_depth.
+class Scanner {
+ public:
+  Scanner(const ScanLimits& limits, WorkspaceScan& scan) : limits_(limits), scan_(scan) {}
+
+  Status Walk(UniqueFd fd, const std::string& rel, unsigned depth) {
+    if (depth > limits_.max_depth) {
+      return PlainError(Shown(rel), "is nested more than " + std::to_string(limits_.max_depth) +
+                                        " directories deep; cagent does not capture a workspace "
+                                        "this deep (git and the patch would not handle it either)");
+    }
+    const int dir_fd = fd.get();
+    DIR* dir = ::fdopendir(fd.Release());
+    if (dir == nullptr) return ErrnoError("open directory " + Shown(rel.empty() ? "." : rel));
+    std::vector<std::string> subdirs;
+    Status status = Ok{};
+    errno = 0;
+    while (struct dirent* de = ::readdir(dir)) {
+      const char* name = de->d_name;
+      if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
+      const std::string path = rel.empty() ? std::string(name) : rel + "/" + name;
+      if (++scan_.entries > limits_.max_entries) {
+        status = PlainError("the workspace", "has more than " + std::to_string(limits_.max_entries) +
+                                                 " entries; cagent does not capture it");
+        break;
+      }
+      if (IsDotGit(name)) {
+        if (depth == 0) continue;  // the agent's own repository: never read by cagent's git
+        status = PlainError(
+            Shown(path),
+            "is a nested git entry below the workspace root; git would take its directory for "
+            "another repository and read it (its refs and any 'gitdir:' link, possibly to another "
+            "repository on this machine), so cagent does not capture this workspace. The run "
+            "fails; ask for the change without a nested repository (plain files only)");
+        break;
+      }
+      struct stat st {};
+      if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        status = ErrnoError("stat " + Shown(path));
+        break;
+      }
+      if (S_ISDIR(st.st_mode)) {
+        subdirs.push_back(name);
+      } else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+        status = PlainError(Shown(path), std::string("is a ") +
+                                             (S_ISFIFO(st.st_mode) ? "FIFO" : "device node") +
+                                             " left in the workspace; git could block on it, so "
+                                             "cagent does not capture this workspace. The run "
+                                             "fails; a change set holds files, symlinks and "
+                                             "directories only");
+        break;
+      } else if (S_ISSOCK(st.st_mode)) {
+        ++scan_.sockets;  // git skips sockets (an open() of one fails with ENXIO, never blocks)
+      }
+      errno = 0;
+    }
+    if (status.ok() && errno != 0) status = ErrnoError("read directory " + Shown(rel.empty() ? "." : rel));
+    for (const auto& name : subdirs) {
+      if (!status.ok()) break;
+      const std::string path = rel.empty() ? name : rel + "/" + name;
+      UniqueFd sub(::openat(dir_fd, name.c_str(),
+                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY));
+      if (!sub.valid()) {
+        status = ErrnoError("open directory " + Shown(path));
+        break;
+      }
+      status = Walk(std::move(sub), path, depth + 1);
+    }
+    ::closedir(dir);
+    return status;
+  }
+
+ private:
+  const ScanLimits& limits_;
+  WorkspaceScan& scan_;
+};
+
 }  // namespace
+
+Result<WorkspaceScan> ScanWorkspace(const std::string& workspace, const ScanLimits& limits) {
+  WorkspaceScan scan;
+  UniqueFd root(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!root.valid()) return ErrnoError("open the workspace " + workspace);
+  Scanner scanner(limits, scan);
+  if (auto s = scanner.Walk(std::move(root), "", 0); !s) return s.error();
+  return scan;
+}
 
 Result<RepoInfo> InspectRepo(const std::string& dir, const std::string& rev) {
   RepoInfo info;
@@ -101,7 +205,8 @@ Result<RepoInfo> InspectRepo(const std::string& dir, const std::string& rev) {
 }
 
 WorkspaceLayout LayoutFor(const std::string& run_dir) {
-  return WorkspaceLayout{run_dir, run_dir + "/git", run_dir + "/workspace", run_dir + "/githome"};
+  return WorkspaceLayout{run_dir, run_dir + "/git", run_dir + "/workspace", run_dir + "/githome",
+                         run_dir + "/verify-tree"};
 }
 
 Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceLayout& l,
@@ -127,6 +232,9 @@ Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceL
   clone.home = l.git_home;
   clone.args = {"clone", "--bare", "--no-hardlinks", "--quiet", "--", repo.root, l.trusted_git};
   if (auto r = GitOutput(clone); !r) return std::move(r).Context("copy the repository").error();
+  if (auto s = NeutraliseAttributes(l.trusted_git); !s) {
+    return std::move(s).Context("write cagent's attributes").error();
+  }
   GitInvocation has;
   has.git_dir = l.trusted_git;
   has.home = l.git_home;
@@ -144,6 +252,12 @@ Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceL
   work.args = {"clone", "--no-hardlinks", "--quiet", "--no-checkout", "--", l.trusted_git,
                l.workspace};
   if (auto r = GitOutput(work); !r) return std::move(r).Context("create the workspace").error();
+  // The agent's checkout holds the base's bytes as committed, as capture and the verification
+  // tree (both neutral) read them: an in-tree "* text eol=crlf" would otherwise make every file
+  // look modified to the capture.
+  if (auto s = NeutraliseAttributes(l.workspace + "/.git"); !s) {
+    return std::move(s).Context("write the workspace's attributes").error();
+  }
   GitInvocation checkout;
   checkout.cwd = l.workspace;
   checkout.home = l.git_home;
@@ -184,6 +298,13 @@ Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceL
 }
 
 Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& base) {
+  // Refused before any git looks at it: nested repositories and special files (see the contract).
+  if (auto scan = ScanWorkspace(l.workspace); !scan) {
+    return std::move(scan).Context("check the workspace before capture").error();
+  }
+  if (auto s = NeutraliseAttributes(l.trusted_git); !s) {
+    return std::move(s).Context("write cagent's attributes").error();
+  }
   // The trusted index starts from the base commit every time, so a capture never depends on what
   // the agent did to its own .git.
   if (auto r = GitOutput(Trusted(l, {"read-tree", base})); !r) {
@@ -192,6 +313,9 @@ Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& 
   if (auto r = GitOutput(Trusted(l, {"add", "--all", "--", "."})); !r) {
     return std::move(r).Context("record the workspace's changes").error();
   }
+  auto tree = GitOutput(Trusted(l, {"write-tree"}));
+  if (!tree) return std::move(tree).Context("record the captured tree").error();
+  const std::string tree_id = Trim(*tree);
   const std::vector<std::string> diff_opts = {"--cached", "--no-ext-diff", "--no-textconv",
                                               "--no-color", "--no-renames", "--ignore-submodules=none"};
   auto with = [&](std::vector<std::string> extra) {
@@ -203,6 +327,7 @@ Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& 
     return args;
   };
   CapturedPatch out;
+  out.tree = tree_id;
   auto patch = GitOutput(Trusted(l, with({"--binary", "--full-index"})));
   if (!patch) return std::move(patch).Context("compute the patch").error();
   out.patch = std::move(*patch);

@@ -7,6 +7,8 @@
 //   workspace/  the agent's working tree at the base commit, with its own .git (a clone of git/)
 //               for the agent's convenience; hostile once the agent has run
 //   githome/    an empty HOME for git
+//   verify-tree/  a fresh checkout of base + the captured patch, made from git/ after the agent
+//               has run (checkout.h); verification runs there, never in workspace/
 // The caller's repository is only read: clone reads its objects; status/diff run with
 // GIT_OPTIONAL_LOCKS=0 so not even the index's stat cache is refreshed.
 #pragma once
@@ -36,6 +38,7 @@ struct WorkspaceLayout {
   std::string trusted_git;  // run_dir/git
   std::string workspace;    // run_dir/workspace
   std::string git_home;     // run_dir/githome
+  std::string verify_tree;  // run_dir/verify-tree
 };
 WorkspaceLayout LayoutFor(const std::string& run_dir);
 
@@ -62,14 +65,37 @@ struct ChangedFile {
 struct CapturedPatch {
   std::string patch;           // binary-safe (git diff --binary --full-index), a/ b/ prefixes
   std::string sha256;          // of `patch`
+  std::string tree;            // the tree git recorded (base + patch), as `git write-tree` names it
   std::vector<ChangedFile> files;
   std::string check_output;    // git diff --check (whitespace errors, conflict markers)
   bool check_clean = true;
 };
 
 // Asks git (from the trusted git dir, over the workspace as --work-tree) what changed since
-// `base_commit`: tracked and untracked paths (ignored files are not part of a change set).
+// `base_commit`: tracked and untracked paths (ignored files are not part of a change set). Runs in
+// cagent after the sandbox is gone (nothing can change the workspace meanwhile). The workspace is
+// hostile: ScanWorkspace() refuses it first; in-tree attributes are neutralised
+// (NeutraliseAttributes); git is bounded (RunGit). An error names the path or the git step.
 Result<CapturedPatch> CapturePatch(const WorkspaceLayout& layout, const std::string& base_commit);
+
+struct WorkspaceScan {
+  std::uint64_t entries = 0;  // directory entries looked at (the root's own .git not descended)
+  std::uint64_t sockets = 0;  // Unix sockets left behind: git skips them, nothing to capture
+};
+struct ScanLimits {
+  std::uint64_t max_entries = 2'000'000;
+  unsigned max_depth = 256;
+};
+
+// Walks `workspace` before git is pointed at it (openat/fstatat with AT_SYMLINK_NOFOLLOW from a
+// directory fd, no symlink followed, nothing opened but directories) and refuses, naming the path:
+//   - a ".git" entry (any case; directory, file or symlink) anywhere below the root: git would take
+//     its directory for a nested repository and read it (refs that are symlinks to /dev/zero read
+//     until out of memory; a "gitdir:" file points git at another repository on the host);
+//   - a FIFO or a device node: git could block opening or reading it;
+//   - more than `limits.max_entries` entries or directories deeper than `limits.max_depth`.
+// The root's own .git is the agent's repository, which cagent's git never reads: it is skipped.
+Result<WorkspaceScan> ScanWorkspace(const std::string& workspace, const ScanLimits& limits = {});
 
 struct PatchViolation {
   std::string rule;     // "deny write .github/**" at "backend.cagent:12:3", "changed-files 50"
