@@ -15,8 +15,11 @@
 #include <sstream>
 #include <spdlog/spdlog.h>
 
+#include "common/json_text.h"
+#include "common/terminal_text.h"
 #include "common/duration.h"
 #include "common/unique_fd.h"
+#include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/agent_session.h"
 #include "policy/diagnostics.h"
@@ -80,6 +83,7 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
       "stays in DIR. Use it on scratch directories.");
   cmd->add_option("--profile", o.profile, "Profile (name or .cagent file); see 'cagent policy list'.")
       ->required();
+  cmd->add_flag("--trust-repo-profile", o.trust_repo_profile, kTrustRepoProfileHelp);
   cmd->add_option("-w,--workspace", o.workspace, "The directory the agent works in (read-write).")
       ->required();
   cmd->add_option("task", o.task_file, "Markdown file with the task (untrusted text).")->required();
@@ -118,7 +122,10 @@ int RunAgentCommand(const AgentOptions& o) {
   s.model = settings->model;
 
   const std::string home = CallerHome();
-  auto compiled = policy::LoadProfile(o.profile, policy::SearchPath::Default(home, CAGENT_PROFILE_DIR));
+  const auto search = policy::SearchPath::Default(home, CAGENT_PROFILE_DIR);
+  auto choice = ChooseProfile(o.profile, search, o.trust_repo_profile);
+  if (!choice) return Usage(choice.error().Message());
+  auto compiled = policy::LoadProfile(choice->path, search);
   if (!compiled.policy) {
     std::cerr << policy::RenderAll(*compiled.sources, compiled.diags);
     return kExitUsage;
@@ -138,7 +145,10 @@ int RunAgentCommand(const AgentOptions& o) {
   const UniqueFd tty = OpenApprovalTerminal(s.approval);
   s.tty_fd = tty.get();
   if (!o.quiet) {
-    s.on_event = [](const broker::BrokerEvent& e) { spdlog::info("{}: {}", e.kind, e.text); };
+    // Event texts quote the agent (commands, paths): escaped for the terminal.
+    s.on_event = [](const broker::BrokerEvent& e) {
+      spdlog::info("{}: {}", TerminalSafe(e.kind), TerminalSafe(e.text));
+    };
   }
 
   if (!o.quiet) {
@@ -179,16 +189,18 @@ int RunAgentCommand(const AgentOptions& o) {
                              {"rule", b.needs_approval->rule},
                              {"pre_approve", "sha256:" + b.needs_approval->digest}};
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j, 2) << "\n";
   } else {
     std::string line = std::string("session ") + std::string(broker::BrokerStatusName(b.status));
-    if (!b.reason.empty()) line += ": " + b.reason;
+    if (!b.reason.empty()) line += ": " + TerminalSafe(b.reason);
     spdlog::info("{}", line);
     if (b.needs_approval) {
       spdlog::info("to allow exactly this action: --pre-approve 'sha256:{}'",
                    b.needs_approval->digest);
     }
-    if (b.finish && !b.finish->summary.empty()) std::cerr << b.finish->summary << "\n";
+    if (b.finish && !b.finish->summary.empty()) {
+      std::cerr << TerminalSafe(b.finish->summary, TerminalLines::kMultiple) << "\n";
+    }
   }
   return code;
 }

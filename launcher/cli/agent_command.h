@@ -19,6 +19,7 @@ namespace cagent::launcher {
 
 struct AgentOptions {
   std::string profile;
+  bool trust_repo_profile = false;
   std::string workspace;
   std::string task_file;
   SessionFlags session;       // --model, --approve, --pre-approve, budgets

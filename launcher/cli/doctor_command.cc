@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "launcher/doctor.h"
 
 namespace cagent::launcher {
@@ -29,7 +30,7 @@ int RunDoctorCommand(const DoctorOptions& o) {
       j["probes"].push_back({{"name", p.name}, {"status", p.status}, {"detail", p.detail}});
     }
     j["sandbox"] = {{"ok", r.sandbox_ok}, {"detail", r.sandbox_detail}, {"layers", r.layers}};
-    std::cout << j.dump(2) << std::endl;
+    std::cout << JsonText(j, 2) << std::endl;
   } else {
     std::printf("cagent doctor: %s\n\n", r.kernel.c_str());
     for (const auto& p : r.probes) {

@@ -10,9 +10,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "common/duration.h"
 #include "launcher/child_report.h"
 #include "launcher/launch_spec.h"
+#include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
 #include "launcher/sandbox.h"
 #include "policy/dump.h"
@@ -104,6 +106,7 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
                    "limits may only lower them. 'default' (the default) is the launcher's own "
                    "view without a profile.")
       ->default_str("default");
+  exec->add_flag("--trust-repo-profile", o.trust_repo_profile, kTrustRepoProfileHelp);
   exec->add_option("-w,--workspace", o.workspace,
                    "Directory bound read-write at its own path and used as the working directory "
                    "(default: the current directory).");
@@ -207,13 +210,17 @@ int RunExecCommand(const ExecOptions& o) {
   // policy language (a name on the search path, or a file).
   std::shared_ptr<const policy::Policy> policy;
   std::vector<std::string> profile_notes;
+  ProfileChoice chosen;
   LaunchSpec spec;
   if (o.profile == "default") {
     spec = DefaultLaunchSpec(*canonical, o.command);
   } else {
     const std::string home = CallerHome();
-    policy::Compiled compiled =
-        policy::LoadProfile(o.profile, policy::SearchPath::Default(home, CAGENT_PROFILE_DIR));
+    const auto search = policy::SearchPath::Default(home, CAGENT_PROFILE_DIR);
+    auto choice = ChooseProfile(o.profile, search, o.trust_repo_profile);
+    if (!choice) return Usage(choice.error().Message());
+    chosen = *choice;
+    policy::Compiled compiled = policy::LoadProfile(chosen.path, search);
     if (!compiled.ok()) {
       std::cerr << policy::RenderAll(*compiled.sources, compiled.diags);
       return Usage("profile '" + o.profile + "' has " +
@@ -413,6 +420,8 @@ int RunExecCommand(const ExecOptions& o) {
     j["cagent_version"] = CAGENT_VERSION;
     j["profile"] = o.profile;
     j["profile_files"] = prof != nullptr ? nlohmann::json(prof->files) : nlohmann::json::array();
+    j["profile_file"] = prof != nullptr ? nlohmann::json(chosen.file) : nlohmann::json();
+    j["profile_sha256"] = prof != nullptr ? nlohmann::json(chosen.sha256) : nlohmann::json();
     j["profile_notes"] = profile_notes;
     j["command"] = spec.argv;
     j["workspace"] = spec.workspace;
@@ -442,7 +451,7 @@ int RunExecCommand(const ExecOptions& o) {
     j["limit_hit"] = out.limit_hit.empty() ? nlohmann::json() : nlohmann::json(out.limit_hit);
     j["memory_peak_bytes"] =
         out.memory_peak_bytes ? nlohmann::json(*out.memory_peak_bytes) : nlohmann::json();
-    std::cout << j.dump() << std::endl;
+    std::cout << JsonText(j) << std::endl;
   }
   return out.exit_code;
 }

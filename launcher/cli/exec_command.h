@@ -14,6 +14,7 @@ namespace cagent::launcher {
 
 struct ExecOptions {
   std::string profile = "default";
+  bool trust_repo_profile = false;  // accept ./.cagent/NAME shadowing a user/built-in NAME
   std::string workspace;  // default: the current directory
   bool json = false;
   bool quiet = false;

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/json_text.h"
+#include "common/terminal_text.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/cli/run_command.h"
 #include "launcher/run/run.h"
@@ -25,24 +27,18 @@ constexpr int kExitUsage = 2;
 using nlohmann::json;
 
 // Text from the log (written from what the agent and the model sent: untrusted) made safe for a
-// terminal: control characters escaped, one line, cut to `max` bytes.
+// terminal (TerminalSafe: controls, ESC, C1, bidi and invisible code points, bad UTF-8 escaped),
+// newlines and tabs as spaces, cut to about `max` bytes at a character boundary.
 std::string OneLine(std::string_view text, std::size_t max = 160) {
-  std::string out;
-  for (const char c : text) {
-    if (out.size() >= max) {
-      out += "...";
-      break;
-    }
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n' || c == '\t') {
-      out += ' ';
-    } else if (u < 0x20 || u == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
+  std::string flat(text);
+  for (char& c : flat) {
+    if (c == '\n' || c == '\t') c = ' ';
+  }
+  std::string out = TerminalSafe(flat);
+  if (out.size() > max) {
+    std::size_t cut = max;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+    out = out.substr(0, cut) + "...";
   }
   return out;
 }
@@ -55,7 +51,7 @@ std::string Str(const json& j, const char* key) {
 }
 
 std::string Compact(const json& j, std::size_t max = 160) {
-  return OneLine(j.dump(-1, ' ', false, json::error_handler_t::replace), max);
+  return OneLine(JsonText(j), max);
 }
 
 // What one event says, in words. `calls` remembers the tool calls of each model turn by call id,
@@ -184,7 +180,7 @@ int ShowRunLog(const LogOptions& o) {
     char head[96];
     std::snprintf(head, sizeof head, "%4s %-12s %-6s %-12s ", Str(e, "seq").c_str(), time.c_str(),
                   OneLine(Str(e, "actor"), 6).c_str(), OneLine(Str(e, "event"), 12).c_str());
-    text << head << Describe(e, calls) << "\n";
+    text << head << OneLine(Describe(e, calls), 4096) << "\n";
   }
 
   if (o.json) {
@@ -197,7 +193,7 @@ int ShowRunLog(const LogOptions& o) {
                 {"recorded_head", recorded_entries ? json(recorded_head) : json(nullptr)},
                 {"problem", problem.empty() ? json(nullptr) : json(problem)},
                 {"events", std::move(entries)}};
-    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
+    std::cout << JsonText(out, 2) << std::endl;
   } else {
     std::cout << text.str();
     if (problem.empty()) {
@@ -302,13 +298,13 @@ int RunLogCommand(const LogOptions& o) {
         {"head", r.ok ? nlohmann::json(r.head) : nlohmann::json(nullptr)},
         {"first_bad_line", r.ok ? nlohmann::json(nullptr) : nlohmann::json(r.first_bad_line)},
         {"message", r.message}};
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    std::cout << JsonText(j, 2) << std::endl;
   } else if (r.ok) {
     std::cout << "ok: " << r.entries << " entries, run " << (r.run_id.empty() ? "-" : r.run_id)
               << ", head " << r.head << "\n";
   } else {
     // file:line: what, in the form editors and CI annotations understand.
-    std::cout << path << ":" << r.first_bad_line << ": " << r.message << "\n";
+    std::cout << TerminalSafe(path) << ":" << r.first_bad_line << ": " << TerminalSafe(r.message) << "\n";
     spdlog::error(
         "{} does not verify: the log was damaged or altered; do not trust entries from "
         "line {} on (from the line before, when a prev does not match)",

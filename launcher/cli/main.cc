@@ -14,6 +14,7 @@
 #include "launcher/cli/profile_command.h"
 #include "launcher/cli/run_command.h"
 #include "launcher/process.h"
+#include "launcher/run/last_resort.h"
 
 int main(int argc, char** argv) {
   cagent::launcher::RememberArgvArea(argc, argv);
@@ -67,15 +68,26 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 2;
   }
-  if (exec->parsed()) return cagent::launcher::RunExecCommand(exec_options);
-  if (doctor->parsed()) return cagent::launcher::RunDoctorCommand(doctor_options);
-  if (policy->parsed()) return cagent::launcher::RunPolicyCommand(policy_options);
-  if (log_cmd->parsed()) return cagent::launcher::RunLogCommand(log_options);
-  if (profile->parsed()) return cagent::launcher::RunProfileCommand(profile_options);
-  if (agent->parsed()) return cagent::launcher::RunAgentCommand(agent_options);
-  if (run->parsed()) return cagent::launcher::RunRunCommand(run_options);
-  for (CLI::App* c : runs_commands) {
-    if (c->parsed()) return cagent::launcher::RunRunsCommand(runs_options);
+  // Last resort: an exception no subcommand caught, or std::terminate (a throw from a thread or a
+  // noexcept function), must not end a run without its result.json. The run arms a prebuilt
+  // "failed" record (run/last_resort.h); these write it, say so, and exit 125 / abort.
+  cagent::launcher::run::InstallLastResortHandler();
+  try {
+    if (exec->parsed()) return cagent::launcher::RunExecCommand(exec_options);
+    if (doctor->parsed()) return cagent::launcher::RunDoctorCommand(doctor_options);
+    if (policy->parsed()) return cagent::launcher::RunPolicyCommand(policy_options);
+    if (log_cmd->parsed()) return cagent::launcher::RunLogCommand(log_options);
+    if (profile->parsed()) return cagent::launcher::RunProfileCommand(profile_options);
+    if (agent->parsed()) return cagent::launcher::RunAgentCommand(agent_options);
+    if (run->parsed()) return cagent::launcher::RunRunCommand(run_options);
+    for (CLI::App* c : runs_commands) {
+      if (c->parsed()) return cagent::launcher::RunRunsCommand(runs_options);
+    }
+  } catch (const std::exception& e) {
+    const bool recorded = cagent::launcher::run::WriteLastResortRecord();
+    spdlog::error("internal error: {}{}", e.what(),
+                  recorded ? "; the run is recorded as failed in its result.json" : "");
+    return 125;
   }
   return 2;
 }

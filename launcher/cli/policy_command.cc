@@ -14,6 +14,8 @@
 #include <optional>
 #include <sstream>
 
+#include "common/json_text.h"
+#include "common/terminal_text.h"
 #include "launcher/profile_spec.h"
 #include "policy/audit.h"
 #include "policy/diff.h"
@@ -103,19 +105,24 @@ int RunList(const PolicyOptions& o) {
                                {"description", e.description},
                                {"shadows", e.shadows}});
     }
-    std::cout << j.dump(2) << std::endl;
+    std::cout << JsonText(j, 2) << std::endl;
     return kExitOk;
   }
+  // Names, paths and descriptions come from files anyone can put in a repository's .cagent/:
+  // escaped for the terminal (a file called "\x1b[2J.cagent" is a profile name too).
   std::size_t name_w = 4, origin_w = 6;
   for (const auto& e : entries) {
-    name_w = std::max(name_w, e.name.size());
-    origin_w = std::max(origin_w, e.origin.size());
+    name_w = std::max(name_w, TerminalSafe(e.name).size());
+    origin_w = std::max(origin_w, TerminalSafe(e.origin).size());
   }
-  auto pad = [](const std::string& s, std::size_t w) { return s + std::string(w - s.size(), ' '); };
+  auto pad = [](const std::string& s, std::size_t w) {
+    const std::string t = TerminalSafe(s);
+    return t + std::string(w > t.size() ? w - t.size() : 0, ' ');
+  };
   std::cout << pad("NAME", name_w) << "  " << pad("ORIGIN", origin_w) << "  DESCRIPTION\n";
   for (const auto& e : entries) {
     std::cout << pad(e.name, name_w) << "  " << pad(e.origin, origin_w) << "  "
-              << (e.description.empty() ? "-" : e.description)
+              << (e.description.empty() ? "-" : TerminalSafe(e.description))
               << (e.shadows.empty() ? "" : "  [SHADOWS " + std::to_string(e.shadows.size()) + "]")
               << "\n";
   }
@@ -124,10 +131,16 @@ int RunList(const PolicyOptions& o) {
     for (const auto& s : e.shadows) {
       if (!any) std::cout << "\n";
       any = true;
-      std::cout << "WARNING: '" << e.name << "' resolves to " << e.path << ", which shadows " << s
-                << ": `--profile " << e.name << "` here does not mean the "
-                << (s.starts_with("<built-in>") ? "built-in" : "other") << " profile. Review it "
-                << "with `cagent policy diff " << s << " " << e.path << "`.\n";
+      const std::string name = TerminalSafe(e.name), path = TerminalSafe(e.path);
+      std::cout << "WARNING: '" << name << "' resolves to " << path << ", which shadows "
+                << TerminalSafe(s) << ": `--profile " << name << "` here does not mean the "
+                << (s.starts_with("<built-in>") ? "built-in" : "other") << " profile";
+      if (!search.dirs.empty() && e.origin == search.dirs.front()) {
+        std::cout << " (exec, run and agent refuse it by name; name it by path or pass "
+                     "--trust-repo-profile)";
+      }
+      std::cout << ". Review it with `cagent policy diff " << TerminalSafe(s) << " " << path
+                << "`.\n";
     }
   }
   std::cout << "\nSearch order:";
@@ -223,7 +236,7 @@ int RunCheck(const PolicyOptions& o) {
                 << (warnings ? ", " + std::to_string(warnings) + " warnings" : "") << ")\n";
     }
   }
-  if (o.json) std::cout << json{{"ok", failed == 0}, {"profiles", results}}.dump(2) << std::endl;
+  if (o.json) std::cout << JsonText(json{{"ok", failed == 0}, {"profiles", results}}, 2) << std::endl;
   return failed == 0 ? kExitOk : kExitFailed;
 }
 
@@ -234,7 +247,7 @@ int RunShow(const PolicyOptions& o) {
   auto p = LoadOrReport(o.profile, Search());
   if (!p) return kExitUsage;
   if (o.json) {
-    std::cout << policy::ToJson(*p).dump(2) << std::endl;
+    std::cout << JsonText(policy::ToJson(*p), 2) << std::endl;
     return kExitOk;
   }
   std::cout << "# chain: " << JoinChain(*p) << "\n# files:";
@@ -413,7 +426,7 @@ int RunExplain(const PolicyOptions& o) {
     if (r.kind == Req::Kind::kCommand) j["request"]["argv"] = r.argv;
     if (r.kind == Req::Kind::kTool) j["request"]["tool"] = policy::ToolName(r.tool);
     if (r.kind != Req::Kind::kCommand) j["request"]["subject"] = r.subject;
-    std::cout << j.dump(2) << std::endl;
+    std::cout << JsonText(j, 2) << std::endl;
   } else {
     std::cout << "profile:   " << p->name << " (" << JoinChain(*p) << ")\n";
     std::cout << "request:   " << Describe(r) << "\n";
@@ -658,12 +671,11 @@ int RunTest(const PolicyOptions& o) {
     std::cout << "  reason: " << d.reason << "\n";
   }
   if (o.json) {
-    std::cout << json{{"profile", p->name},
+    std::cout << JsonText(json{{"profile", p->name},
                       {"cases_file", o.cases},
                       {"passed", passed},
                       {"failed", failed},
-                      {"cases", results}}
-                     .dump(2)
+                      {"cases", results}}, 2)
               << std::endl;
   } else {
     std::cout << passed << " passed, " << failed << " failed (" << p->name << ", " << o.cases
@@ -696,13 +708,12 @@ int RunDiff(const PolicyOptions& o) {
                       {"profile", e.side == policy::DiffSide::kFrom ? a->name : b->name},
                       {"at", at.empty() ? json(nullptr) : json(at)}});
     }
-    std::cout << json{{"from", {{"name", a->name}, {"chain", a->chain}}},
+    std::cout << JsonText(json{{"from", {{"name", a->name}, {"chain", a->chain}}},
                       {"to", {{"name", b->name}, {"chain", b->chain}}},
                       {"wider", counts[0]},
                       {"narrower", counts[1]},
                       {"neutral", counts[2]},
-                      {"entries", list}}
-                     .dump(2)
+                      {"entries", list}}, 2)
               << std::endl;
   } else {
     std::cout << "From '" << a->name << "' (" << JoinChain(*a) << ") to '" << b->name << "' ("
@@ -850,7 +861,7 @@ int RunAudit(const PolicyOptions& o) {
     sarif["version"] = "2.1.0";
     sarif["runs"] = json::array();
     sarif["runs"].push_back(run);
-    std::cout << sarif.dump(2) << std::endl;
+    std::cout << JsonText(sarif, 2) << std::endl;
   } else if (o.format == "json") {
     json list = json::array();
     for (const auto& f : findings) {
@@ -861,7 +872,7 @@ int RunAudit(const PolicyOptions& o) {
                       {"at", file.empty() ? json(nullptr) : json(p->Where(f.loc))},
                       {"source", SourceLine(*p, f.loc)}});
     }
-    std::cout << json{{"profile", p->name},
+    std::cout << JsonText(json{{"profile", p->name},
                       {"chain", p->chain},
                       {"parent_checked", parent != nullptr},
                       {"counts",
@@ -869,8 +880,7 @@ int RunAudit(const PolicyOptions& o) {
                         {"info", counts[3]}}},
                       {"fail_on", o.fail_on},
                       {"failed", fail},
-                      {"findings", list}}
-                     .dump(2)
+                      {"findings", list}}, 2)
               << std::endl;
   } else {
     std::cout << "Audit of '" << p->name << "' (" << JoinChain(*p) << "): " << counts[0]

@@ -23,6 +23,7 @@ struct RunCommandOptions {
   std::string commit;
   bool allow_dirty = false;
   bool allow_unverified = false;
+  bool trust_repo_profile = false;
   SessionFlags session;  // --model, --approve, --pre-approve, budgets
   bool json = false;
 };

@@ -11,10 +11,13 @@
 #include <mutex>
 #include <sstream>
 
+#include "common/json_text.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/cli/agent_command.h"
+#include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/agent_session.h"
+#include "launcher/run/last_resort.h"
 #include "policy/diagnostics.h"
 #include "policy/dump.h"
 #include "policy/loader.h"
@@ -158,6 +161,9 @@ json RunRecord::ToJson() const {
       {"verified", state == RunState::kCompleted && !verification.empty()},
       {"run_dir", run_dir},
       {"profile", profile},
+      {"profile_file", profile_file},
+      {"profile_sha256", profile_sha256},
+      {"profile_from_repository", profile_from_repository},
       {"policy_digest", policy_digest},
       {"repo", repo},
       {"base_commit", base_commit},
@@ -221,13 +227,18 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
     return PlainError(req.task_file, "the task file is empty");
   }
   const std::string home = CallerHome();
-  auto compiled =
-      policy::LoadProfile(req.profile, policy::SearchPath::Default(home, CAGENT_PROFILE_DIR));
+  const auto search = policy::SearchPath::Default(home, CAGENT_PROFILE_DIR);
+  auto choice = ChooseProfile(req.profile, search, req.trust_repo_profile);
+  if (!choice) return choice.error();
+  auto compiled = policy::LoadProfile(choice->path, search);
   if (!compiled.policy) {
     return PlainError("profile " + req.profile, policy::RenderAll(*compiled.sources, compiled.diags));
   }
   const auto policy = compiled.policy;
   rec.profile = policy->name;
+  rec.profile_file = choice->file;
+  rec.profile_sha256 = choice->sha256;
+  rec.profile_from_repository = choice->from_repository;
   rec.policy_digest = PolicyDigest(*policy);
   rec.budgets = broker::BudgetsFromPolicy(*policy);
   if (auto s = broker::LowerBudgets(rec.budgets, req.budget_overrides); !s) return s.error();
@@ -264,8 +275,20 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
     if (on_progress) on_progress(progress);
   };
+  // Should cagent die before finish() (an uncaught exception, std::terminate), main's last-resort
+  // handler writes this record: the run failed, in the state it had reached.
+  auto arm_last_resort = [&] {
+    RunRecord fallback = rec;
+    fallback.reason = "cagent stopped unexpectedly (internal error) while the run was " +
+                      std::string(RunStateName(rec.state)) +
+                      "; events.jsonl has what happened until then";
+    fallback.state = RunState::kFailed;
+    fallback.finished_at = NowRfc3339();
+    ArmLastResortRecord(rec.run_dir, JsonText(fallback.ToJson(), 2) + "\n");
+  };
   auto transition = [&](RunState state, const std::string& why, json detail = json::object()) {
     rec.state = state;
+    arm_last_resort();
     detail["state"] = RunStateName(state);
     if (!why.empty()) detail["reason"] = why;
     broker::AuditEvent e;
@@ -285,9 +308,10 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
     rec.event_log_entries = log.entries();
     rec.event_log_head = log.head();
     rec.event_log_lost = log.lost();
-    if (auto s = WriteFileAtomic(rec.run_dir + "/result.json", rec.ToJson().dump(2) + "\n"); !s) {
+    if (auto s = WriteFileAtomic(rec.run_dir + "/result.json", JsonText(rec.ToJson(), 2) + "\n"); !s) {
       return std::move(s).Context("write result.json").error();
     }
+    DisarmLastResortRecord();
     return rec;
   };
 

@@ -55,6 +55,7 @@ struct RunRequest {
   std::string commit;      // "" = HEAD
   bool allow_dirty = false;
   bool allow_unverified = false;  // accept a profile without verify commands (else refused)
+  bool trust_repo_profile = false;  // accept ./.cagent/NAME shadowing a user/built-in NAME
   broker::ModelSpec model;
   std::string model_label;  // as given on the command line
   broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;
@@ -83,6 +84,9 @@ struct RunRecord {
   std::string reason;  // why it failed / was cancelled
   std::string run_dir;
   std::string profile;
+  std::string profile_file;    // the file compiled (absolute, or "<built-in>/NAME.cagent")
+  std::string profile_sha256;  // of that file's text
+  bool profile_from_repository = false;
   std::string policy_digest;
   std::string repo;
   std::string base_commit;

@@ -149,6 +149,7 @@ Harness::Running Harness::Start(const std::vector<std::string>& args,
       ::dup2(devnull, 0);
     }
     if (leak >= 0) ::dup2(leak, 9);  // dup2 clears O_CLOEXEC: fd 9 is inherited by cagent
+    if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) ::_exit(126);
     ::execve(cargv[0], cargv.data(), cenv.data());
     ::_exit(127);
   }

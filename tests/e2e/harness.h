@@ -22,6 +22,7 @@ struct RunOptions {
   bool leak_fd = false;      // give cagent an fd 9 without O_CLOEXEC (a "leaked" descriptor)
   bool with_pty = false;     // run cagent with a pty as its controlling terminal and stdin
   std::chrono::seconds timeout{60};  // the harness kills cagent after this and fails the test
+  std::string cwd;           // cagent's working directory (empty: the test's)
 };
 
 class Harness {
