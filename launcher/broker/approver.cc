@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/terminal_text.h"
 #include "policy/glob.h"
 #include "policy/ir.h"
 #include "policy/shell.h"
@@ -178,36 +179,53 @@ bool PathPatternCovers(const std::string& pattern, const ApprovalRequest& reques
   const std::optional<std::string> path = ActionPath(request);
   if (!path) return false;
   Result<policy::PathGlob> g = policy::PathGlob::Compile(pattern);
-  if (!g.ok() || g->IsAbsolute() != (!path->empty() && (*path)[0] == '/')) return false;
-  return g->Match(*path);
+  if (!g.ok()) return false;
+  const auto matches = [&g](const std::string& p) {
+    return g->IsAbsolute() == (!p.empty() && p[0] == '/') && g->Match(p);
+  };
+  if (!matches(*path)) return false;
+  // What the call really touches must be covered as well: the path the model named may be a
+  // symlink to a file the operator never approved.
+  for (const std::string& resolved : request.resolved_paths) {
+    const std::optional<std::string> norm = NormalisePath(resolved);
+    if (!norm || !matches(*norm)) return false;
+  }
+  return true;
 }
 
-// Shows an action so that it cannot steer the terminal: control bytes (escape sequences, carriage
-// returns that would overwrite the line, newlines that would fake a second prompt) are printed as
-// \xNN / \n / \t / \r, and a backslash as "\\" so the escaping itself is unambiguous. Printable
-// text, UTF-8 included, is shown as it is.
-std::string Printable(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
+// Shows text from the agent (an action, a path) or the profile so that it cannot steer the
+// terminal or read as something else: one line, every control character, ESC, C1 control, bidi
+// override and invisible code point escaped (common/terminal_text.h).
+std::string Printable(std::string_view s) { return TerminalSafe(s, TerminalLines::kOne); }
+
+// The normalised path of the action ("edit_file ./a.py" -> "a.py"), for comparing with where it
+// resolved to; the raw text when it climbs.
+std::string NamedPath(const ApprovalRequest& r);
+
+// "  paths:   a.py" lines for a path tool; when the resolution differs from the path the action
+// names (a symlink on the way), it says so, since that is what the approval is for.
+std::string ResolvedLines(const ApprovalRequest& r) {
+  if (r.resolved_paths.empty()) return {};
+  constexpr std::size_t kShown = 10;
+  const std::string named = NamedPath(r);
+  if (r.resolved_paths.size() == 1 && r.resolved_paths[0] == named) {
+    return "  path:    " + Printable(named) + "\n";
+  }
+  std::string out = "  resolves to (symlinks followed; this is what would be touched):\n";
+  for (std::size_t i = 0; i < r.resolved_paths.size() && i < kShown; ++i) {
+    out += "           " + Printable(r.resolved_paths[i]) + "\n";
+  }
+  if (r.resolved_paths.size() > kShown) {
+    out += "           and " + std::to_string(r.resolved_paths.size() - kShown) + " more\n";
   }
   return out;
+}
+
+std::string NamedPath(const ApprovalRequest& r) {
+  const std::string prefix = r.tool + " ";
+  if (r.action.compare(0, prefix.size(), prefix) != 0) return r.action;
+  const std::string_view raw = std::string_view(r.action).substr(prefix.size());
+  return NormalisePath(raw).value_or(std::string(raw));
 }
 
 std::string Choices(const ApprovalRequest& r) {
@@ -224,6 +242,7 @@ std::string Prompt(const ApprovalRequest& r, std::size_t waiting) {
       "\ncagent: the agent asks to run something the policy wants a person to approve\n";
   out += "  tool:    " + Printable(r.tool) + "\n";
   out += "  action:  " + Printable(r.action) + "\n";
+  out += ResolvedLines(r);
   out += "  rule:    " + Printable(r.rule);
   if (!r.location.empty()) out += "  (" + Printable(r.location) + ")";
   out += "\n";

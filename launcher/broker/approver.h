@@ -1,8 +1,9 @@
 // Approvals: what happens when the policy says `ask`. Runs in cagent (trusted, outside the
 // sandbox), on the broker's io_context thread.
 //
-// An approval binds to the digest of the exact action (tool + canonical arguments): a different
-// action is a different approval. The operator can approve once, for the rest of the run (the
+// An approval binds to the digest of the exact action (tool + canonical arguments + the paths the
+// agent resolved them to, tool_mapping.h CallDigest): a different action, or the same arguments
+// resolving to different files (a.py turned into a symlink to .env), is a different approval. The operator can approve once, for the rest of the run (the
 // exact action, or a narrower pattern shown verbatim), or deny. Headless (no terminal, or
 // `--approve never`) denies what would ask unless pre-approved on the command line or in a file.
 #pragma once
@@ -21,7 +22,11 @@ namespace cagent::launcher::broker {
 struct ApprovalRequest {
   std::string tool;      // "run_command"
   std::string action;    // exactly what would run / be touched: "npm install left-pad"
-  std::string digest;    // CanonicalDigest of {tool, args}
+  // The paths the call really touches (symlinks followed, as the agent resolved them beneath the
+  // workspace; tool_mapping.h ResolvedPaths); empty for a command or when none were sent. Shown
+  // in the prompt and required to match a path pattern, as the action's path is.
+  std::vector<std::string> resolved_paths;
+  std::string digest;    // CallDigest of {tool, args, resolved paths}
   std::string rule;      // the rule that asked ("ask npm install *")
   std::string location;  // "backend.cagent:31:5"
   std::string reason;
@@ -49,11 +54,14 @@ class Approver {
 };
 
 // Prompts on a terminal fd (cagent's /dev/tty, outside the sandbox): shows the tool, the exact
-// action, the rule and its location, the reason, and reads one of o(nce) / r(un: this exact
-// action) / p(attern, when offered) / d(eny) per line; anything else re-prompts, end of input or
-// a hung-up terminal denies. Asks one at a time, queueing the rest; the first prompt is drawn from
-// the io_context (never inside Ask), and `done` always runs from it. Control characters in what is
-// shown are escaped (\xNN, \n, \r) so an action cannot redraw the screen or fake a prompt.
+// action, the paths it resolves to (marked when they differ from the path it names), the rule and
+// its location, the reason, and reads one of o(nce) / r(un: this exact action) / p(attern, when
+// offered) / d(eny) per line; anything else re-prompts, end of input or a hung-up terminal denies.
+// Asks one at a time, queueing the rest; the first prompt is drawn from the io_context (never
+// inside Ask), and `done` always runs from it. Everything shown that came from the agent or the
+// profile goes through TerminalSafe (common/terminal_text.h): control characters, ESC, C1,
+// bidirectional overrides and invisible code points are shown as escapes, so an action cannot
+// redraw the screen, fake a prompt, or read differently from what it is.
 // Typeahead is discarded (tcflush) before each new question, so keys pressed earlier never answer
 // it. Does not close or reconfigure `tty_fd`: it reopens the terminal through /proc/self/fd (its
 // own file description, so Asio's O_NONBLOCK stays off the caller's fd; dup() when /proc is
@@ -73,7 +81,9 @@ std::unique_ptr<Approver> MakeHeadlessApprover();
 // that is one plain simple command can match a pattern (no ; && | or sh -c, no VAR=value prefix,
 // no redirection, nothing opaque), and a command name containing '/' needs a pattern word with a
 // '/'. Path patterns are path globs matched against the path of a path tool's action ("TOOL PATH",
-// as tool_mapping.h builds it), lexically normalised ("./a" is "a"; ".." never matches). Digest
+// as tool_mapping.h builds it), lexically normalised ("./a" is "a"; ".." never matches), and every
+// one of the request's resolved paths must match the same pattern too (a pre-approved docs/**
+// does not cover docs/a.md when it resolves through a symlink to src/main.c). Digest
 // entries match the request's digest whatever the tool. Not thread-safe: the broker's thread.
 class ApprovalBook {
  public:

@@ -16,6 +16,7 @@
 #include "launcher/broker/denial.h"
 #include "launcher/broker/loop_detector.h"
 #include "launcher/broker/tool_mapping.h"
+#include "launcher/broker/workspace_state.h"
 #include "policy/dump.h"
 #include "policy/shell.h"
 
@@ -203,6 +204,9 @@ class Broker::Impl {
             const std::string& location, DenialCause cause);
   policy::Decision Decide(const MappedTool& call, const std::vector<std::string>& paths) const;
   std::string NarrowerPattern(const MappedTool& call, const policy::Decision& decision) const;
+  // The workspace state digest loop detection compares (see LoopDetector): cached until a tool
+  // that can write reports its result, recomputed with `fresh` (when a repeat is suspected).
+  const std::string& WorkspaceStateDigest(bool fresh);
 
   // ---- bookkeeping ----
   void ProtocolError(ErrorCode code, const std::string& message, std::uint64_t id);
@@ -221,6 +225,9 @@ class Broker::Impl {
   std::vector<std::string> enabled_tools_;
   BudgetCounter budget_;
   LoopDetector loop_;
+  std::optional<std::string> state_;  // the cached workspace state digest; nullopt = stale
+  std::uint64_t legacy_changes_ = 0;  // LoopLimits::trust_agent_results only
+  bool state_reported_ = false;       // a truncated or failed walk was audited once
   protocol::FrameDecoder decoder_;
   // Stream offsets: bytes fed to the decoder and bytes it has handed out as frames (to locate the
   // header that failed the decoder).
@@ -679,6 +686,35 @@ policy::Decision Broker::Impl::Decide(const MappedTool& call,
   return best;
 }
 
+const std::string& Broker::Impl::WorkspaceStateDigest(bool fresh) {
+  if (config_.loop.trust_agent_results) {
+    // The pre-#13 behaviour (for the twin test): a "change" is whatever the agent reported.
+    state_ = "agent-reported changes: " + std::to_string(legacy_changes_);
+    return *state_;
+  }
+  if (state_ && !fresh) return *state_;
+  if (config_.workspace.empty()) {
+    state_ = "no workspace";
+    return *state_;
+  }
+  const WorkspaceState ws = DigestWorkspaceState(
+      config_.workspace, WorkspaceStateLimits{.max_entries = config_.loop.state_max_entries});
+  if ((ws.truncated || ws.not_walked > 0 || !ws.error.empty()) && !state_reported_) {
+    // Said once per session: loop detection then sees only part of the workspace (a change in
+    // the unseen part is not noticed, so a repeat there is refused sooner, never later).
+    state_reported_ = true;
+    Audit(AuditEvent{.actor = "broker",
+                     .event = "loop_state",
+                     .detail = {{"entries", ws.entries},
+                                {"max_entries", config_.loop.state_max_entries},
+                                {"truncated", ws.truncated},
+                                {"not_walked", ws.not_walked},
+                                {"error", ws.error}}});
+  }
+  state_ = ws.digest;
+  return *state_;
+}
+
 std::string Broker::Impl::NarrowerPattern(const MappedTool& call,
                                           const policy::Decision& decision) const {
   if (call.tool != policy::Tool::kRunCommand || !decision.loc.valid()) return {};
@@ -762,11 +798,17 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
   }
   budget_.CountToolCall(request.tool);
 
-  // The call's identity (tool + canonical arguments) binds approvals and drives loop detection;
-  // the audit log's `args` is the digest of the arguments alone.
-  const std::string digest = CanonicalDigest(json{{"tool", request.tool}, {"args", request.args}});
+  // The call's identity (tool + canonical arguments + the paths the agent resolved them to) binds
+  // approvals and drives loop detection; the audit log's `args` is the digest of the arguments
+  // alone. With the resolved paths in it, an approval of `edit_file a.py` does not approve an
+  // `edit_file a.py` whose a.py has become a symlink to somewhere else (issue #13).
+  std::vector<std::string> resolved = ResolvedPaths(request.paths);
+  const std::string digest = CallDigest(request.tool, request.args, resolved);
   std::optional<MappedTool> mapped = MapTool(request.tool, request.args);
-  if (mapped) mapped->args_digest = args_digest;
+  if (mapped) {
+    mapped->args_digest = args_digest;
+    mapped->resolved_paths = std::move(resolved);
+  }
   if (!mapped) {
     ++outcome_.denials;
     MappedTool unknown;
@@ -803,7 +845,11 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
   }
 
   // Loop detection before the policy: a repeated call is refused however it would be decided.
-  if (auto loop = loop_.Check(digest)) {
+  // The state is cagent's own digest of the workspace on the host, never anything the agent says;
+  // a fresh one is taken whenever this call was last seen in the state cached now.
+  std::string state = WorkspaceStateDigest(false);
+  if (loop_.SuspectsRepeat(digest, state)) state = WorkspaceStateDigest(true);
+  if (auto loop = loop_.Check(digest, state)) {
     ++outcome_.denials;
     protocol::Decision reply;
     reply.verdict = protocol::Verdict::kDeny;
@@ -849,6 +895,7 @@ void Broker::Impl::AskApproval(std::uint64_t id, const MappedTool& call, const s
   ApprovalRequest req;
   req.tool = std::string(policy::ToolName(call.tool));
   req.action = call.action;
+  req.resolved_paths = call.resolved_paths;
   req.digest = digest;
   req.rule = decision.rule;
   req.location = location;
@@ -999,7 +1046,12 @@ void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& re
   const bool writes = call.kind == policy::Tool::kWriteFile ||
                       call.kind == policy::Tool::kEditFile ||
                       call.kind == policy::Tool::kRunCommand;
-  if (!result.changed_paths.empty() || (result.ok && writes)) loop_.WorkspaceChanged();
+  // Whatever the result says: a tool that can write may have changed the workspace (a failed
+  // command can write as much as a successful one), so the next call looks at it afresh.
+  if (writes) state_.reset();
+  if (config_.loop.trust_agent_results && (!result.changed_paths.empty() || (result.ok && writes))) {
+    ++legacy_changes_;
+  }
   Emit("tool_result",
        call.tool + (result.ok ? " done" : " failed: " + ShortText(result.error_code, 64)));
   Send(Kind::kResultAck, id, protocol::ResultAck{output, false});

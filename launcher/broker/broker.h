@@ -8,14 +8,17 @@
 // Per request kind (one handler each, see broker.cc):
 //   hello        version check, replies welcome (task, policy, tools, model info, limits)
 //   model_call   budget check (turns, tokens), redaction of the body, ModelProvider::Call
-//   tool_request loop detection, budget check (tool calls, by kind), policy decision on the tool
-//                and every path, approvals for `ask`; denial text for the model
+//   tool_request loop detection (keyed on the call and cagent's own digest of the workspace
+//                state), budget check (tool calls, by kind), policy decision on the tool and every
+//                resolved path, approvals for `ask` bound to the call and its resolved paths;
+//                denial text for the model
 //   tool_result  output budget, redaction, digest into the audit log
 //   progress     operator display (callback), audit
 //   finish       records the agent's summary, acks, ends the session
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -68,6 +71,14 @@ struct LoopLimits {
   std::uint32_t max_repeats = 3;
   // A cycle of period 2 or 3 (A-B-A-B...) repeated this many times in a row is refused.
   std::uint32_t max_cycle_repeats = 3;
+  // Entries the workspace state walk looks at (workspace_state.h); beyond them the state is the
+  // digest of what was seen plus the count, and the audit log says so once.
+  std::size_t state_max_entries = 100000;
+  // The behaviour before issue #13, kept only so a test can show the attack it allowed: the
+  // workspace counts as changed whenever the agent reports a successful write or command (or any
+  // changed path), instead of when cagent's own state digest of the workspace changes. Nothing in
+  // cagent sets it.
+  bool trust_agent_results = false;
 };
 
 enum class ApprovalMode {
@@ -83,7 +94,10 @@ struct BrokerConfig {
   policy::Engine::Bindings bindings;  // workspace and home as the agent sees them
   std::string policy_digest;          // SHA-256 of policy::Dump(*policy)
   std::string task;                   // the task text (untrusted; forwarded to the agent)
-  std::string workspace;              // the workspace path inside the sandbox
+  // The workspace path inside the sandbox, which is also its path on the host (it is bound at its
+  // own path). Loop detection digests the state of this tree on the host (workspace_state.h); an
+  // empty or unreadable path gives a constant state, so repeats are counted on the calls alone.
+  std::string workspace;
   Budgets budgets;
   LoopLimits loop;
   ApprovalMode approval = ApprovalMode::kPolicy;

@@ -4,19 +4,28 @@
 
 namespace cagent::launcher::broker {
 
-std::optional<LoopFinding> LoopDetector::Check(const std::string& digest) {
+bool LoopDetector::SuspectsRepeat(const std::string& digest, const std::string& state) const {
+  auto it = seen_.find(digest);
+  return it != seen_.end() && it->second.state == state;
+}
+
+std::optional<LoopFinding> LoopDetector::Check(const std::string& digest,
+                                               const std::string& state) {
   // Cycles: keep only as many calls as the longest pattern needs.
   const std::size_t keep =
       3 * static_cast<std::size_t>(std::max<std::uint32_t>(limits_.max_cycle_repeats, 1));
   recent_.push_back(digest);
   while (recent_.size() > keep) recent_.pop_front();
 
-  // Repeats since the last change. A hostile agent sending endless distinct calls without ever
-  // changing anything only resets the table (it loses memory, not the broker).
-  if (since_change_.size() >= kMaxDistinct && !since_change_.contains(digest)) {
-    since_change_.clear();
+  // Repeats in an unchanged workspace. A hostile agent sending endless distinct calls only resets
+  // the table (it loses memory, not the broker).
+  if (seen_.size() >= kMaxDistinct && !seen_.contains(digest)) seen_.clear();
+  Seen& seen = seen_[digest];
+  if (seen.count == 0 || seen.state != state) {
+    seen.state = state;
+    seen.count = 0;
   }
-  const std::uint32_t n = ++since_change_[digest];
+  const std::uint32_t n = ++seen.count;
   if (limits_.max_repeats > 0 && n >= limits_.max_repeats) {
     return LoopFinding{LoopFinding::Kind::kRepeat, n, 1};
   }
@@ -47,13 +56,12 @@ std::optional<LoopFinding> LoopDetector::FindCycle() const {
   return std::nullopt;
 }
 
-void LoopDetector::WorkspaceChanged() { since_change_.clear(); }
-
 std::string LoopMessage(const LoopFinding& finding, const std::string& action) {
   if (finding.kind == LoopFinding::Kind::kRepeat) {
     return "Refused by loop detection: you have made this exact call (" + action + ") " +
            std::to_string(finding.count) +
-           " times and nothing in the workspace changed in between, so the result would be the "
+           " times and the workspace did not change in between (cagent compares its files, not whether "
+           "the call succeeded), so the result would be the "
            "same as before. Use the result you already have, or try a different approach: change "
            "a file, run a different command, or look somewhere else. If you are stuck, call "
            "finish and explain what blocks you.";

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <string_view>
+
+#include "launcher/broker/audit_log.h"
 
 namespace cagent::launcher::broker {
 namespace {
@@ -78,6 +81,41 @@ std::optional<MappedTool> MapTool(const std::string& tool, const nlohmann::json&
     out.action = tool + " " + out.path;
   }
   return out;
+}
+
+std::vector<std::string> ResolvedPaths(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  out.reserve(paths.size());
+  for (const std::string& raw : paths) {
+    const std::string_view path = raw;
+    std::string norm = !path.empty() && path[0] == '/' ? "/" : "";
+    bool climbs = false;
+    std::size_t i = 0;
+    while (i <= path.size() && !climbs) {
+      std::size_t slash = path.find('/', i);
+      if (slash == std::string_view::npos) slash = path.size();
+      const std::string_view part = path.substr(i, slash - i);
+      i = slash + 1;
+      if (part.empty() || part == ".") continue;
+      if (part == "..") climbs = true;
+      if (!norm.empty() && norm.back() != '/') norm += '/';
+      norm += part;
+    }
+    if (climbs) {
+      out.push_back(raw);
+      continue;
+    }
+    out.push_back(norm.empty() ? std::string(".") : std::move(norm));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string CallDigest(const std::string& tool, const nlohmann::json& args,
+                       const std::vector<std::string>& resolved) {
+  if (resolved.empty()) return CanonicalDigest(nlohmann::json{{"tool", tool}, {"args", args}});
+  return CanonicalDigest(nlohmann::json{{"tool", tool}, {"args", args}, {"paths", resolved}});
 }
 
 std::vector<std::string> EnabledTools(const policy::Policy& policy) {

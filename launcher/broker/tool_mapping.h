@@ -23,6 +23,9 @@ struct MappedTool {
   std::string action;
   // CanonicalDigest of the arguments, for the audit log's `args` field (set by the broker).
   std::string args_digest;
+  // The paths the agent resolved the call's path to (tool_request `paths`, symlinks followed),
+  // as ResolvedPaths() gives them (set by the broker); empty when the agent sent none.
+  std::vector<std::string> resolved_paths;
   // Set when the arguments are unusable (e.g. "write_file needs a string \"path\" argument").
   std::string argument_error;
 };
@@ -33,6 +36,20 @@ struct MappedTool {
 //   run_command:                      "command" (required)
 //   finish:                           nothing
 std::optional<MappedTool> MapTool(const std::string& tool, const nlohmann::json& args);
+
+// `paths` (a tool_request's resolved paths, hostile) lexically normalised ("./a//b" -> "a/b", ""
+// -> "."; a path with ".." is kept as it came, so it never looks like another path), sorted and
+// without duplicates: the order or spelling the agent chose does not make the same resolution
+// look different.
+std::vector<std::string> ResolvedPaths(const std::vector<std::string>& paths);
+
+// The identity of a call, binding approvals and keyed on by loop detection: CanonicalDigest of
+// {"tool", "args"} when the agent resolved no paths (the digest before issue #13, so a
+// "sha256:DIGEST" pre-approval of a command stays valid), else of {"tool", "args", "paths"} with
+// `resolved` from ResolvedPaths(). Two calls with the same arguments whose paths resolve to
+// different files are different actions.
+std::string CallDigest(const std::string& tool, const nlohmann::json& args,
+                       const std::vector<std::string>& resolved);
 
 // The tools `policy` enables, in schema order (read_file, list_dir, glob, grep, write_file,
 // edit_file, run_command, finish): a tool is enabled when some tools rule allows or asks for it and

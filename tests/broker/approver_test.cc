@@ -277,6 +277,50 @@ TEST_F(TerminalApproverTest, ControlCharactersInTheActionCannotRewriteTheScreen)
   EXPECT_EQ(screen.find('\x1b'), std::string::npos);
 }
 
+TEST_F(TerminalApproverTest, BidiAndInvisibleCodePointsAreShownEscaped) {
+  // Issue #13: control characters were escaped, but a right-to-left override (U+202E) made
+  // "rm -rf ~ #txt.gpj" read as something else, and a zero-width space (U+200B) hid inside a
+  // word. Each is shown as a visible \u{...} escape, in the action and in the resolved path.
+  ApprovalRequest req = NpmRequest();
+  req.tool = "write_file";
+  req.action = "write_file docs/\u202Egpj.exe";
+  req.resolved_paths = {"src/ma\u200Bin.c\x1b]0;owned\x07"};
+  const ApprovalOutcome o = Answer(req, "d\n");
+  EXPECT_FALSE(o.approved);
+  const std::string& screen = pty_.screen();
+  EXPECT_NE(screen.find("action:  write_file docs/\\u{202e}gpj.exe"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("src/ma\\u{200b}in.c\\x1b]0;owned\\x07"), std::string::npos) << screen;
+  EXPECT_EQ(screen.find("\u202E"), std::string::npos);
+  EXPECT_EQ(screen.find("\u200B"), std::string::npos);
+  EXPECT_EQ(screen.find('\x1b'), std::string::npos);
+  EXPECT_EQ(screen.find('\x07'), std::string::npos);
+}
+
+TEST_F(TerminalApproverTest, ThePromptShowsWhereThePathResolvesTo) {
+  ApprovalRequest req = NpmRequest();
+  req.tool = "edit_file";
+  req.action = "edit_file ./a.py";
+  req.resolved_paths = {"secrets/.env"};
+  Answer(req, "d\n");
+  const std::string& screen = pty_.screen();
+  EXPECT_NE(screen.find("action:  edit_file ./a.py\r\n"
+                        "  resolves to (symlinks followed; this is what would be touched):\r\n"
+                        "           secrets/.env\r\n"),
+            std::string::npos)
+      << screen;
+}
+
+TEST_F(TerminalApproverTest, APathThatResolvesToItselfIsShownOnce) {
+  ApprovalRequest req = NpmRequest();
+  req.tool = "edit_file";
+  req.action = "edit_file ./a.py";
+  req.resolved_paths = {"a.py"};
+  Answer(req, "d\n");
+  const std::string& screen = pty_.screen();
+  EXPECT_NE(screen.find("  path:    a.py\r\n"), std::string::npos) << screen;
+  EXPECT_EQ(screen.find("resolves to"), std::string::npos) << screen;
+}
+
 TEST_F(TerminalApproverTest, LeavesTheCallersFileDescriptionBlocking) {
   Answer(NpmRequest(), "o\n");
   EXPECT_EQ(fcntl(pty_.slave(), F_GETFL) & O_NONBLOCK, 0);
@@ -360,6 +404,28 @@ TEST(ApprovalBookTest, PathPatterns) {
   EXPECT_FALSE(book.Lookup(PathAction("write_file", "docs/../src/x.c")).has_value());
   EXPECT_FALSE(book.Lookup(PathAction("write_file", "/etc/docs/x")).has_value());
   EXPECT_FALSE(book.Lookup(PathAction("edit_file", "docs/a.md")).has_value()) << "other tool";
+}
+
+TEST(ApprovalBookTest, APathPatternMustCoverWhereThePathResolvesTo) {
+  // Issue #13: a pre-approved docs/** covered "write_file docs/a.md" even when docs/a.md was a
+  // symlink the agent resolved to src/main.c.
+  ApprovalBook book;
+  ASSERT_TRUE(book.AddPreApproval("write_file: docs/**", "f:1").ok());
+  ApprovalRequest through_link = PathAction("write_file", "docs/a.md");
+  through_link.resolved_paths = {"src/main.c"};
+  EXPECT_FALSE(book.Lookup(through_link).has_value());
+  ApprovalRequest plain = PathAction("write_file", "docs/a.md");
+  plain.resolved_paths = {"docs/a.md"};
+  EXPECT_TRUE(book.Lookup(plain).has_value());
+  ApprovalRequest within = PathAction("write_file", "docs/a.md");
+  within.resolved_paths = {"./docs/real/a.md"};
+  EXPECT_TRUE(book.Lookup(within).has_value()) << "a link that stays inside the pattern";
+  ApprovalRequest climbing = PathAction("write_file", "docs/a.md");
+  climbing.resolved_paths = {"docs/../src/x"};
+  EXPECT_FALSE(book.Lookup(climbing).has_value());
+  // Twin: judged on the model's argument alone (what the book looked at before), the link passes.
+  through_link.resolved_paths.clear();
+  EXPECT_TRUE(book.Lookup(through_link).has_value()) << "the attack, with the guard off";
 }
 
 TEST(ApprovalBookTest, DigestBindsOneExactAction) {

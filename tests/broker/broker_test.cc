@@ -9,6 +9,7 @@
 #include <iterator>
 #include <regex>
 
+#include "launcher/broker/tool_mapping.h"
 #include "tests/broker/broker_test_util.h"
 
 namespace cagent::launcher::broker::testing {
@@ -34,7 +35,7 @@ TEST(Broker, HelloIsAnsweredWithWelcome) {
   const json w = h.Hello();
   EXPECT_EQ(w["id"], 1);
   EXPECT_EQ(w["run_id"], "run-test");
-  EXPECT_EQ(w["workspace"], "/workspace");
+  EXPECT_EQ(w["workspace"], h.workspace);
   EXPECT_EQ(w["task"], "fix the failing test");
   EXPECT_EQ(w["policy_name"], "test");
   EXPECT_EQ(w["policy_digest"], "digest-test");
@@ -270,6 +271,69 @@ TEST(Broker, RunScopeApprovalIsRememberedForTheSameAction) {
   const json second = h.ToolRequest("write_file", {{"path", "Cargo.lock"}, {"content", "x"}});
   EXPECT_EQ(second["verdict"], "allow");
   EXPECT_EQ(h.approver.requests.size(), 1U);
+}
+
+// Issue #13, class 9: an approval bound to the model's arguments alone approved the same
+// arguments again after the path had been turned into a symlink to somewhere else.
+TEST(Broker, TheSameArgumentsResolvingElsewhereAreADifferentActionToApprove) {
+  Harness h;
+  h.Hello();
+  h.approver.Script(ApprovalOutcome{true, ApprovalScope::kRunExact, "terminal"});
+  h.approver.Script(ApprovalOutcome{false, ApprovalScope::kDenied, "terminal"});
+  const json args = {{"path", "Cargo.lock"}, {"content", "x"}};
+  const json first = h.ToolRequest("write_file", args, {"Cargo.lock"});
+  ASSERT_EQ(first["verdict"], "ask");
+  ASSERT_TRUE(h.peer->Recv());  // approved for the run
+  ASSERT_EQ(h.ToolResult(first["id"], true, "wrote 1 byte")["type"], "result_ack");
+  // The same arguments; Cargo.lock is now a link to vendor/Cargo.lock.
+  const json second = h.ToolRequest("write_file", args, {"./vendor//Cargo.lock"});
+  EXPECT_EQ(second["verdict"], "ask") << "the run-scope approval must not cover it";
+  auto declined = h.peer->Recv();
+  ASSERT_TRUE(declined);
+  EXPECT_EQ((*declined)["verdict"], "deny");
+  ASSERT_EQ(h.approver.requests.size(), 2U);
+  const ApprovalRequest& a = h.approver.requests[0];
+  const ApprovalRequest& b = h.approver.requests[1];
+  EXPECT_EQ(a.action, b.action);
+  EXPECT_THAT(a.resolved_paths, ElementsAre("Cargo.lock"));
+  EXPECT_THAT(b.resolved_paths, ElementsAre("vendor/Cargo.lock")) << "shown normalised";
+  EXPECT_NE(a.digest, b.digest);
+  EXPECT_EQ(a.digest, CallDigest("write_file", args, {"Cargo.lock"}));
+
+  // Twin: the digest before #13 (tool + arguments) is the same for both, so the book would have
+  // let the second through on the first's approval.
+  const std::string old_digest = CanonicalDigest(json{{"tool", "write_file"}, {"args", args}});
+  ApprovalBook old_book;
+  ApprovalRequest old_a = a;
+  ApprovalRequest old_b = b;
+  old_a.digest = old_b.digest = old_digest;
+  old_book.Record(old_a, ApprovalOutcome{true, ApprovalScope::kRunExact, "terminal"});
+  EXPECT_TRUE(old_book.Lookup(old_b).has_value()) << "the attack, with the old digest";
+  ApprovalBook book;
+  book.Record(a, ApprovalOutcome{true, ApprovalScope::kRunExact, "terminal"});
+  EXPECT_FALSE(book.Lookup(b).has_value());
+}
+
+TEST(Broker, APreApprovedPathDoesNotCoverWhatItResolvesTo) {
+  HarnessOptions o;
+  o.approval = ApprovalMode::kNever;
+  Harness h(o);
+  ASSERT_TRUE(h.book.AddPreApproval("write_file: Cargo.lock", "test").ok());
+  h.Hello();
+  const json args = {{"path", "Cargo.lock"}, {"content", "x"}};
+  EXPECT_EQ(h.ToolRequest("write_file", args, {"Cargo.lock"})["verdict"], "allow");
+  const json elsewhere = h.ToolRequest("write_file", args, {"crates/core/Cargo.lock"});
+  EXPECT_EQ(elsewhere["verdict"], "deny");
+  EXPECT_THAT(elsewhere["message"].get<std::string>(), HasSubstr("nobody can approve"));
+}
+
+TEST(Broker, ResolvedPathsDoNotChangeTheDigestOfACallWithoutThem) {
+  // A pre-approval "sha256:..." printed before #13 for a command stays valid.
+  const json args = {{"command", "make deploy"}};
+  EXPECT_EQ(CallDigest("run_command", args, {}),
+            CanonicalDigest(json{{"tool", "run_command"}, {"args", args}}));
+  EXPECT_THAT(ResolvedPaths({"b", "./a", "a", "x//y/.", "", "../up"}),
+              ElementsAre(".", "../up", "a", "b", "x/y"));
 }
 
 TEST(Broker, PreApprovedActionIsAllowedEvenHeadless) {

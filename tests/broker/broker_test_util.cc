@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
@@ -240,6 +241,12 @@ Harness::Harness(HarnessOptions options) : redactor(options.secrets) {
   }
   dir = tmpl;
   audit_path = dir + "/audit.jsonl";
+  // A real directory: loop detection digests the workspace's state on the host.
+  workspace = dir + "/workspace";
+  if (::mkdir(workspace.c_str(), 0700) != 0) {
+    ADD_FAILURE() << "mkdir " << workspace << " failed";
+    return;
+  }
   auto opened = AuditLog::Open(audit_path, "run-test", "digest-test");
   if (!opened.ok()) {
     ADD_FAILURE() << opened.error().Message();
@@ -252,7 +259,7 @@ Harness::Harness(HarnessOptions options) : redactor(options.secrets) {
   config.policy = policy;
   config.policy_digest = "digest-test";
   config.task = "fix the failing test";
-  config.workspace = "/workspace";
+  config.workspace = workspace;
   config.budgets = options.budgets ? *options.budgets : BudgetsFromPolicy(*policy);
   config.loop = options.loop;
   config.approval = options.approval;

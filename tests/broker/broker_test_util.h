@@ -168,7 +168,8 @@ class Harness {
 
   boost::asio::io_context io;
   std::shared_ptr<const policy::Policy> policy;
-  std::string dir;  // temporary directory holding the audit log
+  std::string dir;        // temporary directory holding the audit log
+  std::string workspace;  // dir + "/workspace", empty: the broker's workspace (on the host)
   std::string audit_path;
   std::optional<AuditLog> audit;
   Redactor redactor;
