@@ -2,13 +2,23 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
 #include <set>
+
+#include "common/terminal_text.h"
+#include "common/unique_fd.h"
 
 namespace cagent::launcher {
 namespace {
@@ -19,76 +29,429 @@ using policy::MountMode;
 using policy::PathBase;
 using policy::Verdict;
 
+// Symlinks the kernel follows in one lookup before ELOOP (fs/namei.c MAXSYMLINKS).
+constexpr int kMaxSymlinks = 40;
+
+// Workspace paths are opened beneath a workspace directory fd with every symlink refused: the
+// kernel, not a string prefix, keeps the lookup inside and link-free (Linux 5.6).
+constexpr std::uint64_t kBeneathNoLinks =
+    RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+
+int Openat2(int dirfd, const std::string& path, int flags, std::uint64_t resolve) {
+  open_how how{};
+  how.flags = static_cast<std::uint64_t>(flags) | O_CLOEXEC;
+  how.resolve = resolve;
+  // EAGAIN: a rename or mount raced with a RESOLVE_BENEATH lookup; the man page asks for a retry.
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const long fd = ::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof(how));
+    if (fd >= 0) return static_cast<int>(fd);
+    if (errno != EAGAIN && errno != EINTR) return -1;
+  }
+  return -1;
+}
+
 bool Exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
 }
 
-// Walks a tree (no symlinks followed) and applies deny globs to what exists.
+// `path` lies strictly below directory `dir` (both absolute and normalised).
+bool IsUnder(std::string_view path, std::string_view dir) {
+  if (dir == "/") return path.size() > 1 && path[0] == '/';
+  return path.size() > dir.size() && path.starts_with(dir) && path[dir.size()] == '/';
+}
+bool AtOrUnder(std::string_view path, std::string_view dir) {
+  return path == dir || IsUnder(path, dir);
+}
+
+std::string Dirname(const std::string& p) {
+  const std::size_t slash = p.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : p.substr(0, slash);
+}
+std::string Basename(const std::string& p) {
+  const std::size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+std::string JoinPath(const std::string& dir, const std::string& rel) {
+  if (rel.empty()) return dir;
+  return dir == "/" ? "/" + rel : dir + "/" + rel;
+}
+
+// `path` (at or below `ws`) relative to it; "." for the workspace itself.
+std::string RelTo(const std::string& ws, const std::string& path) {
+  return path == ws ? std::string(".") : path.substr(ws.size() + 1);
+}
+
+// A workspace-derived name for a note: one line, no control or invisible characters.
+std::string Shown(std::string_view text) { return TerminalSafe(text, TerminalLines::kOne); }
+
+// The destination mountns gives a host path: realpath() of its parent joined with its last
+// component (a symlink there is re-created, not followed). "" when the parent does not resolve.
+std::string HostDestination(const std::string& path) {
+  std::unique_ptr<char, decltype(&std::free)> real(::realpath(Dirname(path).c_str(), nullptr),
+                                                    &std::free);
+  if (!real) return {};
+  return JoinPath(real.get(), Basename(path));
+}
+
+std::vector<std::string> SplitPath(std::string_view text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find('/', start);
+    if (end == std::string_view::npos) end = text.size();
+    if (end > start) parts.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+// Whether resolving the host path `path` the way the kernel would (every symlink followed) passes
+// through the workspace at any step. Such a path is not the host's: its remaining components are
+// workspace content, which a profile's absolute or ~ path must never be resolved through
+// (`read-only ~/.config/x` with the home inside the workspace and .config -> /etc).
+bool ResolutionTouchesWorkspace(const std::string& path, const std::string& ws) {
+  if (AtOrUnder(path, ws)) return true;
+  std::deque<std::string> todo;
+  auto push_front = [&todo](const std::string& text) {
+    const std::vector<std::string> parts = SplitPath(text);
+    todo.insert(todo.begin(), parts.begin(), parts.end());
+  };
+  push_front(path);
+  std::string cur = "/";
+  int links = 0;
+  while (!todo.empty()) {
+    const std::string comp = todo.front();
+    todo.pop_front();
+    if (comp == ".") continue;
+    if (comp == "..") {
+      cur = Dirname(cur);
+      continue;
+    }
+    const std::string next = JoinPath(cur, comp);
+    if (AtOrUnder(next, ws)) return true;
+    struct stat st {};
+    if (::lstat(next.c_str(), &st) != 0) return false;
+    if (!S_ISLNK(st.st_mode)) {
+      cur = next;
+      continue;
+    }
+    if (++links > kMaxSymlinks) return false;
+    std::array<char, PATH_MAX> buf{};
+    const ssize_t n = ::readlink(next.c_str(), buf.data(), buf.size() - 1);
+    if (n <= 0) return false;
+    const std::string target(buf.data(), static_cast<std::size_t>(n));
+    if (target.starts_with('/')) cur = "/";
+    push_front(target);
+  }
+  return false;
+}
+
+
+// The sandbox's view as it is being built, for judging where a path leads *inside* the sandbox.
+// Each region is a tree the view shows at its own path: host binds (read-only or read-write), the
+// workspace, the private tmpfs and procfs trees, and hidden paths. What no region covers is not
+// in the view, except the skeleton directories the view creates to hold mount points ("/",
+// "/home" for "/home/cagent").
+class View {
+ public:
+  enum class Part : std::uint8_t {
+    kOutside,   // not in the view: reading there finds nothing
+    kSkeleton,  // a directory of the read-only root that only holds mount points
+    kPrivate,   // the sandbox's own /tmp, HOME, /dev, /proc: nothing of the host's to protect
+    kHidden,    // already covered by a hide mount
+    kReadOnly,  // a host tree (or workspace part) shown read-only
+    kReadWrite, // a host tree (or the workspace) shown read-write
+  };
+
+  // `ws_fd`: an O_PATH descriptor of the canonical workspace `ws`, owned by the caller.
+  View(const LaunchSpec& spec, int ws_fd) : ws_(spec.workspace), ws_fd_(ws_fd) {
+    // Ranks follow the order mountns lays the view down in, so that at one path the later mount
+    // wins as it will in the sandbox: read-only binds, /tmp and HOME, read-write binds, the
+    // workspace, /dev and /proc, hidden paths.
+    for (const auto& p : spec.read_only_paths) AddHost(p, Part::kReadOnly, 0);
+    Add("/tmp", Part::kPrivate, 1);
+    Add(spec.home, Part::kPrivate, 1);
+    for (const auto& p : spec.read_write_paths) AddHost(p, Part::kReadWrite, 2);
+    Add(ws_, spec.workspace_writable ? Part::kReadWrite : Part::kReadOnly, 3);
+    Add("/dev", Part::kPrivate, 4);
+    Add("/proc", Part::kPrivate, 4);
+    for (const auto& p : spec.hidden_paths) Add(p, Part::kHidden, 5);
+  }
+
+  // Records a mount SpecFromPolicy adds inside the view (a deny rule's re-bind or hide).
+  void Add(const std::string& path, Part part, int rank) { regions_.push_back({path, part, rank}); }
+
+  [[nodiscard]] const std::string& workspace() const { return ws_; }
+
+  [[nodiscard]] Part PartOf(const std::string& path) const {
+    const Region* best = nullptr;
+    for (const auto& r : regions_) {
+      if (!AtOrUnder(path, r.path)) continue;
+      if (best == nullptr || r.path.size() > best->path.size() ||
+          (r.path.size() == best->path.size() && r.rank >= best->rank)) {
+        best = &r;
+      }
+    }
+    // A directory that holds mount points deeper down exists in the view as part of their
+    // skeleton: the root, a private tmpfs's directories leading to a workspace in /tmp.
+    const bool holds_mounts = std::any_of(regions_.begin(), regions_.end(),
+                                          [&](const Region& r) { return IsUnder(r.path, path); });
+    if (best != nullptr && best->part != Part::kPrivate) return best->part;
+    if (holds_mounts || path == "/") return Part::kSkeleton;
+    return best != nullptr ? best->part : Part::kOutside;
+  }
+
+  struct Resolution {
+    Part part = Part::kOutside;
+    std::string path;     // the view path reached (absolute, free of symlinks)
+    bool exists = true;   // false: a component is missing, not a directory, or a loop
+  };
+
+  // Resolves `text` (a symlink's content, or a path) starting from view directory `dir` (absolute,
+  // free of symlinks) the way a lookup inside the sandbox would: each component is examined in the
+  // tree that shows it, and only there. Inside the workspace that is an openat2(RESOLVE_BENEATH |
+  // RESOLVE_NO_SYMLINKS) open of the parent from the workspace fd and an fstatat/readlinkat of the
+  // name; in host trees the view shows, an lstat/readlink of the host path (the same file). Nothing
+  // outside the view is ever examined: the walk stops there.
+  [[nodiscard]] Resolution Resolve(std::string dir, std::string_view text) const {
+    std::deque<std::string> todo;
+    auto push_front = [&todo](std::string_view t) {
+      const std::vector<std::string> parts = SplitPath(t);
+      todo.insert(todo.begin(), parts.begin(), parts.end());
+    };
+    std::string cur = text.starts_with('/') ? std::string("/") : std::move(dir);
+    push_front(text);
+    int links = 0;
+    while (!todo.empty()) {
+      const std::string comp = todo.front();
+      todo.pop_front();
+      if (comp == ".") continue;
+      if (comp == "..") {
+        cur = Dirname(cur);  // `cur` holds no symlink, so its lexical parent is the real one
+        continue;
+      }
+      const std::string next = JoinPath(cur, comp);
+      const Part part = PartOf(next);
+      if (part == Part::kOutside || part == Part::kPrivate || part == Part::kHidden) {
+        std::string rest = next;
+        for (const auto& c : todo) rest += "/" + c;
+        return {part, rest, true};
+      }
+      if (part == Part::kSkeleton) {
+        cur = next;
+        continue;
+      }
+      struct stat st {};
+      std::string target;
+      if (!Inspect(next, &st, &target)) return {part, next, false};
+      if (S_ISLNK(st.st_mode)) {
+        if (++links > kMaxSymlinks) return {part, next, false};
+        if (target.starts_with('/')) cur = "/";
+        push_front(target);
+        continue;
+      }
+      if (!todo.empty() && !S_ISDIR(st.st_mode)) return {part, next, false};
+      cur = next;
+    }
+    return {PartOf(cur), cur, true};
+  }
+
+ private:
+  struct Region {
+    std::string path;
+    Part part;
+    int rank;
+  };
+
+  void AddHost(const std::string& p, Part part, int rank) {
+    if (AtOrUnder(p, ws_)) {
+      Add(p, part, rank);  // checked beneath the workspace before it was added
+      return;
+    }
+    std::string dest = HostDestination(p);
+    if (!dest.empty()) Add(dest, part, rank);
+  }
+
+  // lstat of view path `path` (in a tree the view shows) and, for a symlink, its text.
+  bool Inspect(const std::string& path, struct stat* st, std::string* target) const {
+    std::array<char, PATH_MAX> buf{};
+    ssize_t n = 0;
+    if (AtOrUnder(path, ws_)) {
+      if (path == ws_) return ::fstat(ws_fd_, st) == 0;
+      const std::string rel = RelTo(ws_, path);
+      const std::string parent = rel.find('/') == std::string::npos ? "." : Dirname(rel);
+      UniqueFd dir(Openat2(ws_fd_, parent, O_PATH | O_DIRECTORY, kBeneathNoLinks));
+      if (!dir.valid()) return false;
+      const std::string name = Basename(rel);
+      if (::fstatat(dir.get(), name.c_str(), st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+      if (S_ISLNK(st->st_mode)) n = ::readlinkat(dir.get(), name.c_str(), buf.data(), buf.size() - 1);
+    } else {
+      if (::lstat(path.c_str(), st) != 0) return false;
+      if (S_ISLNK(st->st_mode)) n = ::readlink(path.c_str(), buf.data(), buf.size() - 1);
+    }
+    if (n < 0) return false;
+    target->assign(buf.data(), static_cast<std::size_t>(n));
+    return true;
+  }
+
+  std::string ws_;
+  int ws_fd_;
+  std::vector<Region> regions_;
+};
+
+// Applies the outcome of a deny rule (`write_only`: deny write; else deny read and write) to what
+// `what` (a symlink or a path with a symlinked component, shown as written) leads to in the view.
+// Never adds a tree to the view: a target the view shows read-write is re-bound read-only onto
+// itself or hidden; one it shows read-only needs nothing for a write denial, and is hidden for a
+// read denial only when it is workspace content (a host tree the profile shows at its own path
+// stays readable there anyway); one outside the view, in the sandbox's private trees or missing
+// is left alone with a note. The link itself cannot carry a mount: the broker's path rules and the
+// run's patch check judge writes to the link's name.
+void CoverTarget(const View::Resolution& r, const std::string& what, bool write_only,
+                 const std::string& rule, View& view, LaunchSpec& spec,
+                 std::vector<std::string>& notes) {
+  using Part = View::Part;
+  const std::string& ws = view.workspace();
+  const bool in_ws = AtOrUnder(r.path, ws);
+  const std::string shown = Shown(in_ws ? RelTo(ws, r.path) : r.path);
+  const std::string head = Shown(what) + " leads to " + shown + " (" + rule + ")";
+  const std::string link_note =
+      "; writes to the name itself are judged by the broker's path rules and the patch check";
+  if (!r.exists) {
+    notes.push_back(head + ": it does not exist in the sandbox's view, nothing mounted" +
+                    link_note);
+    return;
+  }
+  switch (r.part) {
+    case Part::kOutside:
+      notes.push_back(head + ": outside the sandbox's view, not mounted (reading through it finds "
+                      "nothing)" + link_note);
+      return;
+    case Part::kSkeleton:
+    case Part::kPrivate:
+      notes.push_back(head + ": the sandbox's own root, /tmp, HOME, /dev or /proc, nothing of the "
+                      "host's to cover" + link_note);
+      return;
+    case Part::kHidden:
+      notes.push_back(head + ": already hidden");
+      return;
+    case Part::kReadOnly:
+      if (write_only) {
+        notes.push_back(head + ": already read-only");
+        return;
+      }
+      if (!in_ws) {
+        notes.push_back(head + ": not hidden, the profile shows it read-only at its own path; "
+                        "cagent hides only workspace content on a link's behalf");
+        return;
+      }
+      break;
+    case Part::kReadWrite:
+      break;
+  }
+  if (write_only) {
+    spec.read_only_paths.push_back(r.path);
+    view.Add(r.path, Part::kReadOnly, 6);
+    notes.push_back("read-only " + shown + " (target of " + Shown(what) + ", " + rule + ")");
+  } else {
+    spec.hidden_paths.push_back(r.path);
+    view.Add(r.path, Part::kHidden, 6);
+    notes.push_back("hidden " + shown + " (target of " + Shown(what) + ", " + rule + ")");
+  }
+}
+
+// Walks a tree without following symlinks and applies deny globs to what exists. Every directory
+// is opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) from the walk's root fd, so a
+// directory swapped for a symlink during the walk fails the lookup instead of leading elsewhere,
+// and no descriptor is held across the recursion (a deep tree cannot exhaust them).
 class GlobWalker {
  public:
   enum class Kind : std::uint8_t { kDir, kLink, kOther };
 
-  // Applies the deny rules written relative to `base` (the workspace, the home directory, or "/"
-  // for absolute globs) whose matches lie under base_dir/start_rel.
-  GlobWalker(std::vector<const policy::PathRule*> rules, std::string base_dir, LaunchSpec& spec,
-             std::vector<std::string>& notes, std::size_t& entries)
-      : base_dir_(std::move(base_dir)), spec_(spec), notes_(notes), rules_(std::move(rules)),
-        entries_(entries) {}
+  // Applies the deny rules written relative to `base_dir` (the workspace, the home directory, or
+  // "/" for absolute globs) whose matches lie under base_dir/start_rel. Paths added to `spec` are
+  // below `canonical_start` (base_dir/start_rel with host symlinks resolved; the walk root).
+  GlobWalker(std::vector<const policy::PathRule*> rules, std::string base_dir, View& view,
+             LaunchSpec& spec, std::vector<std::string>& notes, std::size_t& entries)
+      : base_dir_(std::move(base_dir)), view_(view), spec_(spec), notes_(notes),
+        rules_(std::move(rules)), entries_(entries) {}
 
-  Status Run(const std::string& start_rel) {
+  // `root`: a directory fd of `canonical_start` (borrowed), or -1 when the start is not a
+  // directory. The start itself may match ("~/.ssh" for "~/.ssh/**", "~/.netrc") unless
+  // `start_rel` is empty (the workspace root).
+  Status Run(int root, const std::string& canonical_start, const std::string& start_rel) {
     if (rules_.empty()) return Ok{};
-    std::string start = start_rel.empty() ? base_dir_ : Join(base_dir_, start_rel);
+    root_ = root;
+    canonical_start_ = canonical_start;
+    start_rel_ = start_rel;
+    bool read_only = false;
     if (!start_rel.empty()) {
-      // The starting point itself may match ("~/.ssh" for "~/.ssh/**").
-      struct stat st {};
-      if (::lstat(start.c_str(), &st) != 0) return Ok{};
-      bool read_only = false;
-      if (Apply(start, start_rel, S_ISLNK(st.st_mode), false, &read_only) || !S_ISDIR(st.st_mode)) {
-        return Ok{};
-      }
-      return Walk(start, start_rel, read_only);
+      const Entry start{"", root >= 0 ? Kind::kDir : Kind::kOther, ""};
+      if (Apply(start, start_rel, false, &read_only) || root < 0) return Ok{};
     }
-    return Walk(start, start_rel, false);
+    return Walk(start_rel, read_only);
   }
 
  private:
-  static std::string Join(const std::string& dir, const std::string& rel) {
-    return dir == "/" ? "/" + rel : dir + "/" + rel;
+  struct Entry {
+    std::string name;
+    Kind kind;
+    std::string link;  // a symlink's text
+  };
+
+  // The canonical path of walk entry `rel` (relative to base_dir_, at or below start_rel_).
+  std::string Canonical(const std::string& rel) const {
+    if (rel == start_rel_) return canonical_start_;
+    return JoinPath(canonical_start_, start_rel_.empty() ? rel : rel.substr(start_rel_.size() + 1));
+  }
+  // The same entry relative to the walk's root fd ("." for the root).
+  std::string FromRoot(const std::string& rel) const {
+    if (rel == start_rel_) return ".";
+    return start_rel_.empty() ? rel : rel.substr(start_rel_.size() + 1);
   }
 
   const std::string base_dir_;
+  View& view_;
   LaunchSpec& spec_;
   std::vector<std::string>& notes_;
   std::vector<const policy::PathRule*> rules_;
   std::size_t& entries_;
+  int root_ = -1;
+  std::string canonical_start_;
+  std::string start_rel_;
 
-  // Hides or write-protects `abs` if a rule matches; true when nothing below needs visiting.
-  bool Apply(const std::string& abs, const std::string& rel, bool is_link, bool under_read_only,
-             bool* made_read_only) {
-    int m = Match(abs, rel);
+  // Hides or write-protects the entry at `rel` if a rule matches; true when nothing below needs
+  // visiting.
+  bool Apply(const Entry& e, const std::string& rel, bool under_read_only, bool* made_read_only) {
+    const std::string abs = Canonical(rel);
+    int m = Match(JoinPath(base_dir_, rel), rel);
     // Below a tree already bound read-only, write rules add nothing; only hiding does.
-    if (m == 1 && under_read_only && !is_link) m = 0;
+    if (m == 1 && under_read_only && e.kind != Kind::kLink) m = 0;
     if (m == 0) return false;
-    if (is_link) {
-      // A mount cannot cover a symlink itself; cover what it points at, which is what reading
-      // through it would reveal (a link to a file the view does not show reveals nothing).
-      char* real = ::realpath(abs.c_str(), nullptr);
-      if (real == nullptr) return true;
-      std::string target = real;
-      std::free(real);
-      (m == 2 ? spec_.hidden_paths : spec_.read_only_paths).push_back(target);
-      notes_.push_back(std::string(m == 2 ? "hidden " : "read-only ") + target + " (target of " +
-                       rel + ", deny rule)");
+    if (e.kind == Kind::kLink) {
+      if (e.link.empty()) {
+        notes_.push_back(Shown(rel) + ": a symlink cagent could not read; nothing mounted");
+        return true;
+      }
+      // A mount cannot cover the link; what it covers is what the link leads to *in the view*,
+      // resolved the way the sandbox will resolve it, and only when the view shows it already.
+      // (Before: realpath() on the host, and the target added to the view — a workspace link
+      // `test_helpers.py -> ~` under `deny write test_*.py` mounted the caller's home.)
+      const View::Resolution r = view_.Resolve(Dirname(abs), e.link);
+      CoverTarget(r, rel, m == 1, m == 1 ? "deny write rule" : "deny rule", view_, spec_, notes_);
       return true;
     }
     if (m == 2) {
       spec_.hidden_paths.push_back(abs);
-      notes_.push_back("hidden " + rel + " (deny rule)");
+      view_.Add(abs, View::Part::kHidden, 6);
+      notes_.push_back("hidden " + Shown(rel) + " (deny rule)");
       return true;  // nothing below a hidden path is visible
     }
     spec_.read_only_paths.push_back(abs);
-    notes_.push_back("read-only " + rel + " (deny write rule)");
+    view_.Add(abs, View::Part::kReadOnly, 6);
+    notes_.push_back("read-only " + Shown(rel) + " (deny write rule)");
     if (made_read_only != nullptr) *made_read_only = true;
     return false;  // a read-only tree may still hold files that must be hidden
   }
@@ -104,14 +467,27 @@ class GlobWalker {
     return best;
   }
 
-  Status Walk(const std::string& dir_abs, const std::string& dir_rel, bool under_read_only) {
-    DIR* d = ::opendir(dir_abs.c_str());
-    if (d == nullptr) {
+  Status Walk(const std::string& dir_rel, bool under_read_only) {
+    const std::string from_root = FromRoot(dir_rel);
+    const int fd = Openat2(root_, from_root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, kBeneathNoLinks);
+    if (fd < 0) {
       // An unreadable directory cannot hold anything the sandbox could read either.
       if (errno == EACCES) return Ok{};
-      return ErrnoError("open directory '" + dir_abs + "'");
+      if (errno == ELOOP || errno == EXDEV || errno == ENOTDIR) {
+        return PlainError("'" + Shown(Canonical(dir_rel)) + "' changed while cagent applied the "
+                          "profile's deny rules (it is no longer a directory beneath " +
+                              Shown(canonical_start_) + ")",
+                          "something is modifying the tree; run again once it is quiet");
+      }
+      return ErrnoError("open directory '" + Shown(Canonical(dir_rel)) + "'");
     }
-    std::vector<std::pair<std::string, Kind>> children;
+    DIR* d = ::fdopendir(fd);
+    if (d == nullptr) {
+      const int err = errno;
+      ::close(fd);
+      return ErrnoError("read directory '" + Shown(Canonical(dir_rel)) + "'", err);
+    }
+    std::vector<Entry> children;
     while (dirent* e = ::readdir(d)) {
       std::string_view name = e->d_name;
       if (name == "." || name == "..") continue;
@@ -125,22 +501,27 @@ class GlobWalker {
       Kind kind = e->d_type == DT_DIR ? Kind::kDir : e->d_type == DT_LNK ? Kind::kLink : Kind::kOther;
       if (e->d_type == DT_UNKNOWN) {
         struct stat st {};
-        std::string p = dir_abs + "/" + std::string(name);
-        if (::lstat(p.c_str(), &st) == 0) {
+        if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
           kind = S_ISDIR(st.st_mode) ? Kind::kDir : S_ISLNK(st.st_mode) ? Kind::kLink : Kind::kOther;
         }
       }
-      children.emplace_back(std::string(name), kind);
+      std::string link;
+      if (kind == Kind::kLink) {
+        std::array<char, PATH_MAX> buf{};
+        const ssize_t n = ::readlinkat(::dirfd(d), e->d_name, buf.data(), buf.size() - 1);
+        if (n > 0) link.assign(buf.data(), static_cast<std::size_t>(n));
+      }
+      children.push_back({std::string(name), kind, std::move(link)});
     }
     ::closedir(d);
-    std::sort(children.begin(), children.end());
-    for (const auto& [name, type] : children) {
-      std::string rel = dir_rel.empty() ? name : dir_rel + "/" + name;
-      std::string abs = Join(dir_abs, name);
+    std::sort(children.begin(), children.end(),
+              [](const Entry& a, const Entry& b) { return a.name < b.name; });
+    for (const auto& child : children) {
+      const std::string rel = dir_rel.empty() ? child.name : dir_rel + "/" + child.name;
       bool read_only = false;
-      if (Apply(abs, rel, type == Kind::kLink, under_read_only, &read_only)) continue;
-      if (type == Kind::kDir) {
-        if (auto s = Walk(abs, rel, under_read_only || read_only); !s) return s;
+      if (Apply(child, rel, under_read_only, &read_only)) continue;
+      if (child.kind == Kind::kDir) {
+        if (auto s = Walk(rel, under_read_only || read_only); !s) return s;
       }
     }
     return Ok{};
@@ -149,9 +530,12 @@ class GlobWalker {
 
 // Deny rules for the workspace walk the whole workspace; rules for the home directory or absolute
 // paths walk only from their glob's literal prefix ("~/.ssh/**" walks ~/.ssh), and must have one:
-// a glob like "/**/id_rsa" would mean walking the host.
-Status ApplyDenyGlobs(const policy::Policy& p, const std::string& workspace,
-                      const std::string& home, LaunchSpec& spec, std::vector<std::string>& notes) {
+// a glob like "/**/id_rsa" would mean walking the host. A start reached through the workspace
+// (a home inside it, a host path whose resolution passes through a workspace link) is workspace
+// content: it is opened beneath the workspace without symlinks, or skipped with a note.
+Status ApplyDenyGlobs(const policy::Policy& p, const std::string& workspace, int ws_fd,
+                      const std::string& home, View& view, LaunchSpec& spec,
+                      std::vector<std::string>& notes) {
   std::size_t entries = 0;
   std::vector<const policy::PathRule*> ws_rules;
   for (const auto& r : p.path_rules) {
@@ -172,17 +556,133 @@ Status ApplyDenyGlobs(const policy::Policy& p, const std::string& workspace,
                         "outside the workspace, name a directory before any wildcard, e.g. "
                         "~/.config/**/token");
     }
+    const std::string start = JoinPath(base_dir, prefix);
+    UniqueFd root;
+    std::string canonical;
+    if (ResolutionTouchesWorkspace(start, workspace)) {
+      const std::string skipped = "skipped 'deny " + r.text + "' at " + Shown(start) + ": ";
+      if (!AtOrUnder(start, workspace)) {
+        notes.push_back(skipped + "its path leads through the workspace, whose links cagent does "
+                        "not follow");
+        continue;
+      }
+      const std::string rel = RelTo(workspace, start);
+      UniqueFd at(Openat2(ws_fd, rel, O_PATH | O_NOFOLLOW, kBeneathNoLinks));
+      struct stat st {};
+      if (!at.valid() || ::fstat(at.get(), &st) != 0) {
+        if (errno != ENOENT && errno != ENOTDIR) {
+          notes.push_back(skipped + "a symlink on its way inside the workspace");
+        }
+        continue;
+      }
+      if (S_ISLNK(st.st_mode)) {
+        notes.push_back(skipped + "a symlink inside the workspace");
+        continue;
+      }
+      canonical = start;
+      if (S_ISDIR(st.st_mode)) {
+        root.Reset(Openat2(ws_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, kBeneathNoLinks));
+        if (!root.valid()) return ErrnoError("open directory '" + Shown(start) + "'");
+      }
+    } else {
+      // A host path: its symlinks are the host's own (e.g. /lib64 -> usr/lib64) and resolve.
+      std::unique_ptr<char, decltype(&std::free)> real(::realpath(start.c_str(), nullptr),
+                                                        &std::free);
+      if (!real) continue;  // absent: nothing to deny
+      canonical = real.get();
+      struct stat st {};
+      if (::stat(canonical.c_str(), &st) != 0) continue;
+      if (S_ISDIR(st.st_mode)) {
+        root.Reset(::open(canonical.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!root.valid()) {
+          if (errno == EACCES) continue;
+          return ErrnoError("open directory '" + canonical + "'");
+        }
+      }
+    }
     std::vector<const policy::PathRule*> one{&r};
     // Absolute globs walk with "/" as the base; Match() puts the leading '/' back.
-    GlobWalker walker(std::move(one), base_dir, spec, notes, entries);
-    if (auto s = walker.Run(prefix); !s) return s;
+    GlobWalker walker(std::move(one), base_dir, view, spec, notes, entries);
+    if (auto s = walker.Run(root.get(), canonical, prefix); !s) return s;
   }
-  return GlobWalker(std::move(ws_rules), workspace, spec, notes, entries).Run("");
+  UniqueFd root(Openat2(ws_fd, ".", O_RDONLY | O_DIRECTORY, kBeneathNoLinks));
+  if (!root.valid()) return ErrnoError("open the workspace '" + workspace + "'");
+  return GlobWalker(std::move(ws_rules), workspace, view, spec, notes, entries)
+      .Run(root.get(), workspace, "");
 }
 
 bool Matches(const std::vector<policy::EnvPattern>& patterns, std::string_view name) {
   return std::any_of(patterns.begin(), patterns.end(),
                      [&](const policy::EnvPattern& p) { return p.name.Match(name); });
+}
+
+// Removes repeated paths, keeping the first of each.
+void Dedupe(std::vector<std::string>& paths) {
+  std::set<std::string> seen;
+  std::erase_if(paths, [&](const std::string& p) { return !seen.insert(p).second; });
+}
+
+// The view's mounts from the profile's read-only / read-write / hide entries. A path at or below
+// the workspace is workspace content: it is opened beneath the workspace fd with every symlink
+// refused, and a read-only or read-write entry with a symlinked component is skipped (binding it
+// would bind whatever the link names on the host: `read-only vendor/x` with vendor -> /etc bound
+// /etc/x). Hide entries there are judged like deny rules on a link, after the view is known.
+// Absolute and ~ entries are host paths and do not depend on workspace content, unless resolving
+// them passes through the workspace; those are skipped.
+Status AddMounts(const policy::Policy& p, const std::string& workspace, int ws_fd,
+                 const ProfileContext& ctx, LaunchSpec& spec, std::vector<std::string>& notes,
+                 std::vector<const policy::MountRule*>& workspace_hides) {
+  for (const auto& m : p.mounts) {
+    std::string path = m.path.Resolve(workspace, ctx.home);
+    if (path.empty()) {
+      notes.push_back("skipped " + m.path.Text() + ": no home directory");
+      continue;
+    }
+    if (path == workspace) continue;  // the checker refuses this; never remount the workspace
+    const bool in_workspace = IsUnder(path, workspace);
+    if (!in_workspace && ResolutionTouchesWorkspace(path, workspace)) {
+      notes.push_back("skipped " + m.path.Text() + ": its path leads through the workspace (" +
+                      workspace + "), whose links cagent does not follow on the host");
+      continue;
+    }
+    if (in_workspace) {
+      if (m.mode == MountMode::kHidden) {
+        workspace_hides.push_back(&m);
+        continue;
+      }
+      UniqueFd at(Openat2(ws_fd, RelTo(workspace, path), O_PATH | O_NOFOLLOW, kBeneathNoLinks));
+      struct stat st {};
+      const bool opened = at.valid() && ::fstat(at.get(), &st) == 0;
+      if (!opened && (errno == ENOENT || errno == ENOTDIR)) {
+        notes.push_back("skipped " + m.path.Text() + ": absent");
+        continue;
+      }
+      if (!opened || S_ISLNK(st.st_mode)) {
+        notes.push_back("skipped " + m.path.Text() + ": " +
+                        (opened || errno == ELOOP || errno == EXDEV
+                             ? std::string("a symlink in the workspace is on its way; cagent never "
+                                           "binds what a workspace link points at")
+                             : std::string("cannot be opened beneath the workspace (") +
+                                   std::strerror(errno) + ")"));
+        continue;
+      }
+    } else if (!Exists(path)) {
+      if (m.mode != MountMode::kHidden) notes.push_back("skipped " + m.path.Text() + ": absent");
+      continue;
+    }
+    switch (m.mode) {
+      case MountMode::kReadOnly:
+        spec.read_only_paths.push_back(path);
+        break;
+      case MountMode::kReadWrite:
+        spec.read_write_paths.push_back(path);
+        break;
+      case MountMode::kHidden:
+        spec.hidden_paths.push_back(path);
+        break;
+    }
+  }
+  return Ok{};
 }
 
 }  // namespace
@@ -234,32 +734,33 @@ Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, const std::string&
   spec.env_pass.clear();
   spec.workspace_writable = p.workspace_writable.value;
 
-  for (const auto& m : p.mounts) {
-    std::string path = m.path.Resolve(workspace, ctx.home);
-    if (path.empty()) {
-      out.notes.push_back("skipped " + m.path.Text() + ": no home directory");
-      continue;
-    }
-    if (path == workspace) continue;  // the checker refuses this; never remount the workspace
-    if (!Exists(path)) {
-      if (m.mode != MountMode::kHidden) out.notes.push_back("skipped " + m.path.Text() + ": absent");
-      continue;
-    }
-    switch (m.mode) {
-      case MountMode::kReadOnly:
-        spec.read_only_paths.push_back(path);
-        break;
-      case MountMode::kReadWrite:
-        spec.read_write_paths.push_back(path);
-        break;
-      case MountMode::kHidden:
-        spec.hidden_paths.push_back(path);
-        break;
-    }
+  // Every workspace path below is opened beneath this descriptor, never by its string.
+  UniqueFd ws_fd(::open(workspace.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!ws_fd.valid()) return ErrnoError("open the workspace '" + workspace + "'");
+  std::vector<const policy::MountRule*> workspace_hides;
+  if (auto s = AddMounts(p, workspace, ws_fd.get(), ctx, spec, out.notes, workspace_hides); !s) {
+    return std::move(s.error()).Context("apply the profile's mounts");
   }
-  if (auto s = ApplyDenyGlobs(p, workspace, ctx.home, spec, out.notes); !s) {
+  // From here on, what a workspace link leads to is judged against this view; nothing is added
+  // to it but re-binds and hides of what it already shows.
+  View view(spec, ws_fd.get());
+  for (const policy::MountRule* m : workspace_hides) {
+    const std::string path = m->path.Resolve(workspace, ctx.home);
+    const View::Resolution r = view.Resolve(workspace, RelTo(workspace, path));
+    if (!r.exists) continue;  // nothing to hide
+    if (r.path == path) {
+      spec.hidden_paths.push_back(path);
+      view.Add(path, View::Part::kHidden, 6);
+      continue;
+    }
+    CoverTarget(r, m->path.Text(), /*write_only=*/false, "hide entry", view, spec, out.notes);
+  }
+  if (auto s = ApplyDenyGlobs(p, workspace, ws_fd.get(), ctx.home, view, spec, out.notes); !s) {
     return std::move(s.error()).Context("apply the profile's deny rules");
   }
+  Dedupe(spec.read_only_paths);
+  Dedupe(spec.read_write_paths);
+  Dedupe(spec.hidden_paths);
   // Mounts below a hidden tree would make part of it visible again: hidden wins (the engine judges
   // the same way).
   auto under_hidden = [&](const std::string& path) {

@@ -12,6 +12,23 @@
 // patch check (which judge paths by the same rules) cover them. The walk never follows symlinks
 // and stops with an error past kMaxWorkspaceEntries, so a huge tree cannot stall or silently
 // escape the rules.
+//
+// The workspace is hostile input here: no host path derived from its content is ever added to the
+// view. Every workspace path (mounts of ./x, hide entries, the deny walk) is opened beneath a
+// workspace fd with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), never by its string:
+//   - a read-only / read-write entry with a symlinked component is skipped with a note;
+//   - a deny rule (or hide entry) that meets a symlink covers what the link leads to *in the
+//     sandbox's view*, resolved component by component in the trees the view shows, and only if
+//     the view shows it already: a target the view shows read-write is re-bound read-only onto
+//     itself (deny write) or hidden (deny); one shown read-only needs nothing for deny write, and
+//     is hidden for deny only when it is workspace content; one outside the view, in the
+//     sandbox's private trees (/tmp, HOME, /dev, /proc) or missing is left alone with a note
+//     (reading through the link finds nothing of the host's). A mount cannot cover the link
+//     itself: writes to its name are judged by the broker's path rules and the run's patch check.
+//   - an absolute or ~ path whose host resolution passes through the workspace is workspace
+//     content too, and skipped with a note.
+// What this file checks can change before mountns binds it (a process writing to the workspace
+// concurrently); mountns resolves each bind again when it builds the view.
 #pragma once
 
 #include <cstddef>
@@ -38,7 +55,9 @@ struct ProfileLaunch {
   std::vector<std::string> notes;
 };
 
-// `workspace` must be canonical (CanonicalDirectory). Fails when a deny glob cannot be applied.
+// `workspace` must be canonical (CanonicalDirectory). Fails when a deny glob cannot be applied
+// (an unreadable tree, more than kMaxWorkspaceEntries entries, a directory swapped during the
+// walk) or the workspace cannot be opened. Notes name workspace paths through TerminalSafe.
 Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& policy, const std::string& workspace,
                                      std::vector<std::string> argv, const ProfileContext& ctx);
 
