@@ -18,8 +18,10 @@
 
 #include "common/duration.h"
 #include "common/sha256.h"
+#include "common/terminal_text.h"
 #include "common/unique_fd.h"
 #include "launcher/cli/agent_command.h"
+#include "launcher/run/apply.h"
 #include "launcher/run/git.h"
 #include "launcher/run/run.h"
 #include "launcher/run/workspace.h"
@@ -267,69 +269,28 @@ int DoDiff(const std::string& run_dir) {
 }
 
 int DoApply(const RunsCommandOptions& o, const std::string& run_dir) {
-  auto r = run::ReadRunResult(run_dir);
-  if (!r) return Usage(r.error().Message());
-  const json& j = *r;
-  if (j.value("status", "") != "completed") {
-    spdlog::error("run {} is {}, not completed: only a verified patch is applied",
-                  j.value("run_id", ""), j.value("status", ""));
+  // All of it (checks, openat2-resolved writes, staging) is in launcher/run/apply.h.
+  run::ApplyRequest req;
+  req.run_dir = run_dir;
+  req.repo = o.repo;
+  req.branch = o.branch;
+  auto r = run::ApplyRun(req);
+  if (!r) {
+    spdlog::error("{}", TerminalSafe(r.error().Message(), TerminalLines::kMultiple));
     return run::kExitRunFailed;
   }
-  if (!j.value("verified", true)) {
-    spdlog::warn("run {} was not verified (its profile has no verify commands; it ran with "
-                 "--allow-unverified): review the patch before you commit it",
-                 j.value("run_id", ""));
-  }
-  bool ok = false;
-  const std::string patch = ReadAll(run_dir + "/patch.diff", &ok);
-  if (!ok) return Usage("cannot read " + run_dir + "/patch.diff");
-  const std::string expected = j["patch"].value("sha256", "");
-  if (Sha256Hex(patch) != expected) {
-    spdlog::error("{}/patch.diff does not match the digest that was verified ({}); refusing to "
-                  "apply a patch that changed after the run",
-                  run_dir, expected.substr(0, 16));
-    return run::kExitRunFailed;
-  }
-  if (patch.empty()) {
+  if (r->nothing_to_apply) {
     std::cout << "the run changed nothing; nothing to apply\n";
     return 0;
   }
-  const std::string repo_dir = o.repo.empty() ? j.value("repo", "") : o.repo;
-  auto repo = run::InspectRepo(repo_dir, "");
-  if (!repo) return Usage(repo.error().Message());
-  if (!repo->dirty.empty()) {
-    spdlog::error("{} has uncommitted changes; commit or stash them before applying run {}",
-                  repo->root, j.value("run_id", ""));
-    return run::kExitRunFailed;
+  if (r->unverified) {
+    spdlog::warn("run {} was not verified (its profile has no verify commands; it ran with "
+                 "--allow-unverified): review the patch before you commit it",
+                 TerminalSafe(r->run_id));
   }
-  const std::string base = j.value("base_commit", "");
-  run::GitInvocation g;
-  g.cwd = repo->root;
-  if (!o.branch.empty()) {
-    g.args = {"switch", "--quiet", "--create", o.branch, base};
-    if (auto s = run::GitOutput(g); !s) {
-      spdlog::error("{}", s.error().Message());
-      return run::kExitRunFailed;
-    }
-  } else if (repo->commit != base) {
-    spdlog::error("{} has moved: HEAD is {}, the run was made on {}; check out the base commit or "
-                  "pass --branch NAME to apply on a new branch from it",
-                  repo->root, repo->commit.substr(0, 12), base.substr(0, 12));
-    return run::kExitRunFailed;
-  }
-  // Refresh the index's stat data first: `apply --index` compares files with the index by stat,
-  // and a tree that is clean by content (as checked above) can still differ there, e.g. after a
-  // chown or a copy.
-  g.args = {"update-index", "-q", "--refresh"};
-  (void)run::GitOutput(g);  // exits 1 when files differ by content, which the check above ruled out
-  g.args = {"apply", "--index", "--binary", "--whitespace=nowarn", run_dir + "/patch.diff"};
-  if (auto s = run::GitOutput(g); !s) {
-    spdlog::error("{}", s.error().Message());
-    return run::kExitRunFailed;
-  }
-  std::cout << "applied run " << j.value("run_id", "") << " (" << j["changed_files"].size()
-            << " files) to " << repo->root
-            << (o.branch.empty() ? "" : " on branch " + o.branch)
+  std::cout << "applied run " << TerminalSafe(r->run_id) << " (" << r->paths.size()
+            << " files) to " << TerminalSafe(r->repo_root)
+            << (r->branch.empty() ? "" : " on the new branch " + TerminalSafe(r->branch))
             << "; the changes are staged: review with git diff --cached\n";
   return 0;
 }
