@@ -3,16 +3,21 @@
 #include "launcher/run/workspace.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "common/sha256.h"
+#include "launcher/run/checkout.h"
 #include "launcher/run/git.h"
 #include "policy/loader.h"
 
@@ -275,6 +280,262 @@ TEST_F(WorkspaceTest, ProfileRulesApplyToWhatGitObserved) {
   EXPECT_TRUE(CheckPatch(*ok, *compiled.policy,
                          policy::Engine::Bindings{layout_.workspace, "/home/cagent"})
                   .empty());
+}
+
+
+// ---- class 5: capture's git over planted nested repositories ----
+
+// The naive operation CapturePatch replaces: the hardened git, pointed at the workspace, with no
+// look at it first (and a temporary index, so the trusted one is not disturbed).
+Result<GitResult> PlainCaptureAdd(const WorkspaceLayout& l, const std::string& base,
+                                  std::uint64_t max_memory) {
+  GitInvocation g;
+  g.git_dir = l.trusted_git;
+  g.work_tree = l.workspace;
+  g.cwd = l.workspace;
+  g.home = l.git_home;
+  g.index_file = l.run_dir + "/naive-index";
+  g.max_memory = max_memory;
+  g.timeout = std::chrono::seconds(120);
+  g.args = {"read-tree", base};
+  if (auto r = RunGit(g); !r || r->exit_code != 0) return r;
+  g.args = {"add", "--all", "--", "."};
+  auto added = RunGit(g);
+  if (!added || added->exit_code != 0) return added;
+  g.args = {"diff", "--cached", "--raw", base};
+  return RunGit(g);
+}
+
+TEST_F(WorkspaceTest, ANestedRepositoryWhoseRefIsDevZeroIsRefusedBeforeGitReadsIt) {
+  const Materialized m = MakeWorkspace();
+  const fs::path ws = layout_.workspace;
+  Sh("git init -q -b main " + (ws / "vendor/sub").string());
+  fs::create_symlink("/dev/zero", ws / "vendor/sub/.git/refs/heads/main");
+  Write(ws / "vendor/sub/f", "x\n");
+  Write(ws / "src/calc.py", "def add(a, b):\n    return a + b\n");
+
+  // Twin: git reads the "ref" until it runs out of memory (bounded here to 512 MiB).
+  auto naive = PlainCaptureAdd(layout_, m.base_commit, 512ULL << 20);
+  ASSERT_TRUE(naive.ok()) << naive.error().Message();
+  EXPECT_NE(naive->exit_code, 0);
+  EXPECT_NE(naive->err.find("Out of memory"), std::string::npos) << naive->err;
+
+  auto p = CapturePatch(layout_, m.base_commit);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().Message().find("'vendor/sub/.git'"), std::string::npos) << p.error().Message();
+  EXPECT_NE(p.error().Message().find("nested git entry"), std::string::npos) << p.error().Message();
+}
+
+TEST_F(WorkspaceTest, AGitdirFileToAnotherHostRepositoryIsRefused) {
+  const Materialized m = MakeWorkspace();
+  const fs::path ws = layout_.workspace;
+  // Another repository on this machine the agent never saw: its HEAD commit is the prize.
+  const fs::path other = base_ / "other";
+  fs::create_directories(other);
+  Write(other / "secret.txt", "host secret\n");
+  Sh("cd " + other.string() +
+     " && git init -q -b main . && git add -A && git -c user.name=o -c user.email=o@o commit -q -m o");
+  const std::string other_head = [&] {
+    GitInvocation g;
+    g.git_dir = (other / ".git").string();
+    g.args = {"rev-parse", "HEAD"};
+    auto r = GitOutput(g);
+    return r.ok() ? r->substr(0, 40) : std::string("?");
+  }();
+  Write(ws / "lib/.git", "gitdir: " + (other / ".git").string() + "\n");
+  Write(ws / "lib/x.py", "X = 1\n");
+
+  // Twin: git follows the link and records the other repository's HEAD as a gitlink.
+  auto naive = PlainCaptureAdd(layout_, m.base_commit, 4ULL << 30);
+  ASSERT_TRUE(naive.ok()) << naive.error().Message();
+  ASSERT_EQ(naive->exit_code, 0) << naive->err;
+  EXPECT_NE(naive->out.find("160000"), std::string::npos) << naive->out;
+  EXPECT_NE(naive->out.find(other_head.substr(0, 7)), std::string::npos) << naive->out;
+
+  auto p = CapturePatch(layout_, m.base_commit);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().Message().find("'lib/.git'"), std::string::npos) << p.error().Message();
+}
+
+TEST_F(WorkspaceTest, NestedGitEntriesOfAnyCaseAndKindAreRefusedButTheRootsOwnIsNot) {
+  const fs::path ws = (MakeWorkspace(), fs::path(layout_.workspace));
+  ASSERT_TRUE(ScanWorkspace(ws.string()).ok()) << "the root's own .git is the agent's";
+  fs::create_directories(ws / "a/b/.GIT");
+  auto upper = ScanWorkspace(ws.string());
+  ASSERT_FALSE(upper.ok());
+  EXPECT_NE(upper.error().Message().find("'a/b/.GIT'"), std::string::npos) << upper.error().Message();
+  fs::remove_all(ws / "a");
+  fs::create_directories(ws / "c");
+  fs::create_symlink(repo_ / ".git", ws / "c/.git");
+  auto link = ScanWorkspace(ws.string());
+  ASSERT_FALSE(link.ok());
+  EXPECT_NE(link.error().Message().find("'c/.git'"), std::string::npos) << link.error().Message();
+}
+
+TEST_F(WorkspaceTest, FifosAndDevicesAreRefusedSocketsAreCounted) {
+  // git 2.39 skips untracked special files and refuses a tracked path that became one, so no
+  // blocking read is known today; the walk makes "git never opens a FIFO" hold by construction.
+  const Materialized m = MakeWorkspace();
+  const fs::path ws = layout_.workspace;
+  ASSERT_EQ(::mkfifo((ws / "src/pipe").c_str(), 0600), 0);
+  auto p = CapturePatch(layout_, m.base_commit);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().Message().find("'src/pipe': is a FIFO"), std::string::npos)
+      << p.error().Message();
+  fs::remove(ws / "src/pipe");
+
+  const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(s, 0);
+  struct sockaddr_un addr {};
+  addr.sun_family = AF_UNIX;
+  const std::string sock = (ws / "s.sock").string();
+  ASSERT_LT(sock.size(), sizeof(addr.sun_path));
+  std::memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ::close(s);
+  auto scan = ScanWorkspace(ws.string());
+  ASSERT_TRUE(scan.ok()) << scan.error().Message();
+  EXPECT_EQ(scan->sockets, 1U);
+  auto ok = CapturePatch(layout_, m.base_commit);
+  ASSERT_TRUE(ok.ok()) << ok.error().Message();
+  EXPECT_TRUE(ok->files.empty()) << "a socket is not content";
+}
+
+TEST_F(WorkspaceTest, TheWalkIsBoundedInEntriesAndDepth) {
+  const fs::path ws = (MakeWorkspace(), fs::path(layout_.workspace));
+  for (int i = 0; i < 20; ++i) Write(ws / ("many/f" + std::to_string(i)), "x");
+  auto many = ScanWorkspace(ws.string(), ScanLimits{10, 256});
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.error().Message().find("more than 10 entries"), std::string::npos);
+  fs::create_directories(ws / "d/d/d/d/d");
+  auto deep = ScanWorkspace(ws.string(), ScanLimits{1000, 3});
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.error().Message().find("more than 3 directories deep"), std::string::npos)
+      << deep.error().Message();
+}
+
+// ---- class 5/3: attributes in the workspace ----
+
+TEST_F(WorkspaceTest, InTreeAttributesDoNotChangeWhatTheCaptureRecords) {
+  const Materialized m = MakeWorkspace();
+  const fs::path ws = layout_.workspace;
+  const std::string bytes = "line\r\n$Id: planted $\n";
+  Write(ws / "notes.txt", bytes);
+  Write(ws / ".gitattributes", "* text ident\n");
+
+  // Twin: without cagent's info/attributes, git normalises CRLF and collapses $Id$.
+  fs::remove(fs::path(layout_.trusted_git) / "info/attributes");
+  auto naive = RunGit([&] {
+    GitInvocation g;
+    g.git_dir = layout_.trusted_git;
+    g.work_tree = layout_.workspace;
+    g.cwd = layout_.workspace;
+    g.index_file = layout_.run_dir + "/naive-index";
+    g.args = {"add", "--", "notes.txt"};
+    return g;
+  }());
+  ASSERT_TRUE(naive.ok() && naive->exit_code == 0);
+  auto naive_blob = GitOutput([&] {
+    GitInvocation g;
+    g.git_dir = layout_.trusted_git;
+    g.index_file = layout_.run_dir + "/naive-index";
+    g.args = {"cat-file", "blob", ":notes.txt"};
+    return g;
+  }());
+  ASSERT_TRUE(naive_blob.ok()) << naive_blob.error().Message();
+  EXPECT_EQ(*naive_blob, "line\n$Id$\n");
+
+  auto p = CapturePatch(layout_, m.base_commit);  // writes info/attributes again
+  ASSERT_TRUE(p.ok()) << p.error().Message();
+  auto blob = GitOutput([&] {
+    GitInvocation g;
+    g.git_dir = layout_.trusted_git;
+    g.args = {"cat-file", "blob", ":notes.txt"};
+    return g;
+  }());
+  ASSERT_TRUE(blob.ok()) << blob.error().Message();
+  EXPECT_EQ(*blob, bytes);
+}
+
+// ---- class 2: the verification tree ----
+
+TEST_F(WorkspaceTest, TheVerifyTreeHoldsBasePlusPatchAndNothingTheAgentHid) {
+  const Materialized m = MakeWorkspace();
+  const fs::path ws = layout_.workspace;
+  Write(ws / "src/calc.py", "def add(a, b):\n    return a + b\n");
+  fs::create_symlink("calc.py", ws / "src/link.py");
+  Write(ws / "run.sh", "#!/bin/sh\n");
+  ::chmod((ws / "run.sh").c_str(), 0755);
+  fs::remove(ws / "README.md");
+  // What the agent hides from git: an ignored file, and a directory whose .gitignore hides it all.
+  Write(ws / "debug.log", "ignored\n");
+  Write(ws / "src/shadow/__init__.py", "cheat = True\n");
+  Write(ws / "src/shadow/.gitignore", "*\n");
+  auto p = CapturePatch(layout_, m.base_commit);
+  ASSERT_TRUE(p.ok()) << p.error().Message();
+  Write(run_dir_ / "patch.diff", p->patch);
+
+  auto t = MakeVerifyTree(layout_, m.base_commit, (run_dir_ / "patch.diff").string(), p->tree);
+  ASSERT_TRUE(t.ok()) << t.error().Message();
+  EXPECT_EQ(t->tree, p->tree);
+  EXPECT_EQ(t->base_commit, m.base_commit);
+  const fs::path vt = t->dir;
+  EXPECT_EQ(vt, fs::path(layout_.verify_tree));
+  EXPECT_EQ(Read(vt / "src/calc.py"), "def add(a, b):\n    return a + b\n");
+  EXPECT_EQ(fs::read_symlink(vt / "src/link.py"), "calc.py");
+  EXPECT_EQ(fs::status(vt / "run.sh").permissions() & fs::perms::owner_exec, fs::perms::owner_exec);
+  EXPECT_FALSE(fs::exists(vt / "README.md"));
+  EXPECT_EQ(Read(vt / "data.bin"), std::string("\x00\x01\x02\x03", 4));
+  EXPECT_FALSE(fs::exists(vt / "debug.log"));
+  EXPECT_FALSE(fs::exists(vt / "src/shadow")) << "what git did not capture reached verification";
+  EXPECT_FALSE(fs::exists(vt / ".git")) << "the verification tree has no repository";
+
+  // Made once: a second call does not reuse (or write into) an existing directory.
+  EXPECT_FALSE(
+      MakeVerifyTree(layout_, m.base_commit, (run_dir_ / "patch.diff").string(), p->tree).ok());
+}
+
+TEST_F(WorkspaceTest, TheVerifyTreeIsCheckedOutWithoutTheTreesAttributes) {
+  // The patch adds "* text eol=crlf ident": a plain checkout converts every file it writes.
+  const Materialized m = MakeWorkspace();
+  const fs::path ws = layout_.workspace;
+  Write(ws / ".gitattributes", "* text eol=crlf ident\n");
+  Write(ws / "id.txt", "a\n$Id$\n");
+  auto p = CapturePatch(layout_, m.base_commit);
+  ASSERT_TRUE(p.ok()) << p.error().Message();
+  Write(run_dir_ / "patch.diff", p->patch);
+  auto t = MakeVerifyTree(layout_, m.base_commit, (run_dir_ / "patch.diff").string(), p->tree);
+  ASSERT_TRUE(t.ok()) << t.error().Message();
+  EXPECT_EQ(Read(fs::path(t->dir) / "id.txt"), "a\n$Id$\n");
+  EXPECT_EQ(Read(fs::path(t->dir) / "README.md"), "# demo\n");
+
+  // Twin: the same tree checked out by the same git without cagent's info/attributes.
+  fs::remove(fs::path(layout_.trusted_git) / "info/attributes");
+  const fs::path plain = base_ / "plain";
+  fs::create_directories(plain);
+  GitInvocation co;
+  co.git_dir = layout_.trusted_git;
+  co.work_tree = plain.string();
+  co.cwd = plain.string();
+  co.index_file = layout_.trusted_git + "/verify-index";
+  co.args = {"checkout-index", "--all", "--force"};
+  ASSERT_TRUE(GitOutput(co).ok());
+  EXPECT_EQ(Read(plain / "README.md"), "# demo\r\n");
+  EXPECT_NE(Read(plain / "id.txt").find("$Id: "), std::string::npos) << Read(plain / "id.txt");
+}
+
+TEST_F(WorkspaceTest, APatchThatDoesNotReproduceTheCapturedTreeIsRefused) {
+  const Materialized m = MakeWorkspace();
+  Write(fs::path(layout_.workspace) / "src/calc.py", "changed\n");
+  auto p = CapturePatch(layout_, m.base_commit);
+  ASSERT_TRUE(p.ok()) << p.error().Message();
+  Write(run_dir_ / "patch.diff", p->patch);
+  auto t = MakeVerifyTree(layout_, m.base_commit, (run_dir_ / "patch.diff").string(),
+                          std::string(40, '0'));
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().Message().find("does not reproduce the captured tree"), std::string::npos)
+      << t.error().Message();
+  EXPECT_FALSE(fs::exists(layout_.verify_tree)) << "nothing is checked out for verification";
 }
 
 }  // namespace
