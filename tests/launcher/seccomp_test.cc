@@ -30,6 +30,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timex.h>
 #include <sys/uio.h>
@@ -619,6 +620,47 @@ TEST(SeccompProgramTest, IoctlRequestsAreComparedOnTheirLow32Bits) {
   }
 }
 
+TEST(SeccompProgramTest, PrivilegedModesAreRefusedOrdinaryModesAllowed) {
+  const SeccompFilter& f = InetFilter();
+  // chmod family: the mode argument.
+  for (const std::uint64_t bad : {04755ULL, 02755ULL, 06000ULL, 04000ULL, 0xffffffff00000800ULL}) {
+    EXPECT_EQ(Verdict(f, __NR_chmod, {0, bad}), "EPERM") << std::oct << bad;
+    EXPECT_EQ(Verdict(f, __NR_fchmod, {3, bad}), "EPERM") << std::oct << bad;
+    EXPECT_EQ(Verdict(f, __NR_fchmodat, {3, 0, bad}), "EPERM") << std::oct << bad;
+    EXPECT_EQ(Verdict(f, 452 /* fchmodat2 */, {3, 0, bad, 0}), "EPERM") << std::oct << bad;
+    EXPECT_EQ(Verdict(f, __NR_creat, {0, bad}), "EPERM") << std::oct << bad;
+    EXPECT_EQ(Verdict(f, __NR_mkdir, {0, bad}), "EPERM") << std::oct << bad;
+    EXPECT_EQ(Verdict(f, __NR_mkdirat, {3, 0, bad}), "EPERM") << std::oct << bad;
+    EXPECT_EQ(Verdict(f, __NR_mknod, {0, S_IFREG | bad}), "EPERM") << std::oct << bad;
+    EXPECT_EQ(Verdict(f, __NR_mknodat, {3, 0, S_IFREG | bad}), "EPERM") << std::oct << bad;
+    // open/openat: only when the call creates (O_CREAT, O_TMPFILE).
+    EXPECT_EQ(Verdict(f, __NR_open, {0, O_CREAT | O_WRONLY, bad}), "EPERM");
+    EXPECT_EQ(Verdict(f, __NR_openat, {3, 0, O_CREAT | O_WRONLY, bad}), "EPERM");
+    EXPECT_EQ(Verdict(f, __NR_openat, {3, 0, O_TMPFILE | O_WRONLY, bad}), "EPERM");
+    EXPECT_EQ(Verdict(f, __NR_open, {0, O_RDONLY, bad}), "allow") << "no creation, mode unused";
+    EXPECT_EQ(Verdict(f, __NR_openat, {3, 0, O_RDONLY | O_DIRECTORY, bad}), "allow");
+  }
+  for (const std::uint64_t ok : {0755ULL, 0644ULL, 01777ULL, 0ULL, 0777ULL}) {
+    EXPECT_EQ(Verdict(f, __NR_chmod, {0, ok}), "allow") << std::oct << ok;
+    EXPECT_EQ(Verdict(f, __NR_fchmodat, {3, 0, ok}), "allow") << std::oct << ok;
+    EXPECT_EQ(Verdict(f, __NR_openat, {3, 0, O_CREAT | O_WRONLY, ok}), "allow") << std::oct << ok;
+    EXPECT_EQ(Verdict(f, __NR_mkdir, {0, ok}), "allow") << std::oct << ok;
+  }
+  // openat2 is left to the host-side sweep: its mode lives in a struct.
+  EXPECT_EQ(Verdict(f, __NR_openat2, {3, 0, 0, 24}), "allow");
+  EXPECT_THAT(::testing::PrintToString(f.RuleSummary()), HasSubstr("S_ISUID or S_ISGID"));
+}
+
+TEST(SeccompPolicyTest, PrivilegedModeCallsCannotAlsoBeDeniedOutright) {
+  SeccompPolicy p = DefaultSeccompPolicy(true);
+  p.denied_syscalls.push_back("fchmodat");
+  auto f = SeccompFilter::Prepare(p);
+  ASSERT_FALSE(f.ok());
+  EXPECT_THAT(f.error().Message(), HasSubstr("deny_privileged_modes"));
+  p.deny_privileged_modes = false;
+  EXPECT_TRUE(SeccompFilter::Prepare(p).ok());
+}
+
 TEST(SeccompProgramTest, PersonalityOnlyQueriesAndPerLinux) {
   const SeccompFilter& f = InetFilter();
   auto expected = [](std::uint64_t v) {
@@ -950,6 +992,58 @@ TEST(SeccompLiveTest, ClockAndHostAdministrationAreDenied) {
     EXPECT_NE(t.bare.code, kSetupFailedCode);
     EXPECT_EQ(t.filtered, Exit(EPERM));
   }
+}
+
+// A child-owned scratch file for the mode tests (removed by the caller).
+std::string ScratchFile() {
+  char path[] = "/tmp/cagent-seccomp-mode-XXXXXX";
+  const int fd = ::mkstemp(path);
+  if (fd >= 0) ::close(fd);
+  return path;
+}
+
+TEST(SeccompLiveTest, SetuidAndSetgidModesAreDenied) {
+  const std::string file = ScratchFile();
+  const std::string dir = file + ".d";
+  const std::string created = file + ".new";
+  const Twin chmod_twin = RunTwin(InetFilter(), [&] {
+    return ErrnoOf(::chmod(file.c_str(), 04755));
+  });
+  EXPECT_EQ(chmod_twin.bare, kSuccess);
+  EXPECT_EQ(chmod_twin.filtered, Exit(EPERM));
+  const Twin fchmodat_twin = RunTwin(InetFilter(), [&] {
+    return ErrnoOf(::fchmodat(AT_FDCWD, file.c_str(), 02755, 0));
+  });
+  EXPECT_EQ(fchmodat_twin.bare, kSuccess);
+  EXPECT_EQ(fchmodat_twin.filtered, Exit(EPERM));
+  const Twin open_twin = RunTwin(InetFilter(), [&] {
+    ::unlink(created.c_str());
+    const int fd = ::open(created.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 04755);
+    if (fd < 0) return errno;
+    ::close(fd);
+    return 0;
+  });
+  EXPECT_EQ(open_twin.bare, kSuccess);
+  EXPECT_EQ(open_twin.filtered, Exit(EPERM));
+  const Twin mkdir_twin = RunTwin(InetFilter(), [&] {
+    ::rmdir(dir.c_str());
+    return ErrnoOf(::mkdir(dir.c_str(), 02755));
+  });
+  EXPECT_EQ(mkdir_twin.bare, kSuccess);
+  EXPECT_EQ(mkdir_twin.filtered, Exit(EPERM));
+  // Ordinary modes still work filtered.
+  EXPECT_EQ(RunFiltered([&] { return ErrnoOf(::chmod(file.c_str(), 0700)); }), kSuccess);
+  EXPECT_EQ(RunFiltered([&] {
+              ::unlink(created.c_str());
+              const int fd = ::open(created.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+              if (fd < 0) return errno;
+              ::close(fd);
+              return 0;
+            }),
+            kSuccess);
+  ::unlink(file.c_str());
+  ::unlink(created.c_str());
+  ::rmdir(dir.c_str());
 }
 
 TEST(SeccompLiveTest, PersonalityFlagsAreDeniedButQueriesWork) {
