@@ -1,0 +1,110 @@
+// Loop detection end to end (issue #13, class 8): through the real cagent, broker, sandbox and
+// agent, a command that succeeds but changes nothing is refused from its third identical call on,
+// while a command that really changes the workspace each time keeps running. The broker suite
+// (tests/broker/loop_detector_test.cc) has the twin with the old success-reset switched on; the
+// binary has no switch for it, so here the contrast is the changing command.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/e2e/harness.h"
+
+namespace cagent::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class LoopRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto& h = Harness::Get();
+    if (!h.skip_reason().empty()) GTEST_SKIP() << h.skip_reason();
+    if (std::system("git --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "git is not installed";
+    dir_ = h.MakeDir("loop");
+    repo_ = dir_ + "/repo";
+    fs::copy(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/repo", repo_,
+             fs::copy_options::recursive);
+    const std::string init = "cd " + repo_ +
+                             " && git init -q -b main . && git add -A && git -c user.name=t "
+                             "-c user.email=t@t commit -q -m base";
+    ASSERT_EQ(std::system(init.c_str()), 0);
+    const std::string chown = "chown -R " + std::to_string(h.run_uid()) + ":" +
+                              std::to_string(h.run_gid()) + " " + dir_;
+    ASSERT_EQ(std::system(chown.c_str()), 0);
+  }
+
+  static std::string Turn(const std::string& tool, json args) {
+    static int n = 0;
+    json call = {{"id", "loop_" + std::to_string(++n)}, {"name", tool}, {"arguments", args}};
+    return json{{"tool_calls", json::array({call})},
+                {"usage", {{"input_tokens", 100}, {"output_tokens", 10}}}}
+               .dump() +
+           "\n";
+  }
+
+  // Runs a session of: the demo's fix (read, edit), `times` x run_command `command`, finish. Returns the
+  // result.json and fills `loop_refusals` with the event log's loop entries.
+  json RunRepeating(const std::string& command, int times, int& loop_refusals) {
+    std::string session = Turn("read_file", {{"path", "calc.py"}});
+    session += Turn("edit_file", {{"path", "calc.py"},
+                                             {"old_string", "return a - b"},
+                                             {"new_string", "return a + b"}});
+    for (int i = 0; i < times; ++i) session += Turn("run_command", {{"command", command}});
+    session += Turn("finish", {{"summary", "done"}});
+    {
+      std::ofstream out(dir_ + "/session.jsonl", std::ios::trunc);
+      out << session;
+    }
+    RunOptions o;
+    o.extra_env = {"XDG_STATE_HOME=" + dir_ + "/state"};
+    o.timeout = std::chrono::seconds(120);
+    const RunResult r = Harness::Get().Run(
+        {"run", "--profile", repo_ + "/.cagent/fix-add.cagent", "--repo", repo_, "--model",
+         "replay:" + dir_ + "/session.jsonl", "--approve", "never", "--json",
+         std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/task.md"},
+        o);
+    const auto brace = r.out.find('{');
+    json res = brace == std::string::npos ? json()
+                                          : json::parse(r.out.substr(brace), nullptr, false);
+    EXPECT_TRUE(res.is_object()) << r.out << "\n" << r.err;
+    loop_refusals = 0;
+    if (!res.is_object()) return res;
+    std::ifstream log(res.value("event_log", ""));
+    std::string line;
+    while (std::getline(log, line)) {
+      const json e = json::parse(line, nullptr, false);
+      if (e.is_object() && e.value("event", "") == "loop") ++loop_refusals;
+    }
+    return res;
+  }
+
+  std::string dir_, repo_;
+};
+
+TEST_F(LoopRunTest, ASuccessfulCommandThatChangesNothingIsRefusedFromItsThirdRepeat) {
+  int refusals = -1;
+  const json res = RunRepeating("true", 6, refusals);
+  ASSERT_TRUE(res.is_object());
+  // Calls 3, 4, 5 and 6 are refused; the first two ran (and succeeded).
+  EXPECT_EQ(refusals, 4) << res.dump(2);
+  EXPECT_GE(res.value("denials", 0), 4) << res.dump(2);
+  EXPECT_EQ(res["status"], "completed") << "the refusals went to the agent; the fix still verifies\n" << res.dump(2);
+}
+
+TEST_F(LoopRunTest, ACommandThatReallyChangesTheWorkspaceEachTimeIsNotRefused) {
+  int refusals = -1;
+  const json res = RunRepeating("echo x >> calc.py", 6, refusals);
+  ASSERT_TRUE(res.is_object());
+  EXPECT_EQ(refusals, 0) << res.dump(2);
+}
+
+}  // namespace
+}  // namespace cagent::testing
