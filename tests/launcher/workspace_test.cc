@@ -414,6 +414,36 @@ TEST_F(WorkspaceTest, TheWalkIsBoundedInEntriesAndDepth) {
       << deep.error().Message();
 }
 
+TEST_F(WorkspaceTest, TheWorkspacesOwnRepositoryLayoutIsNeverRead) {
+  // The agent replaces its .git with a link to another repository (a "gitdir:" file) and plants
+  // a commondir: plain git in the workspace now works on that repository; cagent's capture, which
+  // names its own git dir and work tree, sees only the files.
+  const Materialized m = MakeWorkspace();
+  const fs::path ws = layout_.workspace;
+  const fs::path other = base_ / "other";
+  fs::create_directories(other);
+  Write(other / "o.txt", "o\n");
+  Sh("cd " + other.string() +
+     " && git init -q -b main . && git add -A && git -c user.name=o -c user.email=o@o commit -q -m o");
+  fs::remove_all(ws / ".git");
+  Write(ws / ".git", "gitdir: " + (other / ".git").string() + "\n");
+  Write(other / ".git/commondir", ".\n");
+  Write(ws / "src/calc.py", "def add(a, b):\n    return a + b\n");
+
+  // Twin: plain git discovers the other repository from the workspace.
+  GitInvocation plain;
+  plain.cwd = ws.string();
+  plain.args = {"rev-parse", "--absolute-git-dir"};
+  auto found = GitOutput(plain);
+  ASSERT_TRUE(found.ok()) << found.error().Message();
+  EXPECT_EQ(fs::path(found->substr(0, found->find('\n'))), other / ".git");
+
+  auto p = CapturePatch(layout_, m.base_commit);
+  ASSERT_TRUE(p.ok()) << p.error().Message();
+  ASSERT_EQ(p->files.size(), 1U);
+  EXPECT_EQ(p->files[0].path, "src/calc.py");
+}
+
 // ---- class 5/3: attributes in the workspace ----
 
 TEST_F(WorkspaceTest, InTreeAttributesDoNotChangeWhatTheCaptureRecords) {
