@@ -3,9 +3,10 @@
 //
 // An approval binds to the digest of the exact action (tool + canonical arguments + the paths the
 // agent resolved them to, tool_mapping.h CallDigest): a different action, or the same arguments
-// resolving to different files (a.py turned into a symlink to .env), is a different approval. The operator can approve once, for the rest of the run (the
-// exact action, or a narrower pattern shown verbatim), or deny. Headless (no terminal, or
-// `--approve never`) denies what would ask unless pre-approved on the command line or in a file.
+// resolving to different files (a.py turned into a symlink to .env), is a different approval. The
+// operator can approve once, for the rest of the run (the exact action, or a narrower pattern shown
+// verbatim), or deny. Headless (no terminal, or `--approve never`) denies what would ask unless
+// pre-approved on the command line or in a file.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -20,8 +21,8 @@
 namespace cagent::launcher::broker {
 
 struct ApprovalRequest {
-  std::string tool;      // "run_command"
-  std::string action;    // exactly what would run / be touched: "npm install left-pad"
+  std::string tool;    // "run_command"
+  std::string action;  // exactly what would run / be touched: "npm install left-pad"
   // The paths the call really touches (symlinks followed, as the agent resolved them beneath the
   // workspace; tool_mapping.h ResolvedPaths); empty for a command or when none were sent. Shown
   // in the prompt and required to match a path pattern, as the action's path is.

@@ -1049,7 +1049,8 @@ void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& re
   // Whatever the result says: a tool that can write may have changed the workspace (a failed
   // command can write as much as a successful one), so the next call looks at it afresh.
   if (writes) state_.reset();
-  if (config_.loop.trust_agent_results && (!result.changed_paths.empty() || (result.ok && writes))) {
+  if (config_.loop.trust_agent_results &&
+      (!result.changed_paths.empty() || (result.ok && writes))) {
     ++legacy_changes_;
   }
   Emit("tool_result",

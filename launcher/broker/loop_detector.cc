@@ -60,11 +60,11 @@ std::string LoopMessage(const LoopFinding& finding, const std::string& action) {
   if (finding.kind == LoopFinding::Kind::kRepeat) {
     return "Refused by loop detection: you have made this exact call (" + action + ") " +
            std::to_string(finding.count) +
-           " times and the workspace did not change in between (cagent compares its files, not whether "
-           "the call succeeded), so the result would be the "
-           "same as before. Use the result you already have, or try a different approach: change "
-           "a file, run a different command, or look somewhere else. If you are stuck, call "
-           "finish and explain what blocks you.";
+           " times and the workspace did not change in between (cagent compares its files, not "
+           "whether the call succeeded), so the result would be the same as before. Use the "
+           "result you already have, or try a different approach: change a file, run a different "
+           "command, or look somewhere else. If you are stuck, call finish and explain what "
+           "blocks you.";
   }
   return "Refused by loop detection: your last " + std::to_string(finding.period * finding.count) +
          " tool calls repeat the same " + std::to_string(finding.period) + " calls " +

@@ -111,8 +111,8 @@ class Walker {
       }
       // O_NOFOLLOW: if the directory was swapped for a symlink since the stat, this fails (ELOOP)
       // instead of walking wherever the link points.
-      UniqueFd sub(::openat(fd, name.c_str(),
-                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+      UniqueFd sub(
+          ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
       if (!sub.valid()) {
         ++out_.not_walked;
         Record(path + '\0' + "open", nullptr, errno, {});
@@ -161,8 +161,8 @@ WorkspaceState DigestWorkspaceState(const std::string& root, const WorkspaceStat
   UniqueFd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) {
     const int err = errno;
-    out.error = "open " + root + ": " + std::string(strerrorname_np(err) ? strerrorname_np(err)
-                                                                          : std::strerror(err));
+    out.error = "open " + root + ": " +
+                std::string(strerrorname_np(err) ? strerrorname_np(err) : std::strerror(err));
     Sha256 h;
     h.Update(std::string("unavailable") + '\0' + out.error);
     out.digest = h.FinishHex();

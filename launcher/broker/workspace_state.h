@@ -41,6 +41,7 @@ struct WorkspaceState {
 
 // The state of the tree at `root` (an absolute host path). Never throws; a root that cannot be
 // opened gives a digest of the error (stable while the error is), with `error` set.
-WorkspaceState DigestWorkspaceState(const std::string& root, const WorkspaceStateLimits& limits = {});
+WorkspaceState DigestWorkspaceState(const std::string& root,
+                                    const WorkspaceStateLimits& limits = {});
 
 }  // namespace cagent::launcher::broker

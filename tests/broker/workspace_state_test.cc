@@ -101,8 +101,8 @@ TEST_F(WorkspaceStateTest, SymlinksAreNotFollowed) {
 
   // Twin: the naive walk (std::filesystem following directory links) reaches the host directory.
   bool reached = false;
-  for (const auto& e : fs::recursive_directory_iterator(
-           ws_, fs::directory_options::follow_directory_symlink)) {
+  for (const auto& e :
+       fs::recursive_directory_iterator(ws_, fs::directory_options::follow_directory_symlink)) {
     reached = reached || e.path().filename() == "secret";
   }
   EXPECT_TRUE(reached) << "the attack, with the guard off";

@@ -36,8 +36,8 @@ class LoopRunTest : public ::testing::Test {
                              " && git init -q -b main . && git add -A && git -c user.name=t "
                              "-c user.email=t@t commit -q -m base";
     ASSERT_EQ(std::system(init.c_str()), 0);
-    const std::string chown = "chown -R " + std::to_string(h.run_uid()) + ":" +
-                              std::to_string(h.run_gid()) + " " + dir_;
+    const std::string chown =
+        "chown -R " + std::to_string(h.run_uid()) + ":" + std::to_string(h.run_gid()) + " " + dir_;
     ASSERT_EQ(std::system(chown.c_str()), 0);
   }
 
@@ -50,13 +50,13 @@ class LoopRunTest : public ::testing::Test {
            "\n";
   }
 
-  // Runs a session of: the demo's fix (read, edit), `times` x run_command `command`, finish. Returns the
-  // result.json and fills `loop_refusals` with the event log's loop entries.
+  // Runs a session of: the demo's fix (read, edit), `times` x run_command `command`, finish.
+  // Returns the result.json and fills `loop_refusals` with the event log's loop entries.
   json RunRepeating(const std::string& command, int times, int& loop_refusals) {
     std::string session = Turn("read_file", {{"path", "calc.py"}});
-    session += Turn("edit_file", {{"path", "calc.py"},
-                                             {"old_string", "return a - b"},
-                                             {"new_string", "return a + b"}});
+    session +=
+        Turn("edit_file",
+             {{"path", "calc.py"}, {"old_string", "return a - b"}, {"new_string", "return a + b"}});
     for (int i = 0; i < times; ++i) session += Turn("run_command", {{"command", command}});
     session += Turn("finish", {{"summary", "done"}});
     {
@@ -66,14 +66,14 @@ class LoopRunTest : public ::testing::Test {
     RunOptions o;
     o.extra_env = {"XDG_STATE_HOME=" + dir_ + "/state"};
     o.timeout = std::chrono::seconds(120);
-    const RunResult r = Harness::Get().Run(
-        {"run", "--profile", repo_ + "/.cagent/fix-add.cagent", "--repo", repo_, "--model",
-         "replay:" + dir_ + "/session.jsonl", "--approve", "never", "--json",
-         std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/task.md"},
-        o);
+    const RunResult r =
+        Harness::Get().Run({"run", "--profile", repo_ + "/.cagent/fix-add.cagent", "--repo", repo_,
+                            "--model", "replay:" + dir_ + "/session.jsonl", "--approve", "never",
+                            "--json", std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/task.md"},
+                           o);
     const auto brace = r.out.find('{');
-    json res = brace == std::string::npos ? json()
-                                          : json::parse(r.out.substr(brace), nullptr, false);
+    json res =
+        brace == std::string::npos ? json() : json::parse(r.out.substr(brace), nullptr, false);
     EXPECT_TRUE(res.is_object()) << r.out << "\n" << r.err;
     loop_refusals = 0;
     if (!res.is_object()) return res;
@@ -96,7 +96,9 @@ TEST_F(LoopRunTest, ASuccessfulCommandThatChangesNothingIsRefusedFromItsThirdRep
   // Calls 3, 4, 5 and 6 are refused; the first two ran (and succeeded).
   EXPECT_EQ(refusals, 4) << res.dump(2);
   EXPECT_GE(res.value("denials", 0), 4) << res.dump(2);
-  EXPECT_EQ(res["status"], "completed") << "the refusals went to the agent; the fix still verifies\n" << res.dump(2);
+  EXPECT_EQ(res["status"], "completed")
+      << "the refusals went to the agent; the fix still verifies\n"
+      << res.dump(2);
 }
 
 TEST_F(LoopRunTest, ACommandThatReallyChangesTheWorkspaceEachTimeIsNotRefused) {
