@@ -17,10 +17,12 @@
 #include <thread>
 
 #include "common/duration.h"
-#include "common/sha256.h"
+#include "common/json_text.h"
 #include "common/terminal_text.h"
+#include "common/sha256.h"
 #include "common/unique_fd.h"
 #include "launcher/cli/agent_command.h"
+#include "launcher/profile_choice.h"
 #include "launcher/run/apply.h"
 #include "launcher/run/git.h"
 #include "launcher/run/run.h"
@@ -115,12 +117,15 @@ class ProgressDisplay {
     }
     line += ", " + FormatElapsed(p.elapsed);
     if (tty_) {
-      std::string action = p.last_action;
-      for (char& c : action) {
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-      }
+      // The action quotes the agent (commands, paths): escaped, then cut at a character boundary
+      // (TerminalSafe's output is ASCII apart from printable UTF-8, cut before a lead byte).
+      const std::string action = TerminalSafe(p.last_action);
       std::string shown = line + (action.empty() ? "" : "  " + action);
-      if (shown.size() > 118) shown = shown.substr(0, 115) + "...";
+      if (shown.size() > 118) {
+        std::size_t cut = 115;
+        while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;
+        shown = shown.substr(0, cut) + "...";
+      }
       std::cerr << "\r\033[K" << shown << std::flush;
       drawn_ = true;
       return;
@@ -130,7 +135,7 @@ class ProgressDisplay {
       last_state_ = p.state;
     }
     if (!p.last_action.empty() && p.last_action != last_action_) {
-      std::cerr << "cagent:   " << p.last_action << "\n";
+      std::cerr << "cagent:   " << TerminalSafe(p.last_action) << "\n";
       last_action_ = p.last_action;
     }
   }
@@ -149,34 +154,48 @@ class ProgressDisplay {
   std::string last_action_;
 };
 
+// Everything here that the workspace, the agent or the model could have written (reason, paths,
+// violations, verify details, the agent's summary) goes through TerminalSafe: an escape sequence
+// in a file name must not rewrite the lines above it.
 void PrintSummary(const run::RunRecord& r) {
   std::ostream& o = std::cerr;
+  auto t = [](std::string_view s) { return TerminalSafe(s); };
   o << "run " << r.run_id << ": " << run::RunStateName(r.state);
-  if (!r.reason.empty()) o << " — " << r.reason;
+  if (!r.reason.empty()) o << " — " << t(r.reason);
   o << "\n";
-  o << "  profile      " << r.profile << " (policy " << r.policy_digest.substr(0, 12) << ")\n";
+  o << "  profile      " << t(r.profile) << " (policy " << r.policy_digest.substr(0, 12) << ", "
+    << t(r.profile_file) << ")\n";
   o << "  base         " << r.base_commit << (r.carried_dirty ? " + uncommitted changes" : "")
     << "\n";
-  o << "  model        " << r.model << ": " << r.used.model_turns << " turns, "
+  o << "  model        " << t(r.model) << ": " << r.used.model_turns << " turns, "
     << r.used.input_tokens << " tokens in, " << r.used.output_tokens << " out\n";
   o << "  tool calls   " << r.used.tool_calls << " (" << r.denials << " refused)\n";
   o << "  patch        " << r.patch.files.size() << " files, " << r.patch.patch.size()
     << " bytes, sha256 " << r.patch.sha256.substr(0, 16) << "\n";
-  for (const auto& f : r.patch.files) o << "                 " << f.status << " " << f.path << "\n";
+  for (const auto& f : r.patch.files) o << "                 " << f.status << " " << t(f.path) << "\n";
   if (!r.patch.check_clean) o << "  diff --check reports problems (see cagent diff " << r.run_id << ")\n";
-  for (const auto& v : r.violations) o << "  violation    " << v.message << "\n";
+  for (const auto& v : r.violations) o << "  violation    " << t(v.message) << "\n";
   for (const auto& v : r.verification) {
-    o << "  verify       " << run::VerifyStatusName(v.status) << ": " << v.command << " ("
-      << v.detail << ", " << v.duration.count() << " ms)\n";
+    o << "  verify       " << run::VerifyStatusName(v.status) << ": " << t(v.command) << " ("
+      << t(v.detail) << ", " << v.duration.count() << " ms)\n";
   }
-  if (!r.agent_summary.empty()) o << "  agent says   " << r.agent_summary << "\n";
-  o << "  run dir      " << r.run_dir << "\n";
+  if (!r.agent_summary.empty()) o << "  agent says   " << t(r.agent_summary) << "\n";
+  o << "  run dir      " << t(r.run_dir) << "\n";
+  o << "  workspace    written by the agent: inspect it as 'cagent show " << r.run_id
+    << "' says, never with git or make on the host\n";
   if (r.state == run::RunState::kCompleted && !r.patch.files.empty()) {
     o << "next: cagent diff " << r.run_id << "   then   cagent apply " << r.run_id << "\n";
   }
 }
 
 std::string RunsDirectory() { return StateDirectory() + "/runs"; }
+
+// A string member of a result.json object, or "" when it is absent or not a string.
+std::string StringField(const json& j, const char* key) {
+  if (!j.is_object()) return {};
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
 
 // The run ids under `dir`, oldest first (ids start with their UTC creation time).
 std::vector<std::string> RunIds(const std::string& dir) {
@@ -210,52 +229,98 @@ int DoRuns(const RunsCommandOptions& o) {
     all.push_back(row);
   }
   if (o.json) {
-    std::cout << all.dump(2) << "\n";
+    std::cout << JsonText(all, 2) << "\n";
     return 0;
   }
   if (all.empty()) {
     std::cout << "no runs yet (in " << dir << ")\n";
     return 0;
   }
+  // One run a line. Every field comes from a result.json under the state directory and may
+  // quote the agent (the reason) or be damaged: read each with a type check, print it escaped.
   for (const auto& row : all) {
-    std::cout << row["run_id"].get<std::string>() << "  "
-              << row["status"].get<std::string>();
-    if (row.contains("profile")) std::cout << "  " << row["profile"].get<std::string>();
+    std::cout << TerminalSafe(StringField(row, "run_id")) << "  "
+              << TerminalSafe(StringField(row, "status"));
+    if (row.contains("profile")) std::cout << "  " << TerminalSafe(StringField(row, "profile"));
     if (row.contains("files")) std::cout << "  " << row["files"].get<std::size_t>() << " files";
-    const std::string reason = row.value("reason", "");
-    if (!reason.empty()) std::cout << "  " << reason.substr(0, 80);
+    const std::string reason = TerminalSafe(StringField(row, "reason"));
+    if (!reason.empty()) {
+      std::size_t cut = std::min<std::size_t>(reason.size(), 80);
+      while (cut > 0 && cut < reason.size() &&
+             (static_cast<unsigned char>(reason[cut]) & 0xC0) == 0x80) {
+        --cut;
+      }
+      std::cout << "  " << reason.substr(0, cut) << (cut < reason.size() ? "..." : "");
+    }
     std::cout << "\n";
   }
   return 0;
 }
 
+// How to look at a kept workspace without handing it the host: the agent wrote everything in it
+// (its .git/config, hooks, .gitattributes, Makefiles), so nothing of its own runs outside a
+// sandbox.
+void PrintSafeInspection(std::ostream& o, const std::string& run_id, const std::string& run_dir) {
+  const std::string ws = TerminalSafe(run_dir + "/workspace");
+  o << "  workspace    " << ws << " (kept; written by the agent: treat it as hostile)\n"
+    << "    the change:   cagent diff " << run_id << "\n"
+    << "    look inside:  cagent exec --profile readonly --workspace " << ws << " -- sh\n"
+    << "    do not run git, make, npm or the tests in it on the host: its .git (config, hooks,\n"
+    << "    commondir), .gitattributes and build files are the agent's and can run code\n";
+}
+
 int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
   auto r = run::ReadRunResult(run_dir);
   if (!r) return Usage(r.error().Message());
+  const json& j = *r;
   if (o.json) {
-    std::cout << r->dump(2) << "\n";
+    std::cout << JsonText(j, 2) << "\n";
   } else {
-    const json& j = *r;
-    std::cout << "run " << j.value("run_id", "") << ": " << j.value("status", "");
-    if (!j.value("reason", "").empty()) std::cout << " — " << j.value("reason", "");
-    std::cout << "\n  profile  " << j.value("profile", "") << "\n  base     "
-              << j.value("base_commit", "") << "\n  repo     " << j.value("repo", "")
-              << "\n  patch    " << j["patch"].value("bytes", 0) << " bytes, sha256 "
-              << j["patch"].value("sha256", "") << "\n";
-    for (const auto& f : j["changed_files"]) {
-      std::cout << "           " << f.value("status", "") << " " << f.value("path", "") << "\n";
+    // result.json quotes the agent (reason, paths, details): every field is read with a type check
+    // and printed escaped.
+    auto t = [&](const json& obj, const char* key) { return TerminalSafe(StringField(obj, key)); };
+    auto list = [&](const char* key) {
+      auto it = j.find(key);
+      return it != j.end() && it->is_array() ? *it : json::array();
+    };
+    std::cout << "run " << t(j, "run_id") << ": " << t(j, "status");
+    if (!StringField(j, "reason").empty()) std::cout << " — " << t(j, "reason");
+    std::cout << "\n  profile      " << t(j, "profile");
+    if (!StringField(j, "profile_file").empty()) {
+      std::cout << " (" << t(j, "profile_file") << ", sha256 "
+                << StringField(j, "profile_sha256").substr(0, 16) << ")";
     }
-    for (const auto& v : j["verification"]) {
-      std::cout << "  verify   " << v.value("status", "") << ": " << v.value("command", "") << " ("
-                << v.value("detail", "") << ")\n";
+    const json patch = j.contains("patch") && j["patch"].is_object() ? j["patch"] : json::object();
+    std::cout << "\n  base         " << t(j, "base_commit") << "\n  repo         " << t(j, "repo")
+              << "\n  patch        "
+              << (patch.contains("bytes") && patch["bytes"].is_number() ? patch["bytes"].dump()
+                                                                         : std::string("?"))
+              << " bytes, sha256 " << t(patch, "sha256") << "\n";
+    for (const auto& f : list("changed_files")) {
+      std::cout << "               " << t(f, "status") << " " << t(f, "path") << "\n";
     }
-    std::cout << "  events   " << j.value("event_log", "") << "\n";
+    for (const auto& v : list("verification")) {
+      std::cout << "  verify       " << t(v, "status") << ": " << t(v, "command") << " ("
+                << t(v, "detail") << ")\n";
+    }
+    if (!StringField(j, "verified_tree").empty()) {
+      std::cout << "  verified on  tree " << t(j, "verified_tree")
+                << " (a fresh checkout of base + patch)\n";
+    }
+    std::cout << "  events       " << t(j, "event_log") << "\n";
+    std::error_code ec;
+    if (fs::is_directory(run_dir + "/workspace", ec)) {
+      PrintSafeInspection(std::cout, StringField(j, "run_id"), run_dir);
+    }
   }
-  auto state = run::ParseRunState((*r).value("status", ""));
+  auto state = run::ParseRunState(StringField(j, "status"));
   bool verification_failed = false;
-  for (const auto& v : (*r)["verification"]) {
-    const std::string s = v.value("status", "");
-    verification_failed = verification_failed || s == "failed" || s == "timed-out";
+  auto it = j.find("verification");
+  if (it != j.end() && it->is_array()) {
+    for (const auto& v : *it) {
+      const std::string s = StringField(v, "status");
+      verification_failed = verification_failed || s == "failed" || s == "timed-out";
+    }
   }
   return state ? run::ExitCodeFor(*state, verification_failed) : run::kExitRunFailed;
 }
@@ -264,7 +329,13 @@ int DoDiff(const std::string& run_dir) {
   bool ok = false;
   const std::string patch = ReadAll(run_dir + "/patch.diff", &ok);
   if (!ok) return Usage(run_dir + " has no patch.diff (the run ended before its change set was captured)");
-  std::cout << patch;
+  // The patch is the agent's text. Piped (to git apply, a pager that escapes, a file) it goes out
+  // byte for byte; on a terminal its control and invisible characters are shown escaped.
+  if (::isatty(STDOUT_FILENO) == 1) {
+    std::cout << TerminalSafe(patch, TerminalLines::kMultiple);
+  } else {
+    std::cout << patch;
+  }
   return 0;
 }
 
@@ -319,6 +390,7 @@ CLI::App* AddRunCommand(CLI::App& app, RunCommandOptions& o) {
       "profile and runs the profile's verification commands in a fresh sandbox. The caller's "
       "repository is never written; 'cagent apply RUN' brings a verified patch in.");
   cmd->add_option("--profile", o.profile, "Profile (name or .cagent file).")->required();
+  cmd->add_flag("--trust-repo-profile", o.trust_repo_profile, kTrustRepoProfileHelp);
   cmd->add_option("task", o.task_file,
                   "The task in Markdown. Untrusted: nothing in it changes the profile, paths, "
                   "limits or verification.")
@@ -349,6 +421,7 @@ int RunRunCommand(const RunCommandOptions& o) {
   req.commit = o.commit;
   req.allow_dirty = o.allow_dirty;
   req.allow_unverified = o.allow_unverified;
+  req.trust_repo_profile = o.trust_repo_profile;
   auto settings = ResolveSessionFlags(o.session);
   if (!settings) return Usage(settings.error().Message());
   req.model = settings->model;
@@ -364,11 +437,12 @@ int RunRunCommand(const RunCommandOptions& o) {
   auto rec = run::ExecuteRun(req, [&](const run::RunProgress& p) { display.Update(p); });
   display.Done();
   if (!rec) {
-    spdlog::error("{}", rec.error().Message());
+    // May quote the repository (the dirty paths git reported): escaped.
+    spdlog::error("{}", TerminalSafe(rec.error().Message(), TerminalLines::kMultiple));
     return run::kExitRunSetup;
   }
   if (o.json) {
-    std::cout << rec->ToJson().dump(2) << "\n";
+    std::cout << JsonText(rec->ToJson(), 2) << "\n";
   } else {
     PrintSummary(*rec);
   }
