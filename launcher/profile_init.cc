@@ -3,16 +3,21 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/terminal_text.h"
+#include "common/unique_fd.h"
+#include "launcher/profile_spec.h"
 #include "policy/engine.h"
 
 namespace cagent::launcher {
@@ -20,10 +25,7 @@ namespace {
 
 constexpr std::size_t kMaxReadBytes = 1 << 20;
 
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
+// Host paths outside the repository (toolchain directories, binaries on PATH): the caller's own.
 bool IsDir(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -36,31 +38,89 @@ bool IsExecutableFile(const std::string& path) {
   return IsFile(path) && ::access(path.c_str(), X_OK) == 0;
 }
 
-// The file's text, or "" when it is missing, not a regular file or larger than kMaxReadBytes.
-std::string ReadSmall(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      static_cast<std::size_t>(st.st_size) > kMaxReadBytes) {
-    return "";
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+// The repository, read as hostile input. Every name is opened beneath a directory fd of its root
+// with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): a symlink that stays inside the
+// repository is followed (a Cargo.toml -> crates/main/Cargo.toml is still a Rust project), one
+// that leads out of it (package.json -> /etc/shadow, tests -> /) is refused by the kernel and the
+// name counts as absent. Files are opened O_NONBLOCK | O_NOCTTY and read only when regular, so a
+// FIFO or a device swapped in after the check cannot block or be read.
+class RepoReader {
+ public:
+  explicit RepoReader(const std::string& dir)
+      : fd_(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)) {}
 
-std::vector<std::string> ListDir(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return names;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(std::move(n));
+  [[nodiscard]] bool Exists(const std::string& rel) const {
+    struct stat st {};
+    return Stat(rel, &st);
   }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  return names;
-}
+  [[nodiscard]] bool IsDir(const std::string& rel) const {
+    struct stat st {};
+    return Stat(rel, &st) && S_ISDIR(st.st_mode);
+  }
+  [[nodiscard]] bool IsFile(const std::string& rel) const {
+    struct stat st {};
+    return Stat(rel, &st) && S_ISREG(st.st_mode);
+  }
+
+  // The file's text, or "" when it is missing, outside the repository, not a regular file or
+  // larger than kMaxReadBytes.
+  [[nodiscard]] std::string ReadSmall(const std::string& rel) const {
+    UniqueFd f(Open(rel, O_RDONLY | O_NONBLOCK | O_NOCTTY));
+    struct stat st {};
+    if (!f.valid() || ::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::size_t>(st.st_size) > kMaxReadBytes) {
+      return "";
+    }
+    std::string out;
+    std::array<char, 65536> buf{};
+    while (out.size() <= kMaxReadBytes) {
+      const ssize_t n = ::read(f.get(), buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      out.append(buf.data(), static_cast<std::size_t>(n));
+    }
+    return out.size() > kMaxReadBytes ? std::string() : out;  // grew after the fstat
+  }
+
+  // The names at the top level, sorted.
+  [[nodiscard]] std::vector<std::string> List() const {
+    std::vector<std::string> names;
+    const int dfd = Open(".", O_RDONLY | O_DIRECTORY);
+    if (dfd < 0) return names;
+    DIR* d = ::fdopendir(dfd);
+    if (d == nullptr) {
+      ::close(dfd);
+      return names;
+    }
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(std::move(n));
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+ private:
+  [[nodiscard]] int Open(const std::string& rel, int flags) const {
+    if (!fd_.valid()) return -1;
+    open_how how{};
+    how.flags = static_cast<std::uint64_t>(flags) | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    for (int attempt = 0; attempt < 16; ++attempt) {
+      const long fd = ::syscall(SYS_openat2, fd_.get(), rel.c_str(), &how, sizeof(how));
+      if (fd >= 0) return static_cast<int>(fd);
+      if (errno != EAGAIN && errno != EINTR) return -1;
+    }
+    return -1;
+  }
+  bool Stat(const std::string& rel, struct stat* st) const {
+    UniqueFd f(Open(rel, O_PATH));
+    return f.valid() && ::fstat(f.get(), st) == 0;
+  }
+
+  UniqueFd fd_;
+};
 
 std::string Dirname(const std::string& p) {
   auto slash = p.rfind('/');
@@ -137,7 +197,8 @@ bool ParentShows(const policy::Policy* parent, const std::string& workspace, con
 
 RepoFacts InspectRepository(const std::string& dir) {
   RepoFacts f;
-  auto has = [&](const std::string& name) { return Exists(dir + "/" + name); };
+  const RepoReader repo(dir);
+  auto has = [&](const std::string& name) { return repo.Exists(name); };
   auto mark = [&](const std::string& name) {
     if (has(name)) f.markers.push_back(name);
     return has(name);
@@ -145,7 +206,7 @@ RepoFacts InspectRepository(const std::string& dir) {
 
   if (mark("package.json")) {
     f.node = true;
-    auto json = nlohmann::json::parse(ReadSmall(dir + "/package.json"), nullptr, false);
+    auto json = nlohmann::json::parse(repo.ReadSmall("package.json"), nullptr, false);
     std::string runner = has("pnpm-lock.yaml") ? "pnpm" : has("yarn.lock") ? "yarn" : "npm";
     if (json.is_object() && json.contains("scripts") && json["scripts"].is_object()) {
       const auto& scripts = json["scripts"];
@@ -159,22 +220,22 @@ RepoFacts InspectRepository(const std::string& dir) {
   bool pyproject = mark("pyproject.toml");
   bool setup_py = mark("setup.py");
   bool setup_cfg = mark("setup.cfg");
-  std::vector<std::string> top = ListDir(dir);
+  std::vector<std::string> top = repo.List();
   std::string python_text;
   for (const auto& n : top) {
     if (n.starts_with("requirements") && n.ends_with(".txt")) {
       f.markers.push_back(n);
       f.python = true;
-      python_text += ReadSmall(dir + "/" + n);
+      python_text += repo.ReadSmall(n);
     }
   }
   if (pyproject || setup_py || setup_cfg) f.python = true;
-  if (pyproject) python_text += ReadSmall(dir + "/pyproject.toml");
-  if (setup_cfg) python_text += ReadSmall(dir + "/setup.cfg");
-  if (setup_py) python_text += ReadSmall(dir + "/setup.py");
+  if (pyproject) python_text += repo.ReadSmall("pyproject.toml");
+  if (setup_cfg) python_text += repo.ReadSmall("setup.cfg");
+  if (setup_py) python_text += repo.ReadSmall("setup.py");
   f.pytest = python_text.find("pytest") != std::string::npos || has("pytest.ini") ||
              has("conftest.py") || has("tests/conftest.py");
-  f.python_tests = IsDir(dir + "/tests") || IsDir(dir + "/test") ||
+  f.python_tests = repo.IsDir("tests") || repo.IsDir("test") ||
                    std::any_of(top.begin(), top.end(), [](const std::string& n) {
                      return (n.starts_with("test_") || n.ends_with("_test.py")) &&
                             n.ends_with(".py");
@@ -186,7 +247,7 @@ RepoFacts InspectRepository(const std::string& dir) {
   for (const char* m : {"Makefile", "GNUmakefile", "makefile"}) {
     if (!mark(m)) continue;
     f.make = true;
-    std::string text = ReadSmall(dir + "/" + m);
+    std::string text = repo.ReadSmall(m);
     if (MakefileHasTarget(text, "test")) {
       f.make_target = "test";
     } else if (MakefileHasTarget(text, "check")) {
@@ -200,17 +261,18 @@ RepoFacts InspectRepository(const std::string& dir) {
   f.gradle_wrapper = has("gradlew");
 
   f.mkdocs = mark("mkdocs.yml");
-  f.sphinx = IsFile(dir + "/docs/conf.py") || IsFile(dir + "/doc/conf.py") || IsFile(dir + "/conf.py");
+  f.sphinx = repo.IsFile("docs/conf.py") || repo.IsFile("doc/conf.py") ||
+             repo.IsFile("conf.py");
   bool doc_files = std::any_of(top.begin(), top.end(), [](const std::string& n) {
     return n.ends_with(".md") || n.ends_with(".rst") || n.ends_with(".adoc") ||
            n.ends_with(".markdown");
   });
-  f.docs = doc_files || f.mkdocs || f.sphinx || IsDir(dir + "/docs") || IsDir(dir + "/doc");
+  f.docs = doc_files || f.mkdocs || f.sphinx || repo.IsDir("docs") || repo.IsDir("doc");
   return f;
 }
 
 std::vector<Toolchain> FindToolchains(const RepoFacts& facts, const std::string& home,
-                                      const std::string& path_env) {
+                                      const std::string& path_env, const std::string& repo) {
   std::vector<Toolchain> out;
   auto add = [&](std::string path, std::string why) {
     for (const auto& t : out) {
@@ -255,6 +317,7 @@ std::vector<Toolchain> FindToolchains(const RepoFacts& facts, const std::string&
                               {"cargo", &RepoFacts::rust},  {"go", &RepoFacts::go},
                               {"java", &RepoFacts::java}};
   std::string home_abs = home.empty() ? "" : Absolute(home);
+  const std::string repo_abs = repo.empty() ? "" : Absolute(repo);
   for (const auto& b : kBins) {
     if (!(facts.*(b.kind))) continue;
     std::istringstream dirs(path_env);
@@ -262,6 +325,9 @@ std::vector<Toolchain> FindToolchains(const RepoFacts& facts, const std::string&
     while (std::getline(dirs, d, ':')) {
       if (d.empty() || d[0] != '/') continue;
       std::string candidate = d + "/" + b.name;
+      // A PATH entry inside the repository, or a binary whose links pass through it, is the
+      // repository's to point anywhere (bin/node -> /opt/secret/bin/node): never a toolchain.
+      if (!repo_abs.empty() && HostResolutionEnters(candidate, repo_abs)) continue;
       if (!IsExecutableFile(candidate)) continue;
       std::string real = Absolute(candidate);
       std::string bin = Dirname(real);
@@ -345,7 +411,8 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
       plan.verify = "mkdocs build --strict --site-dir /tmp/cagent-site";
       verify_why = "mkdocs.yml";
     } else if (f.sphinx) {
-      std::string src = IsFile(dir + "/docs/conf.py") ? "docs" : IsFile(dir + "/doc/conf.py") ? "doc" : ".";
+      const RepoReader repo(dir);
+      std::string src = repo.IsFile("docs/conf.py") ? "docs" : repo.IsFile("doc/conf.py") ? "doc" : ".";
       plan.verify = "python3 -m sphinx -W -q -b html " + src + " /tmp/cagent-html";
       verify_why = "Sphinx conf.py";
     }
@@ -391,9 +458,11 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
       policy::CompileText(plan.path, "extends " + plan.parent + "\n", o.search);
   const policy::Policy* parent_policy = parent.ok() ? parent.policy.get() : nullptr;
   std::string home_abs = o.home.empty() ? "" : Absolute(o.home);
-  for (auto& t : FindToolchains(f, o.home, o.path_env)) {
+  for (auto& t : FindToolchains(f, o.home, o.path_env, dir)) {
     std::string abs = t.path.starts_with("~/") ? home_abs + t.path.substr(1) : t.path;
-    if (Under(abs, workspace)) continue;
+    // Inside the repository, or reached through a link into it: the repository's content, which
+    // a profile never mounts on its say-so.
+    if (Under(abs, workspace) || HostResolutionEnters(abs, workspace)) continue;
     if (ParentShows(parent_policy, workspace, home_abs, abs)) {
       plan.already.push_back(t.path);
     } else {
@@ -403,7 +472,10 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
   bool node_in_backend = f.node && plan.parent == "backend";
 
   std::string& s = plan.text;
-  s += "# " + o.name + ": written by `cagent profile init` for " + Basename(dir) + ".\n";
+  // Comment text comes from the directory's name and the host's PATH: one line each, escaped, so
+  // a name holding a newline cannot add rules to the profile below the comment.
+  const std::string shown_dir = TerminalSafe(Basename(dir), TerminalLines::kOne);
+  s += "# " + o.name + ": written by `cagent profile init` for " + shown_dir + ".\n";
   s += "# Review it: it is a starting point, guessed from the repository's build files and the\n";
   s += "# toolchains on this machine. Then: cagent policy check " + o.name + "; cagent policy audit " +
        o.name + "\n";
@@ -428,7 +500,8 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
       s += "  # Toolchains found on this machine that " + plan.parent +
            " does not show; read-only.\n";
       for (const auto& t : plan.exposed) {
-        s += "  read-only " + policy::QuoteWord(t.path) + "  # " + t.why + "\n";
+        s += "  read-only " + policy::QuoteWord(t.path) + "  # " +
+             TerminalSafe(t.why, TerminalLines::kOne) + "\n";
       }
     }
     s += "}\n";
@@ -468,19 +541,46 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
 }
 
 Status WriteProfile(const InitPlan& plan, bool force) {
-  const std::string dir = Dirname(plan.path);
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return ErrnoError("mkdir " + dir);
+  // DIR/.cagent/NAME.cagent, where DIR is the repository: hostile content. A .cagent that is a
+  // symlink (-> ~/.config/cagent/profiles, -> /etc) would make the write land outside it; every
+  // step is taken beneath DIR's fd with no symlink followed.
+  const std::string cagent_dir = Dirname(plan.path);
+  const std::string repo = Dirname(cagent_dir);
+  const std::string name = Basename(plan.path);
+  UniqueFd repo_fd(::open(repo.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!repo_fd.valid()) return ErrnoError("open " + repo);
+  if (::mkdirat(repo_fd.get(), ".cagent", 0755) != 0 && errno != EEXIST) {
+    return ErrnoError("mkdir " + cagent_dir);
   }
-  if (!IsDir(dir)) return PlainError("'" + dir + "' exists and is not a directory");
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  UniqueFd dir(static_cast<int>(::syscall(SYS_openat2, repo_fd.get(), ".cagent", &how, sizeof(how))));
+  if (!dir.valid()) {
+    if (errno == ELOOP || errno == ENOTDIR) {
+      return PlainError("'" + TerminalSafe(cagent_dir) + "' is a symlink or not a directory",
+                        "cagent writes a repository's profile only into a real .cagent directory "
+                        "inside it; remove or replace it and run again");
+    }
+    return ErrnoError("open " + cagent_dir);
+  }
   int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (force ? O_TRUNC : O_EXCL);
-  int fd = ::open(plan.path.c_str(), flags, 0644);
+  int fd = ::openat(dir.get(), name.c_str(), flags, 0644);
   if (fd < 0) {
     if (errno == EEXIST) {
       return PlainError("'" + plan.path + "' already exists",
                         "pass --force to replace it, or --name to write another profile");
     }
+    if (errno == ELOOP) {
+      return PlainError("'" + TerminalSafe(plan.path) + "' is a symlink; nothing was written",
+                        "remove the link, then run again");
+    }
     return ErrnoError("open " + plan.path);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return PlainError("'" + TerminalSafe(plan.path) + "' is not a regular file; nothing was written");
   }
   std::size_t done = 0;
   while (done < plan.text.size()) {

@@ -42,7 +42,9 @@ struct RepoFacts {
 };
 
 // Reads the top level of `dir` (and package.json, pyproject.toml, requirements*.txt, setup.cfg,
-// the Makefile: each at most 1 MiB).
+// the Makefile: each at most 1 MiB, regular files only). The repository is hostile input: every
+// name is opened beneath `dir` with openat2(RESOLVE_BENEATH), so a symlink leading out of it
+// counts as absent and is never read; nothing it names becomes a host path in the plan.
 RepoFacts InspectRepository(const std::string& dir);
 
 // A toolchain directory found on this machine.
@@ -53,9 +55,11 @@ struct Toolchain {
 
 // Looks for the per-user toolchain directories (~/.rustup, ~/.cargo, ~/.pyenv, ~/.nvm, ~/go, ...)
 // relevant to `facts`, and for node/python3/cargo/go on `path_env`, returning the install roots.
-// `home` empty: no per-user directories. Never returns "~" or "/" themselves.
+// `home` empty: no per-user directories. Never returns "~" or "/" themselves. A binary on PATH
+// whose host resolution passes through `repo` (a PATH entry inside the repository, a link into
+// it) is ignored: the repository could point it at any host tree.
 std::vector<Toolchain> FindToolchains(const RepoFacts& facts, const std::string& home,
-                                      const std::string& path_env);
+                                      const std::string& path_env, const std::string& repo = "");
 
 struct InitOptions {
   std::string dir;                 // the repository root (must exist)
@@ -87,7 +91,8 @@ inline constexpr std::string_view kInitDoesNotCompile = "the generated profile d
 Result<InitPlan> PlanProfile(const InitOptions& options);
 
 // Writes plan.text to plan.path, creating DIR/.cagent. Refuses to replace an existing file unless
-// `force`; never follows a symlink at the file's path.
+// `force`; never follows a symlink at the file's path or at DIR/.cagent (both are opened beneath
+// DIR with no symlink followed).
 Status WriteProfile(const InitPlan& plan, bool force);
 
 }  // namespace cagent::launcher

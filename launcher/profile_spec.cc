@@ -107,11 +107,9 @@ std::vector<std::string> SplitPath(std::string_view text) {
   return parts;
 }
 
-// Whether resolving the host path `path` the way the kernel would (every symlink followed) passes
-// through the workspace at any step. Such a path is not the host's: its remaining components are
-// workspace content, which a profile's absolute or ~ path must never be resolved through
-// (`read-only ~/.config/x` with the home inside the workspace and .config -> /etc).
-bool ResolutionTouchesWorkspace(const std::string& path, const std::string& ws) {
+}  // namespace
+
+bool HostResolutionEnters(const std::string& path, const std::string& ws) {
   if (AtOrUnder(path, ws)) return true;
   std::deque<std::string> todo;
   auto push_front = [&todo](const std::string& text) {
@@ -147,6 +145,8 @@ bool ResolutionTouchesWorkspace(const std::string& path, const std::string& ws) 
   }
   return false;
 }
+
+namespace {
 
 
 // The sandbox's view as it is being built, for judging where a path leads *inside* the sandbox.
@@ -559,7 +559,7 @@ Status ApplyDenyGlobs(const policy::Policy& p, const std::string& workspace, int
     const std::string start = JoinPath(base_dir, prefix);
     UniqueFd root;
     std::string canonical;
-    if (ResolutionTouchesWorkspace(start, workspace)) {
+    if (HostResolutionEnters(start, workspace)) {
       const std::string skipped = "skipped 'deny " + r.text + "' at " + Shown(start) + ": ";
       if (!AtOrUnder(start, workspace)) {
         notes.push_back(skipped + "its path leads through the workspace, whose links cagent does "
@@ -640,7 +640,7 @@ Status AddMounts(const policy::Policy& p, const std::string& workspace, int ws_f
     }
     if (path == workspace) continue;  // the checker refuses this; never remount the workspace
     const bool in_workspace = IsUnder(path, workspace);
-    if (!in_workspace && ResolutionTouchesWorkspace(path, workspace)) {
+    if (!in_workspace && HostResolutionEnters(path, workspace)) {
       notes.push_back("skipped " + m.path.Text() + ": its path leads through the workspace (" +
                       workspace + "), whose links cagent does not follow on the host");
       continue;

@@ -61,6 +61,14 @@ struct ProfileLaunch {
 Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& policy, const std::string& workspace,
                                      std::vector<std::string> argv, const ProfileContext& ctx);
 
+// Whether resolving host path `path` the way the kernel would (every symlink followed, at most
+// 40) passes through `dir` (canonical) at any step, `path` itself included. Such a path is not the
+// host's: its remaining components are `dir`'s content. Used so that a profile's absolute or ~
+// path is never resolved through the workspace (`read-only ~/.config/x` with the home inside the
+// workspace and .config -> /etc), and by `cagent profile init` for the repository. lstat/readlink
+// only; runs in cagent.
+bool HostResolutionEnters(const std::string& path, const std::string& dir);
+
 // The caller's home: $HOME when it is absolute, else the passwd entry, else "".
 std::string CallerHome();
 // The caller's environment as "NAME=value" strings (for ProfileContext::environ).
