@@ -99,7 +99,7 @@ std::string JsonString(const json& j, const char* key) {
 
 // The nothing-was-written refusal: what, which path, why, what to do.
 Error Refusal(const std::string& run_id, const std::string& what, const std::string& todo) {
-  return PlainError("cagent apply " + run_id + " refused",
+  return PlainError("refusing to apply run " + run_id,
                     what + ". Nothing was written to your repository. " + todo);
 }
 
@@ -672,7 +672,7 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
   if (report.run_id.empty()) report.run_id = fs::path(req.run_dir).filename().string();
   const std::string& id = report.run_id;
   if (JsonString(j, "status") != "completed") {
-    return PlainError("cagent apply " + id, "the run is " + Shown(JsonString(j, "status")) +
+    return PlainError("apply run " + id, "the run is " + Shown(JsonString(j, "status")) +
                                                  ", not completed: only a completed run's patch "
                                                  "is applied");
   }
@@ -681,16 +681,16 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
   bool ok = false;
   const std::string patch_file = req.run_dir + "/patch.diff";
   const std::string patch = ReadFile(patch_file, &ok);
-  if (!ok) return PlainError("cagent apply " + id, "cannot read " + patch_file);
+  if (!ok) return PlainError("apply run " + id, "cannot read " + patch_file);
   const std::string expected = j.contains("patch") ? JsonString(j["patch"], "sha256") : "";
   if (Sha256Hex(patch) != expected) {
-    return PlainError("cagent apply " + id,
+    return PlainError("apply run " + id,
                       patch_file + " does not match the digest recorded for the run (" +
                           expected.substr(0, 16) + "); refusing a patch that changed after the run");
   }
   const std::string base = JsonString(j, "base_commit");
   if (base.size() != 40 || base.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    return PlainError("cagent apply " + id, "result.json records no valid base commit");
+    return PlainError("apply run " + id, "result.json records no valid base commit");
   }
   if (patch.empty()) {
     report.nothing_to_apply = true;
@@ -701,7 +701,7 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
   std::map<std::string, json> recorded;
   const auto files = j.find("changed_files");
   if (files == j.end() || !files->is_array()) {
-    return PlainError("cagent apply " + id, "result.json has no changed_files list");
+    return PlainError("apply run " + id, "result.json has no changed_files list");
   }
   for (const auto& f : *files) {
     const std::string path = JsonString(f, "path");
@@ -716,7 +716,7 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
   const WorkspaceLayout layout = LayoutFor(req.run_dir);
   std::error_code ec;
   if (!fs::is_directory(layout.trusted_git + "/objects", ec)) {
-    return PlainError("cagent apply " + id, "the run's own git directory " + layout.trusted_git +
+    return PlainError("apply run " + id, "the run's own git directory " + layout.trusted_git +
                                                 " is missing; the patch cannot be checked "
                                                 "without it (run the task again)");
   }
@@ -818,7 +818,7 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
 
   // ---- 4. the caller's repository ----
   const std::string repo_dir = req.repo.empty() ? JsonString(j, "repo") : req.repo;
-  if (repo_dir.empty()) return PlainError("cagent apply " + id, "no repository (pass --repo DIR)");
+  if (repo_dir.empty()) return PlainError("apply run " + id, "no repository (pass --repo DIR)");
   {
     GitInvocation g;
     g.cwd = repo_dir;
@@ -878,7 +878,7 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
     auto again = dirty_paths();
     if (!again) return again.error();
     if (!again->empty()) {
-      return PlainError("cagent apply " + id,
+      return PlainError("apply run " + id,
                         "the branch " + Shown(req.branch) + " was created at the base, but its "
                         "checkout left changes in the work tree; nothing of the patch was written");
     }
@@ -921,7 +921,7 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
     std::string line;
     for (std::size_t k = i; k < std::min(to_hash.size(), i + kArgsPerCall); ++k) {
       if (!std::getline(lines, line) || line != to_hash[k].second) {
-        return PlainError("cagent apply " + id, "the repository stored a file under a different "
+        return PlainError("apply run " + id, "the repository stored a file under a different "
                                                 "id than the run's (another object format?); "
                                                 "nothing was written");
       }
@@ -938,7 +938,7 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
     Error e = s.error();
     std::string list;
     for (const auto& p : written) list += " " + Shown(p);
-    e.context = "cagent apply " + id + ": stopped: " + e.context;
+    e.context = "apply run " + id + " stopped: " + e.context;
     e.detail += written.empty()
                     ? std::string(" (nothing was written)")
                     : " (already changed in the work tree, not in the index:" + list +
