@@ -43,8 +43,8 @@ Result<VerifyTree> MakeVerifyTree(const WorkspaceLayout& l, const std::string& b
     // --cached: the patch goes into the index only; no work tree, no file system path is
     // touched. git apply refuses paths with ".." or in .git, and (without --unsafe-paths) any
     // path outside the tree.
-    if (auto r = GitOutput(git({"apply", "--cached", "--binary", "--whitespace=nowarn", "--",
-                                patch_file}));
+    if (auto r = GitOutput(
+            git({"apply", "--cached", "--binary", "--whitespace=nowarn", "--", patch_file}));
         !r) {
       return std::move(r).Context("apply the captured patch to the base").error();
     }

@@ -34,7 +34,7 @@ struct ChildPlan {
   char* const* envp = nullptr;
   const char* cwd = nullptr;
   int fds[3] = {-1, -1, -1};  // become 0, 1, 2
-  int exec_fd = -1;            // {step, errno} goes here when exec fails
+  int exec_fd = -1;           // {step, errno} goes here when exec fails
   pid_t parent = -1;
   struct Limit {
     int resource;
@@ -170,11 +170,20 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
   // A fixed environment: nothing of the caller's git configuration or hooks, nothing of a
   // workspace's. PATH comes from the caller so the caller's git is found.
   std::vector<std::string> env = {
-      "GIT_CONFIG_NOSYSTEM=1",  "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0",
-      "GIT_OPTIONAL_LOCKS=0",   "GIT_PAGER=cat",               "PAGER=cat",
-      "GIT_ATTR_NOSYSTEM=1",    "GIT_NO_REPLACE_OBJECTS=1",    "GIT_ASKPASS=/bin/false",
-      "SSH_ASKPASS=/bin/false", "LC_ALL=C",                     "TZ=UTC",
-      "GIT_PROTOCOL_FROM_USER=0", "GIT_NO_LAZY_FETCH=1",
+      "GIT_CONFIG_NOSYSTEM=1",
+      "GIT_CONFIG_GLOBAL=/dev/null",
+      "GIT_TERMINAL_PROMPT=0",
+      "GIT_OPTIONAL_LOCKS=0",
+      "GIT_PAGER=cat",
+      "PAGER=cat",
+      "GIT_ATTR_NOSYSTEM=1",
+      "GIT_NO_REPLACE_OBJECTS=1",
+      "GIT_ASKPASS=/bin/false",
+      "SSH_ASKPASS=/bin/false",
+      "LC_ALL=C",
+      "TZ=UTC",
+      "GIT_PROTOCOL_FROM_USER=0",
+      "GIT_NO_LAZY_FETCH=1",
       "HOME=" + (inv.home.empty() ? std::string("/nonexistent") : inv.home)};
   if (!inv.index_file.empty()) env.push_back("GIT_INDEX_FILE=" + inv.index_file);
   const char* path_env = std::getenv("PATH");
@@ -300,8 +309,8 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
     }
     if (flooded) break;
   }
-  // Whatever git started goes with it (a hung helper, a pager someone configured anyway). Before git
-  // is reaped its zombie keeps the group id reserved; after, a member holding the pipes does.
+  // Whatever git started goes with it (a hung helper, a pager someone configured anyway). Before
+  // git is reaped its zombie keeps the group id reserved; after, a member holding the pipes does.
   if (!exited || timed_out || flooded) ::kill(-pid, SIGKILL);
   while (!exited) {
     if (::waitpid(pid, &status, 0) == pid || errno != EINTR) exited = true;
@@ -317,14 +326,14 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
-    result.err += std::string(result.err.empty() || result.err.back() == '\n' ? "" : "\n") +
-                  "git was killed by signal " + std::to_string(sig) +
-                  (sig == SIGXCPU || sig == SIGKILL ? " (its CPU time limit of " +
-                                                          std::to_string(inv.max_cpu_seconds) +
-                                                          " s, or killed)"
-                   : sig == SIGXFSZ ? " (its file size limit of " +
-                                          std::to_string(inv.max_file_size >> 20) + " MiB)"
-                                    : std::string());
+    result.err +=
+        std::string(result.err.empty() || result.err.back() == '\n' ? "" : "\n") +
+        "git was killed by signal " + std::to_string(sig) +
+        (sig == SIGXCPU || sig == SIGKILL
+             ? " (its CPU time limit of " + std::to_string(inv.max_cpu_seconds) + " s, or killed)"
+         : sig == SIGXFSZ
+             ? " (its file size limit of " + std::to_string(inv.max_file_size >> 20) + " MiB)"
+             : std::string());
   }
   return result;
 }

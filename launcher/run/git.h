@@ -6,7 +6,8 @@
 // repository: it keeps its own git directory outside the sandbox (the run's "trusted" git dir) and
 // points it at the workspace with --work-tree. On top of that every invocation gets:
 //   - no system or global config (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null), an empty HOME,
-//     no terminal prompts, no optional locks (so reading the caller's repo never rewrites its index);
+//     no terminal prompts, no optional locks (so reading the caller's repo never rewrites its
+//     index);
 //   - -c overrides for everything that can run a program: core.hooksPath=/dev/null,
 //     core.fsmonitor=false, core.pager=cat, core.editor=false, core.sshCommand=false,
 //     core.attributesFile=/dev/null, core.excludesFile=/dev/null, diff.external=, protocol
@@ -21,9 +22,9 @@
 // Every git is also bounded, whatever it is pointed at: it runs in its own process group with
 // RLIMIT_AS, RLIMIT_CPU, RLIMIT_FSIZE and RLIMIT_CORE=0 set in the child before exec, a wall-clock
 // timeout after which the whole group is killed, a cap on the output kept, and SIGKILL when cagent
-// dies (PR_SET_PDEATHSIG). A planted ref that is a symlink to /dev/zero makes git read until it runs
-// out of memory (seen with git 2.39: "fatal: Out of memory, realloc failed"); the limit turns that
-// into a failed call instead of a host out of memory.
+// dies (PR_SET_PDEATHSIG). A planted ref that is a symlink to /dev/zero makes git read until it
+// runs out of memory (seen with git 2.39: "fatal: Out of memory, realloc failed"); the limit turns
+// that into a failed call instead of a host out of memory.
 #pragma once
 
 #include <chrono>

@@ -89,7 +89,9 @@ bool IsDotGit(const char* name) {
   return *name == '\0';
 }
 
-std::string Shown(const std::string& rel) { return "'" + TerminalSafe(rel, TerminalLines::kOne) + "'"; }
+std::string Shown(const std::string& rel) {
+  return "'" + TerminalSafe(rel, TerminalLines::kOne) + "'";
+}
 
 // One directory of ScanWorkspace, `fd` owned. Recursion depth is bounded by limits.max_depth.
 class Scanner {
@@ -113,8 +115,9 @@ class Scanner {
       if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
       const std::string path = rel.empty() ? std::string(name) : rel + "/" + name;
       if (++scan_.entries > limits_.max_entries) {
-        status = PlainError("the workspace", "has more than " + std::to_string(limits_.max_entries) +
-                                                 " entries; cagent does not capture it");
+        status =
+            PlainError("the workspace", "has more than " + std::to_string(limits_.max_entries) +
+                                            " entries; cagent does not capture it");
         break;
       }
       if (IsDotGit(name)) {
@@ -147,7 +150,8 @@ class Scanner {
       }
       errno = 0;
     }
-    if (status.ok() && errno != 0) status = ErrnoError("read directory " + Shown(rel.empty() ? "." : rel));
+    if (status.ok() && errno != 0)
+      status = ErrnoError("read directory " + Shown(rel.empty() ? "." : rel));
     for (const auto& name : subdirs) {
       if (!status.ok()) break;
       const std::string path = rel.empty() ? name : rel + "/" + name;

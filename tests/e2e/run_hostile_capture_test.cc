@@ -71,8 +71,8 @@ class RunHostileCaptureTest : public ::testing::Test {
                              " && git init -q -b main . && git add -A && git -c user.name=t "
                              "-c user.email=t@t commit -q -m base";
     ASSERT_EQ(std::system(init.c_str()), 0);
-    const std::string chown = "chown -R " + std::to_string(h.run_uid()) + ":" +
-                              std::to_string(h.run_gid()) + " " + dir_;
+    const std::string chown =
+        "chown -R " + std::to_string(h.run_uid()) + ":" + std::to_string(h.run_gid()) + " " + dir_;
     ASSERT_EQ(std::system(chown.c_str()), 0);
     profile_ = repo_ + "/.cagent/fix-add.cagent";
   }
@@ -86,8 +86,8 @@ class RunHostileCaptureTest : public ::testing::Test {
 
   json Run(const std::string& session, RunResult* raw) {
     WriteFile(dir_ + "/session.jsonl", session);
-    const std::string chown = "chown " + std::to_string(Harness::Get().run_uid()) + " " + dir_ +
-                              "/session.jsonl";
+    const std::string chown =
+        "chown " + std::to_string(Harness::Get().run_uid()) + " " + dir_ + "/session.jsonl";
     EXPECT_EQ(std::system(chown.c_str()), 0);
     *raw = Harness::Get().Run({"run", "--profile", profile_, "--repo", repo_, "--model",
                                "replay:" + dir_ + "/session.jsonl", "--approve", "never", "--json",
@@ -154,16 +154,17 @@ TEST_F(RunHostileCaptureTest, FilesGitDidNotCaptureDoNotMakeVerificationPass) {
   EXPECT_THAT(ReadFile(res["verification"][0]["log"].get<std::string>()), HasSubstr("FAILED"));
 
   // cagent apply refuses the run, and the caller's repository keeps its bug.
-  const RunResult apply = Harness::Get().Run({"apply", res["run_id"].get<std::string>()}, StateEnv());
+  const RunResult apply =
+      Harness::Get().Run({"apply", res["run_id"].get<std::string>()}, StateEnv());
   EXPECT_NE(apply.exit_code, 0) << apply.out << apply.err;
   EXPECT_THAT(ReadFile(repo_ + "/calc.py"), HasSubstr("return a - b"));
 }
 
 TEST_F(RunHostileCaptureTest, ANestedRepositoryWithARefToDevZeroFailsTheRunBeforeGitReadsIt) {
   std::string s;
-  s += Turn("run_command",
-            {{"command", "git init -q sub && ln -s /dev/zero sub/.git/refs/heads/master && "
-                         "echo x > sub/f && echo '# x' >> calc.py"}});
+  s += Turn("run_command", {{"command",
+                             "git init -q sub && ln -s /dev/zero sub/.git/refs/heads/master && "
+                             "echo x > sub/f && echo '# x' >> calc.py"}});
   s += Turn("finish", {{"summary", "vendored sub"}});
   RunResult r;
   const json res = Run(s, &r);
@@ -175,11 +176,12 @@ TEST_F(RunHostileCaptureTest, ANestedRepositoryWithARefToDevZeroFailsTheRunBefor
   // Twin: a plain (hardened, but unguarded) git add over the kept workspace reads the "ref" until
   // it runs out of memory — here under a 1 GiB ulimit and a timeout so it cannot hurt the machine.
   int status = 0;
-  const std::string naive = Shell(
-      "ulimit -v 1048576; cd " + ws + " && GIT_INDEX_FILE=" + dir_ +
-          "/naive-index timeout 120 git -c safe.directory='*' -c core.hooksPath=/dev/null "
-          "--git-dir=" + res["run_dir"].get<std::string>() + "/git --work-tree=. add --all",
-      &status);
+  const std::string naive =
+      Shell("ulimit -v 1048576; cd " + ws + " && GIT_INDEX_FILE=" + dir_ +
+                "/naive-index timeout 120 git -c safe.directory='*' -c core.hooksPath=/dev/null "
+                "--git-dir=" +
+                res["run_dir"].get<std::string>() + "/git --work-tree=. add --all",
+            &status);
   EXPECT_NE(status, 0);
   EXPECT_THAT(naive, HasSubstr("Out of memory"));
 
@@ -207,11 +209,13 @@ TEST_F(RunHostileCaptureTest, AGitdirLinkToAnotherHostRepositoryFailsTheRun) {
 
   // Twin: plain git follows the link and records the caller's HEAD as a gitlink.
   int status = 0;
-  const std::string head = Shell("git -C " + repo_ + " -c safe.directory='*' rev-parse HEAD", &status);
+  const std::string head =
+      Shell("git -C " + repo_ + " -c safe.directory='*' rev-parse HEAD", &status);
   ASSERT_EQ(status, 0) << head;
   const std::string git = "cd " + ws + " && GIT_INDEX_FILE=" + dir_ +
                           "/naive-index git -c safe.directory='*' -c core.hooksPath=/dev/null "
-                          "--git-dir=" + res["run_dir"].get<std::string>() + "/git --work-tree=. ";
+                          "--git-dir=" +
+                          res["run_dir"].get<std::string>() + "/git --work-tree=. ";
   Shell(git + "read-tree " + res["base_commit"].get<std::string>() + " && " + git + "add --all",
         &status);
   const std::string staged = Shell(git + "ls-files -s lib", &status);

@@ -58,9 +58,10 @@ TEST_F(GitTest, TheMemoryLimitEndsAGitThatReadsForever) {
   char tmpl[] = "/tmp/cagent-git-test-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const fs::path base = tmpl;
-  const std::string setup = "cd " + base.string() +
-                            " && git init -q -b main outer && git init -q -b main outer/sub && "
-                            "ln -s /dev/zero outer/sub/.git/refs/heads/main && echo x > outer/sub/f";
+  const std::string setup =
+      "cd " + base.string() +
+      " && git init -q -b main outer && git init -q -b main outer/sub && "
+      "ln -s /dev/zero outer/sub/.git/refs/heads/main && echo x > outer/sub/f";
   ASSERT_EQ(std::system(setup.c_str()), 0);
   GitInvocation g;
   g.cwd = (base / "outer").string();
@@ -103,7 +104,8 @@ TEST_F(GitTest, AMissingWorkingDirectoryIsAClearError) {
 TEST_F(GitTest, GitStartsWithDefaultSignalsAndStdinFromDevNull) {
   // cagent ignores SIGPIPE (and so does this test, meanwhile); git must not inherit that. stdin
   // is /dev/null (never the terminal): cat ends at once.
-  struct sigaction ign {}, old {};
+  struct sigaction ign {
+  }, old{};
   ign.sa_handler = SIG_IGN;
   ASSERT_EQ(::sigaction(SIGPIPE, &ign, &old), 0);
   auto r = RunGit(ShellAlias("grep SigIgn /proc/self/status; cat; echo end"));

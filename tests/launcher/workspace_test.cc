@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -282,7 +282,6 @@ TEST_F(WorkspaceTest, ProfileRulesApplyToWhatGitObserved) {
                   .empty());
 }
 
-
 // ---- class 5: capture's git over planted nested repositories ----
 
 // The naive operation CapturePatch replaces: the hardened git, pointed at the workspace, with no
@@ -322,7 +321,8 @@ TEST_F(WorkspaceTest, ANestedRepositoryWhoseRefIsDevZeroIsRefusedBeforeGitReadsI
 
   auto p = CapturePatch(layout_, m.base_commit);
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.error().Message().find("'vendor/sub/.git'"), std::string::npos) << p.error().Message();
+  EXPECT_NE(p.error().Message().find("'vendor/sub/.git'"), std::string::npos)
+      << p.error().Message();
   EXPECT_NE(p.error().Message().find("nested git entry"), std::string::npos) << p.error().Message();
 }
 
@@ -334,7 +334,8 @@ TEST_F(WorkspaceTest, AGitdirFileToAnotherHostRepositoryIsRefused) {
   fs::create_directories(other);
   Write(other / "secret.txt", "host secret\n");
   Sh("cd " + other.string() +
-     " && git init -q -b main . && git add -A && git -c user.name=o -c user.email=o@o commit -q -m o");
+     " && git init -q -b main . && git add -A && git -c user.name=o -c user.email=o@o commit -q -m "
+     "o");
   const std::string other_head = [&] {
     GitInvocation g;
     g.git_dir = (other / ".git").string();
@@ -363,7 +364,8 @@ TEST_F(WorkspaceTest, NestedGitEntriesOfAnyCaseAndKindAreRefusedButTheRootsOwnIs
   fs::create_directories(ws / "a/b/.GIT");
   auto upper = ScanWorkspace(ws.string());
   ASSERT_FALSE(upper.ok());
-  EXPECT_NE(upper.error().Message().find("'a/b/.GIT'"), std::string::npos) << upper.error().Message();
+  EXPECT_NE(upper.error().Message().find("'a/b/.GIT'"), std::string::npos)
+      << upper.error().Message();
   fs::remove_all(ws / "a");
   fs::create_directories(ws / "c");
   fs::create_symlink(repo_ / ".git", ws / "c/.git");
@@ -424,7 +426,8 @@ TEST_F(WorkspaceTest, TheWorkspacesOwnRepositoryLayoutIsNeverRead) {
   fs::create_directories(other);
   Write(other / "o.txt", "o\n");
   Sh("cd " + other.string() +
-     " && git init -q -b main . && git add -A && git -c user.name=o -c user.email=o@o commit -q -m o");
+     " && git init -q -b main . && git add -A && git -c user.name=o -c user.email=o@o commit -q -m "
+     "o");
   fs::remove_all(ws / ".git");
   Write(ws / ".git", "gitdir: " + (other / ".git").string() + "\n");
   Write(other / ".git/commondir", ".\n");
