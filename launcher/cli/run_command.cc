@@ -488,9 +488,16 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
       "Apply a completed run's verified patch to the repository it was made from (staged, not "
       "committed). Refused when the patch no longer matches the verified digest, when the "
       "repository has uncommitted changes, or when HEAD moved away from the run's base commit "
-      "(use --branch to apply on a new branch created at the base).");
+      "(use --branch to apply on a new branch created at the base). cagent writes the files "
+      "itself and stages them: never through a symlink, a file or another repository on the "
+      "path, never below .git, and no hook, filter driver or textconv of the repository runs; "
+      "an ignored or untracked file at a path the patch adds refuses the apply, and a refusal "
+      "writes nothing.");
   apply->add_option("run", o.run, "Run id, a unique prefix of one, or 'last'.")->required();
-  apply->add_option("--branch", o.branch, "Create this branch at the run's base commit first.");
+  apply->add_option("--branch", o.branch,
+                    "Create this branch at the run's base commit and switch to it first; when "
+                    "HEAD is elsewhere the base is checked out with every filter driver of the "
+                    "repository's config switched off and no hooks.");
   apply->add_option("--repo", o.repo, "Apply to this repository instead of the recorded one.");
   apply->callback([&o] { o.verb = "apply"; });
   out.push_back(apply);
