@@ -799,9 +799,9 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
   budget_.CountToolCall(request.tool);
 
   // The call's identity (tool + canonical arguments + the paths the agent resolved them to) binds
-  // approvals and drives loop detection; the audit log's `args` is the digest of the arguments
-  // alone. With the resolved paths in it, an approval of `edit_file a.py` does not approve an
-  // `edit_file a.py` whose a.py has become a symlink to somewhere else (issue #13).
+  // approvals; the audit log's `args` is the digest of the arguments alone. With the resolved paths
+  // in it, an approval of `edit_file a.py` does not approve an `edit_file a.py` whose a.py has
+  // become a symlink to somewhere else (issue #13).
   std::vector<std::string> resolved = ResolvedPaths(request.paths);
   const std::string digest = CallDigest(request.tool, request.args, resolved);
   std::optional<MappedTool> mapped = MapTool(request.tool, request.args);
@@ -847,9 +847,13 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
   // Loop detection before the policy: a repeated call is refused however it would be decided.
   // The state is cagent's own digest of the workspace on the host, never anything the agent says;
   // a fresh one is taken whenever this call was last seen in the state cached now.
+  // The key is the call without its resolved paths: those are the agent's to choose, and a
+  // different list each time would make the same command look new forever (a re-pointed symlink
+  // changes the workspace state anyway).
+  const std::string loop_key = CallDigest(request.tool, request.args, {});
   std::string state = WorkspaceStateDigest(false);
-  if (loop_.SuspectsRepeat(digest, state)) state = WorkspaceStateDigest(true);
-  if (auto loop = loop_.Check(digest, state)) {
+  if (loop_.SuspectsRepeat(loop_key, state)) state = WorkspaceStateDigest(true);
+  if (auto loop = loop_.Check(loop_key, state)) {
     ++outcome_.denials;
     protocol::Decision reply;
     reply.verdict = protocol::Verdict::kDeny;

@@ -2,8 +2,9 @@
 // the run's turn budget. Runs in cagent (trusted), on the broker's thread; pure (the workspace
 // state it is given is computed by the broker, see workspace_state.h).
 //
-// Calls are compared by their digest (CanonicalDigest of {"tool", "args"[, "paths"]}), so key
-// order and whitespace do not make two identical calls look different. Two patterns are refused:
+// Calls are compared by their digest (CanonicalDigest of {"tool", "args"}: not the resolved paths,
+// which the agent could vary at will), so key order and whitespace do not make two identical
+// calls look different. Two patterns are refused:
 //   repeat  the same call for the LoopLimits::max_repeats-th time while the workspace state digest
 //           stayed what it was at the call's previous occurrence (its answer cannot have changed
 //           either). Whether an earlier call succeeded, failed, or claimed to change files plays no

@@ -9,6 +9,7 @@
 
 #include <fstream>
 
+#include "launcher/broker/tool_mapping.h"
 #include "tests/broker/broker_test_util.h"
 
 namespace cagent::launcher::broker::testing {
@@ -210,6 +211,34 @@ TEST(BrokerLoops, ChangedPathsTheAgentClaimsDoNotCountAsAChange) {
   Harness trusting(o);
   trusting.Hello();
   EXPECT_EQ(RepeatTrue(trusting, 5, {"calc.py"}).first, 5);
+}
+
+TEST(BrokerLoops, VaryingTheResolvedPathsDoesNotMakeARepeatLookNew) {
+  // `paths` is the agent's to fill in; it binds approvals but must not key loop detection, or a
+  // different made-up list each time would let `true` repeat forever.
+  Harness h;
+  h.Hello();
+  int allowed = 0;
+  json refusal;
+  for (int i = 0; i < 6; ++i) {
+    const json d = h.ToolRequest("run_command", {{"command", "true"}}, {"p" + std::to_string(i)});
+    if (d["verdict"] != "allow") {
+      if (refusal.is_null()) refusal = d;
+      continue;
+    }
+    ++allowed;
+    h.ToolResult(d["id"], true, "");
+  }
+  EXPECT_EQ(allowed, 2);
+  EXPECT_EQ(refusal["rule"], "loop detection");
+  // Twin: keyed on the approval digest (which covers the paths), no two of those calls repeat.
+  LoopDetector keyed_on_paths(LoopLimits{3, 3});
+  const json args = {{"command", "true"}};
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_FALSE(keyed_on_paths.Check(CallDigest("run_command", args, {"p" + std::to_string(i)}),
+                                      "same state"))
+        << "the attack, with the paths in the key";
+  }
 }
 
 TEST(BrokerLoops, ACommandThatReallyChangesTheWorkspaceEachTimeIsNotStopped) {
