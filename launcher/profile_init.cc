@@ -183,8 +183,8 @@ bool HasPathChars(std::string_view p) {
 }
 
 // Whether `abs` is readable in `parent` with these bindings: the parent already shows it.
-bool ParentShows(const policy::Policy* parent, const std::string& workspace, const std::string& home,
-                 const std::string& abs) {
+bool ParentShows(const policy::Policy* parent, const std::string& workspace,
+                 const std::string& home, const std::string& abs) {
   if (parent == nullptr) return false;
   policy::Engine engine(*parent, {workspace, home.empty() ? "/home/user" : home});
   policy::Decision d = engine.Path(policy::Access::kRead, abs);
@@ -235,11 +235,11 @@ RepoFacts InspectRepository(const std::string& dir) {
   if (setup_py) python_text += repo.ReadSmall("setup.py");
   f.pytest = python_text.find("pytest") != std::string::npos || has("pytest.ini") ||
              has("conftest.py") || has("tests/conftest.py");
-  f.python_tests = repo.IsDir("tests") || repo.IsDir("test") ||
-                   std::any_of(top.begin(), top.end(), [](const std::string& n) {
-                     return (n.starts_with("test_") || n.ends_with("_test.py")) &&
-                            n.ends_with(".py");
-                   });
+  f.python_tests =
+      repo.IsDir("tests") || repo.IsDir("test") ||
+      std::any_of(top.begin(), top.end(), [](const std::string& n) {
+        return (n.starts_with("test_") || n.ends_with("_test.py")) && n.ends_with(".py");
+      });
 
   f.rust = mark("Cargo.toml");
   f.go = mark("go.mod");
@@ -261,8 +261,7 @@ RepoFacts InspectRepository(const std::string& dir) {
   f.gradle_wrapper = has("gradlew");
 
   f.mkdocs = mark("mkdocs.yml");
-  f.sphinx = repo.IsFile("docs/conf.py") || repo.IsFile("doc/conf.py") ||
-             repo.IsFile("conf.py");
+  f.sphinx = repo.IsFile("docs/conf.py") || repo.IsFile("doc/conf.py") || repo.IsFile("conf.py");
   bool doc_files = std::any_of(top.begin(), top.end(), [](const std::string& n) {
     return n.ends_with(".md") || n.ends_with(".rst") || n.ends_with(".adoc") ||
            n.ends_with(".markdown");
@@ -313,8 +312,10 @@ std::vector<Toolchain> FindToolchains(const RepoFacts& facts, const std::string&
     const char* name;
     bool RepoFacts::*kind;
   };
-  static const Bin kBins[] = {{"node", &RepoFacts::node},   {"python3", &RepoFacts::python},
-                              {"cargo", &RepoFacts::rust},  {"go", &RepoFacts::go},
+  static const Bin kBins[] = {{"node", &RepoFacts::node},
+                              {"python3", &RepoFacts::python},
+                              {"cargo", &RepoFacts::rust},
+                              {"go", &RepoFacts::go},
                               {"java", &RepoFacts::java}};
   std::string home_abs = home.empty() ? "" : Absolute(home);
   const std::string repo_abs = repo.empty() ? "" : Absolute(repo);
@@ -391,9 +392,10 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
   if (f.rust) plan.found.push_back("Rust crate (Cargo.toml)");
   if (f.go) plan.found.push_back("Go module (go.mod)");
   if (f.cmake) plan.found.push_back("CMake project (CMakeLists.txt)");
-  if (f.make) plan.found.push_back("Makefile" + (f.make_target.empty()
-                                                     ? std::string()
-                                                     : " with a '" + f.make_target + "' target"));
+  if (f.make)
+    plan.found.push_back("Makefile" + (f.make_target.empty()
+                                           ? std::string()
+                                           : " with a '" + f.make_target + "' target"));
   if (f.java) plan.found.push_back(f.maven ? "Maven project (pom.xml)" : "Gradle project");
   if (f.node) plan.found.push_back("Node project (package.json)");
   if (f.docs && plan.parent == "docs") {
@@ -412,7 +414,9 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
       verify_why = "mkdocs.yml";
     } else if (f.sphinx) {
       const RepoReader repo(dir);
-      std::string src = repo.IsFile("docs/conf.py") ? "docs" : repo.IsFile("doc/conf.py") ? "doc" : ".";
+      std::string src = repo.IsFile("docs/conf.py")  ? "docs"
+                        : repo.IsFile("doc/conf.py") ? "doc"
+                                                     : ".";
       plan.verify = "python3 -m sphinx -W -q -b html " + src + " /tmp/cagent-html";
       verify_why = "Sphinx conf.py";
     }
@@ -444,7 +448,7 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
     verify_why = "CMakeLists.txt";
     timeout = "20m";
   } else if (f.java) {
-    plan.verify = f.maven ? "mvn -o -q test"
+    plan.verify = f.maven            ? "mvn -o -q test"
                   : f.gradle_wrapper ? "./gradlew test --offline"
                                      : "gradle test --offline";
     verify_why = f.maven ? "pom.xml" : "build.gradle";
@@ -477,13 +481,13 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
   const std::string shown_dir = TerminalSafe(Basename(dir), TerminalLines::kOne);
   s += "# " + o.name + ": written by `cagent profile init` for " + shown_dir + ".\n";
   s += "# Review it: it is a starting point, guessed from the repository's build files and the\n";
-  s += "# toolchains on this machine. Then: cagent policy check " + o.name + "; cagent policy audit " +
-       o.name + "\n";
+  s += "# toolchains on this machine. Then: cagent policy check " + o.name +
+       "; cagent policy audit " + o.name + "\n";
   s += "#\n# Found:";
   for (std::size_t i = 0; i < plan.found.size(); ++i) s += (i ? ", " : " ") + plan.found[i];
   s += ".\n";
-  s += "# Rules add to the parent's; a parent's deny always stands. `cagent policy show " +
-       o.name + "` prints\n# the result.\n";
+  s += "# Rules add to the parent's; a parent's deny always stands. `cagent policy show " + o.name +
+       "` prints\n# the result.\n";
   s += "description " +
        Quoted(Basename(dir) + ": " + plan.parent + " plus this repository's toolchains and tests") +
        "\n";
@@ -513,7 +517,8 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
     s += "  # JavaScript, so the sandbox, not this list, is the boundary.\n";
     s += "  allow (node | npm | npx)\n";
     s += "  ask npm (install | i | add | remove | uninstall | update | upgrade) *\n";
-    s += "  deny npm (publish | login | logout | adduser | token | owner | unpublish | deprecate)\n";
+    s +=
+        "  deny npm (publish | login | logout | adduser | token | owner | unpublish | deprecate)\n";
     s += "}\n";
     s += "\nenvironment {\n  pass NODE_ENV NODE_OPTIONS NVM_DIR NVM_BIN\n}\n";
   }
@@ -534,8 +539,9 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
   // Refuse to hand over a profile that `cagent policy check` would reject.
   policy::Compiled check = policy::CompileText(plan.path, plan.text, o.search);
   if (!check.ok()) {
-    return PlainError(std::string(kInitDoesNotCompile) + " (" + plan.path + "); nothing was written",
-                      policy::RenderAll(*check.sources, check.diags));
+    return PlainError(
+        std::string(kInitDoesNotCompile) + " (" + plan.path + "); nothing was written",
+        policy::RenderAll(*check.sources, check.diags));
   }
   return plan;
 }
@@ -555,7 +561,8 @@ Status WriteProfile(const InitPlan& plan, bool force) {
   open_how how{};
   how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  UniqueFd dir(static_cast<int>(::syscall(SYS_openat2, repo_fd.get(), ".cagent", &how, sizeof(how))));
+  UniqueFd dir(
+      static_cast<int>(::syscall(SYS_openat2, repo_fd.get(), ".cagent", &how, sizeof(how))));
   if (!dir.valid()) {
     if (errno == ELOOP || errno == ENOTDIR) {
       return PlainError("'" + TerminalSafe(cagent_dir) + "' is a symlink or not a directory",
@@ -580,7 +587,8 @@ Status WriteProfile(const InitPlan& plan, bool force) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return PlainError("'" + TerminalSafe(plan.path) + "' is not a regular file; nothing was written");
+    return PlainError("'" + TerminalSafe(plan.path) +
+                      "' is not a regular file; nothing was written");
   }
   std::size_t done = 0;
   while (done < plan.text.size()) {

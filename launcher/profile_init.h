@@ -31,10 +31,10 @@ struct RepoFacts {
   bool java = false;                 // pom.xml, build.gradle(.kts)
   bool docs = false;                 // Markdown / reST / AsciiDoc, docs/, mkdocs.yml
   // Details that choose the verify command.
-  std::string node_test;     // "npm test", "yarn test", "pnpm test", or "" without a test script
-  bool pytest = false;       // pytest is configured or required
+  std::string node_test;      // "npm test", "yarn test", "pnpm test", or "" without a test script
+  bool pytest = false;        // pytest is configured or required
   bool python_tests = false;  // a tests/ or test/ directory, or test_*.py at the top
-  std::string make_target;   // "test" or "check" when the Makefile has one
+  std::string make_target;    // "test" or "check" when the Makefile has one
   bool gradle_wrapper = false;
   bool maven = false;  // pom.xml (else gradle)
   bool mkdocs = false;
@@ -62,23 +62,23 @@ std::vector<Toolchain> FindToolchains(const RepoFacts& facts, const std::string&
                                       const std::string& path_env, const std::string& repo = "");
 
 struct InitOptions {
-  std::string dir;                 // the repository root (must exist)
-  std::string name = "project";    // the profile's name: DIR/.cagent/NAME.cagent
-  bool force = false;              // overwrite an existing file
-  std::string home;                // the caller's home ("" = unknown)
-  std::string path_env;            // the caller's $PATH
+  std::string dir;               // the repository root (must exist)
+  std::string name = "project";  // the profile's name: DIR/.cagent/NAME.cagent
+  bool force = false;            // overwrite an existing file
+  std::string home;              // the caller's home ("" = unknown)
+  std::string path_env;          // the caller's $PATH
   // How `extends` resolves, as `cagent policy` will resolve it from DIR (DIR/.cagent first).
   policy::SearchPath search;
 };
 
 struct InitPlan {
-  std::string path;     // DIR/.cagent/NAME.cagent
-  std::string parent;   // "backend", "frontend" or "docs"
-  std::string verify;   // the guessed verification command, or ""
-  std::vector<std::string> found;          // what was recognised, one line each
-  std::vector<Toolchain> exposed;          // toolchains added read-only (not in the parent)
-  std::vector<std::string> already;        // toolchains found that the parent already shows
-  std::string text;                        // the profile
+  std::string path;                  // DIR/.cagent/NAME.cagent
+  std::string parent;                // "backend", "frontend" or "docs"
+  std::string verify;                // the guessed verification command, or ""
+  std::vector<std::string> found;    // what was recognised, one line each
+  std::vector<Toolchain> exposed;    // toolchains added read-only (not in the parent)
+  std::vector<std::string> already;  // toolchains found that the parent already shows
+  std::string text;                  // the profile
 };
 
 // The start of the error PlanProfile returns when the generated text does not compile (its detail

@@ -90,7 +90,7 @@ std::string Shown(std::string_view text) { return TerminalSafe(text, TerminalLin
 // component (a symlink there is re-created, not followed). "" when the parent does not resolve.
 std::string HostDestination(const std::string& path) {
   std::unique_ptr<char, decltype(&std::free)> real(::realpath(Dirname(path).c_str(), nullptr),
-                                                    &std::free);
+                                                   &std::free);
   if (!real) return {};
   return JoinPath(real.get(), Basename(path));
 }
@@ -148,7 +148,6 @@ bool HostResolutionEnters(const std::string& path, const std::string& ws) {
 
 namespace {
 
-
 // The sandbox's view as it is being built, for judging where a path leads *inside* the sandbox.
 // Each region is a tree the view shows at its own path: host binds (read-only or read-write), the
 // workspace, the private tmpfs and procfs trees, and hidden paths. What no region covers is not
@@ -157,12 +156,12 @@ namespace {
 class View {
  public:
   enum class Part : std::uint8_t {
-    kOutside,   // not in the view: reading there finds nothing
-    kSkeleton,  // a directory of the read-only root that only holds mount points
-    kPrivate,   // the sandbox's own /tmp, HOME, /dev, /proc: nothing of the host's to protect
-    kHidden,    // already covered by a hide mount
-    kReadOnly,  // a host tree (or workspace part) shown read-only
-    kReadWrite, // a host tree (or the workspace) shown read-write
+    kOutside,    // not in the view: reading there finds nothing
+    kSkeleton,   // a directory of the read-only root that only holds mount points
+    kPrivate,    // the sandbox's own /tmp, HOME, /dev, /proc: nothing of the host's to protect
+    kHidden,     // already covered by a hide mount
+    kReadOnly,   // a host tree (or workspace part) shown read-only
+    kReadWrite,  // a host tree (or the workspace) shown read-write
   };
 
   // `ws_fd`: an O_PATH descriptor of the canonical workspace `ws`, owned by the caller.
@@ -205,8 +204,8 @@ class View {
 
   struct Resolution {
     Part part = Part::kOutside;
-    std::string path;     // the view path reached (absolute, free of symlinks)
-    bool exists = true;   // false: a component is missing, not a directory, or a loop
+    std::string path;    // the view path reached (absolute, free of symlinks)
+    bool exists = true;  // false: a component is missing, not a directory, or a loop
   };
 
   // Resolves `text` (a symlink's content, or a path) starting from view directory `dir` (absolute,
@@ -286,7 +285,8 @@ class View {
       if (!dir.valid()) return false;
       const std::string name = Basename(rel);
       if (::fstatat(dir.get(), name.c_str(), st, AT_SYMLINK_NOFOLLOW) != 0) return false;
-      if (S_ISLNK(st->st_mode)) n = ::readlinkat(dir.get(), name.c_str(), buf.data(), buf.size() - 1);
+      if (S_ISLNK(st->st_mode))
+        n = ::readlinkat(dir.get(), name.c_str(), buf.data(), buf.size() - 1);
     } else {
       if (::lstat(path.c_str(), st) != 0) return false;
       if (S_ISLNK(st->st_mode)) n = ::readlink(path.c_str(), buf.data(), buf.size() - 1);
@@ -326,13 +326,17 @@ void CoverTarget(const View::Resolution& r, const std::string& what, bool write_
   }
   switch (r.part) {
     case Part::kOutside:
-      notes.push_back(head + ": outside the sandbox's view, not mounted (reading through it finds "
-                      "nothing)" + link_note);
+      notes.push_back(head +
+                      ": outside the sandbox's view, not mounted (reading through it finds "
+                      "nothing)" +
+                      link_note);
       return;
     case Part::kSkeleton:
     case Part::kPrivate:
-      notes.push_back(head + ": the sandbox's own root, /tmp, HOME, /dev or /proc, nothing of the "
-                      "host's to cover" + link_note);
+      notes.push_back(head +
+                      ": the sandbox's own root, /tmp, HOME, /dev or /proc, nothing of the "
+                      "host's to cover" +
+                      link_note);
       return;
     case Part::kHidden:
       notes.push_back(head + ": already hidden");
@@ -343,7 +347,8 @@ void CoverTarget(const View::Resolution& r, const std::string& what, bool write_
         return;
       }
       if (!in_ws) {
-        notes.push_back(head + ": not hidden, the profile shows it read-only at its own path; "
+        notes.push_back(head +
+                        ": not hidden, the profile shows it read-only at its own path; "
                         "cagent hides only workspace content on a link's behalf");
         return;
       }
@@ -375,8 +380,12 @@ class GlobWalker {
   // below `canonical_start` (base_dir/start_rel with host symlinks resolved; the walk root).
   GlobWalker(std::vector<const policy::PathRule*> rules, std::string base_dir, View& view,
              LaunchSpec& spec, std::vector<std::string>& notes, std::size_t& entries)
-      : base_dir_(std::move(base_dir)), view_(view), spec_(spec), notes_(notes),
-        rules_(std::move(rules)), entries_(entries) {}
+      : base_dir_(std::move(base_dir)),
+        view_(view),
+        spec_(spec),
+        notes_(notes),
+        rules_(std::move(rules)),
+        entries_(entries) {}
 
   // `root`: a directory fd of `canonical_start` (borrowed), or -1 when the start is not a
   // directory. The start itself may match ("~/.ssh" for "~/.ssh/**", "~/.netrc") unless
@@ -474,8 +483,9 @@ class GlobWalker {
       // An unreadable directory cannot hold anything the sandbox could read either.
       if (errno == EACCES) return Ok{};
       if (errno == ELOOP || errno == EXDEV || errno == ENOTDIR) {
-        return PlainError("'" + Shown(Canonical(dir_rel)) + "' changed while cagent applied the "
-                          "profile's deny rules (it is no longer a directory beneath " +
+        return PlainError("'" + Shown(Canonical(dir_rel)) +
+                              "' changed while cagent applied the "
+                              "profile's deny rules (it is no longer a directory beneath " +
                               Shown(canonical_start_) + ")",
                           "something is modifying the tree; run again once it is quiet");
       }
@@ -493,16 +503,20 @@ class GlobWalker {
       if (name == "." || name == "..") continue;
       if (++entries_ > kMaxWorkspaceEntries) {
         ::closedir(d);
-        return PlainError("the workspace has more than " + std::to_string(kMaxWorkspaceEntries) +
-                              " entries",
-                          "cagent cannot apply the profile's deny globs to all of them; use a "
-                          "smaller workspace");
+        return PlainError(
+            "the workspace has more than " + std::to_string(kMaxWorkspaceEntries) + " entries",
+            "cagent cannot apply the profile's deny globs to all of them; use a "
+            "smaller workspace");
       }
-      Kind kind = e->d_type == DT_DIR ? Kind::kDir : e->d_type == DT_LNK ? Kind::kLink : Kind::kOther;
+      Kind kind = e->d_type == DT_DIR   ? Kind::kDir
+                  : e->d_type == DT_LNK ? Kind::kLink
+                                        : Kind::kOther;
       if (e->d_type == DT_UNKNOWN) {
         struct stat st {};
         if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-          kind = S_ISDIR(st.st_mode) ? Kind::kDir : S_ISLNK(st.st_mode) ? Kind::kLink : Kind::kOther;
+          kind = S_ISDIR(st.st_mode)   ? Kind::kDir
+                 : S_ISLNK(st.st_mode) ? Kind::kLink
+                                       : Kind::kOther;
         }
       }
       std::string link;
@@ -562,7 +576,8 @@ Status ApplyDenyGlobs(const policy::Policy& p, const std::string& workspace, int
     if (HostResolutionEnters(start, workspace)) {
       const std::string skipped = "skipped 'deny " + r.text + "' at " + Shown(start) + ": ";
       if (!AtOrUnder(start, workspace)) {
-        notes.push_back(skipped + "its path leads through the workspace, whose links cagent does "
+        notes.push_back(skipped +
+                        "its path leads through the workspace, whose links cagent does "
                         "not follow");
         continue;
       }
@@ -587,7 +602,7 @@ Status ApplyDenyGlobs(const policy::Policy& p, const std::string& workspace, int
     } else {
       // A host path: its symlinks are the host's own (e.g. /lib64 -> usr/lib64) and resolve.
       std::unique_ptr<char, decltype(&std::free)> real(::realpath(start.c_str(), nullptr),
-                                                        &std::free);
+                                                       &std::free);
       if (!real) continue;  // absent: nothing to deny
       canonical = real.get();
       struct stat st {};
@@ -764,11 +779,10 @@ Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, const std::string&
   // Mounts below a hidden tree would make part of it visible again: hidden wins (the engine judges
   // the same way).
   auto under_hidden = [&](const std::string& path) {
-    return std::any_of(spec.hidden_paths.begin(), spec.hidden_paths.end(),
-                       [&](const std::string& h) {
-                         return path.size() > h.size() && path.starts_with(h) &&
-                                path[h.size()] == '/';
-                       });
+    return std::any_of(
+        spec.hidden_paths.begin(), spec.hidden_paths.end(), [&](const std::string& h) {
+          return path.size() > h.size() && path.starts_with(h) && path[h.size()] == '/';
+        });
   };
   for (auto* list : {&spec.read_only_paths, &spec.read_write_paths}) {
     std::erase_if(*list, [&](const std::string& path) {

@@ -149,7 +149,8 @@ class ProfileExpansionHostile : public ::testing::Test {
   int listener_ = -1;
 };
 
-TEST_F(ProfileExpansionHostile, ExecTwinWithTheLinkTargetInTheViewTheSecretIsReadAndTheSocketReached) {
+TEST_F(ProfileExpansionHostile,
+       ExecTwinWithTheLinkTargetInTheViewTheSecretIsReadAndTheSocketReached) {
   // Guard off: the old expansion bound the link's host target read-only; --ro does the same.
   const RunResult r = Exec({"--ro", secret_dir_});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -194,8 +195,8 @@ TEST_F(ProfileExpansionHostile, ALinkInsideTheWorkspaceIsStillWriteProtected) {
   fs::create_directories(ws_ + "/lib");
   WriteFile(ws_ + "/lib/helpers.py", "x = 1\n");
   fs::create_symlink("lib/helpers.py", ws_ + "/test_inner.py");
-  const std::string chown = "chown -R " + std::to_string(h_.run_uid()) + ":" +
-                            std::to_string(h_.run_gid()) + " " + ws_;
+  const std::string chown =
+      "chown -R " + std::to_string(h_.run_uid()) + ":" + std::to_string(h_.run_gid()) + " " + ws_;
   ASSERT_EQ(std::system(chown.c_str()), 0);
   const RunResult r = h_.Run({"exec", "--workspace", ws_, "--profile", profile_, "--", "/bin/sh",
                               "-c", "(echo hacked > test_inner.py) 2>&1 || echo refused"});
@@ -213,9 +214,8 @@ class ProfileExpansionHostileAgent : public ProfileExpansionHostile {
     std::string command = "python3 probe_view.py";
     for (const auto& t : Targets()) command += " " + t;
     std::string session;
-    session += Turn(json::array({json{{"id", "c1"},
-                                      {"name", "run_command"},
-                                      {"arguments", {{"command", command}}}}}));
+    session += Turn(json::array(
+        {json{{"id", "c1"}, {"name", "run_command"}, {"arguments", {{"command", command}}}}}));
     session += Turn(json::array(
         {json{{"id", "c2"}, {"name", "finish"}, {"arguments", {{"summary", "probed"}}}}}));
     WriteFile(dir_ + "/session.jsonl", session);
@@ -247,7 +247,8 @@ TEST_F(ProfileExpansionHostileAgent, TheAgentsSandboxShowsNothingOfTheLinkTarget
   const std::string report = ReadFile(ws_ + "/view-report.txt");
   ASSERT_FALSE(report.empty()) << "the probe did not run: " << r.out << r.err;
   EXPECT_THAT(report, Not(HasSubstr(secret_)));
-  EXPECT_THAT(report, HasSubstr("unreadable test_helpers.py/secret.txt: No such file or directory"));
+  EXPECT_THAT(report,
+              HasSubstr("unreadable test_helpers.py/secret.txt: No such file or directory"));
   EXPECT_THAT(report,
               HasSubstr("unreadable .git/info/attributes/secret.txt: No such file or directory"));
   EXPECT_THAT(report, Not(HasSubstr("connected")));

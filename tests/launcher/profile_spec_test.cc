@@ -182,8 +182,9 @@ TEST_F(HostileWorkspaceTest, DenyWriteOnALinkToAHostDirectoryMountsNothingOfIt) 
   fs::create_directory_symlink("/var", ws_ + "/test_var.py");
   ProfileLaunch l2 = Build(*p);
   EXPECT_THAT(MountsAtOrBelow(l2.spec, "/var"), ::testing::IsEmpty());
-  EXPECT_TRUE(AnyNoteHas(l2.notes, "test_var.py leads to /var (deny write rule): outside the "
-                                   "sandbox's view, not mounted"))
+  EXPECT_TRUE(AnyNoteHas(l2.notes,
+                         "test_var.py leads to /var (deny write rule): outside the "
+                         "sandbox's view, not mounted"))
       << ::testing::PrintToString(l2.notes);
 }
 
@@ -235,23 +236,26 @@ TEST_F(HostileWorkspaceTest, TargetsAreJudgedInTheSandboxsViewNotOnTheHost) {
   fs::create_symlink("/proc/self/environ", ws_ + "/test_f.py");
   // test_g.py: a loop.
   fs::create_symlink("test_g.py", ws_ + "/test_g.py");
-  auto p = Compile(
-      "filesystem {\n  read-only /usr /etc\n  deny write test_*.py\n  deny **/.env\n}\n");
+  auto p =
+      Compile("filesystem {\n  read-only /usr /etc\n  deny write test_*.py\n  deny **/.env\n}\n");
   ASSERT_EQ(RealPath(ws_ + "/test_c.py"), RealPath(ws_ + "/real/a.py"));
   ProfileLaunch l = Build(*p);
   EXPECT_THAT(l.spec.read_only_paths, Not(Contains(ws_ + "/real/a.py")));
   EXPECT_THAT(l.spec.read_only_paths, Not(Contains(root_ + "/hop/a.py")));
-  EXPECT_TRUE(AnyNoteHas(l.notes, "test_c.py leads to " + root_ + "/hop/a.py (deny write rule): the "
-                                  "sandbox's own root, /tmp"))
+  EXPECT_TRUE(AnyNoteHas(l.notes, "test_c.py leads to " + root_ +
+                                      "/hop/a.py (deny write rule): the "
+                                      "sandbox's own root, /tmp"))
       << ::testing::PrintToString(l.notes);
-  EXPECT_TRUE(AnyNoteHas(l.notes, "test_d.py leads to /usr/bin (deny write rule): already "
-                                  "read-only"));
+  EXPECT_TRUE(AnyNoteHas(l.notes,
+                         "test_d.py leads to /usr/bin (deny write rule): already "
+                         "read-only"));
   EXPECT_THAT(l.spec.hidden_paths, Not(Contains("/etc/passwd")));
   EXPECT_TRUE(AnyNoteHas(l.notes, ".env leads to /etc/passwd (deny rule): not hidden"));
   EXPECT_TRUE(AnyNoteHas(l.notes, "test_e.py leads to /tmp"));
   EXPECT_TRUE(AnyNoteHas(l.notes, "test_f.py leads to /proc"));
-  EXPECT_TRUE(AnyNoteHas(l.notes, "test_g.py leads to test_g.py (deny write rule): it does not "
-                                  "exist"));
+  EXPECT_TRUE(AnyNoteHas(l.notes,
+                         "test_g.py leads to test_g.py (deny write rule): it does not "
+                         "exist"));
   for (const auto* list : {&l.spec.read_only_paths, &l.spec.hidden_paths}) {
     EXPECT_THAT(*list, Not(Contains("/usr/bin")));
     EXPECT_THAT(*list, Not(Contains("/tmp/x")));
@@ -344,8 +348,8 @@ TEST_F(ProfileSpecTest, EnvironmentPassScrubSet) {
   auto p = Compile(
       "environment {\n  pass LANG LC_* MY_* PATH\n  scrub *_TOKEN\n  set TOOL_HOME ~/.tool\n"
       "  set SEARCH ~/a:/b:~/c\n}\n");
-  ProfileLaunch l = Build(*p, {"LANG=C", "LC_ALL=C", "MY_TOKEN=secret", "MY_VAR=1",
-                               "OTHER=2", "PATH=/caller/bin"});
+  ProfileLaunch l = Build(
+      *p, {"LANG=C", "LC_ALL=C", "MY_TOKEN=secret", "MY_VAR=1", "OTHER=2", "PATH=/caller/bin"});
   EXPECT_THAT(l.spec.env_pass, ElementsAre("LANG", "LC_ALL", "MY_VAR", "PATH"));
   auto find = [&](const std::string& name) -> std::string {
     for (const auto& v : l.spec.env_set) {
