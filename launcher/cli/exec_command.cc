@@ -443,11 +443,15 @@ int RunExecCommand(const ExecOptions& o) {
     j["layers"] = LayersJson(spec);
     j["disabled_layers"] = out.disabled_layers;
     j["downgrades"] = out.downgrades;
+    j["host_findings"] = out.host_findings;
+    j["planted_repositories"] = out.planted_repositories;
+    j["cleared_files"] = out.cleared_files;
     j["network"] = std::string(NetworkModeName(spec.network));
     j["details"] = {{"landlock", out.landlock},
                     {"seccomp", out.seccomp},
                     {"rlimits", out.rlimits},
-                    {"cgroup", out.cgroup}};
+                    {"cgroup", out.cgroup},
+                    {"git_guard", out.git_guard}};
     j["limit_hit"] = out.limit_hit.empty() ? nlohmann::json() : nlohmann::json(out.limit_hit);
     j["memory_peak_bytes"] =
         out.memory_peak_bytes ? nlohmann::json(*out.memory_peak_bytes) : nlohmann::json();

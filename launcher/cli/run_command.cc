@@ -308,6 +308,15 @@ int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
                 << " (a fresh checkout of base + patch)\n";
     }
     std::cout << "  events       " << t(j, "event_log") << "\n";
+    const json sandbox =
+        j.contains("sandbox") && j["sandbox"].is_object() ? j["sandbox"] : json::object();
+    // What cagent found and undid on the host after the agent's sandbox (planted repositories,
+    // cleared setuid bits).
+    if (auto it = sandbox.find("host_findings"); it != sandbox.end() && it->is_array()) {
+      for (const auto& f : *it) {
+        if (f.is_string()) std::cout << "  found        " << TerminalSafe(f.get<std::string>()) << "\n";
+      }
+    }
     std::error_code ec;
     if (fs::is_directory(run_dir + "/workspace", ec)) {
       PrintSafeInspection(std::cout, StringField(j, "run_id"), run_dir);

@@ -189,7 +189,13 @@ json RunRecord::ToJson() const {
       {"denials", denials},
       {"approvals_asked", approvals_asked},
       {"needs_approval", pending},
-      {"sandbox", {{"layers", layers}, {"downgrades", downgrades}}},
+      {"sandbox",
+       {{"layers", layers},
+        {"downgrades", downgrades},
+        {"git_guard", git_guard},
+        {"host_findings", host_findings},
+        {"planted_repositories", planted_repositories},
+        {"cleared_files", cleared_files}}},
       {"event_log", run_dir + "/events.jsonl"},
       {"event_log_entries", event_log_entries},
       {"event_log_head", event_log_head},
@@ -387,6 +393,10 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
     if (!off) rec.layers.push_back(name);
   }
   rec.downgrades = session->sandbox.downgrades;
+  rec.git_guard = session->sandbox.git_guard;
+  rec.host_findings = session->sandbox.host_findings;
+  rec.planted_repositories = session->sandbox.planted_repositories;
+  rec.cleared_files = session->sandbox.cleared_files;
 
   // ---- capture: git, not the agent, says what changed ----
   auto captured = CapturePatch(layout, rec.base_commit);

@@ -102,6 +102,12 @@ struct RunRecord {
   broker::Budgets budgets;
   std::vector<std::string> layers;      // sandbox layers active
   std::vector<std::string> downgrades;  // restrictions applied only in part
+  // The host-side guards of the agent's sandbox (SandboxOutcome): the git guard in words, and what
+  // cagent found and undid after it exited (planted repositories, cleared setuid/setgid bits).
+  std::string git_guard;
+  std::vector<std::string> host_findings;
+  std::vector<std::string> planted_repositories;
+  std::vector<std::string> cleared_files;
   std::uint64_t denials = 0;
   std::uint64_t approvals_asked = 0;
   // needs-approval: the action that stopped the run, and the pre-approval that allows exactly it.
