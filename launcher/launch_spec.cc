@@ -12,7 +12,7 @@ namespace {
 
 constexpr std::array<std::string_view, static_cast<size_t>(Layer::kCount)> kLayerNames = {
     "fs",  "pid",  "net",     "ipc",    "uts",      "cgroupns", "session", "die-with-parent",
-    "env", "fds", "caps", "rlimits", "cgroup", "landlock", "seccomp",
+    "env", "fds", "caps", "rlimits", "cgroup", "landlock", "seccomp", "git-guard", "setuid-guard",
 };
 
 bool IsAbsoluteNormal(const std::string& p) {

@@ -39,6 +39,10 @@ enum class Layer : std::uint8_t {
   kCgroupLimits,   // memory/pids/cpu through a delegated cgroup v2 ("cgroup")
   kLandlock,       // filesystem, TCP and scope rules enforced by the kernel per inode
   kSeccomp,        // the syscall filter
+  // Host-side guards (LaunchSpec::guard_git_metadata / guard_privileged_files): switched off only
+  // to show in tests what they stop.
+  kGitGuard,       // the workspace's git metadata read-only inside ("git-guard")
+  kSetuidGuard,    // no setuid/setgid modes inside, and the sweep after exit ("setuid-guard")
   kCount,
 };
 

@@ -455,16 +455,19 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   // ---- prepare (parent, before clone) ----
   if (auto s = ValidateLaunchSpec(spec); !s) return fail("validate launch spec", s.error());
   // Host-side guards first: the git guard's binds are part of the mount plan.
+  const bool guard_git = spec.guard_git_metadata && !spec.disabled.Has(Layer::kGitGuard);
+  const bool guard_privileged =
+      spec.guard_privileged_files && !spec.disabled.Has(Layer::kSetuidGuard);
   std::optional<TreeSnapshot> before;
-  if (spec.guard_git_metadata || spec.guard_privileged_files) {
+  if (guard_git || guard_privileged) {
     auto snap = SnapshotTrees(WritableRoots(spec));
     if (!snap) return fail("inspect the writable trees", snap.error());
     before.emplace(std::move(*snap));
   }
   GitGuard git_guard;  // removes its placeholders on every return below
   std::string git_guard_summary = "off";
-  const bool can_guard_git = spec.guard_git_metadata && !spec.disabled.Has(Layer::kMountView);
-  if (spec.guard_git_metadata && !can_guard_git) {
+  const bool can_guard_git = guard_git && !spec.disabled.Has(Layer::kMountView);
+  if (guard_git && !can_guard_git) {
     git_guard_summary = "off: the mount view (fs layer) is switched off";
   }
   if (can_guard_git) {
@@ -494,8 +497,9 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
     p.landlock.emplace(std::move(*ruleset));
   }
   if (!spec.disabled.Has(Layer::kSeccomp)) {
-    auto filter =
-        SeccompFilter::Prepare(DefaultSeccompPolicy(spec.network == NetworkMode::kLoopback));
+    SeccompPolicy seccomp_policy = DefaultSeccompPolicy(spec.network == NetworkMode::kLoopback);
+    seccomp_policy.deny_privileged_modes = guard_privileged;
+    auto filter = SeccompFilter::Prepare(seccomp_policy);
     if (!filter) return fail("prepare seccomp filter", filter.error());
     seccomp_summary = std::to_string(filter->DeniedSyscallNames().size()) +
                       " system calls denied, plus socket, ioctl, clone and personality rules";
@@ -617,7 +621,7 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   for (const std::string& note : git_guard.Finish()) out.git_guard += "; " + note;
   if (before) {
     LeftoverReport leftovers =
-        SweepLeftovers(*before, spec.guard_git_metadata, spec.guard_privileged_files);
+        SweepLeftovers(*before, guard_git, guard_privileged);
     out.planted_repositories = std::move(leftovers.planted_repositories);
     out.cleared_files = std::move(leftovers.cleared_files);
     out.host_findings = std::move(leftovers.findings);

@@ -44,6 +44,12 @@ const char* LayerConsequence(Layer l) {
     case Layer::kCgroupLimits: return "no memory, pids or cpu limits through cgroup v2";
     case Layer::kLandlock: return "no Landlock rules: only the mount view confines files";
     case Layer::kSeccomp: return "the whole syscall surface of the kernel is reachable";
+    case Layer::kGitGuard:
+      return "the command can change the workspace's git configuration, hooks and discovery "
+             "files, so a later git on the host may run code it planted";
+    case Layer::kSetuidGuard:
+      return "setuid/setgid files and file capabilities the command makes stay behind, for a "
+             "host step to run";
     case Layer::kCount: break;
   }
   return "";
@@ -165,7 +171,8 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
   exec->add_option("--disable-layer", o.disable_layers,
                    "Switch off one layer of confinement, for debugging only (repeatable): fs, pid, "
                    "net, ipc, uts, cgroupns, session, die-with-parent, env, fds, caps, rlimits, cgroup, "
-                   "landlock, seccomp. Each is "
+                   "landlock, seccomp, git-guard (the workspace's git metadata read-only), "
+                   "setuid-guard (no setuid/setgid modes, and the sweep after exit). Each is "
                    "reported on stderr and in --json.")
       ->group("Debugging")
       ->allow_extra_args(false);

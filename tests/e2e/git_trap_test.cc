@@ -112,6 +112,16 @@ TEST_F(GitTrapTest, TrapWorksThroughCagentWhenTheGuardCannotMount) {
   EXPECT_TRUE(Exists(marker_)) << r.out << r.err;
 }
 
+TEST_F(GitTrapTest, TrapWorksThroughCagentWithOnlyTheGitGuardSwitchedOff) {
+  // Every other layer on (mount view, Landlock, seccomp): the view alone lets the command write
+  // the workspace's .git, and the host's next git status runs the payload.
+  const RunResult r = Exec(Attack(), {"--disable-layer", "git-guard"});
+  EXPECT_THAT(r.out, HasSubstr("commondir=0")) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("layer 'git-guard' is switched off"));
+  HostGitStatus();
+  EXPECT_TRUE(Exists(marker_)) << r.out << r.err;
+}
+
 TEST_F(GitTrapTest, GitMetadataIsReadOnlyInsideAndHostGitRunsNothing) {
   int round = 0;
   for (const std::vector<std::string>& extra :

@@ -37,11 +37,15 @@ class ProfileSampleTest : public ::testing::Test {
     return dir;
   }
 
-  RunResult Exec(const std::string& profile, const std::string& ws, const std::string& script) {
+  RunResult Exec(const std::string& profile, const std::string& ws, const std::string& script,
+                 const std::vector<std::string>& extra = {}) {
     RunOptions o;
     o.timeout = std::chrono::seconds(180);
-    return h_.Run({"exec", "--profile", profile, "--workspace", ws, "--", "/bin/sh", "-c", script},
-                  o);
+    std::vector<std::string> args = {"exec", "--profile", profile, "--workspace", ws};
+    args.insert(args.end(), extra.begin(), extra.end());
+    for (const char* a : {"--", "/bin/sh", "-c"}) args.emplace_back(a);
+    args.push_back(script);
+    return h_.Run(args, o);
   }
 
   static bool Have(const char* path) { return ::access(path, X_OK) == 0; }
@@ -171,8 +175,8 @@ TEST_F(ProfileSampleTest, GitHooksAreReadOnlyUnderTheProfile) {
   std::ifstream config(ws + "/.git/config");
   std::string text((std::istreambuf_iterator<char>(config)), {});
   EXPECT_EQ(text, "[core]\n");
-  // Twin: without the profile the hook is planted.
-  RunResult twin = Exec("default", ws, plant);
+  // Twin: without the profile's rules and the launcher's git guard, the hook is planted.
+  RunResult twin = Exec("default", ws, plant, {"--disable-layer", "git-guard"});
   EXPECT_TRUE(fs::exists(ws + "/.git/hooks/pre-commit")) << twin.err;
 }
 

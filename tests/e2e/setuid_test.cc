@@ -77,6 +77,19 @@ TEST_F(SetuidTest, NaiveTwinTheOwnerCanMakeASetuidFile) {
   EXPECT_TRUE(Setuid(ws_ + "/y"));
 }
 
+TEST_F(SetuidTest, WithTheGuardSwitchedOffTheSandboxLeavesASetuidFile) {
+  // The twin through cagent itself: every other layer on, only the setuid guard (the seccomp
+  // mode rules and the sweep) off. For a root caller x is now a setuid-root program in the
+  // workspace.
+  const RunResult r =
+      Exec(std::string(kChmod) + "; " + kCreate, {"--disable-layer", "setuid-guard"});
+  EXPECT_THAT(r.out, HasSubstr("chmod=0")) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("create=0")) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("layer 'setuid-guard' is switched off"));
+  EXPECT_TRUE(Setuid(ws_ + "/x"));
+  EXPECT_TRUE(Setuid(ws_ + "/y"));
+}
+
 TEST_F(SetuidTest, SeccompRefusesPrivilegedModes) {
   const RunResult r = Exec(std::string(kChmod) + "; " + kCreate + "; chmod 0755 x; echo plain=$?");
   EXPECT_THAT(r.out, HasSubstr("chmod=1")) << r.out << r.err;
