@@ -1,4 +1,5 @@
 #include "agent/context.h"
+#include "common/json_text.h"
 
 #include <algorithm>
 #include <deque>
@@ -188,7 +189,7 @@ class Compactor {
       if (tool.empty()) tool = it->second->name;
       if (subject.empty()) {
         subject =
-            it->second->arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+            JsonText(it->second->arguments);
       }
     }
     std::string line = "- " + (tool.empty() ? std::string("tool") : tool);

@@ -1,4 +1,5 @@
 #include "agent/conversation.h"
+#include "common/json_text.h"
 
 #include <utility>
 
@@ -18,7 +19,7 @@ std::uint64_t EstimateTokens(const Message& message) {
   std::uint64_t tokens = kPerMessageOverhead;
   for (const ToolCall& call : message.tool_calls) {
     bytes += call.id.size() + call.name.size() +
-             call.arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+             JsonText(call.arguments).size();
     tokens += kPerCallOverhead;
   }
   return tokens + Quarter(bytes);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/json_text.h"
 #include "agent/tool_internal.h"
 
 namespace cagent::agent {
@@ -199,7 +200,7 @@ std::variant<nlohmann::json, ToolOutcome> Validate(std::string_view tool,
           return ToolOutcome::Fail(
               "bad_arguments",
               t + ": property `" + key + "` must be at least " + std::to_string(min) + ", got " +
-                  value.dump(),
+                  JsonText(value),
               std::string("`") + key + "`: " + prop["description"].get<std::string>());
         }
       }

@@ -1,4 +1,5 @@
 #include "common/protocol.h"
+#include "common/json_text.h"
 
 #include <array>
 #include <utility>
@@ -411,7 +412,7 @@ Result<std::string> EncodeFrame(std::string_view payload) {
 Result<std::string> EncodeJsonFrame(const nlohmann::json& message) {
   // Invalid UTF-8 in a string (e.g. a binary tool output) is replaced, not thrown on: the peer
   // must always get a well-formed object.
-  return EncodeFrame(message.dump(-1, ' ', false, json::error_handler_t::replace));
+  return EncodeFrame(JsonText(message));
 }
 
 Status FrameDecoder::CheckHeader() {

@@ -1,5 +1,6 @@
 #include "agent/adapters/adapter.h"
 
+#include "common/json_text.h"
 #include "agent/adapters/anthropic.h"
 #include "agent/adapters/openai.h"
 #include "agent/adapters/replay.h"
@@ -47,7 +48,7 @@ void SetArgumentsFromJson(ToolCall& call, const nlohmann::json& value) {
   call.arguments = nlohmann::json::object();
   call.arguments_error =
       "the arguments must be a JSON object, got: " +
-      Excerpt(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      Excerpt(JsonText(value));
 }
 
 }  // namespace cagent::agent

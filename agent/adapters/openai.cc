@@ -1,4 +1,5 @@
 #include "agent/adapters/openai.h"
+#include "common/json_text.h"
 
 #include <string>
 
@@ -8,7 +9,7 @@ namespace {
 using nlohmann::json;
 
 std::string Dump(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+  return JsonText(value);
 }
 
 // The provider's error object ({"error": {"message": ...}} or {"error": "text"}), if any.

@@ -1,4 +1,5 @@
 #include "launcher/broker/anthropic_provider.h"
+#include "common/json_text.h"
 
 #include <map>
 #include <optional>
@@ -46,7 +47,7 @@ class AnthropicAssembler final : public StreamAssembler {
       const json& err = data.contains("error") ? data["error"] : data;
       const std::string kind = StringField(err, "type");
       const std::string text =
-          ProviderErrorText(json{{"error", {{"message", StringField(err, "message")}}}}.dump());
+          ProviderErrorText(JsonText(json{{"error", {{"message", StringField(err, "message")}}}}));
       return AttemptError{ErrorCode::kProviderError,
                           display_ + " reported an error in the stream" +
                               (kind.empty() ? "" : " (" + kind + ")") +
@@ -245,7 +246,7 @@ class AnthropicDialect final : public ProviderDialect {
     } else {
       body.erase("stream");
     }
-    return body.dump(-1, ' ', false, json::error_handler_t::replace);
+    return JsonText(body);
   }
 
   [[nodiscard]] std::vector<std::pair<std::string, std::string>> Headers() const override {
@@ -280,7 +281,7 @@ AttemptOutcome ParseAnthropicResponse(const std::string& display, json body) {
   if (StringField(body, "type") == "error") {
     const json& err = body.contains("error") ? body["error"] : body;
     const std::string text =
-        ProviderErrorText(json{{"error", {{"message", StringField(err, "message")}}}}.dump());
+        ProviderErrorText(JsonText(json{{"error", {{"message", StringField(err, "message")}}}}));
     return AttemptError{ErrorCode::kProviderError,
                         display + " reported an error" + (text.empty() ? "" : ": " + text), false,
                         std::nullopt};

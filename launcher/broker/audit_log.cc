@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/json_text.h"
 #include "common/sha256.h"
 
 namespace cagent::launcher::broker {
@@ -21,7 +22,7 @@ const std::string kZeroDigest(64, '0');
 // Serialises without throwing: invalid UTF-8 in a string (tool output, file names) becomes U+FFFD
 // instead of an exception in the middle of a request.
 std::string DumpCompact(const nlohmann::json& value) {
-  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return JsonText(value);
 }
 
 // RFC 3339, UTC, milliseconds: "2024-05-01T12:34:56.789Z".

@@ -26,8 +26,9 @@ namespace cagent::launcher::broker {
 struct AuditEvent {
   std::string actor{};  // "agent" | "broker" | "operator" | "cagent"
   std::string event{};  // "hello", "model_call", "decision", "approval", "tool_result",
-                        // "progress", "finish", "protocol_error", "budget", "loop", "state",
-                        // "shutdown", ...
+                        // "progress", "finish", "protocol_error", "budget", "loop",
+                        // "loop_state" (loop detection saw part of the workspace), "state",
+                        // "shutdown"; a run adds "workspace", "patch", "verify_tree", "verify"
   std::string tool{};
   std::string args_digest{};
   std::string verdict{};

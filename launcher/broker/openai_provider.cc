@@ -1,4 +1,5 @@
 #include "launcher/broker/openai_provider.h"
+#include "common/json_text.h"
 
 #include <map>
 #include <optional>
@@ -16,10 +17,10 @@ AttemptError Malformed(const std::string& display, const std::string& what) {
 std::string ErrorMessageOf(const json& error) {
   if (error.is_object()) {
     if (auto m = error.find("message"); m != error.end() && m->is_string()) {
-      return ProviderErrorText(json{{"error", {{"message", *m}}}}.dump());
+      return ProviderErrorText(JsonText(json{{"error", {{"message", *m}}}}));
     }
   }
-  if (error.is_string()) return ProviderErrorText(json{{"error", error}}.dump());
+  if (error.is_string()) return ProviderErrorText(JsonText(json{{"error", error}}));
   return {};
 }
 
@@ -206,7 +207,7 @@ class OpenAiDialect final : public ProviderDialect {
       body.erase("stream");
       body.erase("stream_options");
     }
-    return body.dump(-1, ' ', false, json::error_handler_t::replace);
+    return JsonText(body);
   }
 
   [[nodiscard]] std::vector<std::pair<std::string, std::string>> Headers() const override {

@@ -111,6 +111,17 @@ std::string Describe(const json& e, std::map<std::string, json>& calls) {
   } else if (event == "patch") {
     text = Str(detail, "files") + " files, " + Str(detail, "bytes") + " bytes, " +
            Str(detail, "violations") + " rule violations";
+  } else if (event == "verify_tree") {
+    text = "fresh checkout of base " + Str(detail, "base_commit").substr(0, 12) + " + patch: tree " +
+           Str(detail, "tree").substr(0, 12) + " at " + Str(detail, "path");
+  } else if (event == "loop_state") {
+    text = "loop detection sees part of the workspace: " + Str(detail, "entries") + " entries (cap " +
+           Str(detail, "max_entries") + ")";
+    if (detail.value("truncated", false)) text += ", walk cut at the cap";
+    if (!Str(detail, "not_walked").empty() && Str(detail, "not_walked") != "0") {
+      text += ", " + Str(detail, "not_walked") + " directories not walked";
+    }
+    if (!Str(detail, "error").empty()) text += ", " + Str(detail, "error");
   } else if (event == "verify") {
     text = Str(detail, "status") + ": " + Str(detail, "command") + " (exit " +
            Str(detail, "exit_code") + ", " + Str(detail, "duration_ms") + " ms)";

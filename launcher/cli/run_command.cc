@@ -293,7 +293,7 @@ int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
     const json patch = j.contains("patch") && j["patch"].is_object() ? j["patch"] : json::object();
     std::cout << "\n  base         " << t(j, "base_commit") << "\n  repo         " << t(j, "repo")
               << "\n  patch        "
-              << (patch.contains("bytes") && patch["bytes"].is_number() ? patch["bytes"].dump()
+              << (patch.contains("bytes") && patch["bytes"].is_number() ? JsonText(patch["bytes"])
                                                                          : std::string("?"))
               << " bytes, sha256 " << t(patch, "sha256") << "\n";
     for (const auto& f : list("changed_files")) {

@@ -148,6 +148,7 @@ json RunRecord::ToJson() const {
   if (needs_approval) {
     pending = {{"tool", needs_approval->tool},
                {"action", needs_approval->action},
+               {"resolved_paths", needs_approval->resolved_paths},
                {"digest", needs_approval->digest},
                {"rule", needs_approval->rule},
                {"location", needs_approval->location},
