@@ -30,6 +30,9 @@ std::string_view ChildStepName(ChildStep step) {
     case ChildStep::kCgroupNamespace: return "create cgroup namespace";
     case ChildStep::kLandlock: return "apply Landlock rules";
     case ChildStep::kSeccomp: return "load seccomp filter";
+    case ChildStep::kMountChanged:
+      return "build mount view: a path changed while the sandbox was being built (is another "
+             "process writing the workspace? retry once it is quiet)";
   }
   return "unknown step";
 }

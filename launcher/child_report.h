@@ -43,6 +43,9 @@ enum class ChildStep : std::uint32_t {
   kCgroupNamespace,
   kLandlock,
   kSeccomp,
+  // A mount path is not what PrepareMountPlan saw (a symlink on the way: ELOOP; gone: ENOENT;
+  // another file: ESTALE); `detail` holds the MountOp index (launcher/mountns.h, the race).
+  kMountChanged,
 };
 
 std::string_view ChildStepName(ChildStep step);

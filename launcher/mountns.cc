@@ -1,6 +1,7 @@
 #include "launcher/mountns.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -20,6 +21,9 @@ namespace {
 // finished root): the host's root is reachable at kOldRoot, the view being built at kNewRoot.
 constexpr const char kNewRoot[] = "/newroot";
 constexpr const char kOldRoot[] = "/oldroot";
+// Where filesystems are mounted before being moved onto their verified target: a directory of the
+// staging root, which no other process can reach (it exists only in this mount namespace).
+constexpr const char kScratch[] = "/scratch";
 
 // A mount destination in the view and how to populate it, before ordering and prefixing.
 struct Entry {
@@ -31,7 +35,16 @@ struct Entry {
   unsigned mode = 0755;
   std::string description;
   bool optional = false;
+  FileIdentity id{};  // what prepare saw at `dest` on the host (binds: the source; hides: the path)
 };
+
+FileIdentity IdentityOf(const struct stat& st) { return {st.st_dev, st.st_ino, st.st_mode & S_IFMT}; }
+
+FileIdentity LstatIdentity(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return {};
+  return IdentityOf(st);
+}
 
 size_t Depth(const std::string& p) { return static_cast<size_t>(std::count(p.begin(), p.end(), '/')); }
 
@@ -83,7 +96,8 @@ Status AddHostPath(const std::string& requested, bool writable, bool required,
   const std::uint64_t attrs =
       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (writable ? 0 : MOUNT_ATTR_RDONLY);
   const auto what = S_ISDIR(st.st_mode) ? Entry::What::kBindDir : Entry::What::kBindFile;
-  entries.push_back({what, *dest, *dest, attrs, 0, "bind " + *dest + how});
+  // The identity the child compares with what it reaches (see mountns.h, the race).
+  entries.push_back({what, *dest, *dest, attrs, 0, "bind " + *dest + how, false, IdentityOf(st)});
   return Ok{};
 }
 
@@ -94,7 +108,7 @@ void AddDev(std::vector<Entry>& entries) {
   for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
     const std::string host = std::string("/dev/") + node;
     entries.push_back({Entry::What::kBindFile, host, host, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0,
-                       "bind " + host});
+                       "bind " + host, false, LstatIdentity(host)});
   }
   entries.push_back({Entry::What::kDevpts, "/dev/pts", "newinstance,ptmxmode=0666,mode=620", 0, 0,
                      "devpts /dev/pts"});
@@ -122,13 +136,32 @@ void AddProc(const LaunchSpec& spec, std::vector<Entry>& entries) {
 }
 
 // Turns entries (already ordered parents-first) into ops with every path prefixed for the child.
-MountPlan Lower(std::vector<Entry> entries, bool fresh_root) {
+// `dev_null` is the host's /dev/null as prepare saw it (the source of file hides).
+MountPlan Lower(std::vector<Entry> entries, bool fresh_root, const FileIdentity& dev_null) {
   MountPlan plan;
   plan.fresh_root = fresh_root;
+  if (fresh_root) plan.scratch = kScratch;
   const std::string dst_prefix = fresh_root ? kNewRoot : "";
   const std::string src_prefix = fresh_root ? kOldRoot : "";
   std::set<std::string> made;  // view paths known to exist as directories
   std::vector<std::string> bound;  // bind destinations: their contents come from the host
+  // Every mount so far, in order, with whether what it shows comes from the host: a path whose
+  // innermost covering mount is a host bind is the host's file, so prepare's identity of it is
+  // what the child must find there. Without a fresh root every path is the host's.
+  std::vector<std::pair<std::string, bool>> regions;
+  if (!fresh_root) regions.emplace_back("/", true);
+  auto host_backed = [&](const std::string& dest) {
+    size_t best = 0;
+    bool host = false;
+    for (const auto& [d, h] : regions) {
+      const bool covers = d == "/" || d == dest || IsUnder(dest, d);
+      if (covers && d.size() >= best) {
+        best = d.size();
+        host = h;
+      }
+    }
+    return host;
+  };
 
   auto ensure_dirs = [&](const std::string& view_path, const std::string& why) {
     // Create each missing ancestor (and nothing inside a bind: those exist on the host already).
@@ -163,9 +196,17 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root) {
         }
         // An empty source means "this view path, bound onto itself" (to change its flags).
         const std::string source = e.source.empty() ? target : src_prefix + e.source;
-        plan.ops.push_back({MountOp::Kind::kBind, target, source, "", 0, e.attr_set, 0, e.description,
-                            e.optional});
-        if (!e.source.empty()) bound.push_back(e.dest);
+        MountOp op{MountOp::Kind::kBind, target, source, "", 0, e.attr_set, 0, e.description,
+                   e.optional};
+        if (!e.source.empty()) {
+          op.source_id = e.id;
+          // Sources are bound at their own path: inside a host-bound tree the target is the same
+          // host file (the git guard's self-binds, a read-only path inside the workspace).
+          if (host_backed(e.dest)) op.target_id = e.id;
+          bound.push_back(e.dest);
+        }
+        plan.ops.push_back(std::move(op));
+        regions.emplace_back(e.dest, !e.source.empty() || host_backed(e.dest));
         break;
       }
       case Entry::What::kSymlink:
@@ -178,6 +219,7 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root) {
         }
         plan.ops.push_back({MountOp::Kind::kTmpfs, target, "", e.source, MS_NOSUID | MS_NODEV, 0, 0,
                             e.description});
+        regions.emplace_back(e.dest, false);
         break;
       case Entry::What::kProc:
         if (!made.count(e.dest)) {
@@ -186,6 +228,7 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root) {
         }
         plan.ops.push_back({MountOp::Kind::kProc, target, "", "", MS_NOSUID | MS_NODEV | MS_NOEXEC, 0,
                             0, e.description});
+        regions.emplace_back(e.dest, false);
         break;
       case Entry::What::kDevpts:
         if (!made.count(e.dest)) {
@@ -194,17 +237,27 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root) {
         }
         plan.ops.push_back({MountOp::Kind::kDevpts, target, "", e.source, MS_NOSUID | MS_NOEXEC, 0, 0,
                             e.description});
+        regions.emplace_back(e.dest, false);
         break;
-      case Entry::What::kHideDir:
-        // An empty, read-only, mode-000 tmpfs over the directory.
-        plan.ops.push_back({MountOp::Kind::kTmpfs, target, "", "mode=000,size=4k",
-                            MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, 0, 0, e.description});
+      case Entry::What::kHideDir: {
+        // An empty, read-only, mode-000 tmpfs over the directory, which must still be the one
+        // prepare looked at (a renamed directory with a new one in its place is not).
+        MountOp op{MountOp::Kind::kTmpfs, target, "", "mode=000,size=4k",
+                   MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, 0, 0, e.description};
+        if (host_backed(e.dest)) op.target_id = e.id;
+        plan.ops.push_back(std::move(op));
+        regions.emplace_back(e.dest, false);
         break;
-      case Entry::What::kHideFile:
-        plan.ops.push_back({MountOp::Kind::kBind, target, src_prefix + "/dev/null", "", 0,
-                            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0,
-                            e.description});
+      }
+      case Entry::What::kHideFile: {
+        MountOp op{MountOp::Kind::kBind, target, src_prefix + "/dev/null", "", 0,
+                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0, e.description};
+        op.source_id = dev_null;
+        if (host_backed(e.dest)) op.target_id = e.id;
+        plan.ops.push_back(std::move(op));
+        regions.emplace_back(e.dest, false);
         break;
+      }
     }
   }
   if (fresh_root) {
@@ -214,68 +267,216 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root) {
                         MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0,
                         "make the root read-only"});
   }
+  for (auto& op : plan.ops) {
+    const size_t slash = op.target.rfind('/');
+    op.parent = slash == 0 ? "/" : op.target.substr(0, slash);
+    op.name = op.target.substr(slash + 1);
+  }
   return plan;
 }
 
 // ---- child side: syscalls only ----
 
-int MountSetattr(const char* path, unsigned flags, std::uint64_t attr_set) {
-  struct mount_attr attr {};
-  attr.attr_set = attr_set;
-  return static_cast<int>(::syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof(attr)));
-}
-
 int PivotRoot(const char* new_root, const char* put_old) {
   return static_cast<int>(::syscall(SYS_pivot_root, new_root, put_old));
 }
 
-// Runs one op; returns 0 or an errno.
-int RunOp(const MountOp& op) {
+// What one op came to: done (err 0), or failed at `step` with `err`.
+struct OpStatus {
+  int err = 0;
+  ChildStep step = ChildStep::kMountOp;
+  bool skipped = false;  // an optional op whose path does not exist
+};
+
+OpStatus Done() { return {}; }
+OpStatus Failed(int err) { return {err, ChildStep::kMountOp}; }
+OpStatus Changed(int err) { return {err, ChildStep::kMountChanged}; }
+OpStatus Skipped() { return {0, ChildStep::kMountOp, true}; }
+
+// Closes an fd opened by the child on every return path; no allocation.
+class ChildFd {
+ public:
+  ChildFd() = default;
+  explicit ChildFd(int fd) : fd_(fd) {}
+  ChildFd(const ChildFd&) = delete;
+  ChildFd& operator=(const ChildFd&) = delete;
+  ~ChildFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  [[nodiscard]] int get() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+// Opens `path` as an O_PATH fd. With `verify`, no symlink may be met on the way, the trailing
+// component included: the plan's paths are canonical, so a symlink is a swap (or a host layout
+// prepare could not canonicalise) and the op fails at kMountChanged with ELOOP; a path prepare saw
+// (`id` known) that is gone fails there with ENOENT, one that is another file with ESTALE.
+// Without `verify` (twin tests) the path resolves as mount(2) resolves it.
+OpStatus OpenChecked(const char* path, const FileIdentity& id, bool verify, bool optional,
+                     int& fd_out) {
+  struct open_how how {};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = verify ? RESOLVE_NO_SYMLINKS : 0;
+  const int fd = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how)));
+  if (fd < 0) {
+    const int e = errno;
+    if (e == ENOENT && optional) return Skipped();
+    if (verify && (e == ELOOP || (e == ENOENT && id.Known()))) return Changed(e);
+    return Failed(e);
+  }
+  fd_out = fd;
+  if (verify && id.Known()) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return Failed(errno);
+    if (st.st_dev != id.dev || st.st_ino != id.ino || (st.st_mode & S_IFMT) != id.type) {
+      return Changed(ESTALE);
+    }
+  }
+  return Done();
+}
+
+int MoveMount(int from_dfd, const char* from, int to_fd, unsigned flags) {
+  return static_cast<int>(
+      ::syscall(SYS_move_mount, from_dfd, from, to_fd, "", flags | MOVE_MOUNT_T_EMPTY_PATH));
+}
+
+// Creates op.target (a directory, an empty file or a symlink) beneath its parent's fd, so a
+// swapped parent cannot redirect the creation elsewhere on the host.
+OpStatus CreateOp(const MountOp& op, bool verify) {
+  int raw = -1;
+  const OpStatus opened = OpenChecked(op.parent.c_str(), FileIdentity{}, verify, op.optional, raw);
+  ChildFd parent(raw);
+  if (opened.err != 0 || opened.skipped) return opened;
+  const char* name = op.name.c_str();
   switch (op.kind) {
     case MountOp::Kind::kMkdir:
-      if (::mkdir(op.target.c_str(), op.mode) != 0 && errno != EEXIST) {
-        return errno == ENOENT && op.optional ? 0 : errno;
+      if (::mkdirat(parent.get(), name, op.mode) != 0 && errno != EEXIST) {
+        return errno == ENOENT && op.optional ? Done() : Failed(errno);
       }
-      return 0;
+      return Done();
     case MountOp::Kind::kTouch: {
       // An existing file is the mountpoint already. Opening it for writing would fail with EROFS
       // when an earlier op made its directory read-only (a file below a write-protected tree).
       struct stat st {};
-      if (::lstat(op.target.c_str(), &st) == 0) return 0;
-      const int fd = ::open(op.target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, op.mode);
-      if (fd < 0) return errno == EEXIST ? 0 : errno;
+      if (::fstatat(parent.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0) return Done();
+      const int fd =
+          ::openat(parent.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, op.mode);
+      if (fd < 0) return errno == EEXIST ? Done() : Failed(errno);
       ::close(fd);
-      return 0;
+      return Done();
     }
     case MountOp::Kind::kSymlink:
-      if (::symlink(op.source.c_str(), op.target.c_str()) != 0 && errno != EEXIST) return errno;
-      return 0;
-    case MountOp::Kind::kBind:
-      if (::mount(op.source.c_str(), op.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-        return errno == ENOENT && op.optional ? 0 : errno;
+      if (::symlinkat(op.source.c_str(), parent.get(), name) != 0 && errno != EEXIST) {
+        return Failed(errno);
       }
-      // mount_setattr (Linux 5.12) applies the flags to every mount in the tree; the old
-      // MS_REMOUNT|MS_BIND only touched the top one, leaving submounts writable.
-      if (op.attr_set != 0 && MountSetattr(op.target.c_str(), AT_RECURSIVE, op.attr_set) != 0) {
-        return errno;
-      }
-      return 0;
-    case MountOp::Kind::kTmpfs:
-      if (::mount("tmpfs", op.target.c_str(), "tmpfs", op.flags, op.data.c_str()) != 0) return errno;
-      return 0;
-    case MountOp::Kind::kProc:
-      if (::mount("proc", op.target.c_str(), "proc", op.flags, nullptr) != 0) return errno;
-      return 0;
-    case MountOp::Kind::kDevpts:
-      if (::mount("devpts", op.target.c_str(), "devpts", op.flags, op.data.c_str()) != 0) {
-        return errno;
-      }
-      return 0;
-    case MountOp::Kind::kSetAttr:
-      if (MountSetattr(op.target.c_str(), 0, op.attr_set) != 0) return errno;
-      return 0;
+      return Done();
+    default:
+      return Failed(EINVAL);
   }
-  return EINVAL;
+}
+
+// A bind: the source opened and checked, cloned (recursively) from that fd, given its attributes
+// while still detached, and moved onto the target's checked fd.
+OpStatus BindOp(const MountOp& op, bool verify) {
+  int raw = -1;
+  const OpStatus src_opened = OpenChecked(op.source.c_str(), op.source_id, verify, op.optional, raw);
+  ChildFd src(raw);
+  if (src_opened.err != 0 || src_opened.skipped) return src_opened;
+  ChildFd tree(static_cast<int>(::syscall(SYS_open_tree, src.get(), "",
+                                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+                                              AT_RECURSIVE)));
+  if (tree.get() < 0) return Failed(errno);
+  if (verify && op.source_id.Known()) {
+    // What will be mounted is the clone's root: it must be the file prepare saw.
+    struct stat st {};
+    if (::fstat(tree.get(), &st) != 0) return Failed(errno);
+    if (st.st_dev != op.source_id.dev || st.st_ino != op.source_id.ino) return Changed(ESTALE);
+  }
+  // mount_setattr (Linux 5.12) applies the flags to every mount in the tree; the old
+  // MS_REMOUNT|MS_BIND only touched the top one, leaving submounts writable. Set before the tree
+  // is attached, so it is never visible with weaker flags.
+  if (op.attr_set != 0) {
+    struct mount_attr attr {};
+    attr.attr_set = op.attr_set;
+    if (::syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+                  sizeof(attr)) != 0) {
+      return Failed(errno);
+    }
+  }
+  raw = -1;
+  const OpStatus dst_opened = OpenChecked(op.target.c_str(), op.target_id, verify, op.optional, raw);
+  ChildFd dst(raw);
+  if (dst_opened.err != 0 || dst_opened.skipped) return dst_opened;
+  if (MoveMount(tree.get(), "", dst.get(), MOVE_MOUNT_F_EMPTY_PATH) != 0) return Failed(errno);
+  return Done();
+}
+
+// A new filesystem instance (tmpfs, proc, devpts). With a scratch point it is mounted there and
+// moved onto the target's checked fd; without one (no fresh root: /proc on the host's tree) by
+// path.
+OpStatus FilesystemOp(const MountOp& op, const char* scratch, bool verify) {
+  const char* source = "tmpfs";
+  const char* type = "tmpfs";
+  const void* data = op.data.c_str();
+  if (op.kind == MountOp::Kind::kProc) {
+    source = type = "proc";
+    data = nullptr;
+  } else if (op.kind == MountOp::Kind::kDevpts) {
+    source = type = "devpts";
+  }
+  if (scratch == nullptr) {
+    if (::mount(source, op.target.c_str(), type, op.flags, data) != 0) return Failed(errno);
+    return Done();
+  }
+  int raw = -1;
+  const OpStatus opened = OpenChecked(op.target.c_str(), op.target_id, verify, op.optional, raw);
+  ChildFd dst(raw);
+  if (opened.err != 0 || opened.skipped) return opened;
+  if (::mount(source, scratch, type, op.flags, data) != 0) return Failed(errno);
+  if (MoveMount(AT_FDCWD, scratch, dst.get(), 0) != 0) return Failed(errno);
+  return Done();
+}
+
+OpStatus SetAttrOp(const MountOp& op, bool verify) {
+  int raw = -1;
+  const OpStatus opened = OpenChecked(op.target.c_str(), op.target_id, verify, op.optional, raw);
+  ChildFd dst(raw);
+  if (opened.err != 0 || opened.skipped) return opened;
+  struct mount_attr attr {};
+  attr.attr_set = op.attr_set;
+  if (::syscall(SYS_mount_setattr, dst.get(), "", AT_EMPTY_PATH, &attr, sizeof(attr)) != 0) {
+    return Failed(errno);
+  }
+  return Done();
+}
+
+OpStatus RunOp(const MountOp& op, const MountPlan& plan) {
+  const bool verify = plan.verify_paths;
+  switch (op.kind) {
+    case MountOp::Kind::kMkdir:
+    case MountOp::Kind::kTouch:
+    case MountOp::Kind::kSymlink:
+      return CreateOp(op, verify);
+    case MountOp::Kind::kBind:
+      return BindOp(op, verify);
+    case MountOp::Kind::kTmpfs:
+    case MountOp::Kind::kProc:
+    case MountOp::Kind::kDevpts:
+      return FilesystemOp(op, plan.scratch.empty() ? nullptr : plan.scratch.c_str(), verify);
+    case MountOp::Kind::kSetAttr:
+      return SetAttrOp(op, verify);
+  }
+  return Failed(EINVAL);
+}
+
+ChildResult RunOps(const MountPlan& plan) {
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    const OpStatus st = RunOp(plan.ops[i], plan);
+    if (st.err != 0) return ChildResult::Failure(st.step, st.err, static_cast<int>(i));
+  }
+  return ChildResult::Success();
 }
 
 }  // namespace
@@ -299,7 +500,13 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
       return std::move(s.error()).Context("workspace");
     }
     AddDev(entries);
-    for (const auto& p : spec.hidden_paths) {
+    for (const auto& requested : spec.hidden_paths) {
+      // Canonical through the parent, like the bound paths: the view's paths are canonical, and
+      // the child refuses to resolve a symlink on the way to a mount (see mountns.h). The last
+      // component is not followed: a hidden symlink is skipped below.
+      auto canonical = CanonicalParent(requested);
+      if (!canonical) continue;  // its directory does not exist: nothing to hide
+      const std::string& p = *canonical;
       struct stat st {};
       if (::lstat(p.c_str(), &st) != 0) continue;  // nothing to hide
       // Only what the view shows needs covering: a path outside every bind (a profile that does
@@ -313,7 +520,7 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
       if (!visible) continue;
       if (S_ISLNK(st.st_mode)) continue;  // the link's target is what a bind would expose
       entries.push_back({S_ISDIR(st.st_mode) ? Entry::What::kHideDir : Entry::What::kHideFile, p, "",
-                         0, 0, "hide " + p});
+                         0, 0, "hide " + p, false, IdentityOf(st)});
     }
   }
   AddProc(spec, entries);
@@ -328,7 +535,7 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
       return e.what != Entry::What::kHideDir && e.what != Entry::What::kHideFile;
     });
   }
-  return Lower(std::move(entries), fresh_root);
+  return Lower(std::move(entries), fresh_root, LstatIdentity("/dev/null"));
 }
 
 ChildResult ApplyMountView(const MountPlan& plan) {
@@ -336,14 +543,7 @@ ChildResult ApplyMountView(const MountPlan& plan) {
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return ChildResult::Failure(ChildStep::kMountPrivate, errno);
   }
-  if (!plan.fresh_root) {
-    for (size_t i = 0; i < plan.ops.size(); ++i) {
-      if (const int e = RunOp(plan.ops[i]); e != 0) {
-        return ChildResult::Failure(ChildStep::kMountOp, e, static_cast<int>(i));
-      }
-    }
-    return ChildResult::Success();
-  }
+  if (!plan.fresh_root) return RunOps(plan);
   // Stage: a tmpfs on a host directory (visible only in this namespace) becomes the root, with the
   // host's root at /oldroot, so that binds of host paths under the staging directory (e.g. a
   // workspace in /tmp) still reach the host's files.
@@ -351,7 +551,7 @@ ChildResult ApplyMountView(const MountPlan& plan) {
     return ChildResult::Failure(ChildStep::kMountStaging, errno);
   }
   if (::chdir(plan.staging.c_str()) != 0 || ::mkdir("newroot", 0755) != 0 ||
-      ::mkdir("oldroot", 0755) != 0) {
+      ::mkdir("oldroot", 0755) != 0 || ::mkdir(kScratch + 1, 0700) != 0) {
     return ChildResult::Failure(ChildStep::kMountStaging, errno);
   }
   if (PivotRoot(".", "oldroot") != 0 || ::chdir("/") != 0) {
@@ -360,11 +560,7 @@ ChildResult ApplyMountView(const MountPlan& plan) {
   if (::mount("tmpfs", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
     return ChildResult::Failure(ChildStep::kMountNewRoot, errno);
   }
-  for (size_t i = 0; i < plan.ops.size(); ++i) {
-    if (const int e = RunOp(plan.ops[i]); e != 0) {
-      return ChildResult::Failure(ChildStep::kMountOp, e, static_cast<int>(i));
-    }
-  }
+  if (const ChildResult r = RunOps(plan); !r.ok) return r;
   // Detach the host's root: from here nothing in this namespace can reach it.
   if (::umount2(kOldRoot, MNT_DETACH) != 0) {
     return ChildResult::Failure(ChildStep::kDetachOldRoot, errno);

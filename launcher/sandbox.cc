@@ -397,7 +397,9 @@ void Supervise(const LaunchSpec& spec, const Prepared& p, pid_t child, int pidfd
     out.failed_step = std::string(ChildStepName(setup_failure->step));
     out.err = setup_failure->err;
     out.error = out.failed_step + ": " + std::strerror(out.err);
-    if (setup_failure->step == ChildStep::kMountOp && setup_failure->detail >= 0 &&
+    if ((setup_failure->step == ChildStep::kMountOp ||
+         setup_failure->step == ChildStep::kMountChanged) &&
+        setup_failure->detail >= 0 &&
         static_cast<size_t>(setup_failure->detail) < p.mounts.ops.size()) {
       out.error += " (" + p.mounts.ops[static_cast<size_t>(setup_failure->detail)].description + ")";
     }
