@@ -500,7 +500,9 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   }
   if (!spec.disabled.Has(Layer::kSeccomp)) {
     SeccompPolicy seccomp_policy = DefaultSeccompPolicy(spec.network == NetworkMode::kLoopback);
-    seccomp_policy.deny_privileged_modes = guard_privileged;
+    // The mode rules belong to the setuid guard (the layer switches both off); the spec's
+    // guard_privileged_files is the sweep alone.
+    seccomp_policy.deny_privileged_modes = !spec.disabled.Has(Layer::kSetuidGuard);
     auto filter = SeccompFilter::Prepare(seccomp_policy);
     if (!filter) return fail("prepare seccomp filter", filter.error());
     seccomp_summary = std::to_string(filter->DeniedSyscallNames().size()) +

@@ -213,5 +213,62 @@ TEST_F(RunRecordsTest, ARepositoryProfileCannotReplaceABuiltInByName) {
   EXPECT_EQ(res["profile_from_repository"], false);  // named by path
 }
 
+// An approval binds to where the paths resolve, not only to the model's arguments: the
+// pre-approval of "write notes.txt" made when notes.txt was a file does not approve the same
+// request once notes.txt is a link to calc.py (the write would land in calc.py). The control: the
+// same pre-approval on the same repository lets the action through, so the digest is stable
+// across runs and the refusal comes from the changed resolution.
+TEST_F(RunRecordsTest, APreApprovalDoesNotCoverAPathThatNowResolvesElsewhere) {
+  const std::string profile = dir_ + "/ask-notes.cagent";
+  Put(profile, Slurp(repo_ + "/.cagent/fix-add.cagent") +
+                   "\napproval on-request\ntools {\n  ask write_file on notes.txt\n}\n");
+  const std::string session =
+      ToolTurn("read_file", {{"path", "calc.py"}}) +
+      ToolTurn("edit_file", {{"path", "calc.py"},
+                             {"old_string", "return a - b"},
+                             {"new_string", "return a + b"}}) +
+      ToolTurn("read_file", {{"path", "notes.txt"}}) +
+      ToolTurn("write_file", {{"path", "notes.txt"}, {"content", "fixed add\n"}}) +
+      ToolTurn("finish", {{"summary", "fixed"}});
+  auto run = [&](const std::vector<std::string>& approval) {
+    Put(dir_ + "/session.jsonl", session);
+    std::vector<std::string> args = {"run", "--profile", profile, "--repo", repo_, "--model",
+                                     "replay:" + dir_ + "/session.jsonl", "--json"};
+    args.insert(args.end(), approval.begin(), approval.end());
+    args.push_back(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/task.md");
+    const RunResult r = Harness::Get().Run(args, Env());
+    return std::make_pair(r, Parse(r.out));
+  };
+
+  Put(repo_ + "/notes.txt", "notes\n");
+  Commit();
+  ::chown(profile.c_str(), Harness::Get().run_uid(), Harness::Get().run_gid());
+  // 1. The request stops the run and says which digest allows exactly it.
+  auto [first, first_res] = run({"--approve", "stop"});
+  ASSERT_TRUE(first_res.is_object()) << first.out << first.err;
+  ASSERT_EQ(first_res["status"], "needs-approval") << first_res.dump(2);
+  const std::string pre = first_res["needs_approval"]["pre_approve"];
+  EXPECT_EQ(first_res["needs_approval"]["resolved_paths"], json::array({"notes.txt"}));
+  // 2. Control: pre-approved, the same action on the same repository goes through.
+  auto [again, again_res] = run({"--approve", "stop", "--pre-approve", pre});
+  ASSERT_TRUE(again_res.is_object()) << again.out << again.err;
+  EXPECT_EQ(again_res["status"], "completed") << again_res.dump(2);
+
+  // 3. notes.txt becomes a link to calc.py (committed: the repository is hostile). The model's
+  // arguments are byte for byte the same; the pre-approval no longer covers them.
+  const std::string relink = "cd " + repo_ + " && rm notes.txt && ln -s calc.py notes.txt && "
+                             "git -c safe.directory='*' add -A && git -c safe.directory='*' -c user.name=t "
+                             "-c user.email=t@t commit -qm link";
+  ASSERT_EQ(std::system(relink.c_str()), 0);
+  const std::string chown = "chown -R " + std::to_string(Harness::Get().run_uid()) + ":" +
+                            std::to_string(Harness::Get().run_gid()) + " " + repo_;
+  ASSERT_EQ(std::system(chown.c_str()), 0);
+  auto [linked, linked_res] = run({"--approve", "stop", "--pre-approve", pre});
+  ASSERT_TRUE(linked_res.is_object()) << linked.out << linked.err;
+  EXPECT_EQ(linked_res["status"], "needs-approval") << linked_res.dump(2);
+  EXPECT_EQ(linked_res["needs_approval"]["resolved_paths"], json::array({"calc.py"}));
+  EXPECT_NE(linked_res["needs_approval"]["pre_approve"], pre);
+}
+
 }  // namespace
 }  // namespace cagent::testing
