@@ -46,26 +46,6 @@ struct Change {
 
 std::string Shown(std::string_view text) { return "'" + TerminalSafe(text) + "'"; }
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::vector<std::string> SplitNul(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start < s.size()) {
-    const auto end = s.find('\0', start);
-    if (end == std::string::npos) {
-      out.push_back(s.substr(start));
-      break;
-    }
-    out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 std::vector<std::string> SplitPath(const std::string& path) {
   std::vector<std::string> out;
   std::size_t start = 0;
@@ -305,7 +285,7 @@ Result<std::vector<std::string>> FilterOverrides(const std::string& root, const 
   if (!r) return std::move(r).Context("read the repository's filter drivers").error();
   if (r->exit_code != 0 && r->exit_code != 1) {
     return PlainError("git config --get-regexp filter", "exit " + std::to_string(r->exit_code) +
-                                                            ": " + Trim(r->err));
+                                                            ": " + TrimLine(r->err));
   }
   std::set<std::string> names;
   for (const auto& key : SplitNul(r->out)) {
@@ -764,7 +744,7 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
   auto tree = GitOutput(InScratch(env, {"write-tree"}));
   if (!tree) return std::move(tree).Context("record the patched tree").error();
   auto raw = GitOutput(InScratch(env, {"diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff",
-                                       "--no-textconv", base, Trim(*tree)}));
+                                       "--no-textconv", base, TrimLine(*tree)}));
   if (!raw) return std::move(raw).Context("list the patch's changes").error();
   auto changes = ParseRaw(*raw);
   if (!changes) return changes.error();
@@ -826,7 +806,7 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
     g.args = {"rev-parse", "--show-toplevel"};
     auto root = GitOutput(g);
     if (!root) return PlainError(repo_dir, "is not a git work tree (pass --repo DIR)");
-    env.repo_root = Trim(*root);
+    env.repo_root = TrimLine(*root);
   }
   report.repo_root = env.repo_root;
   auto overrides = FilterOverrides(env.repo_root, env.home);
@@ -851,7 +831,7 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
                    "Commit or stash them before applying run " + id + ".");
   }
   auto head = GitOutput(InRepo(env, {"rev-parse", "--verify", "--quiet", "HEAD^{commit}"}));
-  const std::string head_commit = head ? Trim(*head) : "";
+  const std::string head_commit = head ? TrimLine(*head) : "";
   if (!req.branch.empty()) {
     if (req.branch.starts_with("-")) {
       return PlainError("--branch " + Shown(req.branch), "is not a valid branch name");

@@ -10,11 +10,6 @@
 namespace cagent::launcher::run {
 namespace {
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 }  // namespace
 
 Result<VerifyTree> MakeVerifyTree(const WorkspaceLayout& l, const std::string& base,
@@ -53,7 +48,7 @@ Result<VerifyTree> MakeVerifyTree(const WorkspaceLayout& l, const std::string& b
   if (!tree) return std::move(tree).Context("record the patched tree").error();
   VerifyTree out;
   out.dir = l.verify_tree;
-  out.tree = Trim(*tree);
+  out.tree = TrimLine(*tree);
   out.base_commit = base;
   if (!expected_tree.empty() && out.tree != expected_tree) {
     return PlainError("the captured patch",

@@ -106,6 +106,28 @@ Result<std::string> FindGit(const std::string& path) {
 
 }  // namespace
 
+std::vector<std::string> SplitNul(const std::string& out) {
+  std::vector<std::string> fields;
+  std::size_t start = 0;
+  while (start < out.size()) {
+    const auto end = out.find('\0', start);
+    if (end == std::string::npos) {
+      fields.push_back(out.substr(start));
+      break;
+    }
+    fields.push_back(out.substr(start, end - start));
+    start = end + 1;
+  }
+  return fields;
+}
+
+std::string TrimLine(std::string out) {
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) {
+    out.pop_back();
+  }
+  return out;
+}
+
 std::vector<std::string> HardeningOptions() {
   return {"-c", "core.hooksPath=/dev/null",
           "-c", "core.fsmonitor=false",

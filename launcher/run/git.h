@@ -67,6 +67,12 @@ Result<GitResult> RunGit(const GitInvocation& invocation);
 // RunGit, and a non-zero exit becomes an error naming the command and git's stderr.
 Result<std::string> GitOutput(const GitInvocation& invocation);
 
+// git's -z output split at its NUL bytes (a trailing NUL ends the last field, no empty field
+// after it).
+std::vector<std::string> SplitNul(const std::string& out);
+// A one-line answer (rev-parse, write-tree) without its trailing newline, CR or spaces.
+std::string TrimLine(std::string out);
+
 // The options RunGit puts before the caller's arguments (exposed for tests and the docs).
 std::vector<std::string> HardeningOptions();
 

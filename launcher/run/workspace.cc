@@ -21,26 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::vector<std::string> SplitNul(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start < s.size()) {
-    const auto end = s.find('\0', start);
-    if (end == std::string::npos) {
-      out.push_back(s.substr(start));
-      break;
-    }
-    out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 GitInvocation InRepo(const std::string& root, std::vector<std::string> args) {
   GitInvocation g;
   g.cwd = root;
@@ -190,7 +170,7 @@ Result<RepoInfo> InspectRepo(const std::string& dir, const std::string& rev) {
     return PlainError(dir, "not inside a git repository (cagent run works on a commit of a "
                            "repository; pass --repo DIR)");
   }
-  info.root = Trim(*root);
+  info.root = TrimLine(*root);
   info.rev = rev.empty() ? "HEAD" : rev;
   auto commit = GitOutput(InRepo(info.root, {"rev-parse", "--verify", "--quiet",
                                              "--end-of-options", info.rev + "^{commit}"}));
@@ -198,7 +178,7 @@ Result<RepoInfo> InspectRepo(const std::string& dir, const std::string& rev) {
     return PlainError(info.rev, "is not a commit of " + info.root +
                                     (rev.empty() ? " (an empty repository has no commit yet)" : ""));
   }
-  info.commit = Trim(*commit);
+  info.commit = TrimLine(*commit);
   auto status = GitOutput(InRepo(info.root, {"status", "--porcelain=v1", "-z",
                                              "--untracked-files=all", "--ignore-submodules=none"}));
   if (!status) return status.error();
@@ -319,7 +299,7 @@ Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& 
   }
   auto tree = GitOutput(Trusted(l, {"write-tree"}));
   if (!tree) return std::move(tree).Context("record the captured tree").error();
-  const std::string tree_id = Trim(*tree);
+  const std::string tree_id = TrimLine(*tree);
   const std::vector<std::string> diff_opts = {"--cached", "--no-ext-diff", "--no-textconv",
                                               "--no-color", "--no-renames", "--ignore-submodules=none"};
   auto with = [&](std::vector<std::string> extra) {

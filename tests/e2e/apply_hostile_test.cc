@@ -79,28 +79,7 @@ int Sh(const std::string& dir, const std::string& cmd, std::string* out = nullpt
 // sh -c CMD in DIR as the user cagent runs as (nobody in the nobody variant): the naive operation
 // runs with the same rights cagent has.
 int ShAsUser(const std::string& dir, const std::string& cmd) {
-  const std::vector<std::string> argv = Harness::Get().AsUser({"/bin/sh", "-c", cmd});
-  const pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    if (::chdir(dir.c_str()) != 0) ::_exit(126);
-    const int devnull = ::open("/dev/null", O_RDWR);
-    ::dup2(devnull, 0);
-    ::dup2(devnull, 1);
-    ::dup2(devnull, 2);
-    std::vector<char*> cargv;
-    for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-    cargv.push_back(nullptr);
-    ::execv(cargv[0], cargv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  if (!WaitForExit(pid, &status, std::chrono::seconds(60))) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-    return -1;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return Harness::Get().ShAsUser(dir, cmd);
 }
 
 class ApplyHostileTest : public ::testing::Test {

@@ -28,34 +28,13 @@ bool Exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
-// sh -c CMD in DIR as the user cagent runs as, with a git environment free of user and system
+// sh -c CMD in DIR as the user cagent runs as, with git's identity set and no user or system
 // configuration; output discarded.
 int ShAsUser(const std::string& dir, const std::string& cmd) {
   const std::string env =
       "export HOME=" + dir + "/.. GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t "
       "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t; ";
-  const std::vector<std::string> argv = Harness::Get().AsUser({"/bin/sh", "-c", env + cmd});
-  const pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    if (::chdir(dir.c_str()) != 0) ::_exit(126);
-    const int devnull = ::open("/dev/null", O_RDWR);
-    ::dup2(devnull, 0);
-    ::dup2(devnull, 1);
-    ::dup2(devnull, 2);
-    std::vector<char*> cargv;
-    for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-    cargv.push_back(nullptr);
-    ::execv(cargv[0], cargv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  if (!WaitForExit(pid, &status, std::chrono::seconds(60))) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-    return -1;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return Harness::Get().ShAsUser(dir, env + cmd);
 }
 
 class GitTrapTest : public ::testing::Test {

@@ -111,6 +111,29 @@ std::vector<std::string> Harness::CagentArgv(const std::vector<std::string>& arg
   return AsUser(argv);
 }
 
+int Harness::ShAsUser(const std::string& dir, const std::string& script) const {
+  std::vector<std::string> argv = AsUser({"/bin/sh", "-c", script});
+  auto cargv = CStrings(argv);
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    if (::chdir(dir.c_str()) != 0) ::_exit(126);
+    const int devnull = ::open("/dev/null", O_RDWR);
+    ::dup2(devnull, 0);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    ::execv(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  if (!WaitForExit(pid, &status, std::chrono::seconds(60))) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
 Harness::Running Harness::Start(const std::vector<std::string>& args,
                                 const RunOptions& options) const {
   std::vector<std::string> argv = CagentArgv(args);

@@ -48,6 +48,11 @@ class Harness {
   // The argv that runs an arbitrary host command as the configured user.
   std::vector<std::string> AsUser(const std::vector<std::string>& argv) const;
 
+  // Runs `/bin/sh -c SCRIPT` on the host (not in a sandbox) as the configured user, in `dir`, with
+  // stdio on /dev/null; its exit status, 128 when killed, -1 when it could not run or took longer
+  // than a minute (then it is killed). For the twins that do directly what a guard prevents.
+  int ShAsUser(const std::string& dir, const std::string& script) const;
+
   // Runs cagent to completion.
   RunResult Run(const std::vector<std::string>& args, const RunOptions& options = {}) const;
 

@@ -30,24 +30,7 @@ bool Setuid(const std::string& p) {
 }
 
 int ShAsUser(const std::string& dir, const std::string& cmd) {
-  const std::vector<std::string> argv = Harness::Get().AsUser({"/bin/sh", "-c", cmd});
-  const pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    if (::chdir(dir.c_str()) != 0) ::_exit(126);
-    std::vector<char*> cargv;
-    for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-    cargv.push_back(nullptr);
-    ::execv(cargv[0], cargv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  if (!WaitForExit(pid, &status, std::chrono::seconds(60))) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-    return -1;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return Harness::Get().ShAsUser(dir, cmd);
 }
 
 constexpr const char kChmod[] = "cp /bin/true x && chmod u+s x; echo chmod=$?";
