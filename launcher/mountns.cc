@@ -38,7 +38,9 @@ struct Entry {
   FileIdentity id{};  // what prepare saw at `dest` on the host (binds: the source; hides: the path)
 };
 
-FileIdentity IdentityOf(const struct stat& st) { return {st.st_dev, st.st_ino, st.st_mode & S_IFMT}; }
+FileIdentity IdentityOf(const struct stat& st) {
+  return {st.st_dev, st.st_ino, st.st_mode & S_IFMT};
+}
 
 FileIdentity LstatIdentity(const std::string& path) {
   struct stat st {};
@@ -46,10 +48,13 @@ FileIdentity LstatIdentity(const std::string& path) {
   return IdentityOf(st);
 }
 
-size_t Depth(const std::string& p) { return static_cast<size_t>(std::count(p.begin(), p.end(), '/')); }
+size_t Depth(const std::string& p) {
+  return static_cast<size_t>(std::count(p.begin(), p.end(), '/'));
+}
 
 bool IsUnder(const std::string& path, const std::string& dir) {
-  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
+  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+         path[dir.size()] == '/';
 }
 
 std::string Dirname(const std::string& p) {
@@ -89,8 +94,8 @@ Status AddHostPath(const std::string& requested, bool writable, bool required,
     std::array<char, PATH_MAX> buf{};
     const ssize_t n = ::readlink(dest->c_str(), buf.data(), buf.size() - 1);
     if (n < 0) return ErrnoError("readlink '" + *dest + "'");
-    entries.push_back({Entry::What::kSymlink, *dest, std::string(buf.data(), static_cast<size_t>(n)),
-                       0, 0, "symlink " + *dest});
+    entries.push_back({Entry::What::kSymlink, *dest,
+                       std::string(buf.data(), static_cast<size_t>(n)), 0, 0, "symlink " + *dest});
     return Ok{};
   }
   const std::uint64_t attrs =
@@ -113,7 +118,8 @@ void AddDev(std::vector<Entry>& entries) {
   entries.push_back({Entry::What::kDevpts, "/dev/pts", "newinstance,ptmxmode=0666,mode=620", 0, 0,
                      "devpts /dev/pts"});
   entries.push_back({Entry::What::kSymlink, "/dev/ptmx", "pts/ptmx", 0, 0, "symlink /dev/ptmx"});
-  entries.push_back({Entry::What::kTmpfs, "/dev/shm", "mode=1777,size=64m", 0, 0, "tmpfs /dev/shm"});
+  entries.push_back(
+      {Entry::What::kTmpfs, "/dev/shm", "mode=1777,size=64m", 0, 0, "tmpfs /dev/shm"});
   entries.push_back({Entry::What::kSymlink, "/dev/fd", "/proc/self/fd", 0, 0, "symlink /dev/fd"});
   entries.push_back({Entry::What::kSymlink, "/dev/stdin", "/proc/self/fd/0", 0, 0, "symlink"});
   entries.push_back({Entry::What::kSymlink, "/dev/stdout", "/proc/self/fd/1", 0, 0, "symlink"});
@@ -129,8 +135,8 @@ void AddProc(const LaunchSpec& spec, std::vector<Entry>& entries) {
   entries.push_back({Entry::What::kProc, "/proc", "", 0, 0, "mount /proc"});
   // Kernel knobs stay read-only even though the user namespace's root could write some of them.
   for (const char* sub : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}) {
-    entries.push_back({Entry::What::kBindDir, sub, "", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-                                                          MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+    entries.push_back({Entry::What::kBindDir, sub, "",
+                       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
                        0, std::string("read-only ") + sub, /*optional=*/true});
   }
 }
@@ -143,7 +149,7 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root, const FileIdentity&
   if (fresh_root) plan.scratch = kScratch;
   const std::string dst_prefix = fresh_root ? kNewRoot : "";
   const std::string src_prefix = fresh_root ? kOldRoot : "";
-  std::set<std::string> made;  // view paths known to exist as directories
+  std::set<std::string> made;      // view paths known to exist as directories
   std::vector<std::string> bound;  // bind destinations: their contents come from the host
   // Every mount so far, in order, with whether what it shows comes from the host: a path whose
   // innermost covering mount is a host bind is the host's file, so prepare's identity of it is
@@ -179,8 +185,8 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root, const FileIdentity&
 
   for (auto& e : entries) {
     // An entry inside a host bind that is the same host path needs nothing: it is already there.
-    const bool inside_same_bind =
-        std::any_of(bound.begin(), bound.end(), [&](const std::string& b) { return IsUnder(e.dest, b); });
+    const bool inside_same_bind = std::any_of(
+        bound.begin(), bound.end(), [&](const std::string& b) { return IsUnder(e.dest, b); });
     if (inside_same_bind && e.what == Entry::What::kSymlink) continue;
     ensure_dirs(e.dest, e.description);
     const std::string target = dst_prefix + e.dest;
@@ -190,14 +196,14 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root, const FileIdentity&
         const bool dir = e.what == Entry::What::kBindDir;
         // A path bound onto itself exists already; every other bind needs a mount point.
         if (!made.count(e.dest) && !e.source.empty()) {
-          plan.ops.push_back({dir ? MountOp::Kind::kMkdir : MountOp::Kind::kTouch, target, "", "", 0,
-                              0, dir ? 0755U : 0444U, e.description, e.optional});
+          plan.ops.push_back({dir ? MountOp::Kind::kMkdir : MountOp::Kind::kTouch, target, "", "",
+                              0, 0, dir ? 0755U : 0444U, e.description, e.optional});
           if (dir) made.insert(e.dest);
         }
         // An empty source means "this view path, bound onto itself" (to change its flags).
         const std::string source = e.source.empty() ? target : src_prefix + e.source;
-        MountOp op{MountOp::Kind::kBind, target, source, "", 0, e.attr_set, 0, e.description,
-                   e.optional};
+        MountOp op{MountOp::Kind::kBind, target, source,        "",        0,
+                   e.attr_set,           0,      e.description, e.optional};
         if (!e.source.empty()) {
           op.source_id = e.id;
           // Sources are bound at their own path: inside a host-bound tree the target is the same
@@ -226,8 +232,8 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root, const FileIdentity&
           plan.ops.push_back({MountOp::Kind::kMkdir, target, "", "", 0, 0, 0555, e.description});
           made.insert(e.dest);
         }
-        plan.ops.push_back({MountOp::Kind::kProc, target, "", "", MS_NOSUID | MS_NODEV | MS_NOEXEC, 0,
-                            0, e.description});
+        plan.ops.push_back({MountOp::Kind::kProc, target, "", "", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                            0, 0, e.description});
         regions.emplace_back(e.dest, false);
         break;
       case Entry::What::kDevpts:
@@ -235,23 +241,35 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root, const FileIdentity&
           plan.ops.push_back({MountOp::Kind::kMkdir, target, "", "", 0, 0, 0755, e.description});
           made.insert(e.dest);
         }
-        plan.ops.push_back({MountOp::Kind::kDevpts, target, "", e.source, MS_NOSUID | MS_NOEXEC, 0, 0,
-                            e.description});
+        plan.ops.push_back({MountOp::Kind::kDevpts, target, "", e.source, MS_NOSUID | MS_NOEXEC, 0,
+                            0, e.description});
         regions.emplace_back(e.dest, false);
         break;
       case Entry::What::kHideDir: {
         // An empty, read-only, mode-000 tmpfs over the directory, which must still be the one
         // prepare looked at (a renamed directory with a new one in its place is not).
-        MountOp op{MountOp::Kind::kTmpfs, target, "", "mode=000,size=4k",
-                   MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, 0, 0, e.description};
+        MountOp op{MountOp::Kind::kTmpfs,
+                   target,
+                   "",
+                   "mode=000,size=4k",
+                   MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                   0,
+                   0,
+                   e.description};
         if (host_backed(e.dest)) op.target_id = e.id;
         plan.ops.push_back(std::move(op));
         regions.emplace_back(e.dest, false);
         break;
       }
       case Entry::What::kHideFile: {
-        MountOp op{MountOp::Kind::kBind, target, src_prefix + "/dev/null", "", 0,
-                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0, e.description};
+        MountOp op{MountOp::Kind::kBind,
+                   target,
+                   src_prefix + "/dev/null",
+                   "",
+                   0,
+                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+                   0,
+                   e.description};
         op.source_id = dev_null;
         if (host_backed(e.dest)) op.target_id = e.id;
         plan.ops.push_back(std::move(op));
@@ -361,8 +379,8 @@ OpStatus CreateOp(const MountOp& op, bool verify) {
       // when an earlier op made its directory read-only (a file below a write-protected tree).
       struct stat st {};
       if (::fstatat(parent.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0) return Done();
-      const int fd =
-          ::openat(parent.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, op.mode);
+      const int fd = ::openat(parent.get(), name,
+                              O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, op.mode);
       if (fd < 0) return errno == EEXIST ? Done() : Failed(errno);
       ::close(fd);
       return Done();
@@ -381,12 +399,13 @@ OpStatus CreateOp(const MountOp& op, bool verify) {
 // while still detached, and moved onto the target's checked fd.
 OpStatus BindOp(const MountOp& op, bool verify) {
   int raw = -1;
-  const OpStatus src_opened = OpenChecked(op.source.c_str(), op.source_id, verify, op.optional, raw);
+  const OpStatus src_opened =
+      OpenChecked(op.source.c_str(), op.source_id, verify, op.optional, raw);
   ChildFd src(raw);
   if (src_opened.err != 0 || src_opened.skipped) return src_opened;
-  ChildFd tree(static_cast<int>(::syscall(SYS_open_tree, src.get(), "",
-                                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
-                                              AT_RECURSIVE)));
+  ChildFd tree(static_cast<int>(
+      ::syscall(SYS_open_tree, src.get(), "",
+                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE)));
   if (tree.get() < 0) return Failed(errno);
   if (verify && op.source_id.Known()) {
     // What will be mounted is the clone's root: it must be the file prepare saw.
@@ -406,7 +425,8 @@ OpStatus BindOp(const MountOp& op, bool verify) {
     }
   }
   raw = -1;
-  const OpStatus dst_opened = OpenChecked(op.target.c_str(), op.target_id, verify, op.optional, raw);
+  const OpStatus dst_opened =
+      OpenChecked(op.target.c_str(), op.target_id, verify, op.optional, raw);
   ChildFd dst(raw);
   if (dst_opened.err != 0 || dst_opened.skipped) return dst_opened;
   if (MoveMount(tree.get(), "", dst.get(), MOVE_MOUNT_F_EMPTY_PATH) != 0) return Failed(errno);
@@ -489,7 +509,8 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
       if (auto s = AddHostPath(p, false, false, entries); !s) return s.error();
     }
     entries.push_back({Entry::What::kTmpfs, "/tmp",
-                       "mode=1777,size=" + std::to_string(spec.tmp_size_bytes), 0, 0, "tmpfs /tmp"});
+                       "mode=1777,size=" + std::to_string(spec.tmp_size_bytes), 0, 0,
+                       "tmpfs /tmp"});
     entries.push_back({Entry::What::kTmpfs, spec.home,
                        "mode=0755,size=" + std::to_string(spec.home_size_bytes), 0, 0,
                        "tmpfs " + spec.home + " (HOME)"});
@@ -519,8 +540,8 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
       });
       if (!visible) continue;
       if (S_ISLNK(st.st_mode)) continue;  // the link's target is what a bind would expose
-      entries.push_back({S_ISDIR(st.st_mode) ? Entry::What::kHideDir : Entry::What::kHideFile, p, "",
-                         0, 0, "hide " + p, false, IdentityOf(st)});
+      entries.push_back({S_ISDIR(st.st_mode) ? Entry::What::kHideDir : Entry::What::kHideFile, p,
+                         "", 0, 0, "hide " + p, false, IdentityOf(st)});
     }
   }
   AddProc(spec, entries);
@@ -547,7 +568,8 @@ ChildResult ApplyMountView(const MountPlan& plan) {
   // Stage: a tmpfs on a host directory (visible only in this namespace) becomes the root, with the
   // host's root at /oldroot, so that binds of host paths under the staging directory (e.g. a
   // workspace in /tmp) still reach the host's files.
-  if (::mount("tmpfs", plan.staging.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") != 0) {
+  if (::mount("tmpfs", plan.staging.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") !=
+      0) {
     return ChildResult::Failure(ChildStep::kMountStaging, errno);
   }
   if (::chdir(plan.staging.c_str()) != 0 || ::mkdir("newroot", 0755) != 0 ||

@@ -68,11 +68,11 @@ struct MountOp {
     kSetAttr,  // mount_setattr(target, attr_set), not recursive
   };
   Kind kind;
-  std::string target;  // full path in the child's namespace at the time the op runs
-  std::string source;  // bind source / symlink text
-  std::string data;    // filesystem options
-  unsigned long flags = 0;       // NOLINT(google-runtime-int): mount(2)'s type
-  std::uint64_t attr_set = 0;    // MOUNT_ATTR_* bits
+  std::string target;          // full path in the child's namespace at the time the op runs
+  std::string source;          // bind source / symlink text
+  std::string data;            // filesystem options
+  unsigned long flags = 0;     // NOLINT(google-runtime-int): mount(2)'s type
+  std::uint64_t attr_set = 0;  // MOUNT_ATTR_* bits
   unsigned mode = 0755;
   std::string description;  // what a user is told when this op fails, e.g. "bind /usr read-only"
   bool optional = false;    // ENOENT from the mount is not an error (kernel-dependent /proc files)

@@ -1,8 +1,12 @@
 #include "launcher/mountns.h"
 
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -128,6 +132,146 @@ TEST(MountPlanTest, WithoutTheMountViewOnlyProcIsReplaced) {
   EXPECT_FALSE(plan->fresh_root);
   EXPECT_NE(Find(*plan, Kind::kProc, "/proc"), nullptr);
   EXPECT_EQ(Find(*plan, Kind::kBind, "/usr"), nullptr);
+}
+
+// ---- the prepare-to-mount race (mountns.h): identities recorded, paths canonical ----
+
+FileIdentity HostIdentity(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+  return {st.st_dev, st.st_ino, st.st_mode & S_IFMT};
+}
+
+void ExpectIdentity(const FileIdentity& got, const std::string& host_path) {
+  const FileIdentity want = HostIdentity(host_path);
+  EXPECT_TRUE(got.Known()) << host_path;
+  EXPECT_EQ(got.dev, want.dev) << host_path;
+  EXPECT_EQ(got.ino, want.ino) << host_path;
+  EXPECT_EQ(got.type, want.type) << host_path;
+}
+
+class MountPlanIdentityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cagent-mountns-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ws_ = dir_ + "/ws";
+    std::filesystem::create_directories(ws_ + "/sub");
+    std::filesystem::create_directories(ws_ + "/real");
+    std::filesystem::create_directories(ws_ + "/private");
+    std::ofstream(ws_ + "/real/secret") << "s";
+    std::ofstream(ws_ + "/private/key") << "k";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string dir_, ws_;
+};
+
+TEST_F(MountPlanIdentityTest, BindSourcesCarryTheHostIdentity) {
+  auto plan = PrepareMountPlan(DefaultLaunchSpec(ws_, {"true"}));
+  ASSERT_TRUE(plan.ok()) << plan.error().Message();
+  const MountOp* usr = Find(*plan, Kind::kBind, "/newroot/usr");
+  ASSERT_NE(usr, nullptr);
+  ExpectIdentity(usr->source_id, "/usr");
+  // /usr's mount point is a directory cagent makes in its own tmpfs: nothing to compare there.
+  EXPECT_FALSE(usr->target_id.Known());
+  const MountOp* ws = Find(*plan, Kind::kBind, "/newroot" + ws_);
+  ASSERT_NE(ws, nullptr);
+  ExpectIdentity(ws->source_id, ws_);
+  const MountOp* null = Find(*plan, Kind::kBind, "/newroot/dev/null");
+  ASSERT_NE(null, nullptr);
+  ExpectIdentity(null->source_id, "/dev/null");
+  EXPECT_EQ(null->source_id.type, static_cast<mode_t>(S_IFCHR));
+}
+
+TEST_F(MountPlanIdentityTest, SelfBindsInsideTheWorkspaceCheckTheTargetToo) {
+  LaunchSpec spec = DefaultLaunchSpec(ws_, {"true"});
+  spec.read_write_paths = {ws_ + "/sub"};
+  auto plan = PrepareMountPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.error().Message();
+  const MountOp* sub = Find(*plan, Kind::kBind, "/newroot" + ws_ + "/sub");
+  ASSERT_NE(sub, nullptr);
+  EXPECT_EQ(sub->source, "/oldroot" + ws_ + "/sub");
+  ExpectIdentity(sub->source_id, ws_ + "/sub");
+  ExpectIdentity(sub->target_id, ws_ + "/sub");
+}
+
+TEST_F(MountPlanIdentityTest, HiddenPathsCarryTheIdentityOfWhatTheyCover) {
+  LaunchSpec spec = DefaultLaunchSpec(ws_, {"true"});
+  spec.hidden_paths = {ws_ + "/private/key"};
+  auto plan = PrepareMountPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.error().Message();
+  const MountOp* key = Find(*plan, Kind::kBind, "/newroot" + ws_ + "/private/key");
+  ASSERT_NE(key, nullptr);
+  ExpectIdentity(key->target_id, ws_ + "/private/key");
+  ExpectIdentity(key->source_id, "/dev/null");
+
+  spec.hidden_paths = {ws_ + "/private"};
+  plan = PrepareMountPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.error().Message();
+  const MountOp* dir = Find(*plan, Kind::kTmpfs, "/newroot" + ws_ + "/private");
+  ASSERT_NE(dir, nullptr);
+  ExpectIdentity(dir->target_id, ws_ + "/private");
+}
+
+TEST_F(MountPlanIdentityTest, HiddenPathsAreCanonicalThroughTheirParent) {
+  // A component that is a symlink at prepare would make the checked child refuse the path; the
+  // plan holds the canonical path instead, which is where mount(2) would have landed anyway.
+  ASSERT_EQ(::symlink("real", (ws_ + "/link").c_str()), 0);
+  LaunchSpec spec = DefaultLaunchSpec(ws_, {"true"});
+  spec.hidden_paths = {ws_ + "/link/secret"};
+  auto plan = PrepareMountPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.error().Message();
+  EXPECT_EQ(Find(*plan, Kind::kBind, "/newroot" + ws_ + "/link/secret"), nullptr);
+  const MountOp* hide = Find(*plan, Kind::kBind, "/newroot" + ws_ + "/real/secret");
+  ASSERT_NE(hide, nullptr);
+  EXPECT_EQ(hide->description, "hide " + ws_ + "/real/secret");
+  ExpectIdentity(hide->target_id, ws_ + "/real/secret");
+}
+
+TEST_F(MountPlanIdentityTest, MountPointsInCagentsOwnTmpfsHaveNoTargetIdentity) {
+  // /tmp, HOME, /dev and /dev/shm are mounted on directories cagent made in its own tmpfs, and
+  // what lies below a private tmpfs in the view is cagent's: a host file's identity there would
+  // be a false alarm. The workspace below the private /tmp is such a mount point too.
+  LaunchSpec spec = DefaultLaunchSpec(ws_, {"true"});
+  auto plan = PrepareMountPlan(spec);
+  ASSERT_TRUE(plan.ok());
+  for (const std::string& view :
+       {std::string("/tmp"), std::string("/dev"), std::string("/dev/shm"), spec.home}) {
+    const MountOp* op = Find(*plan, Kind::kTmpfs, "/newroot" + view);
+    ASSERT_NE(op, nullptr) << view;
+    EXPECT_FALSE(op->target_id.Known()) << view;
+  }
+  const MountOp* ws = Find(*plan, Kind::kBind, "/newroot" + ws_);
+  ASSERT_NE(ws, nullptr);
+  EXPECT_FALSE(ws->target_id.Known());
+  // A hidden directory of the host-bound /etc is the host's, and is checked.
+  struct stat st {};
+  if (::lstat("/etc/ssh", &st) != 0 || !S_ISDIR(st.st_mode)) {
+    GTEST_SKIP() << "no /etc/ssh directory on this host to see a hidden system path checked";
+  }
+  const MountOp* ssh = Find(*plan, Kind::kTmpfs, "/newroot/etc/ssh");
+  ASSERT_NE(ssh, nullptr);
+  ExpectIdentity(ssh->target_id, "/etc/ssh");
+}
+
+TEST_F(MountPlanIdentityTest, EveryOpKnowsItsParentAndNameAndFilesystemsGoThroughScratch) {
+  auto plan = PrepareMountPlan(DefaultLaunchSpec(ws_, {"true"}));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->scratch, "/scratch");
+  EXPECT_TRUE(plan->verify_paths);
+  for (const auto& op : plan->ops) {
+    EXPECT_EQ(op.parent == "/" ? "/" + op.name : op.parent + "/" + op.name, op.target);
+    EXPECT_FALSE(op.name.empty()) << op.target;
+  }
+  LaunchSpec off = DefaultLaunchSpec(ws_, {"true"});
+  off.disabled.Add(Layer::kMountView);
+  auto host = PrepareMountPlan(off);
+  ASSERT_TRUE(host.ok());
+  EXPECT_TRUE(host->scratch.empty()) << "without a staging root /proc is mounted by path";
 }
 
 }  // namespace

@@ -38,9 +38,9 @@ struct Report {
   int setup_ok = 0;  // 1: a ChildResult came back (0: the namespaces could not be made)
   int setup_errno = 0;
   ChildResult result;
-  int readable = -1;  // probe_read opened for reading (1) or not (0)
+  int readable = -1;   // probe_read opened for reading (1) or not (0)
   char head[32] = {};  // its first bytes
-  int writable = -1;  // probe_write opened for writing (1) or not (0)
+  int writable = -1;   // probe_write opened for writing (1) or not (0)
 };
 
 void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
@@ -69,9 +69,9 @@ bool WriteAll(int fd, const void* data, size_t n) {
   }
   if (::unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) != 0) fail(errno);
   // A process may map its own ids into the namespace it just made (setgroups denied first).
-  for (const auto& [file, text] : {std::pair{"/proc/self/setgroups", "deny"},
-                                   std::pair{"/proc/self/uid_map", uid_map},
-                                   std::pair{"/proc/self/gid_map", gid_map}}) {
+  for (const auto& [file, text] :
+       {std::pair{"/proc/self/setgroups", "deny"}, std::pair{"/proc/self/uid_map", uid_map},
+        std::pair{"/proc/self/gid_map", gid_map}}) {
     const int fd = ::open(file, O_WRONLY | O_CLOEXEC);
     if (fd < 0 || !WriteAll(fd, text, std::strlen(text))) fail(errno);
     ::close(fd);
@@ -338,7 +338,8 @@ auto VariantName = [](const ::testing::TestParamInfo<Variant>& info) {
 };
 INSTANTIATE_TEST_SUITE_P(MountRace, MountRaceTest, ::testing::ValuesIn(kVariants), VariantName);
 INSTANTIATE_TEST_SUITE_P(MountRace, BindSourceSwap, ::testing::ValuesIn(kVariants), VariantName);
-INSTANTIATE_TEST_SUITE_P(MountRace, ReadOnlyTargetSwap, ::testing::ValuesIn(kVariants), VariantName);
+INSTANTIATE_TEST_SUITE_P(MountRace, ReadOnlyTargetSwap, ::testing::ValuesIn(kVariants),
+                         VariantName);
 INSTANTIATE_TEST_SUITE_P(MountRace, HiddenFileSwap, ::testing::ValuesIn(kVariants), VariantName);
 
 }  // namespace
