@@ -34,6 +34,13 @@
 // another mount namespace fails with EINVAL (checked on 6.18), hence identities rather than fds.
 // With the mount view switched off (only /proc is replaced, on the host's tree) binds still go by
 // fd; /proc itself is mounted by path, as nobody but root can change the host's /proc.
+// Not covered, because it happens after the view is built: since Linux 3.18 a process in another
+// mount namespace may unlink or rename over a path that is a mount point only in ours, which
+// detaches our mount (a hidden file or a read-only placeholder in a shared workspace). Inside the
+// sandbox those paths are local mount points (EBUSY); only processes outside it that can write the
+// workspace — the caller's own, or a sandbox without the same mounts — can do that.
+// A host layout that needs a symlink on the way to a mount point (HOME below a symlinked /home
+// that the profile also binds) fails closed at kMountChanged (ELOOP) rather than being followed.
 #pragma once
 
 #include <sys/types.h>
