@@ -458,11 +458,16 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   if (auto s = ValidateLaunchSpec(spec); !s) return fail("validate launch spec", s.error());
   // Host-side guards first: the git guard's binds are part of the mount plan.
   const bool guard_git = spec.guard_git_metadata && !spec.disabled.Has(Layer::kGitGuard);
-  const bool guard_privileged =
-      spec.guard_privileged_files && !spec.disabled.Has(Layer::kSetuidGuard);
+  // The sweep is for root callers: the sandbox is uid 0 over the files it makes, so a set-user-ID
+  // bit there is a setuid-root program for the host. Any other caller's sandbox runs as that
+  // caller, and a set-user-ID file it leaves runs as the same caller — no privilege gained — so
+  // the walk that stats every entry (before and after each launch) is not paid for it; the
+  // seccomp mode rules still apply to everyone.
+  const bool guard_privileged = spec.guard_privileged_files &&
+                                !spec.disabled.Has(Layer::kSetuidGuard) && ::geteuid() == 0;
   std::optional<TreeSnapshot> before;
   if (guard_git || guard_privileged) {
-    auto snap = SnapshotTrees(WritableRoots(spec));
+    auto snap = SnapshotTrees(WritableRoots(spec), guard_privileged);
     if (!snap) return fail("inspect the writable trees", snap.error());
     before.emplace(std::move(*snap));
   }
