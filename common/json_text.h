@@ -6,9 +6,8 @@
 // is replaced by U+FFFD, so the record is always written and always valid JSON.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace cagent {
 

@@ -56,24 +56,24 @@ void AppendCodePoint(std::string& out, char32_t cp) {
 }  // namespace
 
 bool IsUnsafeCodePoint(char32_t cp) {
-  if (cp < 0x20 || cp == 0x7F) return true;            // C0 controls, ESC, DEL
-  if (cp >= 0x80 && cp <= 0x9F) return true;           // C1 controls (CSI, OSC, ...)
-  if (cp == 0xAD) return true;                         // soft hyphen (invisible)
-  if (cp == 0x034F) return true;                       // combining grapheme joiner
-  if (cp == 0x061C) return true;                       // Arabic letter mark (bidi)
-  if (cp == 0x115F || cp == 0x1160) return true;       // Hangul fillers (blank)
-  if (cp == 0x17B4 || cp == 0x17B5) return true;       // Khmer invisible vowels
-  if (cp >= 0x180B && cp <= 0x180F) return true;       // Mongolian selectors / vowel separator
-  if (cp >= 0x200B && cp <= 0x200F) return true;       // zero-width space/joiners, LRM, RLM
-  if (cp >= 0x2028 && cp <= 0x202E) return true;       // line/para separators, LRE..RLO
-  if (cp >= 0x2060 && cp <= 0x206F) return true;       // word joiner, invisible ops, LRI..PDI
-  if (cp == 0x3164 || cp == 0xFFA0) return true;       // Hangul fillers
-  if (cp >= 0xFE00 && cp <= 0xFE0F) return true;       // variation selectors
-  if (cp == 0xFEFF) return true;                       // BOM / zero-width no-break space
-  if (cp >= 0xFFF0 && cp <= 0xFFFB) return true;       // interlinear annotation, specials
-  if (cp >= 0x1D173 && cp <= 0x1D17A) return true;     // musical formatting (invisible)
-  if (cp >= 0xE0000 && cp <= 0xE0FFF) return true;     // tags, variation selectors supplement
-  if ((cp & 0xFFFE) == 0xFFFE) return true;            // noncharacters
+  if (cp < 0x20 || cp == 0x7F) return true;         // C0 controls, ESC, DEL
+  if (cp >= 0x80 && cp <= 0x9F) return true;        // C1 controls (CSI, OSC, ...)
+  if (cp == 0xAD) return true;                      // soft hyphen (invisible)
+  if (cp == 0x034F) return true;                    // combining grapheme joiner
+  if (cp == 0x061C) return true;                    // Arabic letter mark (bidi)
+  if (cp == 0x115F || cp == 0x1160) return true;    // Hangul fillers (blank)
+  if (cp == 0x17B4 || cp == 0x17B5) return true;    // Khmer invisible vowels
+  if (cp >= 0x180B && cp <= 0x180F) return true;    // Mongolian selectors / vowel separator
+  if (cp >= 0x200B && cp <= 0x200F) return true;    // zero-width space/joiners, LRM, RLM
+  if (cp >= 0x2028 && cp <= 0x202E) return true;    // line/para separators, LRE..RLO
+  if (cp >= 0x2060 && cp <= 0x206F) return true;    // word joiner, invisible ops, LRI..PDI
+  if (cp == 0x3164 || cp == 0xFFA0) return true;    // Hangul fillers
+  if (cp >= 0xFE00 && cp <= 0xFE0F) return true;    // variation selectors
+  if (cp == 0xFEFF) return true;                    // BOM / zero-width no-break space
+  if (cp >= 0xFFF0 && cp <= 0xFFFB) return true;    // interlinear annotation, specials
+  if (cp >= 0x1D173 && cp <= 0x1D17A) return true;  // musical formatting (invisible)
+  if (cp >= 0xE0000 && cp <= 0xE0FFF) return true;  // tags, variation selectors supplement
+  if ((cp & 0xFFFE) == 0xFFFE) return true;         // noncharacters
   return false;
 }
 

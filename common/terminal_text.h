@@ -7,7 +7,8 @@
 // passed"), BEL/BS/CR overwrite, C1 controls (U+0080..U+009F) are CSI/OSC on some terminals, and
 // bidirectional overrides or invisible code points make a line read differently from what it is
 // ("a.py\u202e" shown as something else, a zero-width space inside a path). Each of those is
-// replaced by a visible escape; invalid UTF-8 bytes become \xNN. The result is plain printable text.
+// replaced by a visible escape; invalid UTF-8 bytes become \xNN. The result is plain printable
+// text.
 //
 // Pure functions, no allocation beyond the result; safe on any thread.
 #pragma once

@@ -35,8 +35,9 @@ bool Unwritable(int err) { return err == EACCES || err == EROFS || err == EPERM;
 Error Unguardable(const std::string& path, const std::string& what) {
   return PlainError(
       "cannot guard the git metadata at '" + path + "'",
-      what + "; a later git on the host would follow it to whatever the sandbox puts there. "
-             "Replace it with a plain file or directory, or run on a copy of the repository");
+      what +
+          "; a later git on the host would follow it to whatever the sandbox puts there. "
+          "Replace it with a plain file or directory, or run on a copy of the repository");
 }
 
 std::string KindOf(mode_t mode) {
@@ -95,16 +96,15 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& git_entries) 
           return ErrnoError("inspect '" + path + "'");
         }
       } else {
-        UniqueFd fd(::openat(dfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                             0644));
+        UniqueFd fd(::openat(dfd, name.c_str(),
+                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
         if (!fd.valid()) {
           if (errno == EEXIST) continue;
           if (Unwritable(errno)) return false;
           return ErrnoError("create the placeholder '" + path + "'");
         }
-        if (!content.empty() &&
-            ::write(fd.get(), content.data(), content.size()) !=
-                static_cast<ssize_t>(content.size())) {
+        if (!content.empty() && ::write(fd.get(), content.data(), content.size()) !=
+                                    static_cast<ssize_t>(content.size())) {
           const Error e = ErrnoError("write the placeholder '" + path + "'");
           ::unlinkat(dfd, name.c_str(), 0);
           return e;
@@ -202,8 +202,7 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& git_entries) 
     }
     std::string names;
     for (std::size_t i = before; i < g.placeholders_.size(); ++i) {
-      names += (names.empty() ? "" : ", ") +
-               g.placeholders_[i].path.substr(entry.size() + 1);
+      names += (names.empty() ? "" : ", ") + g.placeholders_[i].path.substr(entry.size() + 1);
     }
     g.guarded_.push_back(entry + (names.empty() ? "" : " (placeholders: " + names + ")"));
   }

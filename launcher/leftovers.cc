@@ -206,7 +206,8 @@ LeftoverReport SweepLeftovers(const TreeSnapshot& before, bool report_repositori
             std::string(it == before.git_entries.end() ? "created" : "replaced") + " '" + v.path +
             "': a git run on the host in that directory would obey the repository it names "
             "(its configuration and hooks can run code). Inspect it without git (ls -la, cat), "
-            "then remove it with: rm -rf -- '" + v.path + "'");
+            "then remove it with: rm -rf -- '" +
+            v.path + "'");
       }
     }
     if (!clear_privileges || v.fd < 0 || !IsPrivileged(v.id)) return;
@@ -241,8 +242,8 @@ LeftoverReport SweepLeftovers(const TreeSnapshot& before, bool report_repositori
         what += "removed the file capabilities (security.capability) of '" + v.path + "'";
       } else {
         ok = false;
-        what += "could not remove the file capabilities of '" + v.path + "': " +
-                std::strerror(errno) + "; remove the file before running it";
+        what += "could not remove the file capabilities of '" + v.path +
+                "': " + std::strerror(errno) + "; remove the file before running it";
       }
     }
     if (ok) report.cleared_files.push_back(v.path);

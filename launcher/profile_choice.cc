@@ -49,7 +49,8 @@ std::string Absolute(const std::string& path) {
 }
 
 bool SameDir(const std::string& a, std::string_view b) {
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   if (::stat(a.c_str(), &sa) != 0 || ::stat(std::string(b).c_str(), &sb) != 0) return a == b;
   return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
@@ -107,9 +108,12 @@ Result<ProfileChoice> ChooseProfile(std::string_view requested, const policy::Se
         "profile '" + name + "'",
         "the repository's " + Absolute(hit->path) + " has the same name as " + which +
             " and would replace it; cagent does not let a repository swap the rules you asked "
-            "for by name. Review it (cagent policy show " + hit->path + "), then name it by path "
-            "(--profile " + hit->path + ") or pass --trust-repo-profile to use it; to use " +
-            which + " instead, pass --profile '" + other + "'");
+            "for by name. Review it (cagent policy show " +
+            hit->path +
+            "), then name it by path "
+            "(--profile " +
+            hit->path + ") or pass --trust-repo-profile to use it; to use " + which +
+            " instead, pass --profile '" + other + "'");
   }
   if (hit->path.starts_with(kBuiltinPrefix)) {
     for (const auto& b : policy::BuiltinProfiles()) {

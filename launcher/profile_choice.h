@@ -25,8 +25,8 @@ struct ProfileChoice {
   std::string path;
   // The same, absolute where it is a file (for result.json and --json).
   std::string file;
-  std::string sha256;            // of the file's text, as read now
-  bool from_repository = false;  // found in the repository's ./.cagent/
+  std::string sha256;                // of the file's text, as read now
+  bool from_repository = false;      // found in the repository's ./.cagent/
   std::vector<std::string> shadows;  // same-named profiles it hides, in search order
 };
 

@@ -284,8 +284,8 @@ Result<std::vector<std::string>> FilterOverrides(const std::string& root, const 
   auto r = RunGit(g);
   if (!r) return std::move(r).Context("read the repository's filter drivers").error();
   if (r->exit_code != 0 && r->exit_code != 1) {
-    return PlainError("git config --get-regexp filter", "exit " + std::to_string(r->exit_code) +
-                                                            ": " + TrimLine(r->err));
+    return PlainError("git config --get-regexp filter",
+                      "exit " + std::to_string(r->exit_code) + ": " + TrimLine(r->err));
   }
   std::set<std::string> names;
   for (const auto& key : SplitNul(r->out)) {
@@ -373,7 +373,8 @@ class ScratchDir {
  public:
   static Result<ScratchDir> Make(const std::string& parent) {
     std::string tmpl = parent + "/apply.XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) return ErrnoError("create a scratch directory in " + parent);
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      return ErrnoError("create a scratch directory in " + parent);
     ScratchDir s;
     s.path_ = tmpl;
     return s;
@@ -401,8 +402,8 @@ struct Checked {
 
 // Every check of step 5 (see apply.h), nothing written.
 Result<std::map<std::string, Checked>> CheckWorkTree(const WorkTree& tree,
-                                                      const std::vector<Change>& changes,
-                                                      const std::string& run_id) {
+                                                     const std::vector<Change>& changes,
+                                                     const std::string& run_id) {
   std::set<std::string> gone;
   for (const auto& c : changes) {
     if (c.removes()) gone.insert(c.path);
@@ -416,15 +417,18 @@ Result<std::map<std::string, Checked>> CheckWorkTree(const WorkTree& tree,
       if (e.err != 0) return e;
       return Refusal(run_id,
                      Shown(c.path) + " goes through " + e.op + ", which " + e.detail + " in " +
-                         root + "; cagent writes a patch only into real directories of your work "
-                                "tree, never through a symlink, a file or another repository",
-                     "Move " + e.op + " out of the way (or apply to a fresh clone with --repo DIR) "
-                     "and run cagent apply again.");
+                         root +
+                         "; cagent writes a patch only into real directories of your work "
+                         "tree, never through a symlink, a file or another repository",
+                     "Move " + e.op +
+                         " out of the way (or apply to a fresh clone with --repo DIR) "
+                         "and run cagent apply again.");
     }
     if (!walk->fd.valid()) {
       if (!c.adds()) {
-        return Refusal(run_id, Shown(c.path) + " is missing from " + root + " (" +
-                                   Shown(walk->absent) + " does not exist), but the patch changes it",
+        return Refusal(run_id,
+                       Shown(c.path) + " is missing from " + root + " (" + Shown(walk->absent) +
+                           " does not exist), but the patch changes it",
                        "Restore your work tree to the run's base commit and try again.");
       }
       checked[c.path] = {};
@@ -444,25 +448,27 @@ Result<std::map<std::string, Checked>> CheckWorkTree(const WorkTree& tree,
         auto left = LeftoverBelow(dir.get(), c.path, gone);
         if (!left) return left.error();
         if (!left->empty()) {
-          return Refusal(run_id, "the patch adds the file " + Shown(c.path) + ", but " + root +
-                                     " has a directory there holding " + Shown(*left) +
-                                     ", which git does not track (ignored or untracked)",
+          return Refusal(run_id,
+                         "the patch adds the file " + Shown(c.path) + ", but " + root +
+                             " has a directory there holding " + Shown(*left) +
+                             ", which git does not track (ignored or untracked)",
                          "Move it out of the way, then run cagent apply again.");
         }
       } else if (exists) {
-        return Refusal(run_id, "the patch adds " + Shown(c.path) + ", but " + root +
-                                   " already has a " + KindOf(st) +
-                                   " there that git does not track (ignored or untracked); "
-                                   "applying would replace it",
+        return Refusal(run_id,
+                       "the patch adds " + Shown(c.path) + ", but " + root + " already has a " +
+                           KindOf(st) +
+                           " there that git does not track (ignored or untracked); "
+                           "applying would replace it",
                        "Move it out of the way, then run cagent apply again.");
       }
     } else {
       const bool want_link = c.old_mode == "120000";
       if (!exists || (want_link ? !S_ISLNK(st.st_mode) : !S_ISREG(st.st_mode))) {
-        return Refusal(run_id, Shown(c.path) + " is " +
-                                   (exists ? "a " + KindOf(st) : std::string("missing")) + " in " +
-                                   root + ", but a " + KindOfMode(c.old_mode) +
-                                   " in the run's base commit",
+        return Refusal(run_id,
+                       Shown(c.path) + " is " +
+                           (exists ? "a " + KindOf(st) : std::string("missing")) + " in " + root +
+                           ", but a " + KindOfMode(c.old_mode) + " in the run's base commit",
                        "Restore your work tree to the run's base commit and try again.");
       }
     }
@@ -528,8 +534,9 @@ Status WriteWorkTree(const WorkTree& tree, const std::vector<Change>& changes,
             [](const Change* a, const Change* b) { return a->path < b->path; });
 
   auto changed_since = [](const std::string& path) {
-    return PlainError(Shown(path), "changed in the work tree since it was checked (a moment ago); "
-                                   "stopped before writing it");
+    return PlainError(Shown(path),
+                      "changed in the work tree since it was checked (a moment ago); "
+                      "stopped before writing it");
   };
   std::set<std::string> emptied;
   for (const Change* c : removals) {
@@ -542,7 +549,8 @@ Status WriteWorkTree(const WorkTree& tree, const std::vector<Change>& changes,
         !Same(IdentityOf(st), checked.at(c->path).identity)) {
       return changed_since(c->path);
     }
-    if (::unlinkat(walk->fd.get(), name.c_str(), 0) != 0) return ErrnoError("remove " + Shown(c->path));
+    if (::unlinkat(walk->fd.get(), name.c_str(), 0) != 0)
+      return ErrnoError("remove " + Shown(c->path));
     written->push_back(c->path);
     for (auto slash = c->path.rfind('/'); slash != std::string::npos && slash > 0;
          slash = c->path.rfind('/', slash - 1)) {
@@ -605,7 +613,8 @@ bool IsDotGitComponent(std::string_view component) {
       i += 3;
       continue;
     }
-    folded.push_back(b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a') : static_cast<char>(b));
+    folded.push_back(b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a')
+                                          : static_cast<char>(b));
     ++i;
   }
   if (folded == "git~1") return true;
@@ -653,8 +662,8 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
   const std::string& id = report.run_id;
   if (JsonString(j, "status") != "completed") {
     return PlainError("apply run " + id, "the run is " + Shown(JsonString(j, "status")) +
-                                                 ", not completed: only a completed run's patch "
-                                                 "is applied");
+                                             ", not completed: only a completed run's patch "
+                                             "is applied");
   }
   const auto verified = j.find("verified");
   report.unverified = verified == j.end() || !verified->is_boolean() || !verified->get<bool>();
@@ -664,9 +673,10 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
   if (!ok) return PlainError("apply run " + id, "cannot read " + patch_file);
   const std::string expected = j.contains("patch") ? JsonString(j["patch"], "sha256") : "";
   if (Sha256Hex(patch) != expected) {
-    return PlainError("apply run " + id,
-                      patch_file + " does not match the digest recorded for the run (" +
-                          expected.substr(0, 16) + "); refusing a patch that changed after the run");
+    return PlainError("apply run " + id, patch_file +
+                                             " does not match the digest recorded for the run (" +
+                                             expected.substr(0, 16) +
+                                             "); refusing a patch that changed after the run");
   }
   const std::string base = JsonString(j, "base_commit");
   if (base.size() != 40 || base.find_first_not_of("0123456789abcdef") != std::string::npos) {
@@ -697,8 +707,8 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
   std::error_code ec;
   if (!fs::is_directory(layout.trusted_git + "/objects", ec)) {
     return PlainError("apply run " + id, "the run's own git directory " + layout.trusted_git +
-                                                " is missing; the patch cannot be checked "
-                                                "without it (run the task again)");
+                                             " is missing; the patch cannot be checked "
+                                             "without it (run the task again)");
   }
   auto scratch = ScratchDir::Make(req.run_dir);
   if (!scratch) return scratch.error();
@@ -721,7 +731,8 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
     // Highest-precedence attributes: nothing converts content in the scratch index.
     std::ofstream attrs(env.scratch_git + "/info/attributes", std::ios::trunc);
     attrs << "* -text -eol -ident -filter -diff -merge -working-tree-encoding -whitespace\n";
-    if (!alt || !attrs) return PlainError("prepare the check", "cannot write in " + env.scratch_git);
+    if (!alt || !attrs)
+      return PlainError("prepare the check", "cannot write in " + env.scratch_git);
   }
   if (auto r = GitOutput(InScratch(env, {"read-tree", base})); !r) {
     return std::move(r).Context("read the run's base commit " + base.substr(0, 12)).error();
@@ -736,10 +747,12 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
                      "Review it with cagent diff " + id + "; such a patch is never applied.");
     }
   }
-  if (auto r = GitOutput(InScratch(env, {"apply", "--cached", "--whitespace=nowarn", "--",
-                                         patch_file}));
+  if (auto r =
+          GitOutput(InScratch(env, {"apply", "--cached", "--whitespace=nowarn", "--", patch_file}));
       !r) {
-    return std::move(r).Context("apply the patch to the base commit (in cagent's own git dir)").error();
+    return std::move(r)
+        .Context("apply the patch to the base commit (in cagent's own git dir)")
+        .error();
   }
   auto tree = GitOutput(InScratch(env, {"write-tree"}));
   if (!tree) return std::move(tree).Context("record the patched tree").error();
@@ -759,38 +772,44 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
     }
     if (c.old_mode == "160000" || !IsDecimalModeOf(c.old_mode) || !IsDecimalModeOf(c.new_mode) ||
         std::string("AMDT").find(c.status) == std::string::npos) {
-      return Refusal(id, "the patch changes " + Shown(c.path) + " in a way cagent does not apply (" +
-                             c.status + " " + c.old_mode + " -> " + c.new_mode + ")",
+      return Refusal(id,
+                     "the patch changes " + Shown(c.path) + " in a way cagent does not apply (" +
+                         c.status + " " + c.old_mode + " -> " + c.new_mode + ")",
                      "Apply it by hand after reviewing it with cagent diff " + id + ".");
     }
     const auto rec = recorded.find(c.path);
     if (rec == recorded.end() || JsonString(rec->second, "status") != std::string(1, c.status) ||
         JsonString(rec->second, "new_mode") != c.new_mode ||
         JsonString(rec->second, "old_mode") != c.old_mode) {
-      return Refusal(id, "the patch changes " + Shown(c.path) + " (" + c.status + " " +
-                             c.old_mode + " -> " + c.new_mode +
-                             "), which is not what result.json records for the run",
+      return Refusal(id,
+                     "the patch changes " + Shown(c.path) + " (" + c.status + " " + c.old_mode +
+                         " -> " + c.new_mode +
+                         "), which is not what result.json records for the run",
                      "The run directory was altered; run the task again.");
     }
   }
   for (const auto& [path, f] : recorded) {
     if (seen.count(path) == 0) {
-      return Refusal(id, "result.json lists " + Shown(path) + " as changed, but the patch does not "
+      return Refusal(id,
+                     "result.json lists " + Shown(path) +
+                         " as changed, but the patch does not "
                          "change it",
                      "The run directory was altered; run the task again.");
     }
   }
   if (*listed != seen) {
-    return Refusal(id, "the patch's own file list (git apply --numstat) and its effect on the base "
-                       "commit disagree",
+    return Refusal(id,
+                   "the patch's own file list (git apply --numstat) and its effect on the base "
+                   "commit disagree",
                    "Review it with cagent diff " + id + "; such a patch is never applied.");
   }
   for (const auto& c : *changes) {
     if (c.new_mode != "120000") continue;
     for (const auto& other : *changes) {
       if (!other.removes() && other.path.starts_with(c.path + "/")) {
-        return Refusal(id, "the patch makes " + Shown(c.path) + " a symbolic link and writes " +
-                               Shown(other.path) + " through it",
+        return Refusal(id,
+                       "the patch makes " + Shown(c.path) + " a symbolic link and writes " +
+                           Shown(other.path) + " through it",
                        "Such a patch is never applied.");
       }
     }
@@ -839,8 +858,9 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
     auto valid = GitOutput(InRepo(env, {"check-ref-format", "--branch", req.branch}));
     if (!valid) return PlainError("--branch " + Shown(req.branch), "is not a valid branch name");
   } else if (head_commit != base) {
-    return Refusal(id, env.repo_root + " has moved: HEAD is " + head_commit.substr(0, 12) +
-                           ", the run was made on " + base.substr(0, 12),
+    return Refusal(id,
+                   env.repo_root + " has moved: HEAD is " + head_commit.substr(0, 12) +
+                       ", the run was made on " + base.substr(0, 12),
                    "Check out the base commit, or pass --branch NAME to apply on a new branch "
                    "created at it.");
   }
@@ -858,9 +878,11 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
     auto again = dirty_paths();
     if (!again) return again.error();
     if (!again->empty()) {
-      return PlainError("apply run " + id,
-                        "the branch " + Shown(req.branch) + " was created at the base, but its "
-                        "checkout left changes in the work tree; nothing of the patch was written");
+      return PlainError(
+          "apply run " + id,
+          "the branch " + Shown(req.branch) +
+              " was created at the base, but its "
+              "checkout left changes in the work tree; nothing of the patch was written");
     }
   }
 
@@ -901,9 +923,10 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
     std::string line;
     for (std::size_t k = i; k < std::min(to_hash.size(), i + kArgsPerCall); ++k) {
       if (!std::getline(lines, line) || line != to_hash[k].second) {
-        return PlainError("apply run " + id, "the repository stored a file under a different "
-                                                "id than the run's (another object format?); "
-                                                "nothing was written");
+        return PlainError("apply run " + id,
+                          "the repository stored a file under a different "
+                          "id than the run's (another object format?); "
+                          "nothing was written");
       }
     }
   }
@@ -942,8 +965,11 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
       args.push_back(removed[k]);
     }
     if (auto r = GitOutput(InRepo(env, args)); !r) {
-      return std::move(r).Context("the files were written, but staging failed (stage them with "
-                                  "git add)").error();
+      return std::move(r)
+          .Context(
+              "the files were written, but staging failed (stage them with "
+              "git add)")
+          .error();
     }
   }
   for (std::size_t i = 0; i < entries.size(); i += kArgsPerCall) {
@@ -953,8 +979,11 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
       args.push_back(entries[k]);
     }
     if (auto r = GitOutput(InRepo(env, args)); !r) {
-      return std::move(r).Context("the files were written, but staging failed (stage them with "
-                                  "git add)").error();
+      return std::move(r)
+          .Context(
+              "the files were written, but staging failed (stage them with "
+              "git add)")
+          .error();
     }
   }
   report.paths = std::move(written);

@@ -1,7 +1,7 @@
 // `cagent apply RUN`: a completed run's patch brought into the caller's repository. Runs in cagent
-// (trusted), outside any sandbox, on the caller's repository — which may hold content cagent did not
-// write and git does not track (ignored symlinks, ignored files, a repository-local filter driver
-// named by a committed .gitattributes).
+// (trusted), outside any sandbox, on the caller's repository — which may hold content cagent did
+// not write and git does not track (ignored symlinks, ignored files, a repository-local filter
+// driver named by a committed .gitattributes).
 //
 // The patch is never handed to git in the caller's work tree. Instead:
 //   1. the run's record is checked (completed, patch.diff matches the digest that was verified);
@@ -49,10 +49,10 @@ struct ApplyRequest {
 struct ApplyReport {
   std::string run_id;
   std::string repo_root;
-  std::string branch;               // created (empty: none)
-  std::vector<std::string> paths;   // changed in the work tree and the index
-  bool unverified = false;          // the run completed with no verify commands
-  bool nothing_to_apply = false;    // the run's patch was empty
+  std::string branch;              // created (empty: none)
+  std::vector<std::string> paths;  // changed in the work tree and the index
+  bool unverified = false;         // the run completed with no verify commands
+  bool nothing_to_apply = false;   // the run's patch was empty
 };
 
 // Applies the run at request.run_dir to the caller's repository as described above. Runs in

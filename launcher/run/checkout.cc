@@ -8,9 +8,7 @@
 #include "launcher/run/git.h"
 
 namespace cagent::launcher::run {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 Result<VerifyTree> MakeVerifyTree(const WorkspaceLayout& l, const std::string& base,
                                   const std::string& patch_file, const std::string& expected_tree) {

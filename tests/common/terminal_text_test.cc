@@ -29,25 +29,37 @@ TEST(TerminalSafe, NewlinesAreEscapedOnOneLineAndKeptOnMany) {
 
 TEST(TerminalSafe, C1ControlsAreEscaped) {
   // U+009B is a one-character CSI on terminals that honour C1 controls.
-  EXPECT_EQ(TerminalSafe("a\xc2\x9b" "31mred"), "a\\u{009b}31mred");
+  EXPECT_EQ(TerminalSafe("a\xc2\x9b"
+                         "31mred"),
+            "a\\u{009b}31mred");
   EXPECT_EQ(TerminalSafe("\x7f"), "\\x7f");
 }
 
 TEST(TerminalSafe, BidiAndInvisibleCodePointsAreShown) {
   // RIGHT-TO-LEFT OVERRIDE makes "test_gpj.py" read as "test_yp.jpg"-like text.
   EXPECT_EQ(TerminalSafe("test_\xe2\x80\xaegpj.py"), "test_\\u{202e}gpj.py");
-  EXPECT_EQ(TerminalSafe("a\xe2\x80\x8b" "b"), "a\\u{200b}b");        // zero-width space
-  EXPECT_EQ(TerminalSafe("a\xe2\x81\xa6" "b"), "a\\u{2066}b");        // LRI
-  EXPECT_EQ(TerminalSafe("\xef\xbb\xbf" "x"), "\\u{feff}x");          // BOM
-  EXPECT_EQ(TerminalSafe("a\xe2\x80\xa8" "b"), "a\\u{2028}b");        // line separator
-  EXPECT_EQ(TerminalSafe("\xf3\xa0\x80\x81"), "\\u{e0001}");          // language tag
+  EXPECT_EQ(TerminalSafe("a\xe2\x80\x8b"
+                         "b"),
+            "a\\u{200b}b");  // zero-width space
+  EXPECT_EQ(TerminalSafe("a\xe2\x81\xa6"
+                         "b"),
+            "a\\u{2066}b");  // LRI
+  EXPECT_EQ(TerminalSafe("\xef\xbb\xbf"
+                         "x"),
+            "\\u{feff}x");  // BOM
+  EXPECT_EQ(TerminalSafe("a\xe2\x80\xa8"
+                         "b"),
+            "a\\u{2028}b");                                   // line separator
+  EXPECT_EQ(TerminalSafe("\xf3\xa0\x80\x81"), "\\u{e0001}");  // language tag
 }
 
 TEST(TerminalSafe, InvalidUtf8BecomesHexBytes) {
-  EXPECT_EQ(TerminalSafe("a\xff" "b"), "a\\xffb");
-  EXPECT_EQ(TerminalSafe("\xc0\xaf"), "\\xc0\\xaf");            // overlong '/'
-  EXPECT_EQ(TerminalSafe("\xed\xa0\x80"), "\\xed\\xa0\\x80");   // a surrogate
-  EXPECT_EQ(TerminalSafe("\xe2\x80"), "\\xe2\\x80");            // cut short
+  EXPECT_EQ(TerminalSafe("a\xff"
+                         "b"),
+            "a\\xffb");
+  EXPECT_EQ(TerminalSafe("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
+  EXPECT_EQ(TerminalSafe("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(TerminalSafe("\xe2\x80"), "\\xe2\\x80");           // cut short
 }
 
 TEST(JsonText, InvalidUtf8DoesNotThrow) {

@@ -6,9 +6,9 @@
 // The run directories are fakes made by the test: a completed, verified result.json whose
 // patch.sha256 matches patch.diff, and the run's own git dir (a bare clone of the repository).
 #include <fcntl.h>
-#include <signal.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,10 +16,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -139,8 +139,8 @@ class ApplyHostileTest : public ::testing::Test {
       std::istringstream in(fields[i]);
       std::string om, nm, ob, nb, st;
       in >> om >> nm >> ob >> nb >> st;
-      files.push_back({{"path", fields[i + 1]}, {"status", st}, {"old_mode", om.substr(1)},
-                       {"new_mode", nm}});
+      files.push_back(
+          {{"path", fields[i + 1]}, {"status", st}, {"old_mode", om.substr(1)}, {"new_mode", nm}});
     }
     WriteRun(id, repo, patch, files);
   }
@@ -231,14 +231,17 @@ TEST_F(ApplyHostileTest, APatchTouchingDotGitConfigIsRefused) {
   const std::string repo = MakeRepo("repo", {{"a.txt", "a\n"}});
   const std::string config = ReadFile(repo + "/.git/config");
   const auto lines = std::count(config.begin(), config.end(), '\n');
-  const std::string patch = "diff --git a/.git/config b/.git/config\n--- a/.git/config\n"
-                            "+++ b/.git/config\n@@ -" + std::to_string(lines) + ",0 +" +
-                            std::to_string(lines + 1) + ",2 @@\n+[core]\n+\tfsmonitor = " +
-                            outside_ + "/planted\n";
+  const std::string patch =
+      "diff --git a/.git/config b/.git/config\n--- a/.git/config\n"
+      "+++ b/.git/config\n@@ -" +
+      std::to_string(lines) + ",0 +" + std::to_string(lines + 1) +
+      ",2 @@\n+[core]\n+\tfsmonitor = " + outside_ + "/planted\n";
   fs::create_directories(RunDir("r3"));
   ASSERT_EQ(Sh(dir_, "git clone -q --bare " + Quote(repo) + " " + Quote(RunDir("r3") + "/git")), 0);
   WriteRun("r3", repo, patch,
-           json::array({{{"path", ".git/config"}, {"status", "M"}, {"old_mode", "100644"},
+           json::array({{{"path", ".git/config"},
+                         {"status", "M"},
+                         {"old_mode", "100644"},
                          {"new_mode", "100644"}}}));
   const std::string naive = HandOver(repo);
 

@@ -31,9 +31,9 @@ bool Exists(const std::string& path) {
 // sh -c CMD in DIR as the user cagent runs as, with git's identity set and no user or system
 // configuration; output discarded.
 int ShAsUser(const std::string& dir, const std::string& cmd) {
-  const std::string env =
-      "export HOME=" + dir + "/.. GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t "
-      "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t; ";
+  const std::string env = "export HOME=" + dir +
+                          "/.. GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t "
+                          "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t; ";
   return Harness::Get().ShAsUser(dir, env + cmd);
 }
 
@@ -54,7 +54,9 @@ class GitTrapTest : public ::testing::Test {
            "; false\"\\n' > evil/config; "
            "printf '../evil\\n' > .git/commondir; echo commondir=$?; "
            "printf '[core]\\n\\tfsmonitor = x\\n' > .git/config.worktree; echo worktree=$?; "
-           "printf '#!/bin/sh\\ntouch " + marker_ + "\\n' > .git/hooks/post-index-change; "
+           "printf '#!/bin/sh\\ntouch " +
+           marker_ +
+           "\\n' > .git/hooks/post-index-change; "
            "echo hook=$?; "
            "echo '* filter=x' > .git/info/attributes; echo attributes=$?; "
            "export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t "
@@ -108,8 +110,8 @@ TEST_F(GitTrapTest, GitMetadataIsReadOnlyInsideAndHostGitRunsNothing) {
     const std::string branch = "side" + std::to_string(++round);
     const RunResult r = Exec(Attack() +
                                  "; echo two >> f && git add f && git commit -qm two && "
-                                 "git checkout -q -b " + branch +
-                                 " && echo three >> f && git stash -q && echo work=ok",
+                                 "git checkout -q -b " +
+                                 branch + " && echo three >> f && git stash -q && echo work=ok",
                              extra);
     for (const char* refused : {"commondir=2", "worktree=2", "hook=2", "attributes=2"}) {
       EXPECT_THAT(r.out, HasSubstr(refused)) << r.out << r.err;
@@ -123,17 +125,18 @@ TEST_F(GitTrapTest, GitMetadataIsReadOnlyInsideAndHostGitRunsNothing) {
     EXPECT_FALSE(Exists(ws_ + "/.git/config.worktree"));
     HostGitStatus();
     EXPECT_FALSE(Exists(marker_));
-    ASSERT_EQ(ShAsUser(ws_, "rm -rf planted evil && git checkout -q master 2>/dev/null || "
-                            "git checkout -q main"),
+    ASSERT_EQ(ShAsUser(ws_,
+                       "rm -rf planted evil && git checkout -q master 2>/dev/null || "
+                       "git checkout -q main"),
               0);
   }
   EXPECT_EQ(ShAsUser(ws_, "git log --all --oneline | grep -q two"), 0) << "commits made inside";
 }
 
 TEST_F(GitTrapTest, GitDirCannotBeMovedAsideAndReplaced) {
-  const RunResult r =
-      Exec("mv .git .git-old; echo mv=$?; mv .git/objects o; echo objects=$?; "
-           "rm -rf .git/hooks; echo hooks=$?");
+  const RunResult r = Exec(
+      "mv .git .git-old; echo mv=$?; mv .git/objects o; echo objects=$?; "
+      "rm -rf .git/hooks; echo hooks=$?");
   EXPECT_THAT(r.out, HasSubstr("mv=1"));
   EXPECT_THAT(r.out, HasSubstr("objects=1"));
   EXPECT_THAT(r.out, Not(HasSubstr("hooks=0")));

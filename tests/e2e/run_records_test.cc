@@ -39,7 +39,8 @@ void Put(const std::string& path, const std::string& text) {
 // One replayed model turn calling `tool` with `args`.
 std::string ToolTurn(const std::string& tool, json args) {
   static int n = 0;
-  json call = {{"id", "rec_" + std::to_string(++n)}, {"name", tool}, {"arguments", std::move(args)}};
+  json call = {
+      {"id", "rec_" + std::to_string(++n)}, {"name", tool}, {"arguments", std::move(args)}};
   return json{{"tool_calls", json::array({call})},
               {"usage", {{"input_tokens", 10}, {"output_tokens", 5}}}}
              .dump() +
@@ -76,15 +77,18 @@ class RunRecordsTest : public ::testing::Test {
   }
 
   // `cagent run` of the demo repository with a replayed session; `json_out` adds --json.
-  RunResult RunSession(const std::string& session, bool json_out,
-                       const std::string& profile = "") {
+  RunResult RunSession(const std::string& session, bool json_out, const std::string& profile = "") {
     Put(dir_ + "/session.jsonl", session);
     ::chown((dir_ + "/session.jsonl").c_str(), Harness::Get().run_uid(), Harness::Get().run_gid());
-    std::vector<std::string> args = {
-        "run",     "--profile", profile.empty() ? repo_ + "/.cagent/fix-add.cagent" : profile,
-        "--repo",  repo_,       "--model",
-        "replay:" + dir_ + "/session.jsonl",
-        "--approve", "never"};
+    std::vector<std::string> args = {"run",
+                                     "--profile",
+                                     profile.empty() ? repo_ + "/.cagent/fix-add.cagent" : profile,
+                                     "--repo",
+                                     repo_,
+                                     "--model",
+                                     "replay:" + dir_ + "/session.jsonl",
+                                     "--approve",
+                                     "never"};
     if (json_out) args.push_back("--json");
     args.push_back(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/task.md");
     return Harness::Get().Run(args, Env());
@@ -104,15 +108,16 @@ class RunRecordsTest : public ::testing::Test {
 TEST_F(RunRecordsTest, ANameThatIsNotUtf8StillGivesValidJson) {
   Commit();
   const std::string session =
-      ToolTurn("run_command", {{"command", "python3 -c \"open(b'bad\\xffname.txt','w').write('x')\""}}) +
+      ToolTurn("run_command",
+               {{"command", "python3 -c \"open(b'bad\\xffname.txt','w').write('x')\""}}) +
       ToolTurn("finish", {{"summary", "made a file"}});
   const RunResult r = RunSession(session, true);
   SCOPED_TRACE(r.err);
   const json res = Parse(r.out);
   ASSERT_TRUE(res.is_object()) << "--json output is not JSON: " << r.out;
   ASSERT_FALSE(res["run_dir"].is_null());
-  const json file = json::parse(Slurp(res["run_dir"].get<std::string>() + "/result.json"), nullptr,
-                                false);
+  const json file =
+      json::parse(Slurp(res["run_dir"].get<std::string>() + "/result.json"), nullptr, false);
   ASSERT_FALSE(file.is_discarded()) << "result.json is not JSON";
   bool found = false;
   for (const auto& f : file["changed_files"]) {
@@ -128,9 +133,9 @@ TEST_F(RunRecordsTest, EscapeSequencesInNamesAndSummaryReachNoTerminalRaw) {
   Commit();
   const std::string evil = "x\x1b[2K\x1b[1Averify passed\xe2\x80\xae.txt";
   const std::string session =
-      ToolTurn("run_command",
-               {{"command", "python3 -c \"open('x\\x1b[2K\\x1b[1Averify passed\\u202e.txt','w')"
-                            ".write('x')\""}}) +
+      ToolTurn("run_command", {{"command",
+                                "python3 -c \"open('x\\x1b[2K\\x1b[1Averify passed\\u202e.txt','w')"
+                                ".write('x')\""}}) +
       ToolTurn("finish", {{"summary", "done\x1b]0;owned\x07 \xe2\x81\xa6hidden"}});
   const RunResult r = RunSession(session, false);
   // The summary goes to stderr.
@@ -224,16 +229,22 @@ TEST_F(RunRecordsTest, APreApprovalDoesNotCoverAPathThatNowResolvesElsewhere) {
                    "\napproval on-request\ntools {\n  ask write_file on notes.txt\n}\n");
   const std::string session =
       ToolTurn("read_file", {{"path", "calc.py"}}) +
-      ToolTurn("edit_file", {{"path", "calc.py"},
-                             {"old_string", "return a - b"},
-                             {"new_string", "return a + b"}}) +
+      ToolTurn(
+          "edit_file",
+          {{"path", "calc.py"}, {"old_string", "return a - b"}, {"new_string", "return a + b"}}) +
       ToolTurn("read_file", {{"path", "notes.txt"}}) +
       ToolTurn("write_file", {{"path", "notes.txt"}, {"content", "fixed add\n"}}) +
       ToolTurn("finish", {{"summary", "fixed"}});
   auto run = [&](const std::vector<std::string>& approval) {
     Put(dir_ + "/session.jsonl", session);
-    std::vector<std::string> args = {"run", "--profile", profile, "--repo", repo_, "--model",
-                                     "replay:" + dir_ + "/session.jsonl", "--json"};
+    std::vector<std::string> args = {"run",
+                                     "--profile",
+                                     profile,
+                                     "--repo",
+                                     repo_,
+                                     "--model",
+                                     "replay:" + dir_ + "/session.jsonl",
+                                     "--json"};
     args.insert(args.end(), approval.begin(), approval.end());
     args.push_back(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/task.md");
     const RunResult r = Harness::Get().Run(args, Env());
@@ -256,9 +267,11 @@ TEST_F(RunRecordsTest, APreApprovalDoesNotCoverAPathThatNowResolvesElsewhere) {
 
   // 3. notes.txt becomes a link to calc.py (committed: the repository is hostile). The model's
   // arguments are byte for byte the same; the pre-approval no longer covers them.
-  const std::string relink = "cd " + repo_ + " && rm notes.txt && ln -s calc.py notes.txt && "
-                             "git -c safe.directory='*' add -A && git -c safe.directory='*' -c user.name=t "
-                             "-c user.email=t@t commit -qm link";
+  const std::string relink =
+      "cd " + repo_ +
+      " && rm notes.txt && ln -s calc.py notes.txt && "
+      "git -c safe.directory='*' add -A && git -c safe.directory='*' -c user.name=t "
+      "-c user.email=t@t commit -qm link";
   ASSERT_EQ(std::system(relink.c_str()), 0);
   const std::string chown = "chown -R " + std::to_string(Harness::Get().run_uid()) + ":" +
                             std::to_string(Harness::Get().run_gid()) + " " + repo_;

@@ -102,8 +102,7 @@ TEST_F(SetuidTest, TheSweepClearsWhatGotPastTheFilter) {
 }
 
 TEST_F(SetuidTest, FileCapabilitiesCannotBeSetInside) {
-  const RunResult r =
-      Exec("cp /bin/true c && /usr/sbin/setcap cap_net_raw+ep c; echo setcap=$?");
+  const RunResult r = Exec("cp /bin/true c && /usr/sbin/setcap cap_net_raw+ep c; echo setcap=$?");
   if (r.out.find("setcap=127") != std::string::npos) GTEST_SKIP() << "setcap is not installed";
   EXPECT_THAT(r.out, Not(HasSubstr("setcap=0"))) << r.out << r.err;
 }

@@ -141,10 +141,8 @@ class ApplyTest : public ::testing::Test {
       std::istringstream in(fields[i]);
       std::string om, nm, ob, nb, st;
       in >> om >> nm >> ob >> nb >> st;
-      files.push_back({{"path", fields[i + 1]},
-                       {"status", st},
-                       {"old_mode", om.substr(1)},
-                       {"new_mode", nm}});
+      files.push_back(
+          {{"path", fields[i + 1]}, {"status", st}, {"old_mode", om.substr(1)}, {"new_mode", nm}});
     }
     WriteRun(run_dir, repo, Head(repo), patch, files);
     return run_dir;
@@ -233,7 +231,8 @@ TEST_F(ApplyTest, AnIgnoredSymlinkedParentIsRefusedWhereGitApplyWritesThroughIt)
 
   auto r = Apply(run, repo);
   ASSERT_FALSE(r);
-  EXPECT_THAT(r.error().Message(), HasSubstr("'data/x' goes through 'data', which is a symbolic link"));
+  EXPECT_THAT(r.error().Message(),
+              HasSubstr("'data/x' goes through 'data', which is a symbolic link"));
   EXPECT_THAT(r.error().Message(), HasSubstr("Nothing was written"));
   EXPECT_FALSE(Exists(outside_ + "/x"));
   std::string status;
@@ -283,14 +282,18 @@ TEST_F(ApplyTest, APatchTouchingDotGitConfigIsRefusedWherePatchWritesIt) {
   const std::string repo = MakeRepo("repo", {{"a.txt", "a\n"}});
   const std::string config = ReadFile(repo + "/.git/config");
   const int lines = static_cast<int>(std::count(config.begin(), config.end(), '\n'));
-  const std::string patch = "diff --git a/.git/config b/.git/config\n--- a/.git/config\n"
-                            "+++ b/.git/config\n@@ -" + std::to_string(lines) + ",0 +" +
-                            std::to_string(lines + 1) + ",2 @@\n+[core]\n+\thooksPath = /tmp/evil\n";
+  const std::string patch =
+      "diff --git a/.git/config b/.git/config\n--- a/.git/config\n"
+      "+++ b/.git/config\n@@ -" +
+      std::to_string(lines) + ",0 +" + std::to_string(lines + 1) +
+      ",2 @@\n+[core]\n+\thooksPath = /tmp/evil\n";
   const std::string run_dir = dir_ + "/runs/run-git";
   fs::create_directories(run_dir);
   ASSERT_EQ(Sh(dir_, "git clone -q --bare " + Quote(repo) + " " + Quote(run_dir + "/git")), 0);
   WriteRun(run_dir, repo, Head(repo), patch,
-           json::array({{{"path", ".git/config"}, {"status", "M"}, {"old_mode", "100644"},
+           json::array({{{"path", ".git/config"},
+                         {"status", "M"},
+                         {"old_mode", "100644"},
                          {"new_mode", "100644"}}}));
   const std::string naive = Copy(repo, "naive");
 
@@ -327,7 +330,8 @@ TEST_F(ApplyTest, ResultJsonAndThePatchMustAgree) {
 // A filter driver in the caller's repository config, selected by a committed .gitattributes.
 TEST_F(ApplyTest, TheRepositorysFilterDriversDoNotRunWhereGitApplyRunsThem) {
   const std::string marker = dir_ + "/marker";
-  const std::string repo = MakeRepo("repo", {{"a.txt", "a\n"}, {".gitattributes", "*.txt filter=mark\n"}});
+  const std::string repo =
+      MakeRepo("repo", {{"a.txt", "a\n"}, {".gitattributes", "*.txt filter=mark\n"}});
   const std::string run = MakeRun(repo, "echo more >> a.txt && echo new > b.txt");
   const std::string driver = "sh -c 'touch " + marker + "; cat'";
   ASSERT_EQ(Sh(repo, "git config filter.mark.clean " + Quote(driver) +
@@ -354,8 +358,10 @@ TEST_F(ApplyTest, TheRepositorysFilterDriversDoNotRunWhereGitApplyRunsThem) {
 
 TEST_F(ApplyTest, HashObjectNoFiltersReallyBypassesTheFilterDriver) {
   const std::string marker = dir_ + "/marker";
-  const std::string repo = MakeRepo("repo", {{"a.txt", "a\n"}, {".gitattributes", "*.txt filter=mark\n"}});
-  ASSERT_EQ(Sh(repo, "git config filter.mark.clean " + Quote("sh -c 'touch " + marker + "; cat'")), 0);
+  const std::string repo =
+      MakeRepo("repo", {{"a.txt", "a\n"}, {".gitattributes", "*.txt filter=mark\n"}});
+  ASSERT_EQ(Sh(repo, "git config filter.mark.clean " + Quote("sh -c 'touch " + marker + "; cat'")),
+            0);
   WriteFile(dir_ + "/blob", "content\n");
   fs::remove(marker);
   ASSERT_EQ(Sh(repo, "git hash-object -w --path=x.txt " + Quote(dir_ + "/blob")), 0);
@@ -367,7 +373,8 @@ TEST_F(ApplyTest, HashObjectNoFiltersReallyBypassesTheFilterDriver) {
 
 TEST_F(ApplyTest, BranchCreatesItAtTheBaseWithoutRunningTheFilterWhereGitSwitchRunsIt) {
   const std::string marker = dir_ + "/marker";
-  const std::string repo = MakeRepo("repo", {{"a.txt", "a\n"}, {".gitattributes", "*.txt filter=mark\n"}});
+  const std::string repo =
+      MakeRepo("repo", {{"a.txt", "a\n"}, {".gitattributes", "*.txt filter=mark\n"}});
   const std::string base = Head(repo);
   const std::string run = MakeRun(repo, "echo more >> a.txt");
   // HEAD moves on, so the branch needs a checkout of the base.
@@ -483,7 +490,8 @@ TEST_F(ApplyTest, ADirtyOrMovedRepositoryAndATamperedPatchAreRefused) {
   EXPECT_THAT(dirty.error().Message(), HasSubstr("uncommitted changes"));
   fs::remove(repo + "/untracked");
 
-  ASSERT_EQ(Sh(repo, "echo b > b && " + std::string(kGit) + " add b && " + kGit + " commit -qm b"), 0);
+  ASSERT_EQ(Sh(repo, "echo b > b && " + std::string(kGit) + " add b && " + kGit + " commit -qm b"),
+            0);
   auto moved = Apply(run, repo);
   ASSERT_FALSE(moved);
   EXPECT_THAT(moved.error().Message(), HasSubstr("has moved"));

@@ -63,8 +63,8 @@ class HostGuardTest : public ::testing::Test {
   int Host(const std::string& script) {
     const std::string cmd = "cd '" + ws_ + "' && export HOME='" + dir_ +
                             "' GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t "
-                            "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t && (" + script +
-                            ") >/dev/null 2>&1";
+                            "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t && (" +
+                            script + ") >/dev/null 2>&1";
     return std::system(cmd.c_str());
   }
   void MakeRepo() {
@@ -92,7 +92,9 @@ class HostGuardTest : public ::testing::Test {
            "; false\"\\n' > evil/config; "
            "printf '../evil\\n' > .git/commondir; echo c=$?; "
            "printf '[core]\\n\\tfsmonitor = x\\n' > .git/config.worktree; echo w=$?; "
-           "printf '#!/bin/sh\\ntouch " + marker_ + "\\n' > .git/hooks/post-index-change; echo h=$?; "
+           "printf '#!/bin/sh\\ntouch " +
+           marker_ +
+           "\\n' > .git/hooks/post-index-change; echo h=$?; "
            "echo '* filter=x' > .git/info/attributes; echo i=$?; "
            "mkdir -p .git/worktrees/x; echo t=$?; "
            "echo /tmp > .git/objects/info/alternates; echo a=$?; "
@@ -236,9 +238,11 @@ TEST_F(HostGuardTest, ACallersOwnSetuidFileIsLeftAlone) {
 }
 
 TEST_F(HostGuardTest, FileCapabilitiesNeedCapSetfcapAndAreSweptOtherwise) {
-  if (::geteuid() != 0) GTEST_SKIP() << "a caller other than root cannot set real file capabilities";
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "a caller other than root cannot set real file capabilities";
   if (!Exists("/usr/sbin/setcap")) GTEST_SKIP() << "setcap is not installed";
-  const std::string script = "cp /bin/true c && /usr/sbin/setcap cap_net_raw+ep c; echo rc=$? > rc.txt";
+  const std::string script =
+      "cp /bin/true c && /usr/sbin/setcap cap_net_raw+ep c; echo rc=$? > rc.txt";
   // With every capability dropped, setting security.capability needs CAP_SETFCAP: refused.
   LaunchSpec spec = Spec(script);
   spec.guard_privileged_files = false;
