@@ -86,6 +86,9 @@ Result<ProfileChoice> ChooseProfile(std::string_view requested, const policy::Se
     c.path = name;
     c.file = Absolute(name);
     c.sha256 = Sha256Hex(*text);
+    const auto slash = name.rfind('/');
+    c.from_repository = !repo_dir.empty() &&
+                        SameDir(slash == std::string::npos ? "." : name.substr(0, slash), repo_dir);
     return c;
   }
   const auto entries = policy::ListProfiles(search);

@@ -26,7 +26,7 @@ struct ProfileChoice {
   // The same, absolute where it is a file (for result.json and --json).
   std::string file;
   std::string sha256;                // of the file's text, as read now
-  bool from_repository = false;      // found in the repository's ./.cagent/
+  bool from_repository = false;      // the file is in the repository's ./.cagent/ (found or named)
   std::vector<std::string> shadows;  // same-named profiles it hides, in search order
 };
 

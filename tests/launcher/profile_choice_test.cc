@@ -62,6 +62,10 @@ TEST_F(ProfileChoiceTest, TheSameProfileIsAcceptedWhenTrustedOrNamedByPath) {
   auto by_path = ChooseProfile(repo_ + "/backend.cagent", search_, false, repo_);
   ASSERT_TRUE(by_path.ok()) << by_path.error().Message();
   EXPECT_EQ(by_path->sha256, Sha256Hex(text));
+  EXPECT_TRUE(by_path->from_repository) << "named by path, still the repository's file";
+  auto elsewhere = ChooseProfile(user_ + "/../repo/.cagent/backend.cagent", search_, false, user_);
+  ASSERT_TRUE(elsewhere.ok());
+  EXPECT_FALSE(elsewhere->from_repository);
 }
 
 TEST_F(ProfileChoiceTest, ARepositoryProfileShadowingAUserProfileIsRefused) {
