@@ -17,20 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  ASSERT_TRUE(out.good()) << path;
-  ::chmod(path.c_str(), 0644);
-}
-
 std::string Turn(const std::string& text, const json& calls) {
   json t = {{"text", text}, {"usage", {{"input_tokens", 500}, {"output_tokens", 40}}}};
   if (!calls.is_null()) t["tool_calls"] = calls;

@@ -38,19 +38,6 @@ constexpr int kExitRefused = 3;  // run::kExitRunFailed
 constexpr const char* kGit = "git -c user.name=t -c user.email=t@t -c init.defaultBranch=main";
 const std::string kOldApply = "git update-index -q --refresh; git apply --index ";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
-
 std::string Quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);

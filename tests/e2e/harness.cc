@@ -2,13 +2,14 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -111,6 +113,50 @@ std::vector<std::string> Harness::CagentArgv(const std::vector<std::string>& arg
   return AsUser(argv);
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) ADD_FAILURE() << "cannot write " << path;
+  ::chmod(path.c_str(), 0644);
+}
+
+std::string ToolTurn(const std::string& tool, const nlohmann::json& args) {
+  static int n = 0;
+  const nlohmann::json call = {
+      {"id", "call_t" + std::to_string(++n)}, {"name", tool}, {"arguments", args}};
+  return nlohmann::json{{"tool_calls", nlohmann::json::array({call})},
+                        {"usage", {{"input_tokens", 100}, {"output_tokens", 10}}}}
+             .dump() +
+         "\n";
+}
+
+void Harness::GiveToRunUser(const std::string& path) const {
+  const std::string chown =
+      "chown -R " + std::to_string(run_uid()) + ":" + std::to_string(run_gid()) + " '" + path + "'";
+  EXPECT_EQ(std::system(chown.c_str()), 0) << chown;
+}
+
+void Harness::MakeDemoRepo(const std::string& repo, bool copy) const {
+  if (copy) {
+    std::filesystem::copy(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/repo", repo,
+                          std::filesystem::copy_options::recursive);
+  }
+  const std::string init = "cd '" + repo +
+                           "' && git init -q -b main . && git add -A && git -c user.name=t "
+                           "-c user.email=t@t commit -q -m base";
+  EXPECT_EQ(std::system(init.c_str()), 0) << init;
+}
+
 int Harness::ShAsUser(const std::string& dir, const std::string& script) const {
   std::vector<std::string> argv = AsUser({"/bin/sh", "-c", script});
   auto cargv = CStrings(argv);
@@ -151,7 +197,8 @@ Harness::Running Harness::Start(const std::vector<std::string>& args,
   int out_pipe[2], err_pipe[2];
   Check(::pipe2(out_pipe, O_CLOEXEC) == 0 && ::pipe2(err_pipe, O_CLOEXEC) == 0, "pipe2");
   int pty_master = -1, pty_slave = -1;
-  if (options.with_pty) Check(::openpty(&pty_master, &pty_slave, nullptr, nullptr, nullptr) == 0, "openpty");
+  if (options.with_pty)
+    Check(::openpty(&pty_master, &pty_slave, nullptr, nullptr, nullptr) == 0, "openpty");
   int leak = -1;
   if (options.leak_fd) {
     leak = ::open("/dev/null", O_RDONLY | O_CLOEXEC);

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -19,11 +20,20 @@ struct RunResult {
 
 struct RunOptions {
   std::vector<std::string> extra_env;  // NAME=VALUE added to (or replacing in) cagent's environment
-  bool leak_fd = false;      // give cagent an fd 9 without O_CLOEXEC (a "leaked" descriptor)
-  bool with_pty = false;     // run cagent with a pty as its controlling terminal and stdin
+  bool leak_fd = false;   // give cagent an fd 9 without O_CLOEXEC (a "leaked" descriptor)
+  bool with_pty = false;  // run cagent with a pty as its controlling terminal and stdin
   std::chrono::seconds timeout{60};  // the harness kills cagent after this and fails the test
-  std::string cwd;           // cagent's working directory (empty: the test's)
+  std::string cwd;                   // cagent's working directory (empty: the test's)
 };
+
+// A file's whole content ("" when it cannot be read).
+std::string ReadFile(const std::string& path);
+// Writes `text` to `path` (parents created, mode 0644 so `nobody` can read it); a failure fails
+// the current test.
+void WriteFile(const std::string& path, const std::string& text);
+// One replayed model turn (a JSON Lines record of the replay provider) calling `tool` once with
+// `args`; call ids are unique within the test binary.
+std::string ToolTurn(const std::string& tool, const nlohmann::json& args);
 
 class Harness {
  public:
@@ -42,6 +52,11 @@ class Harness {
 
   // A fresh directory under base(), owned by the user cagent runs as.
   std::string MakeDir(const std::string& prefix) const;
+  // Everything under `path` handed to the user cagent runs as (chown -R); fails the test if not.
+  void GiveToRunUser(const std::string& path) const;
+  // examples/fix-add/repo copied to `repo`, unless `copy` is false (the caller made it), then made
+  // a git repository on branch main with one commit of everything in it; fails the test if not.
+  void MakeDemoRepo(const std::string& repo, bool copy = true) const;
 
   // The argv that runs `cagent ARGS...` as the configured user.
   std::vector<std::string> CagentArgv(const std::vector<std::string>& args) const;

@@ -30,35 +30,20 @@ class LoopRunTest : public ::testing::Test {
     if (std::system("git --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "git is not installed";
     dir_ = h.MakeDir("loop");
     repo_ = dir_ + "/repo";
-    fs::copy(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/repo", repo_,
-             fs::copy_options::recursive);
-    const std::string init = "cd " + repo_ +
-                             " && git init -q -b main . && git add -A && git -c user.name=t "
-                             "-c user.email=t@t commit -q -m base";
-    ASSERT_EQ(std::system(init.c_str()), 0);
-    const std::string chown =
-        "chown -R " + std::to_string(h.run_uid()) + ":" + std::to_string(h.run_gid()) + " " + dir_;
-    ASSERT_EQ(std::system(chown.c_str()), 0);
-  }
-
-  static std::string Turn(const std::string& tool, json args) {
-    static int n = 0;
-    json call = {{"id", "loop_" + std::to_string(++n)}, {"name", tool}, {"arguments", args}};
-    return json{{"tool_calls", json::array({call})},
-                {"usage", {{"input_tokens", 100}, {"output_tokens", 10}}}}
-               .dump() +
-           "\n";
+    h.MakeDemoRepo(repo_);
+    h.GiveToRunUser(dir_);
+    ASSERT_FALSE(HasFailure()) << "setting up the demo repository";
   }
 
   // Runs a session of: the demo's fix (read, edit), `times` x run_command `command`, finish.
   // Returns the result.json and fills `loop_refusals` with the event log's loop entries.
   json RunRepeating(const std::string& command, int times, int& loop_refusals) {
-    std::string session = Turn("read_file", {{"path", "calc.py"}});
-    session +=
-        Turn("edit_file",
-             {{"path", "calc.py"}, {"old_string", "return a - b"}, {"new_string", "return a + b"}});
-    for (int i = 0; i < times; ++i) session += Turn("run_command", {{"command", command}});
-    session += Turn("finish", {{"summary", "done"}});
+    std::string session = ToolTurn("read_file", {{"path", "calc.py"}});
+    session += ToolTurn(
+        "edit_file",
+        {{"path", "calc.py"}, {"old_string", "return a - b"}, {"new_string", "return a + b"}});
+    for (int i = 0; i < times; ++i) session += ToolTurn("run_command", {{"command", command}});
+    session += ToolTurn("finish", {{"summary", "done"}});
     {
       std::ofstream out(dir_ + "/session.jsonl", std::ios::trunc);
       out << session;

@@ -58,20 +58,6 @@ with open('view-report.txt', 'w') as f:
 print(text, end='')
 )";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  ASSERT_TRUE(out.good()) << path;
-  ::chmod(path.c_str(), 0644);
-}
-
 std::string Turn(const json& calls) {
   json t = {{"text", ""}, {"usage", {{"input_tokens", 100}, {"output_tokens", 10}}}};
   t["tool_calls"] = calls;

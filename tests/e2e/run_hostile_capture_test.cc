@@ -23,28 +23,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
-
-std::string Turn(const std::string& tool, json args) {
-  static int n = 0;
-  json call = {{"id", "hc_" + std::to_string(++n)}, {"name", tool}, {"arguments", std::move(args)}};
-  return json{{"tool_calls", json::array({call})},
-              {"usage", {{"input_tokens", 100}, {"output_tokens", 10}}}}
-             .dump() +
-         "\n";
-}
-
 // Runs a host shell command as the test runner (root in CI) and returns its stdout+stderr.
 std::string Shell(const std::string& cmd, int* status) {
   std::string out;
@@ -65,15 +43,9 @@ class RunHostileCaptureTest : public ::testing::Test {
     dir_ = h.MakeDir("hostile-capture");
     repo_ = dir_ + "/repo";
     state_ = dir_ + "/state";
-    fs::copy(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/repo", repo_,
-             fs::copy_options::recursive);
-    const std::string init = "cd " + repo_ +
-                             " && git init -q -b main . && git add -A && git -c user.name=t "
-                             "-c user.email=t@t commit -q -m base";
-    ASSERT_EQ(std::system(init.c_str()), 0);
-    const std::string chown =
-        "chown -R " + std::to_string(h.run_uid()) + ":" + std::to_string(h.run_gid()) + " " + dir_;
-    ASSERT_EQ(std::system(chown.c_str()), 0);
+    h.MakeDemoRepo(repo_);
+    h.GiveToRunUser(dir_);
+    ASSERT_FALSE(HasFailure()) << "setting up the demo repository";
     profile_ = repo_ + "/.cagent/fix-add.cagent";
   }
 
@@ -116,15 +88,15 @@ TEST_F(RunHostileCaptureTest, FilesGitDidNotCaptureDoNotMakeVerificationPass) {
   const std::string shadow =
       "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n";
   std::string s;
-  s += Turn("run_command", {{"command", "mkdir -p calc"}});
-  s += Turn("write_file", {{"path", "calc/__init__.py"}, {"content", shadow}});
-  s += Turn("write_file", {{"path", "calc/.gitignore"}, {"content", "*\n"}});
-  s += Turn("read_file", {{"path", "calc.py"}});
-  s += Turn("edit_file", {{"path", "calc.py"},
-                          {"old_string", "\"\"\"Return the sum of a and b.\"\"\""},
-                          {"new_string", "\"\"\"Return the sum of a and b (reviewed).\"\"\""}});
-  s += Turn("run_command", {{"command", "python3 -m unittest -q"}});
-  s += Turn("finish", {{"summary", "fixed add; the tests pass"}});
+  s += ToolTurn("run_command", {{"command", "mkdir -p calc"}});
+  s += ToolTurn("write_file", {{"path", "calc/__init__.py"}, {"content", shadow}});
+  s += ToolTurn("write_file", {{"path", "calc/.gitignore"}, {"content", "*\n"}});
+  s += ToolTurn("read_file", {{"path", "calc.py"}});
+  s += ToolTurn("edit_file", {{"path", "calc.py"},
+                              {"old_string", "\"\"\"Return the sum of a and b.\"\"\""},
+                              {"new_string", "\"\"\"Return the sum of a and b (reviewed).\"\"\""}});
+  s += ToolTurn("run_command", {{"command", "python3 -m unittest -q"}});
+  s += ToolTurn("finish", {{"summary", "fixed add; the tests pass"}});
   RunResult r;
   const json res = Run(s, &r);
   SCOPED_TRACE(r.err);
@@ -162,10 +134,10 @@ TEST_F(RunHostileCaptureTest, FilesGitDidNotCaptureDoNotMakeVerificationPass) {
 
 TEST_F(RunHostileCaptureTest, ANestedRepositoryWithARefToDevZeroFailsTheRunBeforeGitReadsIt) {
   std::string s;
-  s += Turn("run_command", {{"command",
-                             "git init -q sub && ln -s /dev/zero sub/.git/refs/heads/master && "
-                             "echo x > sub/f && echo '# x' >> calc.py"}});
-  s += Turn("finish", {{"summary", "vendored sub"}});
+  s += ToolTurn("run_command", {{"command",
+                                 "git init -q sub && ln -s /dev/zero sub/.git/refs/heads/master && "
+                                 "echo x > sub/f && echo '# x' >> calc.py"}});
+  s += ToolTurn("finish", {{"summary", "vendored sub"}});
   RunResult r;
   const json res = Run(s, &r);
   SCOPED_TRACE(r.err);
@@ -197,9 +169,9 @@ TEST_F(RunHostileCaptureTest, AGitdirLinkToAnotherHostRepositoryFailsTheRun) {
   // The caller's own repository is on this machine; the agent names it in a .git file.
   const std::string link = "gitdir: " + repo_ + "/.git";
   std::string s;
-  s += Turn("run_command", {{"command", "mkdir -p lib && printf '" + link +
-                                            "\\n' > lib/.git && echo 'X = 1' > lib/x.py"}});
-  s += Turn("finish", {{"summary", "added lib"}});
+  s += ToolTurn("run_command", {{"command", "mkdir -p lib && printf '" + link +
+                                                "\\n' > lib/.git && echo 'X = 1' > lib/x.py"}});
+  s += ToolTurn("finish", {{"summary", "added lib"}});
   RunResult r;
   const json res = Run(s, &r);
   SCOPED_TRACE(r.err);

@@ -23,30 +23,6 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void Put(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
-
-// One replayed model turn calling `tool` with `args`.
-std::string ToolTurn(const std::string& tool, json args) {
-  static int n = 0;
-  json call = {
-      {"id", "rec_" + std::to_string(++n)}, {"name", tool}, {"arguments", std::move(args)}};
-  return json{{"tool_calls", json::array({call})},
-              {"usage", {{"input_tokens", 10}, {"output_tokens", 5}}}}
-             .dump() +
-         "\n";
-}
-
 class RunRecordsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -57,16 +33,13 @@ class RunRecordsTest : public ::testing::Test {
     repo_ = dir_ + "/repo";
     state_ = dir_ + "/state";
     fs::copy(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/repo", repo_,
-             fs::copy_options::recursive);
+             fs::copy_options::recursive);  // committed by Commit(), after the test adds to it
   }
 
   void Commit() {
-    const std::string init = "cd " + repo_ +
-                             " && git init -q -b main . && git add -A && git -c user.name=t "
-                             "-c user.email=t@t commit -q -m base && chown -R " +
-                             std::to_string(Harness::Get().run_uid()) + ":" +
-                             std::to_string(Harness::Get().run_gid()) + " " + dir_;
-    ASSERT_EQ(std::system(init.c_str()), 0);
+    Harness::Get().MakeDemoRepo(repo_, /*copy=*/false);
+    Harness::Get().GiveToRunUser(dir_);
+    ASSERT_FALSE(HasFailure());
   }
 
   RunOptions Env() const {
@@ -78,7 +51,7 @@ class RunRecordsTest : public ::testing::Test {
 
   // `cagent run` of the demo repository with a replayed session; `json_out` adds --json.
   RunResult RunSession(const std::string& session, bool json_out, const std::string& profile = "") {
-    Put(dir_ + "/session.jsonl", session);
+    WriteFile(dir_ + "/session.jsonl", session);
     ::chown((dir_ + "/session.jsonl").c_str(), Harness::Get().run_uid(), Harness::Get().run_gid());
     std::vector<std::string> args = {"run",
                                      "--profile",
@@ -117,7 +90,7 @@ TEST_F(RunRecordsTest, ANameThatIsNotUtf8StillGivesValidJson) {
   ASSERT_TRUE(res.is_object()) << "--json output is not JSON: " << r.out;
   ASSERT_FALSE(res["run_dir"].is_null());
   const json file =
-      json::parse(Slurp(res["run_dir"].get<std::string>() + "/result.json"), nullptr, false);
+      json::parse(ReadFile(res["run_dir"].get<std::string>() + "/result.json"), nullptr, false);
   ASSERT_FALSE(file.is_discarded()) << "result.json is not JSON";
   bool found = false;
   for (const auto& f : file["changed_files"]) {
@@ -149,7 +122,7 @@ TEST_F(RunRecordsTest, EscapeSequencesInNamesAndSummaryReachNoTerminalRaw) {
   std::string run_dir;
   for (const auto& e : fs::directory_iterator(runs)) run_dir = e.path().string();
   ASSERT_FALSE(run_dir.empty());
-  const json rec = json::parse(Slurp(run_dir + "/result.json"), nullptr, false);
+  const json rec = json::parse(ReadFile(run_dir + "/result.json"), nullptr, false);
   ASSERT_TRUE(rec.is_object());
   bool raw = false;
   for (const auto& f : rec["changed_files"]) raw = raw || f["path"].get<std::string>() == evil;
@@ -177,9 +150,9 @@ TEST_F(RunRecordsTest, EscapeSequencesInNamesAndSummaryReachNoTerminalRaw) {
 // caller's home; by name it is refused; --trust-repo-profile accepts it.
 TEST_F(RunRecordsTest, ARepositoryProfileCannotReplaceABuiltInByName) {
   const std::string secret_dir = dir_ + "/home-secret";
-  Put(secret_dir + "/token", "s3cr3t\n");
-  Put(repo_ + "/.cagent/backend.cagent",
-      "extends <built-in>/backend.cagent\nfilesystem {\n  read-only " + secret_dir + "\n}\n");
+  WriteFile(secret_dir + "/token", "s3cr3t\n");
+  WriteFile(repo_ + "/.cagent/backend.cagent",
+            "extends <built-in>/backend.cagent\nfilesystem {\n  read-only " + secret_dir + "\n}\n");
   Commit();
   auto exec = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = {"exec", "--profile"};
@@ -225,8 +198,8 @@ TEST_F(RunRecordsTest, ARepositoryProfileCannotReplaceABuiltInByName) {
 // across runs and the refusal comes from the changed resolution.
 TEST_F(RunRecordsTest, APreApprovalDoesNotCoverAPathThatNowResolvesElsewhere) {
   const std::string profile = dir_ + "/ask-notes.cagent";
-  Put(profile, Slurp(repo_ + "/.cagent/fix-add.cagent") +
-                   "\napproval on-request\ntools {\n  ask write_file on notes.txt\n}\n");
+  WriteFile(profile, ReadFile(repo_ + "/.cagent/fix-add.cagent") +
+                         "\napproval on-request\ntools {\n  ask write_file on notes.txt\n}\n");
   const std::string session =
       ToolTurn("read_file", {{"path", "calc.py"}}) +
       ToolTurn(
@@ -236,7 +209,7 @@ TEST_F(RunRecordsTest, APreApprovalDoesNotCoverAPathThatNowResolvesElsewhere) {
       ToolTurn("write_file", {{"path", "notes.txt"}, {"content", "fixed add\n"}}) +
       ToolTurn("finish", {{"summary", "fixed"}});
   auto run = [&](const std::vector<std::string>& approval) {
-    Put(dir_ + "/session.jsonl", session);
+    WriteFile(dir_ + "/session.jsonl", session);
     std::vector<std::string> args = {"run",
                                      "--profile",
                                      profile,
@@ -251,7 +224,7 @@ TEST_F(RunRecordsTest, APreApprovalDoesNotCoverAPathThatNowResolvesElsewhere) {
     return std::make_pair(r, Parse(r.out));
   };
 
-  Put(repo_ + "/notes.txt", "notes\n");
+  WriteFile(repo_ + "/notes.txt", "notes\n");
   Commit();
   ::chown(profile.c_str(), Harness::Get().run_uid(), Harness::Get().run_gid());
   // 1. The request stops the run and says which digest allows exactly it.

@@ -26,19 +26,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
-
 json Call(const std::string& name, json args) {
   static int n = 0;
   return json{{"id", "call_" + std::to_string(++n)}, {"name", name}, {"arguments", std::move(args)}};
@@ -78,15 +65,9 @@ class RunTest : public ::testing::Test {
     dir_ = h.MakeDir("run");
     repo_ = dir_ + "/repo";
     state_ = dir_ + "/state";
-    fs::copy(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/repo", repo_,
-             fs::copy_options::recursive);
-    const std::string init = "cd " + repo_ +
-                             " && git init -q -b main . && git add -A && git -c user.name=t "
-                             "-c user.email=t@t commit -q -m base";
-    ASSERT_EQ(std::system(init.c_str()), 0);
-    const std::string chown = "chown -R " + std::to_string(h.run_uid()) + ":" +
-                              std::to_string(h.run_gid()) + " " + dir_;
-    ASSERT_EQ(std::system(chown.c_str()), 0);
+    h.MakeDemoRepo(repo_);
+    h.GiveToRunUser(dir_);
+    ASSERT_FALSE(HasFailure()) << "setting up the demo repository";
     before_ = TreeState(repo_);
   }
 
