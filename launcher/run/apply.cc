@@ -959,32 +959,28 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
       entries.push_back(c.new_mode + "," + c.new_blob + "," + c.path);
     }
   }
-  for (std::size_t i = 0; i < removed.size(); i += kArgsPerCall) {
-    std::vector<std::string> args = {"update-index", "--force-remove", "--"};
-    for (std::size_t k = i; k < std::min(removed.size(), i + kArgsPerCall); ++k) {
-      args.push_back(removed[k]);
+  // `prefix` then, for each item, `flag` (if any) and the item, at most kArgsPerCall items a call.
+  auto stage = [&](std::vector<std::string> prefix, const char* flag,
+                   const std::vector<std::string>& items) -> Status {
+    for (std::size_t i = 0; i < items.size(); i += kArgsPerCall) {
+      std::vector<std::string> args = prefix;
+      for (std::size_t k = i; k < std::min(items.size(), i + kArgsPerCall); ++k) {
+        if (flag != nullptr) args.emplace_back(flag);
+        args.push_back(items[k]);
+      }
+      if (auto r = GitOutput(InRepo(env, args)); !r) {
+        return std::move(r)
+            .Context("the files were written, but staging failed (stage them with git add)")
+            .error();
+      }
     }
-    if (auto r = GitOutput(InRepo(env, args)); !r) {
-      return std::move(r)
-          .Context(
-              "the files were written, but staging failed (stage them with "
-              "git add)")
-          .error();
-    }
+    return Ok{};
+  };
+  if (auto st = stage({"update-index", "--force-remove", "--"}, nullptr, removed); !st) {
+    return st.error();
   }
-  for (std::size_t i = 0; i < entries.size(); i += kArgsPerCall) {
-    std::vector<std::string> args = {"update-index", "--add", "--replace"};
-    for (std::size_t k = i; k < std::min(entries.size(), i + kArgsPerCall); ++k) {
-      args.push_back("--cacheinfo");
-      args.push_back(entries[k]);
-    }
-    if (auto r = GitOutput(InRepo(env, args)); !r) {
-      return std::move(r)
-          .Context(
-              "the files were written, but staging failed (stage them with "
-              "git add)")
-          .error();
-    }
+  if (auto st = stage({"update-index", "--add", "--replace"}, "--cacheinfo", entries); !st) {
+    return st.error();
   }
   report.paths = std::move(written);
   return report;
