@@ -2,12 +2,31 @@
 // this process; the test runner itself is never confined.
 #include "launcher/sandbox.h"
 
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace cagent::launcher {
 namespace {
 
-LaunchSpec Spec(std::vector<std::string> argv) { return DefaultLaunchSpec("/tmp", std::move(argv)); }
+// A workspace of this process's own. Not /tmp itself: the host-side guards walk the writable trees
+// and guard every repository in them, which would reach into other tests' repositories under /tmp
+// running at the same time (their placeholders then showed up as changes there).
+const std::string& Workspace() {
+  static const std::string dir = [] {
+    char tmpl[] = "/tmp/cagent-sandbox-test-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) std::abort();
+    return std::string(tmpl);
+  }();
+  return dir;
+}
+
+LaunchSpec Spec(std::vector<std::string> argv) {
+  return DefaultLaunchSpec(Workspace(), std::move(argv));
+}
 
 TEST(SandboxTest, RunsACommandAndReportsItsStatus) {
   auto out = RunSandbox(Spec({"/bin/sh", "-c", "exit 9"}));
