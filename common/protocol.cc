@@ -1,8 +1,9 @@
 #include "common/protocol.h"
-#include "common/json_text.h"
 
 #include <array>
 #include <utility>
+
+#include "common/json_text.h"
 
 namespace cagent::protocol {
 namespace {
@@ -17,6 +18,10 @@ constexpr std::array<std::string_view, 12> kErrorNames = {
     "malformed",      "too_large",     "unknown_type",     "bad_version",
     "out_of_order",   "duplicate_id",  "budget_exhausted", "loop_detected",
     "provider_error", "provider_auth", "unavailable",      "internal"};
+
+constexpr std::array<std::string_view, 3> kRoleNames = {"user", "assistant", "tool"};
+constexpr std::array<std::string_view, 5> kStopNames = {"end", "tool_calls", "max_tokens",
+                                                        "refused", "other"};
 
 constexpr int kMaxDepth = 128;
 // Upper bound of a protocol version number on the wire.
@@ -94,6 +99,17 @@ class Reader {
     if (!v->is_object()) return Fail<json>(key, "an object");
     return std::move(*v);
   }
+  // An array, moved out; an empty one when absent (and not required).
+  json Array(const char* key, bool required = true) {
+    json* v = Find(key, required);
+    if (v == nullptr) return json::array();
+    if (!v->is_array()) return Fail<json>(key, "an array");
+    return std::move(*v);
+  }
+  // Records `message` as the problem when there is none yet (for checks across fields).
+  void Problem(std::string message) {
+    if (error_.empty()) error_ = std::move(message);
+  }
   std::vector<std::string> Strings(const char* key, bool required = true) {
     json* v = Find(key, required);
     std::vector<std::string> out;
@@ -153,13 +169,126 @@ json UsageJson(const Usage& u) {
   return json{{"input_tokens", u.input_tokens}, {"output_tokens", u.output_tokens}};
 }
 
+json ToolCallsJson(const std::vector<ToolCall>& calls) {
+  json out = json::array();
+  for (const ToolCall& c : calls) {
+    out.push_back({{"id", c.id},
+                   {"name", c.name},
+                   {"arguments", c.arguments},
+                   {"arguments_error", c.arguments_error}});
+  }
+  return out;
+}
+
+json MessagesJson(const std::vector<ChatMessage>& messages) {
+  json out = json::array();
+  for (const ChatMessage& m : messages) {
+    json item = {{"role", RoleName(m.role)}, {"text", m.text}};
+    switch (m.role) {
+      case Role::kAssistant:
+        item["tool_calls"] = ToolCallsJson(m.tool_calls);
+        break;
+      case Role::kTool:
+        item["call_id"] = m.call_id;
+        item["is_error"] = m.is_error;
+        break;
+      case Role::kUser:
+        break;
+    }
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+// "tool_calls[3]: field \"id\" must be a string"-style problems; empty when `list` is good.
+// Reads at most kMaxToolCallsPerTurn calls; ids and names are non-empty, at most kMaxIdBytes, and
+// ids are unique within the list.
+std::string ParseToolCalls(json& list, std::vector<ToolCall>& out) {
+  if (!list.is_array()) return "must be an array";
+  if (list.size() > kMaxToolCallsPerTurn) {
+    return "has " + std::to_string(list.size()) + " calls (at most " +
+           std::to_string(kMaxToolCallsPerTurn) + ")";
+  }
+  out.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string where = "[" + std::to_string(i) + "]";
+    if (!list[i].is_object()) return where + " must be an object";
+    Reader r(list[i]);
+    ToolCall c;
+    c.id = r.String("id");
+    c.name = r.String("name");
+    c.arguments = r.Object("arguments", false);
+    c.arguments_error = r.String("arguments_error", false);
+    if (!r.error().empty()) return where + ": " + r.error();
+    if (c.id.empty() || c.id.size() > kMaxIdBytes) {
+      return where + ": \"id\" must be 1 to " + std::to_string(kMaxIdBytes) + " bytes";
+    }
+    if (c.name.empty() || c.name.size() > kMaxIdBytes) {
+      return where + ": \"name\" must be 1 to " + std::to_string(kMaxIdBytes) + " bytes";
+    }
+    for (const ToolCall& seen : out) {
+      if (seen.id == c.id)
+        return where + ": the id \"" + Truncated(c.id, kMaxEchoBytes) +
+               "\" is used twice in one turn";
+    }
+    out.push_back(std::move(c));
+  }
+  return {};
+}
+
+// The messages of a model_call; empty string when they are well-formed.
+std::string ParseMessages(json& list, std::vector<ChatMessage>& out) {
+  if (list.size() > kMaxMessages) {
+    return "has " + std::to_string(list.size()) + " messages (at most " +
+           std::to_string(kMaxMessages) + ")";
+  }
+  out.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string where = "[" + std::to_string(i) + "]";
+    if (!list[i].is_object()) return where + " must be an object";
+    Reader r(list[i]);
+    ChatMessage m;
+    const std::string role = r.String("role");
+    m.text = r.String("text", false);
+    if (!r.error().empty()) return where + ": " + r.error();
+    const auto parsed = ParseRole(role);
+    if (!parsed) return where + ": \"role\" must be user, assistant or tool";
+    m.role = *parsed;
+    switch (m.role) {
+      case Role::kUser:
+        break;
+      case Role::kAssistant: {
+        json calls = r.Array("tool_calls", false);
+        if (!r.error().empty()) return where + ": " + r.error();
+        if (std::string why = ParseToolCalls(calls, m.tool_calls); !why.empty()) {
+          return where + ".tool_calls" + why;
+        }
+        break;
+      }
+      case Role::kTool:
+        m.call_id = r.String("call_id");
+        m.is_error = r.Bool("is_error", false);
+        if (!r.error().empty()) return where + ": " + r.error();
+        if (m.call_id.empty() || m.call_id.size() > kMaxIdBytes) {
+          return where + ": \"call_id\" must be 1 to " + std::to_string(kMaxIdBytes) + " bytes";
+        }
+        break;
+    }
+    out.push_back(std::move(m));
+  }
+  return {};
+}
+
 struct BodyToJson {
   json& out;
   void operator()(const Hello& m) const {
     out["agent"] = m.agent;
     out["protocols"] = m.protocols;
   }
-  void operator()(const ModelCall& m) const { out["body"] = m.body; }
+  void operator()(const ModelCall& m) const {
+    out["system"] = m.system;
+    out["messages"] = MessagesJson(m.messages);
+  }
   void operator()(const ToolRequest& m) const {
     out["call_id"] = m.call_id;
     out["tool"] = m.tool;
@@ -200,10 +329,13 @@ struct BodyToJson {
     out["command_output_bytes"] = m.command_output_bytes;
   }
   void operator()(const ModelResult& m) const {
-    out["body"] = m.body;
+    out["text"] = m.answer.text;
+    out["tool_calls"] = ToolCallsJson(m.answer.tool_calls);
+    out["stop_reason"] = StopReasonName(m.answer.stop_reason);
     out["usage"] = UsageJson(m.usage);
     out["turn"] = m.turn;
     out["max_turns"] = m.max_turns;
+    out["max_tokens"] = m.max_tokens;
   }
   void operator()(const Decision& m) const {
     out["verdict"] = VerdictName(m.verdict);
@@ -245,12 +377,20 @@ std::pair<Body, std::string> ParseBody(Kind kind, json& object) {
       body = std::move(m);
       break;
     }
-    case Kind::kModelCall:
-      body = ModelCall{r.Object("body")};
+    case Kind::kModelCall: {
+      ModelCall m;
+      m.system = r.String("system", false);
+      json messages = r.Array("messages");
+      if (!r.error().empty()) break;
+      if (std::string why = ParseMessages(messages, m.messages); !why.empty()) {
+        return {Body{}, "messages" + why};
+      }
+      body = std::move(m);
       break;
+    }
     case Kind::kToolRequest: {
       ToolRequest m;
-      m.call_id = r.String("call_id", false);
+      m.call_id = r.String("call_id");
       m.tool = r.String("tool");
       m.args = r.Object("args");
       m.paths = r.Strings("paths", false);
@@ -299,7 +439,20 @@ std::pair<Body, std::string> ParseBody(Kind kind, json& object) {
     }
     case Kind::kModelResult: {
       ModelResult m;
-      m.body = r.Object("body");
+      m.answer.text = r.String("text", false);
+      json calls = r.Array("tool_calls", false);
+      const std::string stop = r.String("stop_reason");
+      if (!r.error().empty()) break;
+      if (std::string why = ParseToolCalls(calls, m.answer.tool_calls); !why.empty()) {
+        return {Body{}, "tool_calls" + why};
+      }
+      const auto reason = ParseStopReason(stop);
+      if (!reason) {
+        return {Body{},
+                "field \"stop_reason\" must be end, tool_calls, max_tokens, refused or other"};
+      }
+      m.answer.stop_reason = *reason;
+      m.max_tokens = r.Unsigned("max_tokens", false);
       json usage = r.Object("usage", false);
       Reader ur(usage);
       m.usage.input_tokens = ur.Unsigned("input_tokens", false);
@@ -379,6 +532,26 @@ std::string_view ErrorCodeName(ErrorCode code) {
 std::optional<ErrorCode> ParseErrorCode(std::string_view name) {
   for (std::size_t i = 0; i < kErrorNames.size(); ++i) {
     if (kErrorNames[i] == name) return static_cast<ErrorCode>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view RoleName(Role role) { return kRoleNames[static_cast<std::size_t>(role)]; }
+
+std::optional<Role> ParseRole(std::string_view name) {
+  for (std::size_t i = 0; i < kRoleNames.size(); ++i) {
+    if (kRoleNames[i] == name) return static_cast<Role>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view StopReasonName(StopReason reason) {
+  return kStopNames[static_cast<std::size_t>(reason)];
+}
+
+std::optional<StopReason> ParseStopReason(std::string_view name) {
+  for (std::size_t i = 0; i < kStopNames.size(); ++i) {
+    if (kStopNames[i] == name) return static_cast<StopReason>(i);
   }
   return std::nullopt;
 }

@@ -1,4 +1,4 @@
-// The agent <-> broker wire protocol, version 1 (docs/protocol.md is the prose reference).
+// The agent <-> broker wire protocol, version 2 (docs/protocol.md is the prose reference).
 //
 // Both sides link this: the broker (launcher/broker/, trusted) and cagent-agent (agent/, confined).
 // Each side treats what it receives as hostile: DecodeFrame() and Parse*() validate every field's
@@ -11,31 +11,35 @@
 //
 // Conversation (agent's requests, each answered by exactly one reply carrying the same id):
 //   hello        -> welcome | error     first message; anything before it is out of order
-//   model_call   -> model_result | error
+//   model_call   -> model_result | error   a provider-neutral conversation in, one neutral
+//                                          assistant turn out; the broker alone builds the
+//                                          provider's request (model, tools, max_tokens...)
 //   tool_request -> decision | error    a decision with pending=true is followed later by one
 //                                       approval message with the same id
 //   tool_result  -> result_ack | error
 //   progress     -> ack | error
 //   finish       -> ack                 after which the broker closes the connection
-// The broker may also send, unsolicited, one `shutdown` (id 0) before closing: a budget was reached,
-// wall time expired, the operator cancelled, or the peer misbehaved too often.
+// The broker may also send, unsolicited, one `shutdown` (id 0) before closing: a budget was
+// reached, wall time expired, the operator cancelled, or the peer misbehaved too often.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "common/result.h"
 
 namespace cagent::protocol {
 
-inline constexpr int kVersion = 1;
+// Version 2: model_call carries a neutral conversation and model_result a neutral turn (version 1
+// carried provider-specific bodies both ways); tool_request must name a call id of the model's
+// latest turn.
+inline constexpr int kVersion = 2;
 // Largest payload accepted, in bytes. A model call carries the whole conversation; 16 MiB holds a
 // 1M-token context with room to spare. Anything larger is refused before it is buffered.
 inline constexpr std::uint32_t kMaxFrameBytes = 16U << 20;
@@ -128,24 +132,82 @@ struct Header {
 // -- agent -> broker --
 
 struct Hello {
-  std::string agent;                  // "cagent-agent/0.1.0"
-  std::vector<int> protocols;         // versions the agent speaks, e.g. [1]
+  std::string agent;           // "cagent-agent/0.1.0"
+  std::vector<int> protocols;  // versions the agent speaks, e.g. [2]
 };
 
-// The provider-specific request body the agent's adapter built (messages, tools, max_tokens...),
-// without model name, credentials or stream flags: the broker sets those. For the replay provider
-// the body is ignored (the broker plays the next recorded turn).
+// ---- the provider-neutral conversation ----
+//
+// What the agent may say to a model is message content and nothing else: which model, which
+// parameters, which tools (and their schemas), how many tokens, streaming and credentials are the
+// broker's. The broker builds each provider's request from these values and an allow-list.
+
+// A tool call the model made. In a model_result the broker has filled every id (it makes one up
+// when the provider gave none) and has parsed the arguments: `arguments` is always an object, and
+// when the provider's arguments were unusable (not JSON, not an object) `arguments_error` says why
+// and `arguments` is {}; such a call must not be executed (the agent answers it with an error).
+struct ToolCall {
+  std::string id;
+  std::string name;
+  nlohmann::json arguments = nlohmann::json::object();
+  std::string arguments_error;
+};
+
+enum class Role : std::uint8_t { kUser, kAssistant, kTool };
+std::string_view RoleName(Role role);  // "user" | "assistant" | "tool"
+std::optional<Role> ParseRole(std::string_view name);
+
+// One message of the conversation after the system text.
+//   user:      text (the task, a nudge, a compaction summary)
+//   assistant: text and/or tool_calls, exactly as a model_result gave them (the broker checks that
+//              every call id, name and arguments are ones the model issued in this session)
+//   tool:      call_id (a call of the assistant message before it), text (the result as the
+//              model sees it), is_error
+struct ChatMessage {
+  Role role = Role::kUser;
+  std::string text;
+  std::vector<ToolCall> tool_calls;  // assistant only
+  std::string call_id;               // tool only
+  bool is_error = false;             // tool only
+};
+
+// Limits the decoder enforces on a model_call (beyond the frame size).
+inline constexpr std::size_t kMaxMessages = 65536;
+inline constexpr std::size_t kMaxToolCallsPerTurn = 512;
+inline constexpr std::size_t kMaxIdBytes = 256;  // call ids and tool names
+
 struct ModelCall {
-  nlohmann::json body;
+  std::string system;                 // the system prompt (content)
+  std::vector<ChatMessage> messages;  // in order; the first is normally the task (user)
 };
 
-// A tool call the model made, asked before it is executed. `paths` are the workspace-relative paths
-// the agent resolved beneath the workspace (symlinks followed), which the broker decides on in
-// addition to the path in `args`; `command` is run_command's shell string.
+// Why the model stopped, in neutral words:
+//   end        it answered (OpenAI "stop", Anthropic "end_turn"/"stop_sequence", replay text only)
+//   tool_calls it asked for tools
+//   max_tokens it hit the output limit (the answer is cut off)
+//   refused    the provider refused or filtered the answer (OpenAI "content_filter", Anthropic
+//              "refusal")
+//   other      anything else (the provider's own word is in the audit log)
+enum class StopReason : std::uint8_t { kEnd, kToolCalls, kMaxTokens, kRefused, kOther };
+std::string_view StopReasonName(StopReason reason);
+std::optional<StopReason> ParseStopReason(std::string_view name);
+
+// One assistant turn, provider-neutral.
+struct AssistantTurn {
+  std::string text;                  // the answer's text parts, concatenated
+  std::vector<ToolCall> tool_calls;  // in the order the model made them; ids unique in the turn
+  StopReason stop_reason = StopReason::kEnd;
+};
+
+// A tool call the model made, asked before it is executed. `call_id` must name a call of the
+// model's latest turn that has not been asked about yet, and `tool` and `args` must be that call's
+// name and arguments: anything else is denied (rule "model turn"). `paths` are the
+// workspace-relative paths the agent resolved beneath the workspace (symlinks followed), which the
+// broker decides on in addition to the path in `args`.
 struct ToolRequest {
-  std::string call_id;        // the model's id for the call (echoed in the audit log)
-  std::string tool;           // read_file, write_file, edit_file, list_dir, glob, grep, run_command, finish
-  nlohmann::json args;        // the model's arguments (an object)
+  std::string call_id;  // the model's id for the call (required)
+  std::string tool;  // read_file, write_file, edit_file, list_dir, glob, grep, run_command, finish
+  nlohmann::json args;  // the model's arguments (an object)
   std::vector<std::string> paths;
 };
 
@@ -154,8 +216,8 @@ struct ToolRequest {
 struct ToolResult {
   std::uint64_t request = 0;  // id of the tool_request this answers
   bool ok = false;
-  std::string error_code;     // "" when ok; e.g. "not_found", "stale_read", "timeout"
-  std::string output;         // what the model will see (before redaction)
+  std::string error_code;                  // "" when ok; e.g. "not_found", "stale_read", "timeout"
+  std::string output;                      // what the model will see (before redaction)
   std::vector<std::string> changed_paths;  // files the call wrote (workspace-relative)
 };
 
@@ -172,8 +234,8 @@ struct Finish {
 // -- broker -> agent --
 
 struct ModelInfo {
-  std::string provider;  // "openai" | "anthropic" | "replay"
-  std::string name;      // model name, informational inside the sandbox
+  std::string provider;                 // "openai" | "anthropic" | "replay"
+  std::string name;                     // model name, informational inside the sandbox
   std::uint64_t context_window = 0;     // tokens
   std::uint64_t max_output_tokens = 0;  // tokens per response
 };
@@ -181,19 +243,19 @@ struct ModelInfo {
 struct Welcome {
   int protocol = kVersion;
   std::string run_id;
-  std::string workspace;                 // absolute path of the workspace inside the sandbox
-  std::string task;                      // the task text (untrusted data; for the first user message)
+  std::string workspace;  // absolute path of the workspace inside the sandbox
+  std::string task;       // the task text (untrusted data; for the first user message)
   std::string policy_name;
   std::string policy_digest;
-  std::string policy_summary;            // a few lines the system prompt quotes (what is allowed)
+  std::string policy_summary;  // a few lines the system prompt quotes (what is allowed)
   // The compiled policy in the language itself (policy::Dump); the agent compiles it to apply the
   // same path rules to files its tools meet (grep, glob, list_dir skip denied paths; reads and
   // writes refuse them naming the rule). Not a trust boundary: the broker decides every request.
   std::string policy_source;
-  std::vector<std::string> tools;        // the tools this run enables, in schema order
+  std::vector<std::string> tools;  // the tools this run enables, in schema order
   ModelInfo model;
-  std::uint64_t max_turns = 0;           // 0 = unlimited
-  std::uint64_t command_timeout_ms = 0;  // run_command ceiling
+  std::uint64_t max_turns = 0;             // 0 = unlimited
+  std::uint64_t command_timeout_ms = 0;    // run_command ceiling
   std::uint64_t command_output_bytes = 0;  // run_command output cap
 };
 
@@ -203,12 +265,11 @@ struct Usage {
 };
 
 struct ModelResult {
-  // The provider's response in its non-streaming wire format (streams are assembled by the
-  // broker), or for replay one recorded turn.
-  nlohmann::json body;
+  AssistantTurn answer;  // wire: "text", "tool_calls", "stop_reason" at the top level
   Usage usage;
-  std::uint64_t turn = 0;       // 1-based, counted by the broker
-  std::uint64_t max_turns = 0;  // 0 = unlimited
+  std::uint64_t turn = 0;        // 1-based, counted by the broker
+  std::uint64_t max_turns = 0;   // 0 = unlimited
+  std::uint64_t max_tokens = 0;  // the output-token cap the broker sent for this call
 };
 
 enum class Verdict : std::uint8_t { kAllow, kAsk, kDeny };
@@ -217,11 +278,11 @@ std::optional<Verdict> ParseVerdict(std::string_view name);
 
 struct Decision {
   Verdict verdict = Verdict::kDeny;
-  bool pending = false;   // ask: an approval message follows
-  std::string rule;       // the deciding rule as written ("deny write **/.env")
-  std::string location;   // "backend.cagent:12:5"
-  std::string reason;     // short, for the log
-  std::string message;    // for the model: what was refused and what to do instead
+  bool pending = false;  // ask: an approval message follows
+  std::string rule;      // the deciding rule as written ("deny write **/.env")
+  std::string location;  // "backend.cagent:12:5"
+  std::string reason;    // short, for the log
+  std::string message;   // for the model: what was refused and what to do instead
 };
 
 struct Approval {
