@@ -12,9 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include "common/tool_schemas.h"
 #include "launcher/broker/budgets.h"
 #include "launcher/broker/denial.h"
 #include "launcher/broker/loop_detector.h"
+#include "launcher/broker/model_turns.h"
 #include "launcher/broker/tool_mapping.h"
 #include "launcher/broker/workspace_state.h"
 #include "policy/dump.h"
@@ -132,6 +134,7 @@ class Broker::Impl {
         services_(services),
         engine_(*config_.policy, config_.bindings),
         enabled_tools_(EnabledTools(*config_.policy)),
+        tool_schemas_(ToolSchemasFor(enabled_tools_)),
         budget_(config_.budgets),
         loop_(config_.loop),
         decoder_(config_.max_frame_bytes),
@@ -167,12 +170,16 @@ class Broker::Impl {
   struct Outstanding {
     std::string tool;
     policy::Tool kind = policy::Tool::kReadFile;
+    std::string call_id;     // the model's call this request executes
+    std::uint64_t turn = 0;  // the model turn that made it
   };
   struct PendingApproval {
     ApprovalRequest request;
     MappedTool call;
     policy::Decision decision;
     std::string location;
+    std::string call_id;
+    std::uint64_t turn = 0;
   };
 
   // ---- transport ----
@@ -189,7 +196,8 @@ class Broker::Impl {
   void HandlePayload(const std::string& payload);
   void OnHello(std::uint64_t id, const protocol::Hello& hello);
   void OnModelCall(std::uint64_t id, protocol::ModelCall call);
-  void OnModelDone(std::uint64_t id, std::uint64_t turn, ModelOutcome outcome);
+  void OnModelDone(std::uint64_t id, std::uint64_t turn, std::uint64_t max_tokens,
+                   model::ModelOutcome outcome);
   void OnToolRequest(std::uint64_t id, const protocol::ToolRequest& request);
   void OnToolResult(std::uint64_t id, const protocol::ToolResult& result);
   void OnProgress(std::uint64_t id, const protocol::Progress& progress);
@@ -200,6 +208,12 @@ class Broker::Impl {
   void OnApproval(std::uint64_t id, const ApprovalOutcome& outcome);
   void SendDecision(std::uint64_t id, const MappedTool& call, protocol::Decision decision,
                     const std::string& audit_note = {});
+  // The call being decided: its request's call id and model turn (set by OnToolRequest once the
+  // request is bound, for the decision's audit entry and the outstanding call).
+  struct Current {
+    std::string call_id;
+    std::uint64_t turn = 0;
+  };
   void Deny(std::uint64_t id, const MappedTool& call, const policy::Decision& decision,
             const std::string& location, DenialCause cause);
   policy::Decision Decide(const MappedTool& call, const std::vector<std::string>& paths) const;
@@ -223,6 +237,9 @@ class Broker::Impl {
   BrokerServices services_;
   policy::Engine engine_;
   std::vector<std::string> enabled_tools_;
+  nlohmann::json tool_schemas_;  // what the provider is offered: the enabled tools + finish
+  ModelTurns turns_;
+  Current current_;
   BudgetCounter budget_;
   LoopDetector loop_;
   std::optional<std::string> state_;  // the cached workspace state digest; nullopt = stale
@@ -610,30 +627,80 @@ void Broker::Impl::OnModelCall(std::uint64_t id, protocol::ModelCall call) {
          protocol::ErrorReply{ErrorCode::kInternal, "this broker has no model provider"});
     return;
   }
+  // The conversation may say anything, but its tool calls must be the model's own and its tool
+  // results must answer them: the agent cannot put words in the model's mouth as calls.
+  if (std::string wrong = turns_.CheckConversation(call); !wrong.empty()) {
+    ProtocolError(ErrorCode::kMalformed, "model_call: " + wrong, id);
+    return;
+  }
+  // The output cap: the model's per-response limit, lowered to what the token budget has left
+  // after this call's (estimated) input. A call whose input alone would overrun it is not made.
+  const std::uint64_t estimate = EstimateInputTokens(call, tool_schemas_);
+  std::string short_why;
+  const std::optional<std::uint64_t> max_tokens =
+      budget_.OutputCap(services_.model->Info().max_output_tokens, estimate, &short_why);
+  if (!max_tokens) {
+    BudgetExhausted(id, short_why);
+    return;
+  }
   const std::uint64_t turn = budget_.CountModelTurn();
+
   // What goes to the provider is redacted: secrets the agent read must not leave the machine.
-  const std::size_t redacted =
-      services_.redactor != nullptr ? services_.redactor->RedactJson(call.body) : 0;
+  // Only message content is the agent's, so only message content is redacted (and sent).
+  model::ModelRequest request;
+  request.tools = tool_schemas_;
+  request.max_tokens = *max_tokens;
+  std::size_t redacted = 0;
+  if (services_.redactor != nullptr) {
+    const Redactor& r = *services_.redactor;
+    auto text = [&](std::string& t) {
+      std::string clean = r.Redact(t);
+      if (clean != t) {
+        ++redacted;
+        t = std::move(clean);
+      }
+    };
+    text(call.system);
+    for (protocol::ChatMessage& m : call.messages) {
+      text(m.text);
+      for (protocol::ToolCall& c : m.tool_calls) redacted += r.RedactJson(c.arguments);
+    }
+  }
+  const std::string conversation_digest =
+      CanonicalDigest(protocol::ToJson(protocol::Make(Kind::kModelCall, 0, call)));
+  request.system = std::move(call.system);
+  request.messages = std::move(call.messages);
+  json tool_names = json::array();
+  for (const json& t : tool_schemas_) tool_names.push_back(t.value("name", ""));
   Audit(AuditEvent{.actor = "agent",
                    .event = "model_call",
-                   .args_digest = CanonicalDigest(call.body),
-                   .detail = {{"id", id}, {"turn", turn}, {"redactions", redacted}}});
+                   .args_digest = conversation_digest,
+                   .detail = {{"id", id},
+                              {"turn", turn},
+                              {"messages", request.messages.size()},
+                              {"redactions", redacted},
+                              {"input_estimate", estimate},
+                              {"max_tokens", request.max_tokens},
+                              {"tools", std::move(tool_names)}}});
   Emit("model_call",
        "model turn " + std::to_string(turn) +
            (config_.budgets.model_turns ? " of " + std::to_string(*config_.budgets.model_turns)
                                         : std::string()));
   model_call_id_ = id;
   std::weak_ptr<int> alive = alive_;
-  services_.model->Call(std::move(call.body), [this, alive, id, turn](ModelOutcome outcome) {
-    if (alive.expired()) return;
-    OnModelDone(id, turn, std::move(outcome));
-  });
+  const std::uint64_t cap = request.max_tokens;
+  services_.model->Call(std::move(request),
+                        [this, alive, id, turn, cap](model::ModelOutcome outcome) {
+                          if (alive.expired()) return;
+                          OnModelDone(id, turn, cap, std::move(outcome));
+                        });
 }
 
-void Broker::Impl::OnModelDone(std::uint64_t id, std::uint64_t turn, ModelOutcome outcome) {
+void Broker::Impl::OnModelDone(std::uint64_t id, std::uint64_t turn, std::uint64_t max_tokens,
+                               model::ModelOutcome outcome) {
   if (ended_ || model_call_id_ != id) return;
   model_call_id_.reset();
-  if (auto* error = std::get_if<ModelError>(&outcome)) {
+  if (auto* error = std::get_if<model::ModelError>(&outcome)) {
     Audit(AuditEvent{.actor = "broker",
                      .event = "model_error",
                      .detail = {{"id", id},
@@ -645,29 +712,44 @@ void Broker::Impl::OnModelDone(std::uint64_t id, std::uint64_t turn, ModelOutcom
     SyncUsage();
     return;
   }
-  auto& response = std::get<ModelResponse>(outcome);
+  auto& response = std::get<model::ModelResponse>(outcome);
   const std::optional<std::string> exhausted = budget_.AddTokens(response.usage);
-  // The response as recorded (redacted by Audit), so the run can be replayed later.
+  json calls = json::array();
+  for (const protocol::ToolCall& c : response.turn.tool_calls) {
+    calls.push_back({{"id", c.id},
+                     {"name", c.name},
+                     {"args", CanonicalDigest(c.arguments)},
+                     {"arguments_error", c.arguments_error}});
+  }
+  // The turn as the agent gets it and the provider's own body (redacted by Audit), so the run
+  // can be replayed and the provider's answer inspected later.
   Audit(AuditEvent{.actor = "broker",
                    .event = "model_result",
-                   .result_digest = CanonicalDigest(response.body),
+                   .result_digest = CanonicalDigest(response.raw),
                    .detail = {{"id", id},
                               {"turn", turn},
                               {"usage",
                                {{"input_tokens", response.usage.input_tokens},
                                 {"output_tokens", response.usage.output_tokens}}},
-                              {"body", response.body}}});
+                              {"stop_reason", protocol::StopReasonName(response.turn.stop_reason)},
+                              {"provider_stop_reason", response.provider_stop_reason},
+                              {"text_bytes", response.turn.text.size()},
+                              {"tool_calls", std::move(calls)},
+                              {"body", response.raw}}});
   if (exhausted) {
     BudgetExhausted(id, *exhausted);
     SyncUsage();
     return;
   }
+  // From now on the agent may ask about these calls, and only these, each once.
+  turns_.Record(turn, response.turn.tool_calls);
   Emit("model_result", "model turn " + std::to_string(turn) + " answered");
   protocol::ModelResult result;
-  result.body = std::move(response.body);
+  result.answer = std::move(response.turn);
   result.usage = response.usage;
   result.turn = turn;
   result.max_turns = config_.budgets.model_turns.value_or(0);
+  result.max_tokens = max_tokens;
   Send(Kind::kModelResult, id, std::move(result));
   SyncUsage();
 }
@@ -736,6 +818,8 @@ std::string Broker::Impl::NarrowerPattern(const MappedTool& call,
 void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call,
                                 protocol::Decision decision, const std::string& audit_note) {
   json detail = {{"id", id},
+                 {"call_id", ShortText(current_.call_id, 128)},
+                 {"turn", current_.turn},
                  {"location", decision.location},
                  {"reason", decision.reason},
                  {"pending", decision.pending}};
@@ -751,7 +835,8 @@ void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call,
                        ShortText(call.action, 120) +
                        (decision.rule.empty() ? "" : " (" + decision.rule + ")"));
   if (decision.verdict == protocol::Verdict::kAllow) {
-    outstanding_[id] = Outstanding{std::string(policy::ToolName(call.tool)), call.tool};
+    outstanding_[id] = Outstanding{std::string(policy::ToolName(call.tool)), call.tool,
+                                   current_.call_id, current_.turn};
   }
   Send(Kind::kDecision, id, std::move(decision));
 }
@@ -779,6 +864,7 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
       .args_digest = args_digest,
       .detail = {{"id", id},
                  {"call_id", ShortText(request.call_id, 128)},
+                 {"turn", turns_.latest_turn()},
                  {"paths", request.paths.size() <= 32
                                ? json(request.paths)
                                : json(std::to_string(request.paths.size()) + " paths")}}});
@@ -797,6 +883,34 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
     return;
   }
   budget_.CountToolCall(request.tool);
+
+  // The request must be one the model made: a call of its latest turn, named once, with the
+  // model's tool and arguments. The agent cannot run a tool the model did not ask for.
+  const ModelTurns::Binding binding = turns_.Bind(request.call_id, request.tool, request.args);
+  current_ = Current{request.call_id, binding.turn};
+  if (!binding.ok) {
+    ++outcome_.denials;
+    protocol::Decision reply;
+    reply.verdict = protocol::Verdict::kDeny;
+    reply.rule = "model turn";
+    reply.reason = binding.reason;
+    reply.message = "Refused: " + binding.reason +
+                    ". Only the tool calls of the model's latest answer can be run, each once, "
+                    "with the arguments the model gave.";
+    Audit(AuditEvent{.actor = "broker",
+                     .event = "decision",
+                     .tool = ShortText(request.tool, 64),
+                     .args_digest = args_digest,
+                     .verdict = "deny",
+                     .rule = reply.rule,
+                     .detail = {{"id", id},
+                                {"call_id", ShortText(request.call_id, 128)},
+                                {"turn", binding.turn},
+                                {"reason", reply.reason}}});
+    Emit("decision", "deny: " + ShortText(request.tool, 64) + " (" + reply.reason + ")");
+    Send(Kind::kDecision, id, std::move(reply));
+    return;
+  }
 
   // The call's identity (tool + canonical arguments + the paths the agent resolved them to) binds
   // approvals; the audit log's `args` is the digest of the arguments alone. With the resolved paths
@@ -824,7 +938,10 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
                      .args_digest = args_digest,
                      .verdict = "deny",
                      .rule = reply.rule,
-                     .detail = {{"id", id}, {"reason", reply.reason}}});
+                     .detail = {{"id", id},
+                                {"call_id", ShortText(request.call_id, 128)},
+                                {"turn", binding.turn},
+                                {"reason", reply.reason}}});
     Send(Kind::kDecision, id, std::move(reply));
     return;
   }
@@ -957,7 +1074,8 @@ void Broker::Impl::AskApproval(std::uint64_t id, const MappedTool& call, const s
   }
   ++outcome_.approvals_asked;
   approval_id_ = id;
-  pending_approval_ = PendingApproval{req, call, decision, location};
+  pending_approval_ =
+      PendingApproval{req, call, decision, location, current_.call_id, current_.turn};
   protocol::Decision reply;
   reply.verdict = protocol::Verdict::kAsk;
   reply.pending = true;
@@ -986,21 +1104,25 @@ void Broker::Impl::OnApproval(std::uint64_t id, const ApprovalOutcome& outcome) 
       (outcome.scope == ApprovalScope::kRunExact || outcome.scope == ApprovalScope::kRunPattern)) {
     services_.approvals->Record(pending.request, outcome);
   }
-  Audit(AuditEvent{
-      .actor = "operator",
-      .event = "approval",
-      .tool = pending.request.tool,
-      .args_digest = pending.call.args_digest,
-      .verdict = outcome.approved ? "allow" : "deny",
-      .rule = pending.request.rule,
-      .detail = {{"id", id}, {"scope", ApprovalScopeName(outcome.scope)}, {"by", outcome.by}}});
+  Audit(AuditEvent{.actor = "operator",
+                   .event = "approval",
+                   .tool = pending.request.tool,
+                   .args_digest = pending.call.args_digest,
+                   .verdict = outcome.approved ? "allow" : "deny",
+                   .rule = pending.request.rule,
+                   .detail = {{"id", id},
+                              {"call_id", ShortText(pending.call_id, 128)},
+                              {"turn", pending.turn},
+                              {"scope", ApprovalScopeName(outcome.scope)},
+                              {"by", outcome.by}}});
   Emit("approval", std::string(outcome.approved ? "approved" : "denied") + ": " +
                        ShortText(pending.call.action, 120));
   protocol::Approval reply;
   reply.scope = std::string(ApprovalScopeName(outcome.scope));
   if (outcome.approved) {
     reply.verdict = protocol::Verdict::kAllow;
-    outstanding_[id] = Outstanding{pending.request.tool, pending.call.tool};
+    outstanding_[id] =
+        Outstanding{pending.request.tool, pending.call.tool, pending.call_id, pending.turn};
   } else {
     ++outcome_.denials;
     reply.verdict = protocol::Verdict::kDeny;
@@ -1036,6 +1158,8 @@ void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& re
       .result_digest = CanonicalDigest(json(output)),
       .detail = {{"id", id},
                  {"request", result.request},
+                 {"call_id", ShortText(call.call_id, 128)},
+                 {"turn", call.turn},
                  {"ok", result.ok},
                  {"error_code", ShortText(result.error_code, 64)},
                  {"bytes", result.output.size()},

@@ -7,8 +7,12 @@
 //
 // Per request kind (one handler each, see broker.cc):
 //   hello        version check, replies welcome (task, policy, tools, model info, limits)
-//   model_call   budget check (turns, tokens), redaction of the body, ModelProvider::Call
-//   tool_request loop detection (keyed on the call and cagent's own digest of the workspace
+//   model_call   budget check (turns, tokens), the conversation checked against the model's turns
+//                (ModelTurns), its texts redacted, the provider request built by the broker: the
+//                policy's tool schemas and max_tokens capped by the tokens left; one neutral turn
+//                back, whose calls become the only ones tool requests may name
+//   tool_request binding to a call of the model's latest turn (once), loop detection (keyed on the
+//   call and cagent's own digest of the workspace
 //                state), budget check (tool calls, by kind), policy decision on the tool and every
 //                resolved path, approvals for `ask` bound to the call and its resolved paths;
 //                denial text for the model
@@ -17,6 +21,7 @@
 //   finish       records the agent's summary, acks, ends the session
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -26,15 +31,13 @@
 #include <optional>
 #include <string>
 
-#include <boost/asio/io_context.hpp>
-
 #include "common/protocol.h"
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "launcher/broker/approver.h"
 #include "launcher/broker/audit_log.h"
-#include "launcher/broker/model_provider.h"
 #include "launcher/broker/redactor.h"
+#include "launcher/model/model_provider.h"
 #include "policy/engine.h"
 #include "policy/ir.h"
 
@@ -116,7 +119,7 @@ struct BrokerServices {
   const Redactor* redactor = nullptr;
   Approver* approver = nullptr;
   ApprovalBook* approvals = nullptr;
-  ModelProvider* model = nullptr;
+  model::ModelProvider* model = nullptr;
 };
 
 struct BrokerOutcome {

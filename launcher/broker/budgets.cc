@@ -1,5 +1,6 @@
 #include "launcher/broker/budgets.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -93,6 +94,29 @@ std::optional<std::string> BudgetCounter::CheckModelCall() const {
     return "model-token budget (" + Count(*budgets_.model_tokens) + ") reached";
   }
   return std::nullopt;
+}
+
+std::optional<std::uint64_t> BudgetCounter::TokensLeft() const {
+  if (!budgets_.model_tokens) return std::nullopt;
+  const std::uint64_t used = used_.input_tokens + used_.output_tokens;
+  return used >= *budgets_.model_tokens ? 0 : *budgets_.model_tokens - used;
+}
+
+std::optional<std::uint64_t> BudgetCounter::OutputCap(std::uint64_t max_output,
+                                                      std::uint64_t estimated_input,
+                                                      std::string* why) const {
+  const std::uint64_t wanted = std::max<std::uint64_t>(max_output, 1);
+  const std::optional<std::uint64_t> left = TokensLeft();
+  if (!left) return wanted;
+  if (*left <= estimated_input) {
+    if (why != nullptr) {
+      *why = "model-token budget (" + Count(*budgets_.model_tokens) + ") reached: " + Count(*left) +
+             " tokens left, and the next call's input alone is about " + Count(estimated_input) +
+             " tokens";
+    }
+    return std::nullopt;
+  }
+  return std::min(wanted, *left - estimated_input);
 }
 
 std::uint64_t BudgetCounter::CountModelTurn() { return ++used_.model_turns; }

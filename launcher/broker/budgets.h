@@ -26,6 +26,15 @@ class BudgetCounter {
   [[nodiscard]] std::optional<std::string> CheckModelCall() const;
   // Counts one model turn; returns its 1-based number.
   std::uint64_t CountModelTurn();
+  // Tokens (input + output) the model-token budget still allows; nullopt when it is unlimited.
+  [[nodiscard]] std::optional<std::uint64_t> TokensLeft() const;
+  // The output cap for the next model call: `max_output` (the model's per-response limit), lowered
+  // so that the call's estimated input plus its output stays within the tokens left. nullopt, with
+  // the reason in `why`, when the estimated input alone would use up the tokens left: the call
+  // would spend money the budget does not have, so it is not made.
+  [[nodiscard]] std::optional<std::uint64_t> OutputCap(std::uint64_t max_output,
+                                                       std::uint64_t estimated_input,
+                                                       std::string* why) const;
   // Adds a response's usage; the reason when the token budget is now exceeded.
   std::optional<std::string> AddTokens(const protocol::Usage& usage);
 

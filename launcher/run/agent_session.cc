@@ -30,8 +30,8 @@ namespace {
 namespace fs = std::filesystem;
 using broker::BrokerOutcome;
 
-broker::Environment EnvironmentMap(const std::vector<std::string>& env) {
-  broker::Environment out;
+model::Environment EnvironmentMap(const std::vector<std::string>& env) {
+  model::Environment out;
   for (const auto& entry : env) {
     const auto eq = entry.find('=');
     if (eq != std::string::npos) out.emplace(entry.substr(0, eq), entry.substr(eq + 1));
@@ -120,7 +120,7 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   }
 
   boost::asio::io_context io;
-  auto provider = broker::MakeModelProvider(io, o.model, EnvironmentMap(caller_env));
+  auto provider = model::MakeModelProvider(io, o.model, EnvironmentMap(caller_env));
   if (!provider) return std::move(provider).Context("set up the model provider").error();
 
   std::unique_ptr<broker::Approver> approver;

@@ -18,7 +18,7 @@
 
 #include "common/result.h"
 #include "launcher/broker/broker.h"
-#include "launcher/broker/model_provider.h"
+#include "launcher/model/model_provider.h"
 #include "launcher/sandbox.h"
 #include "policy/ir.h"
 
@@ -29,7 +29,7 @@ struct AgentSessionOptions {
   std::shared_ptr<const policy::Policy> policy;
   std::string workspace;  // canonical; bound at the same path inside
   std::string task;       // the task text (untrusted)
-  broker::ModelSpec model;
+  model::ModelSpec model;
   broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;
   std::vector<std::string> pre_approvals;  // "TOOL: PATTERN" lines from the command line
   std::string pre_approval_file;           // "" = none

@@ -56,7 +56,7 @@ struct RunRequest {
   bool allow_dirty = false;
   bool allow_unverified = false;  // accept a profile without verify commands (else refused)
   bool trust_repo_profile = false;  // accept ./.cagent/NAME shadowing a user/built-in NAME
-  broker::ModelSpec model;
+  model::ModelSpec model;
   std::string model_label;  // as given on the command line
   broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;
   std::vector<std::string> pre_approvals;

@@ -67,27 +67,38 @@ TEST(Broker, WelcomeListsOnlyTheToolsTheProfileEnables) {
 TEST(Broker, ModelCallIsRedactedForwardedAndAnswered) {
   Harness h;
   h.Hello();
-  h.model.Script(ModelResponse{json{{"text", "hi"}}, protocol::Usage{100, 20}});
-  auto reply = h.Request(
-      h.Msg("model_call",
-            {{"body",
-              {{"messages", {{{"role", "user"}, {"content", std::string("key ") + kSecret}}}}}}}));
+  h.model.Script(Turn("hi", {}, protocol::Usage{100, 20}));
+  auto reply = h.Request(h.Msg(
+      "model_call",
+      {{"system", "be brief"},
+       {"messages", {{{"role", "user"}, {"text", std::string("key ") + kSecret}}}}}));
   ASSERT_TRUE(reply);
   EXPECT_EQ((*reply)["type"], "model_result") << reply->dump();
-  EXPECT_EQ((*reply)["body"], json({{"text", "hi"}}));
+  EXPECT_EQ((*reply)["text"], "hi");
+  EXPECT_EQ((*reply)["tool_calls"], json::array());
+  EXPECT_EQ((*reply)["stop_reason"], "end");
   EXPECT_EQ((*reply)["usage"]["input_tokens"], 100);
   EXPECT_EQ((*reply)["usage"]["output_tokens"], 20);
   EXPECT_EQ((*reply)["turn"], 1);
   EXPECT_EQ((*reply)["max_turns"], 60);
-  // The provider never saw the secret.
-  ASSERT_EQ(h.model.bodies.size(), 1U);
-  const std::string sent = h.model.bodies[0].dump();
-  EXPECT_THAT(sent, Not(HasSubstr(kSecret)));
-  EXPECT_THAT(sent, HasSubstr("[REDACTED"));
+  EXPECT_EQ((*reply)["max_tokens"], 4096);
+  // The provider never saw the secret; it got the conversation and the broker's choices.
+  ASSERT_EQ(h.model.requests.size(), 1U);
+  const ModelRequest& sent = h.model.requests[0];
+  EXPECT_EQ(sent.system, "be brief");
+  ASSERT_EQ(sent.messages.size(), 1U);
+  EXPECT_THAT(sent.messages[0].text, Not(HasSubstr(kSecret)));
+  EXPECT_THAT(sent.messages[0].text, HasSubstr("[REDACTED"));
+  EXPECT_EQ(sent.max_tokens, 4096U);
   // The response is in the audit log, so the run can be replayed.
   auto results = Events(h, "model_result");
   ASSERT_EQ(results.size(), 1U);
-  EXPECT_EQ(results[0]["detail"]["body"], json({{"text", "hi"}}));
+  EXPECT_EQ(results[0]["detail"]["body"], json({{"text", "hi"}, {"calls", 0}}));
+  EXPECT_EQ(results[0]["detail"]["stop_reason"], "end");
+  auto calls = Events(h, "model_call");
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0]["detail"]["redactions"], 1);
+  EXPECT_EQ(calls[0]["detail"]["max_tokens"], 4096);
   EXPECT_EQ(h.broker->outcome().used.input_tokens, 100U);
   EXPECT_EQ(h.broker->outcome().used.model_turns, 1U);
 }
@@ -96,10 +107,10 @@ TEST(Broker, SecondConcurrentModelCallIsOutOfOrder) {
   Harness h;
   h.Hello();
   h.model.set_hold(true);
-  ASSERT_TRUE(h.peer->SendJson(h.Msg("model_call", {{"body", json::object()}})));
+  ASSERT_TRUE(h.peer->SendJson(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})));
   h.peer->Pump(std::chrono::milliseconds(20));
   ASSERT_TRUE(h.model.held());
-  auto second = h.Request(h.Msg("model_call", {{"body", json::object()}}));
+  auto second = h.Request(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}}));
   ASSERT_TRUE(second);
   EXPECT_EQ((*second)["type"], "error");
   EXPECT_EQ((*second)["code"], "out_of_order");
@@ -116,7 +127,7 @@ TEST(Broker, ProviderAuthFailureEndsTheRunNamingTheCredential) {
   h.Hello();
   h.model.Script(ModelError{protocol::ErrorCode::kProviderAuth,
                             "the provider refused the credential (401): check OPENAI_API_KEY"});
-  auto reply = h.Request(h.Msg("model_call", {{"body", json::object()}}));
+  auto reply = h.Request(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}}));
   ASSERT_TRUE(reply);
   EXPECT_EQ((*reply)["type"], "error");
   EXPECT_EQ((*reply)["code"], "provider_auth");
@@ -134,7 +145,7 @@ TEST(Broker, ProviderErrorEndsTheRun) {
   Harness h;
   h.Hello();
   h.model.Script(ModelError{protocol::ErrorCode::kProviderError, "HTTP 503 after 4 retries"});
-  auto reply = h.Request(h.Msg("model_call", {{"body", json::object()}}));
+  auto reply = h.Request(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}}));
   ASSERT_TRUE(reply);
   EXPECT_EQ((*reply)["code"], "provider_error");
   ASSERT_TRUE(h.WaitEnded());
@@ -521,7 +532,7 @@ TEST(Broker, StopCancelsAHeldModelCall) {
   Harness h;
   h.Hello();
   h.model.set_hold(true);
-  ASSERT_TRUE(h.peer->SendJson(h.Msg("model_call", {{"body", json::object()}})));
+  ASSERT_TRUE(h.peer->SendJson(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})));
   h.peer->Pump(std::chrono::milliseconds(20));
   ASSERT_TRUE(h.model.held());
   h.broker->Stop(BrokerOutcome::Status::kCancelled, "stop");
@@ -556,7 +567,7 @@ TEST(Broker, DestroyingTheBrokerWithWorkPendingIsSafe) {
   Harness h;
   h.Hello();
   h.model.set_hold(true);
-  ASSERT_TRUE(h.peer->SendJson(h.Msg("model_call", {{"body", json::object()}})));
+  ASSERT_TRUE(h.peer->SendJson(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})));
   h.peer->Pump(std::chrono::milliseconds(20));
   h.broker.reset();
   EXPECT_EQ(h.model.cancels, 1);

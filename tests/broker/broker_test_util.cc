@@ -1,5 +1,7 @@
 #include "tests/broker/broker_test_util.h"
 
+#include "common/json_text.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -23,21 +25,40 @@ using Clock = std::chrono::steady_clock;
 
 // ---- FakeModelProvider ----
 
+ModelResponse Turn(std::string text, std::vector<protocol::ToolCall> calls,
+                   protocol::Usage usage) {
+  ModelResponse r;
+  r.turn.stop_reason =
+      calls.empty() ? protocol::StopReason::kEnd : protocol::StopReason::kToolCalls;
+  r.provider_stop_reason = calls.empty() ? "end_turn" : "tool_use";
+  r.raw = json{{"text", text}, {"calls", calls.size()}};
+  r.turn.text = std::move(text);
+  r.turn.tool_calls = std::move(calls);
+  r.usage = usage;
+  return r;
+}
+
+protocol::ToolCall Call(std::string id, std::string name, json arguments) {
+  protocol::ToolCall c;
+  c.id = std::move(id);
+  c.name = std::move(name);
+  c.arguments = std::move(arguments);
+  return c;
+}
+
 protocol::ModelInfo FakeModelProvider::Info() const {
-  return protocol::ModelInfo{"fake", "fake-model", 100000, 4096};
+  return protocol::ModelInfo{"fake", "fake-model", 100000, max_output_tokens};
 }
 
 ModelOutcome FakeModelProvider::Next() {
-  if (script_.empty()) {
-    return ModelResponse{json{{"text", "ok"}}, protocol::Usage{10, 5}};
-  }
+  if (script_.empty()) return Turn("ok");
   ModelOutcome out = std::move(script_.front());
   script_.pop_front();
   return out;
 }
 
-void FakeModelProvider::Call(json request_body, std::function<void(ModelOutcome)> done) {
-  bodies.push_back(std::move(request_body));
+void FakeModelProvider::Call(ModelRequest request, std::function<void(ModelOutcome)> done) {
+  requests.push_back(std::move(request));
   pending_ = std::move(done);
   if (!hold_) Complete();
 }
@@ -313,17 +334,33 @@ std::optional<json> Harness::Request(const json& message) {
 }
 
 json Harness::Hello() {
-  auto reply = Request(Msg("hello", {{"agent", "test-agent/1"}, {"protocols", {1}}}));
+  auto reply = Request(Msg("hello", {{"agent", "test-agent/1"}, {"protocols", {protocol::kVersion}}}));
   EXPECT_TRUE(reply.has_value());
   if (!reply) return json();
   EXPECT_EQ((*reply)["type"], "welcome") << reply->dump();
   return *reply;
 }
 
+json Harness::ModelTurn(std::vector<protocol::ToolCall> calls, std::string text, json messages) {
+  model.Script(Turn(std::move(text), std::move(calls)));
+  auto reply = Request(Msg("model_call", {{"system", "test"}, {"messages", std::move(messages)}}));
+  EXPECT_TRUE(reply.has_value());
+  return reply ? *reply : json();
+}
+
 json Harness::ToolRequest(const std::string& tool, json args, std::vector<std::string> paths) {
-  auto reply = Request(Msg(
-      "tool_request",
-      {{"call_id", "c"}, {"tool", tool}, {"args", std::move(args)}, {"paths", std::move(paths)}}));
+  const std::string id = "call_" + std::to_string(++last_call_);
+  const json turn = ModelTurn({Call(id, tool, args)});
+  EXPECT_EQ(turn.value("type", ""), "model_result") << JsonText(turn);
+  return ToolRequestAs(id, tool, std::move(args), std::move(paths));
+}
+
+json Harness::ToolRequestAs(const std::string& call_id, const std::string& tool, json args,
+                            std::vector<std::string> paths) {
+  auto reply = Request(Msg("tool_request", {{"call_id", call_id},
+                                            {"tool", tool},
+                                            {"args", std::move(args)},
+                                            {"paths", std::move(paths)}}));
   EXPECT_TRUE(reply.has_value());
   return reply ? *reply : json();
 }

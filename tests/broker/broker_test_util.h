@@ -23,31 +23,43 @@
 #include "launcher/broker/approver.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/broker/broker.h"
-#include "launcher/broker/model_provider.h"
 #include "launcher/broker/redactor.h"
+#include "launcher/model/model_provider.h"
 #include "policy/ir.h"
 
 namespace cagent::launcher::broker::testing {
 
 using nlohmann::json;
 
+using model::ModelError;
+using model::ModelOutcome;
+using model::ModelRequest;
+using model::ModelResponse;
+
+// A turn as a provider would return it: `text`, `calls` (id, name, arguments), 10 + 5 tokens.
+ModelResponse Turn(std::string text, std::vector<protocol::ToolCall> calls = {},
+                   protocol::Usage usage = {10, 5});
+// One tool call.
+protocol::ToolCall Call(std::string id, std::string name, json arguments = json::object());
+
 // Answers model calls from a script. With `hold`, a call waits until Complete() is called.
-class FakeModelProvider : public ModelProvider {
+class FakeModelProvider : public model::ModelProvider {
  public:
   explicit FakeModelProvider(boost::asio::io_context& io) : io_(io) {}
 
   [[nodiscard]] protocol::ModelInfo Info() const override;
-  void Call(json request_body, std::function<void(ModelOutcome)> done) override;
+  void Call(ModelRequest request, std::function<void(ModelOutcome)> done) override;
   void Cancel() override;
 
-  // Outcomes handed out in order; when the script is empty, a default response
-  // ({"text": "ok"}, 10 + 5 tokens).
+  // Outcomes handed out in order; when the script is empty, a default response (text "ok", no
+  // calls, 10 + 5 tokens).
   void Script(ModelOutcome outcome) { script_.push_back(std::move(outcome)); }
   void set_hold(bool hold) { hold_ = hold; }
   // Completes the held call with the next scripted outcome (posted to the io_context).
   void Complete();
 
-  std::vector<json> bodies;  // the request bodies as the provider received them
+  std::vector<ModelRequest> requests;  // the requests as the provider received them
+  std::uint64_t max_output_tokens = 4096;  // Info()'s
   int cancels = 0;
   [[nodiscard]] bool held() const { return static_cast<bool>(pending_); }
 
@@ -159,7 +171,16 @@ class Harness {
   std::optional<json> Request(const json& message);
   // hello -> welcome; fails the test if the reply is not a welcome.
   json Hello();
+  // A model turn: scripts the fake provider to answer the next model call with `calls` (and
+  // `text`), sends a model_call with `messages` (none by default), returns the reply.
+  json ModelTurn(std::vector<protocol::ToolCall> calls, std::string text = "",
+                 json messages = json::array());
+  // The model asks for one call of `tool` (ModelTurn with one call, id "call_N"), then the agent
+  // asks the broker about it; returns the decision (or error) reply.
   json ToolRequest(const std::string& tool, json args, std::vector<std::string> paths = {});
+  // A tool_request naming `call_id`, with no model turn first; returns the reply.
+  json ToolRequestAs(const std::string& call_id, const std::string& tool, json args,
+                     std::vector<std::string> paths = {});
   json ToolResult(std::uint64_t request, bool ok, const std::string& output,
                   std::vector<std::string> changed = {});
 
@@ -188,6 +209,7 @@ class Harness {
 
  private:
   std::uint64_t last_id_ = 0;
+  std::uint64_t last_call_ = 0;
 };
 
 // The frame header announcing `n` bytes.

@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -60,7 +62,29 @@ Message ExpectMessage(const std::string& payload, bool from_agent) {
 bool BodyEq(const Hello& a, const Hello& b) {
   return std::tie(a.agent, a.protocols) == std::tie(b.agent, b.protocols);
 }
-bool BodyEq(const ModelCall& a, const ModelCall& b) { return a.body == b.body; }
+bool CallsEq(const std::vector<ToolCall>& a, const std::vector<ToolCall>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tie(a[i].id, a[i].name, a[i].arguments, a[i].arguments_error) !=
+        std::tie(b[i].id, b[i].name, b[i].arguments, b[i].arguments_error)) {
+      return false;
+    }
+  }
+  return true;
+}
+bool BodyEq(const ModelCall& a, const ModelCall& b) {
+  if (a.system != b.system || a.messages.size() != b.messages.size()) return false;
+  for (std::size_t i = 0; i < a.messages.size(); ++i) {
+    const ChatMessage& x = a.messages[i];
+    const ChatMessage& y = b.messages[i];
+    if (std::tie(x.role, x.text, x.call_id, x.is_error) !=
+            std::tie(y.role, y.text, y.call_id, y.is_error) ||
+        !CallsEq(x.tool_calls, y.tool_calls)) {
+      return false;
+    }
+  }
+  return true;
+}
 bool BodyEq(const ToolRequest& a, const ToolRequest& b) {
   return std::tie(a.call_id, a.tool, a.args, a.paths) ==
          std::tie(b.call_id, b.tool, b.args, b.paths);
@@ -86,8 +110,11 @@ bool BodyEq(const Welcome& a, const Welcome& b) {
                   b.command_timeout_ms, b.command_output_bytes);
 }
 bool BodyEq(const ModelResult& a, const ModelResult& b) {
-  return std::tie(a.body, a.usage.input_tokens, a.usage.output_tokens, a.turn, a.max_turns) ==
-         std::tie(b.body, b.usage.input_tokens, b.usage.output_tokens, b.turn, b.max_turns);
+  return a.answer.text == b.answer.text && CallsEq(a.answer.tool_calls, b.answer.tool_calls) &&
+         a.answer.stop_reason == b.answer.stop_reason &&
+         std::tie(a.usage.input_tokens, a.usage.output_tokens, a.turn, a.max_turns,
+                  a.max_tokens) == std::tie(b.usage.input_tokens, b.usage.output_tokens, b.turn,
+                                            b.max_turns, b.max_tokens);
 }
 bool BodyEq(const Decision& a, const Decision& b) {
   return std::tie(a.verdict, a.pending, a.rule, a.location, a.reason, a.message) ==
@@ -120,12 +147,20 @@ bool BodiesEqual(const Body& a, const Body& b) {
 // One message of every kind, every field set to a non-default value.
 std::vector<Message> SampleMessages() {
   std::vector<Message> out;
-  out.push_back(Make(Kind::kHello, 1, Hello{"cagent-agent/0.1.0", {1, 2}}));
-  out.push_back(Make(
-      Kind::kModelCall, 2,
-      ModelCall{json{{"messages", json::array({json{{"role", "user"}, {"content", "héllo ✓"}}})},
-                     {"max_tokens", 1024},
-                     {"temperature", 0.25}}}));
+  out.push_back(Make(Kind::kHello, 1, Hello{"cagent-agent/0.1.0", {2, 3}}));
+  ModelCall call;
+  call.system = "You are a careful engineer.";
+  call.messages.push_back(ChatMessage{Role::kUser, "héllo ✓", {}, "", false});
+  call.messages.push_back(ChatMessage{
+      Role::kAssistant,
+      "reading",
+      {ToolCall{"call_1", "read_file", json{{"path", "a.py"}}, ""},
+       ToolCall{"call_2", "grep", json::object(), "the arguments are not valid JSON: {"}},
+      "",
+      false});
+  call.messages.push_back(ChatMessage{Role::kTool, "1\tprint()\n", {}, "call_1", false});
+  call.messages.push_back(ChatMessage{Role::kTool, "error [bad_arguments]", {}, "call_2", true});
+  out.push_back(Make(Kind::kModelCall, 2, call));
   out.push_back(Make(Kind::kToolRequest, 3,
                      ToolRequest{"call_7",
                                  "read_file",
@@ -137,7 +172,7 @@ std::vector<Message> SampleMessages() {
   out.push_back(Make(Kind::kProgress, 5, Progress{"tool", "run_command: pytest -q"}));
   out.push_back(Make(Kind::kFinish, 6, Finish{"done", "fixed the off-by-one"}));
   Welcome w;
-  w.protocol = 1;
+  w.protocol = 2;
   w.run_id = "run-20240101-abcdef";
   w.workspace = "/work/repo";
   w.task = "Fix the bug in parse()\n\nDetails: \"quoted\"";
@@ -151,9 +186,15 @@ std::vector<Message> SampleMessages() {
   w.command_timeout_ms = 600000;
   w.command_output_bytes = 65536;
   out.push_back(Make(Kind::kWelcome, 1, w));
-  out.push_back(Make(
-      Kind::kModelResult, 2,
-      ModelResult{json{{"choices", json::array({json{{"index", 0}}})}}, Usage{1234, 56}, 3, 40}));
+  ModelResult result;
+  result.answer.text = "I will run the tests.";
+  result.answer.tool_calls = {ToolCall{"call_9", "run_command", json{{"command", "pytest -q"}}, ""}};
+  result.answer.stop_reason = StopReason::kToolCalls;
+  result.usage = Usage{1234, 56};
+  result.turn = 3;
+  result.max_turns = 40;
+  result.max_tokens = 2048;
+  out.push_back(Make(Kind::kModelResult, 2, result));
   out.push_back(Make(Kind::kDecision, 3,
                      Decision{Verdict::kAsk, true, "ask write src/**", "backend.cagent:12:5",
                               "writes need approval", "waiting for the operator"}));
@@ -229,7 +270,7 @@ TEST(ProtocolRoundTrip, EveryKindEncodesAndDecodesBackEqualInItsDirection) {
 TEST(ProtocolRoundTrip, TheWireFormIsTheDocumentedObject) {
   const Message m = Make(Kind::kToolRequest, 42,
                          ToolRequest{"c1", "read_file", json{{"path", "a.txt"}}, {"a.txt"}});
-  EXPECT_EQ(ToJson(m), json::parse(R"({"v":1,"type":"tool_request","id":42,"call_id":"c1",
+  EXPECT_EQ(ToJson(m), json::parse(R"({"v":2,"type":"tool_request","id":42,"call_id":"c1",
       "tool":"read_file","args":{"path":"a.txt"},"paths":["a.txt"]})"));
   auto frame = EncodeMessage(m);
   ASSERT_TRUE(frame.ok());
@@ -254,20 +295,26 @@ TEST(ProtocolRoundTrip, AgentKindsAreUnknownToTheAgentsDecoder) {
 
 TEST(ProtocolRoundTrip, OptionalFieldsMissingOrNullDecodeToDefaults) {
   const Message tr = ExpectMessage(
-      R"({"v":1,"type":"tool_request","id":1,"tool":"list_dir","args":{},"call_id":null})", true);
+      R"({"v":2,"type":"tool_request","id":1,"tool":"list_dir","args":{},"call_id":"c",
+          "paths":null})",
+      true);
   const auto& req = std::get<ToolRequest>(tr.body);
-  EXPECT_EQ(req.call_id, "");
+  EXPECT_EQ(req.call_id, "c");
   EXPECT_TRUE(req.paths.empty());
+  const Message mc =
+      ExpectMessage(R"({"v":2,"type":"model_call","id":1,"messages":[{"role":"user"}]})", true);
+  EXPECT_EQ(std::get<ModelCall>(mc.body).system, "");
+  EXPECT_EQ(std::get<ModelCall>(mc.body).messages.at(0).text, "");
   const Message res = ExpectMessage(
-      R"({"v":1,"type":"tool_result","id":2,"request":1,"ok":true,"output":""})", true);
+      R"({"v":2,"type":"tool_result","id":2,"request":1,"ok":true,"output":""})", true);
   const auto& r = std::get<ToolResult>(res.body);
   EXPECT_TRUE(r.ok);
   EXPECT_EQ(r.error_code, "");
   EXPECT_TRUE(r.changed_paths.empty());
-  const Message dec = ExpectMessage(R"({"v":1,"type":"decision","id":3,"verdict":"deny"})", false);
+  const Message dec = ExpectMessage(R"({"v":2,"type":"decision","id":3,"verdict":"deny"})", false);
   EXPECT_EQ(std::get<Decision>(dec.body).verdict, Verdict::kDeny);
   EXPECT_FALSE(std::get<Decision>(dec.body).pending);
-  const Message ack = ExpectMessage(R"({"v":1,"type":"ack","id":4})", false);
+  const Message ack = ExpectMessage(R"({"v":2,"type":"ack","id":4})", false);
   EXPECT_TRUE(std::holds_alternative<Ack>(ack.body));
 }
 
@@ -298,7 +345,8 @@ TEST(ProtocolHeader, VersionMissingOrNotAnUnsignedIntegerIsMalformed) {
 
 TEST(ProtocolHeader, AnotherVersionIsBadVersion) {
   for (const char* payload : {
-           R"({"v":2,"type":"hello","id":1,"agent":"a","protocols":[2]})",
+           R"({"v":1,"type":"hello","id":1,"agent":"a","protocols":[1]})",
+           R"({"v":3,"type":"hello","id":1,"agent":"a","protocols":[3]})",
            R"({"v":0,"type":"hello","id":1,"agent":"a","protocols":[1]})",
            R"({"v":18446744073709551615,"type":"hello","id":1})",
        }) {
@@ -312,8 +360,8 @@ TEST(ProtocolHeader, AnotherVersionIsBadVersion) {
 
 TEST(ProtocolHeader, TypeMissingOrNotAStringIsMalformed) {
   for (const char* payload :
-       {R"({"v":1,"id":1,"state":"x"})", R"({"v":1,"type":3,"id":1})",
-        R"({"v":1,"type":null,"id":1})", R"({"v":1,"type":["hello"],"id":1})"}) {
+       {R"({"v":2,"id":1,"state":"x"})", R"({"v":2,"type":3,"id":1})",
+        R"({"v":2,"type":null,"id":1})", R"({"v":2,"type":["hello"],"id":1})"}) {
     SCOPED_TRACE(payload);
     const DecodeError e = ExpectError(payload, true);
     EXPECT_EQ(e.code, ErrorCode::kMalformed);
@@ -322,13 +370,13 @@ TEST(ProtocolHeader, TypeMissingOrNotAStringIsMalformed) {
 }
 
 TEST(ProtocolHeader, UnknownTypeIsUnknownTypeAndTheEchoIsBoundedValidUtf8) {
-  DecodeError e = ExpectError(R"({"v":1,"type":"exec","id":5})", true);
+  DecodeError e = ExpectError(R"({"v":2,"type":"exec","id":5})", true);
   EXPECT_EQ(e.code, ErrorCode::kUnknownType);
   EXPECT_EQ(e.id, 5U);
   EXPECT_THAT(e.message, HasSubstr("\"exec\""));
 
   // Case matters: the set is closed and exact.
-  EXPECT_EQ(ExpectError(R"({"v":1,"type":"Hello","id":5})", true).code, ErrorCode::kUnknownType);
+  EXPECT_EQ(ExpectError(R"({"v":2,"type":"Hello","id":5})", true).code, ErrorCode::kUnknownType);
 
   // A long name made of 3-byte characters: cut at a character boundary, never inside one.
   std::string name;
@@ -346,13 +394,13 @@ TEST(ProtocolHeader, UnknownTypeIsUnknownTypeAndTheEchoIsBoundedValidUtf8) {
 
 TEST(ProtocolHeader, IdMissingNegativeFloatOrStringIsMalformed) {
   for (const char* payload : {
-           R"({"v":1,"type":"progress","state":"x"})",
-           R"({"v":1,"type":"progress","id":-1,"state":"x"})",
-           R"({"v":1,"type":"progress","id":1.5,"state":"x"})",
-           R"({"v":1,"type":"progress","id":1.0,"state":"x"})",
-           R"({"v":1,"type":"progress","id":"1","state":"x"})",
-           R"({"v":1,"type":"progress","id":null,"state":"x"})",
-           R"({"v":1,"type":"progress","id":18446744073709551616,"state":"x"})",
+           R"({"v":2,"type":"progress","state":"x"})",
+           R"({"v":2,"type":"progress","id":-1,"state":"x"})",
+           R"({"v":2,"type":"progress","id":1.5,"state":"x"})",
+           R"({"v":2,"type":"progress","id":1.0,"state":"x"})",
+           R"({"v":2,"type":"progress","id":"1","state":"x"})",
+           R"({"v":2,"type":"progress","id":null,"state":"x"})",
+           R"({"v":2,"type":"progress","id":18446744073709551616,"state":"x"})",
        }) {
     SCOPED_TRACE(payload);
     const DecodeError e = ExpectError(payload, true);
@@ -360,7 +408,7 @@ TEST(ProtocolHeader, IdMissingNegativeFloatOrStringIsMalformed) {
     EXPECT_FALSE(e.id.has_value());
     EXPECT_THAT(e.message, HasSubstr("\"id\""));
   }
-  EXPECT_EQ(ExpectMessage(R"({"v":1,"type":"progress","id":0,"state":"x"})", true).header.id, 0U);
+  EXPECT_EQ(ExpectMessage(R"({"v":2,"type":"progress","id":0,"state":"x"})", true).header.id, 0U);
 }
 
 // ---- body fields of the agent's kinds ----
@@ -387,10 +435,11 @@ std::vector<FieldCase> AgentFieldCases() {
        true,
        {str, num, obj, json::array({"1"}), json::array({-1}), json::array({1.5}),
         json::array({1001}), json::array({json::array({1})})}},
-      {Kind::kModelCall, "body", true, {str, num, arr, tru}},
+      {Kind::kModelCall, "messages", true, {str, num, obj, tru}},
+      {Kind::kModelCall, "system", false, {num, obj, arr, tru}},
       {Kind::kToolRequest, "tool", true, {num, obj, arr, tru}},
       {Kind::kToolRequest, "args", true, {str, num, arr, tru}},
-      {Kind::kToolRequest, "call_id", false, {num, obj, arr, tru}},
+      {Kind::kToolRequest, "call_id", true, {num, obj, arr, tru}},
       {Kind::kToolRequest, "paths", false, {str, num, obj, json::array({1}), json::array({obj})}},
       {Kind::kToolResult, "request", true, {str, neg, flt, obj, arr, tru}},
       {Kind::kToolResult, "ok", true, {str, num, obj, arr, json(0)}},
@@ -431,7 +480,7 @@ TEST(ProtocolAgentFields, EveryRequiredFieldMissingOrNullIsMalformedNamingIt) {
     if (c.required) ++required;
   }
   EXPECT_EQ(required,
-            10);  // hello 2, model_call 1, tool_request 2, tool_result 3, progress 1, finish 1
+            11);  // hello 2, model_call 1, tool_request 3, tool_result 3, progress 1, finish 1
 }
 
 TEST(ProtocolAgentFields, EveryFieldOfTheWrongTypeIsMalformedNamingIt) {
@@ -452,23 +501,71 @@ TEST(ProtocolAgentFields, EveryFieldOfTheWrongTypeIsMalformedNamingIt) {
 
 TEST(ProtocolAgentFields, TheFirstProblemIsReported) {
   const DecodeError e =
-      ExpectError(R"({"v":1,"type":"tool_result","id":1,"ok":"yes","output":3})", true);
+      ExpectError(R"({"v":2,"type":"tool_result","id":1,"ok":"yes","output":3})", true);
   EXPECT_EQ(e.message, "tool_result: missing field \"request\"");
 }
 
 TEST(ProtocolAgentFields, UnknownFieldsAreIgnored) {
   const Message m = ExpectMessage(
-      R"({"v":1,"type":"tool_request","id":9,"tool":"grep","args":{"pattern":"x"},
+      R"({"v":2,"type":"tool_request","id":9,"tool":"grep","args":{"pattern":"x"},"call_id":"c",
           "future_field":{"deep":[1,2,3]},"also":"ignored","paths":[]})",
       true);
   EXPECT_EQ(std::get<ToolRequest>(m.body).tool, "grep");
   EXPECT_EQ(ToJson(m).count("future_field"), 0U);
   const Message w = ExpectMessage(
-      R"({"v":1,"type":"welcome","id":1,"protocol":1,"run_id":"r","workspace":"/w","task":"t",
+      R"({"v":2,"type":"welcome","id":1,"protocol":1,"run_id":"r","workspace":"/w","task":"t",
           "policy_name":"p","policy_digest":"d","tools":[],"model":{"provider":"replay","x":1},
           "extra":null})",
       false);
   EXPECT_EQ(std::get<Welcome>(w.body).model.provider, "replay");
+}
+
+TEST(ProtocolAgentFields, ModelCallMessagesAreCheckedOneByOneNamingTheMessage) {
+  struct Case {
+    const char* messages;
+    const char* message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"([1])", "model_call: messages[0] must be an object"},
+           {R"([{"text":"x"}])", "model_call: messages[0]: missing field \"role\""},
+           {R"([{"role":"system","text":"x"}])",
+            "model_call: messages[0]: \"role\" must be user, assistant or tool"},
+           {R"([{"role":"user","text":5}])",
+            "model_call: messages[0]: field \"text\" must be a string"},
+           {R"([{"role":"user"},{"role":"tool","text":"x"}])",
+            "model_call: messages[1]: missing field \"call_id\""},
+           {R"([{"role":"tool","call_id":"","text":"x"}])",
+            "model_call: messages[0]: \"call_id\" must be 1 to 256 bytes"},
+           {R"([{"role":"assistant","tool_calls":{}}])",
+            "model_call: messages[0]: field \"tool_calls\" must be an array"},
+           {R"([{"role":"assistant","tool_calls":[{"id":"a"}]}])",
+            "model_call: messages[0].tool_calls[0]: missing field \"name\""},
+       }) {
+    SCOPED_TRACE(c.messages);
+    const DecodeError e = ExpectError(
+        std::string(R"({"v":2,"type":"model_call","id":1,"messages":)") + c.messages + "}", true);
+    EXPECT_EQ(e.code, ErrorCode::kMalformed);
+    EXPECT_EQ(e.message, c.message);
+  }
+  // The count is bounded: a conversation of more than kMaxMessages is refused whole.
+  std::string many = R"({"v":2,"type":"model_call","id":1,"messages":[)";
+  for (std::size_t i = 0; i <= kMaxMessages; ++i) many += i == 0 ? "{}" : ",{}";
+  many += "]}";
+  EXPECT_THAT(ExpectError(many, true).message, HasSubstr("65537 messages (at most 65536)"));
+}
+
+TEST(ProtocolAgentFields, AModelCallCarriesNoProviderFields) {
+  // A v1-style provider body, a model, max_tokens, n or tools next to the messages are not part
+  // of the message: the decoded call has only the system text and the messages.
+  const Message m = ExpectMessage(
+      R"({"v":2,"type":"model_call","id":1,"system":"s","messages":[{"role":"user","text":"t"}],
+          "body":{"n":5},"model":"gpt-5-pro","max_tokens":1000000,"n":8,"tools":[{"type":"web_search"}],
+          "stream":true})",
+      true);
+  const json back = ToJson(m);
+  std::set<std::string> keys;
+  for (const auto& [k, v] : back.items()) keys.insert(k);
+  EXPECT_EQ(keys, (std::set<std::string>{"v", "type", "id", "system", "messages"}));
 }
 
 // ---- body fields of the broker's kinds (the agent's decoder) ----
@@ -480,26 +577,41 @@ TEST(ProtocolBrokerFields, BrokerKindsAreCheckedToo) {
   };
   for (
       const Case& c : std::vector<Case>{
-          {R"({"v":1,"type":"decision","id":1,"verdict":"maybe"})",
+          {R"({"v":2,"type":"decision","id":1,"verdict":"maybe"})",
            "decision: field \"verdict\" must be allow, ask or deny"},
-          {R"({"v":1,"type":"decision","id":1})", "decision: missing field \"verdict\""},
-          {R"({"v":1,"type":"approval","id":1,"verdict":"ask","scope":"once"})",
+          {R"({"v":2,"type":"decision","id":1})", "decision: missing field \"verdict\""},
+          {R"({"v":2,"type":"approval","id":1,"verdict":"ask","scope":"once"})",
            "approval: field \"verdict\" must be allow or deny"},
-          {R"({"v":1,"type":"welcome","id":1,"protocol":1,"run_id":"r","workspace":"/w",
+          {R"({"v":2,"type":"welcome","id":1,"protocol":1,"run_id":"r","workspace":"/w",
                "task":"t","policy_name":"p","policy_digest":"d","tools":[],"model":{}})",
            "welcome: model: missing field \"provider\""},
-          {R"({"v":1,"type":"welcome","id":1,"protocol":2147483648,"run_id":"r",
+          {R"({"v":2,"type":"welcome","id":1,"protocol":2147483648,"run_id":"r",
                "workspace":"/w","task":"t","policy_name":"p","policy_digest":"d","tools":[],
                "model":{"provider":"replay"}})",
            "welcome: field \"protocol\" must be a small non-negative integer"},
-          {R"({"v":1,"type":"model_result","id":1,"body":{},"turn":1,"usage":{"input_tokens":-1}})",
+          {R"({"v":2,"type":"model_result","id":1,"stop_reason":"end","turn":1,
+               "usage":{"input_tokens":-1}})",
            "model_result: usage: field \"input_tokens\" must be a non-negative integer"},
-          {R"({"v":1,"type":"model_result","id":1,"body":{}})",
+          {R"({"v":2,"type":"model_result","id":1,"stop_reason":"end"})",
            "model_result: missing field \"turn\""},
-          {R"({"v":1,"type":"result_ack","id":1,"output":"x","truncated":"no"})",
+          {R"({"v":2,"type":"model_result","id":1,"turn":1})",
+           "model_result: missing field \"stop_reason\""},
+          {R"({"v":2,"type":"model_result","id":1,"turn":1,"stop_reason":"stop"})",
+           "model_result: field \"stop_reason\" must be end, tool_calls, max_tokens, refused or "
+           "other"},
+          {R"({"v":2,"type":"model_result","id":1,"turn":1,"stop_reason":"tool_calls",
+               "tool_calls":[{"id":"a","name":"x","arguments":{}},{"id":"a","name":"y"}]})",
+           "model_result: tool_calls[1]: the id \"a\" is used twice in one turn"},
+          {R"({"v":2,"type":"model_result","id":1,"turn":1,"stop_reason":"tool_calls",
+               "tool_calls":[{"id":"","name":"x"}]})",
+           "model_result: tool_calls[0]: \"id\" must be 1 to 256 bytes"},
+          {R"({"v":2,"type":"model_result","id":1,"turn":1,"stop_reason":"tool_calls",
+               "tool_calls":[{"id":"a","name":"x","arguments":[]}]})",
+           "model_result: tool_calls[0]: field \"arguments\" must be an object"},
+          {R"({"v":2,"type":"result_ack","id":1,"output":"x","truncated":"no"})",
            "result_ack: field \"truncated\" must be true or false"},
-          {R"({"v":1,"type":"error","id":1})", "error: missing field \"code\""},
-          {R"({"v":1,"type":"shutdown","id":0,"reason":"x"})",
+          {R"({"v":2,"type":"error","id":1})", "error: missing field \"code\""},
+          {R"({"v":2,"type":"shutdown","id":0,"reason":"x"})",
            "shutdown: missing field \"status\""},
       }) {
     SCOPED_TRACE(c.payload);
@@ -511,7 +623,7 @@ TEST(ProtocolBrokerFields, BrokerKindsAreCheckedToo) {
 
 TEST(ProtocolBrokerFields, AnUnknownErrorCodeFromANewerPeerIsStillAnError) {
   const Message m = ExpectMessage(
-      R"({"v":1,"type":"error","id":3,"code":"quota_exceeded","message":"m"})", false);
+      R"({"v":2,"type":"error","id":3,"code":"quota_exceeded","message":"m"})", false);
   EXPECT_EQ(std::get<ErrorReply>(m.body).code, ErrorCode::kInternal);
   EXPECT_EQ(std::get<ErrorReply>(m.body).message, "m");
 }
@@ -530,8 +642,8 @@ TEST(ProtocolPayload, NonObjectPayloadsAreMalformed) {
 
 TEST(ProtocolPayload, InvalidJsonIsMalformed) {
   for (const char* payload :
-       {"", " ", "{", R"({"v":1,)", R"({"v":1} x)", R"({"v":1}{"v":1})", "{'v':1}",
-        R"({"v":01,"type":"ack","id":1})", R"({"v":1,"type":"ack","id":1,})", R"({"v":NaN})",
+       {"", " ", "{", R"({"v":2,)", R"({"v":1} x)", R"({"v":1}{"v":1})", "{'v':1}",
+        R"({"v":01,"type":"ack","id":1})", R"({"v":2,"type":"ack","id":1,})", R"({"v":NaN})",
         R"({"v":1e400,"type":"ack","id":1})"}) {
     SCOPED_TRACE(payload);
     const DecodeError e = ExpectError(payload, true);
@@ -549,23 +661,24 @@ TEST(ProtocolPayload, InvalidUtf8InsideAStringIsMalformed) {
            std::string("\xF4\x90\x80\x80"),  // above U+10FFFF
        }) {
     const std::string payload =
-        R"({"v":1,"type":"progress","id":1,"state":"tool","text":"a)" + bad + R"(b"})";
+        R"({"v":2,"type":"progress","id":1,"state":"tool","text":"a)" + bad + R"(b"})";
     const DecodeError e = ExpectError(payload, true);
     EXPECT_EQ(e.code, ErrorCode::kMalformed);
     EXPECT_EQ(e.message, "payload is not valid JSON");
   }
   // A lone surrogate escape is invalid too; a pair is fine.
-  EXPECT_EQ(ExpectError(R"({"v":1,"type":"progress","id":1,"state":"\ud800"})", true).code,
+  EXPECT_EQ(ExpectError(R"({"v":2,"type":"progress","id":1,"state":"\ud800"})", true).code,
             ErrorCode::kMalformed);
   const Message m =
-      ExpectMessage(R"({"v":1,"type":"progress","id":1,"state":"\ud83d\ude00"})", true);
+      ExpectMessage(R"({"v":2,"type":"progress","id":1,"state":"\ud83d\ude00"})", true);
   EXPECT_EQ(std::get<Progress>(m.body).state, "\xF0\x9F\x98\x80");
 }
 
 // A model_call whose body nests so that the deepest bracket is at `levels`, counting the
 // message object itself (levels >= 3).
 std::string NestedArrays(int levels) {
-  return R"({"v":1,"type":"model_call","id":1,"body":{"a":)" + std::string(levels - 2, '[') +
+  return R"({"v":2,"type":"model_call","id":1,"messages":[],"body":{"a":)" +
+         std::string(levels - 2, '[') +
          std::string(levels - 2, ']') + "}}";
 }
 
@@ -586,7 +699,8 @@ TEST(ProtocolPayload, NestingUpTo128IsAccepted) {
     auto frame = EncodeMessage(m);
     EXPECT_TRUE(frame.ok());
   }
-  ExpectMessage(R"({"v":1,"type":"model_call","id":1,"body":{"a":{"b":[[{"c":[]}]]}}})", true);
+  ExpectMessage(R"({"v":2,"type":"model_call","id":1,"messages":[],"body":{"a":{"b":[[{"c":[]}]]}}})",
+                true);
 }
 
 TEST(ProtocolPayload, BracketsInsideStringsDoNotCountAsNesting) {
@@ -601,8 +715,8 @@ TEST(ProtocolPayload, BracketsInsideStringsDoNotCountAsNesting) {
 // ---- framing ----
 
 TEST(FrameDecoder, ByteAtATimeFeedingYieldsEachFrameOnce) {
-  const std::string a = R"({"v":1,"type":"ack","id":1})";
-  const std::string b = R"({"v":1,"type":"ack","id":2})";
+  const std::string a = R"({"v":2,"type":"ack","id":1})";
+  const std::string b = R"({"v":2,"type":"ack","id":2})";
   const std::string stream = Frame(a) + Frame(b);
   FrameDecoder d;
   std::vector<std::string> got;
