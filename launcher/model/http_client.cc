@@ -1,4 +1,4 @@
-#include "launcher/broker/http_client.h"
+#include "launcher/model/http_client.h"
 
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
@@ -23,7 +23,7 @@
 #include <cctype>
 #include <type_traits>
 
-namespace cagent::launcher::broker {
+namespace cagent::launcher::model {
 namespace {
 
 namespace asio = boost::asio;
@@ -468,4 +468,4 @@ std::shared_ptr<HttpExchange> HttpClient::Start(HttpRequest request,
   return s;
 }
 
-}  // namespace cagent::launcher::broker
+}  // namespace cagent::launcher::model

@@ -1,10 +1,10 @@
-#include "launcher/broker/model_provider.h"
+#include "launcher/model/model_provider.h"
 
-#include "launcher/broker/anthropic_provider.h"
-#include "launcher/broker/openai_provider.h"
-#include "launcher/broker/replay_provider.h"
+#include "launcher/model/anthropic_provider.h"
+#include "launcher/model/openai_provider.h"
+#include "launcher/model/replay_provider.h"
 
-namespace cagent::launcher::broker {
+namespace cagent::launcher::model {
 
 Result<std::unique_ptr<ModelProvider>> MakeModelProvider(boost::asio::io_context& io,
                                                          const ModelSpec& spec,
@@ -16,4 +16,4 @@ Result<std::unique_ptr<ModelProvider>> MakeModelProvider(boost::asio::io_context
                     "unknown (openai, anthropic or replay)");
 }
 
-}  // namespace cagent::launcher::broker
+}  // namespace cagent::launcher::model

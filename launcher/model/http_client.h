@@ -24,7 +24,7 @@
 
 #include "common/result.h"
 
-namespace cagent::launcher::broker {
+namespace cagent::launcher::model {
 
 // An http:// or https:// URL split into what a request needs. Userinfo ("user:pw@") is refused:
 // credentials travel in headers, never in a URL that ends up in logs.
@@ -108,4 +108,4 @@ class HttpClient {
   std::unique_ptr<boost::asio::ssl::context> tls_;
 };
 
-}  // namespace cagent::launcher::broker
+}  // namespace cagent::launcher::model

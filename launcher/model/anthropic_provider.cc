@@ -1,10 +1,10 @@
-#include "launcher/broker/anthropic_provider.h"
+#include "launcher/model/anthropic_provider.h"
 #include "common/json_text.h"
 
 #include <map>
 #include <optional>
 
-namespace cagent::launcher::broker {
+namespace cagent::launcher::model {
 namespace {
 
 using nlohmann::json;
@@ -116,7 +116,7 @@ class AnthropicAssembler final : public StreamAssembler {
     return std::nullopt;  // event types added later are ignored, as Anthropic asks
   }
 
-  AttemptOutcome Finish() override {
+  AssembleOutcome Finish() override {
     if (!stopped_ && !stop_reason_) {
       AttemptError err = Malformed(display_,
                                    "a stream that ended before it was complete (no "
@@ -135,9 +135,7 @@ class AnthropicAssembler final : public StreamAssembler {
     json usage = usage_;
     if (!usage.contains("input_tokens")) usage["input_tokens"] = 0;
     if (!usage.contains("output_tokens")) usage["output_tokens"] = 0;
-    ModelResponse out;
-    out.usage = UsageOf(usage);
-    out.body = {{"id", id_.empty() ? std::string("msg_cagent") : id_},
+    return json{{"id", id_.empty() ? std::string("msg_cagent") : id_},
                 {"type", "message"},
                 {"role", "assistant"},
                 {"model", model_},
@@ -145,7 +143,6 @@ class AnthropicAssembler final : public StreamAssembler {
                 {"stop_reason", stop_reason_ ? json(*stop_reason_) : json(nullptr)},
                 {"stop_sequence", stop_sequence_},
                 {"usage", std::move(usage)}};
-    return out;
   }
 
  private:
@@ -235,18 +232,10 @@ class AnthropicDialect final : public ProviderDialect {
   AnthropicDialect(ModelSpec spec, std::string key, std::string display)
       : spec_(std::move(spec)), key_(std::move(key)), display_(std::move(display)) {}
 
-  [[nodiscard]] Result<std::string> CompleteBody(json body) const override {
-    if (!body.is_object()) return PlainError("request body", "not a JSON object");
-    body["model"] = spec_.model;
-    if (!body.contains("max_tokens")) {
-      body["max_tokens"] = spec_.max_output_tokens != 0 ? spec_.max_output_tokens : 4096;
-    }
-    if (spec_.stream) {
-      body["stream"] = true;
-    } else {
-      body.erase("stream");
-    }
-    return JsonText(body);
+  [[nodiscard]] Result<std::string> BuildBody(const ModelRequest& request) const override {
+    auto body = BuildAnthropicBody(spec_, request);
+    if (!body.ok()) return body.error();
+    return JsonText(*body);
   }
 
   [[nodiscard]] std::vector<std::pair<std::string, std::string>> Headers() const override {
@@ -259,15 +248,39 @@ class AnthropicDialect final : public ProviderDialect {
     return NewAnthropicStreamAssembler(display_, spec_.model);
   }
 
-  [[nodiscard]] AttemptOutcome ParseWhole(json body) const override {
-    return ParseAnthropicResponse(display_, std::move(body));
+  [[nodiscard]] AttemptOutcome ParseWhole(json body) override {
+    return ParseAnthropicResponse(display_, std::move(body), ids_);
   }
 
  private:
   ModelSpec spec_;
   std::string key_;
   std::string display_;
+  CallIdSource ids_;
 };
+
+json TextBlock(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
+
+// Appends `blocks` as a message of `role`, merging with the previous message when it has the same
+// role (the API requires strict alternation). tool_result blocks go before any other block of a
+// user message (the API requires them first), after the results already there.
+void Append(json& messages, const char* role, json blocks) {
+  if (blocks.empty()) return;
+  if (messages.empty() || messages.back()["role"] != role) {
+    messages.push_back({{"role", role}, {"content", std::move(blocks)}});
+    return;
+  }
+  json& content = messages.back()["content"];
+  for (json& block : blocks) {
+    if (block["type"] == "tool_result") {
+      std::size_t at = 0;
+      while (at < content.size() && content[at]["type"] == "tool_result") ++at;
+      content.insert(content.begin() + static_cast<std::ptrdiff_t>(at), std::move(block));
+    } else {
+      content.push_back(std::move(block));
+    }
+  }
+}
 
 }  // namespace
 
@@ -276,23 +289,117 @@ std::unique_ptr<StreamAssembler> NewAnthropicStreamAssembler(std::string display
   return std::make_unique<AnthropicAssembler>(std::move(display), std::move(model));
 }
 
-AttemptOutcome ParseAnthropicResponse(const std::string& display, json body) {
+Result<json> BuildAnthropicBody(const ModelSpec& spec, const ModelRequest& request) {
+  auto tools = CheckModelRequest(request);
+  if (!tools.ok()) return tools.error();
+  json messages = json::array();
+  for (const protocol::ChatMessage& m : request.messages) {
+    switch (m.role) {
+      case protocol::Role::kUser:
+        // Empty text blocks are rejected by the API.
+        if (!m.text.empty()) Append(messages, "user", json::array({TextBlock(m.text)}));
+        break;
+      case protocol::Role::kAssistant: {
+        json blocks = json::array();
+        if (!m.text.empty()) blocks.push_back(TextBlock(m.text));
+        for (const protocol::ToolCall& call : m.tool_calls) {
+          blocks.push_back({{"type", "tool_use"},
+                            {"id", call.id},
+                            {"name", call.name},
+                            {"input", call.arguments.is_object() ? call.arguments
+                                                                 : json::object()}});
+        }
+        // An empty answer still has to keep the alternation.
+        if (blocks.empty()) blocks.push_back(TextBlock("(empty response)"));
+        Append(messages, "assistant", std::move(blocks));
+        break;
+      }
+      case protocol::Role::kTool: {
+        json block = {{"type", "tool_result"},
+                      {"tool_use_id", m.call_id},
+                      {"content", m.text.empty() ? std::string("(no output)") : m.text}};
+        if (m.is_error) block["is_error"] = true;
+        Append(messages, "user", json::array({std::move(block)}));
+        break;
+      }
+    }
+  }
+  json body = {{"model", spec.model},
+               {"max_tokens", request.max_tokens},
+               {"messages", std::move(messages)}};
+  if (!request.system.empty()) body["system"] = request.system;
+  if (!tools->empty()) {
+    json list = json::array();
+    for (ToolSchema& t : *tools) {
+      list.push_back({{"name", std::move(t.name)},
+                      {"description", std::move(t.description)},
+                      {"input_schema", std::move(t.parameters)}});
+    }
+    body["tools"] = std::move(list);
+  }
+  if (spec.stream) body["stream"] = true;
+  if (spec.temperature) body["temperature"] = *spec.temperature;
+  return body;
+}
+
+protocol::StopReason AnthropicStopReason(std::string_view stop_reason) {
+  using protocol::StopReason;
+  if (stop_reason == "end_turn" || stop_reason == "stop_sequence") return StopReason::kEnd;
+  if (stop_reason == "tool_use") return StopReason::kToolCalls;
+  if (stop_reason == "max_tokens") return StopReason::kMaxTokens;
+  if (stop_reason == "refusal") return StopReason::kRefused;
+  return StopReason::kOther;
+}
+
+AttemptOutcome ParseAnthropicResponse(const std::string& display, json body, CallIdSource& ids) {
   if (!body.is_object()) return Malformed(display, "an answer that is not a JSON object");
-  if (StringField(body, "type") == "error") {
-    const json& err = body.contains("error") ? body["error"] : body;
-    const std::string text =
-        ProviderErrorText(JsonText(json{{"error", {{"message", StringField(err, "message")}}}}));
+  if (const auto error = body.find("error");
+      StringField(body, "type") == "error" || (error != body.end() && !error->is_null())) {
+    const json& err = error != body.end() ? *error : body;
+    const std::string kind = StringField(err, "type");
+    std::string message = StringField(err, "message");
+    if (message.empty() && err.is_string()) message = err.get<std::string>();
+    const std::string text = ProviderErrorText(JsonText(json{{"error", {{"message", message}}}}));
     return AttemptError{ErrorCode::kProviderError,
-                        display + " reported an error" + (text.empty() ? "" : ": " + text), false,
-                        std::nullopt};
+                        display + " reported an error" + (kind.empty() ? "" : " (" + kind + ")") +
+                            (text.empty() ? "" : ": " + text),
+                        false, std::nullopt};
   }
   const auto content = body.find("content");
   if (content == body.end() || !content->is_array()) {
     return Malformed(display, "an answer without a content list");
   }
   ModelResponse out;
+  protocol::AssistantTurn& turn = out.turn;
+  for (const json& block : *content) {
+    if (!block.is_object()) return Malformed(display, "a content block that is not an object");
+    const std::string type = StringField(block, "type");
+    if (type == "text") {
+      turn.text += StringField(block, "text");
+    } else if (type == "tool_use") {
+      if (turn.tool_calls.size() == protocol::kMaxToolCallsPerTurn) {
+        return Malformed(display, "an answer with more than " +
+                                      std::to_string(protocol::kMaxToolCallsPerTurn) +
+                                      " tool calls (the most accepted in one turn)");
+      }
+      protocol::ToolCall call;
+      call.id = StringField(block, "id");
+      call.name = StringField(block, "name");
+      if (const auto input = block.find("input"); input != block.end()) {
+        SetArgumentsFromJson(call, *input);
+      }
+      turn.tool_calls.push_back(std::move(call));
+    }
+    // thinking, redacted_thinking, server tool blocks: not for the agent; skipped (raw keeps
+    // them for the audit log).
+  }
+  out.provider_stop_reason = StringField(body, "stop_reason");
+  turn.stop_reason = AnthropicStopReason(out.provider_stop_reason);
+  if (Status st = FinishTurn(turn, ids, display); !st.ok()) {
+    return Malformed(display, "an unusable turn: " + st.error().Message());
+  }
   if (auto usage = body.find("usage"); usage != body.end()) out.usage = UsageOf(*usage);
-  out.body = std::move(body);
+  out.raw = std::move(body);
   return out;
 }
 
@@ -329,4 +436,4 @@ Result<std::unique_ptr<ModelProvider>> MakeAnthropicProvider(boost::asio::io_con
       io, std::move(config), std::shared_ptr<HttpClient>(std::move(*client)), std::move(dialect)));
 }
 
-}  // namespace cagent::launcher::broker
+}  // namespace cagent::launcher::model

@@ -1,6 +1,6 @@
-#include "launcher/broker/model_provider.h"
+#include "launcher/model/model_provider.h"
 
-namespace cagent::launcher::broker {
+namespace cagent::launcher::model {
 
 Result<ModelSpec> ParseModelSpec(const std::string& spec) {
   const auto colon = spec.find(':');
@@ -19,4 +19,4 @@ Result<ModelSpec> ParseModelSpec(const std::string& spec) {
   return out;
 }
 
-}  // namespace cagent::launcher::broker
+}  // namespace cagent::launcher::model

@@ -1,4 +1,4 @@
-#include "launcher/broker/http_model_provider.h"
+#include "launcher/model/http_model_provider.h"
 
 #include <spdlog/spdlog.h>
 
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <random>
 
-namespace cagent::launcher::broker {
+namespace cagent::launcher::model {
 namespace {
 
 using protocol::ErrorCode;
@@ -177,7 +177,12 @@ struct HttpModelProvider::CallState : std::enable_shared_from_this<CallState> {
       return;
     }
     if (streaming) {
-      Complete(assembler->Finish());
+      AssembleOutcome assembled = assembler->Finish();
+      if (auto* err = std::get_if<AttemptError>(&assembled)) {
+        AttemptFailed(std::move(*err));
+        return;
+      }
+      Complete(dialect->ParseWhole(std::move(std::get<nlohmann::json>(assembled))));
       return;
     }
     auto parsed = nlohmann::json::parse(collected, nullptr, /*allow_exceptions=*/false);
@@ -287,11 +292,11 @@ HttpModelProvider::HttpModelProvider(boost::asio::io_context& io, HttpProviderCo
 
 HttpModelProvider::~HttpModelProvider() { Cancel(); }
 
-void HttpModelProvider::Call(nlohmann::json request_body, std::function<void(ModelOutcome)> done) {
+void HttpModelProvider::Call(ModelRequest request, std::function<void(ModelOutcome)> done) {
   std::erase_if(calls_, [](const std::weak_ptr<CallState>& w) { return w.expired(); });
   auto state = std::make_shared<CallState>(io_, config_, client_, dialect_, std::move(done));
   calls_.push_back(state);
-  auto body = dialect_->CompleteBody(std::move(request_body));
+  auto body = dialect_->BuildBody(request);
   if (!body.ok()) {
     ModelError err{ErrorCode::kProviderError,
                    "the model request was not sent: " + body.error().Message()};
@@ -343,6 +348,45 @@ Result<Url> ResolveBaseUrl(const ModelSpec& spec, const Environment& env,
   return ParseUrl(fallback);
 }
 
+Result<std::vector<ToolSchema>> CheckModelRequest(const ModelRequest& request) {
+  if (request.max_tokens == 0) {
+    return PlainError("the model request", "max_tokens is 0 (the broker must set the output cap)");
+  }
+  if (!request.tools.is_array()) {
+    return PlainError("the model request", "the tool schemas are not a list");
+  }
+  std::vector<ToolSchema> out;
+  out.reserve(request.tools.size());
+  for (std::size_t i = 0; i < request.tools.size(); ++i) {
+    const nlohmann::json& t = request.tools[i];
+    const std::string where = "tool schema " + std::to_string(i);
+    if (!t.is_object()) return PlainError("the model request", where + " is not an object");
+    const auto name = t.find("name");
+    if (name == t.end() || !name->is_string() || name->get_ref<const std::string&>().empty()) {
+      return PlainError("the model request", where + " has no name");
+    }
+    ToolSchema schema;
+    schema.name = name->get<std::string>();
+    if (const auto d = t.find("description"); d != t.end()) {
+      if (!d->is_string()) {
+        return PlainError("the model request", where + " (" + schema.name +
+                                                   ") has a description that is not a string");
+      }
+      schema.description = d->get<std::string>();
+    }
+    schema.parameters = {{"type", "object"}};
+    if (const auto p = t.find("parameters"); p != t.end()) {
+      if (!p->is_object()) {
+        return PlainError("the model request", where + " (" + schema.name +
+                                                   ") has parameters that are not an object");
+      }
+      schema.parameters = *p;
+    }
+    out.push_back(std::move(schema));
+  }
+  return out;
+}
+
 std::uint64_t JsonCount(const nlohmann::json& object, const char* key) {
   if (!object.is_object()) return 0;
   const auto it = object.find(key);
@@ -387,4 +431,4 @@ std::string ProviderErrorText(const std::string& body) {
   return CutUtf8(std::move(clean), kMaxProviderErrorBytes);
 }
 
-}  // namespace cagent::launcher::broker
+}  // namespace cagent::launcher::model

@@ -18,7 +18,7 @@
 
 #include "common/result.h"
 
-namespace cagent::launcher::broker {
+namespace cagent::launcher::model {
 
 struct SseEvent {
   std::string event;  // the "event:" name; empty means the default ("message")
@@ -53,4 +53,4 @@ class SseParser {
   bool pending_fields_ = false;  // a field line was seen since the last dispatch
 };
 
-}  // namespace cagent::launcher::broker
+}  // namespace cagent::launcher::model

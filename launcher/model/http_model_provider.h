@@ -1,5 +1,7 @@
-// HttpModelProvider: what the OpenAI-compatible and Anthropic providers share — one request per
-// attempt over HttpClient, SSE assembly through a provider-specific StreamAssembler, retries with
+// HttpModelProvider: what the OpenAI-compatible and Anthropic providers share — the request body
+// built by a provider-specific ProviderDialect from the broker's ModelRequest, one request per
+// attempt over HttpClient, SSE assembly through a provider-specific StreamAssembler into the
+// provider's non-streaming body, which the dialect then parses into a neutral turn; retries with
 // exponential backoff and jitter, the mapping of HTTP failures to ModelError, and the rule that a
 // credential never appears in an error text or a log line. Runs in cagent (trusted), on the
 // broker's io_context thread.
@@ -16,11 +18,12 @@
 #include <variant>
 #include <vector>
 
-#include "launcher/broker/http_client.h"
-#include "launcher/broker/model_provider.h"
-#include "launcher/broker/sse.h"
+#include "launcher/model/http_client.h"
+#include "launcher/model/model_provider.h"
+#include "launcher/model/sse.h"
+#include "launcher/model/turn_rules.h"
 
-namespace cagent::launcher::broker {
+namespace cagent::launcher::model {
 
 // Why one attempt failed, and whether another attempt may help.
 struct AttemptError {
@@ -30,6 +33,8 @@ struct AttemptError {
   std::optional<std::chrono::milliseconds> retry_after;  // the server's Retry-After
 };
 using AttemptOutcome = std::variant<ModelResponse, AttemptError>;
+// An assembled non-streaming response body, or why the stream did not give one.
+using AssembleOutcome = std::variant<nlohmann::json, AttemptError>;
 
 // Turns a provider's event stream into its non-streaming response body. One per attempt.
 class StreamAssembler {
@@ -37,22 +42,27 @@ class StreamAssembler {
   virtual ~StreamAssembler() = default;
   // One event; an error when the stream reports a failure or carries malformed data.
   virtual std::optional<AttemptError> OnEvent(const SseEvent& event) = 0;
-  // The HTTP response ended: the assembled answer, or why it is incomplete.
-  virtual AttemptOutcome Finish() = 0;
+  // The HTTP response ended: the assembled body (in the provider's non-streaming format), or why
+  // it is incomplete.
+  virtual AssembleOutcome Finish() = 0;
 };
 
 // The provider-specific part of a request and a response.
 class ProviderDialect {
  public:
   virtual ~ProviderDialect() = default;
-  // The agent's body completed by the broker (model, stream flags, defaults), serialised. Fails
-  // when the body is not a JSON object.
-  [[nodiscard]] virtual Result<std::string> CompleteBody(nlohmann::json body) const = 0;
+  // The provider's request body for `request`, serialised: built from an allow-list of keys only
+  // (the spec's model and parameters, the request's messages, tools and max_tokens). Fails when
+  // the request is unusable (max_tokens 0, a malformed tool schema); nothing is sent then.
+  [[nodiscard]] virtual Result<std::string> BuildBody(const ModelRequest& request) const = 0;
   // Content type and credential headers (the only place the credential is used).
   [[nodiscard]] virtual std::vector<std::pair<std::string, std::string>> Headers() const = 0;
   [[nodiscard]] virtual std::unique_ptr<StreamAssembler> NewAssembler() const = 0;
-  // Validates a non-streaming response body and reads its usage.
-  [[nodiscard]] virtual AttemptOutcome ParseWhole(nlohmann::json body) const = 0;
+  // Parses a non-streaming response body (as received, or as the assembler built it) into a
+  // neutral turn that has passed FinishTurn (turn_rules.h), with usage, the provider's stop word
+  // and the body itself as ModelResponse.raw. Not const: generated call ids are counted per
+  // provider.
+  [[nodiscard]] virtual AttemptOutcome ParseWhole(nlohmann::json body) = 0;
 };
 
 // What a provider is, beyond its dialect.
@@ -73,7 +83,7 @@ class HttpModelProvider final : public ModelProvider {
   ~HttpModelProvider() override;
 
   [[nodiscard]] protocol::ModelInfo Info() const override { return config_->info; }
-  void Call(nlohmann::json request_body, std::function<void(ModelOutcome)> done) override;
+  void Call(ModelRequest request, std::function<void(ModelOutcome)> done) override;
   void Cancel() override;
 
   struct CallState;  // one Call(), across its attempts
@@ -98,9 +108,20 @@ Result<Url> ResolveBaseUrl(const ModelSpec& spec, const Environment& env,
                            const std::string& env_var, const std::string& fallback);
 
 // Helpers shared by the dialects.
+
+// One neutral tool schema, read from ModelRequest.tools.
+struct ToolSchema {
+  std::string name;
+  std::string description;
+  nlohmann::json parameters;  // a JSON Schema object
+};
+// Reads ModelRequest.tools ({"name", "description", "parameters"} each; description defaults to
+// "", parameters to {"type": "object"}) and checks request.max_tokens > 0. Fails naming the
+// offending entry: the request is the broker's, so a bad one is a broker bug and nothing is sent.
+Result<std::vector<ToolSchema>> CheckModelRequest(const ModelRequest& request);
 std::uint64_t JsonCount(const nlohmann::json& object, const char* key);
 // The provider's error text in `body` ({"error": {"message": ...}} or plain text), cleaned of
 // control characters and cut to about 300 bytes.
 std::string ProviderErrorText(const std::string& body);
 
-}  // namespace cagent::launcher::broker
+}  // namespace cagent::launcher::model

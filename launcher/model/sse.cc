@@ -1,6 +1,6 @@
-#include "launcher/broker/sse.h"
+#include "launcher/model/sse.h"
 
-namespace cagent::launcher::broker {
+namespace cagent::launcher::model {
 
 Status SseParser::Feed(std::string_view bytes, std::vector<SseEvent>& out) {
   if (failed_) return PlainError("server-sent events", "the stream already failed");
@@ -114,4 +114,4 @@ Status SseParser::Line(std::string_view line, std::vector<SseEvent>& out) {
 
 bool SseParser::HasPending() const { return !line_.empty() || pending_fields_; }
 
-}  // namespace cagent::launcher::broker
+}  // namespace cagent::launcher::model

@@ -1,10 +1,10 @@
-#include "launcher/broker/openai_provider.h"
+#include "launcher/model/openai_provider.h"
 #include "common/json_text.h"
 
 #include <map>
 #include <optional>
 
-namespace cagent::launcher::broker {
+namespace cagent::launcher::model {
 namespace {
 
 using nlohmann::json;
@@ -12,6 +12,12 @@ using protocol::ErrorCode;
 
 AttemptError Malformed(const std::string& display, const std::string& what) {
   return AttemptError{ErrorCode::kProviderError, display + " sent " + what, false, std::nullopt};
+}
+
+std::string StringValue(const json& object, const char* key) {
+  if (!object.is_object()) return {};
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string{};
 }
 
 std::string ErrorMessageOf(const json& error) {
@@ -93,7 +99,7 @@ class OpenAiAssembler final : public StreamAssembler {
     return std::nullopt;
   }
 
-  AttemptOutcome Finish() override {
+  AssembleOutcome Finish() override {
     if (!done_ && !finish_reason_) {
       AttemptError err = Malformed(display_,
                                    "a stream that ended before it was complete (no "
@@ -127,11 +133,7 @@ class OpenAiAssembler final : public StreamAssembler {
                       {"finish_reason", finish_reason_ ? json(*finish_reason_) : json(nullptr)}}});
     body["usage"] = {
         {"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", total}};
-    ModelResponse out;
-    out.usage.input_tokens = prompt;
-    out.usage.output_tokens = completion;
-    out.body = std::move(body);
-    return out;
+    return body;
   }
 
  private:
@@ -196,18 +198,10 @@ class OpenAiDialect final : public ProviderDialect {
   OpenAiDialect(ModelSpec spec, std::string key, std::string display)
       : spec_(std::move(spec)), key_(std::move(key)), display_(std::move(display)) {}
 
-  [[nodiscard]] Result<std::string> CompleteBody(json body) const override {
-    if (!body.is_object()) return PlainError("request body", "not a JSON object");
-    // The broker, not the agent, decides the model and the transport.
-    body["model"] = spec_.model;
-    if (spec_.stream) {
-      body["stream"] = true;
-      body["stream_options"] = {{"include_usage", true}};
-    } else {
-      body.erase("stream");
-      body.erase("stream_options");
-    }
-    return JsonText(body);
+  [[nodiscard]] Result<std::string> BuildBody(const ModelRequest& request) const override {
+    auto body = BuildOpenAiBody(spec_, request);
+    if (!body.ok()) return body.error();
+    return JsonText(*body);
   }
 
   [[nodiscard]] std::vector<std::pair<std::string, std::string>> Headers() const override {
@@ -220,15 +214,43 @@ class OpenAiDialect final : public ProviderDialect {
     return NewOpenAiStreamAssembler(display_, spec_.model);
   }
 
-  [[nodiscard]] AttemptOutcome ParseWhole(json body) const override {
-    return ParseOpenAiResponse(display_, std::move(body));
+  [[nodiscard]] AttemptOutcome ParseWhole(json body) override {
+    return ParseOpenAiResponse(display_, std::move(body), ids_);
   }
 
  private:
   ModelSpec spec_;
   std::string key_;
   std::string display_;
+  CallIdSource ids_;
 };
+
+// One choices[0].message.tool_calls entry. Tolerant of compatible servers: a missing id (one is
+// generated later), arguments as an object (older Ollama), no arguments at all.
+protocol::ToolCall ReadToolCall(const json& item) {
+  protocol::ToolCall call;
+  if (!item.is_object()) {
+    call.arguments_error = "the tool call is not an object";
+    return call;
+  }
+  if (auto id = item.find("id"); id != item.end() && id->is_string()) call.id = *id;
+  const auto function = item.find("function");
+  if (function == item.end() || !function->is_object()) {
+    call.arguments_error = "the tool call has no \"function\" object";
+    return call;
+  }
+  if (auto name = function->find("name"); name != function->end() && name->is_string()) {
+    call.name = *name;
+  }
+  const auto arguments = function->find("arguments");
+  if (arguments == function->end()) return call;
+  if (arguments->is_string()) {
+    SetArgumentsFromText(call, arguments->get_ref<const std::string&>());
+  } else {
+    SetArgumentsFromJson(call, *arguments);
+  }
+  return call;
+}
 
 }  // namespace
 
@@ -236,7 +258,74 @@ std::unique_ptr<StreamAssembler> NewOpenAiStreamAssembler(std::string display, s
   return std::make_unique<OpenAiAssembler>(std::move(display), std::move(model));
 }
 
-AttemptOutcome ParseOpenAiResponse(const std::string& display, json body) {
+Result<json> BuildOpenAiBody(const ModelSpec& spec, const ModelRequest& request) {
+  auto tools = CheckModelRequest(request);
+  if (!tools.ok()) return tools.error();
+  json messages = json::array();
+  if (!request.system.empty()) {
+    messages.push_back({{"role", "system"}, {"content", request.system}});
+  }
+  for (const protocol::ChatMessage& m : request.messages) {
+    switch (m.role) {
+      case protocol::Role::kUser:
+        messages.push_back({{"role", "user"}, {"content", m.text}});
+        break;
+      case protocol::Role::kAssistant: {
+        json out = {{"role", "assistant"}};
+        // content may be null only when there are tool calls.
+        out["content"] = m.text.empty() && !m.tool_calls.empty() ? json(nullptr) : json(m.text);
+        if (!m.tool_calls.empty()) {
+          json calls = json::array();
+          for (const protocol::ToolCall& call : m.tool_calls) {
+            const json& args = call.arguments.is_object() ? call.arguments : json::object();
+            calls.push_back({{"id", call.id},
+                             {"type", "function"},
+                             {"function", {{"name", call.name}, {"arguments", JsonText(args)}}}});
+          }
+          out["tool_calls"] = std::move(calls);
+        }
+        messages.push_back(std::move(out));
+        break;
+      }
+      case protocol::Role::kTool:
+        messages.push_back({{"role", "tool"}, {"tool_call_id", m.call_id}, {"content", m.text}});
+        break;
+    }
+  }
+  json body = {{"model", spec.model},
+               {"messages", std::move(messages)},
+               {"max_tokens", request.max_tokens}};
+  if (!tools->empty()) {
+    json list = json::array();
+    for (ToolSchema& t : *tools) {
+      list.push_back({{"type", "function"},
+                      {"function",
+                       {{"name", std::move(t.name)},
+                        {"description", std::move(t.description)},
+                        {"parameters", std::move(t.parameters)}}}});
+    }
+    body["tools"] = std::move(list);
+  }
+  if (spec.stream) {
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+  }
+  if (spec.temperature) body["temperature"] = *spec.temperature;
+  return body;
+}
+
+protocol::StopReason OpenAiStopReason(std::string_view finish_reason) {
+  using protocol::StopReason;
+  if (finish_reason == "stop") return StopReason::kEnd;
+  if (finish_reason == "tool_calls" || finish_reason == "function_call") {
+    return StopReason::kToolCalls;
+  }
+  if (finish_reason == "length") return StopReason::kMaxTokens;
+  if (finish_reason == "content_filter") return StopReason::kRefused;
+  return StopReason::kOther;
+}
+
+AttemptOutcome ParseOpenAiResponse(const std::string& display, json body, CallIdSource& ids) {
   if (!body.is_object()) return Malformed(display, "an answer that is not a JSON object");
   if (auto err = body.find("error"); err != body.end() && !err->is_null()) {
     const std::string text = ErrorMessageOf(*err);
@@ -250,12 +339,46 @@ AttemptOutcome ParseOpenAiResponse(const std::string& display, json body) {
       !(*choices)[0]["message"].is_object()) {
     return Malformed(display, "an answer without choices[0].message");
   }
+  const json& choice = (*choices)[0];
+  const json& message = choice["message"];
   ModelResponse out;
+  protocol::AssistantTurn& turn = out.turn;
+  if (auto content = message.find("content"); content != message.end()) {
+    if (content->is_string()) {
+      turn.text = content->get<std::string>();
+    } else if (content->is_array()) {
+      for (const json& part : *content) {
+        if (!part.is_object() || StringValue(part, "type") != "text") continue;
+        if (auto text = part.find("text"); text != part.end() && text->is_string()) {
+          turn.text += text->get<std::string>();
+        }
+      }
+    } else if (!content->is_null()) {
+      return Malformed(display, "an answer whose choices[0].message.content is not a string");
+    }
+  }
+  if (auto calls = message.find("tool_calls"); calls != message.end() && !calls->is_null()) {
+    if (!calls->is_array()) {
+      return Malformed(display, "an answer whose choices[0].message.tool_calls is not a list");
+    }
+    if (calls->size() > protocol::kMaxToolCallsPerTurn) {
+      return Malformed(display, "an answer with " + std::to_string(calls->size()) +
+                                    " tool calls (at most " +
+                                    std::to_string(protocol::kMaxToolCallsPerTurn) +
+                                    " are accepted in one turn)");
+    }
+    for (const json& item : *calls) turn.tool_calls.push_back(ReadToolCall(item));
+  }
+  out.provider_stop_reason = StringValue(choice, "finish_reason");
+  turn.stop_reason = OpenAiStopReason(out.provider_stop_reason);
+  if (Status st = FinishTurn(turn, ids, display); !st.ok()) {
+    return Malformed(display, "an unusable turn: " + st.error().Message());
+  }
   if (auto usage = body.find("usage"); usage != body.end()) {
     out.usage.input_tokens = JsonCount(*usage, "prompt_tokens");
     out.usage.output_tokens = JsonCount(*usage, "completion_tokens");
   }
-  out.body = std::move(body);
+  out.raw = std::move(body);
   return out;
 }
 
@@ -293,4 +416,4 @@ Result<std::unique_ptr<ModelProvider>> MakeOpenAiProvider(boost::asio::io_contex
       io, std::move(config), std::shared_ptr<HttpClient>(std::move(*client)), std::move(dialect)));
 }
 
-}  // namespace cagent::launcher::broker
+}  // namespace cagent::launcher::model
