@@ -2,10 +2,12 @@
 // flushed per event). Each entry carries the SHA-256 of the previous line, so an edited, deleted or
 // reordered line breaks the chain and VerifyAuditLog() says where. Runs in cagent (trusted).
 //
-// Entry fields: run, seq (0-based, consecutive), time (RFC 3339 UTC, ms), actor ("agent",
-// "broker", "operator", "cagent"), event, policy (digest), tool, args (digest of the canonical JSON
-// arguments), verdict, rule, result (digest), detail (free JSON object, already redacted), prev
-// (hex SHA-256 of the previous line's bytes without its newline; 64 zeros for the first).
+// Entry fields: run, seq (0-based, consecutive), time (RFC 3339 UTC, ms), actor, event, policy
+// (digest), tool, args (digest of the canonical JSON arguments), verdict, rule, result (digest),
+// detail (JSON object, already redacted), lost (only after lost entries), prev (hex SHA-256 of the
+// previous line's bytes without its newline; 64 zeros for the first). Which events exist and what
+// each one's detail holds is audit_schema.h's (documented in docs/audit-log.md); this file only
+// writes and chains lines.
 //
 // A failed write (full disk, I/O error) is reported once on the operational log and never fails
 // the request that caused it; the entry is counted as lost and the run record says so.
@@ -18,24 +20,9 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "launcher/broker/audit_schema.h"
 
 namespace cagent::launcher::broker {
-
-// Every member has a default initializer, so `{.actor = "broker", .event = "state"}` names only
-// what it sets (and -Wmissing-field-initializers stays quiet).
-struct AuditEvent {
-  std::string actor{};  // "agent" | "broker" | "operator" | "cagent"
-  std::string event{};  // "hello", "model_call", "decision", "approval", "tool_result",
-                        // "progress", "finish", "protocol_error", "budget", "loop",
-                        // "loop_state" (loop detection saw part of the workspace), "state",
-                        // "shutdown"; a run adds "workspace", "patch", "verify_tree", "verify"
-  std::string tool{};
-  std::string args_digest{};
-  std::string verdict{};
-  std::string rule{};
-  std::string result_digest{};
-  nlohmann::json detail = nlohmann::json::object();
-};
 
 class AuditLog {
  public:

@@ -14,6 +14,7 @@
 #include "common/json_text.h"
 #include "common/terminal_text.h"
 #include "launcher/broker/audit_log.h"
+#include "launcher/broker/audit_schema.h"
 #include "launcher/cli/run_command.h"
 #include "launcher/run/run.h"
 
@@ -47,95 +48,224 @@ std::string Str(const json& j, const char* key) {
   if (!j.is_object()) return "";
   const auto it = j.find(key);
   if (it == j.end()) return "";
-  return it->is_string() ? it->get<std::string>() : it->dump();
+  return it->is_string() ? it->get<std::string>() : JsonText(*it);
 }
 
 std::string Compact(const json& j, std::size_t max = 160) {
   return OneLine(JsonText(j), max);
 }
 
-// What one event says, in words. `calls` remembers the tool calls of each model turn by call id,
-// so a tool request can show the arguments the model gave (the entry itself carries only their
-// digest).
-std::string Describe(const json& e, std::map<std::string, json>& calls) {
-  const std::string event = Str(e, "event");
+// A detail field of `e` as text. `name` must be a field the schema declares for `kind`: a name it
+// does not declare renders as "<undeclared NAME>", so a misspelling here shows in the rendering
+// test instead of silently printing nothing.
+std::string Field(broker::AuditKind kind, const json& detail, std::string_view name) {
+  bool declared = false;
+  for (const broker::AuditField& f : broker::AuditSpec(kind).detail) {
+    declared = declared || f.name == name;
+  }
+  if (!declared) return "<undeclared " + std::string(name) + ">";
+  return Str(detail, std::string(name).c_str());
+}
+
+}  // namespace
+
+std::string DescribeAuditEntry(const json& e, std::map<std::string, json>& calls) {
+  const std::optional<broker::AuditKind> kind = broker::ParseAuditKind(Str(e, "event"));
   const json detail = e.contains("detail") ? e["detail"] : json::object();
+  const auto d = [&](std::string_view name) { return Field(*kind, detail, name); };
+  const auto flag = [&](std::string_view name) {
+    return d(name) == "true";  // Str renders a boolean as its JSON text
+  };
   std::string text;
-  if (event == "state") {
-    text = Str(detail, "state");
-    if (detail.contains("profile")) {
-      text += " (profile " + Str(detail, "profile") + ", model " + Str(detail, "model") + ")";
-    }
-    if (detail.contains("reason")) text += ": " + Str(detail, "reason");
-  } else if (event == "workspace") {
-    text = "base " + Str(detail, "base_commit").substr(0, 12) + " of " + Str(detail, "repo");
-    if (detail.value("carried_dirty", false)) {
-      text += ", uncommitted changes carried in (" +
-              std::to_string(detail.value("carried_paths", json::array()).size()) + " paths)";
-    }
-  } else if (event == "model_call") {
-    text = "turn " + Str(detail, "turn");
-    if (detail.value("redactions", 0) > 0) text += ", " + Str(detail, "redactions") + " redactions";
-  } else if (event == "model_result" && detail.contains("body")) {
-    const json& body = detail["body"];
-    text = Str(body, "text");
-    std::string names;
-    if (body.is_object() && body.contains("tool_calls") && body["tool_calls"].is_array()) {
-      for (const json& call : body["tool_calls"]) {
-        calls[Str(call, "id")] = call;
-        names += (names.empty() ? "" : ", ") + Str(call, "name");
-      }
-    }
-    if (!names.empty()) text += (text.empty() ? "" : " ") + std::string("-> ") + names;
-  } else if (event == "tool_request") {
-    text = Str(e, "tool");
-    const auto it = calls.find(Str(detail, "call_id"));
-    if (it != calls.end() && it->second.contains("arguments")) {
-      text += " " + Compact(it->second["arguments"], 200);
-    }
-  } else if (event == "decision") {
-    text = Str(e, "verdict") + " " + Str(e, "tool") + " by " + Str(e, "rule");
-    if (detail.contains("location")) text += " (" + Str(detail, "location") + ")";
-    if (detail.contains("reason")) text += ": " + Str(detail, "reason");
-  } else if (event == "tool_result") {
-    text = Str(e, "tool") + (detail.value("ok", false) ? " ok" : " error " + Str(detail, "error_code"));
-    text += ", " + Str(detail, "bytes") + " bytes";
-    if (detail.contains("changed_paths") && !detail["changed_paths"].empty()) {
-      text += ", changed " + Compact(detail["changed_paths"], 120);
-    }
-  } else if (event == "finish") {
-    text = Str(detail, "outcome") + ": " + Str(detail, "summary");
-  } else if (event == "shutdown") {
-    text = Str(detail, "status");
-    if (!Str(detail, "reason").empty()) text += ": " + Str(detail, "reason");
-  } else if (event == "patch") {
-    text = Str(detail, "files") + " files, " + Str(detail, "bytes") + " bytes, " +
-           Str(detail, "violations") + " rule violations";
-  } else if (event == "verify_tree") {
-    text = "fresh checkout of base " + Str(detail, "base_commit").substr(0, 12) + " + patch: tree " +
-           Str(detail, "tree").substr(0, 12) + " at " + Str(detail, "path");
-  } else if (event == "loop_state") {
-    text = "loop detection sees part of the workspace: " + Str(detail, "entries") + " entries (cap " +
-           Str(detail, "max_entries") + ")";
-    if (detail.value("truncated", false)) text += ", walk cut at the cap";
-    if (!Str(detail, "not_walked").empty() && Str(detail, "not_walked") != "0") {
-      text += ", " + Str(detail, "not_walked") + " directories not walked";
-    }
-    if (!Str(detail, "error").empty()) text += ", " + Str(detail, "error");
-  } else if (event == "verify") {
-    text = Str(detail, "status") + ": " + Str(detail, "command") + " (exit " +
-           Str(detail, "exit_code") + ", " + Str(detail, "duration_ms") + " ms)";
-  } else {
+  if (!kind) {
     if (!Str(e, "tool").empty()) text = Str(e, "tool") + " ";
     if (!Str(e, "verdict").empty()) text += Str(e, "verdict") + " ";
-    text += Compact(detail);
+    return OneLine(text + Compact(detail), 300);
+  }
+  using K = broker::AuditKind;
+  switch (*kind) {
+    case K::kState:
+      text = d("state");
+      if (detail.contains("profile")) {
+        text += " (profile " + d("profile") + ", model " + d("model") + ")";
+      }
+      if (detail.contains("reason")) text += ": " + d("reason");
+      break;
+    case K::kWorkspace:
+      text = "base " + d("base_commit").substr(0, 12) + " of " + d("repo");
+      if (flag("carried_dirty")) {
+        text += ", uncommitted changes carried in (" +
+                std::to_string(detail.value("carried_paths", json::array()).size()) + " paths)";
+      }
+      break;
+    case K::kHello:
+      text = d("agent") + ", protocols " + d("protocols");
+      break;
+    case K::kWelcome:
+      text = "tools " + d("tools") + ", max turns " + d("max_turns");
+      break;
+    case K::kModelCall:
+      text = "turn " + d("turn") + ": " + d("messages") + " messages, max_tokens " +
+             d("max_tokens");
+      if (detail.value("redactions", 0) > 0) text += ", " + d("redactions") + " redactions";
+      break;
+    case K::kModelResult: {
+      // The body of a replayed turn is the neutral turn itself ({text, tool_calls: [{id, name,
+      // arguments}]}): its arguments let a later tool_request show what the model asked for.
+      // Other providers' bodies are their own wire format, which is not parsed here.
+      const json body = detail.value("body", json::object());
+      if (body.is_object() && body.contains("tool_calls") && body["tool_calls"].is_array()) {
+        for (const json& call : body["tool_calls"]) {
+          if (call.is_object() && call.contains("arguments")) calls[Str(call, "id")] = call;
+        }
+      }
+      text = "turn " + d("turn") + " " + d("stop_reason");
+      if (body.is_object() && body.contains("text") && body["text"].is_string()) {
+        text += " " + Str(body, "text");
+      }
+      std::string names;
+      if (detail.contains("tool_calls") && detail["tool_calls"].is_array()) {
+        for (const json& call : detail["tool_calls"]) {
+          names += (names.empty() ? "" : ", ") + Str(call, "name");
+        }
+      }
+      if (!names.empty()) text += " -> " + names;
+      break;
+    }
+    case K::kModelError:
+      text = "turn " + d("turn") + ": " + d("code") + ": " + d("message");
+      break;
+    case K::kToolRequest: {
+      text = Str(e, "tool");
+      const auto it = calls.find(d("call_id"));
+      if (it != calls.end() && it->second.contains("arguments")) {
+        text += " " + Compact(it->second["arguments"], 200);
+      } else {
+        text += " (call " + d("call_id") + ")";
+      }
+      break;
+    }
+    case K::kDecision:
+      text = Str(e, "verdict") + " " + Str(e, "tool") + " by " + Str(e, "rule");
+      if (detail.contains("location") && !d("location").empty()) {
+        text += " (" + d("location") + ")";
+      }
+      if (detail.contains("reason")) text += ": " + d("reason");
+      break;
+    case K::kLoop:
+      text = Str(e, "tool") + ": " + d("reason");
+      break;
+    case K::kLoopState:
+      text = "loop detection sees part of the workspace: " + d("entries") + " entries (cap " +
+             d("max_entries") + ")";
+      if (flag("truncated")) text += ", walk cut at the cap";
+      if (!d("not_walked").empty() && d("not_walked") != "0") {
+        text += ", " + d("not_walked") + " directories not walked";
+      }
+      if (!d("error").empty()) text += ", " + d("error");
+      break;
+    case K::kApproval:
+      text = Str(e, "verdict") + " " + Str(e, "tool") + " (" + d("scope") + ", by " + d("by") + ")";
+      break;
+    case K::kToolResult:
+      if (flag("unmatched")) {
+        text = "for request " + d("request") + ", which awaits no result";
+        break;
+      }
+      text = Str(e, "tool") + (flag("ok") ? " ok" : " error " + d("error_code"));
+      text += ", " + d("bytes") + " bytes";
+      if (detail.contains("changed_paths") && !detail["changed_paths"].empty()) {
+        text += ", changed " + Compact(detail["changed_paths"], 120);
+      }
+      break;
+    case K::kProgress:
+      text = d("state") + (d("text").empty() ? "" : ": " + d("text"));
+      break;
+    case K::kFinish:
+      text = d("outcome") + ": " + d("summary");
+      break;
+    case K::kProtocolError:
+      text = d("code") + ": " + d("message");
+      break;
+    case K::kBudget:
+      text = d("reason");
+      break;
+    case K::kShutdown:
+      text = d("status");
+      if (!d("reason").empty()) text += ": " + d("reason");
+      break;
+    case K::kPatch:
+      text = d("files") + " files, " + d("bytes") + " bytes, " + d("violations") +
+             " rule violations";
+      break;
+    case K::kVerifyTree:
+      text = "fresh checkout of base " + d("base_commit").substr(0, 12) + " + patch: tree " +
+             d("tree").substr(0, 12) + " at " + d("path");
+      break;
+    case K::kVerify:
+      text = d("status") + ": " + d("command") + " (exit " + d("exit_code") + ", " +
+             d("duration_ms") + " ms)";
+      break;
+    case K::kCount:
+      break;
   }
   return OneLine(text, 300);
 }
 
-// `cagent log RUN`: the run's events, one line each, then whether the chain holds and matches the
-// count and head digest recorded in result.json (the chain alone cannot show lines cut from the
-// end).
+namespace {
+
+// What checking one log found: the chain (and, for a run, the count and head digest recorded in
+// result.json, since the chain alone cannot show lines cut from the end) and the schema.
+struct LogCheck {
+  std::string path;
+  broker::AuditVerifyReport chain;
+  std::optional<std::uint64_t> recorded_entries;
+  std::string recorded_head;
+  std::string chain_problem;  // "" when the chain holds and matches result.json
+  broker::AuditSchemaReport schema;
+};
+
+// Checks the log at `path`; `run_dir` (may be "") holds the run's result.json. Fails only when
+// the file cannot be read.
+Result<LogCheck> CheckLog(const std::string& path, const std::string& run_dir) {
+  LogCheck c;
+  c.path = path;
+  Result<broker::AuditVerifyReport> verified = broker::VerifyAuditLog(path);
+  if (!verified.ok()) return std::move(verified.error()).Context("verify " + path);
+  c.chain = std::move(*verified);
+  Result<broker::AuditSchemaReport> schema = broker::ValidateAuditLogFile(path);
+  if (!schema.ok()) return std::move(schema.error()).Context("check the schema of " + path);
+  c.schema = std::move(*schema);
+  if (!run_dir.empty()) {
+    // What the run recorded when it ended (absent while it runs, or if it was killed).
+    if (auto result = run::ReadRunResult(run_dir); result.ok() && result->is_object()) {
+      if (result->contains("event_log_entries") && (*result)["event_log_entries"].is_number()) {
+        c.recorded_entries = (*result)["event_log_entries"].get<std::uint64_t>();
+        c.recorded_head = Str(*result, "event_log_head");
+      }
+    }
+  }
+  const broker::AuditVerifyReport& r = c.chain;
+  if (!r.ok) {
+    c.chain_problem = r.message;
+  } else if (c.recorded_entries && (*c.recorded_entries != r.entries || c.recorded_head != r.head)) {
+    c.chain_problem = "result.json records " + std::to_string(*c.recorded_entries) +
+                      " entries with head " + c.recorded_head + ", the log has " +
+                      std::to_string(r.entries) + " with head " + r.head;
+  }
+  return c;
+}
+
+json SchemaProblemsJson(const broker::AuditSchemaReport& report) {
+  json out = json::array();
+  for (const broker::AuditSchemaProblem& p : report.problems) {
+    out.push_back({{"line", p.line}, {"message", p.message}});
+  }
+  return out;
+}
+
+// `cagent log RUN`: the run's events, one line each (a line that does not conform to the schema
+// is marked), then whether the chain holds and matches result.json.
 int ShowRunLog(const LogOptions& o) {
   auto dir = ResolveRunDirectory(o.run);
   if (!dir) {
@@ -148,35 +278,23 @@ int ShowRunLog(const LogOptions& o) {
     spdlog::error("cannot read {}: the run has no event log", path);
     return kExitUsage;
   }
-  Result<broker::AuditVerifyReport> verified = broker::VerifyAuditLog(path);
-  if (!verified.ok()) {
-    spdlog::error("cannot verify {}: {}", path, verified.error().Message());
+  Result<LogCheck> checked = CheckLog(path, *dir);
+  if (!checked.ok()) {
+    spdlog::error("cannot check {}: {}", path, checked.error().Message());
     return kExitUsage;
   }
-  const broker::AuditVerifyReport& r = *verified;
-
-  // What the run recorded when it ended (absent while it runs, or if it was killed).
-  std::optional<std::uint64_t> recorded_entries;
-  std::string recorded_head;
-  if (auto result = run::ReadRunResult(*dir); result.ok() && result->is_object()) {
-    if (result->contains("event_log_entries") && (*result)["event_log_entries"].is_number()) {
-      recorded_entries = (*result)["event_log_entries"].get<std::uint64_t>();
-      recorded_head = Str(*result, "event_log_head");
-    }
-  }
-  std::string problem;
-  if (!r.ok) {
-    problem = "line " + std::to_string(r.first_bad_line) + ": " + r.message;
-  } else if (recorded_entries && (*recorded_entries != r.entries || recorded_head != r.head)) {
-    problem = "result.json records " + std::to_string(*recorded_entries) + " entries with head " +
-              recorded_head + ", the log has " + std::to_string(r.entries) + " with head " + r.head;
-  }
+  const LogCheck& c = *checked;
+  const broker::AuditVerifyReport& r = c.chain;
+  std::map<std::uint64_t, std::size_t> bad_lines;  // line -> problems on it
+  for (const broker::AuditSchemaProblem& p : c.schema.problems) ++bad_lines[p.line];
 
   json entries = json::array();
   std::map<std::string, json> calls;
   std::string line;
   std::ostringstream text;
+  std::uint64_t line_no = 0;
   while (std::getline(in, line)) {
+    ++line_no;
     json e = json::parse(line, nullptr, false);
     if (o.json) {
       entries.push_back(e.is_discarded() ? json(line) : e);
@@ -191,32 +309,122 @@ int ShowRunLog(const LogOptions& o) {
     char head[96];
     std::snprintf(head, sizeof head, "%4s %-12s %-6s %-12s ", Str(e, "seq").c_str(), time.c_str(),
                   OneLine(Str(e, "actor"), 6).c_str(), OneLine(Str(e, "event"), 12).c_str());
-    text << head << OneLine(Describe(e, calls), 4096) << "\n";
+    text << head << OneLine(DescribeAuditEntry(e, calls), 4096);
+    if (const auto bad = bad_lines.find(line_no); bad != bad_lines.end()) {
+      text << "  [does not conform to the schema: " << bad->second << " problems]";
+    }
+    text << "\n";
   }
 
   if (o.json) {
     json out = {{"run", *dir},
                 {"file", path},
-                {"ok", problem.empty()},
+                {"ok", c.chain_problem.empty()},
                 {"entries", r.entries},
                 {"head", r.ok ? json(r.head) : json(nullptr)},
-                {"recorded_entries", recorded_entries ? json(*recorded_entries) : json(nullptr)},
-                {"recorded_head", recorded_entries ? json(recorded_head) : json(nullptr)},
-                {"problem", problem.empty() ? json(nullptr) : json(problem)},
+                {"recorded_entries", c.recorded_entries ? json(*c.recorded_entries) : json(nullptr)},
+                {"recorded_head", c.recorded_entries ? json(c.recorded_head) : json(nullptr)},
+                {"problem", c.chain_problem.empty() ? json(nullptr) : json(c.chain_problem)},
+                {"schema_problems", SchemaProblemsJson(c.schema)},
                 {"events", std::move(entries)}};
     std::cout << JsonText(out, 2) << std::endl;
   } else {
     std::cout << text.str();
-    if (problem.empty()) {
+    if (c.chain_problem.empty()) {
       std::cout << "chain ok: " << r.entries << " entries, head " << r.head
-                << (recorded_entries ? ", as recorded in result.json" : " (the run has no result.json yet)")
+                << (c.recorded_entries ? ", as recorded in result.json"
+                                       : " (the run has no result.json yet)")
                 << "\n";
     }
   }
-  if (!problem.empty()) {
+  if (!c.schema.ok()) {
+    spdlog::warn(
+        "{} lines of {} do not conform to the audit log schema (docs/audit-log.md); `cagent log "
+        "check {}` says what is wrong on each",
+        bad_lines.size(), path, TerminalSafe(o.run));
+  }
+  if (!c.chain_problem.empty()) {
     spdlog::error("{} does not verify ({}): the log was damaged or altered; do not trust it", path,
-                  problem);
+                  TerminalSafe(c.chain_problem));
     return kExitBroken;
+  }
+  return kExitOk;
+}
+
+// `cagent log check TARGET`: the chain, result.json's record of it, and the schema of every line.
+int CheckCommand(const LogOptions& o) {
+  std::string path = o.file;
+  std::string run_dir;
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    run_dir = path;
+    path = path + (path.ends_with('/') ? "" : "/") + "events.jsonl";
+  } else if (stat(path.c_str(), &st) != 0) {
+    // Not a path: a run id, a prefix of one, or "last".
+    auto dir = ResolveRunDirectory(o.file);
+    if (!dir) {
+      spdlog::error("{} is neither a log file, a run directory, nor a run: {}",
+                    TerminalSafe(o.file), dir.error().Message());
+      return kExitUsage;
+    }
+    run_dir = *dir;
+    path = *dir + "/events.jsonl";
+  }
+  Result<LogCheck> checked = CheckLog(path, run_dir);
+  if (!checked.ok()) {
+    spdlog::error("cannot check the audit log: {}; check the path and that you may read it",
+                  checked.error().Message());
+    return kExitUsage;
+  }
+  const LogCheck& c = *checked;
+  const bool ok = c.chain_problem.empty() && c.schema.ok();
+  if (o.json) {
+    json j = {{"ok", ok},
+              {"file", path},
+              {"entries", c.schema.entries},
+              {"run", c.chain.run_id},
+              {"head", c.chain.ok ? json(c.chain.head) : json(nullptr)},
+              {"chain_ok", c.chain_problem.empty()},
+              {"chain_problem", c.chain_problem.empty() ? json(nullptr) : json(c.chain_problem)},
+              {"first_bad_line", c.chain.ok ? json(nullptr) : json(c.chain.first_bad_line)},
+              {"schema_ok", c.schema.ok()},
+              {"schema_problems", SchemaProblemsJson(c.schema)}};
+    std::cout << JsonText(j, 2) << std::endl;
+  } else {
+    // file:line: what, in the form editors and CI annotations understand.
+    const std::string file = TerminalSafe(path);
+    if (!c.chain.ok) {
+      std::cout << file << ":" << c.chain.first_bad_line << ": chain: " << TerminalSafe(c.chain.message)
+                << "\n";
+    } else if (!c.chain_problem.empty()) {
+      std::cout << file << ": chain: " << TerminalSafe(c.chain_problem) << "\n";
+    }
+    for (const broker::AuditSchemaProblem& p : c.schema.problems) {
+      std::cout << file << ":" << p.line << ": schema: " << TerminalSafe(p.message) << "\n";
+    }
+    if (ok) {
+      std::cout << "ok: " << c.chain.entries << " entries, run "
+                << (c.chain.run_id.empty() ? "-" : TerminalSafe(c.chain.run_id)) << ", head "
+                << c.chain.head << "; every entry conforms to the schema\n";
+    }
+  }
+  if (!ok) {
+    spdlog::error("{} does not check: {}{}", TerminalSafe(path),
+                  c.chain_problem.empty() ? "" : "the chain is broken (damaged or altered); ",
+                  c.schema.ok() ? ""
+                                : std::to_string(c.schema.problems.size()) +
+                                      " schema problems (docs/audit-log.md lists every event "
+                                      "and field)");
+    return kExitBroken;
+  }
+  return kExitOk;
+}
+
+int SchemaCommand(const LogOptions& o) {
+  if (o.json) {
+    std::cout << JsonText(broker::AuditSchemaJson(), 2) << std::endl;
+  } else {
+    std::cout << broker::AuditSchemaMarkdown();
   }
   return kExitOk;
 }
@@ -244,7 +452,9 @@ CLI::App* AddLogCommand(CLI::App& app, LogOptions& o) {
       "unreadable file.\n\n"
       "EXAMPLES\n"
       "  cagent log last\n"
-      "  cagent log verify RUN_DIR/events.jsonl\n");
+      "  cagent log verify RUN_DIR/events.jsonl\n"
+      "  cagent log check last\n"
+      "  cagent log schema\n");
 
   o.verify_cmd = log_cmd->add_subcommand(
       "verify",
@@ -274,10 +484,44 @@ CLI::App* AddLogCommand(CLI::App& app, LogOptions& o) {
       "EXAMPLES\n"
       "  cagent log verify ~/.local/state/cagent/runs/RUN/events.jsonl\n"
       "  cagent log verify --json RUN_DIR | jq .first_bad_line\n");
+
+  o.check_cmd = log_cmd->add_subcommand(
+      "check",
+      "Check an audit log completely: the hash chain as `verify` does (and, for a run, the entry "
+      "count and head digest in its result.json), and every line against the audit log schema "
+      "(docs/audit-log.md, `cagent log schema`): a known event, an actor allowed to record it, "
+      "the envelope fields that event sets and no others, every required detail field with the "
+      "right type and no undeclared one. Prints one 'FILE:LINE: what' per problem, or 'ok: N "
+      "entries ...'.");
+  o.check_cmd
+      ->add_option("target", o.file,
+                   "A log file, a run directory holding events.jsonl, or a run (id, unique "
+                   "prefix, or 'last').")
+      ->required();
+  o.check_cmd->add_flag("--json", o.json,
+                        "Print one JSON object {ok, file, entries, run, head, chain_ok, "
+                        "chain_problem, first_bad_line, schema_ok, schema_problems: [{line, "
+                        "message}]} instead of text.");
+  o.check_cmd->footer(
+      "EXIT STATUS\n"
+      "  0 the chain verifies and every line conforms; 1 it does not; 2 usage error or "
+      "unreadable file.\n\n"
+      "EXAMPLES\n"
+      "  cagent log check last\n"
+      "  cagent log check --json RUN_DIR | jq '.schema_problems[]'\n");
+
+  o.schema_cmd = log_cmd->add_subcommand(
+      "schema",
+      "Print the audit log schema: the envelope, the actors, and every event with its detail "
+      "fields (name, type, required, meaning), as Markdown (the text docs/audit-log.md embeds) "
+      "or, with --json, as JSON for tools.");
+  o.schema_cmd->add_flag("--json", o.json, "Print the schema as one JSON object.");
   return log_cmd;
 }
 
 int RunLogCommand(const LogOptions& o) {
+  if (o.check_cmd != nullptr && o.check_cmd->parsed()) return CheckCommand(o);
+  if (o.schema_cmd != nullptr && o.schema_cmd->parsed()) return SchemaCommand(o);
   if (o.verify_cmd == nullptr || !o.verify_cmd->parsed()) {
     if (!o.run.empty()) return ShowRunLog(o);
     spdlog::error("cagent log needs a run (cagent log RUN) or a file to verify (cagent log verify FILE)");

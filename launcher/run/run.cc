@@ -293,16 +293,15 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
     fallback.finished_at = NowRfc3339();
     ArmLastResortRecord(rec.run_dir, JsonText(fallback.ToJson(), 2) + "\n");
   };
-  auto transition = [&](RunState state, const std::string& why, json detail = json::object()) {
+  // `created` also records the profile and model the run starts with.
+  auto transition = [&](RunState state, const std::string& why, bool created = false) {
     rec.state = state;
     arm_last_resort();
-    detail["state"] = RunStateName(state);
-    if (!why.empty()) detail["reason"] = why;
-    broker::AuditEvent e;
-    e.actor = "cagent";
-    e.event = "state";
-    e.detail = std::move(detail);
-    log.Append(e);
+    log.Append(broker::audit::State(
+        {.state = std::string(RunStateName(state)),
+         .reason = why,
+         .profile = created ? std::optional<std::string>(rec.profile) : std::nullopt,
+         .model = created ? std::optional<std::string>(rec.model) : std::nullopt}));
     report([&](RunProgress& p) {
       p.state = state;
       if (!why.empty()) p.last_action = why;
@@ -322,7 +321,7 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
     return rec;
   };
 
-  transition(RunState::kCreated, "", json{{"profile", rec.profile}, {"model", rec.model}});
+  transition(RunState::kCreated, "", /*created=*/true);
 
   // ---- preparing ----
   transition(RunState::kPreparing, "");
@@ -342,16 +341,10 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
   rec.base_commit = made->base_commit;
   rec.carried_dirty = made->carried_dirty;
   rec.carried_paths = made->carried_paths;
-  {
-    broker::AuditEvent e;
-    e.actor = "cagent";
-    e.event = "workspace";
-    e.detail = {{"repo", rec.repo},
-                {"base_commit", rec.base_commit},
-                {"carried_dirty", rec.carried_dirty},
-                {"carried_paths", rec.carried_paths}};
-    log.Append(e);
-  }
+  log.Append(broker::audit::Workspace({.repo = rec.repo,
+                                       .base_commit = rec.base_commit,
+                                       .carried_dirty = rec.carried_dirty,
+                                       .carried_paths = rec.carried_paths}));
 
   // ---- running ----
   transition(RunState::kRunning, "");
@@ -409,14 +402,10 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
     }
     rec.violations = CheckPatch(rec.patch, *policy,
                                 policy::Engine::Bindings{layout.workspace, "/home/cagent"});
-    broker::AuditEvent e;
-    e.actor = "cagent";
-    e.event = "patch";
-    e.result_digest = rec.patch.sha256;
-    e.detail = {{"files", rec.patch.files.size()},
-                {"bytes", rec.patch.patch.size()},
-                {"violations", rec.violations.size()}};
-    log.Append(e);
+    log.Append(broker::audit::Patch({.patch_digest = rec.patch.sha256,
+                                     .files = rec.patch.files.size(),
+                                     .bytes = rec.patch.patch.size(),
+                                     .violations = rec.violations.size()}));
   }
 
   if (b.status == broker::BrokerOutcome::Status::kCancelled) {
@@ -463,13 +452,8 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
     return finish(RunState::kFailed, "verification: could not make a fresh checkout of base + "
                                      "patch: " + tree.error().Message());
   }
-  {
-    broker::AuditEvent e;
-    e.actor = "cagent";
-    e.event = "verify_tree";
-    e.detail = {{"tree", tree->tree}, {"base_commit", tree->base_commit}, {"path", tree->dir}};
-    log.Append(e);
-  }
+  log.Append(broker::audit::VerifyTree(
+      {.tree = tree->tree, .base_commit = tree->base_commit, .path = tree->dir}));
   ProfileContext ctx{CallerHome(), CallerEnviron()};
   rec.verification = RunVerification(*policy, *tree, rec.run_dir + "/logs", ctx,
                                      [&](const std::string& command) {
@@ -478,15 +462,11 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
                                        });
                                      });
   for (const auto& v : rec.verification) {
-    broker::AuditEvent e;
-    e.actor = "cagent";
-    e.event = "verify";
-    e.detail = {{"command", v.command},
-                {"status", VerifyStatusName(v.status)},
-                {"exit_code", v.exit_code},
-                {"duration_ms", v.duration.count()},
-                {"tree", v.tree}};
-    log.Append(e);
+    log.Append(broker::audit::Verify({.command = v.command,
+                                      .status = std::string(VerifyStatusName(v.status)),
+                                      .exit_code = v.exit_code,
+                                      .duration_ms = v.duration.count(),
+                                      .tree = v.tree}));
   }
   for (const auto& v : rec.verification) {
     if (v.status != VerifyEntry::Status::kPassed) {
