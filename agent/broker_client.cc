@@ -198,9 +198,8 @@ BrokerReply<protocol::Welcome> BrokerClient::Hello(const std::string& agent_name
   return reply;
 }
 
-BrokerReply<protocol::ModelResult> BrokerClient::ModelCall(nlohmann::json body) {
-  return Exchange<protocol::ModelResult>(Kind::kModelCall, protocol::ModelCall{std::move(body)},
-                                         Kind::kModelResult);
+BrokerReply<protocol::ModelResult> BrokerClient::ModelCall(protocol::ModelCall call) {
+  return Exchange<protocol::ModelResult>(Kind::kModelCall, std::move(call), Kind::kModelResult);
 }
 
 BrokerReply<ToolDecision> BrokerClient::RequestTool(protocol::ToolRequest request) {

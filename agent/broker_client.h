@@ -13,7 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -75,10 +74,13 @@ class BrokerClient {
   // Takes ownership of `socket` (blocking mode expected).
   explicit BrokerClient(UniqueFd socket, std::uint32_t max_frame_bytes = protocol::kMaxFrameBytes);
 
-  // hello -> welcome (protocol version 1 only).
+  // hello (announcing protocols [protocol::kVersion]) -> welcome; a welcome choosing any other
+  // version is a kProtocol failure.
   BrokerReply<protocol::Welcome> Hello(const std::string& agent_name);
-  // model_call -> model_result.
-  BrokerReply<protocol::ModelResult> ModelCall(nlohmann::json body);
+  // model_call{system, messages} -> model_result (a neutral turn whose call ids the broker
+  // filled). The call carries message content only: no model, tools or token limit, which are the
+  // broker's to choose.
+  BrokerReply<protocol::ModelResult> ModelCall(protocol::ModelCall call);
   // tool_request -> decision [-> approval when pending].
   BrokerReply<ToolDecision> RequestTool(protocol::ToolRequest request);
   // tool_result -> result_ack.

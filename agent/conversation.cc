@@ -1,7 +1,8 @@
 #include "agent/conversation.h"
-#include "common/json_text.h"
 
 #include <utility>
+
+#include "common/json_text.h"
 
 namespace cagent::agent {
 namespace {
@@ -18,8 +19,7 @@ std::uint64_t EstimateTokens(const Message& message) {
       message.text.size() + message.result.content.size() + message.result.call_id.size();
   std::uint64_t tokens = kPerMessageOverhead;
   for (const ToolCall& call : message.tool_calls) {
-    bytes += call.id.size() + call.name.size() +
-             JsonText(call.arguments).size();
+    bytes += call.id.size() + call.name.size() + JsonText(call.arguments).size();
     tokens += kPerCallOverhead;
   }
   return tokens + Quarter(bytes);
@@ -69,6 +69,36 @@ std::uint64_t Conversation::EstimateTokens() const {
   std::uint64_t total = 0;
   for (const Message& m : messages_) total += agent::EstimateTokens(m);
   return total;
+}
+
+protocol::ModelCall ToModelCall(const Conversation& conversation) {
+  protocol::ModelCall out;
+  for (const Message& m : conversation.messages()) {
+    protocol::ChatMessage message;
+    switch (m.role) {
+      case Role::kSystem:
+        if (!out.system.empty()) out.system += "\n\n";
+        out.system += m.text;
+        continue;
+      case Role::kUser:
+        message.role = protocol::Role::kUser;
+        message.text = m.text;
+        break;
+      case Role::kAssistant:
+        message.role = protocol::Role::kAssistant;
+        message.text = m.text;
+        message.tool_calls = m.tool_calls;
+        break;
+      case Role::kTool:
+        message.role = protocol::Role::kTool;
+        message.text = m.result.content;
+        message.call_id = m.result.call_id;
+        message.is_error = m.result.is_error;
+        break;
+    }
+    out.messages.push_back(std::move(message));
+  }
+  return out;
 }
 
 }  // namespace cagent::agent

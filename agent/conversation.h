@@ -1,9 +1,16 @@
 // Conversation: the agent's provider-neutral message model (cagent-agent, inside the sandbox).
 //
 // One list of messages in order: the system prompt, the task (first user message), then turns of
-// an assistant message (text and/or tool calls) followed by one tool message per call. The
-// adapters (agent/adapters/) turn it into each provider's wire format; context management
-// (agent/context.h) shrinks it. Nothing here does I/O.
+// an assistant message (text and/or tool calls) followed by one tool message per call. The agent
+// builds no provider format: ToModelCall() turns it into protocol v2's neutral model_call, and the
+// broker alone builds the provider's request from it. Context management (agent/context.h)
+// shrinks it. Nothing here does I/O.
+//
+// The broker checks what comes back in every model_call: each assistant message's tool calls must
+// be calls the model issued in this session (same id, name and arguments), and each tool message
+// must answer a call of the nearest assistant message before it, at most once. So the calls of an
+// assistant message are kept exactly as the model_result gave them, and nothing here or in
+// compaction rewrites them or separates a result from its call.
 #pragma once
 
 #include <cstdint>
@@ -11,20 +18,16 @@
 #include <string>
 #include <vector>
 
+#include "common/protocol.h"
+
 namespace cagent::agent {
 
 enum class Role : std::uint8_t { kSystem, kUser, kAssistant, kTool };
 
-// A tool call the model made.
-struct ToolCall {
-  std::string id;    // the provider's id for the call (generated when the provider gave none)
-  std::string name;  // tool name as the model wrote it (untrusted)
-  nlohmann::json arguments = nlohmann::json::object();  // always an object
-  // Set when the provider's arguments were unusable (not JSON, not an object): what was wrong.
-  // Such a call is never executed; the loop answers it with an error the model sees, and
-  // `arguments` is then {}.
-  std::string arguments_error;
-};
+// A tool call the model made, exactly as the broker's model_result gave it: the id is the
+// broker's (never invented here), `name` and `arguments` are the model's (untrusted), and a call
+// with a non-empty `arguments_error` is never executed (the loop answers it with an error).
+using ToolCall = protocol::ToolCall;
 
 // The result of one tool call, as the model sees it.
 struct ToolResultContent {
@@ -57,6 +60,14 @@ struct Message {
 // for the wire format's framing. An ESTIMATE only: real tokenisers differ by model (code and
 // non-English text run denser); it is used to decide when to compact, with headroom.
 std::uint64_t EstimateTokens(const Message& message);
+
+class Conversation;
+
+// The protocol v2 model_call for `conversation`: every system message's text, joined by a blank
+// line, becomes `system`; user, assistant (text and tool calls, unchanged) and tool messages
+// (call_id, the result text, is_error) become `messages`, in order. What context management knows
+// about a result (ToolResultInfo) and the pinned/summary marks are not sent.
+protocol::ModelCall ToModelCall(const Conversation& conversation);
 
 class Conversation {
  public:

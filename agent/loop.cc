@@ -1,6 +1,8 @@
 #include "agent/loop.h"
 
 #include <algorithm>
+#include <memory>
+#include <optional>
 #include <utility>
 #include <variant>
 
@@ -11,7 +13,6 @@
 namespace cagent::agent {
 namespace {
 
-using nlohmann::json;
 using Status = LoopResult::Status;
 
 constexpr const char* kCutOffNudge =
@@ -49,13 +50,9 @@ std::string ErrorResult(const std::string& code, const std::string& message,
 
 class Loop {
  public:
-  Loop(BrokerClient& client, Toolbox& toolbox, const Adapter& adapter,
-       const protocol::Welcome& welcome, const LoopOptions& options)
-      : client_(client),
-        toolbox_(toolbox),
-        adapter_(adapter),
-        welcome_(welcome),
-        options_(options) {
+  Loop(BrokerClient& client, Toolbox& toolbox, const protocol::Welcome& welcome,
+       const LoopOptions& options)
+      : client_(client), toolbox_(toolbox), welcome_(welcome), options_(options) {
     const auto& known = Toolbox::Names();
     for (const std::string& name : welcome_.tools) {
       if (std::find(known.begin(), known.end(), name) != known.end() &&
@@ -63,9 +60,6 @@ class Loop {
         enabled_.push_back(name);
       }
     }
-    tools_ = Toolbox::Schemas(enabled_);
-    if (!tools_.is_array()) tools_ = json::array();
-    tools_.push_back(FinishToolSchema());
     limits_.context_window = welcome_.model.context_window;
     limits_.max_output_tokens = welcome_.model.max_output_tokens;
     limits_.keep_recent_turns = options_.keep_recent_turns;
@@ -101,27 +95,32 @@ class Loop {
       return FromFailure(sent.failure());
     }
 
-    auto reply = client_.ModelCall(adapter_.BuildRequest(conversation_, tools_));
+    // Only the conversation goes out: the broker builds the provider's request (model, the tool
+    // schemas of the enabled tools, max_tokens within the budget) from its own allow-list.
+    auto reply = client_.ModelCall(ToModelCall(conversation_));
     if (!reply.ok()) return FromFailure(reply.failure());
     ++turns_;
-    auto parsed = adapter_.Parse(reply.value().body);
-    if (!parsed.ok()) {
-      return End(Status::kModelError,
-                 "the model's answer could not be used: " + parsed.error().Message(), "error");
-    }
-    AssistantTurn turn = std::move(parsed.value());
-    for (std::size_t i = 0; i < turn.tool_calls.size(); ++i) {
-      // Ids pair calls with results; some compatible servers send none.
-      if (turn.tool_calls[i].id.empty()) {
-        turn.tool_calls[i].id = "call_" + std::to_string(turns_) + "_" + std::to_string(i + 1);
-      }
-    }
+    protocol::AssistantTurn turn = std::move(reply.value().answer);
+    // Recorded exactly as given: the broker binds later tool requests and the calls in the next
+    // model_call to this turn by id, name and arguments.
     conversation_.AddAssistant(turn.text, turn.tool_calls);
 
     if (turn.tool_calls.empty()) {
-      if (turn.truncated) {
-        conversation_.AddUser(kCutOffNudge);
-        return std::nullopt;
+      switch (turn.stop_reason) {
+        case protocol::StopReason::kMaxTokens:
+          conversation_.AddUser(kCutOffNudge);
+          return std::nullopt;
+        case protocol::StopReason::kRefused: {
+          std::string why = "the provider refused to answer";
+          if (turn.text.find_first_not_of(" \t\r\n") != std::string::npos) {
+            why += ": " + OneLine(turn.text, 200);
+          }
+          return End(Status::kModelError, why, "error");
+        }
+        case protocol::StopReason::kEnd:
+        case protocol::StopReason::kToolCalls:
+        case protocol::StopReason::kOther:
+          break;
       }
       if (turn.text.find_first_not_of(" \t\r\n") == std::string::npos) {
         conversation_.AddUser(kEmptyNudge);
@@ -271,11 +270,9 @@ class Loop {
 
   BrokerClient& client_;
   Toolbox& toolbox_;
-  const Adapter& adapter_;
   const protocol::Welcome& welcome_;
   const LoopOptions& options_;
   std::vector<std::string> enabled_;
-  json tools_;
   ContextLimits limits_;
   Conversation conversation_;
   std::uint64_t turns_ = 0;
@@ -298,23 +295,9 @@ int LoopResult::ExitCode() const {
   return 2;
 }
 
-json FinishToolSchema() {
-  return {{"name", "finish"},
-          {"description",
-           "End the task. Call this once the task is done (or cannot be done), with a short "
-           "summary for the human: what you changed, how you checked it, anything left open."},
-          {"parameters",
-           {{"type", "object"},
-            {"properties",
-             {{"summary",
-               {{"type", "string"}, {"description", "What was done and how it was checked."}}}}},
-            {"required", json::array({"summary"})},
-            {"additionalProperties", false}}}};
-}
-
-LoopResult RunLoop(BrokerClient& client, Toolbox& toolbox, const Adapter& adapter,
-                   const protocol::Welcome& welcome, const LoopOptions& options) {
-  return Loop(client, toolbox, adapter, welcome, options).Run();
+LoopResult RunLoop(BrokerClient& client, Toolbox& toolbox, const protocol::Welcome& welcome,
+                   const LoopOptions& options) {
+  return Loop(client, toolbox, welcome, options).Run();
 }
 
 }  // namespace cagent::agent

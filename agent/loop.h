@@ -1,19 +1,26 @@
 // The agent's ReAct loop (cagent-agent, inside the sandbox; single-threaded, blocking).
 //
 // Per turn: compact the context if needed (progress "compacting"), progress "thinking",
-// model_call with the adapter's request (the enabled tools' schemas plus `finish`), parse. A turn
-// without tool calls is a final answer (outcome "done"); a truncated or empty one gets a nudge
-// instead. Each tool call, in order:
+// model_call with the conversation alone (ToModelCall: system text and messages; the broker
+// chooses the model, the tools offered and max_tokens), and the model_result's neutral turn comes
+// back. A turn without tool calls is a final answer (outcome "done"), except: cut off at the output
+// limit (stop_reason max_tokens) or empty gets a nudge instead; refused by the provider ends the
+// loop as a model error (nothing was done, and a refusal is not a summary of finished work). The
+// turn's calls are recorded exactly as given (ids are the broker's, never invented here) and run in
+// order:
 //   - `finish`: ends the loop: finish{"done", summary}; later calls of the turn are not run.
-//   - unusable arguments (adapter's arguments_error) or a tool this run does not enable: answered
-//     with an error result directly; nothing to decide, nothing runs.
-//   - Toolbox::Prepare refuses (bad path, outside the workspace, denied path...): the refusal is
-//     the result, NOT asked of the broker (nothing will run, so there is nothing to decide), but
-//     reported as progress{"refused", "TOOL: CODE"} so the operator and the audit log see it.
-//   - otherwise tool_request with the prepared paths; deny (or an ask the approval denies): the
-//     broker's message is the result, marked error; a loop_detected error reply likewise; allow:
-//     Execute, tool_result{request id, ok, code, Render(), changed_paths}, and the broker's
-//     redacted result_ack.output becomes the result the model sees.
+//   - unusable arguments (the broker's arguments_error) or a tool this run does not enable:
+//     answered with an error result directly; nothing to decide, nothing runs, no tool_request.
+//   - Toolbox::Prepare refuses (arguments not matching the tool's schema in common/tool_schemas.h,
+//     bad path, outside the workspace, denied path...): the refusal is the result, NOT asked of the
+//     broker (nothing will run, so there is nothing to decide), but reported as
+//     progress{"refused", "TOOL: CODE"} so the operator and the audit log see it.
+//   - otherwise tool_request{call id, name and arguments exactly as the turn gave them, the
+//     prepared paths}; deny (or an ask the approval denies; also the broker's "model turn" rule
+//     for a call it cannot bind to the latest turn): the broker's message is the result, marked
+//     error; a loop_detected error reply likewise; allow: Execute, tool_result{request id, ok,
+//     code, Render(), changed_paths}, and the broker's redacted result_ack.output becomes the
+//     result the model sees.
 // A shutdown at any point ends the loop with the broker's status; the turn budget
 // (welcome.max_turns) ends it with finish{"gave_up", kMaxTurnsMessage}.
 #pragma once
@@ -21,7 +28,6 @@
 #include <cstdint>
 #include <string>
 
-#include "agent/adapters/adapter.h"
 #include "agent/broker_client.h"
 #include "agent/toolbox.h"
 #include "common/protocol.h"
@@ -41,7 +47,7 @@ struct LoopResult {
     kDone,           // the model called finish or answered without tool calls
     kGaveUp,         // the turn budget ran out
     kEndedByBroker,  // shutdown, or a budget the broker reported exhausted
-    kModelError,     // the provider failed or its answer could not be parsed
+    kModelError,     // the provider failed or refused to answer
     kProtocolError,  // the broker connection failed or misbehaved
   };
   Status status = Status::kProtocolError;
@@ -53,12 +59,9 @@ struct LoopResult {
   [[nodiscard]] int ExitCode() const;
 };
 
-// The `finish` tool's provider-neutral schema.
-nlohmann::json FinishToolSchema();
-
 // Runs the loop to its end. `welcome` is the broker's; its tools list selects the enabled tools
 // (unknown names are ignored). Never throws.
-LoopResult RunLoop(BrokerClient& client, Toolbox& toolbox, const Adapter& adapter,
-                   const protocol::Welcome& welcome, const LoopOptions& options = {});
+LoopResult RunLoop(BrokerClient& client, Toolbox& toolbox, const protocol::Welcome& welcome,
+                   const LoopOptions& options = {});
 
 }  // namespace cagent::agent

@@ -15,7 +15,6 @@
 #include <string_view>
 #include <system_error>
 
-#include "agent/adapters/adapter.h"
 #include "agent/broker_client.h"
 #include "agent/loop.h"
 #include "agent/toolbox.h"
@@ -154,8 +153,6 @@ int Main(int argc, char** argv) {
   if (w.workspace.empty() || w.workspace[0] != '/') {
     return setup_failed("the broker's workspace path \"" + w.workspace + "\" is not absolute");
   }
-  auto adapter = MakeAdapter(w.model.provider, AdapterOptions{w.model.max_output_tokens});
-  if (!adapter.ok()) return setup_failed(adapter.error().Message());
   auto filter = MakePathFilter(w);
   if (!filter.ok()) return setup_failed(filter.error().Message());
 
@@ -167,7 +164,7 @@ int Main(int argc, char** argv) {
   auto toolbox = Toolbox::Open(w.workspace, limits, std::move(filter.value()));
   if (!toolbox.ok()) return setup_failed("opening the workspace: " + toolbox.error().Message());
 
-  const LoopResult result = RunLoop(client, toolbox.value(), *adapter.value(), w);
+  const LoopResult result = RunLoop(client, toolbox.value(), w);
   switch (result.status) {
     case LoopResult::Status::kDone:
       std::fprintf(stderr, "cagent-agent: finished after %llu turns\n",

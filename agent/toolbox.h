@@ -1,7 +1,8 @@
 // Toolbox: the agent's tools, executed inside the sandbox (cagent-agent, untrusted side).
 //
 // A call runs in two steps so the broker can decide on what will really be touched:
-//   Prepare(tool, args)  validates the arguments against the tool's schema and resolves every path
+//   Prepare(tool, args)  validates the arguments against the tool's schema (common/tool_schemas.h,
+//                        the same schemas the broker offers the provider) and resolves every path
 //                        beneath the workspace directory fd (openat2 RESOLVE_BENEATH |
 //                        RESOLVE_NO_MAGICLINKS), keeping the descriptors it opened. It reports the
 //                        resolved workspace-relative paths (symlinks followed) for the broker.
@@ -97,12 +98,11 @@ class Toolbox {
   static Result<Toolbox> Open(const std::string& workspace, ToolLimits limits,
                               PathFilter filter = {});
 
-  // Tool names this toolbox implements, in schema order: read_file, list_dir, glob, grep,
-  // write_file, edit_file, run_command. (`finish` belongs to the loop.)
+  // Tool names this toolbox implements, in the order of cagent::ToolboxSchemas(): read_file,
+  // list_dir, glob, grep, write_file, edit_file, run_command. (`finish` belongs to the loop.) The
+  // schemas themselves are in common/tool_schemas.h; the agent sends none (the broker offers the
+  // provider those of the tools the policy enables).
   static const std::vector<std::string>& Names();
-  // Provider-neutral schemas for `enabled` tools: [{"name", "description", "parameters": JSON
-  // Schema (type object, properties, required, additionalProperties false)}].
-  static nlohmann::json Schemas(const std::vector<std::string>& enabled);
 
   // Validates and resolves; a refusal comes back as a failed ToolOutcome. A PreparedCall shares
   // the toolbox's state (root fd, ledger) and stays usable even if the Toolbox is destroyed first.

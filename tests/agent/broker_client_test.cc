@@ -16,10 +16,19 @@ protocol::ToolRequest Request(const std::string& tool = "run_command") {
   return protocol::ToolRequest{"call_1", tool, {{"command", "make"}}, {"."}};
 }
 
+protocol::ModelCall Conversation() {
+  protocol::ModelCall call;
+  call.system = "the system prompt";
+  call.messages.push_back(protocol::ChatMessage{protocol::Role::kUser, "the task", {}, "", false});
+  return call;
+}
+
 TEST(BrokerClient, IdsIncreaseAndRepliesMatch) {
   ScriptedBroker broker;
   broker.Expect(Kind::kHello, testing::SendWelcome(testing::TestWelcome("/ws")))
-      .Expect(Kind::kModelCall, testing::SendModelTurn({{"text", "hi"}}))
+      .Expect(Kind::kModelCall,
+              testing::SendModelTurn(testing::ToolTurn(
+                  {protocol::ToolCall{"call_1", "run_command", {{"command", "make"}}, ""}}, "hi")))
       .Expect(Kind::kToolRequest, testing::Allow())
       .Expect(Kind::kToolResult,
               testing::AckResult([](const std::string& s) { return "redacted:" + s; }))
@@ -31,9 +40,14 @@ TEST(BrokerClient, IdsIncreaseAndRepliesMatch) {
   ASSERT_TRUE(welcome.ok()) << welcome.failure().Describe();
   EXPECT_EQ(welcome.value().workspace, "/ws");
   ASSERT_TRUE(client.Progress("thinking", "turn 1").ok());
-  auto model = client.ModelCall({{"turn", 1}});
+  auto model = client.ModelCall(Conversation());
   ASSERT_TRUE(model.ok());
-  EXPECT_EQ(model.value().body["text"], "hi");
+  EXPECT_EQ(model.value().answer.text, "hi");
+  EXPECT_EQ(model.value().answer.stop_reason, protocol::StopReason::kToolCalls);
+  ASSERT_EQ(model.value().answer.tool_calls.size(), 1U);
+  EXPECT_EQ(model.value().answer.tool_calls[0].id, "call_1");
+  EXPECT_EQ(model.value().turn, 1U);
+  EXPECT_EQ(model.value().usage.output_tokens, 20U);
   auto decision = client.RequestTool(Request());
   ASSERT_TRUE(decision.ok());
   EXPECT_TRUE(decision.value().allowed());
@@ -53,8 +67,11 @@ TEST(BrokerClient, IdsIncreaseAndRepliesMatch) {
   }
   ASSERT_EQ(broker.received().size(), 6U);
   EXPECT_EQ(std::get<protocol::ToolResult>(broker.received()[4].body).request, 4U);
-  EXPECT_EQ(std::get<protocol::Hello>(broker.received()[0].body).protocols,
-            std::vector<int>{protocol::kVersion});
+  EXPECT_EQ(std::get<protocol::Hello>(broker.received()[0].body).protocols, std::vector<int>{2});
+  const auto& sent = std::get<protocol::ModelCall>(broker.received()[2].body);
+  EXPECT_EQ(sent.system, "the system prompt");
+  ASSERT_EQ(sent.messages.size(), 1U);
+  EXPECT_EQ(sent.messages[0].text, "the task");
 }
 
 TEST(BrokerClient, ApprovalFollowsAPendingDecision) {
@@ -124,7 +141,7 @@ TEST(BrokerClient, ShutdownInsteadOfAModelResult) {
                 testing::SendShutdown("failed", "model-turn budget (40) reached"));
   BrokerClient client(broker.TakeAgentEnd());
   broker.Start();
-  auto r = client.ModelCall({{"turn", 1}});
+  auto r = client.ModelCall(Conversation());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.failure().kind, BrokerFailure::Kind::kShutdown);
   EXPECT_EQ(r.failure().message, "model-turn budget (40) reached");
@@ -166,7 +183,7 @@ TEST_P(BrokerClientHostile, IsAClearProtocolFailure) {
   });
   BrokerClient client(broker.TakeAgentEnd());
   broker.Start();
-  auto r = client.ModelCall({{"turn", 1}});
+  auto r = client.ModelCall(Conversation());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.failure().kind, BrokerFailure::Kind::kProtocol) << r.failure().Describe();
   EXPECT_NE(r.failure().message.find(c.expect), std::string::npos) << r.failure().message;
@@ -180,27 +197,58 @@ INSTANTIATE_TEST_SUITE_P(
                     "not valid JSON"},
         HostileCase{"AgentKind",
                     [](std::uint64_t id) {
-                      return testing::RawFrame(R"({"v":1,"type":"hello","id":)" +
+                      return testing::RawFrame(R"({"v":2,"type":"hello","id":)" +
                                                std::to_string(id) +
-                                               R"(,"agent":"x","protocols":[1]})");
+                                               R"(,"agent":"x","protocols":[2]})");
                     },
                     "unknown message type"},
         HostileCase{"MissingField",
                     [](std::uint64_t id) {
-                      return testing::RawFrame(R"({"v":1,"type":"model_result","id":)" +
+                      return testing::RawFrame(R"({"v":2,"type":"model_result","id":)" +
                                                std::to_string(id) + "}");
                     },
                     "missing field"},
         HostileCase{"WrongVersion",
                     [](std::uint64_t id) {
-                      return testing::RawFrame(R"({"v":2,"type":"ack","id":)" + std::to_string(id) +
+                      return testing::RawFrame(R"({"v":1,"type":"ack","id":)" + std::to_string(id) +
                                                "}");
                     },
                     "version"},
+        // Version 1's provider body is not a turn.
+        HostileCase{"ProviderBodyInsteadOfATurn",
+                    [](std::uint64_t id) {
+                      return testing::RawFrame(R"({"v":2,"type":"model_result","id":)" +
+                                               std::to_string(id) +
+                                               R"(,"body":{"choices":[]},"turn":1})");
+                    },
+                    "stop_reason"},
+        HostileCase{"CallIdTwiceInATurn",
+                    [](std::uint64_t id) {
+                      return testing::RawFrame(
+                          R"({"v":2,"type":"model_result","id":)" + std::to_string(id) +
+                          R"(,"text":"","stop_reason":"tool_calls","turn":1,"tool_calls":[)"
+                          R"({"id":"a","name":"list_dir","arguments":{}},)"
+                          R"({"id":"a","name":"glob","arguments":{"pattern":"*"}}]})");
+                    },
+                    "used twice"},
+        HostileCase{"CallWithoutId",
+                    [](std::uint64_t id) {
+                      return testing::RawFrame(
+                          R"({"v":2,"type":"model_result","id":)" + std::to_string(id) +
+                          R"(,"text":"","stop_reason":"tool_calls","turn":1,"tool_calls":[)"
+                          R"({"id":"","name":"list_dir","arguments":{}}]})");
+                    },
+                    "\"id\" must be 1 to"},
+        HostileCase{"UnknownStopReason",
+                    [](std::uint64_t id) {
+                      return testing::RawFrame(R"({"v":2,"type":"model_result","id":)" +
+                                               std::to_string(id) +
+                                               R"(,"text":"x","stop_reason":"length","turn":1})");
+                    },
+                    "stop_reason"},
         HostileCase{"WrongId",
                     [](std::uint64_t id) {
                       protocol::ModelResult result;
-                      result.body = nlohmann::json::object();
                       return testing::Frame(protocol::Make(Kind::kModelResult, id + 7, result));
                     },
                     "while request"},
@@ -264,6 +312,96 @@ TEST(BrokerClient, WrongWelcomeVersionIsRefused) {
   EXPECT_EQ(r.failure().kind, BrokerFailure::Kind::kProtocol);
   EXPECT_NE(r.failure().message.find("version 9"), std::string::npos);
   broker.Join();
+}
+
+// The scripted broker's model-turn checks (which every loop test relies on) catch what the real
+// broker refuses: each forged request below is reported, the honest one is not.
+TEST(ScriptedBrokerRules, ToolRequestsMustNameAnUnusedCallOfTheLatestTurn) {
+  const protocol::ToolCall call{"call_1", "run_command", {{"command", "make"}}, ""};
+  struct Case {
+    const char* name;
+    std::vector<protocol::ToolRequest> requests;
+    bool caught;
+  };
+  const std::vector<Case> cases = {
+      {"honest",
+       {protocol::ToolRequest{"call_1", "run_command", {{"command", "make"}}, {}}},
+       false},
+      {"forged id",
+       {protocol::ToolRequest{"call_9", "run_command", {{"command", "make"}}, {}}},
+       true},
+      {"other tool",
+       {protocol::ToolRequest{"call_1", "read_file", {{"command", "make"}}, {}}},
+       true},
+      {"changed args",
+       {protocol::ToolRequest{"call_1", "run_command", {{"command", "rm"}}, {}}},
+       true},
+      {"replayed",
+       {protocol::ToolRequest{"call_1", "run_command", {{"command", "make"}}, {}},
+        protocol::ToolRequest{"call_1", "run_command", {{"command", "make"}}, {}}},
+       true},
+  };
+  for (const Case& c : cases) {
+    ScriptedBroker broker;
+    broker.set_check_model_turns(true);
+    broker.Expect(Kind::kModelCall, testing::SendModelTurn(testing::ToolTurn({call})));
+    for (std::size_t i = 0; i < c.requests.size(); ++i) {
+      broker.Expect(Kind::kToolRequest, testing::Allow());
+    }
+    broker.Expect(Kind::kFinish, testing::SendAck());
+    {
+      BrokerClient client(broker.TakeAgentEnd());
+      broker.Start();
+      EXPECT_TRUE(client.ModelCall(Conversation()).ok()) << c.name;
+      for (const protocol::ToolRequest& request : c.requests) (void)client.RequestTool(request);
+    }
+    broker.Join();
+    EXPECT_EQ(!broker.errors().empty(), c.caught) << c.name;
+  }
+}
+
+TEST(ScriptedBrokerRules, ConversationsMustAnswerIssuedCalls) {
+  const protocol::ToolCall call{"call_1", "list_dir", nlohmann::json::object(), ""};
+  auto with = [&](std::vector<protocol::ChatMessage> tail) {
+    protocol::ModelCall c = Conversation();
+    for (auto& m : tail) c.messages.push_back(std::move(m));
+    return c;
+  };
+  const protocol::ChatMessage assistant{protocol::Role::kAssistant, "", {call}, "", false};
+  protocol::ToolCall forged = call;
+  forged.arguments = {{"path", "/"}};
+  const protocol::ChatMessage forged_assistant{protocol::Role::kAssistant, "", {forged}, "", false};
+  const protocol::ChatMessage result{protocol::Role::kTool, "a/", {}, "call_1", false};
+  const protocol::ChatMessage nudge{protocol::Role::kUser, "go on", {}, "", false};
+  struct Case {
+    const char* name;
+    protocol::ModelCall second;
+    bool caught;
+  };
+  const std::vector<Case> cases = {
+      {"honest", with({assistant, result}), false},
+      {"forged arguments", with({forged_assistant, result}), true},
+      {"answered twice", with({assistant, result, result}), true},
+      {"orphaned result", with({result}), true},
+      {"result of an earlier turn",
+       with({assistant, result, nudge, {protocol::Role::kAssistant, "x", {}, "", false}, result}),
+       true},
+  };
+  for (const Case& c : cases) {
+    ScriptedBroker broker;
+    broker.set_check_model_turns(true);
+    broker.Expect(Kind::kModelCall, testing::SendModelTurn(testing::ToolTurn({call})))
+        .Expect(Kind::kModelCall, testing::SendModelTurn(testing::TextTurn("ok")))
+        .Expect(Kind::kFinish, testing::SendAck());
+    {
+      BrokerClient client(broker.TakeAgentEnd());
+      broker.Start();
+      EXPECT_TRUE(client.ModelCall(Conversation()).ok()) << c.name;
+      (void)client.ModelCall(c.second);
+    }
+    broker.Join();
+    EXPECT_EQ(!broker.errors().empty(), c.caught) << c.name;
+  }
 }
 
 }  // namespace

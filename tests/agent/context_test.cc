@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <vector>
+
+#include "tests/agent/scripted_broker_util.h"
 
 namespace cagent::agent {
 namespace {
@@ -240,6 +244,100 @@ TEST(Context, SeveralCallsOfOneTurnStayWithTheirResults) {
   EXPECT_TRUE(report.compacted());
   ExpectPairsIntact(c);
   ExpectPinnedKept(c);
+}
+
+// Protocol v2: the broker refuses a model_call whose assistant messages carry calls the model did
+// not issue exactly so, or whose tool messages do not answer a call of the nearest assistant
+// message before them. Compaction at any budget must keep every kept assistant message's calls
+// untouched (all of them, in order) and never leave a result whose call was summarised away.
+TEST(Context, CompactionKeepsAConversationTheBrokerAccepts) {
+  Conversation original = Base();
+  std::vector<ToolCall> issued;
+  std::map<std::string, std::vector<ToolCall>> calls_of;  // assistant text -> its calls
+  for (int t = 1; t <= 24; ++t) {
+    const std::string text = "turn " + std::to_string(t);
+    std::vector<ToolCall> calls;
+    if (t % 5 == 0) {
+      // An answer without calls (then a nudge), like a cut-off reply.
+      original.AddAssistant(text, {});
+      original.AddUser("Your reply was cut off at the output limit.");
+      calls_of[text] = {};
+      continue;
+    }
+    for (int k = 0; k < 1 + t % 3; ++k) {
+      const std::string path = "f" + std::to_string(t) + "_" + std::to_string(k) + ".py";
+      calls.push_back(ToolCall{"id_" + std::to_string(t) + "_" + std::to_string(k),
+                               k == 1 ? "grep" : "read_file",
+                               {{"path", path}, {"offset", t}, {"note", nullptr}},
+                               ""});
+    }
+    if (t % 7 == 0) calls.back().arguments_error = "the arguments are not valid JSON: {";
+    original.AddAssistant(text, calls);
+    for (const ToolCall& call : calls) {
+      ToolResultInfo info;
+      info.tool = call.name;
+      info.subject = call.arguments["path"];
+      info.paths = {info.subject};
+      const bool error = !call.arguments_error.empty();
+      if (error) info.error_code = "bad_arguments";
+      original.AddToolResult({call.id, std::string(error ? 40 : 300 + 97 * t, 'z'), error}, info);
+    }
+    calls_of[text] = calls;
+    issued.insert(issued.end(), calls.begin(), calls.end());
+  }
+  ASSERT_EQ(testing::ConversationProblem(ToModelCall(original), issued), "");
+
+  std::size_t stubbed = 0;
+  std::size_t summarised = 0;
+  for (std::size_t keep = 1; keep <= 4; ++keep) {
+    for (std::uint64_t window = 300; window <= 12000; window += 350) {
+      Conversation c = original;
+      ContextLimits limits;
+      limits.keep_recent_turns = keep;
+      limits.context_window = window;
+      limits.stub_min_bytes = 1000;
+      const CompactionReport report = Compact(c, limits, nullptr);
+      stubbed += report.stubbed;
+      summarised += report.summarised;
+      const std::string where =
+          "keep " + std::to_string(keep) + ", window " + std::to_string(window);
+      EXPECT_EQ(testing::ConversationProblem(ToModelCall(c), issued), "") << where;
+      ExpectPinnedKept(c);
+      ExpectPairsIntact(c);  // every call of a kept assistant message still has its result
+      for (const Message& m : c.messages()) {
+        if (m.role != Role::kAssistant) continue;
+        auto it = calls_of.find(m.text);
+        ASSERT_NE(it, calls_of.end()) << where << ": assistant text changed to " << m.text;
+        ASSERT_EQ(m.tool_calls.size(), it->second.size()) << where << ": " << m.text;
+        for (std::size_t k = 0; k < m.tool_calls.size(); ++k) {
+          EXPECT_EQ(m.tool_calls[k].id, it->second[k].id) << where;
+          EXPECT_EQ(m.tool_calls[k].name, it->second[k].name) << where;
+          EXPECT_EQ(m.tool_calls[k].arguments, it->second[k].arguments) << where;
+          EXPECT_EQ(m.tool_calls[k].arguments_error, it->second[k].arguments_error) << where;
+        }
+      }
+    }
+  }
+  // Both stages really ran somewhere in the sweep.
+  EXPECT_GT(stubbed, 0U);
+  EXPECT_GT(summarised, 0U);
+}
+
+// The twin: the rule the test above relies on does catch a result left without its call.
+TEST(Context, AResultWithoutItsCallBreaksTheBrokersRule) {
+  Conversation c = Base();
+  AddTurn(c, 1, "read_file", "a.py", 10);
+  AddTurn(c, 2, "read_file", "b.py", 10);
+  const std::vector<ToolCall> issued = {c.messages()[2].tool_calls[0],
+                                        c.messages()[4].tool_calls[0]};
+  EXPECT_EQ(testing::ConversationProblem(ToModelCall(c), issued), "");
+  auto& m = c.mutable_messages();
+  m.erase(m.begin() + 4);  // turn 2's assistant message; its result now follows turn 1's
+  EXPECT_NE(testing::ConversationProblem(ToModelCall(c), issued), "");
+  Conversation altered = Base();
+  AddTurn(altered, 1, "read_file", "a.py", 10);
+  altered.mutable_messages()[2].tool_calls[0].arguments["path"] = "other.py";
+  EXPECT_NE(testing::ConversationProblem(ToModelCall(altered), issued), "");
 }
 
 TEST(Context, StubNamesToolSubjectAndSize) {

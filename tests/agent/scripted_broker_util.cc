@@ -4,9 +4,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <memory>
 #include <utility>
+
+#include "common/json_text.h"
 
 namespace cagent::agent::testing {
 
@@ -86,6 +90,7 @@ void ScriptedBroker::Run() {
       }
       continue;
     }
+    received_payloads_.push_back(*payload);
     auto decoded = protocol::Decode(*payload, /*from_agent=*/true);
     if (auto* error = std::get_if<protocol::DecodeError>(&decoded)) {
       errors_.push_back("the agent sent a malformed message: " + error->message);
@@ -93,6 +98,14 @@ void ScriptedBroker::Run() {
     }
     Message request = std::get<Message>(std::move(decoded));
     received_.push_back(request);
+    if (check_model_turns_) {
+      if (std::string problem = CheckRequest(request); !problem.empty()) {
+        errors_.push_back("request " + std::to_string(request.header.id) + " (" +
+                          std::string(protocol::KindName(request.header.kind)) +
+                          ") breaks the model-turn rules: " + problem);
+        break;
+      }
+    }
     if (request.header.kind == Kind::kProgress && auto_ack_progress_) {
       if (!SendAll({Frame(protocol::Make(Kind::kAck, request.header.id, protocol::Ack{}))})) break;
       continue;
@@ -106,11 +119,88 @@ void ScriptedBroker::Run() {
       break;
     }
     Response response = step.handler(request);
+    NoteSentTurns(response.frames);
     // Like the real broker after finish, the connection closes once the script is done.
     if (!SendAll(response.frames) || response.close || next_step_ == steps_.size()) break;
   }
   ::shutdown(broker_end_.get(), SHUT_RDWR);
   broker_end_.Reset();
+}
+
+namespace {
+
+bool SameCall(const protocol::ToolCall& a, const protocol::ToolCall& b) {
+  return a.id == b.id && a.name == b.name && a.arguments == b.arguments;
+}
+
+}  // namespace
+
+std::string ConversationProblem(const protocol::ModelCall& call,
+                                const std::vector<protocol::ToolCall>& issued) {
+  const protocol::ChatMessage* assistant = nullptr;
+  std::vector<std::string> answered;  // call ids of `assistant` answered so far
+  for (std::size_t i = 0; i < call.messages.size(); ++i) {
+    const protocol::ChatMessage& m = call.messages[i];
+    const std::string where = "messages[" + std::to_string(i) + "]: ";
+    if (m.role == protocol::Role::kAssistant) {
+      for (const protocol::ToolCall& c : m.tool_calls) {
+        bool found = false;
+        for (const protocol::ToolCall& model : issued) found |= SameCall(model, c);
+        if (!found) return where + "call " + c.id + " was not issued by the model";
+      }
+      assistant = &m;
+      answered.clear();
+    } else if (m.role == protocol::Role::kTool) {
+      if (assistant == nullptr) return where + "a tool message before any assistant message";
+      bool found = false;
+      for (const protocol::ToolCall& c : assistant->tool_calls) found |= c.id == m.call_id;
+      if (!found) return where + m.call_id + " is not a call of the assistant message before it";
+      if (std::find(answered.begin(), answered.end(), m.call_id) != answered.end()) {
+        return where + m.call_id + " is answered twice";
+      }
+      answered.push_back(m.call_id);
+    }
+  }
+  return {};
+}
+
+std::string ScriptedBroker::CheckRequest(const Message& request) {
+  if (const auto* tool = std::get_if<protocol::ToolRequest>(&request.body)) {
+    const protocol::ToolCall* call = nullptr;
+    for (const protocol::ToolCall& c : latest_turn_) {
+      if (c.id == tool->call_id) call = &c;
+    }
+    if (call == nullptr) return "call id \"" + tool->call_id + "\" is not of the latest turn";
+    if (std::find(requested_.begin(), requested_.end(), tool->call_id) != requested_.end()) {
+      return "call id \"" + tool->call_id + "\" was already asked about";
+    }
+    requested_.push_back(tool->call_id);
+    if (tool->tool != call->name) return "tool " + tool->tool + " is not the call's " + call->name;
+    if (tool->args != call->arguments) {
+      return "args " + JsonText(tool->args) + " are not the call's " + JsonText(call->arguments);
+    }
+    return {};
+  }
+  const auto* model = std::get_if<protocol::ModelCall>(&request.body);
+  if (model == nullptr) return {};
+  return ConversationProblem(*model, issued_);
+}
+
+void ScriptedBroker::NoteSentTurns(const std::vector<std::string>& frames) {
+  for (const std::string& frame : frames) {
+    protocol::FrameDecoder decoder;
+    if (!decoder.Feed(frame).ok()) continue;
+    auto payload = decoder.Next();
+    if (!payload) continue;
+    auto decoded = protocol::Decode(*payload, /*from_agent=*/false);
+    auto* message = std::get_if<Message>(&decoded);
+    if (message == nullptr) continue;
+    if (const auto* result = std::get_if<protocol::ModelResult>(&message->body)) {
+      latest_turn_ = result->answer.tool_calls;
+      requested_.clear();
+      issued_.insert(issued_.end(), latest_turn_.begin(), latest_turn_.end());
+    }
+  }
 }
 
 std::string Frame(const Message& message) {
@@ -140,18 +230,31 @@ Handler SendWelcome(protocol::Welcome welcome) {
   };
 }
 
-Handler SendModelTurn(nlohmann::json body) {
-  auto turn = std::make_shared<std::uint64_t>(0);
-  return [body, turn](const Message& request) {
+Handler SendModelTurn(protocol::AssistantTurn turn) {
+  auto count = std::make_shared<std::uint64_t>(0);
+  return [turn, count](const Message& request) {
     protocol::ModelResult result;
-    result.body = body;
-    if (auto usage = body.find("usage"); usage != body.end() && usage->is_object()) {
-      result.usage.input_tokens = usage->value("input_tokens", std::uint64_t{0});
-      result.usage.output_tokens = usage->value("output_tokens", std::uint64_t{0});
-    }
-    result.turn = ++*turn;
+    result.answer = turn;
+    result.usage = protocol::Usage{100, 20};
+    result.turn = ++*count;
+    result.max_tokens = 4096;
     return Reply(Kind::kModelResult, request.header.id, result);
   };
+}
+
+protocol::AssistantTurn ToolTurn(std::vector<protocol::ToolCall> calls, std::string text) {
+  protocol::AssistantTurn turn;
+  turn.text = std::move(text);
+  turn.tool_calls = std::move(calls);
+  turn.stop_reason = protocol::StopReason::kToolCalls;
+  return turn;
+}
+
+protocol::AssistantTurn TextTurn(std::string text, protocol::StopReason reason) {
+  protocol::AssistantTurn turn;
+  turn.text = std::move(text);
+  turn.stop_reason = reason;
+  return turn;
 }
 
 Handler Allow() {

@@ -9,6 +9,7 @@
 
 #include "agent/toolbox.h"
 #include "common/sha256.h"
+#include "common/tool_schemas.h"
 #include "tests/agent/tool_test_util.h"
 
 namespace cagent::agent {
@@ -69,8 +70,10 @@ TEST(ToolboxArgs, NullOptionalPropertyIsTreatedAsAbsent) {
   EXPECT_THAT(required_null.message, HasSubstr("`path` must be a string, got null"));
 }
 
+// The toolbox validates against the shared schemas the broker offers the provider: one per tool it
+// implements, in the same order.
 TEST(ToolboxArgs, SchemasAreStrictObjects) {
-  auto schemas = Toolbox::Schemas(Toolbox::Names());
+  const auto& schemas = ToolboxSchemas();
   ASSERT_EQ(schemas.size(), Toolbox::Names().size());
   for (std::size_t i = 0; i < schemas.size(); ++i) {
     const auto& s = schemas[i];
@@ -86,7 +89,18 @@ TEST(ToolboxArgs, SchemasAreStrictObjects) {
       EXPECT_TRUE(prop.contains("description")) << key;
     }
   }
-  EXPECT_EQ(Toolbox::Schemas({"grep", "nope"}).size(), 1U);
+}
+
+// common/tool_schemas.h also knows `finish`; it is the loop's, never a toolbox call.
+TEST(ToolboxArgs, FinishIsNotAToolboxTool) {
+  TempWorkspace ws;
+  auto box = OpenToolbox(ws);
+  ASSERT_NE(FindToolSchema("finish"), nullptr);
+  auto out = PrepareFailure(box, "finish", {{"summary", "done"}});
+  EXPECT_EQ(out.code, "unknown_tool");
+  // The twin: a toolbox tool with the same kind of arguments is prepared.
+  auto listed = Call(box, "list_dir", nlohmann::json::object());
+  EXPECT_TRUE(listed.ok) << listed.Render();
 }
 
 TEST(ToolOutcomeRender, FailureShowsCodeHintAndOutput) {
