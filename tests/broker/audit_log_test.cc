@@ -81,16 +81,17 @@ std::string Join(const std::vector<std::string>& lines) {
   return out;
 }
 
+// A conforming entry (the schema's decision) whose request id is `i`.
 AuditEvent Event(int i) {
-  AuditEvent e;
-  e.actor = "agent";
-  e.event = "decision";
-  e.tool = "run_command";
-  e.args_digest = CanonicalDigest(json{{"command", "make test " + std::to_string(i)}});
-  e.verdict = "allow";
-  e.rule = "allow make";
-  e.detail = {{"i", i}};
-  return e;
+  return audit::Decision(
+      {.id = static_cast<std::uint64_t>(i),
+       .tool = "run_command",
+       .args_digest = CanonicalDigest(json{{"command", "make test " + std::to_string(i)}}),
+       .verdict = "allow",
+       .rule = "allow make",
+       .call_id = "call_" + std::to_string(i),
+       .turn = 1,
+       .reason = "listed"});
 }
 
 // Writes a log of `n` entries at dir/audit.jsonl and returns its path.
@@ -136,7 +137,9 @@ TEST(AuditLogTest, EntriesCarryTheDocumentedFields) {
   EXPECT_EQ(first["seq"], 0);
   EXPECT_EQ(first["prev"], std::string(64, '0'));
   EXPECT_EQ(first["policy"], "policy-digest");
-  EXPECT_EQ(first["detail"]["i"], 0);
+  EXPECT_EQ(first["detail"]["id"], 0);
+  EXPECT_EQ(first["actor"], "broker");
+  EXPECT_EQ(first["event"], "decision");
   // RFC 3339 UTC with milliseconds: 2024-05-01T12:34:56.789Z
   const std::string time = first["time"];
   ASSERT_EQ(time.size(), 24u) << time;
