@@ -19,6 +19,14 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--model-url", f.model_url,
                   "Base URL of the provider (overrides the environment); plain http:// is for "
                   "local servers and needs no key.");
+  cmd->add_option("--temperature", f.temperature,
+                  "Sampling temperature sent with every model request, from 0 (most "
+                  "deterministic) to 2 (most varied). Default: not sent, so the provider's own "
+                  "default applies. Ignored by replay:.");
+  cmd->add_option("--max-output-tokens", f.max_output_tokens,
+                  "Most tokens the model may write in one response (default 4096). Each request "
+                  "asks for this many, or fewer when the remaining --max-tokens budget is "
+                  "smaller; a response cut off at the limit is reported to the agent as such.");
   cmd->add_option("--approve", f.approve,
                   "What happens when the profile says 'ask'. policy: the profile's approval "
                   "setting decides, asking on this terminal (headless without one); never: every "
@@ -52,10 +60,25 @@ Result<SessionSettings> ResolveSessionFlags(const SessionFlags& f) {
   if (s.model_label.empty()) {
     return PlainError("no model", "pass --model PROVIDER:MODEL or set CAGENT_MODEL");
   }
-  auto spec = broker::ParseModelSpec(s.model_label);
+  auto spec = model::ParseModelSpec(s.model_label);
   if (!spec) return std::move(spec).error();
   s.model = *spec;
   if (!f.model_url.empty()) s.model.base_url = f.model_url;
+  if (f.temperature) {
+    // Written so that NaN fails too.
+    if (!(*f.temperature >= 0.0 && *f.temperature <= 2.0)) {
+      return PlainError("--temperature " + std::to_string(*f.temperature),
+                        "must be a number from 0 to 2 (e.g. --temperature 0.2)");
+    }
+    s.model.temperature = *f.temperature;
+  }
+  if (f.max_output_tokens) {
+    if (*f.max_output_tokens == 0) {
+      return PlainError("--max-output-tokens 0",
+                        "must be at least 1 (leave it out for the default, 4096)");
+    }
+    s.model.max_output_tokens = *f.max_output_tokens;
+  }
 
   s.approval = f.approve == "never"  ? broker::ApprovalMode::kNever
                : f.approve == "stop" ? broker::ApprovalMode::kStop

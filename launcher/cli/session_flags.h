@@ -11,7 +11,7 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "launcher/broker/broker.h"
-#include "launcher/broker/model_provider.h"
+#include "launcher/model/model_provider.h"
 
 namespace CLI {
 class App;
@@ -22,6 +22,8 @@ namespace cagent::launcher {
 struct SessionFlags {
   std::string model;               // PROVIDER:MODEL; default $CAGENT_MODEL
   std::string model_url;           // base URL override
+  std::optional<double> temperature;                 // 0..2; unset = the provider's default
+  std::optional<std::uint64_t> max_output_tokens;  // per response; unset = 4096
   std::string approve = "policy";  // policy | never | stop
   std::vector<std::string> pre_approve;
   std::string pre_approve_file;
@@ -31,7 +33,7 @@ struct SessionFlags {
 
 // What the flags mean once checked.
 struct SessionSettings {
-  broker::ModelSpec model;
+  model::ModelSpec model;
   std::string model_label;  // as given ("replay:demo.jsonl")
   broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;
   std::vector<std::string> pre_approvals;
@@ -39,12 +41,13 @@ struct SessionSettings {
   broker::Budgets budget_overrides;
 };
 
-// Registers --model, --model-url, --approve, --pre-approve, --pre-approve-file and the Budgets
+// Registers --model, --model-url, --temperature, --max-output-tokens, --approve, --pre-approve,
+// --pre-approve-file and the Budgets
 // group (--max-turns, --max-tool-calls, --max-tokens, --max-output, --wall-time) on `cmd`.
 void AddSessionFlags(CLI::App* cmd, SessionFlags& flags);
 
-// Checks the flags: a model is required (flag or $CAGENT_MODEL) and must parse; --wall-time must
-// be a duration. The error message names the flag and is meant for the user as it is.
+// Checks the flags: a model is required (flag or $CAGENT_MODEL) and must parse; --temperature
+// must be a number from 0 to 2, --max-output-tokens at least 1; --wall-time must be a duration. The error message names the flag and is meant for the user as it is.
 Result<SessionSettings> ResolveSessionFlags(const SessionFlags& flags);
 
 // The terminal approvals are asked on: /dev/tty when approvals may be asked at all (--approve
