@@ -201,17 +201,16 @@ class AnthropicAssembler final : public StreamAssembler {
   }
 
   // A tool_use block's input is the JSON its partial_json pieces join to (an empty join keeps
-  // the block's initial input, normally {}).
-  std::optional<AttemptError> Close(std::int64_t index, Block& b) {
+  // the block's initial input, normally {}). When the join is not JSON (the answer was cut off at
+  // max_tokens in the middle of a call, or the server is broken) the input is kept as the joined
+  // text, a string, which the parser turns into an arguments_error for that one call rather than
+  // failing the whole turn the tokens were already paid for.
+  std::optional<AttemptError> Close(std::int64_t /*index*/, Block& b) {
     b.stopped = true;
     const std::string type = StringField(b.block, "type");
     if ((type == "tool_use" || type == "server_tool_use") && !b.partial_json.empty()) {
       auto input = json::parse(b.partial_json, nullptr, /*allow_exceptions=*/false);
-      if (input.is_discarded()) {
-        return Malformed(display_, "tool input for content block " + std::to_string(index) +
-                                       " that is not valid JSON");
-      }
-      b.block["input"] = std::move(input);
+      b.block["input"] = input.is_discarded() ? json(b.partial_json) : std::move(input);
     }
     if (type == "tool_use" && !b.block.contains("input")) b.block["input"] = json::object();
     return std::nullopt;
@@ -386,7 +385,13 @@ AttemptOutcome ParseAnthropicResponse(const std::string& display, json body, Cal
       call.id = StringField(block, "id");
       call.name = StringField(block, "name");
       if (const auto input = block.find("input"); input != block.end()) {
-        SetArgumentsFromJson(call, *input);
+        // A string is JSON text: what the stream assembler keeps when the joined partial_json
+        // did not parse, and what some compatible servers send.
+        if (input->is_string()) {
+          SetArgumentsFromText(call, input->get_ref<const std::string&>());
+        } else {
+          SetArgumentsFromJson(call, *input);
+        }
       }
       turn.tool_calls.push_back(std::move(call));
     }

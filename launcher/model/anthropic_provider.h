@@ -50,17 +50,18 @@ protocol::StopReason AnthropicStopReason(std::string_view stop_reason);
 // Assembles message_start / content_block_start / content_block_delta (text, input_json,
 // thinking, signature) / content_block_stop / message_delta / message_stop events (ping ignored;
 // an error event fails the attempt, retryably for overloaded_error and api_error) into a
-// `message` body; tool_use inputs are parsed from their joined partial_json at content_block_stop.
+// `message` body; tool_use inputs are parsed from their joined partial_json at content_block_stop
+// (kept as a string when the join is not JSON, so that call gets an arguments_error).
 // Exposed for tests.
 std::unique_ptr<StreamAssembler> NewAnthropicStreamAssembler(std::string display,
                                                              std::string model);
 
 // Parses a non-streaming message into a neutral turn: text blocks joined, tool_use blocks as calls
-// (input must be an object, else an arguments_error), other blocks (thinking, server tools)
-// skipped; stop_reason; usage, where input_tokens counts cached input too (input + cache creation
-// + cache read). The turn has passed FinishTurn (ids generated from `ids`); raw is `body`. An
-// error object, a body without a content list, or a block that is not an object are provider
-// errors.
+// (input an object, or JSON text for an object, else an arguments_error), other blocks (thinking,
+// server tools) skipped; stop_reason; usage, where input_tokens counts cached input too (input +
+// cache creation + cache read). The turn has passed FinishTurn (ids generated from `ids`); raw is
+// `body`. An error object, a body without a content list, or a block that is not an object are
+// provider errors.
 AttemptOutcome ParseAnthropicResponse(const std::string& display, nlohmann::json body,
                                       CallIdSource& ids);
 

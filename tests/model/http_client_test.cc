@@ -1,4 +1,4 @@
-#include "launcher/broker/http_client.h"
+#include "launcher/model/http_client.h"
 
 #include <gtest/gtest.h>
 
@@ -7,9 +7,9 @@
 #include <optional>
 #include <string>
 
-#include "tests/broker/fake_provider_util.h"
+#include "tests/model/fake_provider_util.h"
 
-namespace cagent::launcher::broker {
+namespace cagent::launcher::model {
 namespace {
 
 using cagent::testing::FakeProvider;
@@ -331,4 +331,4 @@ TEST_F(HttpClientTls, IpAddressMustBeInTheCertificate) {
 }
 
 }  // namespace
-}  // namespace cagent::launcher::broker
+}  // namespace cagent::launcher::model

@@ -1,7 +1,9 @@
-// The broker's model proxy against a local fake provider: both wire formats, streamed and not,
-// retries, failures, credentials, TLS, and the replay provider.
+// The model module against a local fake provider: both wire formats, streamed and not, the
+// request bodies built from the broker's ModelRequest (asserted on the bytes the fake recorded),
+// the neutral turns parsed from the answers, retries, failures, credentials, TLS, and the replay
+// provider.
 
-#include "launcher/broker/model_provider.h"
+#include "launcher/model/model_provider.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,13 +20,14 @@
 #include <string>
 #include <vector>
 
-#include "launcher/broker/anthropic_provider.h"
-#include "launcher/broker/http_model_provider.h"
-#include "launcher/broker/openai_provider.h"
-#include "launcher/broker/replay_provider.h"
-#include "tests/broker/fake_provider_util.h"
+#include "launcher/model/anthropic_provider.h"
+#include "launcher/model/http_model_provider.h"
+#include "launcher/model/openai_provider.h"
+#include "launcher/model/replay_provider.h"
+#include "common/json_text.h"
+#include "tests/model/fake_provider_util.h"
 
-namespace cagent::launcher::broker {
+namespace cagent::launcher::model {
 namespace {
 
 using cagent::testing::AnthropicStream;
@@ -101,10 +104,10 @@ class ModelProviderTest : public ::testing::Test {
   }
 
   // One call, run to completion on the test's io_context.
-  std::optional<ModelOutcome> CallOnce(ModelProvider& provider, json body) {
+  std::optional<ModelOutcome> CallOnce(ModelProvider& provider, ModelRequest request) {
     std::optional<ModelOutcome> out;
     int calls = 0;
-    provider.Call(std::move(body), [&](ModelOutcome o) {
+    provider.Call(std::move(request), [&](ModelOutcome o) {
       ++calls;
       out = std::move(o);
     });
@@ -136,18 +139,20 @@ class ModelProviderTest : public ::testing::Test {
       EXPECT_THAT(err->message, Not(HasSubstr(kAnthropicKey)));
       return *err;
     }
-    ADD_FAILURE() << "expected an error, got " << std::get<ModelResponse>(*out).body.dump();
+    ADD_FAILURE() << "expected an error, got " << JsonText(std::get<ModelResponse>(*out).raw);
     return {};
   }
 
-  static json AgentOpenAiBody() {
-    return {{"model", "agent-chose-this"},
-            {"messages", {{{"role", "user"}, {"content", "fix the test"}}}},
-            {"tools", json::array()}};
-  }
-  static json AgentAnthropicBody() {
-    return {{"system", "be careful"},
-            {"messages", {{{"role", "user"}, {"content", "fix the test"}}}}};
+  // What the broker would ask: a system text, the task, one tool, an output cap.
+  static ModelRequest SimpleRequest() {
+    ModelRequest r;
+    r.system = "be careful";
+    r.messages.push_back(protocol::ChatMessage{protocol::Role::kUser, "fix the test", {}, "", false});
+    r.tools = json::array({{{"name", "read_file"},
+                            {"description", "Read a file"},
+                            {"parameters", {{"type", "object"}}}}});
+    r.max_tokens = 1000;
+    return r;
   }
 
   bool LogsContain(const std::string& needle) const {
@@ -203,19 +208,23 @@ TEST_F(ModelProviderTest, OpenAiStreamedTextIsAssembledAndTheRequestCompleted) {
        OpenAiChunk(json::object(), "stop"), OpenAiUsageChunk(120, 3)}));
   auto provider = Make(OpenAiSpec());
   ASSERT_TRUE(provider);
-  const ModelResponse r = ExpectResponse(CallOnce(*provider, AgentOpenAiBody()));
-  EXPECT_EQ(r.body["object"], "chat.completion");
-  EXPECT_EQ(r.body["id"], "chatcmpl-42");
-  EXPECT_EQ(r.body["model"], "gpt-4o-mini-2024-07-18");
-  ASSERT_EQ(r.body["choices"].size(), 1U);
-  EXPECT_EQ(r.body["choices"][0]["message"]["role"], "assistant");
-  EXPECT_EQ(r.body["choices"][0]["message"]["content"], "Hello, world");
-  EXPECT_FALSE(r.body["choices"][0]["message"].contains("tool_calls"));
-  EXPECT_EQ(r.body["choices"][0]["finish_reason"], "stop");
-  EXPECT_EQ(r.body["usage"],
+  const ModelResponse r = ExpectResponse(CallOnce(*provider, SimpleRequest()));
+  EXPECT_EQ(r.raw["object"], "chat.completion");
+  EXPECT_EQ(r.raw["id"], "chatcmpl-42");
+  EXPECT_EQ(r.raw["model"], "gpt-4o-mini-2024-07-18");
+  ASSERT_EQ(r.raw["choices"].size(), 1U);
+  EXPECT_EQ(r.raw["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(r.raw["choices"][0]["message"]["content"], "Hello, world");
+  EXPECT_FALSE(r.raw["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(r.raw["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(r.raw["usage"],
             json({{"prompt_tokens", 120}, {"completion_tokens", 3}, {"total_tokens", 123}}));
   EXPECT_EQ(r.usage.input_tokens, 120U);
   EXPECT_EQ(r.usage.output_tokens, 3U);
+  EXPECT_EQ(r.turn.text, "Hello, world");
+  EXPECT_TRUE(r.turn.tool_calls.empty());
+  EXPECT_EQ(r.turn.stop_reason, protocol::StopReason::kEnd);
+  EXPECT_EQ(r.provider_stop_reason, "stop");
 
   const auto requests = server_.Requests();
   ASSERT_EQ(requests.size(), 1U);
@@ -229,8 +238,11 @@ TEST_F(ModelProviderTest, OpenAiStreamedTextIsAssembledAndTheRequestCompleted) {
   EXPECT_EQ(sent["model"], "gpt-4o-mini");  // the broker's choice, not the agent's
   EXPECT_EQ(sent["stream"], true);
   EXPECT_EQ(sent["stream_options"], json({{"include_usage", true}}));
-  EXPECT_EQ(sent["messages"], AgentOpenAiBody()["messages"]);
-  EXPECT_TRUE(sent.contains("tools"));
+  EXPECT_EQ(sent["messages"], json::parse(R"([{"role": "system", "content": "be careful"},
+                                                {"role": "user", "content": "fix the test"}])"));
+  EXPECT_EQ(sent["max_tokens"], 1000);
+  ASSERT_EQ(sent["tools"].size(), 1U);
+  EXPECT_EQ(sent["tools"][0]["function"]["name"], "read_file");
 }
 
 TEST_F(ModelProviderTest, OpenAiToolCallFragmentsAreJoinedByIndex) {
@@ -249,8 +261,8 @@ TEST_F(ModelProviderTest, OpenAiToolCallFragmentsAreJoinedByIndex) {
       }),
       7));
   auto provider = Make(OpenAiSpec());
-  const ModelResponse r = ExpectResponse(CallOnce(*provider, AgentOpenAiBody()));
-  const json& message = r.body["choices"][0]["message"];
+  const ModelResponse r = ExpectResponse(CallOnce(*provider, SimpleRequest()));
+  const json& message = r.raw["choices"][0]["message"];
   EXPECT_TRUE(message["content"].is_null());
   ASSERT_EQ(message["tool_calls"].size(), 2U);
   const json& a = message["tool_calls"][0];
@@ -265,7 +277,14 @@ TEST_F(ModelProviderTest, OpenAiToolCallFragmentsAreJoinedByIndex) {
   EXPECT_EQ(b["function"]["name"], "run_command");
   EXPECT_EQ(json::parse(b["function"]["arguments"].get<std::string>()),
             json({{"command", "pytest -q"}}));
-  EXPECT_EQ(r.body["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(r.raw["choices"][0]["finish_reason"], "tool_calls");
+  // The neutral turn the agent gets.
+  ASSERT_EQ(r.turn.tool_calls.size(), 2U);
+  EXPECT_EQ(r.turn.tool_calls[0].id, "call_a");
+  EXPECT_EQ(r.turn.tool_calls[0].name, "read_file");
+  EXPECT_EQ(r.turn.tool_calls[0].arguments, json({{"path", "calc.py"}}));
+  EXPECT_EQ(r.turn.tool_calls[1].arguments, json({{"command", "pytest -q"}}));
+  EXPECT_EQ(r.turn.stop_reason, protocol::StopReason::kToolCalls);
   EXPECT_EQ(r.usage.input_tokens, 50U);
   EXPECT_EQ(r.usage.output_tokens, 20U);
 }
@@ -291,10 +310,11 @@ TEST_F(ModelProviderTest, OpenAiNonStreamingReturnsTheBodyAsReceived) {
   ModelSpec spec = OpenAiSpec();
   spec.stream = false;
   auto provider = Make(spec);
-  json body = AgentOpenAiBody();
-  body["stream"] = true;  // the agent does not decide the transport
-  const ModelResponse r = ExpectResponse(CallOnce(*provider, body));
-  EXPECT_EQ(r.body, answer);
+  const ModelResponse r = ExpectResponse(CallOnce(*provider, SimpleRequest()));
+  EXPECT_EQ(r.raw, answer);
+  ASSERT_EQ(r.turn.tool_calls.size(), 1U);
+  EXPECT_EQ(r.turn.tool_calls[0].id, "c1");
+  EXPECT_EQ(r.turn.tool_calls[0].arguments, json({{"path", "."}}));
   EXPECT_EQ(r.usage.input_tokens, 11U);
   EXPECT_EQ(r.usage.output_tokens, 2U);
   const json sent = server_.Requests().at(0).Json();
@@ -308,8 +328,8 @@ TEST_F(ModelProviderTest, OpenAiStreamRequestAnsweredWithPlainJsonIsAccepted) {
   auto provider = Make(OpenAiSpec());
   server_.Enqueue(FakeReply::Json(
       200, {{"choices", {{{"message", {{"role", "assistant"}, {"content", "plain"}}}}}}}));
-  const ModelResponse r = ExpectResponse(CallOnce(*provider, AgentOpenAiBody()));
-  EXPECT_EQ(r.body["choices"][0]["message"]["content"], "plain");
+  const ModelResponse r = ExpectResponse(CallOnce(*provider, SimpleRequest()));
+  EXPECT_EQ(r.raw["choices"][0]["message"]["content"], "plain");
 }
 
 TEST_F(ModelProviderTest, OpenAiDefaultAnswerOfTheFakeRoundTripsBothModes) {
@@ -317,8 +337,8 @@ TEST_F(ModelProviderTest, OpenAiDefaultAnswerOfTheFakeRoundTripsBothModes) {
     ModelSpec spec = OpenAiSpec();
     spec.stream = stream;
     auto provider = Make(spec);
-    const ModelResponse r = ExpectResponse(CallOnce(*provider, AgentOpenAiBody()));
-    EXPECT_EQ(r.body["choices"][0]["message"]["content"], "Hello from the fake") << stream;
+    const ModelResponse r = ExpectResponse(CallOnce(*provider, SimpleRequest()));
+    EXPECT_EQ(r.raw["choices"][0]["message"]["content"], "Hello from the fake") << stream;
     EXPECT_EQ(r.usage.input_tokens, 7U);
     EXPECT_EQ(r.usage.output_tokens, 4U);
   }
@@ -338,7 +358,7 @@ TEST_F(ModelProviderTest, OpenAiKeyIsRequiredExceptForLoopbackHttp) {
   // A local server (http://127.0.0.1) needs no key; no Authorization header is sent.
   auto local = Make(OpenAiSpec());
   ASSERT_TRUE(local);
-  ExpectResponse(CallOnce(*local, AgentOpenAiBody()));
+  ExpectResponse(CallOnce(*local, SimpleRequest()));
   EXPECT_EQ(server_.Requests().at(0).Header("authorization"), "");
 }
 
@@ -347,7 +367,7 @@ TEST_F(ModelProviderTest, OpenAiBaseUrlComesFromTheEnvironmentWhenTheSpecHasNone
   spec.base_url.clear();
   env_["OPENAI_BASE_URL"] = server_.BaseUrl("/custom/v1/");
   auto provider = Make(spec);
-  ExpectResponse(CallOnce(*provider, AgentOpenAiBody()));
+  ExpectResponse(CallOnce(*provider, SimpleRequest()));
   EXPECT_EQ(server_.Requests().at(0).target, "/custom/v1/chat/completions");
 
   env_["OPENAI_BASE_URL"] = "ftp://nope";
@@ -421,24 +441,32 @@ TEST_F(ModelProviderTest, AnthropicStreamedTextAndToolUseAreAssembled) {
   ModelSpec spec = AnthropicSpec();
   spec.max_output_tokens = 2000;
   auto provider = Make(spec);
-  const ModelResponse r = ExpectResponse(CallOnce(*provider, AgentAnthropicBody()));
-  EXPECT_EQ(r.body["id"], "msg_01");
-  EXPECT_EQ(r.body["type"], "message");
-  EXPECT_EQ(r.body["role"], "assistant");
-  EXPECT_EQ(r.body["model"], "claude-sonnet-4-5-20250929");
-  EXPECT_EQ(r.body["stop_reason"], "tool_use");
-  ASSERT_EQ(r.body["content"].size(), 3U);
-  EXPECT_EQ(r.body["content"][0],
+  const ModelResponse r = ExpectResponse(CallOnce(*provider, SimpleRequest()));
+  EXPECT_EQ(r.raw["id"], "msg_01");
+  EXPECT_EQ(r.raw["type"], "message");
+  EXPECT_EQ(r.raw["role"], "assistant");
+  EXPECT_EQ(r.raw["model"], "claude-sonnet-4-5-20250929");
+  EXPECT_EQ(r.raw["stop_reason"], "tool_use");
+  ASSERT_EQ(r.raw["content"].size(), 3U);
+  EXPECT_EQ(r.raw["content"][0],
             json({{"type", "text"}, {"text", "I will read the test first."}}));
-  EXPECT_EQ(r.body["content"][1], json({{"type", "tool_use"},
+  EXPECT_EQ(r.raw["content"][1], json({{"type", "tool_use"},
                                         {"id", "toolu_1"},
                                         {"name", "read_file"},
                                         {"input", {{"path", "test_calc.py"}}}}));
-  EXPECT_EQ(r.body["content"][2]["input"], json({{"pattern", "def add"}}));
-  EXPECT_EQ(r.body["usage"]["input_tokens"], 812);
-  EXPECT_EQ(r.body["usage"]["output_tokens"], 40);
+  EXPECT_EQ(r.raw["content"][2]["input"], json({{"pattern", "def add"}}));
+  EXPECT_EQ(r.raw["usage"]["input_tokens"], 812);
+  EXPECT_EQ(r.raw["usage"]["output_tokens"], 40);
   EXPECT_EQ(r.usage.input_tokens, 812U);
   EXPECT_EQ(r.usage.output_tokens, 40U);
+  EXPECT_EQ(r.turn.text, "I will read the test first.");
+  ASSERT_EQ(r.turn.tool_calls.size(), 2U);
+  EXPECT_EQ(r.turn.tool_calls[0].id, "toolu_1");
+  EXPECT_EQ(r.turn.tool_calls[0].arguments, json({{"path", "test_calc.py"}}));
+  EXPECT_EQ(r.turn.tool_calls[1].id, "toolu_2");
+  EXPECT_EQ(r.turn.tool_calls[1].name, "grep");
+  EXPECT_EQ(r.turn.stop_reason, protocol::StopReason::kToolCalls);
+  EXPECT_EQ(r.provider_stop_reason, "tool_use");
 
   const auto req = server_.Requests().at(0);
   EXPECT_EQ(req.target, "/v1/messages");
@@ -449,30 +477,24 @@ TEST_F(ModelProviderTest, AnthropicStreamedTextAndToolUseAreAssembled) {
   const json sent = req.Json();
   EXPECT_EQ(sent["model"], "claude-sonnet-4-5");
   EXPECT_EQ(sent["stream"], true);
-  EXPECT_EQ(sent["max_tokens"], 2000);
+  EXPECT_EQ(sent["max_tokens"], 1000);  // the request's, not the spec's 2000
   EXPECT_EQ(sent["system"], "be careful");
 }
 
-TEST_F(ModelProviderTest, AnthropicNonStreamingKeepsTheAgentsMaxTokens) {
+TEST_F(ModelProviderTest, AnthropicNonStreamingSendsTheRequestsMaxTokens) {
   ModelSpec spec = AnthropicSpec();
   spec.stream = false;
   auto provider = Make(spec);
-  json body = AgentAnthropicBody();
-  body["max_tokens"] = 321;
-  const ModelResponse r = ExpectResponse(CallOnce(*provider, body));
-  EXPECT_EQ(r.body["content"][0]["text"], "Hello from the fake");  // the fake's default answer
+  ModelRequest request = SimpleRequest();
+  request.max_tokens = 321;
+  const ModelResponse r = ExpectResponse(CallOnce(*provider, request));
+  EXPECT_EQ(r.turn.text, "Hello from the fake");
+  EXPECT_EQ(r.raw["content"][0]["text"], "Hello from the fake");  // the fake's default answer
   EXPECT_EQ(r.usage.input_tokens, 9U);
   EXPECT_EQ(r.usage.output_tokens, 5U);
   const json sent = server_.Requests().at(0).Json();
   EXPECT_EQ(sent["max_tokens"], 321);
   EXPECT_FALSE(sent.contains("stream"));
-}
-
-TEST_F(ModelProviderTest, AnthropicDefaultMaxTokensIs4096) {
-  auto provider = Make(AnthropicSpec());
-  const ModelResponse r = ExpectResponse(CallOnce(*provider, AgentAnthropicBody()));
-  EXPECT_EQ(r.body["content"][0]["text"], "Hello from the fake");
-  EXPECT_EQ(server_.Requests().at(0).Json()["max_tokens"], 4096);
 }
 
 TEST_F(ModelProviderTest, AnthropicErrorEventFailsTheAttemptAndOverloadIsRetried) {
@@ -484,7 +506,7 @@ TEST_F(ModelProviderTest, AnthropicErrorEventFailsTheAttemptAndOverloadIsRetried
   ModelSpec spec = AnthropicSpec();
   spec.max_retries = 0;
   auto once = Make(spec);
-  const ModelError e = ExpectError(CallOnce(*once, AgentAnthropicBody()));
+  const ModelError e = ExpectError(CallOnce(*once, SimpleRequest()));
   EXPECT_EQ(e.code, ErrorCode::kProviderError);
   EXPECT_THAT(e.message, HasSubstr("overloaded_error"));
   EXPECT_THAT(e.message, HasSubstr("Overloaded"));
@@ -493,12 +515,13 @@ TEST_F(ModelProviderTest, AnthropicErrorEventFailsTheAttemptAndOverloadIsRetried
   server_.Enqueue(AnthropicStream({start, error}));
   spec.max_retries = 1;
   auto retried = Make(spec);
-  const ModelResponse r = ExpectResponse(CallOnce(*retried, AgentAnthropicBody()));
-  EXPECT_EQ(r.body["content"][0]["text"], "Hello from the fake");
+  const ModelResponse r = ExpectResponse(CallOnce(*retried, SimpleRequest()));
+  EXPECT_EQ(r.raw["content"][0]["text"], "Hello from the fake");
   EXPECT_EQ(server_.Requests().size(), 3U);
 }
 
-TEST_F(ModelProviderTest, AnthropicMalformedToolInputIsAProviderError) {
+// A tool input cut off at max_tokens: that call is unusable (arguments_error), the turn is not.
+TEST_F(ModelProviderTest, AnthropicMalformedToolInputIsACallError) {
   server_.Enqueue(AnthropicStream({
       {{"type", "message_start"}, {"message", {{"id", "m"}}}},
       {{"type", "content_block_start"},
@@ -509,12 +532,18 @@ TEST_F(ModelProviderTest, AnthropicMalformedToolInputIsAProviderError) {
        {"index", 0},
        {"delta", {{"type", "input_json_delta"}, {"partial_json", "{\"broken"}}}},
       {{"type", "content_block_stop"}, {"index", 0}},
+      {{"type", "message_delta"}, {"delta", {{"stop_reason", "max_tokens"}}}},
+      {{"type", "message_stop"}},
   }));
   auto provider = Make(AnthropicSpec());
-  const ModelError e = ExpectError(CallOnce(*provider, AgentAnthropicBody()));
-  EXPECT_EQ(e.code, ErrorCode::kProviderError);
-  EXPECT_THAT(e.message, HasSubstr("tool input for content block 0 that is not valid JSON"));
-  EXPECT_EQ(server_.Requests().size(), 1U);  // not retried
+  const ModelResponse r = ExpectResponse(CallOnce(*provider, SimpleRequest()));
+  ASSERT_EQ(r.turn.tool_calls.size(), 1U);
+  EXPECT_EQ(r.turn.tool_calls[0].id, "t");
+  EXPECT_EQ(r.turn.tool_calls[0].arguments, json::object());
+  EXPECT_THAT(r.turn.tool_calls[0].arguments_error,
+              HasSubstr("the arguments are not valid JSON: {\"broken"));
+  EXPECT_EQ(r.turn.stop_reason, protocol::StopReason::kMaxTokens);
+  EXPECT_EQ(server_.Requests().size(), 1U);
 }
 
 TEST_F(ModelProviderTest, AnthropicKeyIsRequired) {
@@ -532,8 +561,8 @@ TEST_F(ModelProviderTest, RetriesOn429And503ThenSucceeds) {
   server_.Enqueue(FakeReply::Json(503, {{"error", {{"message", "unavailable"}}}}));
   server_.Enqueue(FakeReply::Text(502, "<html>bad gateway</html>", "text/html"));
   auto provider = Make(OpenAiSpec());
-  const ModelResponse r = ExpectResponse(CallOnce(*provider, AgentOpenAiBody()));
-  EXPECT_EQ(r.body["choices"][0]["message"]["content"], "Hello from the fake");
+  const ModelResponse r = ExpectResponse(CallOnce(*provider, SimpleRequest()));
+  EXPECT_EQ(r.raw["choices"][0]["message"]["content"], "Hello from the fake");
   EXPECT_EQ(server_.Requests().size(), 4U);
   EXPECT_TRUE(LogsContain("HTTP 429; retry 1 of 4"));
   EXPECT_TRUE(LogsContain("HTTP 503; retry 2 of 4"));
@@ -547,7 +576,7 @@ TEST_F(ModelProviderTest, RetryAfterIsHonoured) {
   spec.retry_max_backoff = std::chrono::seconds(10);
   auto provider = Make(spec);
   const auto start = std::chrono::steady_clock::now();
-  ExpectResponse(CallOnce(*provider, AgentOpenAiBody()));
+  ExpectResponse(CallOnce(*provider, SimpleRequest()));
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(950));
   EXPECT_TRUE(LogsContain("retry 1 of 4 in 1 s"));
 }
@@ -559,7 +588,7 @@ TEST_F(ModelProviderTest, RetryAfterIsCapped) {
   spec.retry_max_backoff = std::chrono::milliseconds(50);
   auto provider = Make(spec);
   // Completes within CallOnce's 30 s run, so the hour was not waited.
-  ExpectResponse(CallOnce(*provider, AgentOpenAiBody()));
+  ExpectResponse(CallOnce(*provider, SimpleRequest()));
   EXPECT_TRUE(LogsContain("retry 1 of 4 in 0.1 s"));
 }
 
@@ -571,7 +600,7 @@ TEST_F(ModelProviderTest, GivesUpAfterMaxRetries) {
   ModelSpec spec = OpenAiSpec();
   spec.max_retries = 2;
   auto provider = Make(spec);
-  const ModelError e = ExpectError(CallOnce(*provider, AgentOpenAiBody()));
+  const ModelError e = ExpectError(CallOnce(*provider, SimpleRequest()));
   EXPECT_EQ(e.code, ErrorCode::kProviderError);
   EXPECT_THAT(e.message, HasSubstr("HTTP 500: internal oops"));
   EXPECT_THAT(e.message, HasSubstr("gave up after 3 attempts"));
@@ -582,14 +611,14 @@ TEST_F(ModelProviderTest, NoRetryOn400Or404) {
   server_.Enqueue(FakeReply::Json(
       400, {{"error", {{"message", "messages[0].content is required"}, {"type", "invalid"}}}}));
   auto provider = Make(OpenAiSpec());
-  const ModelError e = ExpectError(CallOnce(*provider, AgentOpenAiBody()));
+  const ModelError e = ExpectError(CallOnce(*provider, SimpleRequest()));
   EXPECT_EQ(e.code, ErrorCode::kProviderError);
   EXPECT_THAT(e.message,
               HasSubstr("refused the request (HTTP 400: messages[0].content is required)"));
   EXPECT_EQ(server_.Requests().size(), 1U);
 
   server_.Enqueue(FakeReply::Json(404, {{"error", {{"message", "model not found"}}}}));
-  const ModelError nf = ExpectError(CallOnce(*provider, AgentOpenAiBody()));
+  const ModelError nf = ExpectError(CallOnce(*provider, SimpleRequest()));
   EXPECT_THAT(nf.message, HasSubstr("HTTP 404: model not found"));
   EXPECT_THAT(nf.message, HasSubstr("check the model name \"gpt-4o-mini\""));
   EXPECT_EQ(server_.Requests().size(), 2U);
@@ -602,7 +631,7 @@ TEST_F(ModelProviderTest, Unauthorized401NamesTheVariableAndNeverTheKey) {
              {{"message", std::string("Incorrect API key provided: ") + kOpenAiKey + "."},
               {"code", "invalid_api_key"}}}}));
   auto provider = Make(OpenAiSpec());
-  const ModelError e = ExpectError(CallOnce(*provider, AgentOpenAiBody()));
+  const ModelError e = ExpectError(CallOnce(*provider, SimpleRequest()));
   EXPECT_EQ(e.code, ErrorCode::kProviderAuth);
   EXPECT_THAT(e.message, HasSubstr("rejected the credential: check OPENAI_API_KEY (HTTP 401: "
                                    "Incorrect API key provided: [redacted].)"));
@@ -618,7 +647,7 @@ TEST_F(ModelProviderTest, Forbidden403OnAnthropicNamesItsVariable) {
       403,
       {{"type", "error"}, {"error", {{"type", "permission_error"}, {"message", "not allowed"}}}}));
   auto provider = Make(AnthropicSpec());
-  const ModelError e = ExpectError(CallOnce(*provider, AgentAnthropicBody()));
+  const ModelError e = ExpectError(CallOnce(*provider, SimpleRequest()));
   EXPECT_EQ(e.code, ErrorCode::kProviderAuth);
   EXPECT_THAT(e.message, HasSubstr("check ANTHROPIC_API_KEY (HTTP 403: not allowed)"));
 }
@@ -626,7 +655,7 @@ TEST_F(ModelProviderTest, Forbidden403OnAnthropicNamesItsVariable) {
 TEST_F(ModelProviderTest, ProviderErrorTextIsCutToAbout300Bytes) {
   server_.Enqueue(FakeReply::Json(400, {{"error", {{"message", std::string(5000, 'z')}}}}));
   auto provider = Make(OpenAiSpec());
-  const ModelError e = ExpectError(CallOnce(*provider, AgentOpenAiBody()));
+  const ModelError e = ExpectError(CallOnce(*provider, SimpleRequest()));
   EXPECT_THAT(e.message, HasSubstr(std::string(300, 'z') + "..."));
   EXPECT_THAT(e.message, Not(HasSubstr(std::string(301, 'z'))));
 }
@@ -636,17 +665,17 @@ TEST_F(ModelProviderTest, MalformedJsonIsAProviderError) {
   ModelSpec spec = OpenAiSpec();
   spec.stream = false;
   auto provider = Make(spec);
-  const ModelError e = ExpectError(CallOnce(*provider, AgentOpenAiBody()));
+  const ModelError e = ExpectError(CallOnce(*provider, SimpleRequest()));
   EXPECT_EQ(e.code, ErrorCode::kProviderError);
   EXPECT_THAT(e.message, HasSubstr("not valid JSON"));
 
   server_.Enqueue(FakeReply::Json(200, {{"no", "choices"}}));
-  const ModelError shape = ExpectError(CallOnce(*provider, AgentOpenAiBody()));
+  const ModelError shape = ExpectError(CallOnce(*provider, SimpleRequest()));
   EXPECT_THAT(shape.message, HasSubstr("without choices[0].message"));
 
   server_.Enqueue(FakeReply::Sse({"data: {\"choices\": [{\"delta\": \n\n"}));
   auto streaming = Make(OpenAiSpec());
-  const ModelError chunk = ExpectError(CallOnce(*streaming, AgentOpenAiBody()));
+  const ModelError chunk = ExpectError(CallOnce(*streaming, SimpleRequest()));
   EXPECT_THAT(chunk.message, HasSubstr("a stream chunk that is not a JSON object"));
   EXPECT_EQ(server_.Requests().size(), 3U);  // none retried
 }
@@ -659,7 +688,7 @@ TEST_F(ModelProviderTest, ResetMidStreamIsAProviderErrorAndIsRetried) {
   ModelSpec spec = OpenAiSpec();
   spec.max_retries = 0;
   auto once = Make(spec);
-  const ModelError e = ExpectError(CallOnce(*once, AgentOpenAiBody()));
+  const ModelError e = ExpectError(CallOnce(*once, SimpleRequest()));
   EXPECT_EQ(e.code, ErrorCode::kProviderError);
   EXPECT_THAT(e.message, HasSubstr("was cut off"));
 
@@ -667,14 +696,14 @@ TEST_F(ModelProviderTest, ResetMidStreamIsAProviderErrorAndIsRetried) {
   FakeReply early = OpenAiStream({OpenAiChunk({{"content", "partial"}})});
   early.pieces.pop_back();
   server_.Enqueue(early);
-  const ModelError e2 = ExpectError(CallOnce(*once, AgentOpenAiBody()));
+  const ModelError e2 = ExpectError(CallOnce(*once, SimpleRequest()));
   EXPECT_THAT(e2.message, HasSubstr("ended before it was complete"));
 
   // With a retry allowed, the next attempt succeeds.
   server_.Enqueue(cut);
   spec.max_retries = 1;
   auto retried = Make(spec);
-  ExpectResponse(CallOnce(*retried, AgentOpenAiBody()));
+  ExpectResponse(CallOnce(*retried, SimpleRequest()));
   EXPECT_EQ(server_.Requests().size(), 4U);
 }
 
@@ -688,7 +717,7 @@ TEST_F(ModelProviderTest, EachAttemptTimesOut) {
   spec.request_timeout = std::chrono::milliseconds(300);
   spec.max_retries = 1;
   auto provider = Make(spec);
-  const ModelError e = ExpectError(CallOnce(*provider, AgentOpenAiBody()));
+  const ModelError e = ExpectError(CallOnce(*provider, SimpleRequest()));
   EXPECT_EQ(e.code, ErrorCode::kProviderError);
   EXPECT_THAT(e.message, HasSubstr("timed out after 0.3 s"));
   EXPECT_THAT(e.message, HasSubstr("gave up after 2 attempts"));
@@ -705,7 +734,7 @@ TEST_F(ModelProviderTest, UnreachableProviderIsRetriedThenReported) {
   spec.base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
   spec.max_retries = 2;
   auto provider = Make(spec);
-  const ModelError e = ExpectError(CallOnce(*provider, AgentOpenAiBody()));
+  const ModelError e = ExpectError(CallOnce(*provider, SimpleRequest()));
   EXPECT_EQ(e.code, ErrorCode::kProviderError);
   EXPECT_THAT(e.message, HasSubstr("cannot connect to 127.0.0.1:" + std::to_string(port)));
   EXPECT_THAT(e.message, HasSubstr("gave up after 3 attempts"));
@@ -717,7 +746,7 @@ TEST_F(ModelProviderTest, CancelAbandonsTheCall) {
   server_.Enqueue(slow);
   auto provider = Make(OpenAiSpec());
   bool called = false;
-  provider->Call(AgentOpenAiBody(), [&](ModelOutcome) { called = true; });
+  provider->Call(SimpleRequest(), [&](ModelOutcome) { called = true; });
   io_.run_for(std::chrono::milliseconds(100));
   provider->Cancel();
   const auto start = std::chrono::steady_clock::now();
@@ -733,7 +762,7 @@ TEST_F(ModelProviderTest, CancelDuringABackoffStopsTheRetry) {
   spec.retry_max_backoff = std::chrono::seconds(10);
   auto provider = Make(spec);
   bool called = false;
-  provider->Call(AgentOpenAiBody(), [&](ModelOutcome) { called = true; });
+  provider->Call(SimpleRequest(), [&](ModelOutcome) { called = true; });
   for (int i = 0; i < 200 && !LogsContain("retry 1 of 4"); ++i) {
     io_.run_for(std::chrono::milliseconds(20));
   }
@@ -752,7 +781,7 @@ TEST_F(ModelProviderTest, DestroyingTheProviderWithACallOutstandingIsSafe) {
   bool called = false;
   {
     auto provider = Make(OpenAiSpec());
-    provider->Call(AgentOpenAiBody(), [&](ModelOutcome) { called = true; });
+    provider->Call(SimpleRequest(), [&](ModelOutcome) { called = true; });
     io_.run_for(std::chrono::milliseconds(50));
   }
   io_.restart();
@@ -760,18 +789,31 @@ TEST_F(ModelProviderTest, DestroyingTheProviderWithACallOutstandingIsSafe) {
   EXPECT_FALSE(called);
 }
 
-TEST_F(ModelProviderTest, ABodyThatIsNotAnObjectIsRefusedWithoutSending) {
-  auto provider = Make(OpenAiSpec());
-  const ModelError e = ExpectError(CallOnce(*provider, json::array({1, 2})));
-  EXPECT_EQ(e.code, ErrorCode::kProviderError);
-  EXPECT_THAT(e.message, HasSubstr("not a JSON object"));
+TEST_F(ModelProviderTest, AnUnusableRequestIsRefusedWithoutSending) {
+  for (ModelSpec spec : {OpenAiSpec(), AnthropicSpec()}) {
+    auto provider = Make(spec);
+    ModelRequest zero = SimpleRequest();
+    zero.max_tokens = 0;
+    const ModelError e = ExpectError(CallOnce(*provider, zero));
+    EXPECT_EQ(e.code, ErrorCode::kProviderError);
+    EXPECT_THAT(e.message, HasSubstr("max_tokens is 0"));
+    ModelRequest bad_tool = SimpleRequest();
+    bad_tool.tools.push_back({{"description", "no name"}});
+    EXPECT_THAT(ExpectError(CallOnce(*provider, bad_tool)).message,
+                HasSubstr("tool schema 1 has no name"));
+    bad_tool.tools = json::array({{{"name", "x"}, {"parameters", "evil"}}});
+    EXPECT_THAT(ExpectError(CallOnce(*provider, bad_tool)).message,
+                HasSubstr("tool schema 0 (x) has parameters that are not an object"));
+  }
   EXPECT_TRUE(server_.Requests().empty());
 }
 
 TEST_F(ModelProviderTest, DoneIsNeverCalledInlineFromCall) {
   auto provider = Make(OpenAiSpec());
   bool called = false;
-  provider->Call(json::array(), [&](ModelOutcome) { called = true; });
+  ModelRequest zero = SimpleRequest();
+  zero.max_tokens = 0;  // fails before anything is sent
+  provider->Call(zero, [&](ModelOutcome) { called = true; });
   EXPECT_FALSE(called);
   io_.run_for(std::chrono::seconds(5));
   EXPECT_TRUE(called);
@@ -788,7 +830,7 @@ TEST_F(ModelProviderTest, TlsProviderNeedsATrustedCertificate) {
   spec.base_url = tls_server.BaseUrl("/v1");
   spec.max_retries = 3;
   auto untrusted = Make(spec);
-  const ModelError e = ExpectError(CallOnce(*untrusted, AgentOpenAiBody()));
+  const ModelError e = ExpectError(CallOnce(*untrusted, SimpleRequest()));
   EXPECT_EQ(e.code, ErrorCode::kProviderError);
   EXPECT_THAT(e.message, HasSubstr("certificate verification failed"));
   EXPECT_THAT(e.message, Not(HasSubstr("gave up")));  // a bad certificate is not retried
@@ -796,8 +838,8 @@ TEST_F(ModelProviderTest, TlsProviderNeedsATrustedCertificate) {
 
   spec.ca_file = pki->ca_file;
   auto trusted = Make(spec);
-  const ModelResponse r = ExpectResponse(CallOnce(*trusted, AgentOpenAiBody()));
-  EXPECT_EQ(r.body["choices"][0]["message"]["content"], "Hello from the fake");
+  const ModelResponse r = ExpectResponse(CallOnce(*trusted, SimpleRequest()));
+  EXPECT_EQ(r.raw["choices"][0]["message"]["content"], "Hello from the fake");
   ASSERT_EQ(tls_server.Requests().size(), 1U);
   EXPECT_EQ(tls_server.Requests()[0].Header("authorization"), std::string("Bearer ") + kOpenAiKey);
   std::system(("rm -rf " + pki->dir).c_str());
@@ -883,17 +925,26 @@ TEST_F(ReplayProviderTest, PlaysTurnsInOrderThenFailsPastTheEnd) {
 
   std::vector<ModelOutcome> outcomes;
   for (int i = 0; i < 3; ++i) {
-    (*provider)->Call(json::object(), [&](ModelOutcome o) { outcomes.push_back(std::move(o)); });
+    (*provider)->Call(ModelRequest{}, [&](ModelOutcome o) { outcomes.push_back(std::move(o)); });
   }
   EXPECT_TRUE(outcomes.empty());  // never inline
   io_.run();
   ASSERT_EQ(outcomes.size(), 3U);
   const auto& r1 = std::get<ModelResponse>(outcomes[0]);
-  EXPECT_EQ(r1.body, t1);
+  EXPECT_EQ(r1.raw, t1);
+  EXPECT_EQ(r1.turn.text, "I will read the test first.");
+  ASSERT_EQ(r1.turn.tool_calls.size(), 1U);
+  EXPECT_EQ(r1.turn.tool_calls[0].id, "call_1");
+  EXPECT_EQ(r1.turn.tool_calls[0].name, "read_file");
+  EXPECT_EQ(r1.turn.tool_calls[0].arguments, json({{"path", "test_calc.py"}}));
+  EXPECT_EQ(r1.turn.stop_reason, protocol::StopReason::kToolCalls);
+  EXPECT_EQ(r1.provider_stop_reason, "tool_calls");
   EXPECT_EQ(r1.usage.input_tokens, 812U);
   EXPECT_EQ(r1.usage.output_tokens, 40U);
   const auto& r2 = std::get<ModelResponse>(outcomes[1]);
-  EXPECT_EQ(r2.body, t2);
+  EXPECT_EQ(r2.raw, t2);
+  EXPECT_EQ(r2.turn.text, "Done.");
+  EXPECT_EQ(r2.turn.stop_reason, protocol::StopReason::kEnd);
   EXPECT_EQ(r2.usage.input_tokens, 0U);
   const auto& end = std::get<ModelError>(outcomes[2]);
   EXPECT_EQ(end.code, ErrorCode::kProviderError);
@@ -911,10 +962,17 @@ TEST_F(ReplayProviderTest, BadLinesAreReportedWithTheirNumber) {
       {"[1,2]\n", ":1: a turn must be a JSON object"},
       {"{\"usage\":{}}\n", ":1: a turn needs \"text\", \"tool_calls\" or both"},
       {"{\"text\": 5}\n", ":1: \"text\" must be a string"},
-      {"{\"tool_calls\": [{\"id\":\"a\",\"name\":\"x\",\"arguments\":\"{}\"}]}\n",
-       ":1: tool_calls[0] needs an object \"arguments\""},
-      {"{\"tool_calls\": [{\"name\":\"x\",\"arguments\":{}}]}\n",
-       ":1: tool_calls[0] needs a non-empty string \"id\""},
+      {"{\"tool_calls\": [{\"id\":\"a\",\"arguments\":{}}]}\n",
+       ":1: tool_calls[0] needs a \"name\": a string of 1 to 256 bytes"},
+      {"{\"tool_calls\": [{\"id\":\"a\",\"name\":\"x\"},{\"id\":\"a\",\"name\":\"y\"}]}\n",
+       ":1: tool_calls[1]: the id \"a\" is used twice in the turn"},
+      {"{\"tool_calls\": [{\"id\":\"" + std::string(257, 'i') + "\",\"name\":\"x\"}]}\n",
+       ":1: tool_calls[0]: \"id\" must be a string of at most 256 bytes"},
+      {"{\"tool_calls\": [{\"id\":7,\"name\":\"x\"}]}\n",
+       ":1: tool_calls[0]: \"id\" must be a string of at most 256 bytes"},
+      {"{\"text\":\"a\",\"stop_reason\":\"end_turn\"}\n",
+       ":1: \"stop_reason\" must be end, tool_calls, max_tokens, refused or other"},
+      {"{\"tool_calls\": {}}\n", ":1: \"tool_calls\" must be a list"},
       {"{\"text\":\"a\",\"usage\":{\"input_tokens\":-1}}\n",
        ":1: usage.input_tokens must be a non-negative integer"},
       {"\n  \n", "the replay file has no turns"},
@@ -949,11 +1007,11 @@ TEST_F(ReplayProviderTest, CancelDropsAPendingAnswer) {
   auto provider = MakeModelProvider(io_, spec, {});
   ASSERT_TRUE(provider.ok());
   bool called = false;
-  (*provider)->Call(json::object(), [&](ModelOutcome) { called = true; });
+  (*provider)->Call(ModelRequest{}, [&](ModelOutcome) { called = true; });
   (*provider)->Cancel();
   io_.run();
   EXPECT_FALSE(called);
 }
 
 }  // namespace
-}  // namespace cagent::launcher::broker
+}  // namespace cagent::launcher::model

@@ -1,11 +1,11 @@
-#include "launcher/broker/sse.h"
+#include "launcher/model/sse.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace cagent::launcher::broker {
+namespace cagent::launcher::model {
 namespace {
 
 std::vector<SseEvent> ParseAll(const std::string& text) {
@@ -128,4 +128,4 @@ TEST(SseParser, OverlongEventDataFails) {
 }
 
 }  // namespace
-}  // namespace cagent::launcher::broker
+}  // namespace cagent::launcher::model
