@@ -69,9 +69,8 @@ TEST(Broker, ModelCallIsRedactedForwardedAndAnswered) {
   h.Hello();
   h.model.Script(Turn("hi", {}, protocol::Usage{100, 20}));
   auto reply = h.Request(h.Msg(
-      "model_call",
-      {{"system", "be brief"},
-       {"messages", {{{"role", "user"}, {"text", std::string("key ") + kSecret}}}}}));
+      "model_call", {{"system", "be brief"},
+                     {"messages", {{{"role", "user"}, {"text", std::string("key ") + kSecret}}}}}));
   ASSERT_TRUE(reply);
   EXPECT_EQ((*reply)["type"], "model_result") << reply->dump();
   EXPECT_EQ((*reply)["text"], "hi");
@@ -107,7 +106,8 @@ TEST(Broker, SecondConcurrentModelCallIsOutOfOrder) {
   Harness h;
   h.Hello();
   h.model.set_hold(true);
-  ASSERT_TRUE(h.peer->SendJson(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})));
+  ASSERT_TRUE(
+      h.peer->SendJson(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})));
   h.peer->Pump(std::chrono::milliseconds(20));
   ASSERT_TRUE(h.model.held());
   auto second = h.Request(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}}));
@@ -376,7 +376,8 @@ TEST(Broker, ApproveStopEndsTheSessionWithTheActionThatNeedsApproval) {
   Harness h(o);
   h.Hello();
   // What the profile allows outright goes through as usual.
-  EXPECT_EQ(h.ToolRequest("read_file", {{"path", "src/main.c"}}, {"src/main.c"})["verdict"], "allow");
+  EXPECT_EQ(h.ToolRequest("read_file", {{"path", "src/main.c"}}, {"src/main.c"})["verdict"],
+            "allow");
   // The first ask is refused to the agent, nobody is asked, and the session ends.
   const json d = h.ToolRequest("write_file", {{"path", "Cargo.lock"}, {"content", "x"}});
   EXPECT_EQ(d["verdict"], "deny");
@@ -395,8 +396,7 @@ TEST(Broker, ApproveStopEndsTheSessionWithTheActionThatNeedsApproval) {
 
   // The recorded digest, given as a pre-approval, lets exactly that action through next time.
   Harness again(o);
-  ASSERT_TRUE(
-      again.book.AddPreApproval("sha256:" + h.ended->needs_approval->digest, "test").ok());
+  ASSERT_TRUE(again.book.AddPreApproval("sha256:" + h.ended->needs_approval->digest, "test").ok());
   again.Hello();
   EXPECT_EQ(again.ToolRequest("write_file", {{"path", "Cargo.lock"}, {"content", "x"}})["verdict"],
             "allow");
@@ -532,7 +532,8 @@ TEST(Broker, StopCancelsAHeldModelCall) {
   Harness h;
   h.Hello();
   h.model.set_hold(true);
-  ASSERT_TRUE(h.peer->SendJson(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})));
+  ASSERT_TRUE(
+      h.peer->SendJson(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})));
   h.peer->Pump(std::chrono::milliseconds(20));
   ASSERT_TRUE(h.model.held());
   h.broker->Stop(BrokerOutcome::Status::kCancelled, "stop");
@@ -567,7 +568,8 @@ TEST(Broker, DestroyingTheBrokerWithWorkPendingIsSafe) {
   Harness h;
   h.Hello();
   h.model.set_hold(true);
-  ASSERT_TRUE(h.peer->SendJson(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})));
+  ASSERT_TRUE(
+      h.peer->SendJson(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})));
   h.peer->Pump(std::chrono::milliseconds(20));
   h.broker.reset();
   EXPECT_EQ(h.model.cancels, 1);
@@ -589,8 +591,9 @@ TEST(Broker, EveryMessageInAndDecisionOutIsAudited) {
     seen.push_back(e["actor"].get<std::string>() + ":" + e["event"].get<std::string>());
   }
   EXPECT_THAT(
-      seen, ElementsAre("agent:hello", "broker:welcome", "agent:tool_request", "broker:decision",
-                        "agent:tool_result", "agent:progress", "agent:finish", "broker:shutdown"));
+      seen, ElementsAre("agent:hello", "broker:welcome", "agent:model_call", "broker:model_result",
+                        "agent:tool_request", "broker:decision", "agent:tool_result",
+                        "agent:progress", "agent:finish", "broker:shutdown"));
   auto verified = VerifyAuditLog(h.audit_path);
   ASSERT_TRUE(verified.ok());
   EXPECT_TRUE(verified->ok) << verified->message;

@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/tool_schemas.h"
+#include "launcher/broker/model_turns.h"
+#include "launcher/broker/tool_mapping.h"
 #include "tests/broker/broker_test_util.h"
 
 namespace cagent::launcher::broker::testing {
@@ -140,15 +143,15 @@ TEST(BrokerBudgets, ModelTurns) {
   Harness h(WithBudgets(b));
   EXPECT_EQ(h.Hello()["max_turns"], 2);
   for (int i = 1; i <= 2; ++i) {
-    auto r = h.Request(h.Msg("model_call", {{"body", json::object()}}));
+    auto r = h.Request(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}}));
     ASSERT_TRUE(r);
     EXPECT_EQ((*r)["type"], "model_result");
     EXPECT_EQ((*r)["turn"], i);
     EXPECT_EQ((*r)["max_turns"], 2);
   }
-  ExpectBudgetEnd(h, h.Request(h.Msg("model_call", {{"body", json::object()}})),
+  ExpectBudgetEnd(h, h.Request(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})),
                   "model-turn budget (2) reached");
-  EXPECT_EQ(h.model.bodies.size(), 2U);  // the third call never reached the provider
+  EXPECT_EQ(h.model.requests.size(), 2U);  // the third call never reached the provider
 }
 
 TEST(BrokerBudgets, ModelTurnsFromTheProfile) {
@@ -156,19 +159,27 @@ TEST(BrokerBudgets, ModelTurnsFromTheProfile) {
   o.profile = std::string(kTestProfile) + "limits {\n  model-turns 1\n}\n";
   Harness h(o);
   h.Hello();
-  ASSERT_EQ((*h.Request(h.Msg("model_call", {{"body", json::object()}})))["type"], "model_result");
-  ExpectBudgetEnd(h, h.Request(h.Msg("model_call", {{"body", json::object()}})),
+  ASSERT_EQ(
+      (*h.Request(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})))["type"],
+      "model_result");
+  ExpectBudgetEnd(h, h.Request(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})),
                   "model-turn budget (1) reached");
 }
 
 TEST(BrokerBudgets, ModelTokens) {
+  // A provider may report more than the call was capped at (input is only estimated before the
+  // call): the usage it reports is what counts, and the run ends once it is over the budget.
+  const std::uint64_t estimate = EstimateInputTokens(
+      protocol::ModelCall{"s", {}}, ToolSchemasFor(EnabledTools(*CompileProfile(kTestProfile))));
   Budgets b;
-  b.model_tokens = 20;  // each fake response uses 15
+  b.model_tokens = estimate + 20;
   Harness h(WithBudgets(b));
   h.Hello();
-  ASSERT_EQ((*h.Request(h.Msg("model_call", {{"body", json::object()}})))["type"], "model_result");
-  ExpectBudgetEnd(h, h.Request(h.Msg("model_call", {{"body", json::object()}})),
-                  "model-token budget (20) exceeded");
+  h.model.Script(Turn("ok", {}, protocol::Usage{estimate + 10, 15}));
+  ExpectBudgetEnd(h, h.Request(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})),
+                  "model-token budget (" + std::to_string(estimate + 20) + ") exceeded");
+  EXPECT_EQ(h.model.requests.size(), 1U);
+  EXPECT_EQ(h.model.requests[0].max_tokens, 20U);  // all that was left after the input
 }
 
 TEST(BrokerBudgets, ToolCalls) {
@@ -178,9 +189,7 @@ TEST(BrokerBudgets, ToolCalls) {
   h.Hello();
   EXPECT_EQ(h.ToolRequest("read_file", {{"path", "a"}})["verdict"], "allow");
   EXPECT_EQ(h.ToolRequest("read_file", {{"path", ".env"}})["verdict"], "deny");  // counts too
-  ExpectBudgetEnd(
-      h, h.Request(h.Msg("tool_request", {{"tool", "list_dir"}, {"args", json::object()}})),
-      "tool-call budget (2) reached");
+  ExpectBudgetEnd(h, h.ToolRequest("list_dir", json::object()), "tool-call budget (2) reached");
 }
 
 TEST(BrokerBudgets, ToolCallsByKind) {
@@ -190,10 +199,8 @@ TEST(BrokerBudgets, ToolCallsByKind) {
   h.Hello();
   EXPECT_EQ(h.ToolRequest("run_command", {{"command", "ls"}})["verdict"], "allow");
   EXPECT_EQ(h.ToolRequest("read_file", {{"path", "a"}})["verdict"], "allow");
-  ExpectBudgetEnd(
-      h,
-      h.Request(h.Msg("tool_request", {{"tool", "run_command"}, {"args", {{"command", "pwd"}}}})),
-      "run_command call budget (1) reached");
+  ExpectBudgetEnd(h, h.ToolRequest("run_command", {{"command", "pwd"}}),
+                  "run_command call budget (1) reached");
 }
 
 TEST(BrokerBudgets, OutputBytes) {

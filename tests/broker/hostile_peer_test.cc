@@ -49,37 +49,39 @@ TEST(HostilePeer, MissingFieldsAreMalformedWithTheIdWhenKnown) {
   Harness h;
   h.Hello();
   // No "tool".
-  ExpectError(h, R"({"v":1,"type":"tool_request","id":7,"args":{}})", "malformed", 7);
+  ExpectError(h, R"({"v":2,"type":"tool_request","id":7,"args":{}})", "malformed", 7);
   // No id at all.
-  ExpectError(h, R"({"v":1,"type":"progress","state":"x"})", "malformed", 0);
+  ExpectError(h, R"({"v":2,"type":"progress","state":"x"})", "malformed", 0);
 }
 
 TEST(HostilePeer, WrongTypesAreMalformed) {
   Harness h;
   h.Hello();
-  ExpectError(h, R"({"v":1,"type":"tool_request","id":5,"tool":42,"args":{}})", "malformed", 5);
-  ExpectError(h, R"({"v":1,"type":"tool_request","id":6,"tool":"read_file","args":"x"})",
+  ExpectError(h, R"({"v":2,"type":"tool_request","id":5,"tool":42,"args":{}})", "malformed", 5);
+  ExpectError(h, R"({"v":2,"type":"tool_request","id":6,"tool":"read_file","args":"x"})",
               "malformed", 6);
-  ExpectError(h, R"({"v":1,"type":"progress","id":-3,"state":"x"})", "malformed", 0);
+  ExpectError(h, R"({"v":2,"type":"progress","id":-3,"state":"x"})", "malformed", 0);
 }
 
 TEST(HostilePeer, WrongVersionIsBadVersion) {
   Harness h;
-  ExpectError(h, R"({"v":2,"type":"hello","id":1,"agent":"x","protocols":[2]})", "bad_version", 1);
-  // A hello at v1 that offers only other versions.
-  ExpectError(h, R"({"v":1,"type":"hello","id":2,"agent":"x","protocols":[7]})", "bad_version", 2);
+  // A version-1 agent (provider bodies in model_call) is not spoken to at all.
+  ExpectError(h, R"({"v":2,"type":"hello","id":1,"agent":"x","protocols":[1]})", "bad_version", 1);
+  // A hello at v2 that offers only other versions.
+  ExpectError(h, R"({"v":2,"type":"hello","id":2,"agent":"x","protocols":[1,7]})", "bad_version",
+              2);
 }
 
 TEST(HostilePeer, UnknownTypeIsUnknownType) {
   Harness h;
   h.Hello();
-  ExpectError(h, R"({"v":1,"type":"format_disk","id":9})", "unknown_type", 9);
+  ExpectError(h, R"({"v":2,"type":"format_disk","id":9})", "unknown_type", 9);
 }
 
 TEST(HostilePeer, BrokerOnlyTypeFromTheAgentIsUnknownType) {
   Harness h;
   h.Hello();
-  ExpectError(h, R"({"v":1,"type":"approval","id":4,"verdict":"allow","scope":"run"})",
+  ExpectError(h, R"({"v":2,"type":"approval","id":4,"verdict":"allow","scope":"run"})",
               "unknown_type", 4);
 }
 
@@ -121,7 +123,7 @@ TEST(HostilePeer, OversizedHeaderAfterAGoodFrameInTheSameReadIsTooLarge) {
   o.max_frame_bytes = 4096;
   Harness h(o);
   h.Hello();
-  const std::string good = json{{"v", 1}, {"type", "progress"}, {"id", 2}, {"state", "x"}}.dump();
+  const std::string good = json{{"v", 2}, {"type", "progress"}, {"id", 2}, {"state", "x"}}.dump();
   ASSERT_TRUE(
       h.peer->SendRaw(Header(static_cast<std::uint32_t>(good.size())) + good + Header(100000)));
   auto ack = h.peer->Recv();
@@ -157,9 +159,11 @@ TEST(HostilePeer, HalfFrameThenEofIsRecorded) {
 
 TEST(HostilePeer, FramesBeforeHelloAreOutOfOrder) {
   Harness h;
-  ExpectError(h, R"({"v":1,"type":"progress","id":1,"state":"x"})", "out_of_order", 1);
-  ExpectError(h, R"({"v":1,"type":"tool_request","id":2,"tool":"read_file","args":{"path":"a"}})",
-              "out_of_order", 2);
+  ExpectError(h, R"({"v":2,"type":"progress","id":1,"state":"x"})", "out_of_order", 1);
+  ExpectError(
+      h,
+      R"({"v":2,"type":"tool_request","id":2,"call_id":"c","tool":"read_file","args":{"path":"a"}})",
+      "out_of_order", 2);
   // hello still works afterwards.
   h.Hello();
 }
@@ -167,18 +171,18 @@ TEST(HostilePeer, FramesBeforeHelloAreOutOfOrder) {
 TEST(HostilePeer, SecondHelloIsOutOfOrder) {
   Harness h;
   h.Hello();
-  ExpectError(h, R"({"v":1,"type":"hello","id":2,"agent":"x","protocols":[1]})", "out_of_order", 2);
+  ExpectError(h, R"({"v":2,"type":"hello","id":2,"agent":"x","protocols":[1]})", "out_of_order", 2);
 }
 
 TEST(HostilePeer, ReusedOrDecreasingIdIsDuplicateId) {
   Harness h;
   h.Hello();  // id 1
-  ExpectError(h, R"({"v":1,"type":"progress","id":1,"state":"x"})", "duplicate_id", 1);
+  ExpectError(h, R"({"v":2,"type":"progress","id":1,"state":"x"})", "duplicate_id", 1);
   auto ok = h.Request(h.Msg("progress", {{"state", "x"}}, 10));
   ASSERT_TRUE(ok);
   EXPECT_EQ((*ok)["type"], "ack");
-  ExpectError(h, R"({"v":1,"type":"progress","id":9,"state":"x"})", "duplicate_id", 9);
-  ExpectError(h, R"({"v":1,"type":"progress","id":0,"state":"x"})", "duplicate_id", 0);
+  ExpectError(h, R"({"v":2,"type":"progress","id":9,"state":"x"})", "duplicate_id", 9);
+  ExpectError(h, R"({"v":2,"type":"progress","id":0,"state":"x"})", "duplicate_id", 0);
 }
 
 TEST(HostilePeer, ToolResultForAnUnknownRequestIsOutOfOrder) {
@@ -198,7 +202,7 @@ TEST(HostilePeer, ToolResultForAnUnknownRequestIsOutOfOrder) {
 TEST(HostilePeer, DeepNestingIsMalformedNotACrash) {
   Harness h;
   h.Hello();
-  std::string deep = R"({"v":1,"type":"model_call","id":2,"body":)";
+  std::string deep = R"({"v":2,"type":"model_call","id":2,"messages":[],"body":)";
   deep += std::string(100000, '[') + std::string(100000, ']') + "}";
   ExpectError(h, deep, "malformed", 0);
 }
@@ -261,8 +265,8 @@ TEST(HostilePeer, PeerThatNeverReadsStallsItselfNotTheBroker) {
     h.peer->Pump(std::chrono::milliseconds(20), /*read=*/false);
     if (++stalls >= 25) break;  // 500 ms without room: the broker has stopped reading
   }
-  EXPECT_GE(stalls, 25) << "the broker kept reading a peer that never reads ("
-                        << (accepted >> 10) << " KiB accepted)";
+  EXPECT_GE(stalls, 25) << "the broker kept reading a peer that never reads (" << (accepted >> 10)
+                        << " KiB accepted)";
   // Bounded: socket buffers on both ends plus the broker's pause threshold, far below the 64 MiB
   // at which a non-pausing broker would give up.
   EXPECT_LT(accepted, 16U << 20);

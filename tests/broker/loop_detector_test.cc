@@ -9,6 +9,7 @@
 
 #include <fstream>
 
+#include "common/json_text.h"
 #include "launcher/broker/tool_mapping.h"
 #include "tests/broker/broker_test_util.h"
 
@@ -138,17 +139,23 @@ TEST(BrokerLoops, ThirdIdenticalCallIsRefusedWithLoopDetection) {
 TEST(BrokerLoops, KeyOrderDoesNotHideARepeat) {
   Harness h;
   h.Hello();
-  ASSERT_TRUE(h.peer->SendPayload(
-      R"({"v":1,"type":"tool_request","id":2,"tool":"grep","args":{"pattern":"x","path":"src"}})"));
-  ASSERT_TRUE(h.peer->Recv());
-  ASSERT_TRUE(h.peer->SendPayload(
-      R"({"type":"tool_request","v":1,"id":3,"args":{"path":"src","pattern":"x"},"tool":"grep"})"));
-  ASSERT_TRUE(h.peer->Recv());
-  ASSERT_TRUE(h.peer->SendPayload(
-      R"({"v":1,"id":4,"type":"tool_request","tool":"grep","args":{ "path" : "src", "pattern":"x"}})"));
-  auto third = h.peer->Recv();
-  ASSERT_TRUE(third);
-  EXPECT_EQ((*third)["rule"], "loop detection");
+  // The same call three times, each a call of its own model turn, with the keys in another order
+  // and other spacing each time.
+  const std::vector<std::string> spellings = {
+      R"("tool":"grep","args":{"pattern":"x","path":"src"})",
+      R"("args":{"path":"src","pattern":"x"},"tool":"grep")",
+      R"("tool":"grep","args":{ "path" : "src", "pattern":"x"})"};
+  std::optional<json> reply;
+  for (std::size_t i = 0; i < spellings.size(); ++i) {
+    const std::string call_id = "c" + std::to_string(i);
+    h.ModelTurn({Call(call_id, "grep", {{"pattern", "x"}, {"path", "src"}})});
+    ASSERT_TRUE(h.peer->SendPayload(R"({"v":2,"type":"tool_request","id":)" +
+                                    std::to_string(h.NextId()) + R"(,"call_id":")" + call_id +
+                                    "\"," + spellings[i] + "}"));
+    reply = h.peer->Recv();
+    ASSERT_TRUE(reply);
+  }
+  EXPECT_EQ((*reply)["rule"], "loop detection") << JsonText(*reply);
 }
 
 TEST(BrokerLoops, SwitchedOffTheSameCallsAreAllowed) {

@@ -6,10 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <set>
-
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -112,9 +111,9 @@ bool BodyEq(const Welcome& a, const Welcome& b) {
 bool BodyEq(const ModelResult& a, const ModelResult& b) {
   return a.answer.text == b.answer.text && CallsEq(a.answer.tool_calls, b.answer.tool_calls) &&
          a.answer.stop_reason == b.answer.stop_reason &&
-         std::tie(a.usage.input_tokens, a.usage.output_tokens, a.turn, a.max_turns,
-                  a.max_tokens) == std::tie(b.usage.input_tokens, b.usage.output_tokens, b.turn,
-                                            b.max_turns, b.max_tokens);
+         std::tie(a.usage.input_tokens, a.usage.output_tokens, a.turn, a.max_turns, a.max_tokens) ==
+             std::tie(b.usage.input_tokens, b.usage.output_tokens, b.turn, b.max_turns,
+                      b.max_tokens);
 }
 bool BodyEq(const Decision& a, const Decision& b) {
   return std::tie(a.verdict, a.pending, a.rule, a.location, a.reason, a.message) ==
@@ -188,7 +187,8 @@ std::vector<Message> SampleMessages() {
   out.push_back(Make(Kind::kWelcome, 1, w));
   ModelResult result;
   result.answer.text = "I will run the tests.";
-  result.answer.tool_calls = {ToolCall{"call_9", "run_command", json{{"command", "pytest -q"}}, ""}};
+  result.answer.tool_calls = {
+      ToolCall{"call_9", "run_command", json{{"command", "pytest -q"}}, ""}};
   result.answer.stop_reason = StopReason::kToolCalls;
   result.usage = Usage{1234, 56};
   result.turn = 3;
@@ -354,7 +354,7 @@ TEST(ProtocolHeader, AnotherVersionIsBadVersion) {
     const DecodeError e = ExpectError(payload, true);
     EXPECT_EQ(e.code, ErrorCode::kBadVersion);
     EXPECT_EQ(e.id, 1U);
-    EXPECT_THAT(e.message, HasSubstr("speaks 1"));
+    EXPECT_THAT(e.message, HasSubstr("speaks 2"));
   }
 }
 
@@ -381,7 +381,7 @@ TEST(ProtocolHeader, UnknownTypeIsUnknownTypeAndTheEchoIsBoundedValidUtf8) {
   // A long name made of 3-byte characters: cut at a character boundary, never inside one.
   std::string name;
   for (int i = 0; i < 40; ++i) name += "\xE2\x9C\x93";  // U+2713, 3 bytes
-  e = ExpectError(json{{"v", 1}, {"type", name}, {"id", 5}}.dump(), true);
+  e = ExpectError(json{{"v", 2}, {"type", name}, {"id", 5}}.dump(), true);
   EXPECT_EQ(e.code, ErrorCode::kUnknownType);
   EXPECT_LT(e.message.size(), 120U);
   EXPECT_THAT(e.message, HasSubstr("..."));
@@ -575,45 +575,44 @@ TEST(ProtocolBrokerFields, BrokerKindsAreCheckedToo) {
     const char* payload;
     const char* message;
   };
-  for (
-      const Case& c : std::vector<Case>{
-          {R"({"v":2,"type":"decision","id":1,"verdict":"maybe"})",
-           "decision: field \"verdict\" must be allow, ask or deny"},
-          {R"({"v":2,"type":"decision","id":1})", "decision: missing field \"verdict\""},
-          {R"({"v":2,"type":"approval","id":1,"verdict":"ask","scope":"once"})",
-           "approval: field \"verdict\" must be allow or deny"},
-          {R"({"v":2,"type":"welcome","id":1,"protocol":1,"run_id":"r","workspace":"/w",
+  for (const Case& c : std::vector<Case>{
+           {R"({"v":2,"type":"decision","id":1,"verdict":"maybe"})",
+            "decision: field \"verdict\" must be allow, ask or deny"},
+           {R"({"v":2,"type":"decision","id":1})", "decision: missing field \"verdict\""},
+           {R"({"v":2,"type":"approval","id":1,"verdict":"ask","scope":"once"})",
+            "approval: field \"verdict\" must be allow or deny"},
+           {R"({"v":2,"type":"welcome","id":1,"protocol":1,"run_id":"r","workspace":"/w",
                "task":"t","policy_name":"p","policy_digest":"d","tools":[],"model":{}})",
-           "welcome: model: missing field \"provider\""},
-          {R"({"v":2,"type":"welcome","id":1,"protocol":2147483648,"run_id":"r",
+            "welcome: model: missing field \"provider\""},
+           {R"({"v":2,"type":"welcome","id":1,"protocol":2147483648,"run_id":"r",
                "workspace":"/w","task":"t","policy_name":"p","policy_digest":"d","tools":[],
                "model":{"provider":"replay"}})",
-           "welcome: field \"protocol\" must be a small non-negative integer"},
-          {R"({"v":2,"type":"model_result","id":1,"stop_reason":"end","turn":1,
+            "welcome: field \"protocol\" must be a small non-negative integer"},
+           {R"({"v":2,"type":"model_result","id":1,"stop_reason":"end","turn":1,
                "usage":{"input_tokens":-1}})",
-           "model_result: usage: field \"input_tokens\" must be a non-negative integer"},
-          {R"({"v":2,"type":"model_result","id":1,"stop_reason":"end"})",
-           "model_result: missing field \"turn\""},
-          {R"({"v":2,"type":"model_result","id":1,"turn":1})",
-           "model_result: missing field \"stop_reason\""},
-          {R"({"v":2,"type":"model_result","id":1,"turn":1,"stop_reason":"stop"})",
-           "model_result: field \"stop_reason\" must be end, tool_calls, max_tokens, refused or "
-           "other"},
-          {R"({"v":2,"type":"model_result","id":1,"turn":1,"stop_reason":"tool_calls",
+            "model_result: usage: field \"input_tokens\" must be a non-negative integer"},
+           {R"({"v":2,"type":"model_result","id":1,"stop_reason":"end"})",
+            "model_result: missing field \"turn\""},
+           {R"({"v":2,"type":"model_result","id":1,"turn":1})",
+            "model_result: missing field \"stop_reason\""},
+           {R"({"v":2,"type":"model_result","id":1,"turn":1,"stop_reason":"stop"})",
+            "model_result: field \"stop_reason\" must be end, tool_calls, max_tokens, refused or "
+            "other"},
+           {R"({"v":2,"type":"model_result","id":1,"turn":1,"stop_reason":"tool_calls",
                "tool_calls":[{"id":"a","name":"x","arguments":{}},{"id":"a","name":"y"}]})",
-           "model_result: tool_calls[1]: the id \"a\" is used twice in one turn"},
-          {R"({"v":2,"type":"model_result","id":1,"turn":1,"stop_reason":"tool_calls",
+            "model_result: tool_calls[1]: the id \"a\" is used twice in one turn"},
+           {R"({"v":2,"type":"model_result","id":1,"turn":1,"stop_reason":"tool_calls",
                "tool_calls":[{"id":"","name":"x"}]})",
-           "model_result: tool_calls[0]: \"id\" must be 1 to 256 bytes"},
-          {R"({"v":2,"type":"model_result","id":1,"turn":1,"stop_reason":"tool_calls",
+            "model_result: tool_calls[0]: \"id\" must be 1 to 256 bytes"},
+           {R"({"v":2,"type":"model_result","id":1,"turn":1,"stop_reason":"tool_calls",
                "tool_calls":[{"id":"a","name":"x","arguments":[]}]})",
-           "model_result: tool_calls[0]: field \"arguments\" must be an object"},
-          {R"({"v":2,"type":"result_ack","id":1,"output":"x","truncated":"no"})",
-           "result_ack: field \"truncated\" must be true or false"},
-          {R"({"v":2,"type":"error","id":1})", "error: missing field \"code\""},
-          {R"({"v":2,"type":"shutdown","id":0,"reason":"x"})",
-           "shutdown: missing field \"status\""},
-      }) {
+            "model_result: tool_calls[0]: field \"arguments\" must be an object"},
+           {R"({"v":2,"type":"result_ack","id":1,"output":"x","truncated":"no"})",
+            "result_ack: field \"truncated\" must be true or false"},
+           {R"({"v":2,"type":"error","id":1})", "error: missing field \"code\""},
+           {R"({"v":2,"type":"shutdown","id":0,"reason":"x"})",
+            "shutdown: missing field \"status\""},
+       }) {
     SCOPED_TRACE(c.payload);
     const DecodeError e = ExpectError(c.payload, false);
     EXPECT_EQ(e.code, ErrorCode::kMalformed);
@@ -678,8 +677,7 @@ TEST(ProtocolPayload, InvalidUtf8InsideAStringIsMalformed) {
 // message object itself (levels >= 3).
 std::string NestedArrays(int levels) {
   return R"({"v":2,"type":"model_call","id":1,"messages":[],"body":{"a":)" +
-         std::string(levels - 2, '[') +
-         std::string(levels - 2, ']') + "}}";
+         std::string(levels - 2, '[') + std::string(levels - 2, ']') + "}}";
 }
 
 TEST(ProtocolPayload, NestingDeeperThan128IsRefusedBeforeParsing) {
@@ -699,14 +697,14 @@ TEST(ProtocolPayload, NestingUpTo128IsAccepted) {
     auto frame = EncodeMessage(m);
     EXPECT_TRUE(frame.ok());
   }
-  ExpectMessage(R"({"v":2,"type":"model_call","id":1,"messages":[],"body":{"a":{"b":[[{"c":[]}]]}}})",
-                true);
+  ExpectMessage(
+      R"({"v":2,"type":"model_call","id":1,"messages":[],"body":{"a":{"b":[[{"c":[]}]]}}})", true);
 }
 
 TEST(ProtocolPayload, BracketsInsideStringsDoNotCountAsNesting) {
   const std::string deep_text(300, '[');
   const std::string payload =
-      json{{"v", 1}, {"type", "progress"}, {"id", 1}, {"state", deep_text + "\\\"{{{" + deep_text}}
+      json{{"v", 2}, {"type", "progress"}, {"id", 1}, {"state", deep_text + "\\\"{{{" + deep_text}}
           .dump();
   const Message m = ExpectMessage(payload, true);
   EXPECT_EQ(std::get<Progress>(m.body).state.size(), 2 * deep_text.size() + 5);
