@@ -196,8 +196,8 @@ bool AuditLog::Append(const AuditEvent& event) {
   field("run", run_id_);
   field("seq", seq_);
   field("time", NowRfc3339());
-  field("actor", event.actor);
-  field("event", event.event);
+  field("actor", AuditActorName(event.actor));
+  field("event", AuditKindName(event.kind));
   field("policy", policy_digest_);
   field("tool", event.tool);
   field("args", event.args_digest);

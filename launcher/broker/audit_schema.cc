@@ -235,12 +235,12 @@ const std::vector<AuditEventSpec>& Specs() {
   return specs;
 }
 
-// Fills actor and event from the schema.
+// Fills kind and actor from the schema (every kind has exactly one actor today).
 AuditEvent Make(AuditKind kind) {
   const AuditEventSpec& spec = AuditSpec(kind);
   AuditEvent e;
-  e.actor = std::string(AuditActorName(spec.actors.front()));
-  e.event = std::string(spec.name);
+  e.kind = kind;
+  e.actor = spec.actors.front();
   return e;
 }
 

@@ -113,12 +113,13 @@ std::span<const AuditField> AuditEnvelope();
 
 // ---- the event every writer hands to AuditLog::Append ----
 
-// Built by the typed builders below, never by hand: they take the kind and actor from the schema,
-// so a kind or an actor cannot be misspelt, and they name every detail field.
-// Every member has a default initializer (-Wmissing-field-initializers stays quiet).
+// Built by the typed builders below, never by hand: kind and actor are the schema's enums (a kind
+// or an actor cannot be misspelt) and the builders name every detail field. AuditLog::Append
+// writes their names. Every member has a default initializer (-Wmissing-field-initializers stays
+// quiet).
 struct AuditEvent {
-  std::string actor{};  // AuditActorName
-  std::string event{};  // AuditKindName
+  AuditKind kind = AuditKind::kCount;     // kCount is no kind: written as "invalid"
+  AuditActor actor = AuditActor::kCount;  // kCount is no actor: written as "invalid"
   std::string tool{};
   std::string args_digest{};
   std::string verdict{};

@@ -308,9 +308,7 @@ void Broker::Impl::Start(UniqueFd fd) {
     wall_timer_.async_wait([this, alive](const boost::system::error_code& wait_ec) {
       if (alive.expired() || wait_ec || ended_) return;
       const std::string reason = budget_.WallTimeReason();
-      Audit(AuditEvent{.actor = "broker",
-                       .event = "budget",
-                       .detail = {{"budget", "wall-time"}, {"reason", reason}}});
+      Audit(audit::Budget({.budget = "wall-time", .reason = reason}));
       End(BrokerOutcome::Status::kFailed, reason, true);
     });
   }
@@ -394,9 +392,7 @@ void Broker::Impl::OnEof() {
                                 std::to_string(decoder_.Pending()) +
                                 " bytes of an incomplete frame)";
     ++outcome_.protocol_errors;
-    Audit(AuditEvent{.actor = "agent",
-                     .event = "protocol_error",
-                     .detail = {{"code", "malformed"}, {"message", message}, {"id", 0}}});
+    Audit(audit::ProtocolError({.id = 0, .code = "malformed", .message = message}));
     End(BrokerOutcome::Status::kFailed, "agent disconnected mid-frame: " + message, false);
     return;
   }
@@ -476,9 +472,8 @@ void Broker::Impl::End(BrokerOutcome::Status status, std::string reason, bool no
     pending_approval_.reset();
     if (services_.approver != nullptr) services_.approver->Cancel();
   }
-  Audit(AuditEvent{.actor = "broker",
-                   .event = "shutdown",
-                   .detail = {{"status", BrokerStatusName(status)}, {"reason", outcome_.reason}}});
+  Audit(audit::Shutdown(
+      {.status = std::string(BrokerStatusName(status)), .reason = outcome_.reason}));
   Emit("shutdown", std::string(BrokerStatusName(status)) +
                        (outcome_.reason.empty() ? "" : ": " + outcome_.reason));
   if (notify_peer && status != BrokerOutcome::Status::kFinished) {
@@ -576,10 +571,7 @@ void Broker::Impl::HandlePayload(const std::string& payload) {
 }
 
 void Broker::Impl::OnHello(std::uint64_t id, const protocol::Hello& hello) {
-  Audit(AuditEvent{
-      .actor = "agent",
-      .event = "hello",
-      .detail = {{"id", id}, {"agent", ShortText(hello.agent)}, {"protocols", hello.protocols}}});
+  Audit(audit::Hello({.id = id, .agent = ShortText(hello.agent), .protocols = hello.protocols}));
   if (std::find(hello.protocols.begin(), hello.protocols.end(), protocol::kVersion) ==
       hello.protocols.end()) {
     ProtocolError(ErrorCode::kBadVersion,
@@ -603,9 +595,7 @@ void Broker::Impl::OnHello(std::uint64_t id, const protocol::Hello& hello) {
   w.max_turns = config_.budgets.model_turns.value_or(0);
   w.command_timeout_ms = LimitOrZero(p, policy::Limit::kCommandTimeout);
   w.command_output_bytes = LimitOrZero(p, policy::Limit::kCommandOutput);
-  Audit(AuditEvent{.actor = "broker",
-                   .event = "welcome",
-                   .detail = {{"id", id}, {"tools", w.tools}, {"max_turns", w.max_turns}}});
+  Audit(audit::Welcome({.id = id, .tools = w.tools, .max_turns = w.max_turns}));
   Send(Kind::kWelcome, id, std::move(w));
   Emit("progress", "agent connected: " + ShortText(hello.agent, 80));
 }
@@ -670,18 +660,16 @@ void Broker::Impl::OnModelCall(std::uint64_t id, protocol::ModelCall call) {
       CanonicalDigest(protocol::ToJson(protocol::Make(Kind::kModelCall, 0, call)));
   request.system = std::move(call.system);
   request.messages = std::move(call.messages);
-  json tool_names = json::array();
+  std::vector<std::string> tool_names;
   for (const json& t : tool_schemas_) tool_names.push_back(t.value("name", ""));
-  Audit(AuditEvent{.actor = "agent",
-                   .event = "model_call",
-                   .args_digest = conversation_digest,
-                   .detail = {{"id", id},
-                              {"turn", turn},
-                              {"messages", request.messages.size()},
-                              {"redactions", redacted},
-                              {"input_estimate", estimate},
-                              {"max_tokens", request.max_tokens},
-                              {"tools", std::move(tool_names)}}});
+  Audit(audit::ModelCall({.id = id,
+                          .conversation_digest = conversation_digest,
+                          .turn = turn,
+                          .messages = request.messages.size(),
+                          .redactions = redacted,
+                          .input_estimate = estimate,
+                          .max_tokens = request.max_tokens,
+                          .tools = std::move(tool_names)}));
   Emit("model_call",
        "model turn " + std::to_string(turn) +
            (config_.budgets.model_turns ? " of " + std::to_string(*config_.budgets.model_turns)
@@ -701,12 +689,10 @@ void Broker::Impl::OnModelDone(std::uint64_t id, std::uint64_t turn, std::uint64
   if (ended_ || model_call_id_ != id) return;
   model_call_id_.reset();
   if (auto* error = std::get_if<model::ModelError>(&outcome)) {
-    Audit(AuditEvent{.actor = "broker",
-                     .event = "model_error",
-                     .detail = {{"id", id},
-                                {"turn", turn},
-                                {"code", protocol::ErrorCodeName(error->code)},
-                                {"message", error->message}}});
+    Audit(audit::ModelError({.id = id,
+                             .turn = turn,
+                             .code = std::string(protocol::ErrorCodeName(error->code)),
+                             .message = error->message}));
     Send(Kind::kError, id, protocol::ErrorReply{error->code, error->message});
     End(BrokerOutcome::Status::kFailed, "model provider failed: " + error->message, true);
     SyncUsage();
@@ -714,28 +700,25 @@ void Broker::Impl::OnModelDone(std::uint64_t id, std::uint64_t turn, std::uint64
   }
   auto& response = std::get<model::ModelResponse>(outcome);
   const std::optional<std::string> exhausted = budget_.AddTokens(response.usage);
-  json calls = json::array();
+  std::vector<audit::LoggedToolCall> calls;
   for (const protocol::ToolCall& c : response.turn.tool_calls) {
-    calls.push_back({{"id", c.id},
-                     {"name", c.name},
-                     {"args", CanonicalDigest(c.arguments)},
-                     {"arguments_error", c.arguments_error}});
+    calls.push_back({.id = c.id,
+                     .name = c.name,
+                     .args_digest = CanonicalDigest(c.arguments),
+                     .arguments_error = c.arguments_error});
   }
   // The turn as the agent gets it and the provider's own body (redacted by Audit), so the run
   // can be replayed and the provider's answer inspected later.
-  Audit(AuditEvent{.actor = "broker",
-                   .event = "model_result",
-                   .result_digest = CanonicalDigest(response.raw),
-                   .detail = {{"id", id},
-                              {"turn", turn},
-                              {"usage",
-                               {{"input_tokens", response.usage.input_tokens},
-                                {"output_tokens", response.usage.output_tokens}}},
-                              {"stop_reason", protocol::StopReasonName(response.turn.stop_reason)},
-                              {"provider_stop_reason", response.provider_stop_reason},
-                              {"text_bytes", response.turn.text.size()},
-                              {"tool_calls", std::move(calls)},
-                              {"body", response.raw}}});
+  Audit(audit::ModelResult(
+      {.id = id,
+       .raw_digest = CanonicalDigest(response.raw),
+       .turn = turn,
+       .usage = response.usage,
+       .stop_reason = std::string(protocol::StopReasonName(response.turn.stop_reason)),
+       .provider_stop_reason = response.provider_stop_reason,
+       .text_bytes = response.turn.text.size(),
+       .tool_calls = std::move(calls),
+       .body = response.raw}));
   if (exhausted) {
     BudgetExhausted(id, *exhausted);
     SyncUsage();
@@ -785,13 +768,11 @@ const std::string& Broker::Impl::WorkspaceStateDigest(bool fresh) {
     // Said once per session: loop detection then sees only part of the workspace (a change in
     // the unseen part is not noticed, so a repeat there is refused sooner, never later).
     state_reported_ = true;
-    Audit(AuditEvent{.actor = "broker",
-                     .event = "loop_state",
-                     .detail = {{"entries", ws.entries},
-                                {"max_entries", config_.loop.state_max_entries},
-                                {"truncated", ws.truncated},
-                                {"not_walked", ws.not_walked},
-                                {"error", ws.error}}});
+    Audit(audit::LoopState({.entries = ws.entries,
+                            .max_entries = config_.loop.state_max_entries,
+                            .truncated = ws.truncated,
+                            .not_walked = ws.not_walked,
+                            .error = ws.error}));
   }
   state_ = ws.digest;
   return *state_;
@@ -817,20 +798,18 @@ std::string Broker::Impl::NarrowerPattern(const MappedTool& call,
 
 void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call,
                                 protocol::Decision decision, const std::string& audit_note) {
-  json detail = {{"id", id},
-                 {"call_id", ShortText(current_.call_id, 128)},
-                 {"turn", current_.turn},
-                 {"location", decision.location},
-                 {"reason", decision.reason},
-                 {"pending", decision.pending}};
-  if (!audit_note.empty()) detail["note"] = audit_note;
-  Audit(AuditEvent{.actor = "broker",
-                   .event = "decision",
-                   .tool = std::string(policy::ToolName(call.tool)),
-                   .args_digest = call.args_digest,
-                   .verdict = std::string(protocol::VerdictName(decision.verdict)),
-                   .rule = decision.rule,
-                   .detail = std::move(detail)});
+  Audit(audit::Decision(
+      {.id = id,
+       .tool = std::string(policy::ToolName(call.tool)),
+       .args_digest = call.args_digest,
+       .verdict = std::string(protocol::VerdictName(decision.verdict)),
+       .rule = decision.rule,
+       .call_id = ShortText(current_.call_id, 128),
+       .turn = current_.turn,
+       .reason = decision.reason,
+       .location = decision.location,
+       .pending = decision.pending,
+       .note = audit_note.empty() ? std::nullopt : std::optional<std::string>(audit_note)}));
   Emit("decision", std::string(protocol::VerdictName(decision.verdict)) + ": " +
                        ShortText(call.action, 120) +
                        (decision.rule.empty() ? "" : " (" + decision.rule + ")"));
@@ -857,17 +836,12 @@ void Broker::Impl::Deny(std::uint64_t id, const MappedTool& call, const policy::
 
 void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& request) {
   const std::string args_digest = CanonicalDigest(request.args);
-  Audit(AuditEvent{
-      .actor = "agent",
-      .event = "tool_request",
-      .tool = ShortText(request.tool, 64),
-      .args_digest = args_digest,
-      .detail = {{"id", id},
-                 {"call_id", ShortText(request.call_id, 128)},
-                 {"turn", turns_.latest_turn()},
-                 {"paths", request.paths.size() <= 32
-                               ? json(request.paths)
-                               : json(std::to_string(request.paths.size()) + " paths")}}});
+  Audit(audit::ToolRequest({.id = id,
+                            .tool = ShortText(request.tool, 64),
+                            .args_digest = args_digest,
+                            .call_id = ShortText(request.call_id, 128),
+                            .turn = turns_.latest_turn(),
+                            .paths = request.paths}));
   if (outstanding_.size() >= kMaxOutstandingTools) {
     ProtocolError(ErrorCode::kOutOfOrder,
                   std::to_string(outstanding_.size()) +
@@ -897,16 +871,14 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
     reply.message = "Refused: " + binding.reason +
                     ". Only the tool calls of the model's latest answer can be run, each once, "
                     "with the arguments the model gave.";
-    Audit(AuditEvent{.actor = "broker",
-                     .event = "decision",
-                     .tool = ShortText(request.tool, 64),
-                     .args_digest = args_digest,
-                     .verdict = "deny",
-                     .rule = reply.rule,
-                     .detail = {{"id", id},
-                                {"call_id", ShortText(request.call_id, 128)},
-                                {"turn", binding.turn},
-                                {"reason", reply.reason}}});
+    Audit(audit::Decision({.id = id,
+                           .tool = ShortText(request.tool, 64),
+                           .args_digest = args_digest,
+                           .verdict = "deny",
+                           .rule = reply.rule,
+                           .call_id = ShortText(request.call_id, 128),
+                           .turn = binding.turn,
+                           .reason = reply.reason}));
     Emit("decision", "deny: " + ShortText(request.tool, 64) + " (" + reply.reason + ")");
     Send(Kind::kDecision, id, std::move(reply));
     return;
@@ -932,16 +904,14 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
     reply.rule = "unknown tool";
     reply.reason = "\"" + ShortText(request.tool, 64) + "\" is not one of the agent's tools";
     reply.message = UnknownToolMessage(request.tool, enabled_tools_);
-    Audit(AuditEvent{.actor = "broker",
-                     .event = "decision",
-                     .tool = ShortText(request.tool, 64),
-                     .args_digest = args_digest,
-                     .verdict = "deny",
-                     .rule = reply.rule,
-                     .detail = {{"id", id},
-                                {"call_id", ShortText(request.call_id, 128)},
-                                {"turn", binding.turn},
-                                {"reason", reply.reason}}});
+    Audit(audit::Decision({.id = id,
+                           .tool = ShortText(request.tool, 64),
+                           .args_digest = args_digest,
+                           .verdict = "deny",
+                           .rule = reply.rule,
+                           .call_id = ShortText(request.call_id, 128),
+                           .turn = binding.turn,
+                           .reason = reply.reason}));
     Send(Kind::kDecision, id, std::move(reply));
     return;
   }
@@ -981,11 +951,10 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
             : "a cycle of " + std::to_string(loop->period) + " calls repeated " +
                   std::to_string(loop->count) + " times";
     reply.message = LoopMessage(*loop, ShortText(call.action, 200));
-    Audit(AuditEvent{.actor = "broker",
-                     .event = "loop",
-                     .tool = std::string(policy::ToolName(call.tool)),
-                     .args_digest = args_digest,
-                     .detail = {{"id", id}, {"reason", reply.reason}}});
+    Audit(audit::Loop({.id = id,
+                       .tool = std::string(policy::ToolName(call.tool)),
+                       .args_digest = args_digest,
+                       .reason = reply.reason}));
     SendDecision(id, call, std::move(reply));
     return;
   }
@@ -1104,17 +1073,15 @@ void Broker::Impl::OnApproval(std::uint64_t id, const ApprovalOutcome& outcome) 
       (outcome.scope == ApprovalScope::kRunExact || outcome.scope == ApprovalScope::kRunPattern)) {
     services_.approvals->Record(pending.request, outcome);
   }
-  Audit(AuditEvent{.actor = "operator",
-                   .event = "approval",
-                   .tool = pending.request.tool,
-                   .args_digest = pending.call.args_digest,
-                   .verdict = outcome.approved ? "allow" : "deny",
-                   .rule = pending.request.rule,
-                   .detail = {{"id", id},
-                              {"call_id", ShortText(pending.call_id, 128)},
-                              {"turn", pending.turn},
-                              {"scope", ApprovalScopeName(outcome.scope)},
-                              {"by", outcome.by}}});
+  Audit(audit::Approval({.id = id,
+                         .tool = pending.request.tool,
+                         .args_digest = pending.call.args_digest,
+                         .approved = outcome.approved,
+                         .rule = pending.request.rule,
+                         .call_id = ShortText(pending.call_id, 128),
+                         .turn = pending.turn,
+                         .scope = std::string(ApprovalScopeName(outcome.scope)),
+                         .by = outcome.by}));
   Emit("approval", std::string(outcome.approved ? "approved" : "denied") + ": " +
                        ShortText(pending.call.action, 120));
   protocol::Approval reply;
@@ -1138,9 +1105,7 @@ void Broker::Impl::OnApproval(std::uint64_t id, const ApprovalOutcome& outcome) 
 void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& result) {
   auto it = outstanding_.find(result.request);
   if (it == outstanding_.end()) {
-    Audit(AuditEvent{.actor = "agent",
-                     .event = "tool_result",
-                     .detail = {{"id", id}, {"request", result.request}, {"unmatched", true}}});
+    Audit(audit::UnmatchedToolResult(id, result.request));
     ProtocolError(ErrorCode::kOutOfOrder,
                   "tool_result for request " + std::to_string(result.request) +
                       ", which is not an allowed tool_request awaiting its result",
@@ -1151,22 +1116,17 @@ void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& re
   outstanding_.erase(it);
   const std::string output =
       services_.redactor != nullptr ? services_.redactor->Redact(result.output) : result.output;
-  Audit(AuditEvent{
-      .actor = "agent",
-      .event = "tool_result",
-      .tool = call.tool,
-      .result_digest = CanonicalDigest(json(output)),
-      .detail = {{"id", id},
-                 {"request", result.request},
-                 {"call_id", ShortText(call.call_id, 128)},
-                 {"turn", call.turn},
-                 {"ok", result.ok},
-                 {"error_code", ShortText(result.error_code, 64)},
-                 {"bytes", result.output.size()},
-                 {"redacted", output != result.output},
-                 {"changed_paths", result.changed_paths.size() <= 64
-                                       ? json(result.changed_paths)
-                                       : json(std::to_string(result.changed_paths.size()))}}});
+  Audit(audit::ToolResult({.id = id,
+                           .tool = call.tool,
+                           .output_digest = CanonicalDigest(json(output)),
+                           .request = result.request,
+                           .call_id = ShortText(call.call_id, 128),
+                           .turn = call.turn,
+                           .ok = result.ok,
+                           .error_code = ShortText(result.error_code, 64),
+                           .bytes = result.output.size(),
+                           .redacted = output != result.output,
+                           .changed_paths = result.changed_paths}));
   if (auto exhausted = budget_.AddOutput(result.output.size())) {
     BudgetExhausted(id, *exhausted);
     return;
@@ -1187,22 +1147,17 @@ void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& re
 }
 
 void Broker::Impl::OnProgress(std::uint64_t id, const protocol::Progress& progress) {
-  Audit(AuditEvent{.actor = "agent",
-                   .event = "progress",
-                   .detail = {{"id", id},
-                              {"state", ShortText(progress.state, 64)},
-                              {"text", ShortText(progress.text, 500)}}});
+  Audit(audit::Progress(
+      {.id = id, .state = ShortText(progress.state, 64), .text = ShortText(progress.text, 500)}));
   Emit("progress", ShortText(progress.state, 64) +
                        (progress.text.empty() ? "" : ": " + ShortText(progress.text, 200)));
   Send(Kind::kAck, id, protocol::Ack{});
 }
 
 void Broker::Impl::OnFinish(std::uint64_t id, const protocol::Finish& finish) {
-  Audit(AuditEvent{.actor = "agent",
-                   .event = "finish",
-                   .detail = {{"id", id},
-                              {"outcome", ShortText(finish.outcome, 64)},
-                              {"summary", ShortText(finish.summary, 4000)}}});
+  Audit(audit::Finish({.id = id,
+                       .outcome = ShortText(finish.outcome, 64),
+                       .summary = ShortText(finish.summary, 4000)}));
   outcome_.finish = finish;
   if (services_.redactor != nullptr) {
     outcome_.finish->summary = services_.redactor->Redact(finish.summary);
@@ -1227,11 +1182,9 @@ void Broker::Impl::OnFinish(std::uint64_t id, const protocol::Finish& finish) {
 
 void Broker::Impl::ProtocolError(ErrorCode code, const std::string& message, std::uint64_t id) {
   ++outcome_.protocol_errors;
-  Audit(AuditEvent{.actor = "agent",
-                   .event = "protocol_error",
-                   .detail = {{"id", id},
-                              {"code", protocol::ErrorCodeName(code)},
-                              {"message", ShortText(message, 500)}}});
+  Audit(audit::ProtocolError({.id = id,
+                              .code = std::string(protocol::ErrorCodeName(code)),
+                              .message = ShortText(message, 500)}));
   Send(Kind::kError, id, protocol::ErrorReply{code, message});
   if (outcome_.protocol_errors >= config_.max_protocol_errors && !ended_) {
     End(BrokerOutcome::Status::kFailed, "agent protocol violations", true);
@@ -1239,8 +1192,7 @@ void Broker::Impl::ProtocolError(ErrorCode code, const std::string& message, std
 }
 
 void Broker::Impl::BudgetExhausted(std::uint64_t id, const std::string& reason) {
-  Audit(
-      AuditEvent{.actor = "broker", .event = "budget", .detail = {{"id", id}, {"reason", reason}}});
+  Audit(audit::Budget({.id = id, .reason = reason}));
   Send(Kind::kError, id, protocol::ErrorReply{ErrorCode::kBudgetExhausted, reason});
   End(BrokerOutcome::Status::kFailed, reason, true);
 }

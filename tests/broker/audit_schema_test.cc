@@ -137,20 +137,20 @@ std::vector<AuditEvent> EveryEvent() {
 
 // One conforming line to break in the validator tests.
 json GoodDecisionLine() {
-  return json{{"run", "run-1"},
-              {"seq", 0},
-              {"time", "2024-05-01T12:00:00.000Z"},
-              {"actor", "broker"},
-              {"event", "decision"},
-              {"policy", "p"},
-              {"tool", "read_file"},
-              {"args", kDigest},
-              {"verdict", "allow"},
-              {"rule", "workspace read"},
-              {"result", ""},
-              {"detail",
-               {{"id", 4}, {"call_id", "c1"}, {"turn", 1}, {"reason", "r"}, {"pending", false}}},
-              {"prev", std::string(64, '0')}};
+  return json{
+      {"run", "run-1"},
+      {"seq", 0},
+      {"time", "2024-05-01T12:00:00.000Z"},
+      {"actor", "broker"},
+      {"event", "decision"},
+      {"policy", "p"},
+      {"tool", "read_file"},
+      {"args", kDigest},
+      {"verdict", "allow"},
+      {"rule", "workspace read"},
+      {"result", ""},
+      {"detail", {{"id", 4}, {"call_id", "c1"}, {"turn", 1}, {"reason", "r"}, {"pending", false}}},
+      {"prev", std::string(64, '0')}};
 }
 
 TEST(AuditSchemaTest, OneSpecPerKindInEnumOrderWithUniqueNames) {
@@ -183,10 +183,10 @@ TEST(AuditSchemaTest, EveryBuilderWrittenByTheLogConformsAndEveryKindIsBuilt) {
   const std::string path = dir.path() + "/events.jsonl";
   Result<AuditLog> log = AuditLog::Open(path, "run-1", "policy-digest");
   ASSERT_TRUE(log.ok()) << log.error().Message();
-  std::set<std::string> kinds;
+  std::set<AuditKind> kinds;
   for (const AuditEvent& e : EveryEvent()) {
     ASSERT_TRUE(log->Append(e));
-    kinds.insert(e.event);
+    kinds.insert(e.kind);
   }
   EXPECT_EQ(kinds.size(), static_cast<std::size_t>(AuditKind::kCount))
       << "a kind without a builder in EveryEvent()";
@@ -195,13 +195,26 @@ TEST(AuditSchemaTest, EveryBuilderWrittenByTheLogConformsAndEveryKindIsBuilt) {
   ASSERT_TRUE(report.ok()) << report.error().Message();
   EXPECT_EQ(report->entries, EveryEvent().size());
   for (const AuditSchemaProblem& p : report->problems) {
-    ADD_FAILURE() << "line " << p.line << ": " << p.message << "\n"
-                  << ReadFile(path);
+    ADD_FAILURE() << "line " << p.line << ": " << p.message << "\n" << ReadFile(path);
   }
   // The capped lists are recorded as counts.
   const std::string content = ReadFile(path);
   EXPECT_NE(content.find("\"paths\":\"33 paths\""), std::string::npos) << content;
   EXPECT_NE(content.find("\"changed_paths\":\"65\""), std::string::npos) << content;
+}
+
+// An event not made by a builder has no kind: the log says so and the validator refuses it.
+TEST(AuditSchemaTest, AnEventWithoutAKindIsWrittenAsInvalidAndRefused) {
+  TempDir dir;
+  const std::string path = dir.path() + "/events.jsonl";
+  Result<AuditLog> log = AuditLog::Open(path, "run-1", "policy-digest");
+  ASSERT_TRUE(log.ok()) << log.error().Message();
+  ASSERT_TRUE(log->Append(AuditEvent{}));
+  Result<AuditSchemaReport> report = ValidateAuditLogFile(path);
+  ASSERT_TRUE(report.ok()) << report.error().Message();
+  ASSERT_EQ(report->problems.size(), 1U) << ReadFile(path);
+  EXPECT_EQ(report->problems[0].message, "event: \"invalid\" is not a known event");
+  EXPECT_NE(ReadFile(path).find(R"("actor":"invalid","event":"invalid")"), std::string::npos);
 }
 
 TEST(AuditSchemaTest, ValidatorAcceptsTheGoodLine) {
@@ -241,8 +254,7 @@ TEST(AuditSchemaTest, ValidatorNamesEachProblem) {
        "args: not a SHA-256 digest (64 lowercase hex digits)"},
       {"bad verdict", [](json& j) { j["verdict"] = "maybe"; },
        "verdict: \"maybe\" is not allow, deny or ask"},
-      {"missing envelope field", [](json& j) { j.erase("policy"); },
-       "policy: missing (required)"},
+      {"missing envelope field", [](json& j) { j.erase("policy"); }, "policy: missing (required)"},
       {"wrong envelope type", [](json& j) { j["seq"] = "0"; }, "seq: string, expected count"},
       {"unknown envelope field", [](json& j) { j["note"] = "x"; }, "note: not an envelope field"},
       {"detail not an object", [](json& j) { j["detail"] = json::array(); },
@@ -263,7 +275,8 @@ TEST(AuditSchemaTest, ValidatorChecksStringListsElementByElement) {
   line["event"] = "welcome";
   line["tool"] = line["args"] = line["verdict"] = line["rule"] = "";
   line["detail"] = {{"id", 1}, {"tools", {"read_file", 7}}, {"max_turns", 0}};
-  EXPECT_THAT(ValidateAuditEntry(line), ElementsAre("detail.tools: array, expected array of strings"));
+  EXPECT_THAT(ValidateAuditEntry(line),
+              ElementsAre("detail.tools: array, expected array of strings"));
   line["detail"]["tools"] = json::array({"read_file"});
   EXPECT_THAT(ValidateAuditEntry(line), IsEmpty());
 }

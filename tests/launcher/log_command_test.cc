@@ -27,7 +27,7 @@ const std::string kDigest(64, 'b');
 json Entry(const broker::AuditEvent& e) {
   return json{{"run", "r"},         {"seq", 0},
               {"time", "2024-05-01T12:00:00.000Z"},
-              {"actor", e.actor},   {"event", e.event},
+              {"actor", broker::AuditActorName(e.actor)},   {"event", broker::AuditKindName(e.kind)},
               {"policy", "p"},      {"tool", e.tool},
               {"args", e.args_digest}, {"verdict", e.verdict},
               {"rule", e.rule},     {"result", e.result_digest},
@@ -75,12 +75,13 @@ TEST(LogCommandTest, EveryKindIsDescribedThroughItsDeclaredFields) {
   std::map<std::string, json> calls;
   std::map<std::string, std::string> text;
   for (const broker::AuditEvent& e : events) {
-    kinds.insert(e.event);
+    const std::string event(broker::AuditKindName(e.kind));
+    kinds.insert(event);
     const std::string d = DescribeAuditEntry(Entry(e), calls);
-    SCOPED_TRACE(e.event + ": " + d);
+    SCOPED_TRACE(event + ": " + d);
     EXPECT_FALSE(d.empty());
     EXPECT_THAT(d, Not(HasSubstr("<undeclared")));
-    text[e.event] += d + "\n";
+    text[event] += d + "\n";
   }
   EXPECT_EQ(kinds.size(), static_cast<std::size_t>(broker::AuditKind::kCount));
   // The tool request shows the arguments the (replayed) model gave, found by call id.
