@@ -3,7 +3,9 @@
 // A real launcher::broker::Broker, configured as `cagent run` configures it (the built-in backend
 // profile, an audit log on disk, the redactor built from this process's environment), runs its
 // io_context on its own thread and serves the broker's end of a real socketpair. The client (this
-// thread, blocking I/O, as cagent-agent) says hello, then for each request:
+// thread, blocking I/O, as cagent-agent) says hello; a model call (untimed) is answered by an
+// in-process provider with a turn of up to 512 read_file calls (protocol::kMaxToolCallsPerTurn),
+// since every tool_request must be a call of the model's latest turn; then for each request:
 //   tool_request read_file src/module_<i>.cc  ->  decision (allow)     timed: the decision latency
 //   tool_result for it                         ->  result_ack          (keeps calls outstanding
 //   low)
@@ -20,6 +22,7 @@
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -39,6 +42,7 @@
 #include "launcher/broker/audit_log.h"
 #include "launcher/broker/broker.h"
 #include "launcher/broker/redactor.h"
+#include "launcher/model/model_provider.h"
 #include "policy/dump.h"
 #include "policy/loader.h"
 
@@ -122,6 +126,36 @@ protocol::ToolRequest ReadFile(std::uint64_t n) {
       "call_" + std::to_string(n), "read_file", nlohmann::json{{"path", path}}, {path}};
 }
 
+// The model: each call answers with read_file calls for the block of requests the client set up.
+class BenchModel final : public cagent::launcher::model::ModelProvider {
+ public:
+  explicit BenchModel(boost::asio::io_context& io) : io_(io) {}
+  void SetBlock(std::uint64_t first, std::uint64_t count) {
+    first_ = first;
+    count_ = count;
+  }
+  [[nodiscard]] protocol::ModelInfo Info() const override {
+    return protocol::ModelInfo{"bench", "bench", 100000, 4096};
+  }
+  void Call(cagent::launcher::model::ModelRequest /*request*/,
+            std::function<void(cagent::launcher::model::ModelOutcome)> done) override {
+    cagent::launcher::model::ModelResponse r;
+    r.turn.stop_reason = protocol::StopReason::kToolCalls;
+    for (std::uint64_t n = first_; n < first_ + count_; ++n) {
+      const protocol::ToolRequest t = ReadFile(n);
+      r.turn.tool_calls.push_back(protocol::ToolCall{t.call_id, t.tool, t.args, ""});
+    }
+    boost::asio::post(io_,
+                      [done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+  }
+  void Cancel() override {}
+
+ private:
+  boost::asio::io_context& io_;
+  std::uint64_t first_ = 0;
+  std::uint64_t count_ = 0;
+};
+
 protocol::ToolResult ToolOk(std::uint64_t request) {
   return protocol::ToolResult{request, true, "", "int module() { return 0; }\n", {}};
 }
@@ -197,9 +231,11 @@ Sample RunOnce(const Options& o, const std::shared_ptr<const cagent::policy::Pol
   config.task = "benchmark";
   config.workspace = config.bindings.workspace;
   config.budgets = broker::Budgets{};  // unlimited: see the file comment
+  BenchModel model(io);
   broker::BrokerServices services;
   services.audit = audit.get();
   services.redactor = &redactor;
+  services.model = &model;
   broker::Broker session(io, std::move(config), services);
   session.Start(std::move(broker_end));
   std::thread io_thread([&io] { io.run(); });
@@ -207,6 +243,13 @@ Sample RunOnce(const Options& o, const std::shared_ptr<const cagent::policy::Pol
   std::uint64_t id = 0;
   client.Send(protocol::Kind::kHello, ++id, protocol::Hello{"cagent-bench", {protocol::kVersion}});
   client.Expect(protocol::Kind::kWelcome, id);
+  // A model turn making the calls [first, first + count) (untimed).
+  auto model_turn = [&](std::uint64_t first, std::uint64_t count) {
+    model.SetBlock(first, count);
+    client.Send(protocol::Kind::kModelCall, ++id, protocol::ModelCall{"bench", {}});
+    client.Expect(protocol::Kind::kModelResult, id);
+  };
+  constexpr std::uint64_t kBlock = protocol::kMaxToolCallsPerTurn;
 
   std::vector<double> latencies;
   latencies.reserve(o.requests);
@@ -217,6 +260,11 @@ Sample RunOnce(const Options& o, const std::shared_ptr<const cagent::policy::Pol
     if (i == o.warmup) {
       loop_start = Clock::now();
       cpu_start = ProcessCpuSeconds();
+    }
+    if (i % kBlock == 0) {
+      const auto m0 = Clock::now();
+      model_turn(i, std::min<std::uint64_t>(kBlock, o.warmup + o.requests - i));
+      if (i >= o.warmup) loop_start += Clock::now() - m0;  // not a decision: not counted
     }
     const std::uint64_t req = ++id;
     const auto t0 = Clock::now();
@@ -237,11 +285,17 @@ Sample RunOnce(const Options& o, const std::shared_ptr<const cagent::policy::Pol
 
   // Pipelined: `window` requests in one write, then their results in one write.
   const auto pipe_start = Clock::now();
+  Clock::duration pipe_start_adjust{0};  // time spent in model turns, left out
   std::uint64_t sent = 0;
   const std::uint64_t base = o.warmup + o.requests;
   while (sent < o.requests) {
     const std::size_t n =
         static_cast<std::size_t>(std::min<std::uint64_t>(o.window, o.requests - sent));
+    if (sent % kBlock == 0) {
+      const auto m0 = Clock::now();
+      model_turn(base + sent, std::min<std::uint64_t>(kBlock, o.requests - sent));
+      pipe_start_adjust += Clock::now() - m0;
+    }
     std::string batch;
     const std::uint64_t first = id + 1;
     for (std::size_t k = 0; k < n; ++k) {
@@ -260,7 +314,8 @@ Sample RunOnce(const Options& o, const std::shared_ptr<const cagent::policy::Pol
     for (std::size_t k = 0; k < n; ++k) client.Expect(protocol::Kind::kResultAck, first_result + k);
     sent += n;
   }
-  const double pipe_s = std::chrono::duration<double>(Clock::now() - pipe_start).count();
+  const double pipe_s =
+      std::chrono::duration<double>(Clock::now() - pipe_start - pipe_start_adjust).count();
 
   client.Send(protocol::Kind::kFinish, ++id, protocol::Finish{"done", "benchmark"});
   client.Expect(protocol::Kind::kAck, id);
