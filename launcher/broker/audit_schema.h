@@ -67,8 +67,8 @@ std::optional<AuditKind> ParseAuditKind(std::string_view name);
 // The JSON types a field may have, as a bit set (a field of several types lists each).
 enum AuditType : std::uint8_t {
   kAuditString = 1U << 0,
-  kAuditCount = 1U << 1,        // a non-negative integer
-  kAuditInteger = 1U << 2,      // any integer (e.g. an exit status, -1 when none)
+  kAuditCount = 1U << 1,    // a non-negative integer
+  kAuditInteger = 1U << 2,  // any integer (e.g. an exit status, -1 when none)
   kAuditBoolean = 1U << 3,
   kAuditObject = 1U << 4,       // any JSON object
   kAuditStringList = 1U << 5,   // an array of strings
@@ -215,7 +215,7 @@ struct ToolRequestFields {
   std::string tool{};  // as the agent named it (shortened)
   std::string args_digest{};
   std::string call_id{};
-  std::uint64_t turn = 0;  // the model's latest turn when the request came
+  std::uint64_t turn = 0;            // the model's latest turn when the request came
   std::vector<std::string> paths{};  // recorded as "N paths" above kMaxLoggedPaths
 };
 AuditEvent ToolRequest(ToolRequestFields f);
@@ -304,7 +304,7 @@ struct ProtocolErrorFields {
 AuditEvent ProtocolError(ProtocolErrorFields f);
 
 struct BudgetFields {
-  std::optional<std::uint64_t> id{};   // the request that hit it; none for wall time
+  std::optional<std::uint64_t> id{};    // the request that hit it; none for wall time
   std::optional<std::string> budget{};  // which budget, when not said by the request ("wall-time")
   std::string reason{};
 };
@@ -357,7 +357,7 @@ struct AuditSchemaProblem {
   std::string message;     // "detail.turn: missing (required)"
 };
 struct AuditSchemaReport {
-  std::uint64_t entries = 0;  // lines read
+  std::uint64_t entries = 0;                 // lines read
   std::vector<AuditSchemaProblem> problems;  // in line order; a line may have several
   [[nodiscard]] bool ok() const { return problems.empty(); }
 };

@@ -51,9 +51,7 @@ std::string Str(const json& j, const char* key) {
   return it->is_string() ? it->get<std::string>() : JsonText(*it);
 }
 
-std::string Compact(const json& j, std::size_t max = 160) {
-  return OneLine(JsonText(j), max);
-}
+std::string Compact(const json& j, std::size_t max = 160) { return OneLine(JsonText(j), max); }
 
 // A detail field of `e` as text. `name` must be a field the schema declares for `kind`: a name it
 // does not declare renders as "<undeclared NAME>", so a misspelling here shows in the rendering
@@ -105,8 +103,8 @@ std::string DescribeAuditEntry(const json& e, std::map<std::string, json>& calls
       text = "tools " + d("tools") + ", max turns " + d("max_turns");
       break;
     case K::kModelCall:
-      text = "turn " + d("turn") + ": " + d("messages") + " messages, max_tokens " +
-             d("max_tokens");
+      text =
+          "turn " + d("turn") + ": " + d("messages") + " messages, max_tokens " + d("max_tokens");
       if (detail.value("redactions", 0) > 0) text += ", " + d("redactions") + " redactions";
       break;
     case K::kModelResult: {
@@ -195,8 +193,8 @@ std::string DescribeAuditEntry(const json& e, std::map<std::string, json>& calls
       if (!d("reason").empty()) text += ": " + d("reason");
       break;
     case K::kPatch:
-      text = d("files") + " files, " + d("bytes") + " bytes, " + d("violations") +
-             " rule violations";
+      text =
+          d("files") + " files, " + d("bytes") + " bytes, " + d("violations") + " rule violations";
       break;
     case K::kVerifyTree:
       text = "fresh checkout of base " + d("base_commit").substr(0, 12) + " + patch: tree " +
@@ -248,7 +246,8 @@ Result<LogCheck> CheckLog(const std::string& path, const std::string& run_dir) {
   const broker::AuditVerifyReport& r = c.chain;
   if (!r.ok) {
     c.chain_problem = r.message;
-  } else if (c.recorded_entries && (*c.recorded_entries != r.entries || c.recorded_head != r.head)) {
+  } else if (c.recorded_entries &&
+             (*c.recorded_entries != r.entries || c.recorded_head != r.head)) {
     c.chain_problem = "result.json records " + std::to_string(*c.recorded_entries) +
                       " entries with head " + c.recorded_head + ", the log has " +
                       std::to_string(r.entries) + " with head " + r.head;
@@ -317,16 +316,17 @@ int ShowRunLog(const LogOptions& o) {
   }
 
   if (o.json) {
-    json out = {{"run", *dir},
-                {"file", path},
-                {"ok", c.chain_problem.empty()},
-                {"entries", r.entries},
-                {"head", r.ok ? json(r.head) : json(nullptr)},
-                {"recorded_entries", c.recorded_entries ? json(*c.recorded_entries) : json(nullptr)},
-                {"recorded_head", c.recorded_entries ? json(c.recorded_head) : json(nullptr)},
-                {"problem", c.chain_problem.empty() ? json(nullptr) : json(c.chain_problem)},
-                {"schema_problems", SchemaProblemsJson(c.schema)},
-                {"events", std::move(entries)}};
+    json out = {
+        {"run", *dir},
+        {"file", path},
+        {"ok", c.chain_problem.empty()},
+        {"entries", r.entries},
+        {"head", r.ok ? json(r.head) : json(nullptr)},
+        {"recorded_entries", c.recorded_entries ? json(*c.recorded_entries) : json(nullptr)},
+        {"recorded_head", c.recorded_entries ? json(c.recorded_head) : json(nullptr)},
+        {"problem", c.chain_problem.empty() ? json(nullptr) : json(c.chain_problem)},
+        {"schema_problems", SchemaProblemsJson(c.schema)},
+        {"events", std::move(entries)}};
     std::cout << JsonText(out, 2) << std::endl;
   } else {
     std::cout << text.str();
@@ -394,8 +394,8 @@ int CheckCommand(const LogOptions& o) {
     // file:line: what, in the form editors and CI annotations understand.
     const std::string file = TerminalSafe(path);
     if (!c.chain.ok) {
-      std::cout << file << ":" << c.chain.first_bad_line << ": chain: " << TerminalSafe(c.chain.message)
-                << "\n";
+      std::cout << file << ":" << c.chain.first_bad_line
+                << ": chain: " << TerminalSafe(c.chain.message) << "\n";
     } else if (!c.chain_problem.empty()) {
       std::cout << file << ": chain: " << TerminalSafe(c.chain_problem) << "\n";
     }
@@ -524,7 +524,8 @@ int RunLogCommand(const LogOptions& o) {
   if (o.schema_cmd != nullptr && o.schema_cmd->parsed()) return SchemaCommand(o);
   if (o.verify_cmd == nullptr || !o.verify_cmd->parsed()) {
     if (!o.run.empty()) return ShowRunLog(o);
-    spdlog::error("cagent log needs a run (cagent log RUN) or a file to verify (cagent log verify FILE)");
+    spdlog::error(
+        "cagent log needs a run (cagent log RUN) or a file to verify (cagent log verify FILE)");
     return kExitUsage;
   }
   std::string path = o.file;
@@ -559,7 +560,8 @@ int RunLogCommand(const LogOptions& o) {
               << ", head " << r.head << "\n";
   } else {
     // file:line: what, in the form editors and CI annotations understand.
-    std::cout << TerminalSafe(path) << ":" << r.first_bad_line << ": " << TerminalSafe(r.message) << "\n";
+    std::cout << TerminalSafe(path) << ":" << r.first_bad_line << ": " << TerminalSafe(r.message)
+              << "\n";
     spdlog::error(
         "{} does not verify: the log was damaged or altered; do not trust entries from "
         "line {} on (from the line before, when a prev does not match)",

@@ -47,11 +47,11 @@ class AuditSchemaE2eTest : public ::testing::Test {
   // complete).
   json RunDemo() {
     const std::string source(CAGENT_SOURCE_DIR);
-    const RunResult r = Harness::Get().Run(
-        {"run", "--profile", repo_ + "/.cagent/fix-add.cagent", "--repo", repo_, "--model",
-         "replay:" + source + "/examples/fix-add/session.jsonl", "--approve", "never", "--json",
-         source + "/examples/fix-add/task.md"},
-        env_);
+    const RunResult r =
+        Harness::Get().Run({"run", "--profile", repo_ + "/.cagent/fix-add.cagent", "--repo", repo_,
+                            "--model", "replay:" + source + "/examples/fix-add/session.jsonl",
+                            "--approve", "never", "--json", source + "/examples/fix-add/task.md"},
+                           env_);
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     const auto brace = r.out.find('{');
     if (brace == std::string::npos) return json();
@@ -97,9 +97,9 @@ TEST_F(AuditSchemaE2eTest, EveryLineOfTheDemosEventLogConformsToTheSchema) {
     seen.insert(e["event"].get<std::string>());
     EXPECT_TRUE(known.contains(e["event"].get<std::string>())) << line;
   }
-  for (const char* expected : {"state", "workspace", "hello", "welcome", "model_call",
-                               "model_result", "tool_request", "decision", "tool_result", "finish",
-                               "shutdown", "patch", "verify_tree", "verify"}) {
+  for (const char* expected :
+       {"state", "workspace", "hello", "welcome", "model_call", "model_result", "tool_request",
+        "decision", "tool_result", "finish", "shutdown", "patch", "verify_tree", "verify"}) {
     EXPECT_TRUE(seen.contains(expected)) << "the demo's log has no " << expected << " entry";
   }
 
