@@ -17,6 +17,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -342,6 +343,73 @@ TEST_F(ModelProviderTest, OpenAiDefaultAnswerOfTheFakeRoundTripsBothModes) {
     EXPECT_EQ(r.usage.input_tokens, 7U);
     EXPECT_EQ(r.usage.output_tokens, 4U);
   }
+}
+
+// Ids bind the agent's tool requests to the model's calls: a provider that omits or repeats them
+// still yields ids unique in the turn, and generated ones never repeat across a provider's calls.
+TEST_F(ModelProviderTest, OpenAiCallsWithoutUsableIdsGetGeneratedOnesAcrossCalls) {
+  const json no_ids = OpenAiChunk(
+      {{"tool_calls",
+        {{{"index", 0}, {"function", {{"name", "glob"}, {"arguments", "{}"}}}},
+         {{"index", 1}, {"id", "dup"}, {"function", {{"name", "glob"}, {"arguments", "{}"}}}},
+         {{"index", 2}, {"id", "dup"}, {"function", {{"name", "grep"}, {"arguments", "{}"}}}},
+         {{"index", 3},
+          {"id", std::string(300, 'x')},
+          {"function", {{"name", "list_dir"}, {"arguments", "{}"}}}}}}});
+  server_.Enqueue(OpenAiStream({no_ids, OpenAiChunk(json::object(), "tool_calls")}));
+  server_.Enqueue(OpenAiStream({no_ids, OpenAiChunk(json::object(), "tool_calls")}));
+  auto provider = Make(OpenAiSpec());
+  std::set<std::string> all;
+  for (int call = 0; call < 2; ++call) {
+    const ModelResponse r = ExpectResponse(CallOnce(*provider, SimpleRequest()));
+    ASSERT_EQ(r.turn.tool_calls.size(), 4U);
+    EXPECT_EQ(r.turn.tool_calls[1].id, "dup");
+    std::set<std::string> in_turn;
+    for (const auto& c : r.turn.tool_calls) {
+      EXPECT_FALSE(c.id.empty());
+      EXPECT_LE(c.id.size(), protocol::kMaxIdBytes);
+      in_turn.insert(c.id);
+      if (c.id != "dup") {
+        EXPECT_TRUE(all.insert(c.id).second) << c.id << " was generated twice";
+      }
+    }
+    EXPECT_EQ(in_turn.size(), 4U);
+  }
+}
+
+TEST_F(ModelProviderTest, TooManyToolCallsIsAProviderErrorNotRetried) {
+  json calls = json::array();
+  for (std::size_t i = 0; i <= protocol::kMaxToolCallsPerTurn; ++i) {
+    calls.push_back({{"id", "c" + std::to_string(i)},
+                     {"type", "function"},
+                     {"function", {{"name", "glob"}, {"arguments", "{}"}}}});
+  }
+  server_.Enqueue(FakeReply::Json(
+      200, {{"choices",
+             {{{"message", {{"role", "assistant"}, {"tool_calls", calls}}},
+               {"finish_reason", "tool_calls"}}}}}));
+  ModelSpec spec = OpenAiSpec();
+  spec.stream = false;
+  auto provider = Make(spec);
+  const ModelError e = ExpectError(CallOnce(*provider, SimpleRequest()));
+  EXPECT_EQ(e.code, ErrorCode::kProviderError);
+  EXPECT_THAT(e.message, HasSubstr("513 tool calls (at most 512"));
+  EXPECT_EQ(server_.Requests().size(), 1U);
+
+  json blocks = json::array();
+  for (std::size_t i = 0; i <= protocol::kMaxToolCallsPerTurn; ++i) {
+    blocks.push_back({{"type", "tool_use"},
+                      {"id", "t" + std::to_string(i)},
+                      {"name", "glob"},
+                      {"input", json::object()}});
+  }
+  server_.Enqueue(FakeReply::Json(
+      200, {{"type", "message"}, {"content", blocks}, {"stop_reason", "tool_use"}}));
+  ModelSpec a = AnthropicSpec();
+  a.stream = false;
+  auto anthropic = Make(a);
+  EXPECT_THAT(ExpectError(CallOnce(*anthropic, SimpleRequest())).message,
+              HasSubstr("more than 512 tool calls"));
 }
 
 TEST_F(ModelProviderTest, OpenAiKeyIsRequiredExceptForLoopbackHttp) {
