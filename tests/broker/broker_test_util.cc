@@ -296,7 +296,8 @@ Harness::Harness(HarnessOptions options) : redactor(options.secrets) {
   services.redactor = &redactor;
   services.approver = options.with_approver ? &approver : nullptr;
   services.approvals = &book;
-  services.model = options.with_model ? &model : nullptr;
+  if (options.make_model) real_model = options.make_model(io);
+  services.model = real_model ? real_model.get() : options.with_model ? &model : nullptr;
 
   broker = std::make_unique<Broker>(io, std::move(config), services);
   broker->SetOnEnd([this](const BrokerOutcome& o) {

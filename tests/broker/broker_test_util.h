@@ -152,6 +152,9 @@ struct HarnessOptions {
   std::size_t pause_reading_above = 1U << 20;
   bool with_approver = true;
   bool with_model = true;
+  // A real provider to use instead of the fake (made on the harness's io_context), e.g. the
+  // OpenAI provider pointed at a FakeProvider on loopback.
+  std::function<std::unique_ptr<model::ModelProvider>(boost::asio::io_context&)> make_model;
   // Secrets the redactor knows.
   std::vector<std::pair<std::string, std::string>> secrets = {
       {"env:TEST_API_TOKEN", "tok-1234567890-secret"}};
@@ -196,6 +199,7 @@ class Harness {
   Redactor redactor;
   ApprovalBook book;
   FakeModelProvider model{io};
+  std::unique_ptr<model::ModelProvider> real_model;  // HarnessOptions::make_model
   FakeApprover approver{io};
   std::unique_ptr<Broker> broker;
   std::unique_ptr<TestPeer> peer;
