@@ -1,6 +1,6 @@
 #!/bin/sh
 # The demo: a scratch git repository made from examples/fix-add/repo (a failing test), the task in
-# task.md, and a recorded model session (session.jsonl) played by the replay adapter, so no model
+# task.md, and a recorded model session (session.jsonl) played by the replay provider, so no model
 # provider or key is needed. Shows the live progress, the captured patch and the verification, then
 # applies the verified patch to the scratch repository.
 #
