@@ -20,11 +20,11 @@ class App;
 namespace cagent::launcher {
 
 struct SessionFlags {
-  std::string model;               // PROVIDER:MODEL; default $CAGENT_MODEL
-  std::string model_url;           // base URL override
-  std::optional<double> temperature;                 // 0..2; unset = the provider's default
+  std::string model;                               // PROVIDER:MODEL; default $CAGENT_MODEL
+  std::string model_url;                           // base URL override
+  std::optional<double> temperature;               // 0..2; unset = the provider's default
   std::optional<std::uint64_t> max_output_tokens;  // per response; unset = 4096
-  std::string approve = "policy";  // policy | never | stop
+  std::string approve = "policy";                  // policy | never | stop
   std::vector<std::string> pre_approve;
   std::string pre_approve_file;
   std::optional<std::uint64_t> max_turns, max_tool_calls, max_tokens, max_output;
@@ -47,7 +47,8 @@ struct SessionSettings {
 void AddSessionFlags(CLI::App* cmd, SessionFlags& flags);
 
 // Checks the flags: a model is required (flag or $CAGENT_MODEL) and must parse; --temperature
-// must be a number from 0 to 2, --max-output-tokens at least 1; --wall-time must be a duration. The error message names the flag and is meant for the user as it is.
+// must be a number from 0 to 2, --max-output-tokens at least 1; --wall-time must be a duration. The
+// error message names the flag and is meant for the user as it is.
 Result<SessionSettings> ResolveSessionFlags(const SessionFlags& flags);
 
 // The terminal approvals are asked on: /dev/tty when approvals may be asked at all (--approve

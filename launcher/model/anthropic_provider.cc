@@ -1,8 +1,9 @@
 #include "launcher/model/anthropic_provider.h"
-#include "common/json_text.h"
 
 #include <map>
 #include <optional>
+
+#include "common/json_text.h"
 
 namespace cagent::launcher::model {
 namespace {
@@ -302,11 +303,11 @@ Result<json> BuildAnthropicBody(const ModelSpec& spec, const ModelRequest& reque
         json blocks = json::array();
         if (!m.text.empty()) blocks.push_back(TextBlock(m.text));
         for (const protocol::ToolCall& call : m.tool_calls) {
-          blocks.push_back({{"type", "tool_use"},
-                            {"id", call.id},
-                            {"name", call.name},
-                            {"input", call.arguments.is_object() ? call.arguments
-                                                                 : json::object()}});
+          blocks.push_back(
+              {{"type", "tool_use"},
+               {"id", call.id},
+               {"name", call.name},
+               {"input", call.arguments.is_object() ? call.arguments : json::object()}});
         }
         // An empty answer still has to keep the alternation.
         if (blocks.empty()) blocks.push_back(TextBlock("(empty response)"));
@@ -323,9 +324,8 @@ Result<json> BuildAnthropicBody(const ModelSpec& spec, const ModelRequest& reque
       }
     }
   }
-  json body = {{"model", spec.model},
-               {"max_tokens", request.max_tokens},
-               {"messages", std::move(messages)}};
+  json body = {
+      {"model", spec.model}, {"max_tokens", request.max_tokens}, {"messages", std::move(messages)}};
   if (!request.system.empty()) body["system"] = request.system;
   if (!tools->empty()) {
     json list = json::array();

@@ -369,16 +369,16 @@ Result<std::vector<ToolSchema>> CheckModelRequest(const ModelRequest& request) {
     schema.name = name->get<std::string>();
     if (const auto d = t.find("description"); d != t.end()) {
       if (!d->is_string()) {
-        return PlainError("the model request", where + " (" + schema.name +
-                                                   ") has a description that is not a string");
+        return PlainError("the model request",
+                          where + " (" + schema.name + ") has a description that is not a string");
       }
       schema.description = d->get<std::string>();
     }
     schema.parameters = {{"type", "object"}};
     if (const auto p = t.find("parameters"); p != t.end()) {
       if (!p->is_object()) {
-        return PlainError("the model request", where + " (" + schema.name +
-                                                   ") has parameters that are not an object");
+        return PlainError("the model request",
+                          where + " (" + schema.name + ") has parameters that are not an object");
       }
       schema.parameters = *p;
     }

@@ -13,8 +13,8 @@ Result<ModelSpec> ParseModelSpec(const std::string& spec) {
   out.provider = spec.substr(0, colon);
   out.model = spec.substr(colon + 1);
   if (out.provider != "openai" && out.provider != "anthropic" && out.provider != "replay") {
-    return PlainError("--model " + spec, "unknown provider \"" + out.provider +
-                                             "\" (openai, anthropic or replay)");
+    return PlainError("--model " + spec,
+                      "unknown provider \"" + out.provider + "\" (openai, anthropic or replay)");
   }
   return out;
 }

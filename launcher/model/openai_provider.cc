@@ -1,8 +1,9 @@
 #include "launcher/model/openai_provider.h"
-#include "common/json_text.h"
 
 #include <map>
 #include <optional>
+
+#include "common/json_text.h"
 
 namespace cagent::launcher::model {
 namespace {
@@ -292,9 +293,8 @@ Result<json> BuildOpenAiBody(const ModelSpec& spec, const ModelRequest& request)
         break;
     }
   }
-  json body = {{"model", spec.model},
-               {"messages", std::move(messages)},
-               {"max_tokens", request.max_tokens}};
+  json body = {
+      {"model", spec.model}, {"messages", std::move(messages)}, {"max_tokens", request.max_tokens}};
   if (!tools->empty()) {
     json list = json::array();
     for (ToolSchema& t : *tools) {

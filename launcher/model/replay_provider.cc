@@ -68,14 +68,13 @@ std::variant<ModelResponse, std::string> ReadTurn(json line, CallIdSource& ids,
       r.turn.tool_calls.push_back(std::move(call));
     }
   }
-  r.turn.stop_reason = r.turn.tool_calls.empty() ? protocol::StopReason::kEnd
-                                                  : protocol::StopReason::kToolCalls;
+  r.turn.stop_reason =
+      r.turn.tool_calls.empty() ? protocol::StopReason::kEnd : protocol::StopReason::kToolCalls;
   if (const auto stop = line.find("stop_reason"); stop != line.end()) {
     const auto reason =
         stop->is_string() ? protocol::ParseStopReason(stop->get<std::string>()) : std::nullopt;
     if (!reason) {
-      return std::string(
-          "\"stop_reason\" must be end, tool_calls, max_tokens, refused or other");
+      return std::string("\"stop_reason\" must be end, tool_calls, max_tokens, refused or other");
     }
     r.turn.stop_reason = *reason;
   }

@@ -101,13 +101,14 @@ TEST(AnthropicBody, EmptySystemAndNoToolsAreOmittedStreamAndTemperatureFromTheSp
 TEST(AnthropicBody, ResultsOfOneTurnGoInOneUserMessage) {
   ModelRequest r;
   r.system = "sys";
-  r.messages = {User("task"),
-                Assistant("Reading both.", {ToolCall{"toolu_1", "read_file", {{"path", "a.py"}}, ""},
-                                            ToolCall{"toolu_2", "read_file", {{"path", "b.py"}}, ""}}),
-                ToolResult("toolu_1", "A", false),
-                ToolResult("toolu_2", "error [not_found]: b.py", true),
-                User("[compaction summary]"),
-                Assistant("", {})};
+  r.messages = {
+      User("task"),
+      Assistant("Reading both.", {ToolCall{"toolu_1", "read_file", {{"path", "a.py"}}, ""},
+                                  ToolCall{"toolu_2", "read_file", {{"path", "b.py"}}, ""}}),
+      ToolResult("toolu_1", "A", false),
+      ToolResult("toolu_2", "error [not_found]: b.py", true),
+      User("[compaction summary]"),
+      Assistant("", {})};
   r.max_tokens = 10;
   const json messages = Build(r)["messages"];
   ASSERT_EQ(messages.size(), 4U);
@@ -143,9 +144,8 @@ TEST(AnthropicBody, ResultsGoBeforeTextEvenWhenTheTextCameFirst) {
   ASSERT_EQ(messages.size(), 3U);
   const json& user = messages[2]["content"];
   ASSERT_EQ(user.size(), 2U);  // the empty user text is skipped
-  EXPECT_EQ(user[0], (json{{"type", "tool_result"},
-                           {"tool_use_id", "t1"},
-                           {"content", "(no output)"}}));
+  EXPECT_EQ(user[0],
+            (json{{"type", "tool_result"}, {"tool_use_id", "t1"}, {"content", "(no output)"}}));
   EXPECT_EQ(user[1], (json{{"type", "text"}, {"text", "a nudge"}}));
 }
 
@@ -222,8 +222,8 @@ TEST(AnthropicBody, EveryStopReasonMapsToANeutralWord) {
   EXPECT_EQ(AnthropicStopReason("refusal"), StopReason::kRefused);
   EXPECT_EQ(AnthropicStopReason("pause_turn"), StopReason::kOther);
   EXPECT_EQ(AnthropicStopReason(""), StopReason::kOther);
-  const ModelResponse r = Parse(json::parse(
-      R"({"type": "message", "content": [], "stop_reason": "refusal"})"));
+  const ModelResponse r =
+      Parse(json::parse(R"({"type": "message", "content": [], "stop_reason": "refusal"})"));
   EXPECT_EQ(r.turn.stop_reason, StopReason::kRefused);
   EXPECT_EQ(r.provider_stop_reason, "refusal");
   // Calls with end_turn: still a tool_calls turn.

@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "common/json_text.h"
 #include "launcher/model/anthropic_provider.h"
 #include "launcher/model/http_model_provider.h"
 #include "launcher/model/openai_provider.h"
 #include "launcher/model/replay_provider.h"
-#include "common/json_text.h"
 #include "tests/model/fake_provider_util.h"
 
 namespace cagent::launcher::model {
@@ -148,7 +148,8 @@ class ModelProviderTest : public ::testing::Test {
   static ModelRequest SimpleRequest() {
     ModelRequest r;
     r.system = "be careful";
-    r.messages.push_back(protocol::ChatMessage{protocol::Role::kUser, "fix the test", {}, "", false});
+    r.messages.push_back(
+        protocol::ChatMessage{protocol::Role::kUser, "fix the test", {}, "", false});
     r.tools = json::array({{{"name", "read_file"},
                             {"description", "Read a file"},
                             {"parameters", {{"type", "object"}}}}});
@@ -384,10 +385,10 @@ TEST_F(ModelProviderTest, TooManyToolCallsIsAProviderErrorNotRetried) {
                      {"type", "function"},
                      {"function", {{"name", "glob"}, {"arguments", "{}"}}}});
   }
-  server_.Enqueue(FakeReply::Json(
-      200, {{"choices",
-             {{{"message", {{"role", "assistant"}, {"tool_calls", calls}}},
-               {"finish_reason", "tool_calls"}}}}}));
+  server_.Enqueue(
+      FakeReply::Json(200, {{"choices",
+                             {{{"message", {{"role", "assistant"}, {"tool_calls", calls}}},
+                               {"finish_reason", "tool_calls"}}}}}));
   ModelSpec spec = OpenAiSpec();
   spec.stream = false;
   auto provider = Make(spec);
@@ -516,12 +517,11 @@ TEST_F(ModelProviderTest, AnthropicStreamedTextAndToolUseAreAssembled) {
   EXPECT_EQ(r.raw["model"], "claude-sonnet-4-5-20250929");
   EXPECT_EQ(r.raw["stop_reason"], "tool_use");
   ASSERT_EQ(r.raw["content"].size(), 3U);
-  EXPECT_EQ(r.raw["content"][0],
-            json({{"type", "text"}, {"text", "I will read the test first."}}));
+  EXPECT_EQ(r.raw["content"][0], json({{"type", "text"}, {"text", "I will read the test first."}}));
   EXPECT_EQ(r.raw["content"][1], json({{"type", "tool_use"},
-                                        {"id", "toolu_1"},
-                                        {"name", "read_file"},
-                                        {"input", {{"path", "test_calc.py"}}}}));
+                                       {"id", "toolu_1"},
+                                       {"name", "read_file"},
+                                       {"input", {{"path", "test_calc.py"}}}}));
   EXPECT_EQ(r.raw["content"][2]["input"], json({{"pattern", "def add"}}));
   EXPECT_EQ(r.raw["usage"]["input_tokens"], 812);
   EXPECT_EQ(r.raw["usage"]["output_tokens"], 40);

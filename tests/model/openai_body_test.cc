@@ -284,7 +284,8 @@ TEST(OpenAiBody, EveryFinishReasonMapsToANeutralWord) {
 }
 
 TEST(OpenAiBody, ContentPartsAreJoined) {
-  const ModelResponse r = Parse(json::parse(R"({"choices": [{"message": {"role": "assistant", "content":
+  const ModelResponse r =
+      Parse(json::parse(R"({"choices": [{"message": {"role": "assistant", "content":
     [{"type": "text", "text": "a"}, {"type": "refusal", "refusal": "x"}, {"type": "text", "text": "b"}]},
     "finish_reason": "stop"}]})"));
   EXPECT_EQ(r.turn.text, "ab");

@@ -32,7 +32,11 @@ std::string Error(const std::string& text) {
 }
 
 TEST(ReplayTurns, ParsesARecordedTurn) {
-  const auto turns = Turns(R"({"text": "I will read the test first.", "tool_calls": [{"id": "call_1", "name": "read_file", "arguments": {"path": "test_calc.py"}}, {"id": "call_2", "name": "grep", "arguments": "{\"pattern\": \"add\"}"}], "usage": {"input_tokens": 812, "output_tokens": 40}})");
+  const auto turns =
+      Turns(R"({"text": "I will read the test first.", "tool_calls": [)"
+            R"({"id": "call_1", "name": "read_file", "arguments": {"path": "test_calc.py"}}, )"
+            R"({"id": "call_2", "name": "grep", "arguments": "{\"pattern\": \"add\"}"}], )"
+            R"("usage": {"input_tokens": 812, "output_tokens": 40}})");
   ASSERT_EQ(turns.size(), 1U);
   const ModelResponse& r = turns[0];
   EXPECT_EQ(r.turn.text, "I will read the test first.");
@@ -66,7 +70,8 @@ TEST(ReplayTurns, StopReasonInNeutralWordsIsKept) {
 
 TEST(ReplayTurns, MissingIdsAreGeneratedAndUnusableArgumentsAreCallErrors) {
   const auto turns = Turns(
-      R"({"tool_calls": [{"name": "glob", "arguments": {}}, {"id": "call_1", "name": "glob"}, {"id": "c", "name": "read_file", "arguments": "{not json"}]})");
+      R"({"tool_calls": [{"name": "glob", "arguments": {}}, {"id": "call_1", "name": "glob"}, )"
+      R"({"id": "c", "name": "read_file", "arguments": "{not json"}]})");
   ASSERT_EQ(turns.size(), 1U);
   const auto& calls = turns[0].turn.tool_calls;
   ASSERT_EQ(calls.size(), 3U);

@@ -158,8 +158,11 @@ TEST_F(RequestBytesTest, HostileMessageTextsArriveAsStringValuesOnly) {
   r.system = kObjectText;
   r.messages = {
       {Role::kUser, kBreakout, {}, "", false},
-      {Role::kAssistant, kObjectText, {ToolCall{"call_1", "read_file", {{"path", kBreakout}}, ""}},
-       "", false},
+      {Role::kAssistant,
+       kObjectText,
+       {ToolCall{"call_1", "read_file", {{"path", kBreakout}}, ""}},
+       "",
+       false},
       {Role::kTool, kBreakout, {}, "call_1", true},
       {Role::kUser, kObjectText, {}, "", false},
   };

@@ -28,15 +28,16 @@ ToolCall Call(std::string id, std::string name = "glob") {
 
 TEST(TurnRules, MissingDuplicateAndOversizeIdsAreReplacedByGeneratedOnes) {
   AssistantTurn turn;
-  turn.tool_calls = {Call(""), Call("a"), Call("a"), Call(std::string(257, 'x')),
-                     Call(std::string(256, 'y')), Call("call_1")};
+  turn.tool_calls = {
+      Call(""),      Call("a"), Call("a"), Call(std::string(257, 'x')), Call(std::string(256, 'y')),
+      Call("call_1")};
   CallIdSource ids;
   ASSERT_TRUE(FinishTurn(turn, ids, "p").ok());
   const auto& c = turn.tool_calls;
-  EXPECT_EQ(c[1].id, "a");                       // the first "a" keeps its id
-  EXPECT_EQ(c[4].id, std::string(256, 'y'));     // exactly at the limit is kept
-  EXPECT_EQ(c[5].id, "call_1");                  // a provider id is kept...
-  EXPECT_EQ(c[0].id, "call_2");                  // ...and a generated one never collides with it
+  EXPECT_EQ(c[1].id, "a");                    // the first "a" keeps its id
+  EXPECT_EQ(c[4].id, std::string(256, 'y'));  // exactly at the limit is kept
+  EXPECT_EQ(c[5].id, "call_1");               // a provider id is kept...
+  EXPECT_EQ(c[0].id, "call_2");               // ...and a generated one never collides with it
   EXPECT_EQ(c[2].id, "call_3");
   EXPECT_EQ(c[3].id, "call_4");
   std::set<std::string> unique;
