@@ -516,6 +516,11 @@ CLI::App* AddLogCommand(CLI::App& app, LogOptions& o) {
       "fields (name, type, required, meaning), as Markdown (the text docs/audit-log.md embeds) "
       "or, with --json, as JSON for tools.");
   o.schema_cmd->add_flag("--json", o.json, "Print the schema as one JSON object.");
+  o.schema_cmd->footer(
+      "EXIT STATUS\n"
+      "  0 printed; 2 usage error.\n\n"
+      "EXAMPLES\n"
+      "  cagent log schema --json | jq '.events[].event'\n");
   return log_cmd;
 }
 
