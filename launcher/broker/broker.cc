@@ -216,6 +216,11 @@ class Broker::Impl {
   };
   void Deny(std::uint64_t id, const MappedTool& call, const policy::Decision& decision,
             const std::string& location, DenialCause cause);
+  // A refusal before the request maps to a policy question (not the model's call, not a known
+  // tool): audited as a decision with `rule`, answered with `message` for the model.
+  void DenyUnmapped(std::uint64_t id, const protocol::ToolRequest& request,
+                    const std::string& args_digest, const std::string& rule,
+                    const std::string& reason, std::string message);
   policy::Decision Decide(const MappedTool& call, const std::vector<std::string>& paths) const;
   std::string NarrowerPattern(const MappedTool& call, const policy::Decision& decision) const;
   // The workspace state digest loop detection compares (see LoopDetector): cached until a tool
@@ -834,6 +839,27 @@ void Broker::Impl::Deny(std::uint64_t id, const MappedTool& call, const policy::
                cause == DenialCause::kHeadless ? "ask denied: nobody can approve" : "");
 }
 
+void Broker::Impl::DenyUnmapped(std::uint64_t id, const protocol::ToolRequest& request,
+                                const std::string& args_digest, const std::string& rule,
+                                const std::string& reason, std::string message) {
+  ++outcome_.denials;
+  protocol::Decision reply;
+  reply.verdict = protocol::Verdict::kDeny;
+  reply.rule = rule;
+  reply.reason = reason;
+  reply.message = std::move(message);
+  Audit(audit::Decision({.id = id,
+                         .tool = ShortText(request.tool, 64),
+                         .args_digest = args_digest,
+                         .verdict = "deny",
+                         .rule = reply.rule,
+                         .call_id = ShortText(current_.call_id, 128),
+                         .turn = current_.turn,
+                         .reason = reply.reason}));
+  Emit("decision", "deny: " + ShortText(request.tool, 64) + " (" + reply.reason + ")");
+  Send(Kind::kDecision, id, std::move(reply));
+}
+
 void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& request) {
   const std::string args_digest = CanonicalDigest(request.args);
   Audit(audit::ToolRequest({.id = id,
@@ -863,24 +889,10 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
   const ModelTurns::Binding binding = turns_.Bind(request.call_id, request.tool, request.args);
   current_ = Current{request.call_id, binding.turn};
   if (!binding.ok) {
-    ++outcome_.denials;
-    protocol::Decision reply;
-    reply.verdict = protocol::Verdict::kDeny;
-    reply.rule = "model turn";
-    reply.reason = binding.reason;
-    reply.message = "Refused: " + binding.reason +
-                    ". Only the tool calls of the model's latest answer can be run, each once, "
-                    "with the arguments the model gave.";
-    Audit(audit::Decision({.id = id,
-                           .tool = ShortText(request.tool, 64),
-                           .args_digest = args_digest,
-                           .verdict = "deny",
-                           .rule = reply.rule,
-                           .call_id = ShortText(request.call_id, 128),
-                           .turn = binding.turn,
-                           .reason = reply.reason}));
-    Emit("decision", "deny: " + ShortText(request.tool, 64) + " (" + reply.reason + ")");
-    Send(Kind::kDecision, id, std::move(reply));
+    DenyUnmapped(id, request, args_digest, "model turn", binding.reason,
+                 "Refused: " + binding.reason +
+                     ". Only the tool calls of the model's latest answer can be run, each once, "
+                     "with the arguments the model gave.");
     return;
   }
 
@@ -896,23 +908,9 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
     mapped->resolved_paths = std::move(resolved);
   }
   if (!mapped) {
-    ++outcome_.denials;
-    MappedTool unknown;
-    unknown.action = ShortText(request.tool, 64);
-    protocol::Decision reply;
-    reply.verdict = protocol::Verdict::kDeny;
-    reply.rule = "unknown tool";
-    reply.reason = "\"" + ShortText(request.tool, 64) + "\" is not one of the agent's tools";
-    reply.message = UnknownToolMessage(request.tool, enabled_tools_);
-    Audit(audit::Decision({.id = id,
-                           .tool = ShortText(request.tool, 64),
-                           .args_digest = args_digest,
-                           .verdict = "deny",
-                           .rule = reply.rule,
-                           .call_id = ShortText(request.call_id, 128),
-                           .turn = binding.turn,
-                           .reason = reply.reason}));
-    Send(Kind::kDecision, id, std::move(reply));
+    DenyUnmapped(id, request, args_digest, "unknown tool",
+                 "\"" + ShortText(request.tool, 64) + "\" is not one of the agent's tools",
+                 UnknownToolMessage(request.tool, enabled_tools_));
     return;
   }
   const MappedTool& call = *mapped;
