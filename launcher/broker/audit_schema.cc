@@ -122,7 +122,7 @@ std::vector<AuditEventSpec> BuildSpecs() {
        "the agent asked for a model turn; the broker built the provider request from its own "
        "allow-list and sent only the conversation's content",
        {},
-       {kRequired, "digest of the conversation as the agent sent it, after redaction"},
+       {kRequired, "SHA-256 of the model_call payload exactly as the agent sent it (before redaction)"},
        {},
        {},
        {},

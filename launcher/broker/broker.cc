@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/json_text.h"
+#include "common/sha256.h"
 #include "common/tool_schemas.h"
 #include "launcher/broker/budgets.h"
 #include "launcher/broker/denial.h"
@@ -135,6 +137,7 @@ class Broker::Impl {
         engine_(*config_.policy, config_.bindings),
         enabled_tools_(EnabledTools(*config_.policy)),
         tool_schemas_(ToolSchemasFor(enabled_tools_)),
+        tool_schemas_bytes_(JsonText(tool_schemas_).size()),
         budget_(config_.budgets),
         loop_(config_.loop),
         decoder_(config_.max_frame_bytes),
@@ -195,7 +198,8 @@ class Broker::Impl {
   // ---- requests ----
   void HandlePayload(const std::string& payload);
   void OnHello(std::uint64_t id, const protocol::Hello& hello);
-  void OnModelCall(std::uint64_t id, protocol::ModelCall call);
+  // `digest`: SHA-256 of the payload as the agent sent it (before redaction), for the audit log.
+  void OnModelCall(std::uint64_t id, protocol::ModelCall call, const std::string& digest);
   void OnModelDone(std::uint64_t id, std::uint64_t turn, std::uint64_t max_tokens,
                    model::ModelOutcome outcome);
   void OnToolRequest(std::uint64_t id, const protocol::ToolRequest& request);
@@ -242,7 +246,8 @@ class Broker::Impl {
   BrokerServices services_;
   policy::Engine engine_;
   std::vector<std::string> enabled_tools_;
-  nlohmann::json tool_schemas_;  // what the provider is offered: the enabled tools + finish
+  nlohmann::json tool_schemas_;         // what the provider is offered: the enabled tools + finish
+  std::size_t tool_schemas_bytes_ = 0;  // their size as JSON text (for the input estimate)
   ModelTurns turns_;
   Current current_;
   BudgetCounter budget_;
@@ -554,7 +559,7 @@ void Broker::Impl::HandlePayload(const std::string& payload) {
       OnHello(id, std::get<protocol::Hello>(m.body));
       return;
     case Kind::kModelCall:
-      OnModelCall(id, std::move(std::get<protocol::ModelCall>(m.body)));
+      OnModelCall(id, std::move(std::get<protocol::ModelCall>(m.body)), Sha256Hex(payload));
       return;
     case Kind::kToolRequest:
       OnToolRequest(id, std::get<protocol::ToolRequest>(m.body));
@@ -605,7 +610,8 @@ void Broker::Impl::OnHello(std::uint64_t id, const protocol::Hello& hello) {
   Emit("progress", "agent connected: " + ShortText(hello.agent, 80));
 }
 
-void Broker::Impl::OnModelCall(std::uint64_t id, protocol::ModelCall call) {
+void Broker::Impl::OnModelCall(std::uint64_t id, protocol::ModelCall call,
+                               const std::string& digest) {
   if (model_call_id_) {
     ProtocolError(ErrorCode::kOutOfOrder,
                   "a model call (request " + std::to_string(*model_call_id_) +
@@ -630,7 +636,7 @@ void Broker::Impl::OnModelCall(std::uint64_t id, protocol::ModelCall call) {
   }
   // The output cap: the model's per-response limit, lowered to what the token budget has left
   // after this call's (estimated) input. A call whose input alone would overrun it is not made.
-  const std::uint64_t estimate = EstimateInputTokens(call, tool_schemas_);
+  const std::uint64_t estimate = EstimateInputTokens(call, tool_schemas_bytes_);
   std::string short_why;
   const std::optional<std::uint64_t> max_tokens =
       budget_.OutputCap(services_.model->Info().max_output_tokens, estimate, &short_why);
@@ -661,14 +667,12 @@ void Broker::Impl::OnModelCall(std::uint64_t id, protocol::ModelCall call) {
       for (protocol::ToolCall& c : m.tool_calls) redacted += r.RedactJson(c.arguments);
     }
   }
-  const std::string conversation_digest =
-      CanonicalDigest(protocol::ToJson(protocol::Make(Kind::kModelCall, 0, call)));
   request.system = std::move(call.system);
   request.messages = std::move(call.messages);
   std::vector<std::string> tool_names;
   for (const json& t : tool_schemas_) tool_names.push_back(t.value("name", ""));
   Audit(audit::ModelCall({.id = id,
-                          .conversation_digest = conversation_digest,
+                          .conversation_digest = digest,
                           .turn = turn,
                           .messages = request.messages.size(),
                           .redactions = redacted,
@@ -886,7 +890,7 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
 
   // The request must be one the model made: a call of its latest turn, named once, with the
   // model's tool and arguments. The agent cannot run a tool the model did not ask for.
-  const ModelTurns::Binding binding = turns_.Bind(request.call_id, request.tool, request.args);
+  const ModelTurns::Binding binding = turns_.Bind(request.call_id, request.tool, args_digest);
   current_ = Current{request.call_id, binding.turn};
   if (!binding.ok) {
     DenyUnmapped(id, request, args_digest, "model turn", binding.reason,

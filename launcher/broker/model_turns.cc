@@ -10,8 +10,18 @@ namespace {
 
 using nlohmann::json;
 
-std::string CallKey(const std::string& name, const json& arguments) {
-  return CanonicalDigest(json{{"name", name}, {"arguments", arguments}});
+// About the size of `v` as JSON text, without writing it.
+std::uint64_t ApproxJsonBytes(const json& v) {
+  if (v.is_string()) return v.get_ref<const std::string&>().size() + 2;
+  std::uint64_t n = 2;
+  if (v.is_object()) {
+    for (const auto& [key, item] : v.items()) n += key.size() + 4 + ApproxJsonBytes(item);
+  } else if (v.is_array()) {
+    for (const json& item : v) n += 1 + ApproxJsonBytes(item);
+  } else {
+    n += 4;
+  }
+  return n;
 }
 
 std::string Short(const std::string& s, std::size_t max = 64) {
@@ -27,8 +37,7 @@ void ModelTurns::Record(std::uint64_t turn, const std::vector<protocol::ToolCall
   latest_turn_ = turn;
   latest_.clear();
   for (const protocol::ToolCall& c : calls) {
-    const std::string digest = CallKey(c.name, c.arguments);
-    issued_[c.id].push_back(digest);
+    issued_[c.id].push_back(Issued{c.name, c.arguments});
     latest_[c.id] = Latest{c.name, CanonicalDigest(c.arguments), false};
   }
 }
@@ -46,10 +55,11 @@ std::string ModelTurns::CheckConversation(const protocol::ModelCall& call) const
       case protocol::Role::kAssistant:
         for (const protocol::ToolCall& c : m.tool_calls) {
           const auto it = issued_.find(c.id);
-          const std::string key = CallKey(c.name, c.arguments);
           bool known = false;
           if (it != issued_.end()) {
-            for (const std::string& d : it->second) known = known || d == key;
+            for (const Issued& made : it->second) {
+              known = known || (made.name == c.name && made.arguments == c.arguments);
+            }
           }
           if (!known) {
             return where + ": tool call \"" + Short(c.id) + "\" (" + Short(c.name) +
@@ -80,7 +90,7 @@ std::string ModelTurns::CheckConversation(const protocol::ModelCall& call) const
 }
 
 ModelTurns::Binding ModelTurns::Bind(const std::string& call_id, const std::string& tool,
-                                     const json& args) {
+                                     const std::string& args_digest) {
   Binding b;
   b.turn = latest_turn_;
   if (latest_turn_ == 0) {
@@ -105,7 +115,7 @@ ModelTurns::Binding ModelTurns::Bind(const std::string& call_id, const std::stri
                Short(call.name) + ", not of " + Short(tool);
     return b;
   }
-  if (call.digest != CanonicalDigest(args)) {
+  if (call.digest != args_digest) {
     b.reason =
         "the arguments differ from those the model gave call \"" + Short(call_id) + "\" of " + turn;
     return b;
@@ -114,13 +124,13 @@ ModelTurns::Binding ModelTurns::Bind(const std::string& call_id, const std::stri
   return b;
 }
 
-std::uint64_t EstimateInputTokens(const protocol::ModelCall& call, const json& tools) {
-  std::uint64_t bytes = call.system.size() + JsonText(tools).size();
+std::uint64_t EstimateInputTokens(const protocol::ModelCall& call, std::size_t tools_bytes) {
+  std::uint64_t bytes = call.system.size() + tools_bytes;
   std::uint64_t overhead = 4;
   for (const protocol::ChatMessage& m : call.messages) {
     bytes += m.text.size() + m.call_id.size();
     for (const protocol::ToolCall& c : m.tool_calls) {
-      bytes += c.id.size() + c.name.size() + JsonText(c.arguments).size();
+      bytes += c.id.size() + c.name.size() + ApproxJsonBytes(c.arguments);
     }
     overhead += 4;
   }

@@ -41,27 +41,35 @@ class ModelTurns {
   };
   // Checks a tool request against the latest turn and, when the id is one of its calls, marks
   // that call as asked about (also when the name or arguments differ: an id is named once).
-  Binding Bind(const std::string& call_id, const std::string& tool, const nlohmann::json& args);
+  // `args_digest` is CanonicalDigest of the request's arguments (the broker has it already).
+  Binding Bind(const std::string& call_id, const std::string& tool, const std::string& args_digest);
 
   [[nodiscard]] std::uint64_t latest_turn() const { return latest_turn_; }
 
  private:
   struct Latest {
     std::string name;
-    std::string digest;  // of the arguments
+    std::string digest;  // CanonicalDigest of the arguments
     bool asked = false;
   };
-  // call id -> digests of {name, arguments} of every call with that id in this session (a
-  // provider may reuse ids across turns; the replay files do).
-  std::map<std::string, std::vector<std::string>> issued_;
+  struct Issued {
+    std::string name;
+    nlohmann::json arguments;
+  };
+  // call id -> every call with that id in this session (a provider may reuse ids across turns;
+  // the replay files do). The arguments are kept as they came, so checking a conversation
+  // compares values instead of hashing every call of the history again on every model call.
+  std::map<std::string, std::vector<Issued>> issued_;
   std::map<std::string, Latest> latest_;
   std::uint64_t latest_turn_ = 0;
 };
 
-// An estimate of the input tokens a conversation and its tool schemas will cost: a quarter of
-// their bytes plus 4 per message, rounded up. Providers tokenise differently (code runs denser);
-// the estimate keeps a call from being made when the budget clearly cannot pay for its input, and
-// lowers max_tokens so input + output fit in what is left.
-std::uint64_t EstimateInputTokens(const protocol::ModelCall& call, const nlohmann::json& tools);
+// An estimate of the input tokens a conversation and its tool schemas (`tools_bytes` of JSON
+// text) will cost: a quarter of their bytes plus 4 per message, rounded up; a call's arguments
+// count as the bytes of their strings and keys plus 4 per value (about their JSON size). Providers
+// tokenise differently (code runs denser); the estimate keeps a call from being made when the
+// budget clearly cannot pay for its input, and lowers max_tokens so input + output fit in what is
+// left.
+std::uint64_t EstimateInputTokens(const protocol::ModelCall& call, std::size_t tools_bytes);
 
 }  // namespace cagent::launcher::broker

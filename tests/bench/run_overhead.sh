@@ -11,7 +11,7 @@
 #   --calls N    tool calls in the longer sessions (default 200; a multiple of 5)
 #   --json FILE  also write what cagent_bench_compare measured, plus the derived costs
 #
-# The model is the replay adapter (a recorded session played back turn by turn), so a turn costs
+# The model is the replay provider (a recorded session played back turn by turn), so a turn costs
 # what the harness costs: the agent's request over the socket, the broker's budgets and audit
 # entries, the replay, the answer, and the agent's bookkeeping. Every session fixes the demo's bug
 # first (read calc.py, edit it) and ends with finish, so every run completes and is verified alike;
@@ -99,37 +99,35 @@ turn() {  # turn CALL_JSON...
   local IFS=,
   printf '{"text":"","tool_calls":[%s],"usage":{"input_tokens":100,"output_tokens":20}}\n' "$*"
 }
-n=0
-call() {  # call NAME ARGS_JSON
-  n=$((n + 1))
-  printf '{"id":"c%d","name":"%s","arguments":%s}' "$n" "$1" "$2"
+call() {  # call ID NAME ARGS_JSON  (ids must be unique within a turn; the replay provider
+          # refuses a turn that repeats one)
+  printf '{"id":"%s","name":"%s","arguments":%s}' "$1" "$2" "$3"
 }
 prologue() {
-  turn "$(call read_file '{"path":"calc.py"}')"
-  turn "$(call edit_file '{"path":"calc.py","old_string":"return a - b","new_string":"return a + b"}')"
+  turn "$(call p1 read_file '{"path":"calc.py"}')"
+  turn "$(call p2 edit_file '{"path":"calc.py","old_string":"return a - b","new_string":"return a + b"}')"
 }
-finish() { turn "$(call finish '{"summary":"fixed add"}')"; }
-read_call() { call read_file '{"path":"test_calc.py"}'; }
-cmd_call() { call run_command '{"command":"true"}'; }
+finish() { turn "$(call f1 finish '{"summary":"fixed add"}')"; }
+read_call() { call "$1" read_file '{"path":"test_calc.py"}'; }
+cmd_call() { call "$1" run_command '{"command":"true"}'; }
+five() {  # five KIND TURN: one turn of five calls
+  turn "$("$1" "t$2a")" "$("$1" "t$2b")" "$("$1" "t$2c")" "$("$1" "t$2d")" "$("$1" "t$2e")"
+}
 
 { prologue; finish; } > "$work/base.jsonl"
 {
   prologue
-  for _ in $(seq "$calls"); do turn "$(read_call)"; done
+  for i in $(seq "$calls"); do turn "$(read_call "t$i")"; done
   finish
 } > "$work/turns.jsonl"
 {
   prologue
-  for _ in $(seq $((calls / 5))); do
-    turn "$(read_call)" "$(read_call)" "$(read_call)" "$(read_call)" "$(read_call)"
-  done
+  for i in $(seq $((calls / 5))); do five read_call "$i"; done
   finish
 } > "$work/batched.jsonl"
 {
   prologue
-  for _ in $(seq $((calls / 5))); do
-    turn "$(cmd_call)" "$(cmd_call)" "$(cmd_call)" "$(cmd_call)" "$(cmd_call)"
-  done
+  for i in $(seq $((calls / 5))); do five cmd_call "$i"; done
   finish
 } > "$work/commands.jsonl"
 

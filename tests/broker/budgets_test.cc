@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/json_text.h"
 #include "common/tool_schemas.h"
 #include "launcher/broker/model_turns.h"
 #include "launcher/broker/tool_mapping.h"
@@ -170,7 +171,8 @@ TEST(BrokerBudgets, ModelTokens) {
   // A provider may report more than the call was capped at (input is only estimated before the
   // call): the usage it reports is what counts, and the run ends once it is over the budget.
   const std::uint64_t estimate = EstimateInputTokens(
-      protocol::ModelCall{"s", {}}, ToolSchemasFor(EnabledTools(*CompileProfile(kTestProfile))));
+      protocol::ModelCall{"s", {}},
+      JsonText(ToolSchemasFor(EnabledTools(*CompileProfile(kTestProfile)))).size());
   Budgets b;
   b.model_tokens = estimate + 20;
   Harness h(WithBudgets(b));

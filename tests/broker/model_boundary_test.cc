@@ -95,7 +95,8 @@ TEST(ModelBoundary, MaxTokensIsCappedByTheTokensLeft) {
   h.ModelTurn({});
   ASSERT_EQ(h.model.requests.size(), 1U);
   const protocol::ModelCall empty{"test", {}};
-  const std::uint64_t estimate = EstimateInputTokens(empty, h.model.requests[0].tools);
+  const std::uint64_t estimate =
+      EstimateInputTokens(empty, JsonText(h.model.requests[0].tools).size());
   ASSERT_LT(estimate, 3000U);
   EXPECT_EQ(h.model.requests[0].max_tokens, 3000U - estimate);  // below the model's 4096
   const json second = h.ModelTurn({});
@@ -327,11 +328,11 @@ TEST(ModelTurns, IdsReusedAcrossTurnsAreKnownWithEachTurnsCall) {
   call.messages.push_back({protocol::Role::kTool, "r", {}, "call_1", false});
   EXPECT_EQ(turns.CheckConversation(call), "");
   // Only the latest turn's meaning of the id can be run.
-  EXPECT_FALSE(turns.Bind("call_1", "read_file", {{"path", "a"}}).ok);
+  EXPECT_FALSE(turns.Bind("call_1", "read_file", CanonicalDigest(json{{"path", "a"}})).ok);
   ModelTurns fresh;
   fresh.Record(1, {Call("call_1", "read_file", {{"path", "a"}})});
   fresh.Record(2, {Call("call_1", "grep", {{"pattern", "x"}})});
-  EXPECT_TRUE(fresh.Bind("call_1", "grep", {{"pattern", "x"}}).ok);
+  EXPECT_TRUE(fresh.Bind("call_1", "grep", CanonicalDigest(json{{"pattern", "x"}})).ok);
 }
 
 }  // namespace

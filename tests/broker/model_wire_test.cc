@@ -78,7 +78,7 @@ std::uint64_t ExpectedCap(const Harness& h, const json& call) {
     neutral.messages.push_back({protocol::Role::kUser, m["text"], {}, "", false});
   }
   const std::uint64_t estimate =
-      EstimateInputTokens(neutral, ToolSchemasFor(EnabledTools(*h.policy)));
+      EstimateInputTokens(neutral, JsonText(ToolSchemasFor(EnabledTools(*h.policy))).size());
   return std::min<std::uint64_t>(4096, kBudget - estimate);
 }
 
