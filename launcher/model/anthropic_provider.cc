@@ -411,34 +411,16 @@ AttemptOutcome ParseAnthropicResponse(const std::string& display, json body, Cal
 Result<std::unique_ptr<ModelProvider>> MakeAnthropicProvider(boost::asio::io_context& io,
                                                              const ModelSpec& spec,
                                                              const Environment& env) {
-  auto base = ResolveBaseUrl(spec, env, kAnthropicBaseVar, kAnthropicDefaultBase);
-  if (!base.ok()) return base.error();
-  std::string key;
-  if (const auto it = env.find(kAnthropicKeyVar); it != env.end()) key = it->second;
-  if (key.empty()) {
-    return PlainError(std::string(kAnthropicKeyVar) + " is not set",
-                      "export the API key for " + base->ToString() +
-                          " in the environment cagent runs in (it stays outside the sandbox)");
-  }
-  Url endpoint = *base;
-  const std::size_t query = endpoint.path.find('?');
-  if (query == std::string::npos) {
-    endpoint.path += "/v1/messages";
-  } else {
-    endpoint.path.insert(query, "/v1/messages");
-  }
-  auto client = HttpClient::Make(io, spec.ca_file);
-  if (!client.ok()) return client.error();
-  HttpProviderConfig config;
-  config.spec = spec;
-  config.endpoint = endpoint;
-  config.display = "the Anthropic provider at " + base->HostHeader();
-  config.credential_var = kAnthropicKeyVar;
-  config.credential = key;
-  config.info = InfoFor(spec, spec.model);
-  auto dialect = std::make_shared<AnthropicDialect>(spec, key, config.display);
-  return std::unique_ptr<ModelProvider>(std::make_unique<HttpModelProvider>(
-      io, std::move(config), std::shared_ptr<HttpClient>(std::move(*client)), std::move(dialect)));
+  HttpProviderKind kind{kAnthropicBaseVar,
+                        kAnthropicDefaultBase,
+                        kAnthropicKeyVar,
+                        "/v1/messages",
+                        "the Anthropic provider at ",
+                        /*key_optional_on_loopback=*/false,
+                        [](const ModelSpec& s, const std::string& key, const std::string& display) {
+                          return std::make_shared<AnthropicDialect>(s, key, display);
+                        }};
+  return MakeHttpProvider(io, spec, env, kind);
 }
 
 }  // namespace cagent::launcher::model

@@ -387,6 +387,44 @@ Result<std::vector<ToolSchema>> CheckModelRequest(const ModelRequest& request) {
   return out;
 }
 
+Result<std::unique_ptr<ModelProvider>> MakeHttpProvider(boost::asio::io_context& io,
+                                                        const ModelSpec& spec,
+                                                        const Environment& env,
+                                                        const HttpProviderKind& kind) {
+  auto base = ResolveBaseUrl(spec, env, kind.base_var, kind.default_base);
+  if (!base.ok()) return base.error();
+  std::string key;
+  if (const auto it = env.find(kind.key_var); it != env.end()) key = it->second;
+  const bool may_go_without = kind.key_optional_on_loopback && base->IsLoopbackHttp();
+  if (key.empty() && !may_go_without) {
+    return PlainError(std::string(kind.key_var) + " is not set",
+                      "export the API key for " + base->ToString() +
+                          " in the environment cagent runs in (it stays outside the sandbox)" +
+                          (kind.key_optional_on_loopback
+                               ? "; only a local http://127.0.0.1 server may go without one"
+                               : ""));
+  }
+  Url endpoint = *base;
+  const std::size_t query = endpoint.path.find('?');
+  if (query == std::string::npos) {
+    endpoint.path += kind.path;
+  } else {
+    endpoint.path.insert(query, kind.path);
+  }
+  auto client = HttpClient::Make(io, spec.ca_file);
+  if (!client.ok()) return client.error();
+  HttpProviderConfig config;
+  config.spec = spec;
+  config.endpoint = endpoint;
+  config.display = kind.display + base->HostHeader();
+  config.credential_var = kind.key_var;
+  config.credential = key;
+  config.info = InfoFor(spec, spec.model);
+  auto dialect = kind.dialect(spec, key, config.display);
+  return std::unique_ptr<ModelProvider>(std::make_unique<HttpModelProvider>(
+      io, std::move(config), std::shared_ptr<HttpClient>(std::move(*client)), std::move(dialect)));
+}
+
 std::uint64_t JsonCount(const nlohmann::json& object, const char* key) {
   if (!object.is_object()) return 0;
   const auto it = object.find(key);

@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -106,6 +107,28 @@ protocol::ModelInfo InfoFor(const ModelSpec& spec, std::string name);
 // The base URL for `spec`: spec.base_url, else env[env_var], else `fallback`; parsed.
 Result<Url> ResolveBaseUrl(const ModelSpec& spec, const Environment& env,
                            const std::string& env_var, const std::string& fallback);
+
+// What distinguishes one HTTP provider's construction from another's.
+struct HttpProviderKind {
+  const char* base_var;      // "OPENAI_BASE_URL"
+  const char* default_base;  // "https://api.openai.com/v1"
+  const char* key_var;       // "OPENAI_API_KEY"
+  const char* path;     // appended to the base URL's path (before a query): "/chat/completions"
+  const char* display;  // "the OpenAI-compatible provider at " (the host follows)
+  // A plain-http loopback base URL may go without a key (a local server).
+  bool key_optional_on_loopback = false;
+  // Makes the dialect from the spec, the key and the display name.
+  std::function<std::shared_ptr<ProviderDialect>(const ModelSpec&, const std::string& key,
+                                                 const std::string& display)>
+      dialect;
+};
+// Builds an HttpModelProvider of `kind`: the base URL is spec.base_url, else $base_var, else the
+// default; fails when the key is unset or empty (unless allowed on loopback), or the base URL or
+// spec.ca_file is unusable.
+Result<std::unique_ptr<ModelProvider>> MakeHttpProvider(boost::asio::io_context& io,
+                                                        const ModelSpec& spec,
+                                                        const Environment& env,
+                                                        const HttpProviderKind& kind);
 
 // Helpers shared by the dialects.
 

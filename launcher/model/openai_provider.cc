@@ -385,35 +385,16 @@ AttemptOutcome ParseOpenAiResponse(const std::string& display, json body, CallId
 Result<std::unique_ptr<ModelProvider>> MakeOpenAiProvider(boost::asio::io_context& io,
                                                           const ModelSpec& spec,
                                                           const Environment& env) {
-  auto base = ResolveBaseUrl(spec, env, kOpenAiBaseVar, kOpenAiDefaultBase);
-  if (!base.ok()) return base.error();
-  std::string key;
-  if (const auto it = env.find(kOpenAiKeyVar); it != env.end()) key = it->second;
-  if (key.empty() && !base->IsLoopbackHttp()) {
-    return PlainError(std::string(kOpenAiKeyVar) + " is not set",
-                      "export the API key for " + base->ToString() +
-                          " in the environment cagent runs in (it stays outside the sandbox); "
-                          "only a local http://127.0.0.1 server may go without one");
-  }
-  Url endpoint = *base;
-  const std::size_t query = endpoint.path.find('?');
-  if (query == std::string::npos) {
-    endpoint.path += "/chat/completions";
-  } else {
-    endpoint.path.insert(query, "/chat/completions");
-  }
-  auto client = HttpClient::Make(io, spec.ca_file);
-  if (!client.ok()) return client.error();
-  HttpProviderConfig config;
-  config.spec = spec;
-  config.endpoint = endpoint;
-  config.display = "the OpenAI-compatible provider at " + base->HostHeader();
-  config.credential_var = kOpenAiKeyVar;
-  config.credential = key;
-  config.info = InfoFor(spec, spec.model);
-  auto dialect = std::make_shared<OpenAiDialect>(spec, key, config.display);
-  return std::unique_ptr<ModelProvider>(std::make_unique<HttpModelProvider>(
-      io, std::move(config), std::shared_ptr<HttpClient>(std::move(*client)), std::move(dialect)));
+  HttpProviderKind kind{kOpenAiBaseVar,
+                        kOpenAiDefaultBase,
+                        kOpenAiKeyVar,
+                        "/chat/completions",
+                        "the OpenAI-compatible provider at ",
+                        /*key_optional_on_loopback=*/true,
+                        [](const ModelSpec& s, const std::string& key, const std::string& display) {
+                          return std::make_shared<OpenAiDialect>(s, key, display);
+                        }};
+  return MakeHttpProvider(io, spec, env, kind);
 }
 
 }  // namespace cagent::launcher::model
