@@ -63,8 +63,9 @@ class FrameDecoder {
  public:
   explicit FrameDecoder(std::uint32_t max_frame_bytes = kMaxFrameBytes) : max_(max_frame_bytes) {}
 
-  // Appends received bytes. Refused (and the decoder fails) when a header announces more than the
-  // maximum or zero bytes.
+  // Appends received bytes. Refused (and the decoder fails) when a header announces zero bytes
+  // (Error::Code::kMalformed) or more than the maximum (kTooLarge); refused with kFailed once the
+  // decoder has failed.
   Status Feed(std::string_view bytes);
   // The next complete payload, if one is buffered.
   std::optional<std::string> Next();
@@ -244,7 +245,10 @@ struct Welcome {
   int protocol = kVersion;
   std::string run_id;
   std::string workspace;  // absolute path of the workspace inside the sandbox
-  std::string task;       // the task text (untrusted data; for the first user message)
+  // What the profile's "~" means in this run (policy::Binding::home: the caller's home, bound at
+  // the same path inside); "" when the caller has none. Not the sandbox's own HOME.
+  std::string home;
+  std::string task;  // the task text (untrusted data; for the first user message)
   std::string policy_name;
   std::string policy_digest;
   std::string policy_summary;  // a few lines the system prompt quotes (what is allowed)

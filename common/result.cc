@@ -16,6 +16,26 @@ std::string Error::Message() const {
   return out;
 }
 
+const char* CodeName(Error::Code code) {
+  switch (code) {
+    case Error::Code::kFailed:
+      return "failed";
+    case Error::Code::kInvalidInput:
+      return "invalid-input";
+    case Error::Code::kUnsupported:
+      return "unsupported";
+    case Error::Code::kSetup:
+      return "setup";
+    case Error::Code::kMalformed:
+      return "malformed";
+    case Error::Code::kTooLarge:
+      return "too-large";
+    case Error::Code::kCancelled:
+      return "cancelled";
+  }
+  return "failed";
+}
+
 Error ErrnoError(std::string op, int err) {
   Error e;
   e.op = std::move(op);

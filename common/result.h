@@ -13,13 +13,26 @@
 namespace cagent {
 
 // Describes one failure. `op` is the operation that failed ("mount", "open /etc/x"), `err` the
-// errno if the failure came from the kernel (0 otherwise), `steps` the chain of callers' context,
-// outermost first once rendered.
+// errno if the failure came from the kernel (0 otherwise), `context` the chain of callers' steps,
+// outermost first once rendered, and `code` what kind of failure it is: callers decide by the
+// code (an exit status, a reply to a peer), never by the text.
 struct Error {
+  enum class Code : unsigned char {
+    kFailed,        // an operation failed: a syscall, I/O, a program cagent ran (the default)
+    kInvalidInput,  // what the user gave is wrong: a flag value, a malformed or unreadable file,
+                    // a profile that does not compile, an override that would widen
+    kUnsupported,   // this kernel or machine lacks what is required (a restriction, a feature)
+    kSetup,         // a step of building the sandbox failed
+    kMalformed,     // a peer's or a file's data is not in the expected shape
+    kTooLarge,      // a size or count limit was hit
+    kCancelled,     // the operation was interrupted on request
+  };
+
   std::string op;
   int err = 0;
-  std::string detail;  // free text for failures that are not syscalls
+  std::string detail;   // free text for failures that are not syscalls
   std::string context;  // "step: step: " prefix added by callers
+  Code code = Code::kFailed;  // last: `Error{op, err, detail, context}` keeps its meaning
 
   // Human-readable: "<context><op>: <strerror(err)> (<detail>)".
   [[nodiscard]] std::string Message() const;
@@ -28,7 +41,15 @@ struct Error {
     context = step + ": " + context;
     return std::move(*this);
   }
+  // Sets the code (builders default to kFailed): `return PlainError(...).WithCode(kInvalidInput)`.
+  [[nodiscard]] Error WithCode(Code c) && {
+    code = c;
+    return std::move(*this);
+  }
 };
+
+// The code's name ("invalid-input"), for logs and --json output.
+[[nodiscard]] const char* CodeName(Error::Code code);
 
 // Builds an Error from the current errno.
 [[nodiscard]] Error ErrnoError(std::string op, int err = errno);
@@ -38,8 +59,8 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}     // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   [[nodiscard]] bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }

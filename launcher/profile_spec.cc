@@ -648,7 +648,7 @@ Status AddMounts(const policy::Policy& p, const std::string& workspace, int ws_f
                  const ProfileContext& ctx, LaunchSpec& spec, std::vector<std::string>& notes,
                  std::vector<const policy::MountRule*>& workspace_hides) {
   for (const auto& m : p.mounts) {
-    std::string path = m.path.Resolve(workspace, ctx.home);
+    std::string path = m.path.Resolve(workspace, ctx.binding.home);
     if (path.empty()) {
       notes.push_back("skipped " + m.path.Text() + ": no home directory");
       continue;
@@ -736,13 +736,29 @@ std::string ExpandHomeInValue(const std::string& value, const std::string& home)
   return out;
 }
 
-Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, const std::string& workspace,
-                                     std::vector<std::string> argv, const ProfileContext& ctx) {
+policy::Binding RunBinding(const std::string& workspace) {
+  policy::Binding b;
+  b.workspace = workspace;
+  b.home = CallerHome();
+  b.sandbox_home = LaunchSpec{}.home;
+  return b;
+}
+
+Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, std::vector<std::string> argv,
+                                     const ProfileContext& ctx) {
+  const std::string& workspace = ctx.binding.workspace;
+  const std::string& home = ctx.binding.home;
   ProfileLaunch out;
   // Start from the launcher's defaults for what profiles do not describe (HOME, TMPDIR, /tmp and
   // HOME sizes, hostname), then replace the view, environment, network and limits.
   out.spec = DefaultLaunchSpec(workspace, std::move(argv));
   LaunchSpec& spec = out.spec;
+  if (!ctx.binding.sandbox_home.empty() && ctx.binding.sandbox_home != spec.home) {
+    spec.home = ctx.binding.sandbox_home;
+    for (EnvVar& v : spec.env_set) {
+      if (v.name == "HOME") v.value = spec.home;
+    }
+  }
   spec.read_only_paths.clear();
   // The launcher's hidden host secrets (/etc/shadow, /etc/ssh, ...) stay hidden whatever the
   // profile mounts; the engine's built-in views say the same.
@@ -760,7 +776,7 @@ Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, const std::string&
   // to it but re-binds and hides of what it already shows.
   View view(spec, ws_fd.get());
   for (const policy::MountRule* m : workspace_hides) {
-    const std::string path = m->path.Resolve(workspace, ctx.home);
+    const std::string path = m->path.Resolve(workspace, home);
     const View::Resolution r = view.Resolve(workspace, RelTo(workspace, path));
     if (!r.exists) continue;  // nothing to hide
     if (r.path == path) {
@@ -770,7 +786,7 @@ Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, const std::string&
     }
     CoverTarget(r, m->path.Text(), /*write_only=*/false, "hide entry", view, spec, out.notes);
   }
-  if (auto s = ApplyDenyGlobs(p, workspace, ws_fd.get(), ctx.home, view, spec, out.notes); !s) {
+  if (auto s = ApplyDenyGlobs(p, workspace, ws_fd.get(), home, view, spec, out.notes); !s) {
     return std::move(s.error()).Context("apply the profile's deny rules");
   }
   Dedupe(spec.read_only_paths);
@@ -798,7 +814,7 @@ Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, const std::string&
   // Environment: the profile's `set` over the launcher's defaults; `pass` patterns matched against
   // the caller's environment; `scrub` removes names even when a pattern passes them.
   for (const auto& e : p.env_set) {
-    std::string value = ExpandHomeInValue(e.value, ctx.home);
+    std::string value = ExpandHomeInValue(e.value, home);
     auto it = std::find_if(spec.env_set.begin(), spec.env_set.end(),
                            [&](const EnvVar& v) { return v.name == e.name; });
     if (it != spec.env_set.end()) {

@@ -37,16 +37,24 @@
 
 #include "common/result.h"
 #include "launcher/launch_spec.h"
+#include "policy/binding.h"
 #include "policy/ir.h"
 
 namespace cagent::launcher {
 
 inline constexpr std::size_t kMaxWorkspaceEntries = 500000;
 
+// What one sandbox is built from besides the profile: the run's binding (policy/binding.h: the
+// workspace, what "~" means, the sandbox's own HOME) and the caller's environment.
 struct ProfileContext {
-  std::string home;                  // the caller's home ("" = none: ~ paths are skipped)
+  policy::Binding binding;           // binding.home "" = none: ~ paths are skipped
   std::vector<std::string> environ;  // the caller's environment, "NAME=value"
 };
+
+// The binding of a run or a sandbox started by this caller over `workspace` (canonical): "~" is
+// CallerHome(), the sandbox's HOME the launcher's default. Made once per run and passed to the
+// view, the broker, the patch check and `policy explain` alike.
+policy::Binding RunBinding(const std::string& workspace);
 
 struct ProfileLaunch {
   LaunchSpec spec;
@@ -55,11 +63,12 @@ struct ProfileLaunch {
   std::vector<std::string> notes;
 };
 
-// `workspace` must be canonical (CanonicalDirectory). Fails when a deny glob cannot be applied
-// (an unreadable tree, more than kMaxWorkspaceEntries entries, a directory swapped during the
-// walk) or the workspace cannot be opened. Notes name workspace paths through TerminalSafe.
-Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& policy, const std::string& workspace,
-                                     std::vector<std::string> argv, const ProfileContext& ctx);
+// `ctx.binding.workspace` must be canonical (CanonicalDirectory); the spec's HOME is
+// `ctx.binding.sandbox_home`. Fails when a deny glob cannot be applied (an unreadable tree, more
+// than kMaxWorkspaceEntries entries, a directory swapped during the walk) or the workspace cannot
+// be opened. Notes name workspace paths through TerminalSafe.
+Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& policy, std::vector<std::string> argv,
+                                     const ProfileContext& ctx);
 
 // Whether resolving host path `path` the way the kernel would (every symlink followed, at most
 // 40) passes through `dir` (canonical) at any step, `path` itself included. Such a path is not the

@@ -94,13 +94,13 @@ enum class ApprovalMode {
 struct BrokerConfig {
   std::string run_id;
   std::shared_ptr<const policy::Policy> policy;
-  policy::Engine::Bindings bindings;  // workspace and home as the agent sees them
-  std::string policy_digest;          // SHA-256 of policy::Dump(*policy)
-  std::string task;                   // the task text (untrusted; forwarded to the agent)
-  // The workspace path inside the sandbox, which is also its path on the host (it is bound at its
+  // The run's binding (policy/binding.h): where the profile's paths point. `bindings.workspace` is
+  // the workspace path inside the sandbox, which is also its path on the host (it is bound at its
   // own path). Loop detection digests the state of this tree on the host (workspace_state.h); an
   // empty or unreadable path gives a constant state, so repeats are counted on the calls alone.
-  std::string workspace;
+  policy::Binding bindings;
+  std::string policy_digest;  // SHA-256 of policy::Dump(*policy)
+  std::string task;           // the task text (untrusted; forwarded to the agent)
   Budgets budgets;
   LoopLimits loop;
   ApprovalMode approval = ApprovalMode::kPolicy;

@@ -225,11 +225,9 @@ Sample RunOnce(const Options& o, const std::shared_ptr<const cagent::policy::Pol
   broker::BrokerConfig config;
   config.run_id = "bench";
   config.policy = policy;
-  config.bindings =
-      cagent::policy::Engine::Bindings{(dir / "workspace").string(), (dir / "home").string()};
+  config.bindings = cagent::policy::Binding{(dir / "workspace").string(), (dir / "home").string()};
   config.policy_digest = digest;
   config.task = "benchmark";
-  config.workspace = config.bindings.workspace;
   config.budgets = broker::Budgets{};  // unlimited: see the file comment
   BenchModel model(io);
   broker::BrokerServices services;

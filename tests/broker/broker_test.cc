@@ -36,6 +36,8 @@ TEST(Broker, HelloIsAnsweredWithWelcome) {
   EXPECT_EQ(w["id"], 1);
   EXPECT_EQ(w["run_id"], "run-test");
   EXPECT_EQ(w["workspace"], h.workspace);
+  // What "~" means for the agent's own path filter: the run's binding, not the sandbox's HOME.
+  EXPECT_EQ(w["home"], kTestHome);
   EXPECT_EQ(w["task"], "fix the failing test");
   EXPECT_EQ(w["policy_name"], "test");
   EXPECT_EQ(w["policy_digest"], "digest-test");

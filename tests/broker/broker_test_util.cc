@@ -283,7 +283,8 @@ Harness::Harness(HarnessOptions options) : redactor(options.secrets) {
   config.policy = policy;
   config.policy_digest = "digest-test";
   config.task = "fix the failing test";
-  config.workspace = workspace;
+  // A binding like a run's: the harness's workspace, and a home that is not this machine's.
+  config.bindings = policy::Binding{workspace, kTestHome, "/home/cagent"};
   config.budgets = options.budgets ? *options.budgets : BudgetsFromPolicy(*policy);
   config.loop = options.loop;
   config.approval = options.approval;

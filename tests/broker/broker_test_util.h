@@ -58,7 +58,7 @@ class FakeModelProvider : public model::ModelProvider {
   // Completes the held call with the next scripted outcome (posted to the io_context).
   void Complete();
 
-  std::vector<ModelRequest> requests;  // the requests as the provider received them
+  std::vector<ModelRequest> requests;      // the requests as the provider received them
   std::uint64_t max_output_tokens = 4096;  // Info()'s
   int cancels = 0;
   [[nodiscard]] bool held() const { return static_cast<bool>(pending_); }
@@ -141,6 +141,8 @@ std::shared_ptr<const policy::Policy> CompileProfile(const std::string& text,
 // A test profile: base, plus writes, an ask rule for lockfiles and for npm, a denied cat, and
 // on-request approvals.
 extern const char* const kTestProfile;
+// The home the harness binds "~" to (the broker's BrokerConfig::bindings.home).
+inline constexpr const char* kTestHome = "/home/tester";
 
 struct HarnessOptions {
   std::string profile = kTestProfile;

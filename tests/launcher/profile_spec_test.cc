@@ -47,7 +47,8 @@ class ProfileSpecTest : public ::testing::Test {
     std::ofstream(ws_ + "/" + rel) << content;
   }
   ProfileLaunch Build(const policy::Policy& p, std::vector<std::string> environ = {}) {
-    auto r = SpecFromPolicy(p, ws_, {"true"}, ProfileContext{home_, std::move(environ)});
+    auto r = SpecFromPolicy(p, {"true"},
+                            ProfileContext{policy::Binding{ws_, home_}, std::move(environ)});
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().Message());
     return r.ok() ? std::move(*r) : ProfileLaunch{};
   }
@@ -116,7 +117,7 @@ TEST_F(ProfileSpecTest, HomeAndAbsoluteDenyGlobsApplyFromTheirLiteralDirectory) 
   EXPECT_THAT(l.spec.hidden_paths, Not(Contains(home_ + "/.tok/keep")));
   // Absolute globs need a fixed directory to start from.
   auto wild = Compile("filesystem {\n  deny /**/cred\n}\n");
-  auto r = SpecFromPolicy(*wild, ws_, {"true"}, ProfileContext{home_, {}});
+  auto r = SpecFromPolicy(*wild, {"true"}, ProfileContext{policy::Binding{ws_, home_}, {}});
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.error().Message(), HasSubstr("has no fixed directory to start from"));
 }
@@ -312,13 +313,14 @@ TEST_F(HostileWorkspaceTest, HomePathsResolvedThroughTheWorkspaceAreSkipped) {
   fs::create_directories(ws_ + "/h");
   fs::create_directory_symlink(secret_, ws_ + "/h/.config");
   auto p = Compile("filesystem {\n  read-only ~/.config/x\n  deny write ~/.config/**\n}\n");
-  auto r = SpecFromPolicy(*p, ws_, {"true"}, ProfileContext{ws_ + "/h", {}});
+  auto r = SpecFromPolicy(*p, {"true"}, ProfileContext{policy::Binding{ws_, ws_ + "/h"}, {}});
   ASSERT_TRUE(r.ok()) << r.error().Message();
   EXPECT_THAT(MountsAtOrBelow(r->spec, secret_), ::testing::IsEmpty());
   EXPECT_THAT(MountsAtOrBelow(r->spec, ws_ + "/h"), ::testing::IsEmpty());
   // A home that is itself a link into the workspace: ~/.config/x resolves through the workspace.
   fs::create_directory_symlink(ws_ + "/h", root_ + "/home-link");
-  auto r2 = SpecFromPolicy(*p, ws_, {"true"}, ProfileContext{root_ + "/home-link", {}});
+  auto r2 =
+      SpecFromPolicy(*p, {"true"}, ProfileContext{policy::Binding{ws_, root_ + "/home-link"}, {}});
   ASSERT_TRUE(r2.ok()) << r2.error().Message();
   EXPECT_THAT(MountsAtOrBelow(r2->spec, secret_), ::testing::IsEmpty());
   EXPECT_TRUE(AnyNoteHas(r2->notes, "skipped ~/.config/x: its path leads through the workspace"))

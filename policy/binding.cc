@@ -1,0 +1,7 @@
+#include "policy/binding.h"
+
+namespace cagent::policy {
+
+Binding PortableBinding() { return Binding{"/workspace", "/home/user", "/home/cagent"}; }
+
+}  // namespace cagent::policy

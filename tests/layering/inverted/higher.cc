@@ -1,0 +1,3 @@
+int Lower();
+int Higher() { return 41; }
+int UsesLower() { return Lower(); }
