@@ -372,8 +372,8 @@ void Broker::Impl::OnBytes(std::size_t n) {
   bool known = false;
   if (!fed.ok()) {
     // The first pending header failed when fed; it starts at `consumed_`, in this chunk or (when
-    // it straddles reads) partly in the previous one — the decoder's message says which problem.
-    known = fed.error().detail.starts_with("zero-length");
+    // it straddles reads) partly in the previous one — the decoder's code says which problem.
+    known = fed.error().code == Error::Code::kMalformed;
   } else if (consumed_ >= chunk_start && consumed_ + protocol::kHeaderBytes <= fed_) {
     announced = ReadHeader(chunk.data() + (consumed_ - chunk_start));
     known = announced == 0;
@@ -594,7 +594,8 @@ void Broker::Impl::OnHello(std::uint64_t id, const protocol::Hello& hello) {
   const policy::Policy& p = *config_.policy;
   protocol::Welcome w;
   w.run_id = config_.run_id;
-  w.workspace = config_.workspace;
+  w.workspace = config_.bindings.workspace;
+  w.home = config_.bindings.home;
   w.task = config_.task;
   w.policy_name = p.name;
   w.policy_digest = config_.policy_digest;
@@ -767,12 +768,12 @@ const std::string& Broker::Impl::WorkspaceStateDigest(bool fresh) {
     return *state_;
   }
   if (state_ && !fresh) return *state_;
-  if (config_.workspace.empty()) {
+  if (config_.bindings.workspace.empty()) {
     state_ = "no workspace";
     return *state_;
   }
   const WorkspaceState ws = DigestWorkspaceState(
-      config_.workspace, WorkspaceStateLimits{.max_entries = config_.loop.state_max_entries});
+      config_.bindings.workspace, WorkspaceStateLimits{.max_entries = config_.loop.state_max_entries});
   if ((ws.truncated || ws.not_walked > 0 || !ws.error.empty()) && !state_reported_) {
     // Said once per session: loop detection then sees only part of the workspace (a change in
     // the unseen part is not noticed, so a repeat there is refused sooner, never later).
