@@ -9,6 +9,7 @@
 #include "agent/context.h"
 #include "agent/conversation.h"
 #include "agent/system_prompt.h"
+#include "common/exit_codes.h"
 
 namespace cagent::agent {
 namespace {
@@ -283,16 +284,15 @@ class Loop {
 int LoopResult::ExitCode() const {
   switch (status) {
     case Status::kDone:
-      return 0;
+      return ToInt(cagent::ExitCode::kOk);
     case Status::kGaveUp:
     case Status::kEndedByBroker:
-      return 3;
     case Status::kModelError:
-      return 4;
+      return ToInt(cagent::ExitCode::kRunFailed);
     case Status::kProtocolError:
-      return 2;
+      break;
   }
-  return 2;
+  return ToInt(cagent::ExitCode::kUsage);
 }
 
 LoopResult RunLoop(BrokerClient& client, Toolbox& toolbox, const protocol::Welcome& welcome,

@@ -54,8 +54,9 @@ struct LoopResult {
   std::string message;      // why the loop ended, one line (the summary for kDone)
   std::uint64_t turns = 0;  // model calls answered
 
-  // cagent-agent's exit code: 0 done, 3 ended by the broker or a budget, 4 model error,
-  // 2 protocol failure.
+  // cagent-agent's exit status, from the table of common/exit_codes.h: ok (0) done; run-failed
+  // (3) when the session did not complete (ended by the broker or a budget, gave up, the model
+  // failed; `message` says which); usage (2) when the broker connection failed or misbehaved.
   [[nodiscard]] int ExitCode() const;
 };
 

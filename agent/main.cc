@@ -1,8 +1,9 @@
 // cagent-agent: the LLM agent that runs inside the sandbox. It talks only to the broker, over the
 // socket whose fd number is in CAGENT_BROKER_FD; it holds no credential and has no network.
 //
-// Exit codes: 0 finished (the model signalled completion), 3 ended by the broker (shutdown) or a
-// budget, 4 model/provider error, 2 usage or protocol failure. One line on stderr says why.
+// Exit statuses (common/exit_codes.h): 0 finished (the model signalled completion); 3 the session
+// did not complete (ended by the broker or a budget, a model/provider error); 2 usage or protocol
+// failure. One line on stderr says why.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 #include "agent/broker_client.h"
 #include "agent/loop.h"
 #include "agent/toolbox.h"
+#include "common/exit_codes.h"
 #include "common/protocol.h"
 #include "common/unique_fd.h"
 #include "policy/engine.h"
@@ -33,8 +35,6 @@ extern "C" const char* __asan_default_options() { return "detect_leaks=0"; }
 namespace cagent::agent {
 namespace {
 
-constexpr int kExitUsage = 2;
-
 constexpr const char* kUsage =
     "usage: cagent-agent [--help] [--version]\n"
     "\n"
@@ -42,12 +42,12 @@ constexpr const char* kUsage =
     "the broker's socket inherited; the fd number is in CAGENT_BROKER_FD. It is not meant to be\n"
     "run by hand.\n"
     "\n"
-    "exit codes: 0 finished, 3 ended by the broker or a budget, 4 model/provider error,\n"
-    "            2 usage or protocol failure\n";
+    "exit status: 0 finished; 3 the session did not complete (ended by the broker or a budget,\n"
+    "             a model/provider error); 2 usage or protocol failure\n";
 
-int Fail(int code, const std::string& why) {
+int Fail(ExitCode status, const std::string& why) {
   std::fprintf(stderr, "cagent-agent: %s\n", why.c_str());
-  return code;
+  return ToInt(status);
 }
 
 // The broker socket from the environment: a number naming an open socket. Marked close-on-exec so
@@ -105,10 +105,11 @@ Result<PathFilter> MakePathFilter(const protocol::Welcome& welcome) {
     }
     return PlainError("the broker's policy", "does not compile: " + first);
   }
-  policy::Engine::Bindings bindings;
+  // The broker's binding (policy/binding.h): "~" is the caller's home, as in the broker's engine,
+  // not this process's HOME (the sandbox's own tmpfs).
+  policy::Binding bindings;
   bindings.workspace = welcome.workspace;
-  const char* home = std::getenv("HOME");
-  if (home != nullptr && home[0] == '/') bindings.home = home;
+  bindings.home = welcome.home;
   auto engine = std::make_shared<policy::Engine>(*compiled.policy, bindings);
   std::shared_ptr<const policy::Policy> keep = compiled.policy;  // the engine borrows it
   return PathFilter(
@@ -125,30 +126,30 @@ int Main(int argc, char** argv) {
     const std::string_view arg(argv[i]);
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
-      return 0;
+      return ToInt(ExitCode::kOk);
     }
     if (arg == "--version") {
       std::printf("cagent-agent %s (protocol %d)\n", CAGENT_VERSION, protocol::kVersion);
-      return 0;
+      return ToInt(ExitCode::kOk);
     }
-    return Fail(kExitUsage, "unknown argument \"" + std::string(arg) + "\" (see --help)");
+    return Fail(ExitCode::kUsage, "unknown argument \"" + std::string(arg) + "\" (see --help)");
   }
 
   auto socket = BrokerSocket();
-  if (!socket.ok()) return Fail(kExitUsage, socket.error().Message());
+  if (!socket.ok()) return Fail(ExitCode::kUsage, socket.error().Message());
   BrokerClient client(std::move(socket.value()));
 
   auto welcome = client.Hello(std::string("cagent-agent/") + CAGENT_VERSION);
   if (!welcome.ok()) {
     const bool ended = welcome.failure().kind == BrokerFailure::Kind::kShutdown;
-    return Fail(ended ? 3 : kExitUsage, welcome.failure().Describe());
+    return Fail(ended ? ExitCode::kRunFailed : ExitCode::kUsage, welcome.failure().Describe());
   }
   const protocol::Welcome& w = welcome.value();
 
   // Setup failures are reported to the broker too (finish "error"), so the run record says why.
   auto setup_failed = [&](const std::string& why) {
     (void)client.Finish("error", why);
-    return Fail(kExitUsage, why);
+    return Fail(ExitCode::kUsage, why);
   };
   if (w.workspace.empty() || w.workspace[0] != '/') {
     return setup_failed("the broker's workspace path \"" + w.workspace + "\" is not absolute");

@@ -227,9 +227,10 @@ std::string ParseToolCalls(json& list, std::vector<ToolCall>& out) {
       return where + ": \"name\" must be 1 to " + std::to_string(kMaxIdBytes) + " bytes";
     }
     for (const ToolCall& seen : out) {
-      if (seen.id == c.id)
+      if (seen.id == c.id) {
         return where + ": the id \"" + Truncated(c.id, kMaxEchoBytes) +
                "\" is used twice in one turn";
+      }
     }
     out.push_back(std::move(c));
   }
@@ -314,6 +315,7 @@ struct BodyToJson {
     out["protocol"] = m.protocol;
     out["run_id"] = m.run_id;
     out["workspace"] = m.workspace;
+    out["home"] = m.home;
     out["task"] = m.task;
     out["policy_name"] = m.policy_name;
     out["policy_digest"] = m.policy_digest;
@@ -418,6 +420,7 @@ std::pair<Body, std::string> ParseBody(Kind kind, json& object) {
       m.protocol = r.SmallInt("protocol");
       m.run_id = r.String("run_id");
       m.workspace = r.String("workspace");
+      m.home = r.String("home", false);
       m.task = r.String("task");
       m.policy_name = r.String("policy_name");
       m.policy_digest = r.String("policy_digest");
@@ -569,7 +572,8 @@ Result<std::string> EncodeFrame(std::string_view payload) {
   if (payload.size() > kMaxFrameBytes) {
     return PlainError("encode frame", "payload of " + std::to_string(payload.size()) +
                                           " bytes is above the " + std::to_string(kMaxFrameBytes) +
-                                          "-byte frame limit");
+                                          "-byte frame limit")
+        .WithCode(Error::Code::kTooLarge);
   }
   const auto n = static_cast<std::uint32_t>(payload.size());
   std::string frame;
@@ -595,12 +599,13 @@ Status FrameDecoder::CheckHeader() {
                           (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
   if (n == 0) {
     failed_ = true;
-    return PlainError("read frame", "zero-length frame");
+    return PlainError("read frame", "zero-length frame").WithCode(Error::Code::kMalformed);
   }
   if (n > max_) {
     failed_ = true;
     return PlainError("read frame", "frame of " + std::to_string(n) + " bytes is above the " +
-                                        std::to_string(max_) + "-byte limit");
+                                        std::to_string(max_) + "-byte limit")
+        .WithCode(Error::Code::kTooLarge);
   }
   return Ok{};
 }

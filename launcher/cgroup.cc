@@ -521,8 +521,10 @@ Result<CgroupReport> DecideCgroup(const CgroupDiscovery& discovery, ControllerSe
     return PlainError("cgroup limits", "no delegated cgroup v2 with the " + refused.ToProse() +
                                            (several ? " controllers (" : " controller (") +
                                            why(refused) + "): " + kWhatToDo +
-                                               ", or accept the downgrade with --best-effort "
-                                               "cgroup (in a profile: drop " + drop + ")");
+                                           ", or accept the downgrade with --best-effort "
+                                           "cgroup (in a profile: drop " +
+                                           drop + ")")
+        .WithCode(Error::Code::kUnsupported);
   }
   report.degraded = missing;
   if (!missing.empty()) report.reason = missing.ToProse() + " not enforced: " + why(missing);
@@ -545,12 +547,14 @@ Status CheckCpuValues(const CgroupLimits& limits) {
   const std::uint64_t period = limits.cpu_period_us.value_or(kDefaultCpuPeriodUs);
   if (period < kMinCpuUs || period > kMaxCpuPeriodUs) {
     return PlainError("cpu.max", "period " + std::to_string(period) +
-                                     " us is outside the kernel's 1000..1000000 us");
+                                     " us is outside the kernel's 1000..1000000 us")
+        .WithCode(Error::Code::kInvalidInput);
   }
   if (limits.cpu_quota_us && *limits.cpu_quota_us != kCgroupMax &&
       *limits.cpu_quota_us < kMinCpuUs) {
     return PlainError("cpu.max", "quota " + std::to_string(*limits.cpu_quota_us) +
-                                     " us is below the kernel's minimum of 1000 us");
+                                     " us is below the kernel's minimum of 1000 us")
+        .WithCode(Error::Code::kInvalidInput);
   }
   return Ok{};
 }
@@ -565,7 +569,8 @@ Status LeaveBase(const CgroupDiscovery& d) {
   for (pid_t pid : pids) {
     if (pid != d.self) {
       return PlainError(d.base, "holds process " + std::to_string(pid) +
-                                    ", so it cannot give controllers to child cgroups");
+                                    ", so it cannot give controllers to child cgroups")
+          .WithCode(Error::Code::kUnsupported);
     }
   }
   const std::string leaf = Join(d.base, SandboxCgroup::kSupervisorLeaf);
@@ -584,16 +589,20 @@ Result<SandboxCgroup> SandboxCgroup::Create(const CgroupDiscovery& discovery,
                                             const std::string& name, const CgroupLimits& limits) {
   if (!ValidName(name)) {
     return PlainError("cgroup name " + Quote(name),
-                      "must be 1 to 64 of [A-Za-z0-9_-] and not " + std::string(kSupervisorLeaf));
+                      "must be 1 to 64 of [A-Za-z0-9_-] and not " + std::string(kSupervisorLeaf))
+        .WithCode(Error::Code::kInvalidInput);
   }
-  if (discovery.base.empty()) return PlainError("cgroup", discovery.reason);
+  if (discovery.base.empty()) {
+    return PlainError("cgroup", discovery.reason).WithCode(Error::Code::kUnsupported);
+  }
   const ControllerSet needed = limits.Controllers();
   if (const ControllerSet missing = needed.Minus(discovery.available); !missing.empty()) {
     std::string why;
     for (CgroupController c : kAllControllers) {
       if (missing.Has(c)) why += (why.empty() ? "" : "; ") + discovery.WhyNot(c);
     }
-    return PlainError("cgroup " + discovery.base, missing.ToProse() + " unavailable: " + why);
+    return PlainError("cgroup " + discovery.base, missing.ToProse() + " unavailable: " + why)
+        .WithCode(Error::Code::kUnsupported);
   }
   if (auto s = CheckCpuValues(limits); !s) return s.error();
 

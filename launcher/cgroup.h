@@ -22,16 +22,24 @@
 // The hierarchy's root cgroup is exempt from the no-internal-processes rule (and has no
 // cgroup.type file, which is how it is recognised), so there nothing is moved.
 //
-// On this project's build machines (hybrid layout) cgroup2 is mounted at /sys/fs/cgroup/unified
-// but memory/pids/cpu are bound to cgroup v1, so discovery reports "no controllers delegated" and
-// launches degrade (or refuse, when the profile requires a limit) — see DecideCgroup.
+// What a machine gives decides the outcome, from discovery alone (DiscoverCgroup, DecideCgroup):
+//  - cgroup v2 with the controllers delegated (a systemd user scope with Delegate=yes, or
+//    CAGENT_CGROUP naming a writable cgroup whose cgroup.controllers lists them): the limits are
+//    enforced in <base>/cagent-<pid>.
+//  - no delegation: cgroup v2 whose base lacks a controller (the parent's subtree_control does not
+//    enable it), is not writable or holds other processes; a hybrid layout, where cgroup2 is
+//    mounted (e.g. at /sys/fs/cgroup/unified) but memory/pids/cpu are bound to cgroup v1; or no
+//    cgroup2 at all. Discovery says why for each controller (CgroupDiscovery::WhyNot), and the
+//    launch either degrades — the rlimits stay the only ceiling and the downgrade is reported —
+//    or, when the profile requires the limit and the cgroup layer is not best effort, is refused
+//    with Error::Code::kUnsupported (exit status setup-failed).
 //
-// Security note for the integrator: the sandbox runs as the caller's uid, which owns the
-// delegated files, including its own cgroup's memory.max. The sandbox must not reach them: its
-// cgroup namespace must be rooted at its own cgroup (CLONE_INTO_CGROUP with CLONE_NEWCGROUP, or
-// unshare(CLONE_NEWCGROUP) after Attach) — with the nsdelegate mount option (systemd's default)
-// the kernel then refuses writes to the namespace root's interface files from inside — and
-// cgroupfs should stay out of its mount view.
+// Security note: the sandbox runs as the caller's uid, which owns the delegated files, including
+// its own cgroup's memory.max. The sandbox must not reach them: the child roots its cgroup
+// namespace at its own cgroup (unshare(CLONE_NEWCGROUP) after Attach, sandbox.cc step 3; the
+// "cgroupns" layer) — with the nsdelegate mount option (systemd's default) the kernel then refuses
+// writes to the namespace root's interface files from inside — and cgroupfs is not in the mount
+// view (the view has no /sys unless a profile binds it).
 #pragma once
 
 #include <sys/types.h>
@@ -194,7 +202,8 @@ struct CgroupReport {
 //   "no delegated cgroup v2 with the memory controller (<why>): run under systemd-run --user
 //    --scope -p Delegate=yes, set CAGENT_CGROUP to a delegated cgroup, or drop
 //    `require memory-limit`"
-// `required` is treated as a subset of `wanted`. Pure.
+// The refusal's code is Error::Code::kUnsupported. `required` is treated as a subset of `wanted`.
+// Pure.
 Result<CgroupReport> DecideCgroup(const CgroupDiscovery& discovery, ControllerSet wanted,
                                   ControllerSet required);
 
@@ -221,8 +230,10 @@ class SandboxCgroup {
   // First, as needed: moves cagent into the supervisor leaf (only if the base is not the root and
   // cagent is its only process) and enables the limits' controllers in the base's
   // cgroup.subtree_control. Fails — removing what it created — if a needed controller is not in
-  // `discovery.available`, the name is not [A-Za-z0-9_-]{1,64}, the cgroup exists already, or a
-  // write is refused. Strip unavailable limits first with CgroupLimits::RestrictedTo.
+  // `discovery.available` or the base holds other processes (Error::Code::kUnsupported), the name
+  // is not [A-Za-z0-9_-]{1,64} or a cpu value is out of the kernel's range (kInvalidInput), the
+  // cgroup exists already, or a write is refused. Strip unavailable limits first with
+  // CgroupLimits::RestrictedTo.
   static Result<SandboxCgroup> Create(const CgroupDiscovery& discovery, const std::string& name,
                                       const CgroupLimits& limits);
 

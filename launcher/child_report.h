@@ -6,13 +6,17 @@
 #include <cstdint>
 #include <string_view>
 
+#include "common/exit_codes.h"
+
 namespace cagent::launcher {
 
-// Reserved exit codes of `cagent exec`, distinct from what a command usually returns. The JSON
-// result disambiguates completely (a command may itself exit 125).
-inline constexpr int kExitSetupFailed = 125;  // the sandbox could not be built
-inline constexpr int kExitCannotExecute = 126;
-inline constexpr int kExitNotFound = 127;
+// The statuses the sandbox's init and the command child exit with when they, not the command,
+// end the sandbox: the reserved numbers of common/exit_codes.h, named here for the code that runs
+// after clone. `cagent exec` returns them as they are; its JSON result says which side a status
+// came from (a command may itself exit 125).
+inline constexpr int kExitSetupFailed = ToInt(ExitCode::kSetupFailed);  // the sandbox was not built
+inline constexpr int kExitCannotExecute = ToInt(ExitCode::kCannotExecute);
+inline constexpr int kExitNotFound = ToInt(ExitCode::kNotFound);
 
 // Each step of building the sandbox in the child. The names are what users see in
 // "cagent: sandbox setup failed at <step>: <error>".
@@ -39,7 +43,7 @@ enum class ChildStep : std::uint32_t {
   kCloseFds,
   kExec,
   kSubreaper,
-  kRlimits,   // `detail` holds the resource number
+  kRlimits,  // `detail` holds the resource number
   kCgroupNamespace,
   kLandlock,
   kSeccomp,
@@ -51,8 +55,8 @@ enum class ChildStep : std::uint32_t {
 std::string_view ChildStepName(ChildStep step);
 
 enum class ReportKind : std::uint32_t {
-  kSetupFailed = 1,  // step/err/detail valid; the sandbox was not built
-  kExecFailed = 2,   // err valid; the sandbox was built but the command could not be executed
+  kSetupFailed = 1,    // step/err/detail valid; the sandbox was not built
+  kExecFailed = 2,     // err valid; the sandbox was built but the command could not be executed
   kCommandExited = 3,  // wait_status valid: the command's raw wait status, sent by init
 };
 

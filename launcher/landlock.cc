@@ -180,7 +180,10 @@ std::string LandlockSummary::ToString() const {
 }
 
 Result<LandlockRuleset> LandlockRuleset::Prepare(const LandlockRules& rules, int abi) {
-  if (abi < 0) return PlainError("prepare Landlock rules", "negative ABI version");
+  if (abi < 0) {
+    return PlainError("prepare Landlock rules", "negative ABI version")
+        .WithCode(Error::Code::kInvalidInput);
+  }
   LandlockRuleset rs;
   rs.abi_ = abi;
   std::vector<std::string> missing;  // required features this ABI lacks
@@ -196,7 +199,8 @@ Result<LandlockRuleset> LandlockRuleset::Prepare(const LandlockRules& rules, int
       // A relative path would be resolved against whatever the child's cwd is at apply time.
       if (p.empty() || p[0] != '/') {
         return PlainError("Landlock " + std::string(kind) + " path '" + p + "'",
-                          "not an absolute path; rules name paths inside the sandbox view");
+                          "not an absolute path; rules name paths inside the sandbox view")
+            .WithCode(Error::Code::kInvalidInput);
       }
     }
   }
@@ -236,7 +240,8 @@ Result<LandlockRuleset> LandlockRuleset::Prepare(const LandlockRules& rules, int
   // ---- network ----
   if (!rules.restrict_tcp && (!rules.tcp_bind_ports.empty() || !rules.tcp_connect_ports.empty())) {
     return PlainError("Landlock TCP rules",
-                      "ports are listed but restrict_tcp is off; set restrict_tcp to enforce them");
+                      "ports are listed but restrict_tcp is off; set restrict_tcp to enforce them")
+        .WithCode(Error::Code::kInvalidInput);
   }
   if (rules.restrict_tcp) {
     if (abi < 4) {
@@ -279,7 +284,8 @@ Result<LandlockRuleset> LandlockRuleset::Prepare(const LandlockRules& rules, int
   if (!missing.empty()) {
     std::string detail;
     for (const auto& m : missing) detail += (detail.empty() ? "" : "; ") + m;
-    return PlainError("Landlock", detail);
+    // Fail closed: the profile requires what this kernel does not have.
+    return PlainError("Landlock", detail).WithCode(Error::Code::kUnsupported);
   }
   return rs;
 }

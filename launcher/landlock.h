@@ -104,9 +104,10 @@ struct LandlockSummary {
 class LandlockRuleset {
  public:
   // Prepare (parent; allocates). `abi` is normally LandlockAbi(); tests pass lower values to see
-  // the downgrades. Fails when a path is not absolute, when ports are given without
-  // `restrict_tcp`, or when a required feature is missing at this ABI (the message names the
-  // feature, the kernel version that brings it and how to make it best effort).
+  // the downgrades. Fails with Error::Code::kInvalidInput when a path is not absolute or ports are
+  // given without `restrict_tcp`; with kUnsupported when a required feature is missing at this
+  // ABI (the message names the feature, the kernel version that brings it and how to make it
+  // best effort).
   static Result<LandlockRuleset> Prepare(const LandlockRules& rules, int abi);
 
   LandlockRuleset(LandlockRuleset&&) noexcept = default;

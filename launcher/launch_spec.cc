@@ -11,8 +11,9 @@ namespace cagent::launcher {
 namespace {
 
 constexpr std::array<std::string_view, static_cast<size_t>(Layer::kCount)> kLayerNames = {
-    "fs",  "pid",  "net",     "ipc",    "uts",      "cgroupns", "session", "die-with-parent",
-    "env", "fds", "caps", "rlimits", "cgroup", "landlock", "seccomp", "git-guard", "setuid-guard",
+    "fs",           "pid", "net",  "ipc",     "uts",    "cgroupns", "session", "die-with-parent",
+    "env",          "fds", "caps", "rlimits", "cgroup", "landlock", "seccomp", "git-guard",
+    "setuid-guard",
 };
 
 bool IsAbsoluteNormal(const std::string& p) {
@@ -40,7 +41,8 @@ Result<NetworkMode> ParseNetworkMode(std::string_view name) {
   if (name == "loopback") return NetworkMode::kLoopback;
   if (name == "none") return NetworkMode::kNone;
   return PlainError("unknown network mode '" + std::string(name) + "'",
-                    "valid modes: loopback (lo only, local servers work), none (no IP sockets)");
+                    "valid modes: loopback (lo only, local servers work), none (no IP sockets)")
+      .WithCode(Error::Code::kInvalidInput);
 }
 
 std::string_view LayerName(Layer layer) { return kLayerNames.at(static_cast<size_t>(layer)); }
@@ -51,7 +53,8 @@ Result<Layer> ParseLayer(std::string_view name) {
     if (kLayerNames[i] == name) return static_cast<Layer>(i);
     valid += (i ? ", " : "") + std::string(kLayerNames[i]);
   }
-  return PlainError("unknown layer '" + std::string(name) + "'", "valid layers: " + valid);
+  return PlainError("unknown layer '" + std::string(name) + "'", "valid layers: " + valid)
+      .WithCode(Error::Code::kInvalidInput);
 }
 
 LaunchSpec DefaultLaunchSpec(std::string workspace, std::vector<std::string> argv) {
@@ -61,20 +64,20 @@ LaunchSpec DefaultLaunchSpec(std::string workspace, std::vector<std::string> arg
   spec.workspace = std::move(workspace);
   // The system trees a toolchain needs. /etc is needed for users, locales, certificates and
   // linker configuration; its secrets are hidden below.
-  spec.read_only_paths = {"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-                          "/opt"};
+  spec.read_only_paths = {"/usr",   "/etc",   "/bin",    "/sbin", "/lib",
+                          "/lib32", "/lib64", "/libx32", "/opt"};
   // Readable only by root, but a root caller is uid 0 inside too: hide them rather than rely on
   // file modes.
-  spec.hidden_paths = {"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-",
-                       "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private"};
+  spec.hidden_paths = {"/etc/shadow",  "/etc/gshadow",   "/etc/shadow-", "/etc/gshadow-",
+                       "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh",     "/etc/ssl/private"};
   spec.env_set = {
       {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
       {"HOME", spec.home},
       {"TMPDIR", "/tmp"},
       {"SHELL", "/bin/sh"},
   };
-  spec.env_pass = {"TERM", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "COLORTERM",
-                   "NO_COLOR"};
+  spec.env_pass = {"TERM",        "LANG", "LC_ALL",    "LC_CTYPE",
+                   "LC_MESSAGES", "TZ",   "COLORTERM", "NO_COLOR"};
   // Safe ceilings for ordinary builds and tests: generous enough not to get in the way, small
   // enough that a fork bomb or a runaway writer stops. Core dumps off.
   spec.limits.processes = 4096;
@@ -94,37 +97,47 @@ Result<std::string> CanonicalDirectory(const std::string& path) {
 
 Status ValidateLaunchSpec(const LaunchSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty()) {
-    return PlainError("invalid launch spec", "no command given");
+    return PlainError("invalid launch spec", "no command given")
+        .WithCode(Error::Code::kInvalidInput);
   }
   if (!IsAbsoluteNormal(spec.workspace) || spec.workspace == "/") {
     return PlainError("invalid launch spec",
                       "workspace must be an absolute, normalised path other than / (got '" +
-                          spec.workspace + "')");
+                          spec.workspace + "')")
+        .WithCode(Error::Code::kInvalidInput);
   }
   if (!IsAbsoluteNormal(spec.cwd)) {
-    return PlainError("invalid launch spec", "cwd must be absolute (got '" + spec.cwd + "')");
+    return PlainError("invalid launch spec", "cwd must be absolute (got '" + spec.cwd + "')")
+        .WithCode(Error::Code::kInvalidInput);
   }
   if (!IsAbsoluteNormal(spec.home) || spec.home == "/") {
-    return PlainError("invalid launch spec", "home must be absolute (got '" + spec.home + "')");
+    return PlainError("invalid launch spec", "home must be absolute (got '" + spec.home + "')")
+        .WithCode(Error::Code::kInvalidInput);
   }
   for (const auto* list : {&spec.read_only_paths, &spec.read_write_paths, &spec.hidden_paths}) {
     for (const auto& p : *list) {
       if (!IsAbsoluteNormal(p) || p == "/") {
         return PlainError("invalid launch spec",
-                          "mount paths must be absolute, normalised and not / (got '" + p + "')");
+                          "mount paths must be absolute, normalised and not / (got '" + p + "')")
+            .WithCode(Error::Code::kInvalidInput);
       }
     }
   }
   for (const auto& v : spec.env_set) {
     if (v.name.empty() || v.name.find('=') != std::string::npos) {
-      return PlainError("invalid launch spec", "bad environment variable name '" + v.name + "'");
+      return PlainError("invalid launch spec", "bad environment variable name '" + v.name + "'")
+          .WithCode(Error::Code::kInvalidInput);
     }
   }
   if (spec.keep_fds.size() > 32) {
-    return PlainError("invalid launch spec", "at most 32 descriptors can be passed");
+    return PlainError("invalid launch spec", "at most 32 descriptors can be passed")
+        .WithCode(Error::Code::kInvalidInput);
   }
   for (int fd : spec.keep_fds) {
-    if (fd < 3) return PlainError("invalid launch spec", "keep_fds must be >= 3");
+    if (fd < 3) {
+      return PlainError("invalid launch spec", "keep_fds must be >= 3")
+          .WithCode(Error::Code::kInvalidInput);
+    }
   }
   return Ok{};
 }

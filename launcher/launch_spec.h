@@ -1,9 +1,9 @@
 // LaunchSpec: the immutable description of one sandbox.
 //
-// This is the boundary between "what the sandbox should be" and "how it is built": today cagent
-// fills it from built-in defaults and command-line flags; the compiled policy will fill it once
-// the policy language lands. The launch modules only read it. Build one with LaunchSpecBuilder (or
-// DefaultLaunchSpec) and pass it around as `const LaunchSpec&`.
+// This is the boundary between "what the sandbox should be" and "how it is built": the launcher
+// fills it from the compiled profile (SpecFromPolicy, launcher/profile_spec.h) or, without a
+// profile, from DefaultLaunchSpec, then narrows it by the command line; the launch modules only
+// read it. Pass it around as `const LaunchSpec&`.
 #pragma once
 
 #include <chrono>
@@ -20,35 +20,36 @@
 namespace cagent::launcher {
 
 // A layer of confinement that can be switched off explicitly (for debugging and for the tests that
-// show each guard failing when absent). Every switched-off layer is reported loudly on stderr and in
+// show each guard failing when absent). Every switched-off layer is reported loudly on stderr and
+// in
 // `--json`. There is no way to switch off the user namespace: without it nothing else can be built
 // unprivileged.
 enum class Layer : std::uint8_t {
-  kMountView,      // fresh root with only the named paths; off = the host's whole filesystem
-  kPidNamespace,   // own pid namespace; off = host processes visible and signalable
-  kNetNamespace,   // own network namespace with only lo; off = the host's network
-  kIpcNamespace,   // own SysV IPC / POSIX message queues
-  kUtsNamespace,   // own hostname
+  kMountView,        // fresh root with only the named paths; off = the host's whole filesystem
+  kPidNamespace,     // own pid namespace; off = host processes visible and signalable
+  kNetNamespace,     // own network namespace with only lo; off = the host's network
+  kIpcNamespace,     // own SysV IPC / POSIX message queues
+  kUtsNamespace,     // own hostname
   kCgroupNamespace,  // "cgroupns"
-  kNewSession,     // setsid(): no controlling terminal (TIOCSTI into the caller's terminal)
-  kDieWithParent,  // PR_SET_PDEATHSIG: the sandbox dies when cagent dies
-  kEnvScrub,       // only the spec's environment; off = the caller's whole environment
-  kCloseFds,       // close inherited descriptors; off = the command inherits cagent's fds
-  kCapabilities,   // drop every capability, lock securebits, no_new_privs
-  kRlimits,        // CPU, file size, open files, processes, core dumps
-  kCgroupLimits,   // memory/pids/cpu through a delegated cgroup v2 ("cgroup")
-  kLandlock,       // filesystem, TCP and scope rules enforced by the kernel per inode
-  kSeccomp,        // the syscall filter
+  kNewSession,       // setsid(): no controlling terminal (TIOCSTI into the caller's terminal)
+  kDieWithParent,    // PR_SET_PDEATHSIG: the sandbox dies when cagent dies
+  kEnvScrub,         // only the spec's environment; off = the caller's whole environment
+  kCloseFds,         // close inherited descriptors; off = the command inherits cagent's fds
+  kCapabilities,     // drop every capability, lock securebits, no_new_privs
+  kRlimits,          // CPU, file size, open files, processes, core dumps
+  kCgroupLimits,     // memory/pids/cpu through a delegated cgroup v2 ("cgroup")
+  kLandlock,         // filesystem, TCP and scope rules enforced by the kernel per inode
+  kSeccomp,          // the syscall filter
   // Host-side guards (LaunchSpec::guard_git_metadata / guard_privileged_files): switched off only
   // to show in tests what they stop.
-  kGitGuard,       // the workspace's git metadata read-only inside ("git-guard")
-  kSetuidGuard,    // no setuid/setgid modes inside, and the sweep after exit ("setuid-guard")
+  kGitGuard,     // the workspace's git metadata read-only inside ("git-guard")
+  kSetuidGuard,  // no setuid/setgid modes inside, and the sweep after exit ("setuid-guard")
   kCount,
 };
 
 // Stable, lowercase name used on the command line and in JSON ("net", "pid", ...).
 std::string_view LayerName(Layer layer);
-// Inverse of LayerName; fails with the list of valid names.
+// Inverse of LayerName; fails (Error::Code::kInvalidInput) with the list of valid names.
 Result<Layer> ParseLayer(std::string_view name);
 
 // A small bitset of layers.
@@ -72,6 +73,7 @@ enum class NetworkMode : std::uint8_t {
 };
 
 std::string_view NetworkModeName(NetworkMode mode);
+// Inverse of NetworkModeName; fails with Error::Code::kInvalidInput.
 Result<NetworkMode> ParseNetworkMode(std::string_view name);
 
 struct EnvVar {
@@ -89,8 +91,8 @@ struct LaunchSpec {
   // Working directory inside the sandbox (absolute); the workspace by default.
   std::string cwd;
   // Host paths bound read-only at the same path if they exist (paths inside the workspace are bound
-  // over it, so they stay read-only within a writable workspace). A path that is a symlink on the host
-  // (e.g. /bin -> usr/bin on merged-/usr systems) is re-created as the same symlink.
+  // over it, so they stay read-only within a writable workspace). A path that is a symlink on the
+  // host (e.g. /bin -> usr/bin on merged-/usr systems) is re-created as the same symlink.
   std::vector<std::string> read_only_paths;
   // Extra host paths bound read-write (nosuid, nodev) if they exist.
   std::vector<std::string> read_write_paths;
@@ -154,7 +156,7 @@ LaunchSpec DefaultLaunchSpec(std::string workspace, std::vector<std::string> arg
 Result<std::string> CanonicalDirectory(const std::string& path);
 
 // Checks the invariants the launch relies on (absolute paths, non-empty argv, cwd set, no path
-// equal to "/"), so a malformed spec fails before anything is cloned.
+// equal to "/"), so a malformed spec fails (Error::Code::kInvalidInput) before anything is cloned.
 Status ValidateLaunchSpec(const LaunchSpec& spec);
 
 }  // namespace cagent::launcher

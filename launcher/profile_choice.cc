@@ -27,16 +27,25 @@ bool IsPath(std::string_view s) {
 // ./.cagent/x.cagent can be a FIFO or a link to /dev/zero).
 Result<std::string> ReadBounded(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (!fd.valid()) return ErrnoError("open profile '" + path + "'");
+  if (!fd.valid()) {
+    return ErrnoError("open profile '" + path + "'").WithCode(Error::Code::kInvalidInput);
+  }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return ErrnoError("stat profile '" + path + "'");
-  if (!S_ISREG(st.st_mode)) return PlainError("profile '" + path + "'", "is not a regular file");
+  if (::fstat(fd.get(), &st) != 0) {
+    return ErrnoError("stat profile '" + path + "'").WithCode(Error::Code::kInvalidInput);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return PlainError("profile '" + path + "'", "is not a regular file")
+        .WithCode(Error::Code::kInvalidInput);
+  }
   std::string text;
   char buf[65536];
   while (text.size() < kMaxProfileBytes) {
     const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("read profile '" + path + "'");
+    if (n < 0) {
+      return ErrnoError("read profile '" + path + "'").WithCode(Error::Code::kInvalidInput);
+    }
     if (n == 0) break;
     text.append(buf, static_cast<std::size_t>(n));
   }
@@ -77,7 +86,8 @@ Result<ProfileChoice> ChooseProfile(std::string_view requested, const policy::Se
       return c;
     }
     return PlainError("no built-in profile named '" + stem + "'",
-                      "`cagent policy list` shows what exists");
+                      "`cagent policy list` shows what exists")
+        .WithCode(Error::Code::kInvalidInput);
   }
   if (IsPath(name)) {
     // Named by path: the caller chose this file, wherever it is.
@@ -107,16 +117,17 @@ Result<ProfileChoice> ChooseProfile(std::string_view requested, const policy::Se
     const std::string& other = hit->shadows.front();
     const std::string which =
         other.starts_with(kBuiltinPrefix) ? "the built-in profile '" + name + "'" : other;
-    return PlainError(
-        "profile '" + name + "'",
-        "the repository's " + Absolute(hit->path) + " has the same name as " + which +
-            " and would replace it; cagent does not let a repository swap the rules you asked "
-            "for by name. Review it (cagent policy show " +
-            hit->path +
-            "), then name it by path "
-            "(--profile " +
-            hit->path + ") or pass --trust-repo-profile to use it; to use " + which +
-            " instead, pass --profile '" + other + "'");
+    return PlainError("profile '" + name + "'",
+                      "the repository's " + Absolute(hit->path) + " has the same name as " + which +
+                          " and would replace it; cagent does not let a repository swap the rules "
+                          "you asked "
+                          "for by name. Review it (cagent policy show " +
+                          hit->path +
+                          "), then name it by path "
+                          "(--profile " +
+                          hit->path + ") or pass --trust-repo-profile to use it; to use " + which +
+                          " instead, pass --profile '" + other + "'")
+        .WithCode(Error::Code::kInvalidInput);
   }
   if (hit->path.starts_with(kBuiltinPrefix)) {
     for (const auto& b : policy::BuiltinProfiles()) {

@@ -186,7 +186,7 @@ bool HasPathChars(std::string_view p) {
 bool ParentShows(const policy::Policy* parent, const std::string& workspace,
                  const std::string& home, const std::string& abs) {
   if (parent == nullptr) return false;
-  policy::Engine engine(*parent, {workspace, home.empty() ? "/home/user" : home});
+  policy::Engine engine(*parent, {workspace, home.empty() ? policy::PortableBinding().home : home});
   policy::Decision d = engine.Path(policy::Access::kRead, abs);
   // Only a profile's own mount counts: the built-in views (/tmp, /proc, /dev/...) are the
   // sandbox's private copies, not the host's trees.
@@ -349,7 +349,8 @@ std::vector<Toolchain> FindToolchains(const RepoFacts& facts, const std::string&
 
 Result<InitPlan> PlanProfile(const InitOptions& o) {
   if (!IsDir(o.dir)) {
-    return PlainError("'" + o.dir + "' is not a directory", "pass the repository's root directory");
+    return PlainError("'" + o.dir + "' is not a directory", "pass the repository's root directory")
+        .WithCode(Error::Code::kInvalidInput);
   }
   auto valid = [](std::string_view s) {
     return !s.empty() && s.size() <= 64 && s[0] != '.' &&
@@ -360,13 +361,15 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
   };
   if (!valid(o.name)) {
     return PlainError("invalid profile name '" + o.name + "'",
-                      "names are letters, digits, '-', '_' and '.', not starting with '.'");
+                      "names are letters, digits, '-', '_' and '.', not starting with '.'")
+        .WithCode(Error::Code::kInvalidInput);
   }
   for (const auto& b : policy::BuiltinProfiles()) {
     if (b.name == o.name) {
       return PlainError("the name '" + o.name + "' is a built-in profile's",
                         "a repository profile of that name would shadow the built-in one for "
-                        "everyone working in it; choose another --name");
+                        "everyone working in it; choose another --name")
+          .WithCode(Error::Code::kInvalidInput);
     }
   }
 
@@ -540,8 +543,9 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
   policy::Compiled check = policy::CompileText(plan.path, plan.text, o.search);
   if (!check.ok()) {
     return PlainError(
-        std::string(kInitDoesNotCompile) + " (" + plan.path + "); nothing was written",
-        policy::RenderAll(*check.sources, check.diags));
+               "the generated profile does not compile (" + plan.path + "); nothing was written",
+               policy::RenderAll(*check.sources, check.diags))
+        .WithCode(Error::Code::kFailed);
   }
   return plan;
 }

@@ -81,13 +81,10 @@ struct InitPlan {
   std::string text;                  // the profile
 };
 
-// The start of the error PlanProfile returns when the generated text does not compile (its detail
-// then holds the rendered diagnostics), as opposed to a usage error.
-inline constexpr std::string_view kInitDoesNotCompile = "the generated profile does not compile";
-
-// Inspects and writes the profile text, then compiles it as DIR/.cagent/NAME.cagent. Fails (with
-// the rendered diagnostics in the error's detail) when it does not compile, when NAME is not a
-// valid profile name, or names a built-in profile (the repository's copy would shadow it).
+// Inspects and writes the profile text, then compiles it as DIR/.cagent/NAME.cagent. Fails with
+// Error::Code::kInvalidInput when DIR is not a directory, when NAME is not a valid profile name or
+// names a built-in profile (the repository's copy would shadow it); with kFailed, the rendered
+// diagnostics in the error's detail, when the generated text does not compile.
 Result<InitPlan> PlanProfile(const InitOptions& options);
 
 // Writes plan.text to plan.path, creating DIR/.cagent. Refuses to replace an existing file unless

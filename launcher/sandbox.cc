@@ -45,13 +45,12 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstring>
@@ -96,9 +95,7 @@ struct Prepared {
 // Restores the caller's signal mask when RunSandbox returns.
 class SignalMaskGuard {
  public:
-  explicit SignalMaskGuard(const sigset_t& block) {
-    ::sigprocmask(SIG_BLOCK, &block, &old_);
-  }
+  explicit SignalMaskGuard(const sigset_t& block) { ::sigprocmask(SIG_BLOCK, &block, &old_); }
   ~SignalMaskGuard() {
     // Discard forwarded signals that are still pending so they do not hit cagent afterwards.
     sigset_t pending;
@@ -130,7 +127,8 @@ class SignalMaskGuard {
 // The child after clone: steps 1–8 above. Never returns.
 [[noreturn]] void ChildMain(const LaunchSpec& spec, const Prepared& p, int sync_fd, int report_fd) {
   // 1. Die with cagent. Set before anything else so no step can outlive it.
-  if (!spec.disabled.Has(Layer::kDieWithParent) && ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+  if (!spec.disabled.Has(Layer::kDieWithParent) &&
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
     ChildFail(report_fd, ChildResult::Failure(ChildStep::kDeathSignal, errno));
   }
   SetInitProcessTitle();
@@ -155,7 +153,9 @@ class SignalMaskGuard {
     n = ::read(sync_fd, &go, 1);
   } while (n < 0 && errno == EINTR);
   if (n != 1) ::_exit(kExitSetupFailed);
-  struct pollfd alive {sync_fd, 0, 0};
+  struct pollfd alive {
+    sync_fd, 0, 0
+  };
   if (::poll(&alive, 1, 0) == 1 && (alive.revents & POLLHUP) != 0) ::_exit(kExitSetupFailed);
   ::close(sync_fd);
   // Now in the sandbox's cgroup (if any): root the cgroup namespace there.
@@ -194,10 +194,10 @@ class SignalMaskGuard {
     if (const ChildResult r = p.seccomp->Apply(); !r.ok) ChildFail(report_fd, r);
   }
   // 11. Become init.
-  RunInit(p.exec,
-          InitOptions{!spec.disabled.Has(Layer::kPidNamespace),
-                      !spec.disabled.Has(Layer::kNewSession)},
-          report_fd);
+  RunInit(
+      p.exec,
+      InitOptions{!spec.disabled.Has(Layer::kPidNamespace), !spec.disabled.Has(Layer::kNewSession)},
+      report_fd);
 }
 
 // "processes 4096, open files 8192, file size 16.0 GiB, core dumps off".
@@ -282,7 +282,8 @@ std::vector<std::string> WritableRoots(const LaunchSpec& spec) {
   if (spec.workspace_writable) roots.push_back(spec.workspace);
   for (const std::string& p : spec.read_write_paths) {
     const bool covered = std::any_of(roots.begin(), roots.end(), [&](const std::string& r) {
-      return p == r || (p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '/');
+      return p == r ||
+             (p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '/');
     });
     if (!covered) roots.push_back(p);
   }
@@ -401,7 +402,8 @@ void Supervise(const LaunchSpec& spec, const Prepared& p, pid_t child, int pidfd
          setup_failure->step == ChildStep::kMountChanged) &&
         setup_failure->detail >= 0 &&
         static_cast<size_t>(setup_failure->detail) < p.mounts.ops.size()) {
-      out.error += " (" + p.mounts.ops[static_cast<size_t>(setup_failure->detail)].description + ")";
+      out.error +=
+          " (" + p.mounts.ops[static_cast<size_t>(setup_failure->detail)].description + ")";
     }
     if (setup_failure->step == ChildStep::kLandlock && p.landlock) {
       out.error += " (" + p.landlock->DescribeFailure(setup_failure->detail) + ")";
@@ -424,7 +426,8 @@ void Supervise(const LaunchSpec& spec, const Prepared& p, pid_t child, int pidfd
   }
   if (exited) {
     const int status = exited->wait_status;
-    out.kind = WIFSIGNALED(status) ? SandboxOutcome::Kind::kSignaled : SandboxOutcome::Kind::kExited;
+    out.kind =
+        WIFSIGNALED(status) ? SandboxOutcome::Kind::kSignaled : SandboxOutcome::Kind::kExited;
     out.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     out.exit_code = WaitStatusToExitCode(status);
     return;
@@ -463,8 +466,8 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   // caller, and a set-user-ID file it leaves runs as the same caller — no privilege gained — so
   // the walk that stats every entry (before and after each launch) is not paid for it; the
   // seccomp mode rules still apply to everyone.
-  const bool guard_privileged = spec.guard_privileged_files &&
-                                !spec.disabled.Has(Layer::kSetuidGuard) && ::geteuid() == 0;
+  const bool guard_privileged =
+      spec.guard_privileged_files && !spec.disabled.Has(Layer::kSetuidGuard) && ::geteuid() == 0;
   std::optional<TreeSnapshot> before;
   if (guard_git || guard_privileged) {
     auto snap = SnapshotTrees(WritableRoots(spec), guard_privileged);
@@ -492,8 +495,16 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   if (!caps) return fail("prepare capability drop", caps.error());
   auto exec = PrepareExec(spec, environ);
   if (!exec) return fail("prepare command", exec.error());
-  Prepared p{PrepareIdMaps(), std::move(*mounts), std::move(*caps), std::move(*exec),
-             PrepareRlimits(spec.limits), std::nullopt, std::nullopt, std::nullopt, {}, 0};
+  Prepared p{PrepareIdMaps(),
+             std::move(*mounts),
+             std::move(*caps),
+             std::move(*exec),
+             PrepareRlimits(spec.limits),
+             std::nullopt,
+             std::nullopt,
+             std::nullopt,
+             {},
+             0};
   std::vector<std::string> downgrades;
   std::string landlock_summary = "off", seccomp_summary = "off", cgroup_summary = "not used";
   if (!spec.disabled.Has(Layer::kLandlock)) {
@@ -557,8 +568,9 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   const pid_t child = static_cast<pid_t>(
       ::syscall(SYS_clone, p.clone_flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
   if (child < 0) {
-    Error e = ErrnoError("clone");
+    Error e = ErrnoError("clone").WithCode(Error::Code::kSetup);
     if (e.err == EPERM || e.err == ENOSPC || e.err == EINVAL) {
+      e.code = Error::Code::kUnsupported;
       e.detail =
           "this kernel refuses unprivileged user namespaces; check "
           "/proc/sys/user/max_user_namespaces, /proc/sys/kernel/unprivileged_userns_clone and "
@@ -629,8 +641,7 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   out.git_guard = std::move(git_guard_summary);
   for (const std::string& note : git_guard.Finish()) out.git_guard += "; " + note;
   if (before) {
-    LeftoverReport leftovers =
-        SweepLeftovers(*before, guard_git, guard_privileged);
+    LeftoverReport leftovers = SweepLeftovers(*before, guard_git, guard_privileged);
     out.planted_repositories = std::move(leftovers.planted_repositories);
     out.cleared_files = std::move(leftovers.cleared_files);
     out.host_findings = std::move(leftovers.findings);

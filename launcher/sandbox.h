@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/exit_codes.h"
 #include "common/result.h"
 #include "launcher/child_report.h"
 #include "launcher/launch_spec.h"
@@ -27,9 +28,9 @@ struct SandboxOutcome {
   Kind kind = Kind::kExited;
   int exit_code = 0;
   int signal = 0;
-  std::string error;       // human-readable, for kSetupFailed/kExecFailed
-  std::string failed_step; // ChildStep name or parent-side step, for kSetupFailed/kExecFailed
-  int err = 0;             // errno for kSetupFailed/kExecFailed
+  std::string error;        // human-readable, for kSetupFailed/kExecFailed
+  std::string failed_step;  // ChildStep name or parent-side step, for kSetupFailed/kExecFailed
+  int err = 0;              // errno for kSetupFailed/kExecFailed
   std::chrono::milliseconds duration{0};
   // Layers that were switched off for this run, by name.
   std::vector<std::string> disabled_layers;
@@ -58,15 +59,17 @@ struct SandboxOutcome {
   std::vector<std::string> cleared_files;
 };
 
-inline constexpr int kExitTimedOut = 124;
+// The status of an outcome of kind kTimedOut (LaunchSpec's wall-clock limit expired): the table's
+// kTimedOut (common/exit_codes.h).
+inline constexpr int kExitTimedOut = ToInt(ExitCode::kTimedOut);
 
 // Builds the sandbox, runs spec.argv inside it and waits for it to end. Runs in cagent (the
 // parent). While it runs, SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to cagent are forwarded to the command
 // (a second SIGINT or SIGTERM kills the whole sandbox). The caller's signal mask is restored on
 // return. Before the launch and after the exit it applies the host-side guards of the spec
 // (guard_git_metadata, guard_privileged_files) to the writable trees; see SandboxOutcome's
-// host_findings. Never returns an error Result for failures inside the sandbox: those are outcomes; an
-// error Result means cagent itself could not proceed (e.g. out of memory).
+// host_findings. Never returns an error Result for failures inside the sandbox: those are outcomes;
+// an error Result means cagent itself could not proceed (e.g. out of memory).
 Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec);
 
 // For callers that run something beside the sandbox (the broker of `cagent run`).

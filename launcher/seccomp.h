@@ -10,8 +10,11 @@
 // sockets, terminal queries) is untouched.
 //
 // Three parts, following the module convention:
-//   SeccompPolicy          the rules as data (filled by the policy compiler; DefaultSeccompPolicy
-//                          is the built-in set)
+//   SeccompPolicy          the rules as data. A profile does not choose system calls: the
+//                          launch (sandbox.cc) takes DefaultSeccompPolicy, with inet sockets
+//                          when the spec's network mode is loopback, and switches
+//                          deny_privileged_modes off with the setuid-guard layer; tests build
+//                          their own
 //   SeccompFilter::Prepare parent, before clone: libseccomp builds the program, which is exported
 //                          to classic BPF held in memory
 //   SeccompFilter::Apply   child, after no_new_privs: one seccomp(2) call on the prepared program;

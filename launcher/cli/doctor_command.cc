@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/exit_codes.h"
 #include "common/json_text.h"
 #include "launcher/doctor.h"
 
@@ -41,7 +42,7 @@ int RunDoctorCommand(const DoctorOptions& o) {
     if (!r.layers.empty()) std::printf("\nA sandbox started now gets:\n");
     for (const auto& l : r.layers) std::printf("  - %s\n", l.c_str());
   }
-  return r.sandbox_ok ? 0 : 1;
+  return ToInt(r.sandbox_ok ? ExitCode::kOk : ExitCode::kFailed);
 }
 
 }  // namespace cagent::launcher

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/exit_codes.h"
 #include "common/json_text.h"
 #include "common/terminal_text.h"
 #include "launcher/broker/audit_log.h"
@@ -20,10 +21,6 @@
 
 namespace cagent::launcher {
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitBroken = 1;
-constexpr int kExitUsage = 2;
 
 using nlohmann::json;
 
@@ -269,18 +266,18 @@ int ShowRunLog(const LogOptions& o) {
   auto dir = ResolveRunDirectory(o.run);
   if (!dir) {
     spdlog::error("{}", dir.error().Message());
-    return kExitUsage;
+    return ToInt(ExitCode::kUsage);
   }
   const std::string path = *dir + "/events.jsonl";
   std::ifstream in(path);
   if (!in) {
     spdlog::error("cannot read {}: the run has no event log", path);
-    return kExitUsage;
+    return ToInt(ExitCode::kUsage);
   }
   Result<LogCheck> checked = CheckLog(path, *dir);
   if (!checked.ok()) {
     spdlog::error("cannot check {}: {}", path, checked.error().Message());
-    return kExitUsage;
+    return ToInt(ExitCode::kUsage);
   }
   const LogCheck& c = *checked;
   const broker::AuditVerifyReport& r = c.chain;
@@ -346,9 +343,9 @@ int ShowRunLog(const LogOptions& o) {
   if (!c.chain_problem.empty()) {
     spdlog::error("{} does not verify ({}): the log was damaged or altered; do not trust it", path,
                   TerminalSafe(c.chain_problem));
-    return kExitBroken;
+    return ToInt(ExitCode::kFailed);
   }
-  return kExitOk;
+  return ToInt(ExitCode::kOk);
 }
 
 // `cagent log check TARGET`: the chain, result.json's record of it, and the schema of every line.
@@ -365,7 +362,7 @@ int CheckCommand(const LogOptions& o) {
     if (!dir) {
       spdlog::error("{} is neither a log file, a run directory, nor a run: {}",
                     TerminalSafe(o.file), dir.error().Message());
-      return kExitUsage;
+      return ToInt(ExitCode::kUsage);
     }
     run_dir = *dir;
     path = *dir + "/events.jsonl";
@@ -374,7 +371,7 @@ int CheckCommand(const LogOptions& o) {
   if (!checked.ok()) {
     spdlog::error("cannot check the audit log: {}; check the path and that you may read it",
                   checked.error().Message());
-    return kExitUsage;
+    return ToInt(ExitCode::kUsage);
   }
   const LogCheck& c = *checked;
   const bool ok = c.chain_problem.empty() && c.schema.ok();
@@ -415,9 +412,9 @@ int CheckCommand(const LogOptions& o) {
                                 : std::to_string(c.schema.problems.size()) +
                                       " schema problems (docs/audit-log.md lists every event "
                                       "and field)");
-    return kExitBroken;
+    return ToInt(ExitCode::kFailed);
   }
-  return kExitOk;
+  return ToInt(ExitCode::kOk);
 }
 
 int SchemaCommand(const LogOptions& o) {
@@ -426,7 +423,7 @@ int SchemaCommand(const LogOptions& o) {
   } else {
     std::cout << broker::AuditSchemaMarkdown();
   }
-  return kExitOk;
+  return ToInt(ExitCode::kOk);
 }
 
 }  // namespace
@@ -531,7 +528,7 @@ int RunLogCommand(const LogOptions& o) {
     if (!o.run.empty()) return ShowRunLog(o);
     spdlog::error(
         "cagent log needs a run (cagent log RUN) or a file to verify (cagent log verify FILE)");
-    return kExitUsage;
+    return ToInt(ExitCode::kUsage);
   }
   std::string path = o.file;
   struct stat st {};
@@ -539,7 +536,7 @@ int RunLogCommand(const LogOptions& o) {
     const std::string inside = path + (path.ends_with('/') ? "" : "/") + "events.jsonl";
     if (stat(inside.c_str(), &st) != 0) {
       spdlog::error("{} is a directory without an events.jsonl; give the log file itself", path);
-      return kExitUsage;
+      return ToInt(ExitCode::kUsage);
     }
     path = inside;
   }
@@ -547,7 +544,7 @@ int RunLogCommand(const LogOptions& o) {
   if (!verified.ok()) {
     spdlog::error("cannot verify the audit log: {}; check the path and that you may read it",
                   verified.error().Message());
-    return kExitUsage;
+    return ToInt(ExitCode::kUsage);
   }
   const broker::AuditVerifyReport& r = *verified;
   if (o.json) {
@@ -572,7 +569,7 @@ int RunLogCommand(const LogOptions& o) {
         "line {} on (from the line before, when a prev does not match)",
         path, r.first_bad_line);
   }
-  return r.ok ? kExitOk : kExitBroken;
+  return r.ok ? ToInt(ExitCode::kOk) : ToInt(ExitCode::kFailed);
 }
 
 }  // namespace cagent::launcher

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <iostream>
 
+#include "common/exit_codes.h"
 #include "launcher/cli/agent_command.h"
 #include "launcher/cli/doctor_command.h"
 #include "launcher/cli/exec_command.h"
@@ -36,8 +37,9 @@ int main(int argc, char** argv) {
       "cagent");
   app.set_version_flag("--version", "cagent " CAGENT_VERSION);
   app.require_subcommand(1);
-  app.footer("Run 'cagent SUBCOMMAND --help' for the options of each subcommand; 'man cagent' for "
-             "the full manual.");
+  app.footer(
+      "Run 'cagent SUBCOMMAND --help' for the options of each subcommand; 'man cagent' for "
+      "the full manual.");
 
   cagent::launcher::ExecOptions exec_options;
   CLI::App* exec = cagent::launcher::AddExecCommand(app, exec_options);
@@ -66,11 +68,12 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
-    return 2;
+    return cagent::ToInt(cagent::ExitCode::kUsage);
   }
   // Last resort: an exception no subcommand caught, or std::terminate (a throw from a thread or a
   // noexcept function), must not end a run without its result.json. The run arms a prebuilt
-  // "failed" record (run/last_resort.h); these write it, say so, and exit 125 / abort.
+  // "failed" record (run/last_resort.h); these write it, say so, and exit setup-failed (125) /
+  // abort.
   cagent::launcher::run::InstallLastResortHandler();
   try {
     if (exec->parsed()) return cagent::launcher::RunExecCommand(exec_options);
@@ -87,7 +90,7 @@ int main(int argc, char** argv) {
     const bool recorded = cagent::launcher::run::WriteLastResortRecord();
     spdlog::error("internal error: {}{}", e.what(),
                   recorded ? "; the run is recorded as failed in its result.json" : "");
-    return 125;
+    return cagent::ToInt(cagent::ExitCode::kSetupFailed);
   }
-  return 2;
+  return cagent::ToInt(cagent::ExitCode::kUsage);
 }

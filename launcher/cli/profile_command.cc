@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "common/exit_codes.h"
 #include "launcher/profile_init.h"
 
 namespace cagent::launcher {
@@ -36,22 +37,24 @@ int RunInit(const ProfileOptions& o) {
   auto plan = PlanProfile(init);
   if (!plan) {
     const Error& e = plan.error();
-    if (e.op.starts_with(kInitDoesNotCompile)) {
+    const ExitCode status = ExitCodeFor(e, ExitCode::kFailed);
+    if (status == ExitCode::kFailed) {
+      // The generated text does not compile: the detail is the rendered diagnostics.
       std::cerr << e.detail;
       spdlog::error("{}", e.op);
-      return 1;
+    } else {
+      spdlog::error("{}{}", e.op, e.detail.empty() ? "" : "; " + e.detail);
     }
-    spdlog::error("{}{}", e.op, e.detail.empty() ? "" : "; " + e.detail);
-    return 2;
+    return ToInt(status);
   }
   if (o.dry_run) {
     std::cout << plan->text;
-    return 0;
+    return ToInt(ExitCode::kOk);
   }
   if (auto written = WriteProfile(*plan, o.force); !written) {
     const Error& e = written.error();
     spdlog::error("cannot write the profile: {}", e.Message());
-    return 1;
+    return ToInt(ExitCode::kFailed);
   }
   std::cout << "wrote " << plan->path << "\n";
   std::cout << "  extends:   " << plan->parent << "\n";
@@ -59,9 +62,8 @@ int RunInit(const ProfileOptions& o) {
   for (std::size_t i = 0; i < plan->found.size(); ++i) {
     std::cout << (i ? ", " : "") << plan->found[i];
   }
-  std::cout << "\n  verify:    " << (plan->verify.empty() ? "(none recognised; see the comment)"
-                                                          : plan->verify)
-            << "\n";
+  std::cout << "\n  verify:    "
+            << (plan->verify.empty() ? "(none recognised; see the comment)" : plan->verify) << "\n";
   if (!plan->exposed.empty()) {
     std::cout << "  read-only:";
     for (const auto& t : plan->exposed) std::cout << " " << t.path;
@@ -69,7 +71,7 @@ int RunInit(const ProfileOptions& o) {
   }
   std::cout << "Next: review it, then `cagent policy check " << plan->path
             << "` and `cagent policy audit " << plan->path << "`.\n";
-  return 0;
+  return ToInt(ExitCode::kOk);
 }
 
 }  // namespace
@@ -90,10 +92,11 @@ CLI::App* AddProfileCommand(CLI::App& app, ProfileOptions& o) {
       "would fail `cagent policy check` is never written. Only file names and a few build files "
       "are read; nothing in the repository is run.");
   o.init_cmd->add_option("dir", o.dir, "The repository's root directory (default: .).");
-  o.init_cmd->add_option("-n,--name", o.name,
-                         "The profile's name: the file is DIR/.cagent/NAME.cagent, used with "
-                         "--profile NAME from DIR (default: project). Built-in names are "
-                         "refused: the repository's copy would shadow the built-in profile.")
+  o.init_cmd
+      ->add_option("-n,--name", o.name,
+                   "The profile's name: the file is DIR/.cagent/NAME.cagent, used with "
+                   "--profile NAME from DIR (default: project). Built-in names are "
+                   "refused: the repository's copy would shadow the built-in profile.")
       ->default_str("project");
   o.init_cmd->add_flag("-f,--force", o.force, "Replace an existing DIR/.cagent/NAME.cagent.");
   o.init_cmd->add_flag("--dry-run", o.dry_run, "Print the profile instead of writing it.");
@@ -112,7 +115,7 @@ CLI::App* AddProfileCommand(CLI::App& app, ProfileOptions& o) {
 int RunProfileCommand(const ProfileOptions& o) {
   if (o.init_cmd != nullptr && o.init_cmd->parsed()) return RunInit(o);
   spdlog::error("cagent profile: give a subcommand (init)");
-  return 2;
+  return ToInt(ExitCode::kUsage);
 }
 
 }  // namespace cagent::launcher

@@ -390,7 +390,7 @@ TEST_F(LoopTest, ARefusedAnswerIsAModelError) {
       .Expect(Kind::kFinish, testing::SendAck());
   const LoopResult result = Run(broker);
   EXPECT_EQ(result.status, LoopResult::Status::kModelError);
-  EXPECT_EQ(result.ExitCode(), 4);
+  EXPECT_EQ(result.ExitCode(), 3);  // run-failed: the session did not complete
   EXPECT_EQ(result.message, "the provider refused to answer: I can't help with that.");
   const auto finish = broker.Received(Kind::kFinish);
   ASSERT_EQ(finish.size(), 1U);
@@ -578,7 +578,7 @@ TEST_F(LoopTest, TheModelSeesTheBrokersRedactedOutput) {
   EXPECT_NE(sent.find("token=[REDACTED]"), std::string::npos);
 }
 
-TEST_F(LoopTest, ProviderErrorEndsWithExitFour) {
+TEST_F(LoopTest, ProviderErrorEndsTheSessionAsRunFailed) {
   ScriptedBroker broker;
   broker.Expect(Kind::kHello, testing::SendWelcome(Welcome()))
       .Expect(Kind::kModelCall, testing::SendError(protocol::ErrorCode::kProviderAuth,
@@ -586,7 +586,7 @@ TEST_F(LoopTest, ProviderErrorEndsWithExitFour) {
       .Expect(Kind::kFinish, testing::SendAck());
   const LoopResult result = Run(broker);
   EXPECT_EQ(result.status, LoopResult::Status::kModelError);
-  EXPECT_EQ(result.ExitCode(), 4);
+  EXPECT_EQ(result.ExitCode(), 3);  // run-failed: the session did not complete
   EXPECT_NE(result.message.find("OPENAI_API_KEY"), std::string::npos);
   ASSERT_EQ(broker.Received(Kind::kFinish).size(), 1U);
   EXPECT_EQ(std::get<protocol::Finish>(broker.Received(Kind::kFinish)[0].body).outcome, "error");

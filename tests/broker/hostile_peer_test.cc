@@ -5,6 +5,11 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <chrono>
+#include <string>
+#include <thread>
+#include <utility>
+
 #include "tests/broker/broker_test_util.h"
 
 namespace cagent::launcher::broker::testing {
@@ -143,6 +148,27 @@ TEST(HostilePeer, ZeroLengthFrameIsMalformedThenClosed) {
   ASSERT_TRUE(reply);
   EXPECT_EQ((*reply)["code"], "malformed");
   EXPECT_TRUE(h.peer->WaitClosed());
+}
+
+// The header straddles two reads: the broker learns which problem it is from the decoder's error
+// code (broker.cc decides by Error::Code, not by the message), so a zero length split in two is
+// still "malformed", and an oversized one split in two still "too_large".
+TEST(HostilePeer, AHeaderSplitAcrossReadsKeepsItsErrorCode) {
+  for (const auto& [length, code] : {std::pair<std::uint32_t, std::string>{0, "malformed"},
+                                     std::pair<std::uint32_t, std::string>{100000, "too_large"}}) {
+    HarnessOptions o;
+    o.max_frame_bytes = 4096;
+    Harness h(o);
+    h.Hello();
+    const std::string header = Header(length);
+    ASSERT_TRUE(h.peer->SendRaw(header.substr(0, 2)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(h.peer->SendRaw(header.substr(2)));
+    auto reply = h.peer->Recv();
+    ASSERT_TRUE(reply);
+    EXPECT_EQ((*reply)["code"], code) << length;
+    EXPECT_TRUE(h.peer->WaitClosed());
+  }
 }
 
 TEST(HostilePeer, HalfFrameThenEofIsRecorded) {

@@ -830,6 +830,38 @@ TEST(FrameDecoder, TheFailedStateSticks) {
   EXPECT_TRUE(d.failed());
 }
 
+// The broker tells a zero-length frame (malformed) from an oversized one (too large) by the
+// error's code, never by its text: each failure carries its own code.
+TEST(FrameDecoder, EachFramingFailureHasItsOwnCode) {
+  FrameDecoder zero;
+  const Status z = zero.Feed(Header4(0));
+  ASSERT_FALSE(z.ok());
+  EXPECT_EQ(z.error().code, Error::Code::kMalformed) << CodeName(z.error().code);
+
+  FrameDecoder big(16);
+  const Status b = big.Feed(Header4(17));
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().code, Error::Code::kTooLarge) << CodeName(b.error().code);
+
+  // Split across feeds, the header is judged on its last byte, with the same codes.
+  FrameDecoder slow_zero;
+  ASSERT_TRUE(slow_zero.Feed(std::string(3, '\0')).ok());
+  const Status sz = slow_zero.Feed(std::string(1, '\0'));
+  ASSERT_FALSE(sz.ok());
+  EXPECT_EQ(sz.error().code, Error::Code::kMalformed);
+
+  // Once failed, a feed is refused as an operation on a dead stream, not as a new frame problem.
+  const Status again = big.Feed(Frame("ok"));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, Error::Code::kFailed);
+}
+
+TEST(FrameEncoder, APayloadAboveTheLimitIsTooLarge) {
+  const auto frame = EncodeFrame(std::string(kMaxFrameBytes + 1, 'x'));
+  ASSERT_FALSE(frame.ok());
+  EXPECT_EQ(frame.error().code, Error::Code::kTooLarge);
+}
+
 TEST(FrameDecoder, ManyFramesThroughOneDecoderKeepBufferBounded) {
   // Consumed bytes are compacted away; a long-lived connection does not accumulate them.
   FrameDecoder d;

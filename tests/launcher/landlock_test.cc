@@ -677,6 +677,35 @@ TEST(LandlockPrepareTest, NoLandlockFailsClosedWhenFilesystemRulesAreRequired) {
   EXPECT_THAT(all.error().Message(), HasSubstr("abstract Unix socket and signal scoping"));
 }
 
+// A required feature the kernel lacks is "unsupported" (cagent exits setup-failed, 125); a rule
+// set that is wrong in itself is "invalid input". Commands map them by the code (ExitCodeFor).
+TEST(LandlockPrepareTest, RefusalsCarryTheirErrorCode) {
+  LandlockRules fs;
+  fs.read_only = {"/usr"};
+  auto no_landlock = LandlockRuleset::Prepare(fs, 0);
+  ASSERT_FALSE(no_landlock.ok());
+  EXPECT_EQ(no_landlock.error().code, Error::Code::kUnsupported);
+  LandlockRules net = Everything();
+  net.require_scopes = false;
+  auto old_abi = LandlockRuleset::Prepare(net, 3);
+  ASSERT_FALSE(old_abi.ok());
+  EXPECT_EQ(old_abi.error().code, Error::Code::kUnsupported);
+  // The same rules marked best effort are not refused at all.
+  fs.require_fs = false;
+  EXPECT_TRUE(LandlockRuleset::Prepare(fs, 0).ok());
+
+  LandlockRules relative;
+  relative.read_write = {"work"};
+  auto rel = LandlockRuleset::Prepare(relative, 7);
+  ASSERT_FALSE(rel.ok());
+  EXPECT_EQ(rel.error().code, Error::Code::kInvalidInput);
+  LandlockRules ports = NoFs();
+  ports.tcp_connect_ports = {443};
+  auto no_restrict = LandlockRuleset::Prepare(ports, 7);
+  ASSERT_FALSE(no_restrict.ok());
+  EXPECT_EQ(no_restrict.error().code, Error::Code::kInvalidInput);
+}
+
 TEST(LandlockPrepareTest, NoLandlockBestEffortReportsEverything) {
   LandlockRules rules = Everything();
   rules.require_fs = rules.require_net = rules.require_scopes = false;

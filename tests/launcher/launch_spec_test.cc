@@ -12,21 +12,27 @@ TEST(LaunchSpecTest, DefaultsAreValid) {
   EXPECT_TRUE(spec.disabled.Empty());
 }
 
+// A refused spec is the caller's mistake: Error::Code::kInvalidInput (exit status usage).
+void ExpectInvalid(const Status& s) {
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, Error::Code::kInvalidInput) << s.error().Message();
+}
+
 TEST(LaunchSpecTest, RejectsUnsafeOrMalformedSpecs) {
   auto with = [](auto mutate) {
     LaunchSpec spec = DefaultLaunchSpec("/srv/ws", {"true"});
     mutate(spec);
     return ValidateLaunchSpec(spec);
   };
-  EXPECT_FALSE(with([](LaunchSpec& s) { s.argv.clear(); }).ok());
-  EXPECT_FALSE(with([](LaunchSpec& s) { s.workspace = "/"; }).ok());
-  EXPECT_FALSE(with([](LaunchSpec& s) { s.workspace = "relative/dir"; }).ok());
-  EXPECT_FALSE(with([](LaunchSpec& s) { s.workspace = "/srv/../etc"; }).ok());
-  EXPECT_FALSE(with([](LaunchSpec& s) { s.read_only_paths.push_back("/usr/./lib"); }).ok());
-  EXPECT_FALSE(with([](LaunchSpec& s) { s.hidden_paths.push_back("/"); }).ok());
-  EXPECT_FALSE(with([](LaunchSpec& s) { s.env_set.push_back({"A=B", "c"}); }).ok());
-  EXPECT_FALSE(with([](LaunchSpec& s) { s.keep_fds.push_back(1); }).ok());
-  EXPECT_FALSE(with([](LaunchSpec& s) { s.keep_fds.assign(40, 5); }).ok());
+  ExpectInvalid(with([](LaunchSpec& s) { s.argv.clear(); }));
+  ExpectInvalid(with([](LaunchSpec& s) { s.workspace = "/"; }));
+  ExpectInvalid(with([](LaunchSpec& s) { s.workspace = "relative/dir"; }));
+  ExpectInvalid(with([](LaunchSpec& s) { s.workspace = "/srv/../etc"; }));
+  ExpectInvalid(with([](LaunchSpec& s) { s.read_only_paths.push_back("/usr/./lib"); }));
+  ExpectInvalid(with([](LaunchSpec& s) { s.hidden_paths.push_back("/"); }));
+  ExpectInvalid(with([](LaunchSpec& s) { s.env_set.push_back({"A=B", "c"}); }));
+  ExpectInvalid(with([](LaunchSpec& s) { s.keep_fds.push_back(1); }));
+  ExpectInvalid(with([](LaunchSpec& s) { s.keep_fds.assign(40, 5); }));
   EXPECT_EQ(with([](LaunchSpec& s) { s.workspace = "/"; }).error().Message(),
             "invalid launch spec: workspace must be an absolute, normalised path other than / "
             "(got '/')");
@@ -40,6 +46,10 @@ TEST(LaunchSpecTest, LayerNamesRoundTrip) {
   const auto bad = ParseLayer("seccomp-but-misspelt");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().Message().find("valid layers: fs, pid, net"), std::string::npos);
+  EXPECT_EQ(bad.error().code, Error::Code::kInvalidInput);
+  const auto mode = ParseNetworkMode("wide-open");
+  ASSERT_FALSE(mode.ok());
+  EXPECT_EQ(mode.error().code, Error::Code::kInvalidInput);
 }
 
 TEST(LaunchSpecTest, CanonicalDirectory) {

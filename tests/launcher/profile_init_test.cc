@@ -23,8 +23,8 @@ class ProfileInitTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* tmp = std::getenv("TMPDIR");
-    std::string tmpl = std::string(tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp") +
-                       "/cagent-init-test-XXXXXX";
+    std::string tmpl =
+        std::string(tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp") + "/cagent-init-test-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     root_ = tmpl;
     repo_ = root_ + "/repo";
@@ -115,8 +115,7 @@ TEST_F(ProfileInitTest, NodeUsesFrontendAndTheTestScript) {
 }
 
 TEST_F(ProfileInitTest, NodePlaceholderTestScriptIsNoVerify) {
-  Write("package.json",
-        R"({"scripts": {"test": "echo \"Error: no test specified\" && exit 1"}})");
+  Write("package.json", R"({"scripts": {"test": "echo \"Error: no test specified\" && exit 1"}})");
   Write("yarn.lock", "");
   InitPlan plan = InitAndCheck(Options());
   EXPECT_EQ(plan.parent, "frontend");
@@ -255,10 +254,20 @@ TEST_F(ProfileInitTest, RefusesNamesThatShadowBuiltinsOrAreInvalid) {
   auto plan = PlanProfile(o);
   ASSERT_FALSE(plan.ok());
   EXPECT_THAT(plan.error().Message(), HasSubstr("built-in"));
+  // Usage errors (exit 2), told apart from a profile that does not compile (exit 1) by the code.
+  EXPECT_EQ(plan.error().code, Error::Code::kInvalidInput);
   o.name = "../evil";
-  EXPECT_FALSE(PlanProfile(o).ok());
+  auto evil = PlanProfile(o);
+  ASSERT_FALSE(evil.ok());
+  EXPECT_EQ(evil.error().code, Error::Code::kInvalidInput);
   o.name = ".hidden";
   EXPECT_FALSE(PlanProfile(o).ok());
+  o.name = "project";
+  o.dir = root_ + "/no-such-directory";
+  auto missing = PlanProfile(o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, Error::Code::kInvalidInput);
+  EXPECT_THAT(missing.error().Message(), HasSubstr("is not a directory"));
 }
 
 TEST_F(ProfileInitTest, RefusesToWriteAProfileThatDoesNotCompile) {
@@ -268,7 +277,10 @@ TEST_F(ProfileInitTest, RefusesToWriteAProfileThatDoesNotCompile) {
   Write(".cagent/backend.cagent", "network sideways\n");
   auto plan = PlanProfile(Options());
   ASSERT_FALSE(plan.ok());
-  EXPECT_TRUE(plan.error().op.starts_with(kInitDoesNotCompile)) << plan.error().op;
+  // kFailed, not kInvalidInput: `cagent profile init` returns 1 for it (and prints the detail as
+  // the diagnostics), 2 for a usage error.
+  EXPECT_EQ(plan.error().code, Error::Code::kFailed) << CodeName(plan.error().code);
+  EXPECT_THAT(plan.error().op, HasSubstr("the generated profile does not compile"));
   EXPECT_THAT(plan.error().detail, HasSubstr("backend.cagent:1:9: error: unknown network mode"));
   EXPECT_THAT(plan.error().detail, HasSubstr("  network sideways\n" + std::string(10, ' ') + "^" +
                                              std::string(7, '~') + "\n"));
