@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "policy/dump.h"
+#include "policy/lowering.h"
 
 namespace cagent::launcher::broker {
 namespace {
@@ -21,15 +22,17 @@ std::string Duration(std::chrono::milliseconds d) {
   return policy::FormatDuration(static_cast<std::uint64_t>(d.count()));
 }
 
-// One budget, compared as numbers and named as a profile would write it.
-struct Comparison {
-  std::string name;  // the profile's limit key, or "tool-calls[run_command]"
-  std::optional<std::uint64_t> profile;
+// One budget the command line asks for, against the profile's ceiling.
+struct Lowering {
+  std::string flag;  // as the user typed it
+  policy::Ceiling ceiling;
   std::optional<std::uint64_t> requested;
-  std::string (*format)(std::uint64_t);
 };
 
-std::string FormatMs(std::uint64_t ms) { return policy::FormatDuration(ms); }
+std::optional<std::uint64_t> Ms(const std::optional<std::chrono::milliseconds>& d) {
+  if (!d) return std::nullopt;
+  return static_cast<std::uint64_t>(d->count());
+}
 
 }  // namespace
 
@@ -46,34 +49,38 @@ Budgets BudgetsFromPolicy(const policy::Policy& policy) {
 }
 
 Status LowerBudgets(Budgets& budgets, const Budgets& requested) {
-  auto ms = [](const std::optional<std::chrono::milliseconds>& d) -> std::optional<std::uint64_t> {
-    if (!d) return std::nullopt;
-    return static_cast<std::uint64_t>(d->count());
-  };
-  std::vector<Comparison> all = {
-      {"model-turns", budgets.model_turns, requested.model_turns, &Count},
-      {"model-tokens", budgets.model_tokens, requested.model_tokens, &Count},
-      {"tool-calls", budgets.tool_calls, requested.tool_calls, &Count},
-      {"wall-time", ms(budgets.wall_time), ms(requested.wall_time), &FormatMs},
-      {"total-output", budgets.output_bytes, requested.output_bytes, &Size},
+  using policy::LimitKind;
+  // The flags are session_flags.h's; a per-kind budget has no flag of its own, so it is named as
+  // the profile writes it.
+  std::vector<Lowering> all = {
+      {"--max-turns",
+       {"model-turns", budgets.model_turns, LimitKind::kCount, ""},
+       requested.model_turns},
+      {"--max-tokens",
+       {"model-tokens", budgets.model_tokens, LimitKind::kCount, ""},
+       requested.model_tokens},
+      {"--max-tool-calls",
+       {"tool-calls", budgets.tool_calls, LimitKind::kCount, ""},
+       requested.tool_calls},
+      {"--wall-time",
+       {"wall-time", Ms(budgets.wall_time), LimitKind::kDuration, ""},
+       Ms(requested.wall_time)},
+      {"--max-output",
+       {"total-output", budgets.output_bytes, LimitKind::kSize, ""},
+       requested.output_bytes},
   };
   for (const auto& [kind, value] : requested.tool_calls_by_kind) {
     std::optional<std::uint64_t> profile;
     if (auto it = budgets.tool_calls_by_kind.find(kind); it != budgets.tool_calls_by_kind.end()) {
       profile = it->second;
     }
-    all.push_back({"tool-calls[" + kind + "]", profile, value, &Count});
+    const std::string name = "tool-calls[" + kind + "]";
+    all.push_back({"budget " + name, {name, profile, LimitKind::kCount, ""}, value});
   }
   // Check everything before changing anything: a refused request leaves the budgets as they were.
-  for (const Comparison& c : all) {
-    if (c.requested && c.profile && *c.requested > *c.profile) {
-      return PlainError("budget " + c.name,
-                        "requested " + c.format(*c.requested) + " is above the profile's " +
-                            c.format(*c.profile) +
-                            "; budgets from the command line can only lower the profile's "
-                            "(pass a value of at most " +
-                            c.format(*c.profile) + ")");
-    }
+  for (const Lowering& l : all) {
+    if (!l.requested) continue;
+    if (auto s = policy::CheckLowers(l.flag, l.ceiling, *l.requested); !s) return s;
   }
   if (requested.model_turns) budgets.model_turns = requested.model_turns;
   if (requested.model_tokens) budgets.model_tokens = requested.model_tokens;

@@ -1,27 +1,26 @@
 #include "launcher/cli/agent_command.h"
 
 #include <fcntl.h>
-#include <sys/random.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <spdlog/spdlog.h>
 
+#include "common/duration.h"
+#include "common/exit_codes.h"
 #include "common/json_text.h"
 #include "common/terminal_text.h"
-#include "common/duration.h"
 #include "common/unique_fd.h"
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/agent_session.h"
+#include "launcher/run/state_dir.h"
 #include "policy/diagnostics.h"
 #include "policy/loader.h"
 
@@ -29,12 +28,9 @@ namespace cagent::launcher {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr int kExitUsage = 2;
-constexpr int kExitSetup = 125;
-
 int Usage(const std::string& message) {
   spdlog::error("{}", message);
-  return kExitUsage;
+  return ToInt(ExitCode::kUsage);
 }
 
 Status MakeDirs(const std::string& path) {
@@ -47,32 +43,6 @@ Status MakeDirs(const std::string& path) {
 
 }  // namespace
 
-std::string NewRunId() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-  unsigned char bytes[3] = {};
-  if (::getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) {
-    const auto t = std::chrono::steady_clock::now().time_since_epoch().count();
-    bytes[0] = static_cast<unsigned char>(t);
-    bytes[1] = static_cast<unsigned char>(t >> 8);
-    bytes[2] = static_cast<unsigned char>(::getpid());
-  }
-  char suffix[8];
-  std::snprintf(suffix, sizeof(suffix), "%02x%02x%02x", bytes[0], bytes[1], bytes[2]);
-  return std::string(stamp) + "-" + suffix;
-}
-
-std::string StateDirectory() {
-  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg != nullptr && xdg[0] == '/') {
-    return std::string(xdg) + "/cagent";
-  }
-  const std::string home = CallerHome();
-  return (home.empty() ? std::string("/tmp") : home + "/.local/state") + "/cagent";
-}
-
 CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "agent",
@@ -81,7 +51,8 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
       "(decisions, approvals, budgets, the hash-chained audit log). Unlike 'cagent run', there is "
       "no disposable git workspace, no patch capture and no verification: what the agent writes "
       "stays in DIR. Use it on scratch directories.");
-  cmd->add_option("--profile", o.profile, "Profile (name or .cagent file); see 'cagent policy list'.")
+  cmd->add_option("--profile", o.profile,
+                  "Profile (name or .cagent file); see 'cagent policy list'.")
       ->required();
   cmd->add_flag("--trust-repo-profile", o.trust_repo_profile, kTrustRepoProfileHelp);
   cmd->add_option("-w,--workspace", o.workspace, "The directory the agent works in (read-write).")
@@ -94,7 +65,7 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
   cmd->add_flag("--json", o.json, "Print the session's outcome as one JSON object on stdout.");
   cmd->add_flag("-q,--quiet", o.quiet, "Do not print the broker's events on stderr.");
   cmd->footer(
-      "Exit status: 0 the agent finished; 1 the session failed (budget, provider error, the agent "
+      "Exit status: 0 the agent finished; 3 the session failed (budget, provider error, the agent "
       "crashed or violated the protocol); 4 stopped for an approval (--approve stop); 130 "
       "cancelled (Ctrl-C); 2 usage; 125 could not start.");
   return cmd;
@@ -102,11 +73,11 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
 
 int RunAgentCommand(const AgentOptions& o) {
   AgentSessionOptions s;
-  s.run_id = NewRunId();
+  s.run_id = run::NewRunId();
 
   auto workspace = CanonicalDirectory(o.workspace);
   if (!workspace) return Usage("--workspace " + o.workspace + ": " + workspace.error().Message());
-  s.workspace = *workspace;
+  s.binding = RunBinding(*workspace);
 
   std::ifstream task(o.task_file, std::ios::binary);
   if (!task) return Usage("cannot read the task file " + o.task_file);
@@ -128,7 +99,7 @@ int RunAgentCommand(const AgentOptions& o) {
   auto compiled = policy::LoadProfile(choice->path, search);
   if (!compiled.policy) {
     std::cerr << policy::RenderAll(*compiled.sources, compiled.diags);
-    return kExitUsage;
+    return ToInt(ExitCode::kUsage);
   }
   s.policy = compiled.policy;
 
@@ -137,7 +108,7 @@ int RunAgentCommand(const AgentOptions& o) {
   s.pre_approval_file = settings->pre_approval_file;
   s.budget_overrides = settings->budget_overrides;
 
-  const std::string sessions = StateDirectory() + "/sessions";
+  const std::string sessions = run::StateDirectory() + "/sessions";
   if (auto st = MakeDirs(sessions); !st) return Usage(st.error().Message());
   s.audit_log_path = o.audit_log.empty() ? sessions + "/" + s.run_id + ".audit.jsonl" : o.audit_log;
   s.agent_log_path = sessions + "/" + s.run_id + ".agent.log";
@@ -158,13 +129,13 @@ int RunAgentCommand(const AgentOptions& o) {
   auto result = RunAgentSession(s);
   if (!result) {
     spdlog::error("{}", result.error().Message());
-    return kExitSetup;
+    return ToInt(ExitCodeFor(result.error(), ExitCode::kSetupFailed));
   }
   const auto& b = result->broker;
-  int code = kExitAgentFailed;
-  if (b.status == broker::BrokerOutcome::Status::kFinished) code = 0;
-  if (b.status == broker::BrokerOutcome::Status::kCancelled) code = kExitAgentCancelled;
-  if (b.status == broker::BrokerOutcome::Status::kNeedsApproval) code = kExitAgentNeedsApproval;
+  ExitCode code = ExitCode::kRunFailed;
+  if (b.status == broker::BrokerOutcome::Status::kFinished) code = ExitCode::kOk;
+  if (b.status == broker::BrokerOutcome::Status::kCancelled) code = ExitCode::kCancelled;
+  if (b.status == broker::BrokerOutcome::Status::kNeedsApproval) code = ExitCode::kNeedsApproval;
   if (o.json) {
     nlohmann::json j;
     j["run_id"] = s.run_id;
@@ -202,7 +173,7 @@ int RunAgentCommand(const AgentOptions& o) {
       std::cerr << TerminalSafe(b.finish->summary, TerminalLines::kMultiple) << "\n";
     }
   }
-  return code;
+  return ToInt(code);
 }
 
 }  // namespace cagent::launcher

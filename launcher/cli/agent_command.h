@@ -22,23 +22,18 @@ struct AgentOptions {
   bool trust_repo_profile = false;
   std::string workspace;
   std::string task_file;
-  SessionFlags session;       // --model, --approve, --pre-approve, budgets
-  std::string audit_log;      // default: $XDG_STATE_HOME/cagent/sessions/<id>.audit.jsonl
+  SessionFlags session;   // --model, --approve, --pre-approve, budgets
+  std::string audit_log;  // default: $XDG_STATE_HOME/cagent/sessions/<id>.audit.jsonl
   bool json = false;
   bool quiet = false;
 };
 
+// Adds the `agent` subcommand to `app`; the options are written into `options`.
 CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& options);
+// Runs `cagent agent`. Returns a status from common/exit_codes.h, the same as `cagent run` for the
+// same outcome: kOk (the agent finished), kRunFailed (the session did not complete),
+// kNeedsApproval, kCancelled, kUsage (bad flags, task file or profile), kSetupFailed (the session
+// could not start).
 int RunAgentCommand(const AgentOptions& options);
-
-// Exit codes shared with `cagent run`.
-inline constexpr int kExitAgentFailed = 1;
-inline constexpr int kExitAgentNeedsApproval = 4;
-inline constexpr int kExitAgentCancelled = 130;
-
-// A fresh run id: UTC time plus random bits, "20261130T101500Z-3f9a1c".
-std::string NewRunId();
-// $XDG_STATE_HOME/cagent (or ~/.local/state/cagent), created 0700.
-std::string StateDirectory();
 
 }  // namespace cagent::launcher

@@ -10,58 +10,78 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/exit_codes.h"
 #include "common/json_text.h"
-#include "common/duration.h"
 #include "launcher/child_report.h"
 #include "launcher/launch_spec.h"
+#include "launcher/narrow.h"
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
 #include "launcher/sandbox.h"
+#include "launcher/seccomp.h"
 #include "policy/dump.h"
 #include "policy/loader.h"
-#include "launcher/seccomp.h"
 
 namespace cagent::launcher {
 namespace {
 
-constexpr int kExitUsage = 2;
-
 // What each layer keeps from the command, for the warning printed when it is switched off.
 const char* LayerConsequence(Layer l) {
   switch (l) {
-    case Layer::kMountView: return "the command sees and can write the host's whole filesystem";
-    case Layer::kPidNamespace: return "the command can see and signal the caller's processes";
-    case Layer::kNetNamespace: return "the command shares the host's network";
-    case Layer::kIpcNamespace: return "the command shares the host's System V IPC";
-    case Layer::kUtsNamespace: return "the command shares the host's hostname";
-    case Layer::kCgroupNamespace: return "the command sees the host's cgroup paths";
-    case Layer::kNewSession: return "the command keeps cagent's controlling terminal";
-    case Layer::kDieWithParent: return "the sandbox may outlive cagent";
-    case Layer::kEnvScrub: return "the command inherits cagent's whole environment, secrets included";
-    case Layer::kCloseFds: return "the command inherits cagent's open file descriptors";
-    case Layer::kCapabilities: return "the command keeps its capabilities inside the namespaces";
-    case Layer::kRlimits: return "no CPU, file size, open file or process ceilings";
-    case Layer::kCgroupLimits: return "no memory, pids or cpu limits through cgroup v2";
-    case Layer::kLandlock: return "no Landlock rules: only the mount view confines files";
-    case Layer::kSeccomp: return "the whole syscall surface of the kernel is reachable";
+    case Layer::kMountView:
+      return "the command sees and can write the host's whole filesystem";
+    case Layer::kPidNamespace:
+      return "the command can see and signal the caller's processes";
+    case Layer::kNetNamespace:
+      return "the command shares the host's network";
+    case Layer::kIpcNamespace:
+      return "the command shares the host's System V IPC";
+    case Layer::kUtsNamespace:
+      return "the command shares the host's hostname";
+    case Layer::kCgroupNamespace:
+      return "the command sees the host's cgroup paths";
+    case Layer::kNewSession:
+      return "the command keeps cagent's controlling terminal";
+    case Layer::kDieWithParent:
+      return "the sandbox may outlive cagent";
+    case Layer::kEnvScrub:
+      return "the command inherits cagent's whole environment, secrets included";
+    case Layer::kCloseFds:
+      return "the command inherits cagent's open file descriptors";
+    case Layer::kCapabilities:
+      return "the command keeps its capabilities inside the namespaces";
+    case Layer::kRlimits:
+      return "no CPU, file size, open file or process ceilings";
+    case Layer::kCgroupLimits:
+      return "no memory, pids or cpu limits through cgroup v2";
+    case Layer::kLandlock:
+      return "no Landlock rules: only the mount view confines files";
+    case Layer::kSeccomp:
+      return "the whole syscall surface of the kernel is reachable";
     case Layer::kGitGuard:
       return "the command can change the workspace's git configuration, hooks and discovery "
              "files, so a later git on the host may run code it planted";
     case Layer::kSetuidGuard:
       return "setuid/setgid files and file capabilities the command makes stay behind, for a "
              "host step to run";
-    case Layer::kCount: break;
+    case Layer::kCount:
+      break;
   }
   return "";
 }
 
 std::string StatusName(SandboxOutcome::Kind k) {
   switch (k) {
-    case SandboxOutcome::Kind::kExited: return "exited";
-    case SandboxOutcome::Kind::kSignaled: return "signaled";
-    case SandboxOutcome::Kind::kTimedOut: return "timed_out";
-    case SandboxOutcome::Kind::kSetupFailed: return "setup_failed";
-    case SandboxOutcome::Kind::kExecFailed: return "exec_failed";
+    case SandboxOutcome::Kind::kExited:
+      return "exited";
+    case SandboxOutcome::Kind::kSignaled:
+      return "signaled";
+    case SandboxOutcome::Kind::kTimedOut:
+      return "timed_out";
+    case SandboxOutcome::Kind::kSetupFailed:
+      return "setup_failed";
+    case SandboxOutcome::Kind::kExecFailed:
+      return "exec_failed";
   }
   return "unknown";
 }
@@ -78,20 +98,7 @@ nlohmann::json LayersJson(const LaunchSpec& spec) {
 
 int Usage(const std::string& message) {
   spdlog::error("{}", message);
-  return kExitUsage;
-}
-
-
-// A command-line limit may only lower the profile's. Returns an error message, or "".
-// `requested` is in the limit's unit (milliseconds, bytes, count).
-std::string CheckLower(const policy::Policy* p, policy::Limit limit, std::uint64_t requested,
-                       const std::string& flag) {
-  if (p == nullptr) return {};
-  const auto& v = p->limit(limit);
-  if (!v.bounded() || requested <= v.value) return {};
-  return flag + " can only lower the profile's limit: '" + p->name + "' sets " +
-         std::string(policy::LimitName(limit)) + " " + policy::FormatLimit(limit, v) + " at " +
-         p->Where(v.loc);
+  return ToInt(ExitCode::kUsage);
 }
 
 }  // namespace
@@ -99,7 +106,8 @@ std::string CheckLower(const policy::Policy* p, policy::Limit limit, std::uint64
 CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
   CLI::App* exec = app.add_subcommand(
       "exec",
-      "Run COMMAND inside a sandbox: new user, mount, pid, network, IPC, UTS and cgroup namespaces; "
+      "Run COMMAND inside a sandbox: new user, mount, pid, network, IPC, UTS and cgroup "
+      "namespaces; "
       "a fresh root with the system directories read-only, the workspace read-write, private /tmp "
       "and HOME, its own /proc and a minimal /dev; only loopback networking; no capabilities; a "
       "scrubbed environment; a new session. cagent exits with the command's status (128+N when it "
@@ -121,46 +129,53 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
                  "code, signal, duration, layers applied) on stdout, after the command's own "
                  "output.");
   exec->add_flag("-q,--quiet", o.quiet, "Do not print the outcome line on stderr.");
-  exec->add_option("--ro", o.ro_paths, "Also bind this host path read-only (repeatable).")
+  exec->add_option("--ro", o.overrides.ro_paths, "Also bind this host path read-only (repeatable).")
       ->allow_extra_args(false);
-  exec->add_option("--rw", o.rw_paths, "Also bind this host path read-write (repeatable).")
+  exec->add_option("--rw", o.overrides.rw_paths,
+                   "Also bind this host path read-write (repeatable).")
       ->allow_extra_args(false);
-  exec->add_option("--hide", o.hide_paths,
+  exec->add_option("--hide", o.overrides.hide_paths,
                    "Cover this path with an empty read-only file or directory (repeatable).")
       ->allow_extra_args(false);
-  exec->add_option("-e,--env", o.env_set, "Set NAME=VALUE inside the sandbox (repeatable).")
+  exec->add_option("-e,--env", o.overrides.env_set,
+                   "Set NAME=VALUE inside the sandbox (repeatable).")
       ->allow_extra_args(false);
-  exec->add_option("--pass-env", o.env_pass,
+  exec->add_option("--pass-env", o.overrides.env_pass,
                    "Pass the caller's variable NAME into the sandbox if set (repeatable). By "
                    "default only TERM, LANG, LC_*, TZ, COLORTERM and NO_COLOR pass.")
       ->allow_extra_args(false);
-  exec->add_option("--timeout", o.timeout,
+  exec->add_option("--timeout", o.overrides.timeout,
                    "Stop the command after DURATION (e.g. 90s, 10m): SIGTERM, then SIGKILL of the "
                    "whole sandbox 2s later. cagent then exits 124.");
-  exec->add_option("--hostname", o.hostname, "Hostname inside the sandbox (default: cagent).");
-  exec->add_option("--network", o.network,
+  exec->add_option("--hostname", o.overrides.hostname,
+                   "Hostname inside the sandbox (default: cagent).");
+  exec->add_option("--network", o.overrides.network,
                    "loopback: only lo, local servers and clients work; none: no IP sockets at all "
                    "(seccomp refuses them, Landlock denies every TCP bind/connect). Default: the "
                    "profile's, loopback without one; with a profile only narrowing is accepted.");
-  exec->add_option("--cpu-time", o.cpu_time,
+  exec->add_option("--cpu-time", o.overrides.cpu_time,
                    "CPU time ceiling (e.g. 30s): SIGXCPU at the limit, SIGKILL one second later.")
       ->group("Limits");
-  exec->add_option("--file-size", o.file_size, "Largest file the command may write (e.g. 1G).")
+  exec->add_option("--file-size", o.overrides.file_size,
+                   "Largest file the command may write (e.g. 1G).")
       ->group("Limits");
-  exec->add_option("--open-files", o.open_files, "Most open descriptors per process (default 8192).")
+  exec->add_option("--open-files", o.overrides.open_files,
+                   "Most open descriptors per process (default 8192).")
       ->group("Limits");
-  exec->add_option("--processes", o.processes,
+  exec->add_option("--processes", o.overrides.processes,
                    "Most processes in the sandbox (default 4096; RLIMIT_NPROC, counted per user "
                    "namespace, so it bounds this sandbox only).")
       ->group("Limits");
-  exec->add_option("--memory", o.memory,
+  exec->add_option("--memory", o.overrides.memory,
                    "Memory limit through a delegated cgroup v2 (memory.max, e.g. 2G). Without one "
                    "cagent refuses to run unless --best-effort cgroup.")
       ->group("Limits");
-  exec->add_option("--pids", o.pids, "pids.max through a delegated cgroup v2.")->group("Limits");
-  exec->add_option("--cpus", o.cpus, "CPU bandwidth through cgroup v2 cpu.max, e.g. 1.5 (cores).")
+  exec->add_option("--pids", o.overrides.pids, "pids.max through a delegated cgroup v2.")
       ->group("Limits");
-  exec->add_option("--best-effort", o.best_effort,
+  exec->add_option("--cpus", o.overrides.cpus,
+                   "CPU bandwidth through cgroup v2 cpu.max, e.g. 1.5 (cores).")
+      ->group("Limits");
+  exec->add_option("--best-effort", o.overrides.best_effort,
                    "Accept the absence of a layer instead of refusing to run, reporting the "
                    "downgrade: landlock (kernel without Landlock or its newer rules), cgroup (no "
                    "delegated cgroup v2 for --memory/--pids/--cpus). Repeatable.")
@@ -168,19 +183,19 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
   exec->add_flag("--print-seccomp", o.print_seccomp,
                  "Print the seccomp filter as libseccomp's pseudo filter code (PFC) and exit.")
       ->group("Debugging");
-  exec->add_option("--disable-layer", o.disable_layers,
-                   "Switch off one layer of confinement, for debugging only (repeatable): fs, pid, "
-                   "net, ipc, uts, cgroupns, session, die-with-parent, env, fds, caps, rlimits, cgroup, "
-                   "landlock, seccomp, git-guard (the workspace's git metadata read-only), "
-                   "setuid-guard (no setuid/setgid modes, and the sweep after exit). Each is "
-                   "reported on stderr and in --json.")
+  exec->add_option(
+          "--disable-layer", o.overrides.disable_layers,
+          "Switch off one layer of confinement, for debugging only (repeatable): fs, pid, "
+          "net, ipc, uts, cgroupns, session, die-with-parent, env, fds, caps, rlimits, cgroup, "
+          "landlock, seccomp, git-guard (the workspace's git metadata read-only), "
+          "setuid-guard (no setuid/setgid modes, and the sweep after exit). Each is "
+          "reported on stderr and in --json.")
       ->group("Debugging")
       ->allow_extra_args(false);
   // Everything from the first positional argument on is the command, options included, so both
   // `cagent exec -- ls -l` and `cagent exec ls -l` work.
   exec->positionals_at_end(true);
-  exec->add_option("command", o.command, "The command and its arguments (after --).")
-      ->required();
+  exec->add_option("command", o.command, "The command and its arguments (after --).")->required();
   exec->footer(
       "EXIT STATUS\n"
       "  The command's own exit status; 128+N if it was killed by signal N.\n"
@@ -235,152 +250,24 @@ int RunExecCommand(const ExecOptions& o) {
                    " error(s); `cagent policy check` shows them too");
     }
     policy = compiled.policy;
-    ProfileContext ctx{home, {}};
-    ctx.environ = CallerEnviron();
-    auto built = SpecFromPolicy(*policy, *canonical, o.command, ctx);
+    ProfileContext ctx{RunBinding(*canonical), CallerEnviron()};
+    auto built = SpecFromPolicy(*policy, o.command, ctx);
     if (!built) return Usage("profile '" + o.profile + "': " + built.error().Message());
     spec = std::move(built->spec);
     profile_notes = std::move(built->notes);
   }
   const policy::Policy* prof = policy.get();
-  // With a profile the command line may narrow the sandbox, never widen it: the profile is what
-  // was reviewed (and what `cagent policy audit` judged).
-  if (prof != nullptr) {
-    if (!o.ro_paths.empty() || !o.rw_paths.empty()) {
-      return Usage(std::string(o.rw_paths.empty() ? "--ro" : "--rw") +
-                   " would widen the profile '" + prof->name +
-                   "'; add the path to a profile (read-only PATH / read-write PATH) instead");
-    }
-    if (!o.disable_layers.empty()) {
-      return Usage("--disable-layer cannot be combined with --profile: a profile's sandbox is "
-                   "not switched off piecemeal; use it without --profile to debug a layer");
-    }
-    for (const auto& name : o.env_pass) {
-      for (const auto& pattern : prof->env_scrub) {
-        if (pattern.name.Match(name)) {
-          return Usage("--pass-env " + name + ": the profile '" + prof->name +
-                       "' scrubs it (scrub " + pattern.name.pattern() + " at " +
-                       prof->Where(pattern.loc) + ")");
-        }
-      }
-    }
+  auto narrowed = Narrow(std::move(spec), o.overrides, prof);
+  if (!narrowed) {
+    spdlog::error("{}", narrowed.error().Message());
+    return ToInt(ExitCodeFor(narrowed.error(), ExitCode::kUsage));
   }
-  for (const auto& p : o.ro_paths) spec.read_only_paths.push_back(p);
-  for (const auto& p : o.rw_paths) spec.read_write_paths.push_back(p);
-  for (const auto& p : o.hide_paths) spec.hidden_paths.push_back(p);
-  for (const auto& kv : o.env_set) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Usage("--env expects NAME=VALUE, got '" + kv + "'");
+  spec = std::move(*narrowed);
+  for (const auto& name : o.overrides.disable_layers) {
+    if (auto l = ParseLayer(name)) {
+      spdlog::warn("warning: layer '{}' is switched off (--disable-layer): {}", name,
+                   LayerConsequence(*l));
     }
-    spec.env_set.insert(spec.env_set.begin(), EnvVar{kv.substr(0, eq), kv.substr(eq + 1)});
-  }
-  for (const auto& name : o.env_pass) spec.env_pass.push_back(name);
-  if (!o.hostname.empty()) spec.hostname = o.hostname;
-  if (!o.network.empty()) {
-    auto network = ParseNetworkMode(o.network);
-    if (!network) return Usage("--network: " + network.error().Message());
-    if (prof != nullptr && *network == NetworkMode::kLoopback &&
-        spec.network == NetworkMode::kNone) {
-      return Usage("--network loopback would widen the profile '" + prof->name +
-                   "', which sets network none at " + prof->Where(prof->network.loc) +
-                   "; the command line can only narrow a profile");
-    }
-    spec.network = *network;
-  }
-  using policy::Limit;
-  if (!o.cpu_time.empty()) {
-    auto t = ParseDuration(o.cpu_time);
-    if (!t) return Usage("--cpu-time: " + t.error().Message());
-    auto ms = static_cast<std::uint64_t>(t->count());
-    if (auto e = CheckLower(prof, Limit::kCpuTime, ms, "--cpu-time"); !e.empty()) {
-      return Usage(e);
-    }
-    spec.limits.cpu_seconds = static_cast<std::uint64_t>((t->count() + 999) / 1000);
-  }
-  if (!o.file_size.empty()) {
-    auto n = ParseSize(o.file_size);
-    if (!n) return Usage("--file-size: " + n.error().Message());
-    if (auto e = CheckLower(prof, Limit::kFileSize, *n, "--file-size"); !e.empty()) {
-      return Usage(e);
-    }
-    spec.limits.file_size_bytes = *n;
-  }
-  if (o.open_files) {
-    if (auto e = CheckLower(prof, Limit::kOpenFiles, *o.open_files, "--open-files");
-        !e.empty()) {
-      return Usage(e);
-    }
-    spec.limits.open_files = *o.open_files;
-  }
-  if (o.processes) {
-    if (auto e = CheckLower(prof, Limit::kProcesses, *o.processes, "--processes");
-        !e.empty()) {
-      return Usage(e);
-    }
-    spec.limits.processes = *o.processes;
-  }
-  if (!o.memory.empty()) {
-    auto n = ParseSize(o.memory);
-    if (!n) return Usage("--memory: " + n.error().Message());
-    if (auto e = CheckLower(prof, Limit::kMemory, *n, "--memory"); !e.empty()) {
-      return Usage(e);
-    }
-    spec.cgroup_limits.memory_max = *n;
-    spec.cgroup_limits.swap_max = 0;
-  }
-  if (o.pids) {
-    if (auto e = CheckLower(prof, Limit::kProcesses, *o.pids, "--pids"); !e.empty()) {
-      return Usage(e);
-    }
-    spec.cgroup_limits.pids_max = *o.pids;
-  }
-  if (!o.cpus.empty()) {
-    char* end = nullptr;
-    const double cores = std::strtod(o.cpus.c_str(), &end);
-    if (end == o.cpus.c_str() || *end != '\0' || !(cores > 0) || cores > 1024) {
-      return Usage("--cpus expects a positive number of cores, e.g. 0.5 or 2, got '" + o.cpus + "'");
-    }
-    spec.cgroup_limits.cpu_period_us = 100000;
-    spec.cgroup_limits.cpu_quota_us = static_cast<std::uint64_t>(cores * 100000);
-  }
-  for (const auto& name : o.best_effort) {
-    auto l = ParseLayer(name);
-    if (!l || (*l != Layer::kLandlock && *l != Layer::kCgroupLimits)) {
-      return Usage("--best-effort takes 'landlock' or 'cgroup', got '" + name + "'");
-    }
-    if (prof != nullptr) {
-      auto req = *l == Layer::kLandlock ? policy::Requirement::kLandlock
-                                        : policy::Requirement::kCgroup;
-      bool needs_cgroup = prof->Requires(policy::Requirement::kMemoryLimit) ||
-                          prof->Requires(policy::Requirement::kPidsLimit);
-      if (prof->Requires(req) || (*l == Layer::kCgroupLimits && needs_cgroup)) {
-        return Usage("--best-effort " + name + " conflicts with the profile '" + prof->name +
-                     "', which requires it");
-      }
-    }
-    spec.best_effort.Add(*l);
-  }
-  if (!o.timeout.empty()) {
-    auto t = ParseDuration(o.timeout);
-    if (!t) return Usage("--timeout: " + t.error().Message());
-    auto ms = static_cast<std::uint64_t>(t->count());
-    if (auto e = CheckLower(prof, Limit::kWallTime, ms, "--timeout"); !e.empty()) {
-      return Usage(e);
-    }
-    spec.timeout = *t;
-  }
-  for (const auto& name : o.disable_layers) {
-    auto l = ParseLayer(name);
-    if (!l) return Usage("--disable-layer: " + l.error().Message());
-    if (prof != nullptr && ((*l == Layer::kLandlock && prof->Requires(policy::Requirement::kLandlock)) ||
-                            (*l == Layer::kSeccomp && prof->Requires(policy::Requirement::kSeccomp)))) {
-      return Usage("--disable-layer " + name + " conflicts with the profile '" + prof->name +
-                   "', which requires it; use a profile without 'require " + name + "'");
-    }
-    spec.disabled.Add(*l);
-    spdlog::warn("warning: layer '{}' is switched off (--disable-layer): {}", name,
-                 LayerConsequence(*l));
   }
   if (auto s = ValidateLaunchSpec(spec); !s) return Usage(s.error().Message());
   if (o.print_seccomp) {
@@ -399,7 +286,7 @@ int RunExecCommand(const ExecOptions& o) {
   }
   if (!outcome) {
     spdlog::error("{}", outcome.error().Message());
-    return kExitSetupFailed;
+    return ToInt(ExitCodeFor(outcome.error(), ExitCode::kSetupFailed));
   }
   const SandboxOutcome& out = *outcome;
   if (!o.quiet) {
@@ -414,7 +301,7 @@ int RunExecCommand(const ExecOptions& o) {
         }
         break;
       case SandboxOutcome::Kind::kTimedOut:
-        spdlog::info("command timed out after {}; the sandbox was stopped", o.timeout);
+        spdlog::info("command timed out after {}; the sandbox was stopped", o.overrides.timeout);
         break;
       case SandboxOutcome::Kind::kSetupFailed:
       case SandboxOutcome::Kind::kExecFailed:

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/narrow.h"
+
 namespace CLI {
 class App;
 }
@@ -15,21 +17,10 @@ namespace cagent::launcher {
 struct ExecOptions {
   std::string profile = "default";
   bool trust_repo_profile = false;  // accept ./.cagent/NAME shadowing a user/built-in NAME
-  std::string workspace;  // default: the current directory
+  std::string workspace;            // default: the current directory
   bool json = false;
   bool quiet = false;
-  std::vector<std::string> ro_paths;
-  std::vector<std::string> rw_paths;
-  std::vector<std::string> hide_paths;
-  std::vector<std::string> env_set;   // NAME=VALUE
-  std::vector<std::string> env_pass;  // NAME
-  std::string timeout;                // duration literal, empty = none
-  std::string hostname;               // empty = the default
-  std::vector<std::string> disable_layers;
-  std::vector<std::string> best_effort;
-  std::string network;  // empty = the profile's (loopback without a profile)
-  std::string cpu_time, file_size, memory, cpus;  // literals, empty = default
-  std::optional<std::uint64_t> open_files, processes, pids;
+  ExecOverrides overrides;  // --ro, --rw, --env, --timeout, limits, ... (launcher/narrow.h)
   bool print_seccomp = false;
   std::vector<std::string> command;
 };
@@ -37,7 +28,10 @@ struct ExecOptions {
 // Adds the `exec` subcommand to `app`; the options are written into `options`.
 CLI::App* AddExecCommand(CLI::App& app, ExecOptions& options);
 
-// Runs `cagent exec`; returns cagent's exit status (the command's, or a reserved code).
+// Runs `cagent exec`: resolves the workspace, loads the profile, narrows its spec with the
+// overrides (Narrow), launches, reports. Returns the command's exit status, or one of
+// common/exit_codes.h's reserved ones (kUsage for a bad command line, a profile that does not
+// compile or an override that would widen it; kSetupFailed when the sandbox cannot be built).
 int RunExecCommand(const ExecOptions& options);
 
 }  // namespace cagent::launcher

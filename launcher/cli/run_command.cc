@@ -1,6 +1,7 @@
 #include "launcher/cli/run_command.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -10,22 +11,22 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
-#include <spdlog/spdlog.h>
 #include <thread>
 
 #include "common/duration.h"
+#include "common/exit_codes.h"
 #include "common/json_text.h"
-#include "common/terminal_text.h"
 #include "common/sha256.h"
+#include "common/terminal_text.h"
 #include "common/unique_fd.h"
-#include "launcher/cli/agent_command.h"
 #include "launcher/profile_choice.h"
 #include "launcher/run/apply.h"
 #include "launcher/run/git.h"
 #include "launcher/run/run.h"
+#include "launcher/run/state_dir.h"
 #include "launcher/run/workspace.h"
 
 namespace cagent::launcher {
@@ -33,11 +34,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-constexpr int kExitUsage = 2;
-
 int Usage(const std::string& message) {
   spdlog::error("{}", message);
-  return kExitUsage;
+  return ToInt(ExitCode::kUsage);
 }
 
 std::string ReadAll(const std::string& path, bool* ok = nullptr) {
@@ -172,8 +171,10 @@ void PrintSummary(const run::RunRecord& r) {
   o << "  tool calls   " << r.used.tool_calls << " (" << r.denials << " refused)\n";
   o << "  patch        " << r.patch.files.size() << " files, " << r.patch.patch.size()
     << " bytes, sha256 " << r.patch.sha256.substr(0, 16) << "\n";
-  for (const auto& f : r.patch.files) o << "                 " << f.status << " " << t(f.path) << "\n";
-  if (!r.patch.check_clean) o << "  diff --check reports problems (see cagent diff " << r.run_id << ")\n";
+  for (const auto& f : r.patch.files)
+    o << "                 " << f.status << " " << t(f.path) << "\n";
+  if (!r.patch.check_clean)
+    o << "  diff --check reports problems (see cagent diff " << r.run_id << ")\n";
   for (const auto& v : r.violations) o << "  violation    " << t(v.message) << "\n";
   for (const auto& v : r.verification) {
     o << "  verify       " << run::VerifyStatusName(v.status) << ": " << t(v.command) << " ("
@@ -188,7 +189,7 @@ void PrintSummary(const run::RunRecord& r) {
   }
 }
 
-std::string RunsDirectory() { return StateDirectory() + "/runs"; }
+std::string RunsDirectory() { return run::StateDirectory() + "/runs"; }
 
 // A string member of a result.json object, or "" when it is absent or not a string.
 std::string StringField(const json& j, const char* key) {
@@ -294,7 +295,7 @@ int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
     std::cout << "\n  base         " << t(j, "base_commit") << "\n  repo         " << t(j, "repo")
               << "\n  patch        "
               << (patch.contains("bytes") && patch["bytes"].is_number() ? JsonText(patch["bytes"])
-                                                                         : std::string("?"))
+                                                                        : std::string("?"))
               << " bytes, sha256 " << t(patch, "sha256") << "\n";
     for (const auto& f : list("changed_files")) {
       std::cout << "               " << t(f, "status") << " " << t(f, "path") << "\n";
@@ -314,7 +315,8 @@ int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
     // cleared setuid bits).
     if (auto it = sandbox.find("host_findings"); it != sandbox.end() && it->is_array()) {
       for (const auto& f : *it) {
-        if (f.is_string()) std::cout << "  found        " << TerminalSafe(f.get<std::string>()) << "\n";
+        if (f.is_string())
+          std::cout << "  found        " << TerminalSafe(f.get<std::string>()) << "\n";
       }
     }
     std::error_code ec;
@@ -331,13 +333,14 @@ int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
       verification_failed = verification_failed || s == "failed" || s == "timed-out";
     }
   }
-  return state ? run::ExitCodeFor(*state, verification_failed) : run::kExitRunFailed;
+  return ToInt(state ? run::ExitCodeFor(*state, verification_failed) : ExitCode::kRunFailed);
 }
 
 int DoDiff(const std::string& run_dir) {
   bool ok = false;
   const std::string patch = ReadAll(run_dir + "/patch.diff", &ok);
-  if (!ok) return Usage(run_dir + " has no patch.diff (the run ended before its change set was captured)");
+  if (!ok)
+    return Usage(run_dir + " has no patch.diff (the run ended before its change set was captured)");
   // The patch is the agent's text. Piped (to git apply, a pager that escapes, a file) it goes out
   // byte for byte; on a terminal its control and invisible characters are shown escaped.
   if (::isatty(STDOUT_FILENO) == 1) {
@@ -357,19 +360,20 @@ int DoApply(const RunsCommandOptions& o, const std::string& run_dir) {
   auto r = run::ApplyRun(req);
   if (!r) {
     spdlog::error("{}", TerminalSafe(r.error().Message(), TerminalLines::kMultiple));
-    return run::kExitRunFailed;
+    return ToInt(ExitCode::kRunFailed);
   }
   if (r->nothing_to_apply) {
     std::cout << "the run changed nothing; nothing to apply\n";
     return 0;
   }
   if (r->unverified) {
-    spdlog::warn("run {} was not verified (its profile has no verify commands; it ran with "
-                 "--allow-unverified): review the patch before you commit it",
-                 TerminalSafe(r->run_id));
+    spdlog::warn(
+        "run {} was not verified (its profile has no verify commands; it ran with "
+        "--allow-unverified): review the patch before you commit it",
+        TerminalSafe(r->run_id));
   }
-  std::cout << "applied run " << TerminalSafe(r->run_id) << " (" << r->paths.size()
-            << " files) to " << TerminalSafe(r->repo_root)
+  std::cout << "applied run " << TerminalSafe(r->run_id) << " (" << r->paths.size() << " files) to "
+            << TerminalSafe(r->repo_root)
             << (r->branch.empty() ? "" : " on the new branch " + TerminalSafe(r->branch))
             << "; the changes are staged: review with git diff --cached\n";
   return 0;
@@ -448,14 +452,14 @@ int RunRunCommand(const RunCommandOptions& o) {
   if (!rec) {
     // May quote the repository (the dirty paths git reported): escaped.
     spdlog::error("{}", TerminalSafe(rec.error().Message(), TerminalLines::kMultiple));
-    return run::kExitRunSetup;
+    return ToInt(ExitCodeFor(rec.error(), ExitCode::kSetupFailed));
   }
   if (o.json) {
     std::cout << JsonText(rec->ToJson(), 2) << "\n";
   } else {
     PrintSummary(*rec);
   }
-  return run::ExitCodeFor(rec->state, rec->verification_failed());
+  return ToInt(run::ExitCodeFor(rec->state, rec->verification_failed()));
 }
 
 Result<std::string> ResolveRunDirectory(const std::string& id) {
@@ -469,9 +473,10 @@ Result<std::string> ResolveRunDirectory(const std::string& id) {
     if (r.rfind(id, 0) == 0) matches.push_back(r);
   }
   if (matches.size() == 1) return dir + "/" + matches.front();
-  if (matches.empty()) return PlainError("find run " + id, "no such run in " + dir + " (see cagent runs)");
+  if (matches.empty())
+    return PlainError("find run " + id, "no such run in " + dir + " (see cagent runs)");
   return PlainError("find run " + id, "the prefix matches " + std::to_string(matches.size()) +
-                                           " runs; give more of the id");
+                                          " runs; give more of the id");
 }
 
 std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
@@ -481,13 +486,15 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
   runs->callback([&o] { o.verb = "runs"; });
   out.push_back(runs);
 
-  auto* show = app.add_subcommand("show", "Show a run's result (status, base, patch, verification).");
+  auto* show =
+      app.add_subcommand("show", "Show a run's result (status, base, patch, verification).");
   show->add_option("run", o.run, "Run id, a unique prefix of one, or 'last'.")->required();
   show->add_flag("--json", o.json, "Print result.json.");
   show->callback([&o] { o.verb = "show"; });
   out.push_back(show);
 
-  auto* diff = app.add_subcommand("diff", "Print a run's captured patch (binary-safe, git format).");
+  auto* diff =
+      app.add_subcommand("diff", "Print a run's captured patch (binary-safe, git format).");
   diff->add_option("run", o.run, "Run id, a unique prefix of one, or 'last'.")->required();
   diff->callback([&o] { o.verb = "diff"; });
   out.push_back(diff);

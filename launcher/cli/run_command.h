@@ -29,12 +29,12 @@ struct RunCommandOptions {
 };
 
 struct RunsCommandOptions {
-  std::string verb;   // runs | show | diff | apply | rm
-  std::string run;    // run id (or unique prefix)
-  std::string branch; // apply --branch
-  std::string repo;   // apply --repo (default: the run's recorded repository)
+  std::string verb;    // runs | show | diff | apply | rm
+  std::string run;     // run id (or unique prefix)
+  std::string branch;  // apply --branch
+  std::string repo;    // apply --repo (default: the run's recorded repository)
   bool json = false;
-  bool force = false;   // rm of a run that is not finished
+  bool force = false;  // rm of a run that is not finished
 };
 
 // Adds `run`; returns it.
@@ -44,7 +44,8 @@ int RunRunCommand(const RunCommandOptions& options);
 // The directory of a run given as an exact id, a unique prefix of one, or "last".
 Result<std::string> ResolveRunDirectory(const std::string& id);
 
-// Adds runs, show, diff, apply, rm (`log RUN` is registered with `log verify`); each parsed subcommand sets options.verb.
+// Adds runs, show, diff, apply, rm (`log RUN` is registered with `log verify`); each parsed
+// subcommand sets options.verb.
 std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& options);
 int RunRunsCommand(const RunsCommandOptions& options);
 

@@ -58,24 +58,27 @@ Result<SessionSettings> ResolveSessionFlags(const SessionFlags& f) {
     if (const char* env = std::getenv("CAGENT_MODEL"); env != nullptr) s.model_label = env;
   }
   if (s.model_label.empty()) {
-    return PlainError("no model", "pass --model PROVIDER:MODEL or set CAGENT_MODEL");
+    return PlainError("no model", "pass --model PROVIDER:MODEL or set CAGENT_MODEL")
+        .WithCode(Error::Code::kInvalidInput);
   }
   auto spec = model::ParseModelSpec(s.model_label);
-  if (!spec) return std::move(spec).error();
+  if (!spec) return std::move(spec.error()).WithCode(Error::Code::kInvalidInput);
   s.model = *spec;
   if (!f.model_url.empty()) s.model.base_url = f.model_url;
   if (f.temperature) {
     // Written so that NaN fails too.
     if (!(*f.temperature >= 0.0 && *f.temperature <= 2.0)) {
       return PlainError("--temperature " + std::to_string(*f.temperature),
-                        "must be a number from 0 to 2 (e.g. --temperature 0.2)");
+                        "must be a number from 0 to 2 (e.g. --temperature 0.2)")
+          .WithCode(Error::Code::kInvalidInput);
     }
     s.model.temperature = *f.temperature;
   }
   if (f.max_output_tokens) {
     if (*f.max_output_tokens == 0) {
       return PlainError("--max-output-tokens 0",
-                        "must be at least 1 (leave it out for the default, 4096)");
+                        "must be at least 1 (leave it out for the default, 4096)")
+          .WithCode(Error::Code::kInvalidInput);
     }
     s.model.max_output_tokens = *f.max_output_tokens;
   }
@@ -91,7 +94,10 @@ Result<SessionSettings> ResolveSessionFlags(const SessionFlags& f) {
   s.budget_overrides.output_bytes = f.max_output;
   if (!f.wall_time.empty()) {
     auto d = ParseDuration(f.wall_time);
-    if (!d) return PlainError("--wall-time " + f.wall_time, d.error().Message());
+    if (!d) {
+      return PlainError("--wall-time " + f.wall_time, d.error().Message())
+          .WithCode(Error::Code::kInvalidInput);
+    }
     s.budget_overrides.wall_time = *d;
   }
   return s;

@@ -48,7 +48,7 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags);
 
 // Checks the flags: a model is required (flag or $CAGENT_MODEL) and must parse; --temperature
 // must be a number from 0 to 2, --max-output-tokens at least 1; --wall-time must be a duration. The
-// error message names the flag and is meant for the user as it is.
+// error (code kInvalidInput) names the flag and is meant for the user as it is.
 Result<SessionSettings> ResolveSessionFlags(const SessionFlags& flags);
 
 // The terminal approvals are asked on: /dev/tty when approvals may be asked at all (--approve

@@ -68,8 +68,8 @@ Result<std::string> FindAgentBinary() {
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (n <= 0) return ErrnoError("readlink /proc/self/exe");
   const fs::path dir = fs::path(std::string(self, static_cast<size_t>(n))).parent_path();
-  for (const fs::path& candidate :
-       {dir / ".." / "agent" / "cagent-agent", dir / ".." / "libexec" / "cagent" / "cagent-agent"}) {
+  for (const fs::path& candidate : {dir / ".." / "agent" / "cagent-agent",
+                                    dir / ".." / "libexec" / "cagent" / "cagent-agent"}) {
     std::error_code ec;
     const fs::path canonical = fs::canonical(candidate, ec);
     if (!ec && IsExecutableFile(canonical.string())) return canonical.string();
@@ -129,10 +129,10 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   }
 
   // ---- the sandbox's description ----
-  ProfileContext ctx{CallerHome(), caller_env};
+  ProfileContext ctx{o.binding, caller_env};
   std::vector<std::string> argv = {agent_binary};
   argv.insert(argv.end(), o.agent_args.begin(), o.agent_args.end());
-  auto launch = SpecFromPolicy(*o.policy, o.workspace, argv, ctx);
+  auto launch = SpecFromPolicy(*o.policy, argv, ctx);
   if (!launch) return std::move(launch).Context("build the sandbox from the profile").error();
   LaunchSpec spec = std::move(launch->spec);
   result.notes = std::move(launch->notes);
@@ -165,10 +165,9 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   broker::BrokerConfig config;
   config.run_id = o.run_id;
   config.policy = o.policy;
-  config.bindings = policy::Engine::Bindings{o.workspace, spec.home};
+  config.bindings = o.binding;
   config.policy_digest = result.policy_digest;
   config.task = o.task;
-  config.workspace = o.workspace;
   config.budgets = broker::BudgetsFromPolicy(*o.policy);
   if (auto s = broker::LowerBudgets(config.budgets, o.budget_overrides); !s) return s.error();
   config.approval = o.approval;
@@ -242,9 +241,7 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   if (sandbox) {
     why = "the agent ended without finishing (" + DescribeOutcome(*sandbox) + ")";
   }
-  boost::asio::post(io, [&session, why] {
-    session.Stop(BrokerOutcome::Status::kFailed, why);
-  });
+  boost::asio::post(io, [&session, why] { session.Stop(BrokerOutcome::Status::kFailed, why); });
   work.reset();
   boost::asio::post(io, [&signals, &exit_grace] {
     boost::system::error_code ignored;

@@ -27,8 +27,10 @@ namespace cagent::launcher {
 struct AgentSessionOptions {
   std::string run_id;
   std::shared_ptr<const policy::Policy> policy;
-  std::string workspace;  // canonical; bound at the same path inside
-  std::string task;       // the task text (untrusted)
+  // The run's binding (RunBinding): the workspace (canonical; bound at the same path inside),
+  // what "~" means, the sandbox's HOME. The view, the broker's engine and the agent use it alike.
+  policy::Binding binding;
+  std::string task;  // the task text (untrusted)
   model::ModelSpec model;
   broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;
   std::vector<std::string> pre_approvals;  // "TOOL: PATTERN" lines from the command line
@@ -39,7 +41,7 @@ struct AgentSessionOptions {
   // An audit log already open (the run's event log, shared with the run's own state events);
   // when set, audit_log_path is ignored. Not owned.
   broker::AuditLog* audit = nullptr;
-  std::string agent_binary;                // "" = FindAgentBinary()
+  std::string agent_binary;  // "" = FindAgentBinary()
   // Terminal for approval prompts (cagent's /dev/tty); -1 = headless.
   int tty_fd = -1;
   // The operator's display: one line per broker event. Called on the broker's thread.

@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <array>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -13,11 +12,11 @@
 
 #include "common/json_text.h"
 #include "launcher/broker/audit_log.h"
-#include "launcher/cli/agent_command.h"
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/agent_session.h"
 #include "launcher/run/last_resort.h"
+#include "launcher/run/state_dir.h"
 #include "policy/diagnostics.h"
 #include "policy/dump.h"
 #include "policy/loader.h"
@@ -28,10 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-constexpr std::array<std::string_view, 8> kStateNames = {
-    "created", "preparing", "running", "verifying", "completed", "failed", "cancelled",
-    "needs-approval"};
 
 std::string NowRfc3339() {
   const auto now = std::chrono::system_clock::now();
@@ -85,27 +80,6 @@ json BudgetsJson(const broker::Budgets& b) {
 
 }  // namespace
 
-std::string_view RunStateName(RunState state) {
-  return kStateNames[static_cast<std::size_t>(state)];
-}
-
-std::optional<RunState> ParseRunState(std::string_view name) {
-  for (std::size_t i = 0; i < kStateNames.size(); ++i) {
-    if (kStateNames[i] == name) return static_cast<RunState>(i);
-  }
-  return std::nullopt;
-}
-
-int ExitCodeFor(RunState state, bool verification_failed) {
-  switch (state) {
-    case RunState::kCompleted: return kExitRunCompleted;
-    case RunState::kCancelled: return kExitRunCancelled;
-    case RunState::kNeedsApproval: return kExitNeedsApproval;
-    case RunState::kFailed: return verification_failed ? kExitVerificationFailed : kExitRunFailed;
-    default: return kExitRunFailed;
-  }
-}
-
 bool RunRecord::verification_failed() const {
   for (const auto& v : verification) {
     if (v.status == VerifyEntry::Status::kFailed || v.status == VerifyEntry::Status::kTimedOut) {
@@ -158,7 +132,7 @@ json RunRecord::ToJson() const {
       {"run_id", run_id},
       {"status", RunStateName(state)},
       {"reason", reason},
-      {"exit_code", ExitCodeFor(state, verification_failed())},
+      {"exit_code", ToInt(ExitCodeFor(state, verification_failed()))},
       {"verified", state == RunState::kCompleted && !verification.empty()},
       {"run_dir", run_dir},
       {"profile", profile},
@@ -210,12 +184,365 @@ json RunRecord::ToJson() const {
 
 Result<json> ReadRunResult(const std::string& run_dir) {
   std::ifstream in(run_dir + "/result.json", std::ios::binary);
-  if (!in) return PlainError(run_dir, "has no result.json (the run may still be going, or it "
-                                      "was interrupted before it could record one)");
+  if (!in)
+    return PlainError(run_dir,
+                      "has no result.json (the run may still be going, or it "
+                      "was interrupted before it could record one)");
   json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return PlainError(run_dir + "/result.json", "is not valid JSON");
+  if (j.is_discarded() || !j.is_object())
+    return PlainError(run_dir + "/result.json", "is not valid JSON");
   return j;
 }
+
+namespace {
+
+// What a run starts from, read and checked before anything is created: nothing is left behind
+// for a run whose task, profile or budgets are wrong.
+struct RunInputs {
+  std::string task;
+  ProfileChoice choice;
+  std::shared_ptr<const policy::Policy> policy;
+  broker::Budgets budgets;
+};
+
+Result<RunInputs> LoadInputs(const RunRequest& req) {
+  RunInputs in;
+  std::ifstream task_in(req.task_file, std::ios::binary);
+  if (!task_in) {
+    return PlainError("read " + req.task_file, "cannot open the task file")
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  std::ostringstream task_text;
+  task_text << task_in.rdbuf();
+  in.task = task_text.str();
+  if (in.task.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return PlainError(req.task_file, "the task file is empty").WithCode(Error::Code::kInvalidInput);
+  }
+  const std::string home = CallerHome();
+  const auto search = policy::SearchPath::Default(home, CAGENT_PROFILE_DIR);
+  auto choice = ChooseProfile(req.profile, search, req.trust_repo_profile);
+  if (!choice) return choice.error();
+  in.choice = *choice;
+  auto compiled = policy::LoadProfile(choice->path, search);
+  if (!compiled.policy) {
+    return PlainError("profile " + req.profile,
+                      policy::RenderAll(*compiled.sources, compiled.diags))
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  in.policy = compiled.policy;
+  in.budgets = broker::BudgetsFromPolicy(*in.policy);
+  if (auto s = broker::LowerBudgets(in.budgets, req.budget_overrides); !s) return s.error();
+  if (in.policy->verify.empty() && !req.allow_unverified) {
+    // Fail closed: "completed" must mean verified unless the caller said otherwise.
+    return PlainError("profile " + in.policy->name,
+                      "has no verify commands, so nothing would check the agent's change; use a "
+                      "profile that extends it with a verify block (as "
+                      "examples/fix-add/repo/.cagent/fix-add.cagent does), or pass "
+                      "--allow-unverified to run without verification");
+  }
+  return in;
+}
+
+// The run directory (0700) with the task copied in: <state_dir>/runs/<id>/{task.md,logs/}.
+Status CreateRunDirectory(const std::string& state_dir, RunRecord& rec, const std::string& task) {
+  rec.run_dir = state_dir + "/runs/" + rec.run_id;
+  std::error_code ec;
+  fs::create_directories(rec.run_dir, ec);
+  if (ec) return PlainError("create " + rec.run_dir, ec.message());
+  ::chmod((state_dir + "/runs").c_str(), 0700);
+  ::chmod(rec.run_dir.c_str(), 0700);
+  fs::create_directories(rec.run_dir + "/logs", ec);
+  rec.task_file = rec.run_dir + "/task.md";
+  return WriteFileAtomic(rec.task_file, task);
+}
+
+// What ends one step of the run: the event (run_state.h) and, for a final state, the reason the
+// run records.
+struct StepEnd {
+  RunEvent event;
+  std::string reason;
+};
+
+// Moves one run along run_state.h's edges. Each non-final state has one step (Prepare, RunAgent,
+// Verify) that does that state's work and returns the event that ended it; Drive() takes the edge
+// and, on a final state, Finish() writes result.json. The run's threads (the broker's events,
+// verification's progress) reach it only through Report().
+class RunDriver {
+ public:
+  RunDriver(const RunRequest& req, RunInputs inputs, RunRecord rec, broker::AuditLog log,
+            const std::function<void(const RunProgress&)>& on_progress, Clock::time_point started)
+      : req_(req),
+        in_(std::move(inputs)),
+        policy_(*in_.policy),
+        rec_(std::move(rec)),
+        log_(std::move(log)),
+        on_progress_(on_progress),
+        started_(started),
+        layout_(LayoutFor(rec_.run_dir)),
+        // The run's one binding (policy/binding.h): the agent's view, the broker's engine, the
+        // patch check and verification all judge the profile's paths with it.
+        binding_(RunBinding(layout_.workspace)) {}
+  RunDriver(const RunDriver&) = delete;
+  RunDriver& operator=(const RunDriver&) = delete;
+
+  Result<RunRecord> Drive() {
+    Transition(RunState::kCreated, "", /*created=*/true);
+    RunState state = RunState::kCreated;
+    StepEnd end{RunEvent::kStart, ""};
+    for (;;) {
+      std::optional<RunState> next = Next(state, end.event);
+      if (!next) {
+        // A step returned an event its state cannot have: a bug here, recorded rather than hidden.
+        end.reason = "internal error: event " + std::string(RunEventName(end.event)) +
+                     " while the run was " + std::string(RunStateName(state));
+        next = RunState::kFailed;
+      }
+      if (IsFinal(*next)) return Finish(state, *next, std::move(end.reason));
+      state = *next;
+      Transition(state, "");
+      switch (state) {
+        case RunState::kPreparing:
+          end = Prepare();
+          break;
+        case RunState::kRunning:
+          end = RunAgent();
+          break;
+        case RunState::kVerifying:
+          end = Verify();
+          break;
+        default:
+          end = {RunEvent::kFailed,
+                 "internal error: no step for state " + std::string(RunStateName(state))};
+          break;
+      }
+    }
+  }
+
+ private:
+  // preparing: pin the base commit, materialise the disposable workspace.
+  StepEnd Prepare() {
+    std::error_code ec;
+    const std::string repo_dir = req_.repo.empty() ? fs::current_path(ec).string() : req_.repo;
+    auto repo = InspectRepo(repo_dir, req_.commit);
+    if (!repo) return {RunEvent::kFailed, repo.error().Message()};
+    rec_.repo = repo->root;
+    auto made = MaterializeWorkspace(*repo, layout_, req_.allow_dirty);
+    if (!made) return {RunEvent::kFailed, made.error().Message()};
+    rec_.base_commit = made->base_commit;
+    rec_.carried_dirty = made->carried_dirty;
+    rec_.carried_paths = made->carried_paths;
+    log_.Append(broker::audit::Workspace({.repo = rec_.repo,
+                                          .base_commit = rec_.base_commit,
+                                          .carried_dirty = rec_.carried_dirty,
+                                          .carried_paths = rec_.carried_paths}));
+    return {RunEvent::kPrepared, ""};
+  }
+
+  // running: the agent under the broker in a sandbox, then the capture (git, not the agent, says
+  // what changed) and the profile's rules on the patch.
+  StepEnd RunAgent() {
+    AgentSessionOptions s;
+    s.run_id = rec_.run_id;
+    s.policy = in_.policy;
+    s.binding = binding_;
+    s.task = in_.task;
+    s.model = req_.model;
+    s.approval = req_.approval;
+    s.pre_approvals = req_.pre_approvals;
+    s.pre_approval_file = req_.pre_approval_file;
+    s.budget_overrides = req_.budget_overrides;
+    s.audit = &log_;
+    s.agent_log_path = rec_.run_dir + "/agent.log";
+    s.tty_fd = req_.tty_fd;
+    if (rec_.budgets.model_turns) {
+      const std::lock_guard<std::mutex> lock(mu_);
+      progress_.max_turns = *rec_.budgets.model_turns;
+    }
+    s.on_event = [this](const broker::BrokerEvent& e) {
+      Report([&](RunProgress& p) {
+        // The broker's own counts (what the budgets are checked against), not a tally of events.
+        p.turn = e.used.model_turns;
+        p.tool_calls = e.used.tool_calls;
+        if (e.kind != "model_result") p.last_action = e.text;
+      });
+    };
+    auto session = RunAgentSession(s);
+    if (!session) return {RunEvent::kFailed, session.error().Message()};
+    const broker::BrokerOutcome& b = session->broker;
+    RecordSession(*session);
+
+    auto captured = CapturePatch(layout_, rec_.base_commit);
+    if (captured) {
+      rec_.patch = std::move(*captured);
+      if (auto w = WriteFileAtomic(rec_.run_dir + "/patch.diff", rec_.patch.patch); !w) {
+        return {RunEvent::kFailed, w.error().Message()};
+      }
+      rec_.violations = CheckPatch(rec_.patch, policy_, binding_);
+      log_.Append(broker::audit::Patch({.patch_digest = rec_.patch.sha256,
+                                        .files = rec_.patch.files.size(),
+                                        .bytes = rec_.patch.patch.size(),
+                                        .violations = rec_.violations.size()}));
+    }
+
+    if (b.status == broker::BrokerOutcome::Status::kCancelled) {
+      return {RunEvent::kCancelled, b.reason.empty() ? "cancelled" : b.reason};
+    }
+    if (b.status == broker::BrokerOutcome::Status::kNeedsApproval) {
+      // The work so far is captured (cagent diff shows it) but not verified: the run stopped.
+      rec_.needs_approval = b.needs_approval;
+      std::string why = b.reason;
+      if (b.needs_approval) {
+        why += "; to allow exactly this action, run again with --pre-approve 'sha256:" +
+               b.needs_approval->digest + "', or on a terminal with --approve policy to be asked";
+      }
+      return {RunEvent::kNeedsApproval, why};
+    }
+    if (!captured) {
+      return {RunEvent::kFailed, "patch capture failed: " + captured.error().Message()};
+    }
+    if (b.status != broker::BrokerOutcome::Status::kFinished) {
+      return {RunEvent::kFailed, b.reason.empty() ? "the agent did not finish" : b.reason};
+    }
+    if (!rec_.violations.empty()) {
+      std::string why = "the patch breaks the profile's rules: " + rec_.violations.front().message;
+      if (rec_.violations.size() > 1) {
+        why += " (and " + std::to_string(rec_.violations.size() - 1) + " more)";
+      }
+      return {RunEvent::kFailed, why};
+    }
+    return {RunEvent::kAgentDone, ""};
+  }
+
+  // What the session's broker counted and its sandbox reported, into the record.
+  void RecordSession(const AgentSessionResult& session) {
+    const broker::BrokerOutcome& b = session.broker;
+    rec_.used = b.used;
+    rec_.denials = b.denials;
+    rec_.approvals_asked = b.approvals_asked;
+    if (b.finish) rec_.agent_summary = b.finish->summary;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(Layer::kCount); ++i) {
+      const std::string name(LayerName(static_cast<Layer>(i)));
+      bool off = false;
+      for (const auto& d : session.sandbox.disabled_layers) off = off || d == name;
+      if (!off) rec_.layers.push_back(name);
+    }
+    rec_.downgrades = session.sandbox.downgrades;
+    rec_.git_guard = session.sandbox.git_guard;
+    rec_.host_findings = session.sandbox.host_findings;
+    rec_.planted_repositories = session.sandbox.planted_repositories;
+    rec_.cleared_files = session.sandbox.cleared_files;
+  }
+
+  // verifying: the profile's commands on a fresh checkout of base + patch, never the agent's
+  // workspace.
+  StepEnd Verify() {
+    auto tree =
+        MakeVerifyTree(layout_, rec_.base_commit, rec_.run_dir + "/patch.diff", rec_.patch.tree);
+    if (!tree) {
+      rec_.verification = PlannedVerification(policy_);
+      for (auto& v : rec_.verification) {
+        v.status = VerifyEntry::Status::kInfrastructure;
+        v.detail = "no verification tree: " + tree.error().Message();
+      }
+      return {RunEvent::kFailed, "verification: could not make a fresh checkout of base + patch: " +
+                                     tree.error().Message()};
+    }
+    log_.Append(broker::audit::VerifyTree(
+        {.tree = tree->tree, .base_commit = tree->base_commit, .path = tree->dir}));
+    ProfileContext ctx{binding_, CallerEnviron()};
+    rec_.verification = RunVerification(
+        policy_, *tree, rec_.run_dir + "/logs", ctx, [&](const std::string& command) {
+          Report([&](RunProgress& p) { p.last_action = "verify: " + command; });
+        });
+    for (const auto& v : rec_.verification) {
+      log_.Append(broker::audit::Verify({.command = v.command,
+                                         .status = std::string(VerifyStatusName(v.status)),
+                                         .exit_code = v.exit_code,
+                                         .duration_ms = v.duration.count(),
+                                         .tree = v.tree}));
+    }
+    for (const auto& v : rec_.verification) {
+      if (v.status != VerifyEntry::Status::kPassed) {
+        return {RunEvent::kFailed, "verification: '" + v.command + "' " +
+                                       std::string(VerifyStatusName(v.status)) + " (" + v.detail +
+                                       ")"};
+      }
+    }
+    return {RunEvent::kVerified,
+            policy_.verify.empty()
+                ? "not verified: the profile has no verify commands (--allow-unverified)"
+                : ""};
+  }
+
+  void Report(const std::function<void(RunProgress&)>& change) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    change(progress_);
+    progress_.elapsed =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);
+    if (on_progress_) on_progress_(progress_);
+  }
+
+  // Should cagent die before Finish() (an uncaught exception, std::terminate), main's last-resort
+  // handler writes this record: the run failed, in the state it had reached.
+  void ArmLastResort() {
+    RunRecord fallback = rec_;
+    fallback.reason = "cagent stopped unexpectedly (internal error) while the run was " +
+                      std::string(RunStateName(rec_.state)) +
+                      "; events.jsonl has what happened until then";
+    fallback.state = RunState::kFailed;
+    fallback.finished_at = NowRfc3339();
+    ArmLastResortRecord(rec_.run_dir, JsonText(fallback.ToJson(), 2) + "\n");
+  }
+
+  // Enters `state`: the record, the last-resort record, the event log, the display. `created` also
+  // records the profile and model the run starts with.
+  void Transition(RunState state, const std::string& why, bool created = false) {
+    rec_.state = state;
+    ArmLastResort();
+    log_.Append(broker::audit::State(
+        {.state = std::string(RunStateName(state)),
+         .reason = why,
+         .profile = created ? std::optional<std::string>(rec_.profile) : std::nullopt,
+         .model = created ? std::optional<std::string>(rec_.model) : std::nullopt}));
+    Report([&](RunProgress& p) {
+      p.state = state;
+      if (!why.empty()) p.last_action = why;
+    });
+  }
+
+  // Ends the run in the final `state`, reached from `from`, and writes result.json.
+  Result<RunRecord> Finish(RunState from, RunState state, std::string why) {
+    // A run that ends before verifying records the verification it would have run, all not-run,
+    // so the result always lists what "verified" would have meant.
+    if (from != RunState::kVerifying) rec_.verification = PlannedVerification(policy_);
+    rec_.reason = why;
+    rec_.finished_at = NowRfc3339();
+    Transition(state, why);
+    rec_.event_log_entries = log_.entries();
+    rec_.event_log_head = log_.head();
+    rec_.event_log_lost = log_.lost();
+    if (auto s = WriteFileAtomic(rec_.run_dir + "/result.json", JsonText(rec_.ToJson(), 2) + "\n");
+        !s) {
+      return std::move(s).Context("write result.json").error();
+    }
+    DisarmLastResortRecord();
+    return rec_;
+  }
+
+  const RunRequest& req_;
+  const RunInputs in_;
+  const policy::Policy& policy_;
+  RunRecord rec_;
+  broker::AuditLog log_;
+  const std::function<void(const RunProgress&)>& on_progress_;
+  const Clock::time_point started_;
+  const WorkspaceLayout layout_;
+  const policy::Binding binding_;
+  std::mutex mu_;
+  RunProgress progress_;
+};
+
+}  // namespace
 
 Result<RunRecord> ExecuteRun(const RunRequest& req,
                              const std::function<void(const RunProgress&)>& on_progress) {
@@ -225,260 +552,25 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
   rec.created_at = NowRfc3339();
   rec.model = req.model_label;
 
-  // Inputs first: nothing is created for a run whose profile or task cannot be read.
-  std::ifstream task_in(req.task_file, std::ios::binary);
-  if (!task_in) return PlainError("read " + req.task_file, "cannot open the task file");
-  std::ostringstream task_text;
-  task_text << task_in.rdbuf();
-  if (task_text.str().find_first_not_of(" \t\r\n") == std::string::npos) {
-    return PlainError(req.task_file, "the task file is empty");
-  }
-  const std::string home = CallerHome();
-  const auto search = policy::SearchPath::Default(home, CAGENT_PROFILE_DIR);
-  auto choice = ChooseProfile(req.profile, search, req.trust_repo_profile);
-  if (!choice) return choice.error();
-  auto compiled = policy::LoadProfile(choice->path, search);
-  if (!compiled.policy) {
-    return PlainError("profile " + req.profile, policy::RenderAll(*compiled.sources, compiled.diags));
-  }
-  const auto policy = compiled.policy;
-  rec.profile = policy->name;
-  rec.profile_file = choice->file;
-  rec.profile_sha256 = choice->sha256;
-  rec.profile_from_repository = choice->from_repository;
-  rec.policy_digest = PolicyDigest(*policy);
-  rec.budgets = broker::BudgetsFromPolicy(*policy);
-  if (auto s = broker::LowerBudgets(rec.budgets, req.budget_overrides); !s) return s.error();
-  if (policy->verify.empty() && !req.allow_unverified) {
-    // Fail closed: "completed" must mean verified unless the caller said otherwise.
-    return PlainError("profile " + policy->name,
-                      "has no verify commands, so nothing would check the agent's change; use a "
-                      "profile that extends it with a verify block (as "
-                      "examples/fix-add/repo/.cagent/fix-add.cagent does), or pass "
-                      "--allow-unverified to run without verification");
-  }
+  auto inputs = LoadInputs(req);
+  if (!inputs) return inputs.error();
+  const policy::Policy& policy = *inputs->policy;
+  rec.profile = policy.name;
+  rec.profile_file = inputs->choice.file;
+  rec.profile_sha256 = inputs->choice.sha256;
+  rec.profile_from_repository = inputs->choice.from_repository;
+  rec.policy_digest = PolicyDigest(policy);
+  rec.budgets = inputs->budgets;
 
   const std::string state_dir = req.state_dir.empty() ? StateDirectory() : req.state_dir;
-  rec.run_dir = state_dir + "/runs/" + rec.run_id;
-  std::error_code ec;
-  fs::create_directories(rec.run_dir, ec);
-  if (ec) return PlainError("create " + rec.run_dir, ec.message());
-  ::chmod((state_dir + "/runs").c_str(), 0700);
-  ::chmod(rec.run_dir.c_str(), 0700);
-  fs::create_directories(rec.run_dir + "/logs", ec);
-  rec.task_file = rec.run_dir + "/task.md";
-  if (auto s = WriteFileAtomic(rec.task_file, task_text.str()); !s) return s.error();
-
-  auto opened = broker::AuditLog::Open(rec.run_dir + "/events.jsonl", rec.run_id, rec.policy_digest);
+  if (auto s = CreateRunDirectory(state_dir, rec, inputs->task); !s) return s.error();
+  auto opened =
+      broker::AuditLog::Open(rec.run_dir + "/events.jsonl", rec.run_id, rec.policy_digest);
   if (!opened) return std::move(opened).Context("create the run's event log").error();
-  broker::AuditLog log = std::move(*opened);
 
-  std::mutex mu;
-  RunProgress progress;
-  auto report = [&](const std::function<void(RunProgress&)>& change) {
-    std::lock_guard<std::mutex> lock(mu);
-    change(progress);
-    progress.elapsed =
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
-    if (on_progress) on_progress(progress);
-  };
-  // Should cagent die before finish() (an uncaught exception, std::terminate), main's last-resort
-  // handler writes this record: the run failed, in the state it had reached.
-  auto arm_last_resort = [&] {
-    RunRecord fallback = rec;
-    fallback.reason = "cagent stopped unexpectedly (internal error) while the run was " +
-                      std::string(RunStateName(rec.state)) +
-                      "; events.jsonl has what happened until then";
-    fallback.state = RunState::kFailed;
-    fallback.finished_at = NowRfc3339();
-    ArmLastResortRecord(rec.run_dir, JsonText(fallback.ToJson(), 2) + "\n");
-  };
-  // `created` also records the profile and model the run starts with.
-  auto transition = [&](RunState state, const std::string& why, bool created = false) {
-    rec.state = state;
-    arm_last_resort();
-    log.Append(broker::audit::State(
-        {.state = std::string(RunStateName(state)),
-         .reason = why,
-         .profile = created ? std::optional<std::string>(rec.profile) : std::nullopt,
-         .model = created ? std::optional<std::string>(rec.model) : std::nullopt}));
-    report([&](RunProgress& p) {
-      p.state = state;
-      if (!why.empty()) p.last_action = why;
-    });
-  };
-  auto finish = [&](RunState state, std::string why) -> Result<RunRecord> {
-    rec.reason = why;
-    rec.finished_at = NowRfc3339();
-    transition(state, why);
-    rec.event_log_entries = log.entries();
-    rec.event_log_head = log.head();
-    rec.event_log_lost = log.lost();
-    if (auto s = WriteFileAtomic(rec.run_dir + "/result.json", JsonText(rec.ToJson(), 2) + "\n"); !s) {
-      return std::move(s).Context("write result.json").error();
-    }
-    DisarmLastResortRecord();
-    return rec;
-  };
-
-  transition(RunState::kCreated, "", /*created=*/true);
-
-  // ---- preparing ----
-  transition(RunState::kPreparing, "");
-  const std::string repo_dir = req.repo.empty() ? fs::current_path(ec).string() : req.repo;
-  auto repo = InspectRepo(repo_dir, req.commit);
-  if (!repo) {
-    rec.verification = PlannedVerification(*policy);
-    return finish(RunState::kFailed, repo.error().Message());
-  }
-  rec.repo = repo->root;
-  const WorkspaceLayout layout = LayoutFor(rec.run_dir);
-  auto made = MaterializeWorkspace(*repo, layout, req.allow_dirty);
-  if (!made) {
-    rec.verification = PlannedVerification(*policy);
-    return finish(RunState::kFailed, made.error().Message());
-  }
-  rec.base_commit = made->base_commit;
-  rec.carried_dirty = made->carried_dirty;
-  rec.carried_paths = made->carried_paths;
-  log.Append(broker::audit::Workspace({.repo = rec.repo,
-                                       .base_commit = rec.base_commit,
-                                       .carried_dirty = rec.carried_dirty,
-                                       .carried_paths = rec.carried_paths}));
-
-  // ---- running ----
-  transition(RunState::kRunning, "");
-  AgentSessionOptions s;
-  s.run_id = rec.run_id;
-  s.policy = policy;
-  s.workspace = layout.workspace;
-  s.task = task_text.str();
-  s.model = req.model;
-  s.approval = req.approval;
-  s.pre_approvals = req.pre_approvals;
-  s.pre_approval_file = req.pre_approval_file;
-  s.budget_overrides = req.budget_overrides;
-  s.audit = &log;
-  s.agent_log_path = rec.run_dir + "/agent.log";
-  s.tty_fd = req.tty_fd;
-  if (rec.budgets.model_turns) progress.max_turns = *rec.budgets.model_turns;
-  s.on_event = [&](const broker::BrokerEvent& e) {
-    report([&](RunProgress& p) {
-      // The broker's own counts (what the budgets are checked against), not a tally of events.
-      p.turn = e.used.model_turns;
-      p.tool_calls = e.used.tool_calls;
-      if (e.kind != "model_result") p.last_action = e.text;
-    });
-  };
-  auto session = RunAgentSession(s);
-  if (!session) {
-    rec.verification = PlannedVerification(*policy);
-    return finish(RunState::kFailed, session.error().Message());
-  }
-  const auto& b = session->broker;
-  rec.used = b.used;
-  rec.denials = b.denials;
-  rec.approvals_asked = b.approvals_asked;
-  if (b.finish) rec.agent_summary = b.finish->summary;
-  for (std::size_t i = 0; i < static_cast<std::size_t>(Layer::kCount); ++i) {
-    const std::string name(LayerName(static_cast<Layer>(i)));
-    bool off = false;
-    for (const auto& d : session->sandbox.disabled_layers) off = off || d == name;
-    if (!off) rec.layers.push_back(name);
-  }
-  rec.downgrades = session->sandbox.downgrades;
-  rec.git_guard = session->sandbox.git_guard;
-  rec.host_findings = session->sandbox.host_findings;
-  rec.planted_repositories = session->sandbox.planted_repositories;
-  rec.cleared_files = session->sandbox.cleared_files;
-
-  // ---- capture: git, not the agent, says what changed ----
-  auto captured = CapturePatch(layout, rec.base_commit);
-  if (captured) {
-    rec.patch = std::move(*captured);
-    if (auto w = WriteFileAtomic(rec.run_dir + "/patch.diff", rec.patch.patch); !w) {
-      rec.verification = PlannedVerification(*policy);
-      return finish(RunState::kFailed, w.error().Message());
-    }
-    rec.violations = CheckPatch(rec.patch, *policy,
-                                policy::Engine::Bindings{layout.workspace, "/home/cagent"});
-    log.Append(broker::audit::Patch({.patch_digest = rec.patch.sha256,
-                                     .files = rec.patch.files.size(),
-                                     .bytes = rec.patch.patch.size(),
-                                     .violations = rec.violations.size()}));
-  }
-
-  if (b.status == broker::BrokerOutcome::Status::kCancelled) {
-    rec.verification = PlannedVerification(*policy);
-    return finish(RunState::kCancelled, b.reason.empty() ? "cancelled" : b.reason);
-  }
-  if (b.status == broker::BrokerOutcome::Status::kNeedsApproval) {
-    // The work so far is captured (cagent diff shows it) but not verified: the run stopped.
-    rec.verification = PlannedVerification(*policy);
-    rec.needs_approval = b.needs_approval;
-    std::string why = b.reason;
-    if (b.needs_approval) {
-      why += "; to allow exactly this action, run again with --pre-approve 'sha256:" +
-             b.needs_approval->digest + "', or on a terminal with --approve policy to be asked";
-    }
-    return finish(RunState::kNeedsApproval, why);
-  }
-  if (!captured) {
-    rec.verification = PlannedVerification(*policy);
-    return finish(RunState::kFailed, "patch capture failed: " + captured.error().Message());
-  }
-  if (b.status != broker::BrokerOutcome::Status::kFinished) {
-    rec.verification = PlannedVerification(*policy);
-    return finish(RunState::kFailed, b.reason.empty() ? "the agent did not finish" : b.reason);
-  }
-  if (!rec.violations.empty()) {
-    rec.verification = PlannedVerification(*policy);
-    std::string why = "the patch breaks the profile's rules: " + rec.violations.front().message;
-    if (rec.violations.size() > 1) {
-      why += " (and " + std::to_string(rec.violations.size() - 1) + " more)";
-    }
-    return finish(RunState::kFailed, why);
-  }
-
-  // ---- verifying: a fresh checkout of base + patch, never the agent's workspace ----
-  transition(RunState::kVerifying, "");
-  auto tree = MakeVerifyTree(layout, rec.base_commit, rec.run_dir + "/patch.diff", rec.patch.tree);
-  if (!tree) {
-    rec.verification = PlannedVerification(*policy);
-    for (auto& v : rec.verification) {
-      v.status = VerifyEntry::Status::kInfrastructure;
-      v.detail = "no verification tree: " + tree.error().Message();
-    }
-    return finish(RunState::kFailed, "verification: could not make a fresh checkout of base + "
-                                     "patch: " + tree.error().Message());
-  }
-  log.Append(broker::audit::VerifyTree(
-      {.tree = tree->tree, .base_commit = tree->base_commit, .path = tree->dir}));
-  ProfileContext ctx{CallerHome(), CallerEnviron()};
-  rec.verification = RunVerification(*policy, *tree, rec.run_dir + "/logs", ctx,
-                                     [&](const std::string& command) {
-                                       report([&](RunProgress& p) {
-                                         p.last_action = "verify: " + command;
-                                       });
-                                     });
-  for (const auto& v : rec.verification) {
-    log.Append(broker::audit::Verify({.command = v.command,
-                                      .status = std::string(VerifyStatusName(v.status)),
-                                      .exit_code = v.exit_code,
-                                      .duration_ms = v.duration.count(),
-                                      .tree = v.tree}));
-  }
-  for (const auto& v : rec.verification) {
-    if (v.status != VerifyEntry::Status::kPassed) {
-      return finish(RunState::kFailed, "verification: '" + v.command + "' " +
-                                           std::string(VerifyStatusName(v.status)) + " (" +
-                                           v.detail + ")");
-    }
-  }
-  return finish(RunState::kCompleted,
-                policy->verify.empty()
-                    ? "not verified: the profile has no verify commands (--allow-unverified)"
-                    : "");
+  RunDriver driver(req, std::move(*inputs), std::move(rec), std::move(*opened), on_progress,
+                   started);
+  return driver.Drive();
 }
 
 }  // namespace cagent::launcher::run

@@ -1,6 +1,7 @@
 // A run: `cagent run --profile P task.md`, end to end. Runs in cagent (trusted).
 //
 //   created -> preparing -> running -> verifying -> completed | failed | cancelled | needs-approval
+//   (the states and the edges between them: run_state.h)
 //
 // preparing: resolve the repository, pin the base commit, materialise the disposable workspace
 // under the run directory; running: the agent under the broker in a sandbox (AgentSession);
@@ -13,48 +14,26 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "common/result.h"
 #include "launcher/broker/broker.h"
+#include "launcher/run/run_state.h"
 #include "launcher/run/verify.h"
 #include "launcher/run/workspace.h"
 
 namespace cagent::launcher::run {
 
-enum class RunState {
-  kCreated,
-  kPreparing,
-  kRunning,
-  kVerifying,
-  kCompleted,
-  kFailed,
-  kCancelled,
-  kNeedsApproval,
-};
-std::string_view RunStateName(RunState state);
-std::optional<RunState> ParseRunState(std::string_view name);
-
-// Exit codes of `cagent run` (and of `cagent show` for a finished run).
-inline constexpr int kExitRunCompleted = 0;
-inline constexpr int kExitVerificationFailed = 1;
-inline constexpr int kExitRunFailed = 3;
-inline constexpr int kExitNeedsApproval = 4;
-inline constexpr int kExitRunCancelled = 130;
-inline constexpr int kExitRunSetup = 125;
-int ExitCodeFor(RunState state, bool verification_failed);
-
 struct RunRequest {
-  std::string profile;     // name or file
+  std::string profile;  // name or file
   std::string task_file;
-  std::string repo;        // "" = the current directory
-  std::string commit;      // "" = HEAD
+  std::string repo;    // "" = the current directory
+  std::string commit;  // "" = HEAD
   bool allow_dirty = false;
-  bool allow_unverified = false;  // accept a profile without verify commands (else refused)
+  bool allow_unverified = false;    // accept a profile without verify commands (else refused)
   bool trust_repo_profile = false;  // accept ./.cagent/NAME shadowing a user/built-in NAME
   model::ModelSpec model;
   std::string model_label;  // as given on the command line
@@ -62,9 +41,9 @@ struct RunRequest {
   std::vector<std::string> pre_approvals;
   std::string pre_approval_file;
   broker::Budgets budget_overrides;
-  int tty_fd = -1;          // approvals; -1 = headless
-  std::string state_dir;    // "" = StateDirectory()
-  std::string run_id;       // "" = a new one
+  int tty_fd = -1;        // approvals; -1 = headless
+  std::string state_dir;  // "" = StateDirectory() (state_dir.h)
+  std::string run_id;     // "" = a new one
 };
 
 // What the operator's display is told; called from the run's threads one at a time.
@@ -127,8 +106,11 @@ struct RunRecord {
 // Reads <run_dir>/result.json.
 Result<nlohmann::json> ReadRunResult(const std::string& run_dir);
 
-// Runs it. An error Result only when the run could not even be created (no state directory);
-// everything after that is recorded in the RunRecord (state failed + reason).
+// Runs it, along run_state.h's edges. An error Result only when the run could not even be created:
+// its inputs are wrong (an unreadable or empty task file, a profile that does not compile, a
+// budget above the profile's: Error::Code::kInvalidInput; a profile without verify commands and no
+// allow_unverified) or its state directory cannot be made. Everything after that is recorded in the
+// RunRecord (a final state and its reason) and in result.json.
 Result<RunRecord> ExecuteRun(const RunRequest& request,
                              const std::function<void(const RunProgress&)>& on_progress);
 

@@ -12,11 +12,16 @@ namespace cagent::launcher::run {
 
 std::string_view VerifyStatusName(VerifyEntry::Status status) {
   switch (status) {
-    case VerifyEntry::Status::kPassed: return "passed";
-    case VerifyEntry::Status::kFailed: return "failed";
-    case VerifyEntry::Status::kTimedOut: return "timed-out";
-    case VerifyEntry::Status::kInfrastructure: return "infrastructure-error";
-    case VerifyEntry::Status::kNotRun: return "not-run";
+    case VerifyEntry::Status::kPassed:
+      return "passed";
+    case VerifyEntry::Status::kFailed:
+      return "failed";
+    case VerifyEntry::Status::kTimedOut:
+      return "timed-out";
+    case VerifyEntry::Status::kInfrastructure:
+      return "infrastructure-error";
+    case VerifyEntry::Status::kNotRun:
+      return "not-run";
   }
   return "unknown";
 }
@@ -53,15 +58,18 @@ std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const Ver
     e.tree = tree.tree;
     if (on_start) on_start(v.command);
 
-    UniqueFd log(::open(e.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-                        0600));
+    UniqueFd log(
+        ::open(e.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
     UniqueFd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (!log.valid() || !null_in.valid()) {
       e.status = VerifyEntry::Status::kInfrastructure;
       e.detail = "cannot open the log file " + e.log_path;
       continue;
     }
-    auto built = SpecFromPolicy(policy, tree.dir, {"/bin/sh", "-c", v.command}, ctx);
+    // The run's binding, over the verification tree instead of the agent's workspace.
+    ProfileContext in_tree = ctx;
+    in_tree.binding.workspace = tree.dir;
+    auto built = SpecFromPolicy(policy, {"/bin/sh", "-c", v.command}, in_tree);
     if (!built) {
       e.status = VerifyEntry::Status::kInfrastructure;
       e.detail = "could not build the sandbox: " + built.error().Message();
@@ -83,8 +91,8 @@ std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const Ver
     e.exit_code = outcome->exit_code;
     switch (outcome->kind) {
       case SandboxOutcome::Kind::kExited:
-        e.status = outcome->exit_code == 0 ? VerifyEntry::Status::kPassed
-                                           : VerifyEntry::Status::kFailed;
+        e.status =
+            outcome->exit_code == 0 ? VerifyEntry::Status::kPassed : VerifyEntry::Status::kFailed;
         e.detail = "exit status " + std::to_string(outcome->exit_code);
         break;
       case SandboxOutcome::Kind::kSignaled:

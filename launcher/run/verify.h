@@ -41,6 +41,7 @@ std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const Ver
                                          const std::function<void(const std::string&)>& on_start);
 
 // Default per-command timeout when the profile gives none: its command-timeout, else 10 minutes.
-std::chrono::milliseconds VerifyTimeout(const policy::Policy& policy, const policy::VerifyCommand& v);
+std::chrono::milliseconds VerifyTimeout(const policy::Policy& policy,
+                                        const policy::VerifyCommand& v);
 
 }  // namespace cagent::launcher::run

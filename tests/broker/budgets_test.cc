@@ -9,6 +9,7 @@
 #include "common/tool_schemas.h"
 #include "launcher/broker/model_turns.h"
 #include "launcher/broker/tool_mapping.h"
+#include "policy/lowering.h"
 #include "tests/broker/broker_test_util.h"
 
 namespace cagent::launcher::broker::testing {
@@ -88,6 +89,61 @@ TEST(LowerBudgets, AnUnlimitedBudgetMayBeBounded) {
   Budgets raise;
   raise.tool_calls_by_kind["run_command"] = 6;
   EXPECT_FALSE(LowerBudgets(b, raise).ok());
+}
+
+TEST(LowerBudgets, TheRefusalIsTheUsersMistakeNamingTheFlagExactly) {
+  Budgets b;
+  b.model_turns = 40;
+  b.output_bytes = 16U << 20;
+  Budgets raise;
+  raise.model_turns = 41;
+  Status s = LowerBudgets(b, raise);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, Error::Code::kInvalidInput);
+  EXPECT_EQ(s.error().Message(),
+            "--max-turns can only lower the profile's limit: 41 asked, but the profile sets "
+            "model-turns 40; pass at most 40");
+  Budgets output;
+  output.output_bytes = 32U << 20;
+  s = LowerBudgets(b, output);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().Message(),
+            "--max-output can only lower the profile's limit: 32M asked, but the profile sets "
+            "total-output 16M; pass at most 16M");
+  // Equal is not a raise.
+  Budgets same;
+  same.model_turns = 40;
+  EXPECT_TRUE(LowerBudgets(b, same).ok());
+}
+
+TEST(LowerBudgets, GoesThroughTheSameLoweringCheckAsExec) {
+  // policy/lowering.h is the one "may only lower" rule: exec's limits (narrow_test.cc) and these
+  // budgets give the same refusal for the same ceiling.
+  Budgets b;
+  b.wall_time = std::chrono::minutes(30);
+  Budgets raise;
+  raise.wall_time = std::chrono::minutes(45);
+  const Status s = LowerBudgets(b, raise);
+  ASSERT_FALSE(s.ok());
+  const Status direct = policy::CheckLowers(
+      "--wall-time", policy::Ceiling{"wall-time", 30 * 60 * 1000, policy::LimitKind::kDuration, ""},
+      45 * 60 * 1000);
+  ASSERT_FALSE(direct.ok());
+  EXPECT_EQ(s.error().Message(), direct.error().Message());
+  EXPECT_EQ(s.error().code, direct.error().code);
+}
+
+TEST(LowerBudgets, APerKindBudgetIsNamedAsTheProfileWritesIt) {
+  Budgets b;
+  b.tool_calls_by_kind["grep"] = 3;
+  Budgets raise;
+  raise.tool_calls_by_kind["grep"] = 4;
+  const Status s = LowerBudgets(b, raise);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().Message(),
+            "budget tool-calls[grep] can only lower the profile's limit: 4 asked, but the profile "
+            "sets tool-calls[grep] 3; pass at most 3");
+  EXPECT_EQ(b.tool_calls_by_kind.at("grep"), 3U);
 }
 
 TEST(BudgetCounter, CountsAndNamesTheBudget) {

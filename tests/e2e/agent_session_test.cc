@@ -43,18 +43,26 @@ class AgentSession : public ::testing::Test {
               "if __name__ == '__main__':\n    unittest.main()\n");
     WriteFile(dir_ + "/task.md", "# Fix add\n\nThe test in test_calc.py fails. Fix calc.py.\n");
     // Ownership for the nobody variant: the workspace must be writable by the user cagent runs as.
-    const std::string chown = "chown -R " + std::to_string(h.run_uid()) + ":" +
-                              std::to_string(h.run_gid()) + " " + dir_;
+    const std::string chown =
+        "chown -R " + std::to_string(h.run_uid()) + ":" + std::to_string(h.run_gid()) + " " + dir_;
     ASSERT_EQ(std::system(chown.c_str()), 0);
   }
 
   RunResult RunAgent(const std::string& session, std::vector<std::string> extra = {}) {
     WriteFile(dir_ + "/session.jsonl", session);
-    std::vector<std::string> args = {"agent",      "--profile",   "backend",
-                                     "--workspace", ws_,          "--model",
+    std::vector<std::string> args = {"agent",
+                                     "--profile",
+                                     "backend",
+                                     "--workspace",
+                                     ws_,
+                                     "--model",
                                      "replay:" + dir_ + "/session.jsonl",
-                                     "--approve",   "never",      "--audit-log",
-                                     dir_ + "/audit.jsonl", "--json", dir_ + "/task.md"};
+                                     "--approve",
+                                     "never",
+                                     "--audit-log",
+                                     dir_ + "/audit.jsonl",
+                                     "--json",
+                                     dir_ + "/task.md"};
     args.insert(args.end(), extra.begin(), extra.end());
     // The session's agent log goes under the state directory: one of the test's own, writable by
     // the user cagent runs as (the caller's ~/.local/state is not nobody's to write).
@@ -75,15 +83,16 @@ class AgentSession : public ::testing::Test {
 
 TEST_F(AgentSession, ReplayedModelFixesTheBugRunsTheTestsAndFinishes) {
   std::string session;
-  session += Turn("Reading the code.", json::array({Call("c1", "read_file", {{"path", "calc.py"}})}));
-  session += Turn("The operator is wrong.",
-                  json::array({Call("c2", "edit_file",
-                                    {{"path", "calc.py"},
-                                     {"old_string", "return a - b"},
-                                     {"new_string", "return a + b"}})}));
-  session += Turn("Running the tests.",
-                  json::array({Call("c3", "run_command",
-                                    {{"command", "python3 -m unittest -q test_calc"}})}));
+  session +=
+      Turn("Reading the code.", json::array({Call("c1", "read_file", {{"path", "calc.py"}})}));
+  session += Turn(
+      "The operator is wrong.",
+      json::array({Call(
+          "c2", "edit_file",
+          {{"path", "calc.py"}, {"old_string", "return a - b"}, {"new_string", "return a + b"}})}));
+  session += Turn(
+      "Running the tests.",
+      json::array({Call("c3", "run_command", {{"command", "python3 -m unittest -q test_calc"}})}));
   session += Turn("", json::array({Call("c4", "finish", {{"summary", "Fixed add()."}})}));
   const RunResult r = RunAgent(session);
   SCOPED_TRACE(r.err);
@@ -110,7 +119,8 @@ TEST_F(AgentSession, ReplayedModelFixesTheBugRunsTheTestsAndFinishes) {
 
 TEST_F(AgentSession, ADeniedCommandIsRefusedWithTheRuleAndTheRunStillFinishes) {
   std::string session;
-  session += Turn("", json::array({Call("c1", "run_command", {{"command", "git push origin main"}})}));
+  session +=
+      Turn("", json::array({Call("c1", "run_command", {{"command", "git push origin main"}})}));
   session += Turn("", json::array({Call("c2", "finish", {{"summary", "Could not push."}})}));
   const RunResult r = RunAgent(session);
   SCOPED_TRACE(r.err);
@@ -127,7 +137,7 @@ TEST_F(AgentSession, TheTurnBudgetEndsTheRunFailedNamingTheBudget) {
   }
   const RunResult r = RunAgent(session, {"--max-turns", "2"});
   SCOPED_TRACE(r.err);
-  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.exit_code, 3) << r.out;  // kRunFailed, as `cagent run` returns for the same end
   const json out = Outcome(r);
   ASSERT_TRUE(out.is_object()) << r.out;
   EXPECT_EQ(out["status"], "failed");
@@ -144,11 +154,13 @@ TEST_F(AgentSession, TheAgentCannotReachTheNetworkOrTheCallersFiles) {
   std::string session;
   session += Turn("", json::array({Call("c1", "read_file", {{"path", "/etc/passwd"}})}));
   session += Turn("", json::array({Call("c2", "read_file", {{"path", "passwd-link"}})}));
-  session += Turn("", json::array({Call("c3", "write_file",
-                                        {{"path", "../outside.txt"}, {"content", "gone"}})}));
+  session += Turn(
+      "",
+      json::array({Call("c3", "write_file", {{"path", "../outside.txt"}, {"content", "gone"}})}));
   session += Turn("", json::array({Call("c4", "run_command",
-                                        {{"command", "python3 -c \"import urllib.request;"
-                                                     "urllib.request.urlopen('http://1.1.1.1')\""}})}));
+                                        {{"command",
+                                          "python3 -c \"import urllib.request;"
+                                          "urllib.request.urlopen('http://1.1.1.1')\""}})}));
   session += Turn("", json::array({Call("c5", "finish", {{"summary", "done"}})}));
   const RunResult r = RunAgent(session);
   SCOPED_TRACE(r.err);

@@ -44,7 +44,8 @@ TEST_F(SessionFlagsTest, TheEnvironmentSuppliesTheModelAndTheFlagWins) {
   ASSERT_TRUE(from_env.ok()) << from_env.error().Message();
   EXPECT_EQ(from_env->model.provider, "openai");
   EXPECT_EQ(from_env->model_label, "openai:from-env");
-  auto flag = ResolveSessionFlags(Parse({"--model", "anthropic:m", "--model-url", "http://127.0.0.1:9"}));
+  auto flag =
+      ResolveSessionFlags(Parse({"--model", "anthropic:m", "--model-url", "http://127.0.0.1:9"}));
   ASSERT_TRUE(flag.ok()) << flag.error().Message();
   EXPECT_EQ(flag->model.provider, "anthropic");
   EXPECT_EQ(flag->model.base_url, "http://127.0.0.1:9");
@@ -61,8 +62,8 @@ TEST_F(SessionFlagsTest, ApprovalModes) {
 }
 
 TEST_F(SessionFlagsTest, BudgetsAndABadWallTimeNamesTheFlag) {
-  auto s = ResolveSessionFlags(
-      Parse({"--model", "replay:x", "--max-turns", "7", "--max-output", "1000", "--wall-time", "90s"}));
+  auto s = ResolveSessionFlags(Parse(
+      {"--model", "replay:x", "--max-turns", "7", "--max-output", "1000", "--wall-time", "90s"}));
   ASSERT_TRUE(s.ok()) << s.error().Message();
   EXPECT_EQ(s->budget_overrides.model_turns, 7U);
   EXPECT_EQ(s->budget_overrides.output_bytes, 1000U);
@@ -71,6 +72,22 @@ TEST_F(SessionFlagsTest, BudgetsAndABadWallTimeNamesTheFlag) {
   auto bad = ResolveSessionFlags(Parse({"--model", "replay:x", "--wall-time", "soon"}));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().Message(), HasSubstr("--wall-time soon"));
+}
+
+TEST_F(SessionFlagsTest, EveryRefusalIsTheUsersMistake) {
+  // The commands turn the code, not the text, into exit status 2 (common/exit_codes.h).
+  const std::vector<std::vector<std::string>> bad = {
+      {},
+      {"--model", "no-such-provider:x"},
+      {"--model", "replay:x", "--temperature", "3"},
+      {"--model", "replay:x", "--max-output-tokens", "0"},
+      {"--model", "replay:x", "--wall-time", "soon"},
+  };
+  for (const auto& args : bad) {
+    auto s = ResolveSessionFlags(Parse(args));
+    ASSERT_FALSE(s.ok()) << ::testing::PrintToString(args);
+    EXPECT_EQ(s.error().code, Error::Code::kInvalidInput) << s.error().Message();
+  }
 }
 
 TEST_F(SessionFlagsTest, OnlyPolicyModeOpensTheTerminal) {
