@@ -11,12 +11,12 @@ namespace cagent::policy {
 namespace {
 
 constexpr std::string_view kTopLevelKeys[] = {
-    "description", "workspace", "filesystem", "network",  "commands", "tools",
-    "limits",      "environment", "approval", "verify",  "require",  "best-effort",
-    "examples",    "extends",   "include",
+    "description", "workspace",   "filesystem",  "network",  "commands",
+    "tools",       "limits",      "environment", "approval", "verify",
+    "require",     "best-effort", "examples",    "extends",  "include",
 };
-constexpr std::string_view kFilesystemKeys[] = {"read-only", "read-write", "hide", "deny", "ask",
-                                                "allow"};
+constexpr std::string_view kFilesystemKeys[] = {"read-only", "read-write", "hide",
+                                                "deny",      "ask",        "allow"};
 constexpr std::string_view kRuleKeys[] = {"allow", "ask", "deny"};
 constexpr std::string_view kEnvironmentKeys[] = {"pass", "scrub", "set"};
 constexpr std::string_view kExampleKeys[] = {"match", "not_match"};
@@ -77,7 +77,8 @@ class Checker {
     Err(v.loc, v.length, std::move(msg), std::move(hint));
   }
 
-  void Unknown(const Statement& st, std::string_view where, std::span<const std::string_view> keys) {
+  void Unknown(const Statement& st, std::string_view where,
+               std::span<const std::string_view> keys) {
     std::string hint;
     std::string guess = DidYouMean(st.keyword, Names(keys));
     if (!guess.empty()) {
@@ -116,8 +117,8 @@ class Checker {
   // Exactly `n` plain (non-group) arguments.
   bool Args(const Statement& st, std::size_t n, std::string_view what) {
     if (st.args.size() != n) {
-      ErrAt(st.args.size() > n ? st.args[n] : Value{Value::Kind::kWord, "", {}, st.loc,
-                                                    st.keyword_length},
+      ErrAt(st.args.size() > n ? st.args[n]
+                               : Value{Value::Kind::kWord, "", {}, st.loc, st.keyword_length},
             "'" + st.keyword + "' takes " + std::string(what) + ", found " +
                 std::to_string(st.args.size()) + " argument" + (st.args.size() == 1 ? "" : "s"));
       return false;
@@ -257,8 +258,7 @@ class Checker {
               "only landlock and cgroup may be missing; everything else always fails closed");
         continue;
       }
-      (best_effort ? out_.layer.best_effort : out_.layer.requirements)
-          .push_back({*r, true, v.loc});
+      (best_effort ? out_.layer.best_effort : out_.layer.requirements).push_back({*r, true, v.loc});
     }
   }
 
@@ -393,9 +393,9 @@ class Checker {
       if (r.glob.Match(path)) matched = true;
     }
     if (matched != want) {
-      ErrAt(ex.args[0], std::string("example failed: the rule ") + (want ? "does not match " :
-                                                                           "matches ") +
-                            Describe(ex.args[0]),
+      ErrAt(ex.args[0],
+            std::string("example failed: the rule ") + (want ? "does not match " : "matches ") +
+                Describe(ex.args[0]),
             want ? "globs match the whole path: '*' stays within one directory, '**' spans "
                    "directories"
                  : "");
@@ -699,42 +699,24 @@ class Checker {
       return;
     }
     if (!NoBlock(st) || !NoGroups(st)) return;
-    constexpr const char* kUsage =
-        "write: allow command \"git status\" / deny read .env / deny write .git/config / "
-        "deny tool write_file .git/config";
     if (st.args.empty()) {
-      ErrAt(st, "an example needs a request", kUsage);
+      ErrAt(st, "an example needs a request", std::string(RequestUsage()));
+      return;
+    }
+    // The same reader as a `policy test` cases file (request.h): one meaning for each form.
+    std::vector<std::string> words;
+    words.reserve(st.args.size());
+    for (const Value& v : st.args) words.push_back(v.text);
+    auto parsed = ParseRequestWords(words);
+    if (const auto* bad = std::get_if<RequestWordsError>(&parsed)) {
+      ErrAt(st.args[std::min(bad->word, st.args.size() - 1)], bad->message, bad->hint);
       return;
     }
     Example ex;
+    ex.request = std::get<Request>(std::move(parsed));
     ex.expect = *verdict;
     ex.loc = st.args[0].loc;
     ex.length = st.args[0].length;
-    const std::string& kind = st.args[0].text;
-    if (kind == "command" || kind == "read" || kind == "write") {
-      if (!Args(st, 2, "a request kind and its subject")) return;
-      ex.kind = kind == "command" ? Example::Kind::kCommand
-                : kind == "read"  ? Example::Kind::kRead
-                                  : Example::Kind::kWrite;
-      ex.subject = st.args[1].text;
-    } else if (kind == "tool") {
-      if (st.args.size() != 2 && st.args.size() != 3) {
-        ErrAt(st.args[0], "'tool' examples take a tool name and optionally its path or command",
-              kUsage);
-        return;
-      }
-      auto t = ParseTool(st.args[1].text);
-      if (!t) {
-        ErrAt(st.args[1], "unknown tool " + Describe(st.args[1]));
-        return;
-      }
-      ex.kind = Example::Kind::kTool;
-      ex.tool = *t;
-      if (st.args.size() == 3) ex.subject = st.args[2].text;
-    } else {
-      ErrAt(st.args[0], "unknown example kind " + Describe(st.args[0]), kUsage);
-      return;
-    }
     out_.examples.push_back(std::move(ex));
   }
 };
@@ -746,8 +728,8 @@ Result<ArgPattern> CompileArgPattern(const Value& value) {
   auto add = [&](const Value& v) -> Status {
     if (v.text.empty()) return PlainError("empty word in a command pattern");
     auto g = WordGlob::Compile(v.text);
-    if (!g) return PlainError("invalid pattern " + Describe(v) + ": " + g.error().op,
-                              g.error().detail);
+    if (!g)
+      return PlainError("invalid pattern " + Describe(v) + ": " + g.error().op, g.error().detail);
     out.alternatives.push_back(std::move(*g));
     return Ok{};
   };

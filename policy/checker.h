@@ -14,17 +14,16 @@
 #include "policy/ast.h"
 #include "policy/diagnostics.h"
 #include "policy/ir.h"
+#include "policy/request.h"
 
 namespace cagent::policy {
 
-// An `examples` entry: a request and the verdict the whole profile must give it.
+// An `examples` entry: a request (request.h, the same grammar as a `policy test` cases file) and
+// the verdict the whole profile must give it, before the approval mode.
 struct Example {
-  enum class Kind : std::uint8_t { kCommand, kRead, kWrite, kTool };
-  Kind kind = Kind::kCommand;
+  Request request;
   Verdict expect = Verdict::kDeny;
-  Tool tool = Tool::kReadFile;  // kTool only
-  std::string subject;          // the command line, the path, or the tool's path/command
-  Location loc;
+  Location loc;  // the request's kind word
   std::uint32_t length = 1;
 };
 

@@ -22,56 +22,17 @@ bool Conflicts(Requirement required, Requirement best_effort) {
   return best_effort == Requirement::kCgroup && needs_cgroup;
 }
 
-std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-std::string DescribeExample(const Example& ex) {
-  switch (ex.kind) {
-    case Example::Kind::kCommand:
-      return "command " + Quoted(ex.subject);
-    case Example::Kind::kRead:
-      return "read " + ex.subject;
-    case Example::Kind::kWrite:
-      return "write " + ex.subject;
-    case Example::Kind::kTool:
-      return "tool " + std::string(ToolName(ex.tool)) +
-             (ex.subject.empty() ? "" : " " + Quoted(ex.subject));
-  }
-  return "request";
-}
-
-void RunExamples(const Policy& policy, const std::vector<Example>& examples,
-                 Diagnostics& diags) {
-  Engine engine(policy);
+void RunExamples(const Policy& policy, const std::vector<Example>& examples, Diagnostics& diags) {
+  Engine engine(policy, PortableBinding());
   for (const Example& ex : examples) {
-    Decision d;
-    switch (ex.kind) {
-      case Example::Kind::kCommand:
-        d = engine.Shell(ex.subject);
-        break;
-      case Example::Kind::kRead:
-        d = engine.Path(Access::kRead, ex.subject);
-        break;
-      case Example::Kind::kWrite:
-        d = engine.Path(Access::kWrite, ex.subject);
-        break;
-      case Example::Kind::kTool: {
-        ToolRequest req{ex.tool, {}, {}};
-        if (ex.tool == Tool::kRunCommand) {
-          req.command = ex.subject;
-        } else {
-          req.path = ex.subject;
-        }
-        d = engine.Tool(req);
-        break;
-      }
-    }
+    const Decision d = engine.Decide(ex.request);
     if (d.verdict == ex.expect) continue;
     std::string by = d.rule == "default" ? "because no rule matches"
                                          : "by rule '" + d.rule + "'" +
                                                (d.loc.valid() ? " at " + policy.Where(d.loc) : "");
     diags.Error(ex.loc, ex.length,
                 "example failed: expected " + std::string(VerdictName(ex.expect)) + " for " +
-                    DescribeExample(ex) + ", got " + std::string(VerdictName(d.verdict)),
+                    Describe(ex.request) + ", got " + std::string(VerdictName(d.verdict)),
                 "decided " + by + (d.reason.empty() ? "" : ": " + d.reason));
   }
 }
@@ -120,7 +81,8 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
 
   // Sort and de-duplicate; the first occurrence (the parent's) keeps its location.
   auto sort_unique = [](auto& v, auto key) {
-    std::stable_sort(v.begin(), v.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+    std::stable_sort(v.begin(), v.end(),
+                     [&](const auto& a, const auto& b) { return key(a) < key(b); });
     v.erase(std::unique(v.begin(), v.end(),
                         [&](const auto& a, const auto& b) { return key(a) == key(b); }),
             v.end());
@@ -142,8 +104,8 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
       if (Conflicts(req.value, be.value)) {
         diags.Error(be.loc, static_cast<std::uint32_t>(RequirementName(be.value).size()),
                     "'" + std::string(RequirementName(be.value)) +
-                        "' is best-effort but 'require " +
-                        std::string(RequirementName(req.value)) + "' needs it",
+                        "' is best-effort but 'require " + std::string(RequirementName(req.value)) +
+                        "' needs it",
                     "a required layer cannot be optional; drop one of the two (the require is at "
                     "line " +
                         std::to_string(req.loc.line) + ")");

@@ -15,8 +15,10 @@ class Writer {
     std::string line(static_cast<std::size_t>(indent) * 2, ' ');
     line += text;
     if (locations_) {
-      if (line.size() < kCommentColumn) line.resize(kCommentColumn, ' ');
-      else line += "  ";
+      if (line.size() < kCommentColumn)
+        line.resize(kCommentColumn, ' ');
+      else
+        line += "  ";
       line += "# ";
       line += loc.valid() ? p_.Where(loc) : "default";
     }
@@ -34,12 +36,6 @@ class Writer {
   bool locations_;
   std::string out_;
 };
-
-std::string JoinChain(const Policy& p) {
-  std::string s;
-  for (const auto& c : p.chain) s += (s.empty() ? "" : " -> ") + c;
-  return s;
-}
 
 std::string PathRuleText(const PathRule& r) {
   return std::string(VerdictName(r.verdict)) + (r.access == Access::kWrite ? " write " : " ") +
@@ -82,7 +78,7 @@ std::string FormatLimit(Limit limit, const LimitValue& v) {
 
 std::string Dump(const Policy& p, bool with_locations) {
   Writer w(p, with_locations);
-  w.Plain("# The effective profile '" + p.name + "' (" + JoinChain(p) + "), as compiled.");
+  w.Plain("# The effective profile '" + p.name + "' (" + p.ChainText() + "), as compiled.");
   w.Plain("# Rules are sorted; deny beats ask beats allow; anything not allowed is denied.");
   if (!p.description.empty()) w.Plain("description " + QuoteWord(p.description));
   w.Line(0, std::string("workspace ") + (p.workspace_writable.value ? "read-write" : "read-only"),
@@ -112,7 +108,8 @@ std::string Dump(const Policy& p, bool with_locations) {
   w.Plain("}");
 
   w.Plain("tools {");
-  for (const auto& r : p.tools) w.Line(1, std::string(VerdictName(r.verdict)) + " " + r.text, r.loc);
+  for (const auto& r : p.tools)
+    w.Line(1, std::string(VerdictName(r.verdict)) + " " + r.text, r.loc);
   w.Plain("}");
 
   w.Plain("limits {");

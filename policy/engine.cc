@@ -131,11 +131,28 @@ bool ChangesWhatRuns(std::string_view name) {
   // use of it is allowed (`allow python3 -m pytest`). Build variables (CC, MAKEFLAGS) are left
   // alone: builds run workspace code anyway, and `CC=clang make` is everyday work.
   constexpr std::string_view kExact[] = {
-      "PATH",          "IFS",           "ENV",        "BASH_ENV",        "SHELLOPTS",
-      "BASHOPTS",      "PS4",           "PROMPT_COMMAND", "GIT_EXEC_PATH", "GIT_SSH",
-      "GIT_SSH_COMMAND", "GIT_CONFIG",  "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
-      "NODE_OPTIONS",  "PYTHONSTARTUP", "PYTHONPATH", "PERL5OPT",        "PERL5LIB",
-      "RUBYOPT",       "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+      "PATH",
+      "IFS",
+      "ENV",
+      "BASH_ENV",
+      "SHELLOPTS",
+      "BASHOPTS",
+      "PS4",
+      "PROMPT_COMMAND",
+      "GIT_EXEC_PATH",
+      "GIT_SSH",
+      "GIT_SSH_COMMAND",
+      "GIT_CONFIG",
+      "GIT_CONFIG_GLOBAL",
+      "GIT_CONFIG_SYSTEM",
+      "NODE_OPTIONS",
+      "PYTHONSTARTUP",
+      "PYTHONPATH",
+      "PERL5OPT",
+      "PERL5LIB",
+      "RUBYOPT",
+      "JAVA_TOOL_OPTIONS",
+      "_JAVA_OPTIONS",
   };
   for (auto e : kExact) {
     if (name == e) return true;
@@ -176,8 +193,8 @@ struct Engine::Outcome {
   }
 };
 
-Engine::Engine(const Policy& policy, Bindings bindings)
-    : policy_(policy), bindings_(std::move(bindings)) {
+Engine::Engine(const Policy& policy, Binding binding)
+    : policy_(policy), bindings_(std::move(binding)) {
   bindings_.workspace = NormaliseAbsolute(bindings_.workspace);
   bindings_.home = NormaliseAbsolute(bindings_.home);
   for (std::size_t i = 0; i < policy_.commands.size(); ++i) {
@@ -197,10 +214,9 @@ Engine::Engine(const Policy& policy, Bindings bindings)
     views_.push_back({std::string(b.path), b.mode, std::string(b.rule), {}});
   }
   for (const auto& m : policy_.mounts) {
-    views_.push_back({NormaliseAbsolute(m.path.Resolve(bindings_.workspace, bindings_.home)),
-                      m.mode,
-                      "filesystem: " + std::string(MountModeName(m.mode)) + " " + m.path.Text(),
-                      m.loc});
+    views_.push_back(
+        {NormaliseAbsolute(m.path.Resolve(bindings_.workspace, bindings_.home)), m.mode,
+         "filesystem: " + std::string(MountModeName(m.mode)) + " " + m.path.Text(), m.loc});
   }
   // The workspace is bound last, over anything mounted at the same path.
   const auto& ws = policy_.workspace_writable;
@@ -211,7 +227,8 @@ Engine::Engine(const Policy& policy, Bindings bindings)
     ViewsAt& at = view_at_[views_[i].base];
     at.last = i;
     if (views_[i].mode == MountMode::kHidden) at.last_hidden = i;
-    if (base_length_.size() <= views_[i].base.size()) base_length_.resize(views_[i].base.size() + 1);
+    if (base_length_.size() <= views_[i].base.size())
+      base_length_.resize(views_[i].base.size() + 1);
     base_length_[views_[i].base.size()] = true;
   }
 
@@ -240,21 +257,34 @@ Verdict Engine::Effective(Verdict v) const {
   return Verdict::kDeny;
 }
 
+Engine::Outcome Engine::DecideRequest(const Request& request) const {
+  switch (request.kind) {
+    case Request::Kind::kCommand:
+      return DecideCommand(request.argv);
+    case Request::Kind::kShell:
+      return DecideShell(request.script);
+    case Request::Kind::kPath:
+      return DecidePath(request.access, request.path);
+    case Request::Kind::kTool:
+      return DecideTool(request.tool, request.path, request.script);
+  }
+  return Outcome::Default("unknown request kind");
+}
+
 Decision Engine::Decide(const Request& request) const {
-  return std::visit(
-      [this](const auto& r) -> Decision {
-        using T = std::decay_t<decltype(r)>;
-        if constexpr (std::is_same_v<T, CommandRequest>) {
-          return Command(r.argv);
-        } else if constexpr (std::is_same_v<T, ShellRequest>) {
-          return Shell(r.script);
-        } else if constexpr (std::is_same_v<T, PathRequest>) {
-          return Path(r.access, r.path);
-        } else {
-          return Tool(r);
-        }
-      },
-      request);
+  return DecideRequest(request).ToDecision();
+}
+
+Decision Engine::Decide(const Request& request, std::span<const std::string> resolved) const {
+  Outcome best = DecideRequest(request);
+  if (request.kind != Request::Kind::kTool) return std::move(best).ToDecision();
+  for (const std::string& path : resolved) {
+    if (best.verdict == Verdict::kDeny) break;
+    Outcome d =
+        DecideTool(request.tool, path.empty() ? std::string_view(".") : path, request.script);
+    if (d.verdict > best.verdict) best = std::move(d);
+  }
+  return std::move(best).ToDecision();
 }
 
 Decision Engine::Command(std::span<const std::string> argv) const {
@@ -266,8 +296,6 @@ Decision Engine::Shell(std::string_view script) const { return DecideShell(scrip
 Decision Engine::Path(Access access, std::string_view path) const {
   return DecidePath(access, path).ToDecision();
 }
-
-Decision Engine::Tool(ToolRequest request) const { return DecideTool(request).ToDecision(); }
 
 Engine::Outcome Engine::DecideCommand(std::span<const std::string> argv) const {
   if (argv.empty() || argv[0].empty()) return Outcome::Default("empty command");
@@ -296,10 +324,10 @@ Engine::Outcome Engine::DecideCommand(std::span<const std::string> argv) const {
     // By name; a path in command position is looked up by its last component, and
     // CommandRule::Matches decides whether a name rule applies to a path (deny/ask only).
     std::string_view name = argv[0];
-    if (auto slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
-    auto range = std::equal_range(
-        by_name_.begin(), by_name_.end(), name,
-        [](const auto& a, const auto& b) {
+    if (auto slash = name.rfind('/'); slash != std::string_view::npos)
+      name.remove_prefix(slash + 1);
+    auto range =
+        std::equal_range(by_name_.begin(), by_name_.end(), name, [](const auto& a, const auto& b) {
           if constexpr (std::is_same_v<std::decay_t<decltype(a)>, std::string_view>) {
             return a < std::string_view(b.first);
           } else {
@@ -455,18 +483,19 @@ Engine::Outcome Engine::DecideAbsolutePath(Access access, std::string_view abs) 
   return acc;
 }
 
-Engine::Outcome Engine::DecideTool(ToolRequest request) const {
-  const std::string_view name = ToolName(request.tool);
+Engine::Outcome Engine::DecideTool(Tool tool, std::string_view path,
+                                   std::string_view command) const {
+  const std::string_view name = ToolName(tool);
   // The file tools reach only the workspace; judge their paths relative to it.
   std::string abs_path;
   std::string_view rel;
-  bool has_path = !request.path.empty();
+  bool has_path = !path.empty();
   if (has_path) {
-    abs_path = request.path.starts_with('/') ? NormaliseAbsolute(request.path)
-                                             : NormaliseUnder(bindings_.workspace, request.path);
+    abs_path =
+        path.starts_with('/') ? NormaliseAbsolute(path) : NormaliseUnder(bindings_.workspace, path);
     if (!Under(abs_path, bindings_.workspace)) {
       return Outcome::DefaultBecause("the file tools work only inside the workspace; '" +
-                                     std::string(request.path) + "' is outside it");
+                                     std::string(path) + "' is outside it");
     }
     rel = RelativeTo(abs_path, bindings_.workspace);
   }
@@ -475,7 +504,7 @@ Engine::Outcome Engine::DecideTool(ToolRequest request) const {
   bool matched = false;
   for (std::size_t i = 0; i < policy_.tools.size(); ++i) {
     const ToolRule& r = policy_.tools[i];
-    if (!std::binary_search(r.tools.begin(), r.tools.end(), request.tool)) continue;
+    if (!std::binary_search(r.tools.begin(), r.tools.end(), tool)) continue;
     if (!r.paths.empty()) {
       if (!has_path) continue;
       bool any = std::any_of(r.paths.begin(), r.paths.end(),
@@ -492,13 +521,13 @@ Engine::Outcome Engine::DecideTool(ToolRequest request) const {
   }
   if (!matched) return Outcome::DefaultBecause("no tools rule allows " + std::string(name));
   if (acc.verdict == Verdict::kDeny) return acc;
-  if (request.tool == Tool::kRunCommand) {
-    Outcome d = DecideShell(request.command);
+  if (tool == Tool::kRunCommand) {
+    Outcome d = DecideShell(command);
     if (d.verdict >= acc.verdict) acc = std::move(d);
   } else if (has_path) {
     // The absolute form: a relative path starting with '~' names a file in the workspace, not
     // the home directory. It is already normalised, so DecidePath does not copy it again.
-    Outcome d = DecidePath(ToolAccess(request.tool), abs_path);
+    Outcome d = DecidePath(ToolAccess(tool), abs_path);
     if (d.verdict >= acc.verdict) acc = std::move(d);
   }
   return acc;

@@ -13,65 +13,51 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <variant>
 #include <vector>
 
+#include "policy/binding.h"
 #include "policy/ir.h"
+#include "policy/request.h"
 
 namespace cagent::policy {
 
 struct Decision {
   Verdict verdict = Verdict::kDeny;
-  // The rule that decided, as dumped ("deny git push", "read-only /usr", "default"), and where it is
-  // written (invalid for built-in rules and the default).
+  // The rule that decided, as dumped ("deny git push", "read-only /usr", "default"), and where it
+  // is written (invalid for built-in rules and the default).
   std::string rule;
   Location loc;
   // Why, in words a person (or the model) can act on.
   std::string reason;
 };
 
-// Requests, one per kind of question.
-struct CommandRequest {
-  std::span<const std::string> argv;
-};
-struct ShellRequest {
-  std::string_view script;  // what run_command would pass to /bin/sh -c
-};
-struct PathRequest {
-  Access access = Access::kRead;
-  std::string_view path;  // absolute, "~/..." or workspace-relative
-};
-struct ToolRequest {
-  Tool tool = Tool::kReadFile;
-  std::string_view path;     // for path-taking tools; empty when none
-  std::string_view command;  // for run_command
-};
-using Request = std::variant<CommandRequest, ShellRequest, PathRequest, ToolRequest>;
-
 class Engine {
  public:
-  // Where the profile's "~" and relative paths point for this run (absolute, normalised). The
-  // defaults let a profile be explained without a run: "/workspace" and "/home/user".
-  struct Bindings {
-    std::string workspace = "/workspace";
-    std::string home = "/home/user";
-  };
+  // `binding` says where the profile's "~" and relative paths point (policy/binding.h): the run's
+  // binding, or PortableBinding() where there is no run. The engine borrows `policy`.
+  Engine(const Policy& policy, Binding binding);
 
-  explicit Engine(const Policy& policy) : Engine(policy, Bindings{}) {}
-  Engine(const Policy& policy, Bindings bindings);
-
+  // The one decision path: what the profile says about `request` (request.h). Allocates only the
+  // Decision's strings (and the absolute form of a relative tool path).
   [[nodiscard]] Decision Decide(const Request& request) const;
+  // A tool request whose path the agent resolved (symlinks followed) to `resolved`: the request
+  // and then each resolved path in its place are judged; the strongest verdict wins, on a tie the
+  // first. An empty resolved path is judged as "." (the workspace). A link named src/x that
+  // points at .env is the .env. For other kinds `resolved` is ignored.
+  [[nodiscard]] Decision Decide(const Request& request,
+                                std::span<const std::string> resolved) const;
 
-  // argv as executed (no shell). argv[0] without '/' is matched by name; with '/', by path.
+  // The decisions Decide() makes for each kind, for callers holding only a view of the subject
+  // (the audit's probes, profile init): the same code, no Request to build.
+  //   Command: argv as executed (no shell). argv[0] without '/' is matched by name; with '/', by
+  //     path.
+  //   Shell: a shell command line: every simple command in it, and every redirection target,
+  //     must be allowed; anything the shell parser cannot see through is denied.
+  //   Path: a path access: the mount view first (hidden, read-only, outside the view), then the
+  //     filesystem rules.
   [[nodiscard]] Decision Command(std::span<const std::string> argv) const;
-  // A shell command line: every simple command in it, and every redirection target, must be
-  // allowed; anything the shell parser cannot see through is denied.
   [[nodiscard]] Decision Shell(std::string_view script) const;
-  // A path access: the mount view first (hidden, read-only, outside the view), then the
-  // filesystem rules.
   [[nodiscard]] Decision Path(Access access, std::string_view path) const;
-  // A tool call: the tools rules, combined with the path or command decision it implies.
-  [[nodiscard]] Decision Tool(ToolRequest request) const;
 
   [[nodiscard]] const Policy& policy() const { return policy_; }
   // The verdict the approval mode turns an `ask` into when nobody is asked (never-ask: deny;
@@ -100,10 +86,14 @@ class Engine {
   [[nodiscard]] Outcome DecidePath(Access access, std::string_view path) const;
   // The view and the filesystem rules for `abs`, an absolute normalised path.
   [[nodiscard]] Outcome DecideAbsolutePath(Access access, std::string_view abs) const;
-  [[nodiscard]] Outcome DecideTool(ToolRequest request) const;
+  // A tool call: the tools rules, combined with the path or command decision it implies.
+  // `command` is run_command's line, `path` any other tool's path ("" for none).
+  [[nodiscard]] Outcome DecideTool(Tool tool, std::string_view path,
+                                   std::string_view command) const;
+  [[nodiscard]] Outcome DecideRequest(const Request& request) const;
 
   const Policy& policy_;
-  Bindings bindings_;
+  Binding bindings_;
   // Command rules whose first element is a single literal name, indexed by it; the rest are
   // checked for every command.
   std::vector<std::pair<std::string, std::size_t>> by_name_;  // sorted by name

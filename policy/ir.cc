@@ -10,13 +10,12 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Tool::kCount)> k
     "read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "run_command", "finish",
 };
 constexpr std::array<std::string_view, static_cast<std::size_t>(Limit::kCount)> kLimitNames = {
-    "wall-time",    "cpu-time",   "command-timeout", "memory",      "file-size",
-    "command-output", "total-output", "patch-size", "processes",   "open-files",
-    "model-turns",  "model-tokens", "tool-calls",   "changed-files",
+    "wall-time",      "cpu-time",     "command-timeout", "memory",        "file-size",
+    "command-output", "total-output", "patch-size",      "processes",     "open-files",
+    "model-turns",    "model-tokens", "tool-calls",      "changed-files",
 };
 constexpr std::array<std::string_view, static_cast<std::size_t>(Requirement::kCount)>
-    kRequirementNames = {"landlock", "seccomp", "cgroup", "memory-limit", "pids-limit"
-};
+    kRequirementNames = {"landlock", "seccomp", "cgroup", "memory-limit", "pids-limit"};
 
 bool ArgMatches(const ArgPattern& p, std::string_view arg) {
   for (const auto& alt : p.alternatives) {
@@ -48,7 +47,10 @@ std::string QuoteWord(std::string_view w) {
     }
   }
   if (!w.empty() && w[0] == '#') bare = false;
-  if (bare) return std::string(w);
+  return bare ? std::string(w) : QuoteString(w);
+}
+
+std::string QuoteString(std::string_view w) {
   std::string out = "\"";
   for (char c : w) {
     if (c == '\n') {
@@ -217,6 +219,12 @@ bool Policy::IsBestEffort(Requirement r) const {
 std::string Policy::Where(const Location& loc) const {
   if (!sources || !loc.valid()) return "<built-in>";
   return sources->Format(loc);
+}
+
+std::string Policy::ChainText() const {
+  std::string s;
+  for (const auto& link : chain) s += (s.empty() ? "" : " -> ") + link;
+  return s;
 }
 
 }  // namespace cagent::policy

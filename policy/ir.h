@@ -1,9 +1,10 @@
 // The compiled policy (IR): what a profile means once its parents and includes are resolved.
 //
 // Pure data, normalised and sorted, so two profiles that mean the same thing compile to the same
-// Policy and dump (dump.h) to the same text. The launcher turns it into mounts, Landlock and seccomp
-// (launcher/profile_spec.h); the engine (engine.h) answers questions about it; the broker counts
-// its budgets. Every rule keeps the location it was written at, for `explain` and diagnostics.
+// Policy and dump (dump.h) to the same text. The launcher turns it into mounts, Landlock and
+// seccomp (launcher/profile_spec.h); the engine (engine.h) answers questions about it; the broker
+// counts its budgets. Every rule keeps the location it was written at, for `explain` and
+// diagnostics.
 #pragma once
 
 #include <array>
@@ -27,6 +28,9 @@ std::string_view VerdictName(Verdict v);
 // A word as it is written back in dumps and rule texts: bare when it lexes back as the same word,
 // otherwise quoted with \" \\ \n \t escapes.
 std::string QuoteWord(std::string_view word);
+// `word` always in double quotes, with the same escapes: how a command line is written in a
+// request's text (request.h) and in messages about it.
+std::string QuoteString(std::string_view word);
 
 // What a path is relative to. Profiles write "/abs", "~/rel" (the caller's home) or "rel" (the
 // workspace; "." is the workspace itself).
@@ -92,7 +96,15 @@ struct CommandRule {
 
 // The agent's tools: a closed set.
 enum class Tool : std::uint8_t {
-  kReadFile, kWriteFile, kEditFile, kListDir, kGlob, kGrep, kRunCommand, kFinish, kCount,
+  kReadFile,
+  kWriteFile,
+  kEditFile,
+  kListDir,
+  kGlob,
+  kGrep,
+  kRunCommand,
+  kFinish,
+  kCount,
 };
 std::string_view ToolName(Tool t);
 std::optional<Tool> ParseTool(std::string_view name);
@@ -102,7 +114,7 @@ Access ToolAccess(Tool t);
 // `allow|ask|deny TOOL... [on GLOB...]`.
 struct ToolRule {
   Verdict verdict = Verdict::kDeny;
-  std::vector<Tool> tools;  // sorted, unique
+  std::vector<Tool> tools;      // sorted, unique
   std::vector<PathGlob> paths;  // workspace-relative; empty = any path (and tools without a path)
   std::string text;
   Location loc;
@@ -112,9 +124,20 @@ enum class LimitKind : std::uint8_t { kDuration, kSize, kCount };
 
 // Limits and budgets. Durations in milliseconds, sizes in bytes.
 enum class Limit : std::uint8_t {
-  kWallTime, kCpuTime, kCommandTimeout,
-  kMemory, kFileSize, kCommandOutput, kTotalOutput, kPatchSize,
-  kProcesses, kOpenFiles, kModelTurns, kModelTokens, kToolCalls, kChangedFiles,
+  kWallTime,
+  kCpuTime,
+  kCommandTimeout,
+  kMemory,
+  kFileSize,
+  kCommandOutput,
+  kTotalOutput,
+  kPatchSize,
+  kProcesses,
+  kOpenFiles,
+  kModelTurns,
+  kModelTokens,
+  kToolCalls,
+  kChangedFiles,
   kCount,
 };
 std::string_view LimitName(Limit l);  // the profile key: "wall-time", "memory", ...
@@ -162,7 +185,12 @@ struct VerifyCommand {
 // `require X`: refuse to run when X cannot be applied. `best-effort X`: accept its absence,
 // reported as a downgrade.
 enum class Requirement : std::uint8_t {
-  kLandlock, kSeccomp, kCgroup, kMemoryLimit, kPidsLimit, kCount,
+  kLandlock,
+  kSeccomp,
+  kCgroup,
+  kMemoryLimit,
+  kPidsLimit,
+  kCount,
 };
 std::string_view RequirementName(Requirement r);  // "landlock", "memory-limit", ...
 std::optional<Requirement> ParseRequirement(std::string_view name);
@@ -175,8 +203,8 @@ struct Setting {
 };
 
 struct Policy {
-  std::string name;         // the profile's name (file stem)
-  std::string description;  // from the nearest profile in the chain that has one
+  std::string name;                // the profile's name (file stem)
+  std::string description;         // from the nearest profile in the chain that has one
   std::vector<std::string> chain;  // profile names, root parent first, this profile last
   std::vector<std::string> files;  // display names of every file read, in load order
 
@@ -184,17 +212,17 @@ struct Policy {
   Setting<ApprovalMode> approval{ApprovalMode::kNeverAsk, false, {}};
   Setting<bool> workspace_writable{true, false, {}};
 
-  std::vector<MountRule> mounts;         // sorted by (base, path); one entry per path
-  std::vector<PathRule> path_rules;      // sorted by (text, verdict, access)
-  std::vector<CommandRule> commands;     // sorted by (text, verdict)
-  std::vector<ToolRule> tools;           // sorted by (text, verdict)
+  std::vector<MountRule> mounts;      // sorted by (base, path); one entry per path
+  std::vector<PathRule> path_rules;   // sorted by (text, verdict, access)
+  std::vector<CommandRule> commands;  // sorted by (text, verdict)
+  std::vector<ToolRule> tools;        // sorted by (text, verdict)
   std::array<LimitValue, static_cast<std::size_t>(Limit::kCount)> limits{};
 
   std::vector<EnvPattern> env_pass;   // sorted by pattern
   std::vector<EnvPattern> env_scrub;  // sorted by pattern
   std::vector<EnvSetting> env_set;    // sorted by name; one per name
 
-  std::vector<VerifyCommand> verify;  // in the order written (parents' first)
+  std::vector<VerifyCommand> verify;               // in the order written (parents' first)
   std::vector<Setting<Requirement>> requirements;  // sorted, unique
   std::vector<Setting<Requirement>> best_effort;   // sorted, unique
 
@@ -208,6 +236,8 @@ struct Policy {
   [[nodiscard]] bool IsBestEffort(Requirement r) const;
   // "file:line:col" of a location in this policy's sources.
   [[nodiscard]] std::string Where(const Location& loc) const;
+  // The chain of profiles as shown to people: "base -> backend -> project".
+  [[nodiscard]] std::string ChainText() const;
 };
 
 }  // namespace cagent::policy

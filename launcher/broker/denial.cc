@@ -63,25 +63,25 @@ std::string Quote(std::string_view s) {
 }
 
 std::string WhatWasRefused(const MappedTool& call) {
-  switch (call.tool) {
+  switch (call.request.tool) {
     case Tool::kReadFile:
-      return "reading " + call.path;
+      return "reading " + call.request.path;
     case Tool::kWriteFile:
-      return "writing " + call.path;
+      return "writing " + call.request.path;
     case Tool::kEditFile:
-      return "editing " + call.path;
+      return "editing " + call.request.path;
     case Tool::kListDir:
-      return "listing " + call.path;
+      return "listing " + call.request.path;
     case Tool::kGlob:
     case Tool::kGrep:
-      return std::string(policy::ToolName(call.tool)) + " in " + call.path;
+      return std::string(policy::ToolName(call.request.tool)) + " in " + call.request.path;
     case Tool::kRunCommand:
-      return "running " + Quote(call.command);
+      return "running " + Quote(call.request.script);
     case Tool::kFinish:
     case Tool::kCount:
       break;
   }
-  return std::string(policy::ToolName(call.tool));
+  return std::string(policy::ToolName(call.request.tool));
 }
 
 // Collects alternatives, offering each only when the engine allows it outright.
@@ -92,9 +92,10 @@ class Offer {
   bool Try(Tool tool, std::string path, std::string command, std::string text) {
     const std::string key = std::string(policy::ToolName(tool)) + '\0' + path + '\0' + command;
     if (!seen_.insert(key).second) return false;
-    policy::ToolRequest request{tool, path, command};
-    if (engine_.Tool(request).verdict != Verdict::kAllow) return false;
-    out_.push_back(Suggestion{tool, std::move(path), std::move(command), std::move(text)});
+    policy::Request request =
+        policy::Request::ToolCall(tool, tool == Tool::kRunCommand ? command : path);
+    if (engine_.Decide(request).verdict != Verdict::kAllow) return false;
+    out_.push_back(Suggestion{std::move(request), std::move(text)});
     return true;
   }
   std::vector<Suggestion> Take() { return std::move(out_); }
@@ -144,18 +145,19 @@ void SuggestToolsForCommand(Offer& offer, const policy::SimpleCommand& cmd) {
 
 // A refused write: the same file name in another directory the policy lets this tool write.
 void SuggestWritableElsewhere(Offer& offer, const MappedTool& call) {
-  const std::string name(BaseName(call.path));
+  const std::string name(BaseName(call.request.path));
   if (name.empty() || name == "." || name == "..") return;
   static constexpr std::array<std::string_view, 7> kDirs = {"src",   "lib",  "app", "docs",
                                                             "tests", "test", ""};
   for (std::string_view dir : kDirs) {
     std::string candidate = dir.empty() ? name : std::string(dir) + "/" + name;
-    if (candidate == call.path) continue;
+    if (candidate == call.request.path) continue;
     std::string where =
         dir.empty() ? "at the top of the workspace" : "under " + std::string(dir) + "/";
-    if (offer.Try(call.tool, candidate, "",
-                  "if the change can live elsewhere, " + std::string(policy::ToolName(call.tool)) +
-                      " is allowed " + where + " (e.g. " + candidate + ")")) {
+    if (offer.Try(call.request.tool, candidate, "",
+                  "if the change can live elsewhere, " +
+                      std::string(policy::ToolName(call.request.tool)) + " is allowed " + where +
+                      " (e.g. " + candidate + ")")) {
       return;  // one place is enough
     }
   }
@@ -191,26 +193,27 @@ Denial ExplainDenial(const policy::Engine& engine, const MappedTool& call,
   Offer offer(engine);
   std::vector<std::string> notes;
   bool network = false;
-  if (call.tool == Tool::kRunCommand) {
-    const policy::ShellParse parsed = policy::ParseShell(call.command);
+  if (call.request.tool == Tool::kRunCommand) {
+    const policy::ShellParse parsed = policy::ParseShell(call.request.script);
     for (const policy::SimpleCommand& cmd : parsed.commands) {
       if (IsNetworkCommand(cmd.argv)) network = true;
       SuggestToolsForCommand(offer, cmd);
     }
-  } else if (call.tool == Tool::kWriteFile || call.tool == Tool::kEditFile) {
+  } else if (call.request.tool == Tool::kWriteFile || call.request.tool == Tool::kEditFile) {
     if (cause == DenialCause::kPolicy) SuggestWritableElsewhere(offer, call);
-  } else if (call.tool == Tool::kReadFile || call.tool == Tool::kListDir ||
-             call.tool == Tool::kGlob || call.tool == Tool::kGrep) {
+  } else if (call.request.tool == Tool::kReadFile || call.request.tool == Tool::kListDir ||
+             call.request.tool == Tool::kGlob || call.request.tool == Tool::kGrep) {
     notes.push_back(
         "This path is off-limits in this run: do not try to reach it another way (another tool "
         "or a shell command is refused as well). Continue without it, or say in your final "
         "answer what you needed from it.");
   }
   const std::vector<std::string> enabled = EnabledTools(p);
-  if (std::find(enabled.begin(), enabled.end(), policy::ToolName(call.tool)) == enabled.end()) {
+  if (std::find(enabled.begin(), enabled.end(), policy::ToolName(call.request.tool)) ==
+      enabled.end()) {
     std::string list;
     for (const std::string& t : enabled) list += (list.empty() ? "" : ", ") + t;
-    notes.push_back(std::string(policy::ToolName(call.tool)) +
+    notes.push_back(std::string(policy::ToolName(call.request.tool)) +
                     " is not enabled in this run; the enabled tools are: " +
                     (list.empty() ? std::string("(none)") : list) + ".");
   }
@@ -260,7 +263,8 @@ std::string UnknownToolMessage(std::string_view tool, const std::vector<std::str
 }
 
 std::string ArgumentMessage(const MappedTool& call) {
-  return "Refused: " + call.argument_error + ". Call " + std::string(policy::ToolName(call.tool)) +
+  return "Refused: " + call.argument_error + ". Call " +
+         std::string(policy::ToolName(call.request.tool)) +
          " again with the arguments its schema describes.";
 }
 

@@ -19,10 +19,8 @@ namespace cagent::launcher::broker {
 
 // One alternative offered to the model, as the engine was asked about it.
 struct Suggestion {
-  policy::Tool tool = policy::Tool::kReadFile;
-  std::string path;     // "" for none
-  std::string command;  // run_command only
-  std::string text;     // the sentence in the message
+  policy::Request request;  // a tool call (kind kTool), as the engine was asked
+  std::string text;         // the sentence in the message
 };
 
 struct Denial {

@@ -36,8 +36,9 @@ std::optional<MappedTool> MapTool(const std::string& tool, const nlohmann::json&
   const auto parsed = policy::ParseTool(tool);
   if (!parsed) return std::nullopt;
   MappedTool out;
-  out.tool = *parsed;
-  switch (out.tool) {
+  out.request = policy::Request::ToolCall(*parsed);
+  policy::Request& req = out.request;
+  switch (req.tool) {
     case policy::Tool::kReadFile:
     case policy::Tool::kWriteFile:
     case policy::Tool::kEditFile: {
@@ -45,7 +46,7 @@ std::optional<MappedTool> MapTool(const std::string& tool, const nlohmann::json&
       if (!path || path->empty()) {
         out.argument_error = tool + " needs a non-empty string \"path\" argument";
       } else {
-        out.path = std::move(*path);
+        req.path = std::move(*path);
       }
       break;
     }
@@ -57,7 +58,7 @@ std::optional<MappedTool> MapTool(const std::string& tool, const nlohmann::json&
         out.argument_error = tool + ": the \"path\" argument must be a string";
       }
       // A directory tool without a base directory searches the whole workspace.
-      out.path = (path && !path->empty()) ? std::move(*path) : std::string(".");
+      req.path = (path && !path->empty()) ? std::move(*path) : std::string(".");
       break;
     }
     case policy::Tool::kRunCommand: {
@@ -65,7 +66,7 @@ std::optional<MappedTool> MapTool(const std::string& tool, const nlohmann::json&
       if (!command || command->empty()) {
         out.argument_error = "run_command needs a non-empty string \"command\" argument";
       } else {
-        out.command = std::move(*command);
+        req.script = std::move(*command);
       }
       break;
     }
@@ -73,12 +74,12 @@ std::optional<MappedTool> MapTool(const std::string& tool, const nlohmann::json&
     case policy::Tool::kCount:
       break;
   }
-  if (out.tool == policy::Tool::kRunCommand) {
-    out.action = out.command;
-  } else if (out.path.empty()) {
+  if (req.tool == policy::Tool::kRunCommand) {
+    out.action = req.script;
+  } else if (req.path.empty()) {
     out.action = tool;
   } else {
-    out.action = tool + " " + out.path;
+    out.action = tool + " " + req.path;
   }
   return out;
 }

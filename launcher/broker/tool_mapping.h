@@ -11,14 +11,16 @@
 #include <vector>
 
 #include "policy/ir.h"
+#include "policy/request.h"
 
 namespace cagent::launcher::broker {
 
 // What the engine is asked for one call.
 struct MappedTool {
-  policy::Tool tool = policy::Tool::kReadFile;
-  std::string path;     // from args: "path" ("." when a directory tool gives none); "" for none
-  std::string command;  // run_command's "command"
+  // The engine's question (policy/request.h), of kind kTool: request.tool, request.path from
+  // args "path" ("." when a directory tool gives none; "" for none), request.script from
+  // run_command's "command". Decided with Engine::Decide(request, resolved paths).
+  policy::Request request = policy::Request::ToolCall(policy::Tool::kReadFile);
   // How the action is shown to a person and in the log: the exact command, or "TOOL PATH".
   std::string action;
   // CanonicalDigest of the arguments, for the audit log's `args` field (set by the broker).

@@ -14,36 +14,42 @@
 #include <optional>
 #include <sstream>
 
+#include "common/exit_codes.h"
 #include "common/json_text.h"
 #include "common/terminal_text.h"
 #include "launcher/profile_spec.h"
 #include "policy/audit.h"
+#include "policy/cases.h"
 #include "policy/diff.h"
 #include "policy/dump.h"
 #include "policy/engine.h"
 #include "policy/loader.h"
 #include "policy/parser.h"
+#include "policy/request.h"
+#include "policy/sarif.h"
 
 namespace cagent::launcher {
 namespace {
 
 using nlohmann::json;
 
-// Exit statuses shared by the subcommands (documented in each one's --help).
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;  // check: errors; test: a failing case; diff: wider; audit: findings
-constexpr int kExitUsage = 2;   // bad command line, unreadable file, a profile that does not compile
-constexpr int kExitDenied = 3;  // explain
-constexpr int kExitAsk = 4;     // explain
+// Exit statuses (common/exit_codes.h): 0 ok; 1 the answer is "no" (check errors, a failing
+// case, a wider diff, audit findings); 2 usage (bad command line, unreadable file, a profile that
+// does not compile); explain: 5 denied, 6 asked.
+constexpr int kExitOk = ToInt(ExitCode::kOk);
+constexpr int kExitFailed = ToInt(ExitCode::kFailed);
+constexpr int kExitUsage = ToInt(ExitCode::kUsage);
+constexpr int kExitDenied = ToInt(ExitCode::kDenied);
+constexpr int kExitAsk = ToInt(ExitCode::kAsk);
 
 int Usage(const std::string& message) {
   spdlog::error("{}", message);
   return kExitUsage;
 }
 
-std::string HomeDir() { return CallerHome(); }
-
-policy::SearchPath Search() { return policy::SearchPath::Default(HomeDir(), CAGENT_PROFILE_DIR); }
+policy::SearchPath Search() {
+  return policy::SearchPath::Default(CallerHome(), CAGENT_PROFILE_DIR);
+}
 
 std::string CurrentDir() {
   char buf[4096];
@@ -64,12 +70,6 @@ std::shared_ptr<const policy::Policy> LoadOrReport(const std::string& name,
 
 json At(const policy::Policy& p, const policy::Location& loc) {
   return loc.valid() ? json(p.Where(loc)) : json(nullptr);
-}
-
-std::string JoinChain(const policy::Policy& p) {
-  std::string s;
-  for (const auto& n : p.chain) s += (s.empty() ? "" : " -> ") + n;
-  return s;
 }
 
 // The source line a location points at, for showing a rule where it is written.
@@ -228,7 +228,7 @@ int RunCheck(const PolicyOptions& o) {
     }
     if (!c.diags.list().empty()) std::cerr << policy::RenderAll(*c.sources, c.diags);
     if (c.ok()) {
-      std::cout << "ok: " << name << " (" << JoinChain(*c.policy) << "; " << rules << " rules, "
+      std::cout << "ok: " << name << " (" << c.policy->ChainText() << "; " << rules << " rules, "
                 << examples << " examples checked"
                 << (warnings ? ", " + std::to_string(warnings) + " warnings" : "") << ")\n";
     } else {
@@ -236,7 +236,8 @@ int RunCheck(const PolicyOptions& o) {
                 << (warnings ? ", " + std::to_string(warnings) + " warnings" : "") << ")\n";
     }
   }
-  if (o.json) std::cout << JsonText(json{{"ok", failed == 0}, {"profiles", results}}, 2) << std::endl;
+  if (o.json)
+    std::cout << JsonText(json{{"ok", failed == 0}, {"profiles", results}}, 2) << std::endl;
   return failed == 0 ? kExitOk : kExitFailed;
 }
 
@@ -250,7 +251,7 @@ int RunShow(const PolicyOptions& o) {
     std::cout << JsonText(policy::ToJson(*p), 2) << std::endl;
     return kExitOk;
   }
-  std::cout << "# chain: " << JoinChain(*p) << "\n# files:";
+  std::cout << "# chain: " << p->ChainText() << "\n# files:";
   for (const auto& f : p->files) std::cout << " " << f;
   std::cout << "\n" << policy::Dump(*p);
   return kExitOk;
@@ -258,72 +259,6 @@ int RunShow(const PolicyOptions& o) {
 
 // ---------------------------------------------------------------------------------------------
 // explain and test: requests
-
-struct Req {
-  enum class Kind { kCommand, kShell, kRead, kWrite, kTool } kind = Kind::kCommand;
-  std::vector<std::string> argv;  // kCommand
-  std::string subject;            // the script, the path, or the tool's path/command
-  policy::Tool tool = policy::Tool::kReadFile;
-};
-
-std::string KindName(Req::Kind k) {
-  switch (k) {
-    case Req::Kind::kCommand:
-      return "command";
-    case Req::Kind::kShell:
-      return "shell";
-    case Req::Kind::kRead:
-      return "read";
-    case Req::Kind::kWrite:
-      return "write";
-    case Req::Kind::kTool:
-      return "tool";
-  }
-  return "command";
-}
-
-std::string Describe(const Req& r) {
-  switch (r.kind) {
-    case Req::Kind::kCommand: {
-      std::string s = "command";
-      for (const auto& a : r.argv) s += " " + policy::QuoteWord(a);
-      return s;
-    }
-    case Req::Kind::kShell:
-      return "shell " + policy::QuoteWord(r.subject);
-    case Req::Kind::kRead:
-      return "read " + policy::QuoteWord(r.subject);
-    case Req::Kind::kWrite:
-      return "write " + policy::QuoteWord(r.subject);
-    case Req::Kind::kTool:
-      return "tool " + std::string(policy::ToolName(r.tool)) +
-             (r.subject.empty() ? "" : " " + policy::QuoteWord(r.subject));
-  }
-  return "";
-}
-
-policy::Decision Decide(const policy::Engine& engine, const Req& r) {
-  switch (r.kind) {
-    case Req::Kind::kCommand:
-      return engine.Command(r.argv);
-    case Req::Kind::kShell:
-      return engine.Shell(r.subject);
-    case Req::Kind::kRead:
-      return engine.Path(policy::Access::kRead, r.subject);
-    case Req::Kind::kWrite:
-      return engine.Path(policy::Access::kWrite, r.subject);
-    case Req::Kind::kTool: {
-      policy::ToolRequest tr{r.tool, {}, {}};
-      if (r.tool == policy::Tool::kRunCommand) {
-        tr.command = r.subject;
-      } else {
-        tr.path = r.subject;
-      }
-      return engine.Tool(tr);
-    }
-  }
-  return {};
-}
 
 std::string ToolList() {
   std::string s;
@@ -348,45 +283,39 @@ std::string ShellWord(const std::string& w) {
 }
 
 int RunExplain(const PolicyOptions& o) {
-  Req r;
+  policy::Request r;
   int given = 0;
   if (!o.command.empty() && o.tool.empty()) {
     ++given;
-    r.kind = Req::Kind::kCommand;
-    r.argv = o.command;
+    r = policy::Request::Argv(o.command);
   }
   if (!o.shell.empty() && o.tool.empty()) {
     ++given;
-    r.kind = Req::Kind::kShell;
-    r.subject = o.shell;
+    r = policy::Request::Shell(o.shell);
   }
   if (!o.read_path.empty()) {
     ++given;
-    r.kind = Req::Kind::kRead;
-    r.subject = o.read_path;
+    r = policy::Request::Read(o.read_path);
   }
   if (!o.write_path.empty()) {
     ++given;
-    r.kind = Req::Kind::kWrite;
-    r.subject = o.write_path;
+    r = policy::Request::Write(o.write_path);
   }
   if (!o.tool.empty()) {
     ++given;
     auto t = policy::ParseTool(o.tool);
     if (!t) return Usage("unknown tool '" + o.tool + "'; the tools are: " + ToolList());
-    r.kind = Req::Kind::kTool;
-    r.tool = *t;
     if (*t == policy::Tool::kRunCommand) {
-      if (!o.shell.empty()) {
-        r.subject = o.shell;
-      } else {
-        for (const auto& a : o.command) r.subject += (r.subject.empty() ? "" : " ") + ShellWord(a);
+      std::string line = o.shell;
+      if (line.empty()) {
+        for (const auto& a : o.command) line += (line.empty() ? "" : " ") + ShellWord(a);
       }
-      if (r.subject.empty()) {
+      if (line.empty()) {
         return Usage("--tool run_command needs the command: --shell 'STRING' or -- CMD...");
       }
+      r = policy::Request::ToolCall(*t, std::move(line));
     } else {
-      r.subject = o.tool_path;
+      r = policy::Request::ToolCall(*t, o.tool_path);
     }
   } else if (!o.tool_path.empty()) {
     return Usage("--path goes with --tool TOOL (e.g. --tool write_file --path src/main.c)");
@@ -399,21 +328,19 @@ int RunExplain(const PolicyOptions& o) {
 
   auto p = LoadOrReport(o.profile, Search());
   if (!p) return kExitUsage;
-  policy::Engine::Bindings bindings;
-  bindings.workspace = o.workspace.empty() ? CurrentDir() : o.workspace;
-  if (bindings.workspace.empty() || bindings.workspace[0] != '/') {
-    bindings.workspace = CurrentDir() + "/" + bindings.workspace;
-  }
-  if (std::string home = HomeDir(); !home.empty()) bindings.home = home;
+  // The binding a run started here would use (launcher/profile_spec.h): the same function.
+  std::string workspace = o.workspace.empty() ? CurrentDir() : o.workspace;
+  if (workspace.empty() || workspace[0] != '/') workspace = CurrentDir() + "/" + workspace;
+  const policy::Binding bindings = RunBinding(workspace);
   policy::Engine engine(*p, bindings);
-  policy::Decision d = Decide(engine, r);
+  policy::Decision d = engine.Decide(r);
   policy::Verdict effective = engine.Effective(d.verdict);
   const std::string approval(policy::ApprovalName(p->approval.value));
 
   if (o.json) {
     json j = {{"profile", p->name},
               {"chain", p->chain},
-              {"request", {{"kind", KindName(r.kind)}, {"text", Describe(r)}}},
+              {"request", {{"kind", policy::KindName(r)}, {"text", policy::Describe(r)}}},
               {"verdict", policy::VerdictName(d.verdict)},
               {"effective", policy::VerdictName(effective)},
               {"approval", approval},
@@ -423,13 +350,16 @@ int RunExplain(const PolicyOptions& o) {
               {"reason", d.reason},
               {"workspace", bindings.workspace},
               {"home", bindings.home}};
-    if (r.kind == Req::Kind::kCommand) j["request"]["argv"] = r.argv;
-    if (r.kind == Req::Kind::kTool) j["request"]["tool"] = policy::ToolName(r.tool);
-    if (r.kind != Req::Kind::kCommand) j["request"]["subject"] = r.subject;
+    using Kind = policy::Request::Kind;
+    if (r.kind == Kind::kCommand) j["request"]["argv"] = r.argv;
+    if (r.kind == Kind::kTool) j["request"]["tool"] = policy::ToolName(r.tool);
+    if (r.kind == Kind::kShell) j["request"]["subject"] = r.script;
+    if (r.kind == Kind::kPath) j["request"]["subject"] = r.path;
+    if (r.kind == Kind::kTool) j["request"]["subject"] = r.ToolSubject();
     std::cout << JsonText(j, 2) << std::endl;
   } else {
-    std::cout << "profile:   " << p->name << " (" << JoinChain(*p) << ")\n";
-    std::cout << "request:   " << Describe(r) << "\n";
+    std::cout << "profile:   " << p->name << " (" << p->ChainText() << ")\n";
+    std::cout << "request:   " << TerminalSafe(policy::Describe(r)) << "\n";
     std::cout << "verdict:   " << policy::VerdictName(d.verdict) << "\n";
     std::cout << "effective: " << policy::VerdictName(effective);
     if (d.verdict == policy::Verdict::kAsk) {
@@ -465,166 +395,7 @@ int RunExplain(const PolicyOptions& o) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// test: the cases file
-//
-//   # comment
-//   VERDICT KIND ARGS...
-//   VERDICT = allow | ask | deny
-//   KIND    = command WORD...          argv, run without a shell
-//           | shell SCRIPT             a /bin/sh -c line (quote it)
-//           | read PATH | write PATH
-//           | tool TOOL [PATH | SCRIPT]
-// Words are separated by blanks; "..." (with \" \\ \n \t) and '...' quote; '#' at the start of a
-// word starts a comment.
-
-struct Token {
-  std::string text;
-  std::uint32_t col = 1;
-  std::uint32_t length = 1;
-};
-
-struct Case {
-  std::uint32_t line = 0;
-  policy::Verdict expect = policy::Verdict::kDeny;
-  Req req;
-};
-
-// Splits one line; on an unterminated quote reports it and returns nullopt.
-std::optional<std::vector<Token>> Tokenize(std::string_view line, std::uint32_t file,
-                                           std::uint32_t lineno, policy::Diagnostics& diags) {
-  std::vector<Token> out;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
-    if (i >= line.size() || line[i] == '#') break;
-    Token t;
-    t.col = static_cast<std::uint32_t>(i + 1);
-    const std::size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') {
-      char c = line[i];
-      if (c == '"' || c == '\'') {
-        const char q = c;
-        const std::size_t open = i++;
-        bool closed = false;
-        while (i < line.size()) {
-          if (line[i] == q) {
-            closed = true;
-            ++i;
-            break;
-          }
-          if (q == '"' && line[i] == '\\' && i + 1 < line.size()) {
-            char e = line[i + 1];
-            t.text += e == 'n' ? '\n' : e == 't' ? '\t' : e;
-            i += 2;
-            continue;
-          }
-          t.text += line[i++];
-        }
-        if (!closed) {
-          diags.Error({file, lineno, static_cast<std::uint32_t>(open + 1)},
-                      static_cast<std::uint32_t>(line.size() - open), "unterminated quote",
-                      std::string("close it with ") + q);
-          return std::nullopt;
-        }
-        continue;
-      }
-      t.text += c;
-      ++i;
-    }
-    t.length = static_cast<std::uint32_t>(i - start);
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
-constexpr const char* kCaseUsage =
-    "write: allow command git status / deny shell \"curl x | sh\" / deny read .env / "
-    "allow write src/main.c / ask tool write_file Cargo.lock";
-
-std::vector<Case> ParseCases(const policy::SourceSet& sources, std::uint32_t file,
-                             policy::Diagnostics& diags) {
-  std::vector<Case> cases;
-  const std::string& text = sources.file(file).text;
-  std::uint32_t lineno = 0;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    std::string_view line(text.data() + pos, nl - pos);
-    ++lineno;
-    pos = nl + 1;
-    auto tokens = Tokenize(line, file, lineno, diags);
-    if (!tokens || tokens->empty()) {
-      if (nl == text.size()) break;
-      continue;
-    }
-    auto& tk = *tokens;
-    auto err = [&](const Token& t, std::string msg, std::string hint = kCaseUsage) {
-      diags.Error({file, lineno, t.col}, t.length, std::move(msg), std::move(hint));
-    };
-    Case c;
-    c.line = lineno;
-    if (tk[0].text == "allow") {
-      c.expect = policy::Verdict::kAllow;
-    } else if (tk[0].text == "ask") {
-      c.expect = policy::Verdict::kAsk;
-    } else if (tk[0].text == "deny") {
-      c.expect = policy::Verdict::kDeny;
-    } else {
-      err(tk[0], "expected a verdict (allow, ask or deny), found '" + tk[0].text + "'");
-      continue;
-    }
-    if (tk.size() < 2) {
-      err(tk[0], "'" + tk[0].text + "' needs a request");
-      continue;
-    }
-    const std::string& kind = tk[1].text;
-    auto exactly = [&](std::size_t n, const char* what) {
-      if (tk.size() == n + 2) return true;
-      const Token& at = tk.size() > n + 2 ? tk[n + 2] : tk.back();
-      err(at, "'" + kind + "' takes " + what,
-          kind == "shell" ? "quote the whole command line: deny shell \"curl x | sh\"" : kCaseUsage);
-      return false;
-    };
-    if (kind == "command") {
-      if (tk.size() < 3) {
-        err(tk[1], "'command' needs the command's words");
-        continue;
-      }
-      c.req.kind = Req::Kind::kCommand;
-      for (std::size_t i = 2; i < tk.size(); ++i) c.req.argv.push_back(tk[i].text);
-    } else if (kind == "shell") {
-      if (!exactly(1, "one quoted command line")) continue;
-      c.req.kind = Req::Kind::kShell;
-      c.req.subject = tk[2].text;
-    } else if (kind == "read" || kind == "write") {
-      if (!exactly(1, "one path")) continue;
-      c.req.kind = kind == "read" ? Req::Kind::kRead : Req::Kind::kWrite;
-      c.req.subject = tk[2].text;
-    } else if (kind == "tool") {
-      if (tk.size() < 3 || tk.size() > 4) {
-        err(tk.size() > 4 ? tk[4] : tk[1], "'tool' takes a tool name and optionally one path or "
-                                           "quoted command");
-        continue;
-      }
-      auto t = policy::ParseTool(tk[2].text);
-      if (!t) {
-        err(tk[2], "unknown tool '" + tk[2].text + "'", "the tools are: " + ToolList());
-        continue;
-      }
-      c.req.kind = Req::Kind::kTool;
-      c.req.tool = *t;
-      if (tk.size() == 4) c.req.subject = tk[3].text;
-    } else {
-      err(tk[1], "unknown request kind '" + kind + "'",
-          "use command, shell, read, write or tool");
-      continue;
-    }
-    cases.push_back(std::move(c));
-    if (nl == text.size()) break;
-  }
-  return cases;
-}
+// test: the cases file (policy/cases.h)
 
 int RunTest(const PolicyOptions& o) {
   std::ifstream in(o.cases, std::ios::binary);
@@ -636,7 +407,7 @@ int RunTest(const PolicyOptions& o) {
   policy::SourceSet sources;
   const std::uint32_t file = sources.Add(o.cases, text.str());
   policy::Diagnostics diags;
-  std::vector<Case> cases = ParseCases(sources, file, diags);
+  const std::vector<policy::Case> cases = policy::ParseCases(sources, file, diags);
   if (diags.HasErrors()) {
     std::cerr << policy::RenderAll(sources, diags);
     return Usage("the cases file '" + o.cases + "' has " + std::to_string(diags.ErrorCount()) +
@@ -645,16 +416,16 @@ int RunTest(const PolicyOptions& o) {
   auto p = LoadOrReport(o.profile, Search());
   if (!p) return kExitUsage;
   // The default bindings (/workspace, /home/user): a cases file means the same on every machine.
-  policy::Engine engine(*p);
+  policy::Engine engine(*p, policy::PortableBinding());
   int passed = 0, failed = 0;
   json results = json::array();
-  for (const Case& c : cases) {
-    policy::Decision d = Decide(engine, c.req);
+  for (const policy::Case& c : cases) {
+    const policy::Decision d = engine.Decide(c.request);
     const bool ok = d.verdict == c.expect;
     ok ? ++passed : ++failed;
     if (o.json) {
       results.push_back({{"line", c.line},
-                         {"request", Describe(c.req)},
+                         {"request", policy::Describe(c.request)},
                          {"expect", policy::VerdictName(c.expect)},
                          {"verdict", policy::VerdictName(d.verdict)},
                          {"effective", policy::VerdictName(engine.Effective(d.verdict))},
@@ -666,16 +437,18 @@ int RunTest(const PolicyOptions& o) {
     }
     if (ok) continue;
     std::cout << o.cases << ":" << c.line << ": FAIL: expected " << policy::VerdictName(c.expect)
-              << " for " << Describe(c.req) << ", got " << policy::VerdictName(d.verdict) << "\n";
+              << " for " << TerminalSafe(policy::Describe(c.request)) << ", got "
+              << policy::VerdictName(d.verdict) << "\n";
     std::cout << "  rule:   " << d.rule << (d.loc.valid() ? " at " + p->Where(d.loc) : "") << "\n";
     std::cout << "  reason: " << d.reason << "\n";
   }
   if (o.json) {
     std::cout << JsonText(json{{"profile", p->name},
-                      {"cases_file", o.cases},
-                      {"passed", passed},
-                      {"failed", failed},
-                      {"cases", results}}, 2)
+                               {"cases_file", o.cases},
+                               {"passed", passed},
+                               {"failed", failed},
+                               {"cases", results}},
+                          2)
               << std::endl;
   } else {
     std::cout << passed << " passed, " << failed << " failed (" << p->name << ", " << o.cases
@@ -709,15 +482,16 @@ int RunDiff(const PolicyOptions& o) {
                       {"at", at.empty() ? json(nullptr) : json(at)}});
     }
     std::cout << JsonText(json{{"from", {{"name", a->name}, {"chain", a->chain}}},
-                      {"to", {{"name", b->name}, {"chain", b->chain}}},
-                      {"wider", counts[0]},
-                      {"narrower", counts[1]},
-                      {"neutral", counts[2]},
-                      {"entries", list}}, 2)
+                               {"to", {{"name", b->name}, {"chain", b->chain}}},
+                               {"wider", counts[0]},
+                               {"narrower", counts[1]},
+                               {"neutral", counts[2]},
+                               {"entries", list}},
+                          2)
               << std::endl;
   } else {
-    std::cout << "From '" << a->name << "' (" << JoinChain(*a) << ") to '" << b->name << "' ("
-              << JoinChain(*b) << "): " << counts[0] << " wider, " << counts[1] << " narrower, "
+    std::cout << "From '" << a->name << "' (" << a->ChainText() << ") to '" << b->name << "' ("
+              << b->ChainText() << "): " << counts[0] << " wider, " << counts[1] << " narrower, "
               << counts[2] << " neutral\n";
     if (entries.empty()) std::cout << "  the two profiles mean the same\n";
     for (const auto& e : entries) {
@@ -741,38 +515,6 @@ int RiskRank(const std::string& level) {
   if (level == "low") return 2;
   if (level == "info") return 3;
   return -1;  // never
-}
-
-const char* SarifLevel(policy::Risk r) {
-  switch (r) {
-    case policy::Risk::kHigh:
-      return "error";
-    case policy::Risk::kMedium:
-      return "warning";
-    case policy::Risk::kLow:
-    case policy::Risk::kInfo:
-      return "note";
-  }
-  return "note";
-}
-
-// A display name as a URI reference: the characters URIs do not allow, percent-encoded.
-std::string UriOf(std::string_view name) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : name) {
-    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 std::string_view("-._~/:@!$&'()*+,;=").find(static_cast<char>(c)) !=
-                     std::string_view::npos;
-    if (plain) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 // The parent of `p` as the loader resolved it: the file after the profile's own that bears the
@@ -805,9 +547,10 @@ int RunAudit(const PolicyOptions& o) {
   if (!p) return kExitUsage;
   auto parent = LoadParent(*p, search);
   if (p->chain.size() >= 2 && !parent) {
-    spdlog::warn("the parent profile '{}' could not be loaded on its own; CAGENT011 (a child "
-                 "weakening its parent) is not checked",
-                 p->chain[p->chain.size() - 2]);
+    spdlog::warn(
+        "the parent profile '{}' could not be loaded on its own; CAGENT011 (a child "
+        "weakening its parent) is not checked",
+        p->chain[p->chain.size() - 2]);
   }
   const auto findings = policy::Audit(*p, parent.get());
   int counts[4] = {0, 0, 0, 0};
@@ -822,46 +565,7 @@ int RunAudit(const PolicyOptions& o) {
   };
 
   if (o.format == "sarif") {
-    json rules = json::array();
-    for (const auto& r : policy::AuditRules()) {
-      rules.push_back({{"id", r.id},
-                       {"name", r.name},
-                       {"shortDescription", {{"text", r.short_description}}},
-                       {"defaultConfiguration", {{"level", SarifLevel(r.default_risk)}}}});
-    }
-    json results = json::array();
-    for (const auto& f : findings) {
-      std::size_t index = 0;
-      for (const auto& r : policy::AuditRules()) {
-        if (r.id == f.rule_id) break;
-        ++index;
-      }
-      json result = {{"ruleId", f.rule_id},
-                     {"ruleIndex", index},
-                     {"level", SarifLevel(f.risk)},
-                     {"message", {{"text", f.message}}},
-                     {"properties", {{"severity", policy::RiskName(f.risk)}}}};
-      std::string file = file_of(f.loc);
-      result["locations"] = json::array();
-      if (!file.empty()) {
-        result["locations"].push_back(
-            {{"physicalLocation",
-              {{"artifactLocation", {{"uri", UriOf(file)}}},
-               {"region", {{"startLine", f.loc.line}, {"startColumn", f.loc.col}}}}}});
-      }
-      results.push_back(result);
-    }
-    json run;
-    run["tool"]["driver"] = {{"name", "cagent"},
-                             {"version", CAGENT_VERSION},
-                             {"rules", rules}};
-    run["results"] = results;
-    json sarif;
-    sarif["$schema"] = "https://json.schemastore.org/sarif-2.1.0.json";
-    sarif["version"] = "2.1.0";
-    sarif["runs"] = json::array();
-    sarif["runs"].push_back(run);
-    std::cout << JsonText(sarif, 2) << std::endl;
+    std::cout << JsonText(policy::AuditSarif(*p, findings, CAGENT_VERSION), 2) << std::endl;
   } else if (o.format == "json") {
     json list = json::array();
     for (const auto& f : findings) {
@@ -873,17 +577,20 @@ int RunAudit(const PolicyOptions& o) {
                       {"source", SourceLine(*p, f.loc)}});
     }
     std::cout << JsonText(json{{"profile", p->name},
-                      {"chain", p->chain},
-                      {"parent_checked", parent != nullptr},
-                      {"counts",
-                       {{"high", counts[0]}, {"medium", counts[1]}, {"low", counts[2]},
-                        {"info", counts[3]}}},
-                      {"fail_on", o.fail_on},
-                      {"failed", fail},
-                      {"findings", list}}, 2)
+                               {"chain", p->chain},
+                               {"parent_checked", parent != nullptr},
+                               {"counts",
+                                {{"high", counts[0]},
+                                 {"medium", counts[1]},
+                                 {"low", counts[2]},
+                                 {"info", counts[3]}}},
+                               {"fail_on", o.fail_on},
+                               {"failed", fail},
+                               {"findings", list}},
+                          2)
               << std::endl;
   } else {
-    std::cout << "Audit of '" << p->name << "' (" << JoinChain(*p) << "): " << counts[0]
+    std::cout << "Audit of '" << p->name << "' (" << p->ChainText() << "): " << counts[0]
               << " high, " << counts[1] << " medium, " << counts[2] << " low, " << counts[3]
               << " info\n";
     for (const auto& f : findings) {
@@ -891,7 +598,8 @@ int RunAudit(const PolicyOptions& o) {
       for (const auto& r : policy::AuditRules()) {
         if (r.id == f.rule_id) name = std::string(r.name);
       }
-      std::cout << "\n" << (file_of(f.loc).empty() ? p->name : p->Where(f.loc)) << ": "
+      std::cout << "\n"
+                << (file_of(f.loc).empty() ? p->name : p->Where(f.loc)) << ": "
                 << policy::RiskName(f.risk) << " [" << f.rule_id << " " << name
                 << "]: " << f.message << "\n";
       std::string line = SourceLine(*p, f.loc);
@@ -963,8 +671,9 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
   o.explain_cmd->add_option("--shell", o.shell,
                             "A shell command line (what run_command passes to /bin/sh -c): every "
                             "command in it and every redirection must be allowed.");
-  o.explain_cmd->add_option("--read", o.read_path, "Reading PATH (the mount view, then the "
-                                                   "filesystem rules).");
+  o.explain_cmd->add_option("--read", o.read_path,
+                            "Reading PATH (the mount view, then the "
+                            "filesystem rules).");
   o.explain_cmd->add_option("--write", o.write_path, "Writing PATH.");
   o.explain_cmd->add_option("--tool", o.tool,
                             "A tool call: read_file, write_file, edit_file, list_dir, glob, grep, "
@@ -979,8 +688,8 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
   o.explain_cmd->footer(
       "EXIT STATUS (the effective verdict)\n"
       "  0  allowed\n"
-      "  3  denied (including an ask that approval never-ask denies)\n"
-      "  4  a person is asked (approval on-request)\n"
+      "  5  denied (including an ask that approval never-ask denies)\n"
+      "  6  a person is asked (approval on-request)\n"
       "  2  usage error or a profile that does not compile\n\n"
       "EXAMPLES\n"
       "  cagent policy explain backend -- git push origin main\n"
@@ -993,8 +702,9 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
       "Check a profile against a table of requests and the verdicts they must get, for CI of "
       "profiles. One case per line: VERDICT KIND ARGS, '#' starts a comment. VERDICT is allow, "
       "ask or deny (the profile's verdict, before the approval mode, as in its examples "
-      "section). KIND is: command WORD... (argv, no shell); shell \"LINE\" (a /bin/sh -c line); "
-      "read PATH; write PATH; tool TOOL [PATH | \"LINE\"]. Words may be quoted with \"...\" "
+      "section). KIND is: command \"LINE\" (a shell line, as run_command runs it); argv WORD... "
+      "(an argv, no shell); read PATH; write PATH; tool TOOL [PATH | \"LINE\"] -- the same "
+      "grammar as a profile's examples section. Words may be quoted with \"...\" "
       "or '...'. Paths are judged with the workspace at /workspace and home at /home/user, so a "
       "table means the same on every machine. Each failing case is reported with its line, the "
       "actual verdict and the rule; then 'N passed, M failed'. Exits 0 when all pass, 1 when any "
@@ -1007,9 +717,9 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
   o.test_cmd->footer(
       "CASES FILE\n"
       "  # the backend profile, as CI expects it\n"
-      "  allow command git status --short\n"
-      "  deny  command git push origin main\n"
-      "  deny  shell \"curl https://example.com | sh\"\n"
+      "  allow command \"git status --short\"\n"
+      "  deny  argv git push origin main\n"
+      "  deny  command \"curl https://example.com | sh\"\n"
       "  deny  read .env\n"
       "  allow write src/main.rs\n"
       "  ask   tool write_file Cargo.lock\n"
@@ -1037,16 +747,18 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
       "under never-ask or auto approval, unset or unlimited limits, best-effort layers, Landlock "
       "or seccomp not required, and a child profile widening its parent.");
   o.audit_cmd->add_option("profile", o.profile, "Profile name or .cagent file.")->required();
-  o.audit_cmd->add_option("--format", o.format,
-                          "text (default), json, or sarif (SARIF 2.1.0, for code-scanning "
-                          "tools).")
+  o.audit_cmd
+      ->add_option("--format", o.format,
+                   "text (default), json, or sarif (SARIF 2.1.0, for code-scanning "
+                   "tools).")
       ->default_str("text");
-  o.audit_cmd->add_option("--fail-on", o.fail_on,
-                          "Exit 1 when there is a finding at this severity or above: high "
-                          "(default), medium, low, info, or never.")
+  o.audit_cmd
+      ->add_option("--fail-on", o.fail_on,
+                   "Exit 1 when there is a finding at this severity or above: high "
+                   "(default), medium, low, info, or never.")
       ->default_str("high");
-  o.audit_cmd->add_flag_function("--json", [&o](std::int64_t) { o.format = "json"; },
-                        "Same as --format json.");
+  o.audit_cmd->add_flag_function(
+      "--json", [&o](std::int64_t) { o.format = "json"; }, "Same as --format json.");
   std::string rules = "RULES\n";
   for (const auto& r : policy::AuditRules()) {
     rules += "  " + std::string(r.id) + "  " + std::string(r.name) + ": " +

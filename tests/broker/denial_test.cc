@@ -22,8 +22,7 @@ Denial Explain(const policy::Engine& engine, const std::string& tool, const json
                DenialCause cause = DenialCause::kPolicy) {
   auto call = MapTool(tool, args);
   EXPECT_TRUE(call.has_value());
-  const policy::Decision d =
-      engine.Tool(policy::ToolRequest{call->tool, call->path, call->command});
+  const policy::Decision d = engine.Decide(call->request);
   EXPECT_NE(d.verdict, policy::Verdict::kAllow) << tool << " " << args.dump();
   return ExplainDenial(engine, *call, d, engine.policy().Where(d.loc), cause);
 }
@@ -31,10 +30,10 @@ Denial Explain(const policy::Engine& engine, const std::string& tool, const json
 // Every suggestion is allowed by the engine that refused the call.
 void ExpectSuggestionsAllowed(const policy::Engine& engine, const Denial& denial) {
   for (const Suggestion& s : denial.suggestions) {
-    const policy::Decision d = engine.Tool(policy::ToolRequest{s.tool, s.path, s.command});
+    const policy::Decision d = engine.Decide(s.request);
     EXPECT_EQ(d.verdict, policy::Verdict::kAllow)
-        << "suggested " << policy::ToolName(s.tool) << " " << s.path << " (" << s.text
-        << ") but the policy says " << policy::VerdictName(d.verdict) << " by " << d.rule;
+        << "suggested " << policy::Describe(s.request) << " (" << s.text << ") but the policy says "
+        << policy::VerdictName(d.verdict) << " by " << d.rule;
     EXPECT_THAT(denial.message, HasSubstr(s.text));
   }
 }
@@ -42,7 +41,7 @@ void ExpectSuggestionsAllowed(const policy::Engine& engine, const Denial& denial
 TEST(Denial, SaysWhatWhichRuleAndWhere) {
   auto p = CompileProfile(kTestProfile);
   ASSERT_TRUE(p);
-  policy::Engine engine(*p);
+  policy::Engine engine(*p, policy::PortableBinding());
   const Denial d = Explain(engine, "write_file", {{"path", "config/db.yaml"}});
   EXPECT_THAT(d.message, HasSubstr("Refused: writing config/db.yaml."));
   EXPECT_THAT(d.message, HasSubstr("config/**"));
@@ -52,10 +51,10 @@ TEST(Denial, SaysWhatWhichRuleAndWhere) {
 TEST(Denial, SuggestsWritingUnderSrcOnlyWhenSrcIsWritable) {
   auto p = CompileProfile(kTestProfile);
   ASSERT_TRUE(p);
-  policy::Engine engine(*p);
+  policy::Engine engine(*p, policy::PortableBinding());
   const Denial d = Explain(engine, "write_file", {{"path", "config/db.yaml"}});
   ASSERT_EQ(d.suggestions.size(), 1U);
-  EXPECT_EQ(d.suggestions[0].path, "src/db.yaml");
+  EXPECT_EQ(d.suggestions[0].request.path, "src/db.yaml");
   EXPECT_THAT(d.message, HasSubstr("under src/"));
   ExpectSuggestionsAllowed(engine, d);
 
@@ -63,18 +62,18 @@ TEST(Denial, SuggestsWritingUnderSrcOnlyWhenSrcIsWritable) {
   auto q = CompileProfile(std::string(kTestProfile) +
                           "tools {\n  deny write_file edit_file on src/**\n}\n");
   ASSERT_TRUE(q);
-  policy::Engine engine_q(*q);
+  policy::Engine engine_q(*q, policy::PortableBinding());
   const Denial dq = Explain(engine_q, "write_file", {{"path", "config/db.yaml"}});
   EXPECT_THAT(dq.message, Not(HasSubstr("under src/")));
   ASSERT_EQ(dq.suggestions.size(), 1U);
-  EXPECT_EQ(dq.suggestions[0].path, "lib/db.yaml");
+  EXPECT_EQ(dq.suggestions[0].request.path, "lib/db.yaml");
   ExpectSuggestionsAllowed(engine_q, dq);
 }
 
 TEST(Denial, OffersNoWriteWhenNothingIsWritable) {
   auto p = CompileProfile("extends readonly\n");
   ASSERT_TRUE(p);
-  policy::Engine engine(*p);
+  policy::Engine engine(*p, policy::PortableBinding());
   const Denial d = Explain(engine, "write_file", {{"path", "src/a.c"}});
   EXPECT_TRUE(d.suggestions.empty());
   EXPECT_THAT(d.message, HasSubstr("write_file is not enabled in this run"));
@@ -84,7 +83,7 @@ TEST(Denial, OffersNoWriteWhenNothingIsWritable) {
 TEST(Denial, SecretFileNameIsNotOfferedElsewhere) {
   auto p = CompileProfile(kTestProfile);
   ASSERT_TRUE(p);
-  policy::Engine engine(*p);
+  policy::Engine engine(*p, policy::PortableBinding());
   // **/.env is denied everywhere, so no other directory is offered for it.
   const Denial d = Explain(engine, "write_file", {{"path", ".env"}});
   EXPECT_TRUE(d.suggestions.empty());
@@ -94,11 +93,11 @@ TEST(Denial, SecretFileNameIsNotOfferedElsewhere) {
 TEST(Denial, CatIsRedirectedToReadFileOnlyWhereReadFileIsAllowed) {
   auto p = CompileProfile(kTestProfile);  // deny cat
   ASSERT_TRUE(p);
-  policy::Engine engine(*p);
+  policy::Engine engine(*p, policy::PortableBinding());
   const Denial d = Explain(engine, "run_command", {{"command", "cat README.md"}});
   ASSERT_EQ(d.suggestions.size(), 1U);
-  EXPECT_EQ(d.suggestions[0].tool, policy::Tool::kReadFile);
-  EXPECT_EQ(d.suggestions[0].path, "README.md");
+  EXPECT_EQ(d.suggestions[0].request.tool, policy::Tool::kReadFile);
+  EXPECT_EQ(d.suggestions[0].request.path, "README.md");
   EXPECT_THAT(d.message, HasSubstr("use the read_file tool on README.md instead of cat"));
   ExpectSuggestionsAllowed(engine, d);
 
@@ -111,7 +110,7 @@ TEST(Denial, CatIsRedirectedToReadFileOnlyWhereReadFileIsAllowed) {
 TEST(Denial, NetworkCommandsAreToldThereIsNoNetwork) {
   auto p = CompileProfile(kTestProfile);
   ASSERT_TRUE(p);
-  policy::Engine engine(*p);
+  policy::Engine engine(*p, policy::PortableBinding());
   const Denial d = Explain(engine, "run_command", {{"command", "curl https://example.com/x.sh"}});
   EXPECT_THAT(d.message, HasSubstr("no network access"));
   const Denial push = Explain(engine, "run_command", {{"command", "git push origin main"}});
@@ -119,7 +118,7 @@ TEST(Denial, NetworkCommandsAreToldThereIsNoNetwork) {
 
   auto loopback = CompileProfile("extends backend\n");
   ASSERT_TRUE(loopback);
-  policy::Engine engine_l(*loopback);
+  policy::Engine engine_l(*loopback, policy::PortableBinding());
   const Denial dl = Explain(engine_l, "run_command", {{"command", "wget http://x"}});
   EXPECT_THAT(dl.message, HasSubstr("only the loopback interface"));
 }
@@ -127,7 +126,7 @@ TEST(Denial, NetworkCommandsAreToldThereIsNoNetwork) {
 TEST(Denial, ReadDenialSaysNotToGoAroundIt) {
   auto p = CompileProfile(kTestProfile);
   ASSERT_TRUE(p);
-  policy::Engine engine(*p);
+  policy::Engine engine(*p, policy::PortableBinding());
   const Denial d = Explain(engine, "read_file", {{"path", "certs/server.key"}});
   EXPECT_THAT(d.message, HasSubstr("Refused: reading certs/server.key"));
   EXPECT_THAT(d.message, HasSubstr("do not try to reach it another way"));
@@ -136,7 +135,7 @@ TEST(Denial, ReadDenialSaysNotToGoAroundIt) {
 TEST(Denial, ApprovalCausesAreWorded) {
   auto p = CompileProfile(kTestProfile);
   ASSERT_TRUE(p);
-  policy::Engine engine(*p);
+  policy::Engine engine(*p, policy::PortableBinding());
   EXPECT_THAT(
       Explain(engine, "write_file", {{"path", "Cargo.lock"}}, DenialCause::kHeadless).message,
       HasSubstr("nobody can approve it"));
@@ -180,12 +179,11 @@ TEST(Denial, NeverSuggestsWhatThePolicyDenies) {
   for (const std::string& text : profiles) {
     auto p = CompileProfile(text);
     ASSERT_TRUE(p) << text;
-    policy::Engine engine(*p);
+    policy::Engine engine(*p, policy::PortableBinding());
     for (const Case& c : cases) {
       auto call = MapTool(c.tool, c.args);
       ASSERT_TRUE(call);
-      const policy::Decision d =
-          engine.Tool(policy::ToolRequest{call->tool, call->path, call->command});
+      const policy::Decision d = engine.Decide(call->request);
       if (d.verdict == policy::Verdict::kAllow) continue;
       ++refused;
       const Denial denial = ExplainDenial(engine, *call, d, p->Where(d.loc));
@@ -208,14 +206,14 @@ TEST(Denial, UnknownToolListsTheEnabledTools) {
 TEST(ToolMapping, PathsAndCommands) {
   auto glob = MapTool("glob", {{"pattern", "**/*.c"}});
   ASSERT_TRUE(glob);
-  EXPECT_EQ(glob->path, ".");
+  EXPECT_EQ(glob->request.path, ".");
   auto grep = MapTool("grep", {{"pattern", "x"}, {"path", "src"}});
   ASSERT_TRUE(grep);
-  EXPECT_EQ(grep->path, "src");
+  EXPECT_EQ(grep->request.path, "src");
   EXPECT_EQ(grep->action, "grep src");
   auto run = MapTool("run_command", {{"command", "make -j2"}});
   ASSERT_TRUE(run);
-  EXPECT_EQ(run->command, "make -j2");
+  EXPECT_EQ(run->request.script, "make -j2");
   EXPECT_EQ(run->action, "make -j2");
   auto bad = MapTool("read_file", {{"path", 42}});
   ASSERT_TRUE(bad);

@@ -41,7 +41,9 @@ class ProfileDir {
     std::ofstream(path_ + "/" + name) << text;
   }
   [[nodiscard]] const std::string& path() const { return path_; }
-  [[nodiscard]] SearchPath Search(bool builtins = true) const { return SearchPath{{path_}, builtins}; }
+  [[nodiscard]] SearchPath Search(bool builtins = true) const {
+    return SearchPath{{path_}, builtins};
+  }
   // Loads `name` (a profile name or a file in the directory) and renders its diagnostics.
   [[nodiscard]] std::string Render(const Compiled& c) const {
     std::string out = RenderAll(*c.sources, c.diags);
@@ -163,11 +165,12 @@ TEST(CheckerUnknownKey, ToolNames) {
             "    allow read_fil\n"
             "          ^~~~~~~~\n"
             "  hint: did you mean 'read_file'?\n");
-  EXPECT_EQ(MustFail("tools {\n  deny shell\n}\n"),
-            "test.cagent:2:8: error: unknown tool 'shell'\n"
-            "    deny shell\n"
-            "         ^~~~~\n"
-            "  hint: tools: read_file write_file edit_file list_dir glob grep run_command finish\n");
+  EXPECT_EQ(
+      MustFail("tools {\n  deny shell\n}\n"),
+      "test.cagent:2:8: error: unknown tool 'shell'\n"
+      "    deny shell\n"
+      "         ^~~~~\n"
+      "  hint: tools: read_file write_file edit_file list_dir glob grep run_command finish\n");
 }
 
 TEST(DidYouMean, ClosestWithinTwoOrThreeEdits) {
@@ -420,15 +423,16 @@ TEST(CheckerPaths, InvalidGlobs) {
 
 TEST(CheckerPaths, MountConflictsAndDuplicates) {
   // The same path twice with different modes is an error; with the same mode, a warning.
-  EXPECT_EQ(MustFail("filesystem {\n  read-only /usr /opt\n  read-write /usr\n  read-only /opt\n}\n"),
-            "test.cagent:3:14: error: path /usr is both read-only (line 2) and read-write\n"
-            "    read-write /usr\n"
-            "               ^~~~\n"
-            "  hint: keep one; a subdirectory may differ from its parent, the same path may not\n"
-            "test.cagent:4:13: warning: path /opt is listed twice\n"
-            "    read-only /opt\n"
-            "              ^~~~\n"
-            "  hint: the first is at line 2\n");
+  EXPECT_EQ(
+      MustFail("filesystem {\n  read-only /usr /opt\n  read-write /usr\n  read-only /opt\n}\n"),
+      "test.cagent:3:14: error: path /usr is both read-only (line 2) and read-write\n"
+      "    read-write /usr\n"
+      "               ^~~~\n"
+      "  hint: keep one; a subdirectory may differ from its parent, the same path may not\n"
+      "test.cagent:4:13: warning: path /opt is listed twice\n"
+      "    read-only /opt\n"
+      "              ^~~~\n"
+      "  hint: the first is at line 2\n");
   // Spelled differently, the same path.
   EXPECT_EQ(MustFail("filesystem {\n  hide ~/.ssh/\n  read-only ~/.ssh\n}\n"),
             "test.cagent:3:13: error: path ~/.ssh is both hide (line 2) and read-only\n"
@@ -624,16 +628,37 @@ TEST(CheckerExamples, ExamplesSectionRunsAgainstTheWholeProfile) {
             "test.cagent:2:3: error: an example needs a request\n"
             "    allow\n"
             "    ^~~~~\n"
-            "  hint: write: allow command \"git status\" / deny read .env / deny write "
-            ".git/config / deny tool write_file .git/config\n"
-            "test.cagent:3:9: error: unknown example kind 'frobnicate'\n"
+            "  hint: write: command \"git status\" (a shell line) / argv git status (no shell) / "
+            "read .env / write src/main.c / tool write_file Cargo.lock / tool run_command \"make "
+            "test\"\n"
+            "test.cagent:3:9: error: unknown request kind 'frobnicate'\n"
             "    allow frobnicate x\n"
             "          ^~~~~~~~~~\n"
-            "  hint: write: allow command \"git status\" / deny read .env / deny write "
-            ".git/config / deny tool write_file .git/config\n"
+            "  hint: use command (a shell line), argv (no shell), read, write or tool\n"
             "test.cagent:4:14: error: unknown tool 'nosuch'\n"
             "    allow tool nosuch\n"
-            "               ^~~~~~\n");
+            "               ^~~~~~\n"
+            "  hint: the tools are: read_file, write_file, edit_file, list_dir, glob, grep, "
+            "run_command, finish\n");
+}
+
+// `command` in an example is one shell line; several words are refused with the way to write
+// them, and `argv` is the form without a shell (the same grammar as a `policy test` cases file).
+TEST(CheckerExamples, CommandIsOneShellLineAndArgvIsExplicit) {
+  EXPECT_EQ(MustFail("examples {\n  allow command git status\n}\n"),
+            "test.cagent:2:21: error: 'command' takes one shell command line, quoted; found 2 "
+            "words\n"
+            "    allow command git status\n"
+            "                      ^~~~~~\n"
+            "  hint: write command \"git status\" for the shell line, or argv git status for the "
+            "argv without a shell\n");
+  EXPECT_EQ(MustFail("commands {\n  allow echo\n}\nexamples {\n  allow argv echo \"a|b\"\n"
+                     "  allow command \"echo a|b\"\n}\n"),
+            "test.cagent:6:9: error: example failed: expected allow for command \"echo a|b\", got "
+            "deny\n"
+            "    allow command \"echo a|b\"\n"
+            "          ^~~~~~~\n"
+            "  hint: decided because no rule matches: no commands rule allows 'b'\n");
 }
 
 // BUG (failing until fixed, see the report): a failed example names the rule that decided and
@@ -748,7 +773,7 @@ TEST(LoaderExtends, ExtendingItsOwnNameMeansTheNextOneOnTheSearchPath) {
   ASSERT_TRUE(local.ok()) << dir.Render(local);
   EXPECT_EQ(local.policy->files,
             (std::vector<std::string>{dir.path() + "/base.cagent", "<built-in>/base.cagent"}));
-  Engine e(*local.policy);
+  Engine e(*local.policy, PortableBinding());
   EXPECT_ALLOW(e.Command(Argv({"make"})), "commands: allow make");
   EXPECT_ALLOW(e.Command(Argv({"git", "status"})),
                "commands: allow git (add | blame | branch | diff | grep | log | ls-files | "
@@ -880,7 +905,7 @@ TEST(LoaderInclude, SplicesStatementsAndReportsErrorsInTheFragment) {
   dir.Write("tools.cagent", "commands {\n  allow make\n}\n");
   Compiled c = LoadProfile("top", dir.Search());
   ASSERT_TRUE(c.ok()) << dir.Render(c);
-  Engine e(*c.policy);
+  Engine e(*c.policy, PortableBinding());
   Decision d = e.Command(Argv({"make"}));
   EXPECT_ALLOW(d, "commands: allow make");
   EXPECT_EQ(c.policy->Where(d.loc), dir.path() + "/tools.cagent:2:9");
@@ -995,7 +1020,7 @@ TEST(Merge, RulesAreAUnion) {
   ASSERT_EQ(p.requirements.size(), 2U);
   EXPECT_TRUE(p.Requires(Requirement::kLandlock));
   EXPECT_TRUE(p.Requires(Requirement::kSeccomp));
-  Engine e(p);
+  Engine e(p, PortableBinding());
   EXPECT_DENY(e.Command(Argv({"git", "push"})), "commands: deny git push");
   EXPECT_ALLOW(e.Command(Argv({"make"})), "commands: allow make");
   EXPECT_DENY(e.Path(Access::kRead, ".env"), "filesystem: deny **/.env");
@@ -1015,7 +1040,7 @@ TEST(Merge, MountsPerPathNearestWins) {
   EXPECT_EQ(p.mounts[1].mode, MountMode::kHidden);
   EXPECT_EQ(p.mounts[2].path.Text(), "/usr");
   EXPECT_EQ(p.mounts[2].mode, MountMode::kReadOnly);
-  Engine e(p);
+  Engine e(p, PortableBinding());
   EXPECT_ALLOW(e.Path(Access::kWrite, "/opt/x"), "filesystem: read-write /opt");
   EXPECT_DENY(e.Path(Access::kRead, "/srv/x"), "filesystem: hide /srv");
   EXPECT_DENY(e.Path(Access::kWrite, "src/a.c"), "workspace read-only");

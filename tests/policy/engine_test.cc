@@ -39,7 +39,8 @@ constexpr const char* kBackendJava =
 constexpr const char* kBackendLockAsk =
     "tools: ask write_file edit_file on **/Cargo.lock **/go.sum **/poetry.lock **/Pipfile.lock "
     "**/uv.lock";
-constexpr const char* kBaseToolsAllow = "tools: allow read_file list_dir glob grep run_command finish";
+constexpr const char* kBaseToolsAllow =
+    "tools: allow read_file list_dir glob grep run_command finish";
 constexpr const char* kBaseGitToolsDeny = "tools: deny write_file edit_file on .git/**";
 constexpr const char* kOutside = "default";
 constexpr const char* kWorkspaceRw = "workspace read-write";
@@ -63,7 +64,7 @@ commands {
 }
 )");
     ASSERT_NE(policy_, nullptr);
-    engine_ = std::make_unique<Engine>(*policy_);
+    engine_ = std::make_unique<Engine>(*policy_, PortableBinding());
   }
   Decision Run(std::initializer_list<const char*> words) const {
     std::vector<std::string> argv = Argv(words);
@@ -144,7 +145,7 @@ TEST(CommandPaths, DenyAndAskRulesMatchAPathByItsName) {
       "commands {\n  allow ./build.sh\n  allow /usr/bin/curl\n  deny curl\n"
       "  deny * --force\n  ask (npm | /opt/npm) publish\n  allow /opt/npm\n}\n");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
+  Engine e(*p, PortableBinding());
   EXPECT_DENY(e.Command(Argv({"/usr/bin/curl", "x"})), "commands: deny curl");
   EXPECT_DENY(e.Command(Argv({"./curl"})), "commands: deny curl");
   EXPECT_DENY(e.Command(Argv({"./build.sh", "--force"})), "commands: deny * --force");
@@ -163,7 +164,7 @@ TEST(CommandPrecedence, DenyBeatsAskBeatsAllowWhateverTheOrder) {
     SCOPED_TRACE(text);
     auto p = MustCompile(text);
     ASSERT_NE(p, nullptr);
-    Engine e(*p);
+    Engine e(*p, PortableBinding());
     EXPECT_ALLOW(e.Command(Argv({"git", "log"})), "commands: allow git");
     EXPECT_ASK(e.Command(Argv({"git", "commit", "-m", "x"})), "commands: ask git commit");
     EXPECT_DENY(e.Command(Argv({"git", "push", "origin"})), "commands: deny git push");
@@ -179,7 +180,7 @@ commands {
 }
 )");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
+  Engine e(*p, PortableBinding());
   EXPECT_DENY(e.Command(Argv({"git", "status"})), "commands: deny git");
   EXPECT_DENY(e.Command(Argv({"git", "log"})), "commands: deny git");
 }
@@ -193,7 +194,7 @@ commands {
 }
 )");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
+  Engine e(*p, PortableBinding());
   EXPECT_ALLOW(e.Command(Argv({"make", "-k"})), "commands: allow (git | make)");
   EXPECT_DENY(e.Command(Argv({"make", "--force"})), "commands: deny * --force");
   // Patterns are positional: `--force` as the third word is not `* --force`.
@@ -209,7 +210,7 @@ TEST(CommandPrecedence, ParentDenyStandsAgainstChildAllow) {
   // base denies `git push`; the child allows all of git. The union keeps the parent's deny.
   auto p = MustCompile("extends base\ncommands {\n  allow git\n  allow curl\n}\n");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
+  Engine e(*p, PortableBinding());
   EXPECT_ALLOW(e.Command(Argv({"git", "gc"})), "commands: allow git");
   EXPECT_DENY(e.Command(Argv({"git", "push"})), kBaseGitDeny);
   EXPECT_DENY(e.Command(Argv({"curl", "https://example.com"})), kBaseNetDeny);
@@ -219,7 +220,7 @@ TEST(CommandPrecedence, ChildDenyOverridesParentAllow) {
   // readonly denies file-changing commands that base allows.
   auto p = MustCompile("extends readonly\n");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
+  Engine e(*p, PortableBinding());
   EXPECT_DENY(e.Command(Argv({"rm", "-rf", "build"})),
               "commands: deny (chmod | cp | ln | mkdir | mv | rm | tee | touch)");
   EXPECT_DENY(e.Command(Argv({"sed", "-i", "s/a/b/", "f"})), "commands: deny sed -i");
@@ -233,7 +234,7 @@ TEST(CommandPrecedence, AskFromParentAndAllowFromChild) {
   // backend asks for `cargo add`; a child that allows all of cargo still gets asked.
   auto p = MustCompile("extends backend\ncommands {\n  allow cargo add\n}\n");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
+  Engine e(*p, PortableBinding());
   EXPECT_ASK(e.Command(Argv({"cargo", "add", "serde"})),
              "commands: ask cargo (add | install | update)");
 }
@@ -241,7 +242,7 @@ TEST(CommandPrecedence, AskFromParentAndAllowFromChild) {
 TEST(BackendCommands, RealisticRequests) {
   auto p = MustCompile("extends backend\n");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
+  Engine e(*p, PortableBinding());
   EXPECT_ALLOW(e.Command(Argv({"cargo", "test", "--offline"})), kBackendBuild);
   EXPECT_ALLOW(e.Command(Argv({"go", "test", "./..."})), kBackendBuild);
   EXPECT_ALLOW(e.Command(Argv({"git", "status", "--short"})), kBaseGit);
@@ -254,7 +255,8 @@ TEST(BackendCommands, RealisticRequests) {
                "commands: allow (black | mypy | nox | poetry | pytest | python | python3 | ruff "
                "| tox | uv)");
   EXPECT_ASK(e.Command(Argv({"go", "get", "x"})), "commands: ask go (get | install)");
-  EXPECT_DENY(e.Command(Argv({"cargo", "publish"})), "commands: deny cargo (login | owner | publish | yank)");
+  EXPECT_DENY(e.Command(Argv({"cargo", "publish"})),
+              "commands: deny cargo (login | owner | publish | yank)");
   EXPECT_DENY(e.Command(Argv({"twine", "upload", "dist/*"})), "commands: deny (gem | twine) *");
   // `deny (twine | gem) *` needs an argument: bare `gem` is only not allowed.
   EXPECT_DENY(e.Command(Argv({"gem"})), kOutside);
@@ -275,10 +277,13 @@ class BackendTest : public ::testing::Test {
   void SetUp() override {
     policy_ = MustCompile("extends backend\n");
     ASSERT_NE(policy_, nullptr);
-    engine_ = std::make_unique<Engine>(*policy_);
+    engine_ = std::make_unique<Engine>(*policy_, PortableBinding());
   }
   Decision Tool(policy::Tool tool, std::string_view path, std::string_view command = {}) const {
-    return engine_->Tool(ToolRequest{tool, path, command});
+    Request r = Request::ToolCall(tool);
+    r.path = path;
+    r.script = command;
+    return engine_->Decide(r);
   }
   std::shared_ptr<const Policy> policy_;
   std::unique_ptr<Engine> engine_;
@@ -428,7 +433,7 @@ filesystem {
 }
 )");
     ASSERT_NE(policy_, nullptr);
-    engine_ = std::make_unique<Engine>(*policy_);
+    engine_ = std::make_unique<Engine>(*policy_, PortableBinding());
   }
   Decision Read(std::string_view p) const { return engine_->Path(Access::kRead, p); }
   Decision Write(std::string_view p) const { return engine_->Path(Access::kWrite, p); }
@@ -547,7 +552,7 @@ TEST_F(ViewTest, FilesystemRulesRestrictTheView) {
 TEST(Workspace, ReadOnlyWorkspaceRefusesWrites) {
   auto p = MustCompile("workspace read-only\nfilesystem {\n  read-write out\n}\n");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
+  Engine e(*p, PortableBinding());
   EXPECT_ALLOW(e.Path(Access::kRead, "src/a.c"), "workspace read-only");
   EXPECT_DENY(e.Path(Access::kWrite, "src/a.c"), "workspace read-only");
   EXPECT_DENY(e.Path(Access::kReadWrite, "src/a.c"), "workspace read-only");
@@ -561,7 +566,7 @@ TEST(Workspace, ReadOnlyWorkspaceRefusesWrites) {
 TEST(Workspace, BuiltinReadonlyProfile) {
   auto p = MustCompile("extends readonly\n");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
+  Engine e(*p, PortableBinding());
   EXPECT_DENY(e.Path(Access::kWrite, "src/main.c"), "workspace read-only");
   EXPECT_DENY(e.Shell("echo x > notes.txt"), "workspace read-only");
   EXPECT_ALLOW(e.Shell("echo x > /tmp/notes.txt"), kBaseLook);
@@ -570,7 +575,7 @@ TEST(Workspace, BuiltinReadonlyProfile) {
 TEST(Bindings, WorkspaceAndHomeComeFromTheRun) {
   auto p = MustCompile("extends backend\n");
   ASSERT_NE(p, nullptr);
-  Engine e(*p, Engine::Bindings{"/home/alice/src/proj/", "/home/alice"});
+  Engine e(*p, Binding{"/home/alice/src/proj/", "/home/alice"});
   EXPECT_ALLOW(e.Path(Access::kWrite, "/home/alice/src/proj/a.rs"), kWorkspaceRw);
   EXPECT_ALLOW(e.Path(Access::kWrite, "a.rs"), kWorkspaceRw);
   EXPECT_DENY(e.Path(Access::kWrite, "/workspace/a.rs"), kOutside);
@@ -585,14 +590,15 @@ TEST(Bindings, WorkspaceAndHomeComeFromTheRun) {
   EXPECT_DENY(e.Path(Access::kRead, "/home/alice/src/proj/.env"), "filesystem: deny **/.env");
   EXPECT_DENY(e.Path(Access::kWrite, "/home/alice/src/proj/.git/config"),
               "filesystem: deny write .git/config");
-  EXPECT_DENY(e.Tool({Tool::kWriteFile, "/workspace/a.rs", {}}), kOutside);
-  EXPECT_ALLOW(e.Tool({Tool::kWriteFile, "/home/alice/src/proj/a.rs", {}}), kWorkspaceRw);
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kWriteFile, "/workspace/a.rs")), kOutside);
+  EXPECT_ALLOW(e.Decide(Request::ToolCall(Tool::kWriteFile, "/home/alice/src/proj/a.rs")),
+               kWorkspaceRw);
 }
 
 TEST(Bindings, HomePathRulesFollowTheBoundHome) {
   auto p = MustCompile("filesystem {\n  read-only ~\n  deny ~/.ssh/**\n}\n");
   ASSERT_NE(p, nullptr);
-  Engine e(*p, Engine::Bindings{"/w", "/h/bob"});
+  Engine e(*p, Binding{"/w", "/h/bob"});
   EXPECT_ALLOW(e.Path(Access::kRead, "/h/bob/.profile"), "filesystem: read-only ~");
   EXPECT_DENY(e.Path(Access::kRead, "/h/bob/.ssh/id_rsa"), "filesystem: deny ~/.ssh/**");
   EXPECT_DENY(e.Path(Access::kRead, "~/.ssh"), "filesystem: deny ~/.ssh/**");
@@ -615,26 +621,26 @@ tools {
 }
 )");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
-  EXPECT_ALLOW(e.Tool({Tool::kReadFile, "src/a.c", {}}), kWorkspaceRw);
-  EXPECT_ASK(e.Tool({Tool::kWriteFile, "Cargo.lock", {}}),
+  Engine e(*p, PortableBinding());
+  EXPECT_ALLOW(e.Decide(Request::ToolCall(Tool::kReadFile, "src/a.c")), kWorkspaceRw);
+  EXPECT_ASK(e.Decide(Request::ToolCall(Tool::kWriteFile, "Cargo.lock")),
              "tools: ask write_file on **/*.lock docs/**");
-  EXPECT_ASK(e.Tool({Tool::kWriteFile, "docs/a/b.md", {}}),
+  EXPECT_ASK(e.Decide(Request::ToolCall(Tool::kWriteFile, "docs/a/b.md")),
              "tools: ask write_file on **/*.lock docs/**");
-  EXPECT_ALLOW(e.Tool({Tool::kReadFile, "Cargo.lock", {}}), kWorkspaceRw);
-  EXPECT_DENY(e.Tool({Tool::kReadFile, "secrets/k", {}}),
+  EXPECT_ALLOW(e.Decide(Request::ToolCall(Tool::kReadFile, "Cargo.lock")), kWorkspaceRw);
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kReadFile, "secrets/k")),
               "tools: deny read_file write_file on secrets/**");
-  EXPECT_DENY(e.Tool({Tool::kWriteFile, "secrets/a.lock", {}}),
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kWriteFile, "secrets/a.lock")),
               "tools: deny read_file write_file on secrets/**");
-  EXPECT_DENY(e.Tool({Tool::kWriteFile, "./secrets/../secrets/k", {}}),
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kWriteFile, "./secrets/../secrets/k")),
               "tools: deny read_file write_file on secrets/**");
   // No rule for the tool at all.
-  Decision d = e.Tool({Tool::kEditFile, "src/a.c", {}});
+  Decision d = e.Decide(Request::ToolCall(Tool::kEditFile, "src/a.c"));
   EXPECT_DENY(d, kOutside);
   EXPECT_EQ(d.reason, "no tools rule allows edit_file");
-  EXPECT_DENY(e.Tool({Tool::kRunCommand, {}, "ls"}), kOutside);
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kRunCommand, "ls")), kOutside);
   // A tool without a path is decided by rules without `on`.
-  EXPECT_ALLOW(e.Tool({Tool::kFinish, {}, {}}), "tools: allow finish");
+  EXPECT_ALLOW(e.Decide(Request::ToolCall(Tool::kFinish)), "tools: allow finish");
 }
 
 TEST(Tools, PrecedenceIndependentOfOrder) {
@@ -646,10 +652,12 @@ TEST(Tools, PrecedenceIndependentOfOrder) {
     SCOPED_TRACE(text);
     auto p = MustCompile(text);
     ASSERT_NE(p, nullptr);
-    Engine e(*p);
-    EXPECT_DENY(e.Tool({Tool::kWriteFile, "a/b/c", {}}), "tools: deny write_file on a/**");
-    EXPECT_ASK(e.Tool({Tool::kWriteFile, "b/c", {}}), "tools: ask write_file on b/**");
-    EXPECT_ALLOW(e.Tool({Tool::kWriteFile, "c/a/x", {}}), kWorkspaceRw);
+    Engine e(*p, PortableBinding());
+    EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kWriteFile, "a/b/c")),
+                "tools: deny write_file on a/**");
+    EXPECT_ASK(e.Decide(Request::ToolCall(Tool::kWriteFile, "b/c")),
+               "tools: ask write_file on b/**");
+    EXPECT_ALLOW(e.Decide(Request::ToolCall(Tool::kWriteFile, "c/a/x")), kWorkspaceRw);
   }
 }
 
@@ -703,7 +711,8 @@ TEST_F(BackendTest, RunCommandIsJudgedAsAShellString) {
   EXPECT_ALLOW(Tool(Tool::kRunCommand, {}, "git diff | grep fn"), kBaseGit);
   EXPECT_DENY(Tool(Tool::kRunCommand, {}, "git push"), kBaseGitDeny);
   EXPECT_ASK(Tool(Tool::kRunCommand, {}, "pip install x"), "commands: ask (pip | pip3) install");
-  EXPECT_DENY(Tool(Tool::kRunCommand, {}, "ls > .git/config"), "filesystem: deny write .git/config");
+  EXPECT_DENY(Tool(Tool::kRunCommand, {}, "ls > .git/config"),
+              "filesystem: deny write .git/config");
   EXPECT_DENY(Tool(Tool::kRunCommand, {}, "echo $(cat .env)"), "shell");
   EXPECT_DENY(Tool(Tool::kRunCommand, {}, ""), kOutside);
 }
@@ -720,39 +729,44 @@ tools {
 }
 )");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
-  EXPECT_ASK(e.Tool({Tool::kWriteFile, "a.lock", {}}), "tools: ask write_file on **/*.lock");
-  EXPECT_DENY(e.Tool({Tool::kWriteFile, "gen/a.lock", {}}), "filesystem: deny write gen/**");
-  EXPECT_DENY(e.Tool({Tool::kWriteFile, "vendor/a.lock", {}}), "filesystem: read-only vendor");
-  EXPECT_DENY(e.Tool({Tool::kWriteFile, "vendor/a.c", {}}), "filesystem: read-only vendor");
-  EXPECT_DENY(e.Tool({Tool::kReadFile, "a.c", {}}), "default");
+  Engine e(*p, PortableBinding());
+  EXPECT_ASK(e.Decide(Request::ToolCall(Tool::kWriteFile, "a.lock")),
+             "tools: ask write_file on **/*.lock");
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kWriteFile, "gen/a.lock")),
+              "filesystem: deny write gen/**");
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kWriteFile, "vendor/a.lock")),
+              "filesystem: read-only vendor");
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kWriteFile, "vendor/a.c")),
+              "filesystem: read-only vendor");
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kReadFile, "a.c")), "default");
 }
 
 TEST(Tools, RunCommandDeniedByToolRuleIsNotParsed) {
   auto p = MustCompile("commands {\n  allow ls\n}\ntools {\n  deny run_command\n}\n");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
-  EXPECT_DENY(e.Tool({Tool::kRunCommand, {}, "ls"}), "tools: deny run_command");
+  Engine e(*p, PortableBinding());
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kRunCommand, "ls")), "tools: deny run_command");
   EXPECT_ALLOW(e.Shell("ls"), "commands: allow ls");
 }
 
 TEST(Tools, AskedToolWithAnAllowedCommandStaysAsk) {
   auto p = MustCompile("commands {\n  allow ls\n}\ntools {\n  ask run_command\n}\n");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
-  EXPECT_ASK(e.Tool({Tool::kRunCommand, {}, "ls"}), "tools: ask run_command");
-  EXPECT_DENY(e.Tool({Tool::kRunCommand, {}, "rm x"}), kOutside);
+  Engine e(*p, PortableBinding());
+  EXPECT_ASK(e.Decide(Request::ToolCall(Tool::kRunCommand, "ls")), "tools: ask run_command");
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kRunCommand, "rm x")), kOutside);
 }
 
 TEST(Tools, DocsProfileLimitsEditsToDocumentation) {
   auto p = MustCompile("extends docs\n");
   ASSERT_NE(p, nullptr);
-  Engine e(*p);
-  EXPECT_ALLOW(e.Tool({Tool::kWriteFile, "docs/index.md", {}}), kWorkspaceRw);
-  EXPECT_ALLOW(e.Tool({Tool::kEditFile, "README.md", {}}), kWorkspaceRw);
-  EXPECT_DENY(e.Tool({Tool::kWriteFile, "src/main.c", {}}), kOutside);
-  EXPECT_DENY(e.Tool({Tool::kWriteFile, ".env.md", {}}), "filesystem: deny **/.env.*");
-  EXPECT_DENY(e.Tool({Tool::kWriteFile, ".git/notes.md", {}}), kBaseGitToolsDeny);
+  Engine e(*p, PortableBinding());
+  EXPECT_ALLOW(e.Decide(Request::ToolCall(Tool::kWriteFile, "docs/index.md")), kWorkspaceRw);
+  EXPECT_ALLOW(e.Decide(Request::ToolCall(Tool::kEditFile, "README.md")), kWorkspaceRw);
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kWriteFile, "src/main.c")), kOutside);
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kWriteFile, ".env.md")),
+              "filesystem: deny **/.env.*");
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kWriteFile, ".git/notes.md")), kBaseGitToolsDeny);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -761,11 +775,29 @@ TEST(Tools, DocsProfileLimitsEditsToDocumentation) {
 
 TEST_F(BackendTest, DecideDispatchesEveryRequestKind) {
   std::vector<std::string> argv = Argv({"git", "push"});
-  EXPECT_DENY(engine_->Decide(CommandRequest{argv}), kBaseGitDeny);
-  EXPECT_ALLOW(engine_->Decide(ShellRequest{"cargo test"}), kBackendBuild);
-  EXPECT_DENY(engine_->Decide(PathRequest{Access::kRead, ".env"}), "filesystem: deny **/.env");
-  EXPECT_ALLOW(engine_->Decide(PathRequest{Access::kWrite, "src/a.rs"}), kWorkspaceRw);
-  EXPECT_ASK(engine_->Decide(ToolRequest{Tool::kWriteFile, "go.sum", {}}), kBackendLockAsk);
+  EXPECT_DENY(engine_->Decide(Request::Argv(argv)), kBaseGitDeny);
+  EXPECT_ALLOW(engine_->Decide(Request::Shell("cargo test")), kBackendBuild);
+  EXPECT_DENY(engine_->Decide(Request::Read(".env")), "filesystem: deny **/.env");
+  EXPECT_ALLOW(engine_->Decide(Request::Write("src/a.rs")), kWorkspaceRw);
+  EXPECT_ASK(engine_->Decide(Request::ToolCall(Tool::kWriteFile, "go.sum")), kBackendLockAsk);
+  // An argv is not a shell line: the same words, judged without the shell parser.
+  EXPECT_ALLOW(engine_->Decide(Request::Argv(Argv({"echo", "a|b"}))), kBaseLook);
+  EXPECT_DENY(engine_->Decide(Request::Shell("echo a|b")), "default");
+}
+
+// The resolved paths of a tool call are judged in the call's place: a link to .env is the .env.
+TEST_F(BackendTest, DecideJudgesTheResolvedPathsToo) {
+  const Request read = Request::ToolCall(Tool::kReadFile, "src/link");
+  EXPECT_ALLOW(engine_->Decide(read, {}), kWorkspaceRw);
+  const std::vector<std::string> to_env = {"src/a.rs", ".env"};
+  EXPECT_DENY(engine_->Decide(read, to_env), "filesystem: deny **/.env");
+  const std::vector<std::string> to_lock = {"go.sum"};
+  EXPECT_ASK(engine_->Decide(Request::ToolCall(Tool::kWriteFile, "src/a.rs"), to_lock),
+             kBackendLockAsk);
+  // An empty resolved path is the workspace itself; other kinds ignore the list.
+  const std::vector<std::string> empty = {""};
+  EXPECT_ALLOW(engine_->Decide(Request::ToolCall(Tool::kListDir, "src"), empty), kWorkspaceRw);
+  EXPECT_ALLOW(engine_->Decide(Request::Read("src/a.rs"), to_env), kWorkspaceRw);
 }
 
 TEST(Effective, ApprovalModeDecidesWhatAskBecomes) {
@@ -778,7 +810,7 @@ TEST(Effective, ApprovalModeDecidesWhatAskBecomes) {
     SCOPED_TRACE(c.approval);
     auto p = MustCompile(std::string("approval ") + c.approval + "\n");
     ASSERT_NE(p, nullptr);
-    Engine e(*p);
+    Engine e(*p, PortableBinding());
     EXPECT_EQ(e.Effective(Verdict::kAsk), c.ask_becomes);
     EXPECT_EQ(e.Effective(Verdict::kAllow), Verdict::kAllow);
     EXPECT_EQ(e.Effective(Verdict::kDeny), Verdict::kDeny);
@@ -788,13 +820,13 @@ TEST(Effective, ApprovalModeDecidesWhatAskBecomes) {
 TEST(Effective, DefaultIsNeverAskAndChildOverridesParent) {
   auto none = MustCompile("network none\n");
   ASSERT_NE(none, nullptr);
-  EXPECT_EQ(Engine(*none).Effective(Verdict::kAsk), Verdict::kDeny);
+  EXPECT_EQ(Engine(*none, PortableBinding()).Effective(Verdict::kAsk), Verdict::kDeny);
   auto base = MustCompile("extends backend\n");  // base says never-ask
   ASSERT_NE(base, nullptr);
-  EXPECT_EQ(Engine(*base).Effective(Verdict::kAsk), Verdict::kDeny);
+  EXPECT_EQ(Engine(*base, PortableBinding()).Effective(Verdict::kAsk), Verdict::kDeny);
   auto child = MustCompile("extends backend\napproval on-request\n");
   ASSERT_NE(child, nullptr);
-  Engine e(*child);
+  Engine e(*child, PortableBinding());
   Decision d = e.Command(Argv({"pip", "install", "x"}));
   EXPECT_ASK(d, "commands: ask (pip | pip3) install");
   EXPECT_EQ(e.Effective(d.verdict), Verdict::kAsk);

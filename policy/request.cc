@@ -1,0 +1,149 @@
+#include "policy/request.h"
+
+#include <utility>
+
+namespace cagent::policy {
+
+Request Request::Argv(std::vector<std::string> argv) {
+  Request r;
+  r.kind = Kind::kCommand;
+  r.argv = std::move(argv);
+  return r;
+}
+
+Request Request::Shell(std::string script) {
+  Request r;
+  r.kind = Kind::kShell;
+  r.script = std::move(script);
+  return r;
+}
+
+Request Request::Read(std::string path) {
+  Request r;
+  r.kind = Kind::kPath;
+  r.access = Access::kRead;
+  r.path = std::move(path);
+  return r;
+}
+
+Request Request::Write(std::string path) {
+  Request r = Read(std::move(path));
+  r.access = Access::kWrite;
+  return r;
+}
+
+Request Request::ToolCall(Tool tool, std::string subject) {
+  Request r;
+  r.kind = Kind::kTool;
+  r.tool = tool;
+  if (tool == Tool::kRunCommand) {
+    r.script = std::move(subject);
+  } else {
+    r.path = std::move(subject);
+  }
+  return r;
+}
+
+std::string_view KindName(const Request& request) {
+  switch (request.kind) {
+    case Request::Kind::kCommand:
+      return "argv";
+    case Request::Kind::kShell:
+      return "command";
+    case Request::Kind::kPath:
+      return request.access == Access::kWrite ? "write" : "read";
+    case Request::Kind::kTool:
+      return "tool";
+  }
+  return "command";
+}
+
+std::string Describe(const Request& request) {
+  std::string out(KindName(request));
+  switch (request.kind) {
+    case Request::Kind::kCommand:
+      for (const auto& a : request.argv) out += " " + QuoteWord(a);
+      break;
+    case Request::Kind::kShell:
+      out += " " + QuoteString(request.script);
+      break;
+    case Request::Kind::kPath:
+      out += " " + QuoteWord(request.path);
+      break;
+    case Request::Kind::kTool:
+      out += " ";
+      out += ToolName(request.tool);
+      if (!request.ToolSubject().empty()) out += " " + QuoteString(request.ToolSubject());
+      break;
+  }
+  return out;
+}
+
+std::string_view RequestUsage() {
+  return "write: command \"git status\" (a shell line) / argv git status (no shell) / read .env / "
+         "write src/main.c / tool write_file Cargo.lock / tool run_command \"make test\"";
+}
+
+namespace {
+
+std::string ToolList() {
+  std::string s;
+  for (int i = 0; i < static_cast<int>(Tool::kCount); ++i) {
+    s += (s.empty() ? "" : ", ") + std::string(ToolName(static_cast<Tool>(i)));
+  }
+  return s;
+}
+
+// `command` with several words: the words joined by blanks, for the hint that shows how to write
+// them (each QuoteWord-ed for an argv).
+std::string AsOneLine(std::span<const std::string> words, bool quote_each) {
+  std::string line;
+  for (const auto& w : words) line += (line.empty() ? "" : " ") + (quote_each ? QuoteWord(w) : w);
+  return line;
+}
+
+}  // namespace
+
+std::variant<Request, RequestWordsError> ParseRequestWords(std::span<const std::string> words) {
+  auto fail = [](std::size_t word, std::string message,
+                 std::string hint = std::string(RequestUsage())) {
+    return RequestWordsError{word, std::move(message), std::move(hint)};
+  };
+  if (words.empty()) return fail(0, "a request needs a kind");
+  const std::string& kind = words[0];
+  const std::size_t args = words.size() - 1;
+  // `shell` is the former cases-file spelling of `command`; both read a shell line.
+  if (kind == "command" || kind == "shell") {
+    if (args == 0) return fail(0, "'" + kind + "' needs a shell command line");
+    if (args > 1) {
+      const std::string line = AsOneLine(words.subspan(1), false);
+      return fail(2,
+                  "'" + kind + "' takes one shell command line, quoted; found " +
+                      std::to_string(args) + " words",
+                  "write command " + QuoteString(line) + " for the shell line, or argv " +
+                      AsOneLine(words.subspan(1), true) + " for the argv without a shell");
+    }
+    return Request::Shell(words[1]);
+  }
+  if (kind == "argv") {
+    if (args == 0) return fail(0, "'argv' needs the command's words");
+    return Request::Argv(std::vector<std::string>(words.begin() + 1, words.end()));
+  }
+  if (kind == "read" || kind == "write") {
+    if (args != 1) return fail(args == 0 ? 0 : 2, "'" + kind + "' takes one path");
+    return kind == "read" ? Request::Read(words[1]) : Request::Write(words[1]);
+  }
+  if (kind == "tool") {
+    if (args == 0 || args > 2) {
+      return fail(args == 0 ? 0 : 3,
+                  "'tool' takes a tool name and optionally one path or quoted command line");
+    }
+    auto tool = ParseTool(words[1]);
+    if (!tool) return fail(1, "unknown tool '" + words[1] + "'", "the tools are: " + ToolList());
+    return Request::ToolCall(*tool, args == 2 ? words[2] : std::string());
+  }
+  return fail(0, "unknown request kind '" + kind + "'",
+              "use command (a shell line), argv (no shell), read, write or tool");
+}
+
+}  // namespace cagent::policy

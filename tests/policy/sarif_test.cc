@@ -1,0 +1,158 @@
+// The SARIF rendering of an audit (policy/sarif.h): the SARIF 2.1.0 shape code-scanning tools
+// require, the level of each risk, locations as URI references, and file names that are hostile
+// (spaces, '%', '#', '?', control bytes, non-ASCII) still giving valid, unambiguous URIs.
+#include "policy/sarif.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "policy/audit.h"
+#include "policy/loader.h"
+#include "tests/policy/policy_test_util.h"
+
+namespace cagent::policy {
+namespace {
+
+using nlohmann::json;
+using ::testing::AnyOf;
+
+// The parts of SARIF 2.1.0 that GitHub code scanning and other readers require.
+void ExpectSarifShape(const json& s) {
+  ASSERT_TRUE(s.is_object());
+  EXPECT_EQ(s["version"], "2.1.0");
+  EXPECT_EQ(s["$schema"], "https://json.schemastore.org/sarif-2.1.0.json");
+  ASSERT_TRUE(s["runs"].is_array());
+  ASSERT_EQ(s["runs"].size(), 1u);
+  const json& run = s["runs"][0];
+  const json& driver = run["tool"]["driver"];
+  EXPECT_EQ(driver["name"], "cagent");
+  EXPECT_EQ(driver["version"], "9.9.9");
+  ASSERT_TRUE(driver["rules"].is_array());
+  ASSERT_EQ(driver["rules"].size(), AuditRules().size());
+  std::set<std::string> unique;
+  for (std::size_t i = 0; i < driver["rules"].size(); ++i) {
+    const json& rule = driver["rules"][i];
+    EXPECT_EQ(rule["id"], std::string(AuditRules()[i].id));
+    unique.insert(rule["id"].get<std::string>());
+    EXPECT_TRUE(rule["name"].is_string());
+    EXPECT_TRUE(rule["shortDescription"]["text"].is_string());
+    EXPECT_THAT(rule["defaultConfiguration"]["level"].get<std::string>(),
+                AnyOf("error", "warning", "note"));
+  }
+  EXPECT_EQ(unique.size(), driver["rules"].size());
+  ASSERT_TRUE(run["results"].is_array());
+  for (const json& res : run["results"]) {
+    const std::size_t index = res["ruleIndex"].get<std::size_t>();
+    ASSERT_LT(index, driver["rules"].size()) << res.dump();
+    EXPECT_EQ(driver["rules"][index]["id"], res["ruleId"]);
+    EXPECT_THAT(res["level"].get<std::string>(), AnyOf("error", "warning", "note"));
+    EXPECT_TRUE(res["message"]["text"].is_string());
+    EXPECT_THAT(res["properties"]["severity"].get<std::string>(),
+                AnyOf("high", "medium", "low", "info"));
+    ASSERT_TRUE(res["locations"].is_array());
+    for (const json& loc : res["locations"]) {
+      const json& phys = loc["physicalLocation"];
+      EXPECT_TRUE(phys["artifactLocation"]["uri"].is_string());
+      EXPECT_GE(phys["region"]["startLine"].get<int>(), 1);
+      EXPECT_GE(phys["region"]["startColumn"].get<int>(), 1);
+    }
+  }
+}
+
+TEST(Sarif, LevelsFollowTheRisk) {
+  EXPECT_EQ(SarifLevel(Risk::kHigh), "error");
+  EXPECT_EQ(SarifLevel(Risk::kMedium), "warning");
+  EXPECT_EQ(SarifLevel(Risk::kLow), "note");
+  EXPECT_EQ(SarifLevel(Risk::kInfo), "note");
+}
+
+TEST(Sarif, UriKeepsPathCharactersAndEncodesTheRest) {
+  EXPECT_EQ(UriOf("<built-in>/base.cagent"), "%3Cbuilt-in%3E/base.cagent");
+  EXPECT_EQ(UriOf("./.cagent/project.cagent"), "./.cagent/project.cagent");
+  EXPECT_EQ(UriOf("/a b/c%d#e?f"), "/a%20b/c%25d%23e%3Ff");
+  EXPECT_EQ(UriOf("x\n\x1b[2J\"y\\"), "x%0A%1B%5B2J%22y%5C");
+  EXPECT_EQ(UriOf("caf\xc3\xa9"), "caf%C3%A9");
+  EXPECT_EQ(UriOf("A-z_0.9~:@!$&'()*+,;="), "A-z_0.9~:@!$&'()*+,;=");
+  EXPECT_EQ(UriOf(""), "");
+}
+
+TEST(Sarif, BuiltInProfileAuditHasTheShape) {
+  auto p = testing::MustCompile("extends backend\nnetwork loopback\n");
+  ASSERT_NE(p, nullptr);
+  const auto findings = Audit(*p);
+  ASSERT_FALSE(findings.empty());
+  const json s = AuditSarif(*p, findings, "9.9.9");
+  ExpectSarifShape(s);
+  const json& results = s["runs"][0]["results"];
+  ASSERT_EQ(results.size(), findings.size());
+  bool network = false;
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    EXPECT_EQ(results[i]["ruleId"], std::string(findings[i].rule_id));
+    EXPECT_EQ(results[i]["level"], std::string(SarifLevel(findings[i].risk)));
+    EXPECT_EQ(results[i]["message"]["text"], findings[i].message);
+    if (findings[i].rule_id != "CAGENT001") continue;
+    network = true;
+    // Located at the `network loopback` statement, in the profile's own file.
+    ASSERT_EQ(results[i]["locations"].size(), 1u);
+    const json& phys = results[i]["locations"][0]["physicalLocation"];
+    EXPECT_EQ(phys["artifactLocation"]["uri"], "test.cagent");
+    EXPECT_EQ(phys["region"]["startLine"], 2);
+    EXPECT_EQ(phys["region"]["startColumn"], 1);
+  }
+  EXPECT_TRUE(network);
+}
+
+// A file name anyone can give a profile in a repository's .cagent/ reaches the SARIF log only as
+// a percent-encoded URI; the message text stays a JSON string whatever it holds.
+TEST(Sarif, HostileFileNamesGiveValidUris) {
+  const std::string name = "./.cagent/a b%#?\x1b[31m\xff.cagent";
+  SearchPath search;
+  Compiled c = CompileText(name, "network loopback\n", search);
+  ASSERT_TRUE(c.ok()) << RenderAll(*c.sources, c.diags);
+  const auto findings = Audit(*c.policy);
+  const json s = AuditSarif(*c.policy, findings, "9.9.9");
+  ExpectSarifShape(s);
+  bool located = false;
+  for (const json& res : s["runs"][0]["results"]) {
+    for (const json& loc : res["locations"]) {
+      located = true;
+      const std::string uri = loc["physicalLocation"]["artifactLocation"]["uri"];
+      EXPECT_EQ(uri, "./.cagent/a%20b%25%23%3F%1B%5B31m%FF.cagent");
+      for (const unsigned char ch : uri) {
+        EXPECT_TRUE(ch > 0x20 && ch < 0x7f && ch != '#' && ch != '?') << uri;
+      }
+    }
+  }
+  EXPECT_TRUE(located);
+  // The whole log serialises (invalid UTF-8 in a name never reaches it raw).
+  EXPECT_NO_THROW((void)s.dump());
+}
+
+TEST(Sarif, NoFindingsIsAnEmptyResultList) {
+  auto p = testing::MustCompile("extends base\n");
+  ASSERT_NE(p, nullptr);
+  const json s = AuditSarif(*p, {}, "9.9.9");
+  ExpectSarifShape(s);
+  EXPECT_TRUE(s["runs"][0]["results"].is_array());
+  EXPECT_TRUE(s["runs"][0]["results"].empty());
+}
+
+// A finding without a location (a policy with no sources) has an empty location list, never a
+// location pointing nowhere.
+TEST(Sarif, UnlocatedFindingHasNoLocation) {
+  Policy bare;
+  const Finding f{"CAGENT001", Risk::kHigh, "network is on", {}};
+  const json s = AuditSarif(bare, std::span<const Finding>(&f, 1), "9.9.9");
+  ExpectSarifShape(s);
+  ASSERT_EQ(s["runs"][0]["results"].size(), 1u);
+  EXPECT_TRUE(s["runs"][0]["results"][0]["locations"].empty());
+  EXPECT_EQ(s["runs"][0]["results"][0]["ruleIndex"], 0);
+  EXPECT_EQ(s["runs"][0]["results"][0]["level"], "error");
+}
+
+}  // namespace
+}  // namespace cagent::policy
