@@ -101,6 +101,145 @@ int Usage(const std::string& message) {
   return ToInt(ExitCode::kUsage);
 }
 
+// The workspace: --workspace, or the current directory; canonical, and never "/". The error is
+// the user's to fix (kInvalidInput).
+Result<std::string> ExecWorkspace(const std::string& given) {
+  std::string workspace = given;
+  if (workspace.empty()) {
+    char buf[4096];
+    if (::getcwd(buf, sizeof(buf)) == nullptr) {
+      return PlainError(std::string("cannot determine the current directory: ") +
+                        std::strerror(errno) + "; pass --workspace DIR")
+          .WithCode(Error::Code::kInvalidInput);
+    }
+    workspace = buf;
+  }
+  auto canonical = CanonicalDirectory(workspace);
+  if (!canonical) {
+    return PlainError("workspace: " + canonical.error().Message() + "; pass an existing directory")
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  if (*canonical == "/") {
+    return PlainError("the workspace cannot be / (it would expose the whole host)")
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  return *canonical;
+}
+
+// The profile and the spec it makes, before any override.
+struct ExecProfile {
+  std::shared_ptr<const policy::Policy> policy;  // null for "default"
+  ProfileChoice chosen;
+  LaunchSpec spec;
+  std::vector<std::string> notes;
+};
+
+// "default" is the launcher's built-in view; anything else is compiled from the policy language
+// (a name on the search path, or a file). A profile that does not compile has its diagnostics
+// printed on stderr here; every error is the user's (kInvalidInput).
+Result<ExecProfile> LoadExecProfile(const ExecOptions& o, const std::string& workspace) {
+  ExecProfile out;
+  if (o.profile == "default") {
+    out.spec = DefaultLaunchSpec(workspace, o.command);
+    return out;
+  }
+  const std::string home = CallerHome();
+  const auto search = policy::SearchPath::Default(home, CAGENT_PROFILE_DIR);
+  auto choice = ChooseProfile(o.profile, search, o.trust_repo_profile);
+  if (!choice) return PlainError(choice.error().Message()).WithCode(Error::Code::kInvalidInput);
+  out.chosen = *choice;
+  policy::Compiled compiled = policy::LoadProfile(out.chosen.path, search);
+  if (!compiled.ok()) {
+    std::cerr << policy::RenderAll(*compiled.sources, compiled.diags);
+    return PlainError("profile '" + o.profile + "' has " +
+                      std::to_string(compiled.diags.ErrorCount()) +
+                      " error(s); `cagent policy check` shows them too")
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  out.policy = compiled.policy;
+  ProfileContext ctx{RunBinding(workspace), CallerEnviron()};
+  auto built = SpecFromPolicy(*out.policy, o.command, ctx);
+  if (!built) {
+    return PlainError("profile '" + o.profile + "': " + built.error().Message())
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  out.spec = std::move(built->spec);
+  out.notes = std::move(built->notes);
+  return out;
+}
+
+// The outcome line on stderr (nothing for a command that simply exited).
+void ReportOutcome(const ExecOptions& o, const SandboxOutcome& out) {
+  if (!o.quiet) {
+    switch (out.kind) {
+      case SandboxOutcome::Kind::kExited:
+        break;  // a command's own status needs no comment
+      case SandboxOutcome::Kind::kSignaled:
+        if (out.limit_hit.empty()) {
+          spdlog::info("{}", DescribeOutcome(out));
+        } else {
+          spdlog::info("{}: {}", DescribeOutcome(out), out.limit_hit);
+        }
+        break;
+      case SandboxOutcome::Kind::kTimedOut:
+        spdlog::info("command timed out after {}; the sandbox was stopped", o.overrides.timeout);
+        break;
+      case SandboxOutcome::Kind::kSetupFailed:
+      case SandboxOutcome::Kind::kExecFailed:
+        spdlog::error("{}", DescribeOutcome(out));
+        break;
+    }
+  }
+}
+
+// The --json record of one exec.
+nlohmann::json OutcomeJson(const ExecOptions& o, const ExecProfile& profile, const LaunchSpec& spec,
+                           const SandboxOutcome& out) {
+  const policy::Policy* prof = profile.policy.get();
+  const ProfileChoice& chosen = profile.chosen;
+  const std::vector<std::string>& profile_notes = profile.notes;
+  nlohmann::json j;
+  j["cagent_version"] = CAGENT_VERSION;
+  j["profile"] = o.profile;
+  j["profile_files"] = prof != nullptr ? nlohmann::json(prof->files) : nlohmann::json::array();
+  j["profile_file"] = prof != nullptr ? nlohmann::json(chosen.file) : nlohmann::json();
+  j["profile_sha256"] = prof != nullptr ? nlohmann::json(chosen.sha256) : nlohmann::json();
+  j["profile_notes"] = profile_notes;
+  j["command"] = spec.argv;
+  j["workspace"] = spec.workspace;
+  j["status"] = StatusName(out.kind);
+  j["exit_code"] = out.exit_code;
+  j["signal"] = out.signal > 0 ? nlohmann::json(SignalName(out.signal)) : nlohmann::json();
+  j["duration_ms"] = out.duration.count();
+  if (out.kind == SandboxOutcome::Kind::kSetupFailed ||
+      out.kind == SandboxOutcome::Kind::kExecFailed) {
+    const char* errname = out.err > 0 ? strerrorname_np(out.err) : nullptr;
+    j["error"] = {{"step", out.failed_step},
+                  {"errno", out.err},
+                  {"errno_name", errname != nullptr ? errname : ""},
+                  {"message", out.error}};
+  } else {
+    j["error"] = nullptr;
+  }
+  j["timeout_ms"] = spec.timeout.count();
+  j["layers"] = LayersJson(spec);
+  j["disabled_layers"] = out.disabled_layers;
+  j["downgrades"] = out.downgrades;
+  j["host_findings"] = out.host_findings;
+  j["planted_repositories"] = out.planted_repositories;
+  j["cleared_files"] = out.cleared_files;
+  j["network"] = std::string(NetworkModeName(spec.network));
+  j["details"] = {{"landlock", out.landlock},
+                  {"seccomp", out.seccomp},
+                  {"rlimits", out.rlimits},
+                  {"cgroup", out.cgroup},
+                  {"git_guard", out.git_guard}};
+  j["limit_hit"] = out.limit_hit.empty() ? nlohmann::json() : nlohmann::json(out.limit_hit);
+  j["memory_peak_bytes"] =
+      out.memory_peak_bytes ? nlohmann::json(*out.memory_peak_bytes) : nlohmann::json();
+  return j;
+}
+
 }  // namespace
 
 CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
@@ -213,56 +352,17 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
 }
 
 int RunExecCommand(const ExecOptions& o) {
-  std::string workspace = o.workspace;
-  if (workspace.empty()) {
-    char buf[4096];
-    if (::getcwd(buf, sizeof(buf)) == nullptr) {
-      return Usage(std::string("cannot determine the current directory: ") + std::strerror(errno) +
-                   "; pass --workspace DIR");
-    }
-    workspace = buf;
-  }
-  auto canonical = CanonicalDirectory(workspace);
-  if (!canonical) {
-    return Usage("workspace: " + canonical.error().Message() + "; pass an existing directory");
-  }
-  if (*canonical == "/") return Usage("the workspace cannot be / (it would expose the whole host)");
-
-  // The profile: "default" is the launcher's built-in view; anything else is compiled from the
-  // policy language (a name on the search path, or a file).
-  std::shared_ptr<const policy::Policy> policy;
-  std::vector<std::string> profile_notes;
-  ProfileChoice chosen;
-  LaunchSpec spec;
-  if (o.profile == "default") {
-    spec = DefaultLaunchSpec(*canonical, o.command);
-  } else {
-    const std::string home = CallerHome();
-    const auto search = policy::SearchPath::Default(home, CAGENT_PROFILE_DIR);
-    auto choice = ChooseProfile(o.profile, search, o.trust_repo_profile);
-    if (!choice) return Usage(choice.error().Message());
-    chosen = *choice;
-    policy::Compiled compiled = policy::LoadProfile(chosen.path, search);
-    if (!compiled.ok()) {
-      std::cerr << policy::RenderAll(*compiled.sources, compiled.diags);
-      return Usage("profile '" + o.profile + "' has " +
-                   std::to_string(compiled.diags.ErrorCount()) +
-                   " error(s); `cagent policy check` shows them too");
-    }
-    policy = compiled.policy;
-    ProfileContext ctx{RunBinding(*canonical), CallerEnviron()};
-    auto built = SpecFromPolicy(*policy, o.command, ctx);
-    if (!built) return Usage("profile '" + o.profile + "': " + built.error().Message());
-    spec = std::move(built->spec);
-    profile_notes = std::move(built->notes);
-  }
-  const policy::Policy* prof = policy.get();
-  auto narrowed = Narrow(std::move(spec), o.overrides, prof);
+  auto workspace = ExecWorkspace(o.workspace);
+  if (!workspace) return Usage(workspace.error().Message());
+  auto profile = LoadExecProfile(o, *workspace);
+  if (!profile) return Usage(profile.error().Message());
+  // With a profile the command line may narrow the sandbox, never widen it (narrow.h).
+  auto narrowed = Narrow(profile->spec, o.overrides, profile->policy.get());
   if (!narrowed) {
     spdlog::error("{}", narrowed.error().Message());
     return ToInt(ExitCodeFor(narrowed.error(), ExitCode::kUsage));
   }
-  spec = std::move(*narrowed);
+  const LaunchSpec& spec = *narrowed;
   for (const auto& name : o.overrides.disable_layers) {
     if (auto l = ParseLayer(name)) {
       spdlog::warn("warning: layer '{}' is switched off (--disable-layer): {}", name,
@@ -277,81 +377,17 @@ int RunExecCommand(const ExecOptions& o) {
     auto pfc = filter->Pfc();
     if (!pfc) return Usage(pfc.error().Message());
     std::cout << *pfc;
-    return 0;
+    return ToInt(ExitCode::kOk);
   }
 
   auto outcome = RunSandbox(spec);
-  if (outcome) {
-    for (const auto& d : outcome->downgrades) spdlog::warn("warning: downgrade: {}", d);
-  }
   if (!outcome) {
     spdlog::error("{}", outcome.error().Message());
     return ToInt(ExitCodeFor(outcome.error(), ExitCode::kSetupFailed));
   }
-  const SandboxOutcome& out = *outcome;
-  if (!o.quiet) {
-    switch (out.kind) {
-      case SandboxOutcome::Kind::kExited:
-        break;  // a command's own status needs no comment
-      case SandboxOutcome::Kind::kSignaled:
-        if (out.limit_hit.empty()) {
-          spdlog::info("{}", DescribeOutcome(out));
-        } else {
-          spdlog::info("{}: {}", DescribeOutcome(out), out.limit_hit);
-        }
-        break;
-      case SandboxOutcome::Kind::kTimedOut:
-        spdlog::info("command timed out after {}; the sandbox was stopped", o.overrides.timeout);
-        break;
-      case SandboxOutcome::Kind::kSetupFailed:
-      case SandboxOutcome::Kind::kExecFailed:
-        spdlog::error("{}", DescribeOutcome(out));
-        break;
-    }
-  }
-  if (o.json) {
-    nlohmann::json j;
-    j["cagent_version"] = CAGENT_VERSION;
-    j["profile"] = o.profile;
-    j["profile_files"] = prof != nullptr ? nlohmann::json(prof->files) : nlohmann::json::array();
-    j["profile_file"] = prof != nullptr ? nlohmann::json(chosen.file) : nlohmann::json();
-    j["profile_sha256"] = prof != nullptr ? nlohmann::json(chosen.sha256) : nlohmann::json();
-    j["profile_notes"] = profile_notes;
-    j["command"] = spec.argv;
-    j["workspace"] = spec.workspace;
-    j["status"] = StatusName(out.kind);
-    j["exit_code"] = out.exit_code;
-    j["signal"] = out.signal > 0 ? nlohmann::json(SignalName(out.signal)) : nlohmann::json();
-    j["duration_ms"] = out.duration.count();
-    if (out.kind == SandboxOutcome::Kind::kSetupFailed ||
-        out.kind == SandboxOutcome::Kind::kExecFailed) {
-      const char* errname = out.err > 0 ? strerrorname_np(out.err) : nullptr;
-      j["error"] = {{"step", out.failed_step},
-                    {"errno", out.err},
-                    {"errno_name", errname != nullptr ? errname : ""},
-                    {"message", out.error}};
-    } else {
-      j["error"] = nullptr;
-    }
-    j["timeout_ms"] = spec.timeout.count();
-    j["layers"] = LayersJson(spec);
-    j["disabled_layers"] = out.disabled_layers;
-    j["downgrades"] = out.downgrades;
-    j["host_findings"] = out.host_findings;
-    j["planted_repositories"] = out.planted_repositories;
-    j["cleared_files"] = out.cleared_files;
-    j["network"] = std::string(NetworkModeName(spec.network));
-    j["details"] = {{"landlock", out.landlock},
-                    {"seccomp", out.seccomp},
-                    {"rlimits", out.rlimits},
-                    {"cgroup", out.cgroup},
-                    {"git_guard", out.git_guard}};
-    j["limit_hit"] = out.limit_hit.empty() ? nlohmann::json() : nlohmann::json(out.limit_hit);
-    j["memory_peak_bytes"] =
-        out.memory_peak_bytes ? nlohmann::json(*out.memory_peak_bytes) : nlohmann::json();
-    std::cout << JsonText(j) << std::endl;
-  }
-  return out.exit_code;
+  for (const auto& d : outcome->downgrades) spdlog::warn("warning: downgrade: {}", d);
+  ReportOutcome(o, *outcome);
+  if (o.json) std::cout << JsonText(OutcomeJson(o, *profile, spec, *outcome)) << std::endl;
+  return outcome->exit_code;
 }
-
 }  // namespace cagent::launcher
