@@ -1,11 +1,12 @@
 #include "agent/context.h"
-#include "common/json_text.h"
 
 #include <algorithm>
 #include <deque>
 #include <map>
 #include <set>
 #include <utility>
+
+#include "common/json_text.h"
 
 namespace cagent::agent {
 namespace {
@@ -188,8 +189,7 @@ class Compactor {
     if (auto it = calls.find(m.result.call_id); it != calls.end()) {
       if (tool.empty()) tool = it->second->name;
       if (subject.empty()) {
-        subject =
-            JsonText(it->second->arguments);
+        subject = JsonText(it->second->arguments);
       }
     }
     std::string line = "- " + (tool.empty() ? std::string("tool") : tool);

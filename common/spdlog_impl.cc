@@ -7,12 +7,11 @@
 // launcher (see docs/performance.md), hence this static library instead.
 //
 // Only what cagent uses is instantiated: the logger and registry, the pattern formatter, the base
-// sinks, the stderr logger factory, and the colour console sink of spdlog's own default logger. A missing piece is a link error, never a silent change.
+// sinks, the stderr logger factory, and the colour console sink of spdlog's own default logger. A
+// missing piece is a link error, never a silent change.
 #ifndef SPDLOG_COMPILED_LIB
 #error "common/spdlog_impl.cc must be built with SPDLOG_COMPILED_LIB (target cagent_spdlog)"
 #endif
-
-#include <mutex>
 
 #include <spdlog/common-inl.h>
 #include <spdlog/details/backtracer-inl.h>
@@ -31,6 +30,8 @@
 #include <spdlog/sinks/sink-inl.h>
 #include <spdlog/sinks/stdout_sinks-inl.h>
 #include <spdlog/spdlog-inl.h>
+
+#include <mutex>
 
 template class spdlog::sinks::base_sink<std::mutex>;
 template class spdlog::sinks::base_sink<spdlog::details::null_mutex>;

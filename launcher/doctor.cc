@@ -55,7 +55,8 @@ Probe UserNamespaces() {
                        "; cagent cannot build a sandbox. Check user.max_user_namespaces";
   const std::string legacy = ReadFirstLine("/proc/sys/kernel/unprivileged_userns_clone");
   if (legacy == "0") detail += ", kernel.unprivileged_userns_clone=0 (set it to 1)";
-  const std::string apparmor = ReadFirstLine("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+  const std::string apparmor =
+      ReadFirstLine("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
   if (apparmor == "1") detail += ", kernel.apparmor_restrict_unprivileged_userns=1";
   return {"user namespaces", "missing", detail};
 }
@@ -110,8 +111,9 @@ Probe CgroupV2() {
 
 Probe Selinux() {
   if (!FileHasWord("/proc/filesystems", "selinuxfs")) {
-    return {"selinux", "off", "not enabled on this kernel (no selinuxfs); the module in selinux/ "
-                              "is an optional extra layer on SELinux systems"};
+    return {"selinux", "off",
+            "not enabled on this kernel (no selinuxfs); the module in selinux/ "
+            "is an optional extra layer on SELinux systems"};
   }
   const std::string enforce = ReadFirstLine("/sys/fs/selinux/enforce");
   if (enforce.empty()) return {"selinux", "off", "selinuxfs registered but not mounted"};
@@ -148,7 +150,8 @@ DoctorReport RunDoctor() {
   // /bin/true, in a scratch workspace.
   char tmpl[] = "/tmp/cagent-doctor-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) {
-    report.sandbox_detail = std::string("cannot create a scratch workspace: ") + std::strerror(errno);
+    report.sandbox_detail =
+        std::string("cannot create a scratch workspace: ") + std::strerror(errno);
     return report;
   }
   const LaunchSpec spec = DefaultLaunchSpec(tmpl, {"/bin/true"});

@@ -44,7 +44,8 @@ void RunInit(const ExecPlan& exec, const InitOptions& options, int report_fd) {
   if (sfd < 0) Fail(report_fd, ChildStep::kSignalSetup, errno);
 
   // Raw clone rather than fork(): no atfork handlers run in this allocation-free child.
-  const pid_t command = static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+  const pid_t command =
+      static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr));
   if (command < 0) Fail(report_fd, ChildStep::kForkCommand, errno);
   if (command == 0) {
     ::close(sfd);

@@ -20,7 +20,8 @@ ChildResult BringUpLoopback() {
     ::close(sock);
     return ChildResult::Failure(ChildStep::kLoopbackUp, e);
   }
-  req.ifr_flags = static_cast<short>(req.ifr_flags | IFF_UP | IFF_RUNNING);  // NOLINT(google-runtime-int)
+  req.ifr_flags =
+      static_cast<short>(req.ifr_flags | IFF_UP | IFF_RUNNING);  // NOLINT(google-runtime-int)
   if (::ioctl(sock, SIOCSIFFLAGS, &req) != 0) {
     const int e = errno;
     ::close(sock);

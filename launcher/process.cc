@@ -1,13 +1,12 @@
 #include "launcher/process.h"
 
 #include <fcntl.h>
-
-#include <cerrno>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <set>

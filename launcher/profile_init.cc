@@ -19,6 +19,7 @@
 #include "common/unique_fd.h"
 #include "launcher/profile_spec.h"
 #include "policy/engine.h"
+#include "policy/ir.h"
 
 namespace cagent::launcher {
 namespace {
@@ -142,22 +143,6 @@ std::string Absolute(const std::string& p) {
   char buf[PATH_MAX];
   if (::realpath(p.c_str(), buf) != nullptr) return buf;
   return p;
-}
-
-// A string as the profile language writes it: always in double quotes.
-std::string Quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 // A Makefile rule for `target` at the start of a line ("test:", "test check:", not "test :=").
@@ -492,7 +477,8 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
   s += "# Rules add to the parent's; a parent's deny always stands. `cagent policy show " + o.name +
        "` prints\n# the result.\n";
   s += "description " +
-       Quoted(Basename(dir) + ": " + plan.parent + " plus this repository's toolchains and tests") +
+       policy::QuoteString(Basename(dir) + ": " + plan.parent +
+                           " plus this repository's toolchains and tests") +
        "\n";
   s += "extends " + plan.parent + "\n";
 
@@ -535,7 +521,7 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
     s += "verify {\n";
     s += "  # Guessed from " + verify_why + ". cagent runs it after the agent stops, in a fresh\n";
     s += "  # sandbox over the workspace; a failure marks the run as failed.\n";
-    s += "  run " + Quoted(plan.verify) + " timeout " + timeout + "\n";
+    s += "  run " + policy::QuoteString(plan.verify) + " timeout " + timeout + "\n";
     s += "}\n";
   }
 

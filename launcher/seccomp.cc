@@ -1,15 +1,15 @@
 #include "launcher/seccomp.h"
 
+#include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <seccomp.h>
-#include <fcntl.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -94,9 +94,9 @@ struct ModeCall {
   int flags_arg;  // -1: the mode always applies
 };
 constexpr ModeCall kModeCalls[] = {
-    {"chmod", 1, -1},  {"fchmod", 1, -1}, {"fchmodat", 2, -1}, {"fchmodat2", 2, -1},
-    {"creat", 1, -1},  {"mkdir", 1, -1},  {"mkdirat", 2, -1},  {"mknod", 1, -1},
-    {"mknodat", 2, -1}, {"open", 2, 1},   {"openat", 3, 2},
+    {"chmod", 1, -1},   {"fchmod", 1, -1}, {"fchmodat", 2, -1}, {"fchmodat2", 2, -1},
+    {"creat", 1, -1},   {"mkdir", 1, -1},  {"mkdirat", 2, -1},  {"mknod", 1, -1},
+    {"mknodat", 2, -1}, {"open", 2, 1},    {"openat", 3, 2},
 };
 // O_TMPFILE includes O_DIRECTORY; the bit of its own is what marks an unnamed file.
 constexpr std::uint64_t kTmpfileBit = static_cast<std::uint64_t>(O_TMPFILE & ~O_DIRECTORY);
@@ -451,7 +451,8 @@ class Builder {
       }
     }
     summary_.push_back(
-        "chmod, fchmod, fchmodat, fchmodat2, creat, mkdir, mkdirat, mknod, mknodat, and open/openat "
+        "chmod, fchmod, fchmodat, fchmodat2, creat, mkdir, mkdirat, mknod, mknodat, and "
+        "open/openat "
         "with O_CREAT or O_TMPFILE: EPERM when the mode has S_ISUID or S_ISGID (openat2 is left to "
         "the host-side sweep)");
     return Ok{};

@@ -29,20 +29,20 @@ struct Value {
     kGroup,   // (a | b | "c d"): alternatives, each a kWord or kString Value
   };
   Kind kind = Kind::kWord;
-  std::string text;               // empty for kGroup
+  std::string text;                 // empty for kGroup
   std::vector<Value> alternatives;  // only for kGroup
-  Location loc;                   // first byte of the token ('"' or '(' included)
-  std::uint32_t length = 1;       // bytes of source the value spans (for carets)
+  Location loc;                     // first byte of the token ('"' or '(' included)
+  std::uint32_t length = 1;         // bytes of source the value spans (for carets)
 };
 
 struct Statement {
   std::string keyword;
-  Location loc;                   // the keyword's first byte
+  Location loc;  // the keyword's first byte
   std::uint32_t keyword_length = 1;
   std::vector<Value> args;
   bool has_block = false;
-  std::vector<Statement> block;   // nested statements when has_block
-  Location block_loc;             // the '{'
+  std::vector<Statement> block;  // nested statements when has_block
+  Location block_loc;            // the '{'
 };
 
 struct File {

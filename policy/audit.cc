@@ -50,16 +50,23 @@ struct SecretPath {
   Risk risk;
 };
 constexpr SecretPath kSecretPaths[] = {
-    {"~/.ssh", Risk::kHigh},          {"~/.aws", Risk::kHigh},
-    {"~/.gnupg", Risk::kHigh},        {"~/.docker", Risk::kHigh},
-    {"~/.kube", Risk::kHigh},         {"~/.netrc", Risk::kHigh},
-    {"~/.git-credentials", Risk::kHigh}, {"~/.config", Risk::kHigh},
-    {"~/.azure", Risk::kHigh},        {"~/.npmrc", Risk::kHigh},
+    {"~/.ssh", Risk::kHigh},
+    {"~/.aws", Risk::kHigh},
+    {"~/.gnupg", Risk::kHigh},
+    {"~/.docker", Risk::kHigh},
+    {"~/.kube", Risk::kHigh},
+    {"~/.netrc", Risk::kHigh},
+    {"~/.git-credentials", Risk::kHigh},
+    {"~/.config", Risk::kHigh},
+    {"~/.azure", Risk::kHigh},
+    {"~/.npmrc", Risk::kHigh},
     {"~/.pypirc", Risk::kHigh},
     // Toolchain directories the built-in profiles expose, holding registry tokens and repository
     // passwords when the user has logged in.
-    {"~/.cargo/credentials.toml", Risk::kMedium}, {"~/.cargo/credentials", Risk::kMedium},
-    {"~/.m2/settings.xml", Risk::kMedium},        {"~/.gradle/gradle.properties", Risk::kMedium},
+    {"~/.cargo/credentials.toml", Risk::kMedium},
+    {"~/.cargo/credentials", Risk::kMedium},
+    {"~/.m2/settings.xml", Risk::kMedium},
+    {"~/.gradle/gradle.properties", Risk::kMedium},
 };
 
 // Files in a project that usually hold secrets.
@@ -74,21 +81,36 @@ struct Runner {
   Risk risk;
 };
 constexpr Runner kRunners[] = {
-    {"sh", "shell", Risk::kMedium},       {"bash", "shell", Risk::kMedium},
-    {"dash", "shell", Risk::kMedium},     {"zsh", "shell", Risk::kMedium},
-    {"fish", "shell", Risk::kMedium},     {"ksh", "shell", Risk::kMedium},
-    {"csh", "shell", Risk::kMedium},      {"busybox", "shell", Risk::kMedium},
-    {"python", "interpreter", Risk::kLow},  {"python3", "interpreter", Risk::kLow},
-    {"python2", "interpreter", Risk::kLow}, {"node", "interpreter", Risk::kLow},
-    {"deno", "interpreter", Risk::kLow},    {"bun", "interpreter", Risk::kLow},
-    {"perl", "interpreter", Risk::kLow},    {"ruby", "interpreter", Risk::kLow},
-    {"php", "interpreter", Risk::kLow},     {"lua", "interpreter", Risk::kLow},
-    {"tclsh", "interpreter", Risk::kLow},   {"Rscript", "interpreter", Risk::kLow},
-    {"awk", "runner: system()", Risk::kLow}, {"gawk", "runner: system()", Risk::kLow},
-    {"env", "runner", Risk::kLow},          {"xargs", "runner", Risk::kLow},
-    {"find", "runner: -exec", Risk::kLow}, {"timeout", "runner", Risk::kLow},
-    {"nice", "runner", Risk::kLow},         {"nohup", "runner", Risk::kLow},
-    {"stdbuf", "runner", Risk::kLow},       {"setsid", "runner", Risk::kLow},
+    {"sh", "shell", Risk::kMedium},
+    {"bash", "shell", Risk::kMedium},
+    {"dash", "shell", Risk::kMedium},
+    {"zsh", "shell", Risk::kMedium},
+    {"fish", "shell", Risk::kMedium},
+    {"ksh", "shell", Risk::kMedium},
+    {"csh", "shell", Risk::kMedium},
+    {"busybox", "shell", Risk::kMedium},
+    {"python", "interpreter", Risk::kLow},
+    {"python3", "interpreter", Risk::kLow},
+    {"python2", "interpreter", Risk::kLow},
+    {"node", "interpreter", Risk::kLow},
+    {"deno", "interpreter", Risk::kLow},
+    {"bun", "interpreter", Risk::kLow},
+    {"perl", "interpreter", Risk::kLow},
+    {"ruby", "interpreter", Risk::kLow},
+    {"php", "interpreter", Risk::kLow},
+    {"lua", "interpreter", Risk::kLow},
+    {"tclsh", "interpreter", Risk::kLow},
+    {"Rscript", "interpreter", Risk::kLow},
+    {"awk", "runner: system()", Risk::kLow},
+    {"gawk", "runner: system()", Risk::kLow},
+    {"env", "runner", Risk::kLow},
+    {"xargs", "runner", Risk::kLow},
+    {"find", "runner: -exec", Risk::kLow},
+    {"timeout", "runner", Risk::kLow},
+    {"nice", "runner", Risk::kLow},
+    {"nohup", "runner", Risk::kLow},
+    {"stdbuf", "runner", Risk::kLow},
+    {"setsid", "runner", Risk::kLow},
     {"make", "runner: Makefile recipes", Risk::kLow},
     {"npm", "runner: package.json scripts", Risk::kLow},
     {"npx", "runner", Risk::kLow},
@@ -105,7 +127,7 @@ Risk Stronger(Risk a, Risk b) { return std::min(a, b); }  // kHigh is 0
 class Auditor {
  public:
   Auditor(const Policy& policy, const Policy* parent)
-      : p_(policy), parent_(parent), engine_(policy) {
+      : p_(policy), parent_(parent), engine_(policy, PortableBinding()) {
     if (p_.sources && p_.sources->size() > 0) top_ = Location{0, 1, 1};
   }
 
@@ -190,7 +212,8 @@ class Auditor {
       Add(kSecrets, g.risk,
           "'" + g.rule + "' makes credentials readable inside the sandbox: " + list +
               " (the agent can copy them into the workspace or its output); hide them (e.g. "
-              "`hide " + g.paths.front() + "`) or mount only what the tools need",
+              "`hide " +
+              g.paths.front() + "`) or mount only what the tools need",
           g.loc);
     }
   }
@@ -261,9 +284,9 @@ class Auditor {
     }
     for (const auto& r : p_.path_rules) {
       if (r.verdict == Verdict::kAsk) {
-        asks.emplace_back(std::string("filesystem: ask ") +
-                              (r.access == Access::kWrite ? "write " : "") + r.text,
-                          r.loc);
+        asks.emplace_back(
+            std::string("filesystem: ask ") + (r.access == Access::kWrite ? "write " : "") + r.text,
+            r.loc);
       }
     }
     switch (p_.approval.value) {
@@ -279,10 +302,10 @@ class Auditor {
       case ApprovalMode::kAuto:
         Add(kAutoApproval, asks.empty() ? Risk::kMedium : Risk::kHigh,
             "approval auto: every ask is allowed without a person deciding" +
-                (asks.empty() ? std::string(" (this profile has no ask rules yet; a child's will "
-                                            "be allowed too)")
-                              : " (" + std::to_string(asks.size()) +
-                                    " ask rules here become allows)") +
+                (asks.empty()
+                     ? std::string(" (this profile has no ask rules yet; a child's will "
+                                   "be allowed too)")
+                     : " (" + std::to_string(asks.size()) + " ask rules here become allows)") +
                 "; use on-request, or never-ask for unattended runs",
             p_.approval.loc);
         break;
@@ -335,9 +358,8 @@ class Auditor {
     const std::string parent = parent_->name;
     for (const DiffEntry& e : Diff(*parent_, p_)) {
       if (e.direction != Direction::kWider) continue;
-      bool addition = e.change == Change::kAdded &&
-                      (e.area == "mounts" || e.area == "commands" || e.area == "tools" ||
-                       e.area == "environment");
+      bool addition = e.change == Change::kAdded && (e.area == "mounts" || e.area == "commands" ||
+                                                     e.area == "tools" || e.area == "environment");
       Add(kWeakensParent, addition ? Risk::kInfo : Risk::kMedium,
           "'" + p_.name + "' widens its parent '" + parent + "': " + e.area + ": " + e.text,
           e.side == DiffSide::kTo ? e.loc : Location{});

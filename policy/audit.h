@@ -34,10 +34,10 @@ std::string_view RiskName(Risk r);  // "high", "medium", "low", "info"
 
 // A kind of finding, for SARIF's rule table and `--help`.
 struct AuditRule {
-  std::string_view id;     // "CAGENT001": stable, never reused
-  std::string_view name;   // "network"
+  std::string_view id;    // "CAGENT001": stable, never reused
+  std::string_view name;  // "network"
   std::string_view short_description;
-  Risk default_risk;       // the usual severity; a finding may be rated differently
+  Risk default_risk;  // the usual severity; a finding may be rated differently
 };
 std::span<const AuditRule> AuditRules();
 

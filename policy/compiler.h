@@ -1,7 +1,8 @@
 // The compiler: a chain of checked profiles (root parent first) to one normalised Policy.
 //
 // Merge rules, the same for every key (docs/policy-language.md, "Inheritance"):
-//   - scalars (network, approval, workspace, each limit, description): the nearest profile that sets
+//   - scalars (network, approval, workspace, each limit, description): the nearest profile that
+//   sets
 //     one wins;
 //   - rules (commands, tools, filesystem deny/ask) and requirements: the union — a child can add
 //     rules but never remove a parent's, so a parent's deny always stands;

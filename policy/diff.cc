@@ -167,20 +167,19 @@ class Differ {
     SetDiff(
         a, b, key,
         [&](const Rule& r) {
-          Direction d = r.verdict == Verdict::kAllow  ? Direction::kWider
-                        : r.verdict == Verdict::kDeny ? Direction::kNarrower
+          Direction d = r.verdict == Verdict::kAllow                ? Direction::kWider
+                        : r.verdict == Verdict::kDeny               ? Direction::kNarrower
                         : to_.approval.value == ApprovalMode::kAuto ? Direction::kWider
                                                                     : Direction::kNeutral;
-          std::string note =
-              r.verdict != Verdict::kAsk ? ""
-              : to_.approval.value == ApprovalMode::kAuto
-                  ? " (approval auto: allowed without asking)"
-                  : " (a person decides; wider than deny, narrower than allow)";
+          std::string note = r.verdict != Verdict::kAsk ? ""
+                             : to_.approval.value == ApprovalMode::kAuto
+                                 ? " (approval auto: allowed without asking)"
+                                 : " (a person decides; wider than deny, narrower than allow)";
           Add(d, area, "added: " + text(r) + note, r.loc, DiffSide::kTo);
         },
         [&](const Rule& r) {
-          Direction d = r.verdict == Verdict::kAllow  ? Direction::kNarrower
-                        : r.verdict == Verdict::kDeny ? Direction::kWider
+          Direction d = r.verdict == Verdict::kAllow                  ? Direction::kNarrower
+                        : r.verdict == Verdict::kDeny                 ? Direction::kWider
                         : from_.approval.value == ApprovalMode::kAuto ? Direction::kNarrower
                                                                       : Direction::kNeutral;
           Add(d, area, "removed: " + text(r), r.loc, DiffSide::kFrom);
@@ -345,9 +344,7 @@ std::string_view DirectionName(Direction d) {
   return "neutral";
 }
 
-std::vector<DiffEntry> Diff(const Policy& from, const Policy& to) {
-  return Differ(from, to).Run();
-}
+std::vector<DiffEntry> Diff(const Policy& from, const Policy& to) { return Differ(from, to).Run(); }
 
 std::string DiffWhere(const DiffEntry& e, const Policy& from, const Policy& to) {
   if (!e.loc.valid()) return "";

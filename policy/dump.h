@@ -6,9 +6,8 @@
 // profile edit is a reviewable diff. ToJson() is the same content for machines.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json_fwd.hpp>
+#include <string>
 
 #include "policy/ir.h"
 

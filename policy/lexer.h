@@ -6,8 +6,8 @@
 //     newline joins the lines (no NEWLINE token).
 //   - '#' starts a comment to the end of the line only at the start of a token ("a#b" is a word).
 //   - WORD: a run of bytes that are not whitespace, newline, '"', '{', '}', '(', ')', '|', ';', '#'
-//     at token start. Any other byte (including UTF-8 and '*', '?', '[', ']', '~', '=', ',', '/') is
-//     part of a word. NUL and other control bytes (< 0x20 except tab) are an error.
+//     at token start. Any other byte (including UTF-8 and '*', '?', '[', ']', '~', '=', ',', '/')
+//     is part of a word. NUL and other control bytes (< 0x20 except tab) are an error.
 //   - STRING: '"' ... '"' on one line; escapes \" \\ \n \t; any other escape is an error, as is a
 //     newline or EOF before the closing quote ("unterminated string").
 #pragma once
@@ -21,12 +21,22 @@
 namespace cagent::policy {
 
 enum class TokenKind : std::uint8_t {
-  kWord, kString, kLBrace, kRBrace, kLParen, kRParen, kPipe, kSemicolon, kNewline, kEof, kError,
+  kWord,
+  kString,
+  kLBrace,
+  kRBrace,
+  kLParen,
+  kRParen,
+  kPipe,
+  kSemicolon,
+  kNewline,
+  kEof,
+  kError,
 };
 
 struct Token {
   TokenKind kind = TokenKind::kEof;
-  std::string text;        // WORD: the word; STRING: the unescaped content
+  std::string text;  // WORD: the word; STRING: the unescaped content
   Location loc;
   std::uint32_t length = 0;  // bytes of source, quotes included
 };

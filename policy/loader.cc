@@ -27,10 +27,12 @@ bool IsPath(std::string_view s) {
 
 bool ValidName(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_' || c == '.';
-  }) && s[0] != '.';
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) {
+                       return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                              (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+                     }) &&
+         s[0] != '.';
 }
 
 std::string Dirname(std::string_view path) {
@@ -50,7 +52,8 @@ std::string Stem(std::string_view path) {
 // Whether two host paths name the same file or directory. False when either does not exist,
 // which includes "" and "<built-in>/..." names.
 bool SameInode(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
          sa.st_ino == sb.st_ino;
 }
@@ -102,7 +105,8 @@ class Loader {
     if (std::find(extends_stack_.begin(), extends_stack_.end(), path) != extends_stack_.end()) {
       std::string cycle;
       for (const auto& p : extends_stack_) cycle += Stem(p) + " -> ";
-      out_.diags.Error(from, from_len, "profiles extend each other in a cycle: " + cycle + Stem(path),
+      out_.diags.Error(from, from_len,
+                       "profiles extend each other in a cycle: " + cycle + Stem(path),
                        "one of them must stop extending the other");
       return;
     }
@@ -166,7 +170,8 @@ class Loader {
     if (name.starts_with(kBuiltinPrefix)) {
       std::string_view n = name.substr(kBuiltinPrefix.size());
       if (n.ends_with(kSuffix)) n.remove_suffix(kSuffix.size());
-      if (FindBuiltin(n)) return std::string(kBuiltinPrefix) + std::string(n) + std::string(kSuffix);
+      if (FindBuiltin(n))
+        return std::string(kBuiltinPrefix) + std::string(n) + std::string(kSuffix);
       return PlainError("no built-in profile named '" + std::string(n) + "'",
                         "`cagent policy list` shows what exists");
     }
@@ -209,12 +214,14 @@ class Loader {
       if (SameInode(search_.dirs[i], near_dir)) continue;
       where += (where.empty() ? "" : ", ") + search_.dirs[i];
     }
-    if (search_.builtins) where += where.empty() ? "the built-in profiles" : " and the built-in profiles";
+    if (search_.builtins)
+      where += where.empty() ? "the built-in profiles" : " and the built-in profiles";
     if (where.empty()) where = "nowhere (no search directories)";
     if (!child.empty() && Stem(child) == name) {
       return PlainError("no profile named '" + std::string(name) + "' other than this one",
                         "a profile cannot extend itself; it extends the next profile of its name "
-                        "down the search order, and there is none (looked in " + where + ")");
+                        "down the search order, and there is none (looked in " +
+                            where + ")");
     }
     return PlainError("no profile named '" + std::string(name) + "'",
                       "looked in " + where + "; `cagent policy list` shows what exists");
@@ -239,11 +246,13 @@ class Loader {
     for (const Statement& st : file.statements) {
       if (st.keyword == "extends") {
         if (depth > 0) {
-          out_.diags.Error(st.loc, st.keyword_length, "'extends' is not allowed in an included file",
+          out_.diags.Error(st.loc, st.keyword_length,
+                           "'extends' is not allowed in an included file",
                            "put it in the profile that includes this file");
         } else if (*extends != nullptr) {
-          out_.diags.Error(st.loc, st.keyword_length, "a profile can extend only one parent",
-                           "the first 'extends' is at line " + std::to_string((*extends)->loc.line));
+          out_.diags.Error(
+              st.loc, st.keyword_length, "a profile can extend only one parent",
+              "the first 'extends' is at line " + std::to_string((*extends)->loc.line));
         } else {
           *extends = &st;
         }
@@ -266,8 +275,7 @@ class Loader {
       } else {
         target = v.text.starts_with('/') ? v.text : dir + "/" + v.text;
       }
-      if (std::find(include_stack_.begin(), include_stack_.end(), target) !=
-          include_stack_.end()) {
+      if (std::find(include_stack_.begin(), include_stack_.end(), target) != include_stack_.end()) {
         std::string cycle;
         for (const auto& p : include_stack_) cycle += p + " -> ";
         out_.diags.Error(v.loc, v.length, "files include each other in a cycle: " + cycle + target);
@@ -279,7 +287,8 @@ class Loader {
       }
       auto text = ReadProfileFile(target);
       if (!text) {
-        out_.diags.Error(v.loc, v.length, "cannot include " + v.text + ": " + text.error().Message());
+        out_.diags.Error(v.loc, v.length,
+                         "cannot include " + v.text + ": " + text.error().Message());
         continue;
       }
       std::uint32_t child = out_.sources->Add(target, std::move(*text));
@@ -376,9 +385,9 @@ std::vector<ProfileEntry> ListProfiles(const SearchPath& search) {
   }
   if (search.builtins) {
     for (const auto& b : BuiltinProfiles()) {
-      add(std::string(b.name), std::string(kBuiltinPrefix) + std::string(b.name) +
-                                   std::string(kSuffix),
-          "built-in", b.text);
+      add(std::string(b.name),
+          std::string(kBuiltinPrefix) + std::string(b.name) + std::string(kSuffix), "built-in",
+          b.text);
     }
   }
   std::vector<ProfileEntry> out;

@@ -44,9 +44,9 @@ struct SearchPath {
 
 struct ProfileEntry {
   std::string name;
-  std::string path;    // file path, or "<built-in>/NAME.cagent"
-  std::string origin;  // the search directory it was found in, or "built-in"
-  std::string description;       // its own `description`, if it parses that far
+  std::string path;                  // file path, or "<built-in>/NAME.cagent"
+  std::string origin;                // the search directory it was found in, or "built-in"
+  std::string description;           // its own `description`, if it parses that far
   std::vector<std::string> shadows;  // paths of same-named profiles later in the search order
 };
 

@@ -21,9 +21,7 @@ const std::string kZeroDigest(64, '0');
 
 // Serialises without throwing: invalid UTF-8 in a string (tool output, file names) becomes U+FFFD
 // instead of an exception in the middle of a request.
-std::string DumpCompact(const nlohmann::json& value) {
-  return JsonText(value);
-}
+std::string DumpCompact(const nlohmann::json& value) { return JsonText(value); }
 
 // RFC 3339, UTC, milliseconds: "2024-05-01T12:34:56.789Z".
 std::string NowRfc3339() {

@@ -122,7 +122,8 @@ std::vector<AuditEventSpec> BuildSpecs() {
        "the agent asked for a model turn; the broker built the provider request from its own "
        "allow-list and sent only the conversation's content",
        {},
-       {kRequired, "SHA-256 of the model_call payload exactly as the agent sent it (before redaction)"},
+       {kRequired,
+        "SHA-256 of the model_call payload exactly as the agent sent it (before redaction)"},
        {},
        {},
        {},

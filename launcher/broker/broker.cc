@@ -749,16 +749,8 @@ void Broker::Impl::OnModelDone(std::uint64_t id, std::uint64_t turn, std::uint64
 
 policy::Decision Broker::Impl::Decide(const MappedTool& call,
                                       const std::vector<std::string>& paths) const {
-  policy::Decision best = engine_.Tool(policy::ToolRequest{call.tool, call.path, call.command});
-  // The paths the agent resolved (symlinks followed) are judged too: a link named src/x that
-  // points at .env is the .env. The strongest verdict wins; on a tie the first stands.
-  for (const std::string& path : paths) {
-    if (best.verdict == policy::Verdict::kDeny) break;
-    policy::Decision d = engine_.Tool(
-        policy::ToolRequest{call.tool, path.empty() ? std::string_view(".") : path, call.command});
-    if (d.verdict > best.verdict) best = std::move(d);
-  }
-  return best;
+  // The paths the agent resolved (symlinks followed) are judged too (Engine::Decide).
+  return engine_.Decide(call.request, paths);
 }
 
 const std::string& Broker::Impl::WorkspaceStateDigest(bool fresh) {
@@ -790,8 +782,8 @@ const std::string& Broker::Impl::WorkspaceStateDigest(bool fresh) {
 
 std::string Broker::Impl::NarrowerPattern(const MappedTool& call,
                                           const policy::Decision& decision) const {
-  if (call.tool != policy::Tool::kRunCommand || !decision.loc.valid()) return {};
-  const policy::ShellParse parsed = policy::ParseShell(call.command);
+  if (call.request.tool != policy::Tool::kRunCommand || !decision.loc.valid()) return {};
+  const policy::ShellParse parsed = policy::ParseShell(call.request.script);
   if (parsed.opaque || parsed.commands.size() != 1) return {};
   const std::vector<std::string>& argv = parsed.commands[0].argv;
   if (argv.size() < 3) return {};
@@ -810,7 +802,7 @@ void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call,
                                 protocol::Decision decision, const std::string& audit_note) {
   Audit(audit::Decision(
       {.id = id,
-       .tool = std::string(policy::ToolName(call.tool)),
+       .tool = std::string(policy::ToolName(call.request.tool)),
        .args_digest = call.args_digest,
        .verdict = std::string(protocol::VerdictName(decision.verdict)),
        .rule = decision.rule,
@@ -824,7 +816,7 @@ void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call,
                        ShortText(call.action, 120) +
                        (decision.rule.empty() ? "" : " (" + decision.rule + ")"));
   if (decision.verdict == protocol::Verdict::kAllow) {
-    outstanding_[id] = Outstanding{std::string(policy::ToolName(call.tool)), call.tool,
+    outstanding_[id] = Outstanding{std::string(policy::ToolName(call.request.tool)), call.request.tool,
                                    current_.call_id, current_.turn};
   }
   Send(Kind::kDecision, id, std::move(decision));
@@ -955,7 +947,7 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
                   std::to_string(loop->count) + " times";
     reply.message = LoopMessage(*loop, ShortText(call.action, 200));
     Audit(audit::Loop({.id = id,
-                       .tool = std::string(policy::ToolName(call.tool)),
+                       .tool = std::string(policy::ToolName(call.request.tool)),
                        .args_digest = args_digest,
                        .reason = reply.reason}));
     SendDecision(id, call, std::move(reply));
@@ -986,7 +978,7 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
 void Broker::Impl::AskApproval(std::uint64_t id, const MappedTool& call, const std::string& digest,
                                const policy::Decision& decision, const std::string& location) {
   ApprovalRequest req;
-  req.tool = std::string(policy::ToolName(call.tool));
+  req.tool = std::string(policy::ToolName(call.request.tool));
   req.action = call.action;
   req.resolved_paths = call.resolved_paths;
   req.digest = digest;
@@ -1092,7 +1084,7 @@ void Broker::Impl::OnApproval(std::uint64_t id, const ApprovalOutcome& outcome) 
   if (outcome.approved) {
     reply.verdict = protocol::Verdict::kAllow;
     outstanding_[id] =
-        Outstanding{pending.request.tool, pending.call.tool, pending.call_id, pending.turn};
+        Outstanding{pending.request.tool, pending.call.request.tool, pending.call_id, pending.turn};
   } else {
     ++outcome_.denials;
     reply.verdict = protocol::Verdict::kDeny;

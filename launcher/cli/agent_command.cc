@@ -24,7 +24,7 @@
 #include "policy/diagnostics.h"
 #include "policy/loader.h"
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -72,7 +72,7 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
 }
 
 int RunAgentCommand(const AgentOptions& o) {
-  AgentSessionOptions s;
+  run::AgentSessionOptions s;
   s.run_id = run::NewRunId();
 
   auto workspace = CanonicalDirectory(o.workspace);
@@ -126,7 +126,7 @@ int RunAgentCommand(const AgentOptions& o) {
     spdlog::info("session {}: profile {}, model {}, audit log {}, agent log {}", s.run_id,
                  s.policy->name, settings->model_label, s.audit_log_path, s.agent_log_path);
   }
-  auto result = RunAgentSession(s);
+  auto result = run::RunAgentSession(s);
   if (!result) {
     spdlog::error("{}", result.error().Message());
     return ToInt(ExitCodeFor(result.error(), ExitCode::kSetupFailed));
@@ -176,4 +176,4 @@ int RunAgentCommand(const AgentOptions& o) {
   return ToInt(code);
 }
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

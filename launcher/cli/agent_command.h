@@ -15,7 +15,7 @@ namespace CLI {
 class App;
 }
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 
 struct AgentOptions {
   std::string profile;
@@ -36,4 +36,4 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& options);
 // could not start).
 int RunAgentCommand(const AgentOptions& options);
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

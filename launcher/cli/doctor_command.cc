@@ -9,7 +9,7 @@
 #include "common/json_text.h"
 #include "launcher/doctor.h"
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 
 CLI::App* AddDoctorCommand(CLI::App& app, DoctorOptions& o) {
   CLI::App* doctor = app.add_subcommand(
@@ -45,4 +45,4 @@ int RunDoctorCommand(const DoctorOptions& o) {
   return ToInt(r.sandbox_ok ? ExitCode::kOk : ExitCode::kFailed);
 }
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

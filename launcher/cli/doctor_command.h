@@ -5,7 +5,7 @@ namespace CLI {
 class App;
 }
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 
 struct DoctorOptions {
   bool json = false;
@@ -16,4 +16,4 @@ CLI::App* AddDoctorCommand(CLI::App& app, DoctorOptions& options);
 // Prints the report; returns 0 when a sandbox can be built, 1 otherwise.
 int RunDoctorCommand(const DoctorOptions& options);
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

@@ -22,7 +22,7 @@
 #include "policy/dump.h"
 #include "policy/loader.h"
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 namespace {
 
 // What each layer keeps from the command, for the warning printed when it is switched off.
@@ -390,4 +390,4 @@ int RunExecCommand(const ExecOptions& o) {
   if (o.json) std::cout << JsonText(OutcomeJson(o, *profile, spec, *outcome)) << std::endl;
   return outcome->exit_code;
 }
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

@@ -12,7 +12,7 @@ namespace CLI {
 class App;
 }
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 
 struct ExecOptions {
   std::string profile = "default";
@@ -34,4 +34,4 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& options);
 // compile or an override that would widen it; kSetupFailed when the sandbox cannot be built).
 int RunExecCommand(const ExecOptions& options);
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

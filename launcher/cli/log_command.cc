@@ -19,7 +19,7 @@
 #include "launcher/cli/run_command.h"
 #include "launcher/run/run.h"
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 namespace {
 
 using nlohmann::json;
@@ -572,4 +572,4 @@ int RunLogCommand(const LogOptions& o) {
   return r.ok ? ToInt(ExitCode::kOk) : ToInt(ExitCode::kFailed);
 }
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

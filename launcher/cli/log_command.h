@@ -15,7 +15,7 @@ namespace CLI {
 class App;
 }
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 
 struct LogOptions {
   CLI::App* verify_cmd = nullptr;
@@ -43,4 +43,4 @@ int RunLogCommand(const LogOptions& options);
 std::string DescribeAuditEntry(const nlohmann::json& entry,
                                std::map<std::string, nlohmann::json>& calls);
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

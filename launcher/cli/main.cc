@@ -41,22 +41,22 @@ int main(int argc, char** argv) {
       "Run 'cagent SUBCOMMAND --help' for the options of each subcommand; 'man cagent' for "
       "the full manual.");
 
-  cagent::launcher::ExecOptions exec_options;
-  CLI::App* exec = cagent::launcher::AddExecCommand(app, exec_options);
-  cagent::launcher::DoctorOptions doctor_options;
-  CLI::App* doctor = cagent::launcher::AddDoctorCommand(app, doctor_options);
-  cagent::launcher::PolicyOptions policy_options;
-  CLI::App* policy = cagent::launcher::AddPolicyCommand(app, policy_options);
-  cagent::launcher::LogOptions log_options;
-  CLI::App* log_cmd = cagent::launcher::AddLogCommand(app, log_options);
-  cagent::launcher::RunCommandOptions run_options;
-  CLI::App* run = cagent::launcher::AddRunCommand(app, run_options);
-  cagent::launcher::RunsCommandOptions runs_options;
-  const auto runs_commands = cagent::launcher::AddRunsCommands(app, runs_options);
-  cagent::launcher::AgentOptions agent_options;
-  CLI::App* agent = cagent::launcher::AddAgentCommand(app, agent_options);
-  cagent::launcher::ProfileOptions profile_options;
-  CLI::App* profile = cagent::launcher::AddProfileCommand(app, profile_options);
+  cagent::launcher::cli::ExecOptions exec_options;
+  CLI::App* exec = cagent::launcher::cli::AddExecCommand(app, exec_options);
+  cagent::launcher::cli::DoctorOptions doctor_options;
+  CLI::App* doctor = cagent::launcher::cli::AddDoctorCommand(app, doctor_options);
+  cagent::launcher::cli::PolicyOptions policy_options;
+  CLI::App* policy = cagent::launcher::cli::AddPolicyCommand(app, policy_options);
+  cagent::launcher::cli::LogOptions log_options;
+  CLI::App* log_cmd = cagent::launcher::cli::AddLogCommand(app, log_options);
+  cagent::launcher::cli::RunCommandOptions run_options;
+  CLI::App* run = cagent::launcher::cli::AddRunCommand(app, run_options);
+  cagent::launcher::cli::RunsCommandOptions runs_options;
+  const auto runs_commands = cagent::launcher::cli::AddRunsCommands(app, runs_options);
+  cagent::launcher::cli::AgentOptions agent_options;
+  CLI::App* agent = cagent::launcher::cli::AddAgentCommand(app, agent_options);
+  cagent::launcher::cli::ProfileOptions profile_options;
+  CLI::App* profile = cagent::launcher::cli::AddProfileCommand(app, profile_options);
 
   try {
     app.parse(argc, argv);
@@ -76,15 +76,15 @@ int main(int argc, char** argv) {
   // abort.
   cagent::launcher::run::InstallLastResortHandler();
   try {
-    if (exec->parsed()) return cagent::launcher::RunExecCommand(exec_options);
-    if (doctor->parsed()) return cagent::launcher::RunDoctorCommand(doctor_options);
-    if (policy->parsed()) return cagent::launcher::RunPolicyCommand(policy_options);
-    if (log_cmd->parsed()) return cagent::launcher::RunLogCommand(log_options);
-    if (profile->parsed()) return cagent::launcher::RunProfileCommand(profile_options);
-    if (agent->parsed()) return cagent::launcher::RunAgentCommand(agent_options);
-    if (run->parsed()) return cagent::launcher::RunRunCommand(run_options);
+    if (exec->parsed()) return cagent::launcher::cli::RunExecCommand(exec_options);
+    if (doctor->parsed()) return cagent::launcher::cli::RunDoctorCommand(doctor_options);
+    if (policy->parsed()) return cagent::launcher::cli::RunPolicyCommand(policy_options);
+    if (log_cmd->parsed()) return cagent::launcher::cli::RunLogCommand(log_options);
+    if (profile->parsed()) return cagent::launcher::cli::RunProfileCommand(profile_options);
+    if (agent->parsed()) return cagent::launcher::cli::RunAgentCommand(agent_options);
+    if (run->parsed()) return cagent::launcher::cli::RunRunCommand(run_options);
     for (CLI::App* c : runs_commands) {
-      if (c->parsed()) return cagent::launcher::RunRunsCommand(runs_options);
+      if (c->parsed()) return cagent::launcher::cli::RunRunsCommand(runs_options);
     }
   } catch (const std::exception& e) {
     const bool recorded = cagent::launcher::run::WriteLastResortRecord();

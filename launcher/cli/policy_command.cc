@@ -28,7 +28,7 @@
 #include "policy/request.h"
 #include "policy/sarif.h"
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 namespace {
 
 using nlohmann::json;
@@ -787,4 +787,4 @@ int RunPolicyCommand(const PolicyOptions& o) {
   return Usage("cagent policy: give a subcommand (list, check, show, explain, test, diff, audit)");
 }
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

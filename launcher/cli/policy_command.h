@@ -12,7 +12,7 @@ namespace CLI {
 class App;
 }
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 
 struct PolicyOptions {
   bool json = false;
@@ -21,9 +21,9 @@ struct PolicyOptions {
   // explain: exactly one request.
   std::vector<std::string> command;  // -- CMD...
   std::string shell, read_path, write_path, tool, tool_path;
-  std::string workspace;  // explain: what relative paths are relative to (default: the cwd)
-  std::string cases;      // test
-  std::string from, to;   // diff
+  std::string workspace;         // explain: what relative paths are relative to (default: the cwd)
+  std::string cases;             // test
+  std::string from, to;          // diff
   std::string format = "text";   // audit: text, json, sarif
   std::string fail_on = "high";  // audit: high, medium, low, info, never
 
@@ -45,4 +45,4 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& options);
 // lists them; 2 is always a usage error or a profile that does not compile).
 int RunPolicyCommand(const PolicyOptions& options);
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

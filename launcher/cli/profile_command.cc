@@ -11,7 +11,7 @@
 #include "common/exit_codes.h"
 #include "launcher/profile_init.h"
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 namespace {
 
 std::string HomeDir() {
@@ -118,4 +118,4 @@ int RunProfileCommand(const ProfileOptions& o) {
   return ToInt(ExitCode::kUsage);
 }
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

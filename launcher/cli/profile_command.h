@@ -7,7 +7,7 @@ namespace CLI {
 class App;
 }
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 
 struct ProfileOptions {
   std::string dir = ".";
@@ -25,4 +25,4 @@ CLI::App* AddProfileCommand(CLI::App& app, ProfileOptions& options);
 // (the file exists, or the generated profile does not compile), 2 usage error.
 int RunProfileCommand(const ProfileOptions& options);
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

@@ -29,7 +29,7 @@
 #include "launcher/run/state_dir.h"
 #include "launcher/run/workspace.h"
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -537,4 +537,4 @@ int RunRunsCommand(const RunsCommandOptions& o) {
   return Usage("unknown command " + o.verb);
 }
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

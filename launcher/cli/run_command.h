@@ -14,7 +14,7 @@ namespace CLI {
 class App;
 }
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 
 struct RunCommandOptions {
   std::string profile;
@@ -49,4 +49,4 @@ Result<std::string> ResolveRunDirectory(const std::string& id);
 std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& options);
 int RunRunsCommand(const RunsCommandOptions& options);
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

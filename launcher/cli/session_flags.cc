@@ -8,7 +8,7 @@
 
 #include "common/duration.h"
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 
 void AddSessionFlags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--model", f.model,
@@ -111,4 +111,4 @@ UniqueFd OpenApprovalTerminal(broker::ApprovalMode mode) {
   return tty;
 }
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

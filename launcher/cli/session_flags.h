@@ -17,7 +17,7 @@ namespace CLI {
 class App;
 }
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 
 struct SessionFlags {
   std::string model;                               // PROVIDER:MODEL; default $CAGENT_MODEL
@@ -55,4 +55,4 @@ Result<SessionSettings> ResolveSessionFlags(const SessionFlags& flags);
 // policy) and stdin is a terminal; otherwise an empty fd, and the session is headless.
 UniqueFd OpenApprovalTerminal(broker::ApprovalMode mode);
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

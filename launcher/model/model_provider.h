@@ -9,17 +9,16 @@
 // never leave this object: not in a message to the agent, not in a log line, not in an error text.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <nlohmann/json.hpp>
 
 #include "common/protocol.h"
 #include "common/result.h"
@@ -64,7 +63,7 @@ Result<ModelSpec> ParseModelSpec(const std::string& spec);
 // message texts, which are the agent's (content): the provider must not add anything the agent
 // could steer.
 struct ModelRequest {
-  std::string system;                          // system text (redacted)
+  std::string system;                           // system text (redacted)
   std::vector<protocol::ChatMessage> messages;  // checked and redacted by the broker
   // Provider-neutral schemas ({"name", "description", "parameters"}) of exactly the tools the
   // policy enables, plus finish (common/tool_schemas.h).

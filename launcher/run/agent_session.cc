@@ -24,7 +24,7 @@
 #include "launcher/profile_spec.h"
 #include "policy/dump.h"
 
-namespace cagent::launcher {
+namespace cagent::launcher::run {
 namespace {
 
 namespace fs = std::filesystem;
@@ -259,4 +259,4 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   return result;
 }
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::run

@@ -22,7 +22,7 @@
 #include "launcher/sandbox.h"
 #include "policy/ir.h"
 
-namespace cagent::launcher {
+namespace cagent::launcher::run {
 
 struct AgentSessionOptions {
   std::string run_id;
@@ -73,4 +73,4 @@ std::string PolicyDigest(const policy::Policy& policy);
 // unreadable files, the provider could not be made); everything after the start is an outcome.
 Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& options);
 
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::run

@@ -298,7 +298,8 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
       if (w == pid) exited = true;
       if (exited && !out_open && !err_open) break;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
@@ -367,8 +368,8 @@ Result<std::string> GitOutput(const GitInvocation& inv) {
     std::string err = r->err;
     while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
     if (err.size() > 600) err = err.substr(0, 600) + "...";
-    return PlainError(JoinArgs(inv.args), "exit " + std::to_string(r->exit_code) +
-                                              (err.empty() ? "" : ": " + err));
+    return PlainError(JoinArgs(inv.args),
+                      "exit " + std::to_string(r->exit_code) + (err.empty() ? "" : ": " + err));
   }
   return std::move(r->out);
 }

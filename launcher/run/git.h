@@ -44,7 +44,7 @@ struct GitInvocation {
   std::string cwd;                // working directory (empty: "/")
   std::string home;               // an empty directory used as HOME (empty: "/nonexistent")
   std::string index_file;         // GIT_INDEX_FILE (empty: git's default for git_dir)
-  std::uint64_t max_output = 256ULL << 20;  // stdout beyond this fails the call
+  std::uint64_t max_output = 256ULL << 20;    // stdout beyond this fails the call
   std::chrono::milliseconds timeout{600000};  // wall clock; then the process group is killed
   std::uint64_t max_memory = 4ULL << 30;      // RLIMIT_AS of git (and what it starts)
   std::uint64_t max_cpu_seconds = 600;        // RLIMIT_CPU soft limit (SIGXCPU; hard = soft + 5)

@@ -167,16 +167,18 @@ Result<RepoInfo> InspectRepo(const std::string& dir, const std::string& rev) {
   RepoInfo info;
   auto root = GitOutput(InRepo(dir, {"rev-parse", "--show-toplevel"}));
   if (!root) {
-    return PlainError(dir, "not inside a git repository (cagent run works on a commit of a "
-                           "repository; pass --repo DIR)");
+    return PlainError(dir,
+                      "not inside a git repository (cagent run works on a commit of a "
+                      "repository; pass --repo DIR)");
   }
   info.root = TrimLine(*root);
   info.rev = rev.empty() ? "HEAD" : rev;
-  auto commit = GitOutput(InRepo(info.root, {"rev-parse", "--verify", "--quiet",
-                                             "--end-of-options", info.rev + "^{commit}"}));
+  auto commit = GitOutput(InRepo(
+      info.root, {"rev-parse", "--verify", "--quiet", "--end-of-options", info.rev + "^{commit}"}));
   if (!commit) {
-    return PlainError(info.rev, "is not a commit of " + info.root +
-                                    (rev.empty() ? " (an empty repository has no commit yet)" : ""));
+    return PlainError(info.rev,
+                      "is not a commit of " + info.root +
+                          (rev.empty() ? " (an empty repository has no commit yet)" : ""));
   }
   info.commit = TrimLine(*commit);
   auto status = GitOutput(InRepo(info.root, {"status", "--porcelain=v1", "-z",
@@ -198,14 +200,17 @@ Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceL
   if (!repo.dirty.empty() && !allow_dirty) {
     std::string list;
     for (std::size_t i = 0; i < repo.dirty.size() && i < 5; ++i) list += "\n  " + repo.dirty[i];
-    if (repo.dirty.size() > 5) list += "\n  ... and " + std::to_string(repo.dirty.size() - 5) + " more";
+    if (repo.dirty.size() > 5)
+      list += "\n  ... and " + std::to_string(repo.dirty.size() - 5) + " more";
     return PlainError(repo.root, "has uncommitted changes:" + list +
                                      "\ncommit or stash them, or pass --allow-dirty to carry them "
                                      "into the run's workspace (the run records that it did)");
   }
   if (!repo.dirty.empty() && repo.rev != "HEAD") {
-    return PlainError("--allow-dirty", "carries changes made on top of HEAD; it cannot be "
-                                       "combined with --commit " + repo.rev);
+    return PlainError("--allow-dirty",
+                      "carries changes made on top of HEAD; it cannot be "
+                      "combined with --commit " +
+                          repo.rev);
   }
   std::error_code ec;
   fs::create_directories(l.git_home, ec);
@@ -233,8 +238,8 @@ Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceL
   GitInvocation work;
   work.cwd = l.run_dir;
   work.home = l.git_home;
-  work.args = {"clone", "--no-hardlinks", "--quiet", "--no-checkout", "--", l.trusted_git,
-               l.workspace};
+  work.args = {"clone", "--no-hardlinks", "--quiet",  "--no-checkout",
+               "--",    l.trusted_git,    l.workspace};
   if (auto r = GitOutput(work); !r) return std::move(r).Context("create the workspace").error();
   // The agent's checkout holds the base's bytes as committed, as capture and the verification
   // tree (both neutral) read them: an in-tree "* text eol=crlf" would otherwise make every file
@@ -271,7 +276,8 @@ Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceL
     apply.args = {"apply", "--binary", "--whitespace=nowarn", patch_file};
     if (auto r = GitOutput(apply); !r) return std::move(r).Context("carry the changes").error();
   }
-  auto untracked = GitOutput(InRepo(repo.root, {"ls-files", "--others", "--exclude-standard", "-z"}));
+  auto untracked =
+      GitOutput(InRepo(repo.root, {"ls-files", "--others", "--exclude-standard", "-z"}));
   if (!untracked) return untracked.error();
   for (const auto& rel : SplitNul(*untracked)) {
     if (rel.empty()) continue;
@@ -300,8 +306,9 @@ Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& 
   auto tree = GitOutput(Trusted(l, {"write-tree"}));
   if (!tree) return std::move(tree).Context("record the captured tree").error();
   const std::string tree_id = TrimLine(*tree);
-  const std::vector<std::string> diff_opts = {"--cached", "--no-ext-diff", "--no-textconv",
-                                              "--no-color", "--no-renames", "--ignore-submodules=none"};
+  const std::vector<std::string> diff_opts = {"--cached",      "--no-ext-diff",
+                                              "--no-textconv", "--no-color",
+                                              "--no-renames",  "--ignore-submodules=none"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = {"diff"};
     args.insert(args.end(), diff_opts.begin(), diff_opts.end());
@@ -353,7 +360,7 @@ Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& 
 }
 
 std::vector<PatchViolation> CheckPatch(const CapturedPatch& patch, const policy::Policy& policy,
-                                       const policy::Engine::Bindings& bindings) {
+                                       const policy::Binding& bindings) {
   std::vector<PatchViolation> out;
   const policy::Engine engine(policy, bindings);
   for (const auto& f : patch.files) {
@@ -367,8 +374,9 @@ std::vector<PatchViolation> CheckPatch(const CapturedPatch& patch, const policy:
   const auto& files = policy.limit(policy::Limit::kChangedFiles);
   if (files.bounded() && patch.files.size() > files.value) {
     out.push_back({"changed-files " + std::to_string(files.value), "",
-                   std::to_string(patch.files.size()) + " files changed; the profile allows at most " +
-                       std::to_string(files.value) + " (changed-files" +
+                   std::to_string(patch.files.size()) +
+                       " files changed; the profile allows at most " + std::to_string(files.value) +
+                       " (changed-files" +
                        (files.loc.valid() ? " at " + policy.Where(files.loc) : "") + ")"});
   }
   const auto& size = policy.limit(policy::Limit::kPatchSize);

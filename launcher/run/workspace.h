@@ -24,10 +24,10 @@
 namespace cagent::launcher::run {
 
 struct RepoInfo {
-  std::string root;                 // top level of the caller's working tree
-  std::string commit;               // the full base commit id
-  std::string rev;                  // what the caller asked for ("HEAD", a branch, a sha)
-  std::vector<std::string> dirty;   // uncommitted paths ("M src/x.c", "?? new.txt")
+  std::string root;                // top level of the caller's working tree
+  std::string commit;              // the full base commit id
+  std::string rev;                 // what the caller asked for ("HEAD", a branch, a sha)
+  std::vector<std::string> dirty;  // uncommitted paths ("M src/x.c", "?? new.txt")
 };
 
 // Resolves `dir`'s repository and pins `rev` ("" = HEAD) to a full commit id.
@@ -56,18 +56,18 @@ Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceL
 
 struct ChangedFile {
   std::string path;
-  char status = 'M';          // A added, M modified, D deleted, T type changed
+  char status = 'M';  // A added, M modified, D deleted, T type changed
   std::string old_mode, new_mode;
   bool binary = false;
-  bool submodule = false;     // a gitlink (mode 160000) appeared, changed or went away
+  bool submodule = false;  // a gitlink (mode 160000) appeared, changed or went away
 };
 
 struct CapturedPatch {
-  std::string patch;           // binary-safe (git diff --binary --full-index), a/ b/ prefixes
-  std::string sha256;          // of `patch`
-  std::string tree;            // the tree git recorded (base + patch), as `git write-tree` names it
+  std::string patch;   // binary-safe (git diff --binary --full-index), a/ b/ prefixes
+  std::string sha256;  // of `patch`
+  std::string tree;    // the tree git recorded (base + patch), as `git write-tree` names it
   std::vector<ChangedFile> files;
-  std::string check_output;    // git diff --check (whitespace errors, conflict markers)
+  std::string check_output;  // git diff --check (whitespace errors, conflict markers)
   bool check_clean = true;
 };
 
@@ -107,6 +107,6 @@ struct PatchViolation {
 // the policy (Engine::Path kWrite on the workspace-relative path), at most `changed-files` files,
 // at most `patch-size` bytes. Empty = the patch is acceptable.
 std::vector<PatchViolation> CheckPatch(const CapturedPatch& patch, const policy::Policy& policy,
-                                       const policy::Engine::Bindings& bindings);
+                                       const policy::Binding& bindings);
 
 }  // namespace cagent::launcher::run

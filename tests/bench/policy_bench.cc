@@ -78,7 +78,13 @@ std::vector<std::string> Scripts() {
   };
 }
 
-std::vector<PathRequest> Paths() {
+// A path access as the benchmark asks it: Engine::Path takes the view, Decide() a Request.
+struct PathCase {
+  Access access;
+  std::string_view path;
+};
+
+std::vector<PathCase> Paths() {
   return {
       {Access::kRead, "src/main.rs"},
       {Access::kRead, "src/parser/lexer.rs"},
@@ -97,21 +103,21 @@ std::vector<PathRequest> Paths() {
   };
 }
 
-std::vector<ToolRequest> Tools() {
+std::vector<Request> Tools() {
   return {
-      {Tool::kReadFile, "src/main.rs", {}},
-      {Tool::kWriteFile, "src/lib.rs", {}},
-      {Tool::kEditFile, "src/parser/mod.rs", {}},
-      {Tool::kEditFile, "Cargo.lock", {}},
-      {Tool::kWriteFile, ".git/hooks/pre-commit", {}},
-      {Tool::kListDir, ".", {}},
-      {Tool::kGrep, "src", {}},
-      {Tool::kGlob, "tests", {}},
-      {Tool::kReadFile, ".env", {}},
-      {Tool::kReadFile, "/etc/passwd", {}},
-      {Tool::kRunCommand, {}, "cargo test --offline"},
-      {Tool::kRunCommand, {}, "git status --short"},
-      {Tool::kFinish, {}, {}},
+      Request::ToolCall(Tool::kReadFile, "src/main.rs"),
+      Request::ToolCall(Tool::kWriteFile, "src/lib.rs"),
+      Request::ToolCall(Tool::kEditFile, "src/parser/mod.rs"),
+      Request::ToolCall(Tool::kEditFile, "Cargo.lock"),
+      Request::ToolCall(Tool::kWriteFile, ".git/hooks/pre-commit"),
+      Request::ToolCall(Tool::kListDir, "."),
+      Request::ToolCall(Tool::kGrep, "src"),
+      Request::ToolCall(Tool::kGlob, "tests"),
+      Request::ToolCall(Tool::kReadFile, ".env"),
+      Request::ToolCall(Tool::kReadFile, "/etc/passwd"),
+      Request::ToolCall(Tool::kRunCommand, "cargo test --offline"),
+      Request::ToolCall(Tool::kRunCommand, "git status --short"),
+      Request::ToolCall(Tool::kFinish),
   };
 }
 
@@ -128,21 +134,21 @@ void Loop(benchmark::State& state, std::size_t n, F decide) {
 }
 
 void BM_DecideCommand(benchmark::State& state) {
-  Engine engine(Backend());
+  Engine engine(Backend(), PortableBinding());
   const auto argvs = Commands();
   Loop(state, argvs.size(), [&](std::size_t i) { return engine.Command(argvs[i]); });
 }
 BENCHMARK(BM_DecideCommand);
 
 void BM_DecideShell(benchmark::State& state) {
-  Engine engine(Backend());
+  Engine engine(Backend(), PortableBinding());
   const auto scripts = Scripts();
   Loop(state, scripts.size(), [&](std::size_t i) { return engine.Shell(scripts[i]); });
 }
 BENCHMARK(BM_DecideShell);
 
 void BM_DecidePath(benchmark::State& state) {
-  Engine engine(Backend());
+  Engine engine(Backend(), PortableBinding());
   const auto paths = Paths();
   Loop(state, paths.size(),
        [&](std::size_t i) { return engine.Path(paths[i].access, paths[i].path); });
@@ -150,15 +156,15 @@ void BM_DecidePath(benchmark::State& state) {
 BENCHMARK(BM_DecidePath);
 
 void BM_DecideTool(benchmark::State& state) {
-  Engine engine(Backend());
+  Engine engine(Backend(), PortableBinding());
   const auto tools = Tools();
-  Loop(state, tools.size(), [&](std::size_t i) { return engine.Tool(tools[i]); });
+  Loop(state, tools.size(), [&](std::size_t i) { return engine.Decide(tools[i]); });
 }
 BENCHMARK(BM_DecideTool);
 
 // The mix the broker sees: interleaved kinds through Decide(), in a fixed order.
 void BM_DecideMixed(benchmark::State& state) {
-  Engine engine(Backend());
+  Engine engine(Backend(), PortableBinding());
   static const auto argvs = Commands();
   static const auto scripts = Scripts();
   std::vector<Request> mix;
@@ -166,10 +172,13 @@ void BM_DecideMixed(benchmark::State& state) {
   const auto tools = Tools();
   std::size_t n = std::max({argvs.size(), scripts.size(), paths.size(), tools.size()});
   for (std::size_t i = 0; i < n; ++i) {
-    if (i < argvs.size()) mix.emplace_back(CommandRequest{argvs[i]});
-    if (i < scripts.size()) mix.emplace_back(ShellRequest{scripts[i]});
-    if (i < paths.size()) mix.emplace_back(paths[i]);
-    if (i < tools.size()) mix.emplace_back(tools[i]);
+    if (i < argvs.size()) mix.push_back(Request::Argv(argvs[i]));
+    if (i < scripts.size()) mix.push_back(Request::Shell(std::string(scripts[i])));
+    if (i < paths.size()) {
+      mix.push_back(paths[i].access == Access::kWrite ? Request::Write(std::string(paths[i].path))
+                                                      : Request::Read(std::string(paths[i].path)));
+    }
+    if (i < tools.size()) mix.push_back(tools[i]);
   }
   Loop(state, mix.size(), [&](std::size_t i) { return engine.Decide(mix[i]); });
 }
@@ -179,7 +188,7 @@ BENCHMARK(BM_DecideMixed);
 void BM_EngineConstruct(benchmark::State& state) {
   const Policy& p = Backend();
   for (auto _ : state) {
-    Engine engine(p);
+    Engine engine(p, PortableBinding());
     benchmark::DoNotOptimize(engine);
   }
 }

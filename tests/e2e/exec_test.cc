@@ -151,9 +151,13 @@ TEST_F(ExecTest, ReadingOutsideTheWorkspaceTwin) {
 
 TEST_F(ExecTest, WritingOutsideLeavesNothingOnTheHost) {
   const std::string outside = h_.MakeDir("outside");
-  const std::string host_tmp_file = h_.base() + "/written-from-inside-" + std::to_string(::getpid());
-  const RunResult r = Sh("echo x > " + outside + "/new; echo x > /etc/cagent-test; "
-                         "echo x > /cagent-test; echo x > " + host_tmp_file + "; "
+  const std::string host_tmp_file =
+      h_.base() + "/written-from-inside-" + std::to_string(::getpid());
+  const RunResult r = Sh("echo x > " + outside +
+                         "/new; echo x > /etc/cagent-test; "
+                         "echo x > /cagent-test; echo x > " +
+                         host_tmp_file +
+                         "; "
                          "echo x > /tmp/private-tmp-file && echo tmp-ok");
   EXPECT_THAT(r.out, HasSubstr("tmp-ok"));  // the private /tmp is writable
   EXPECT_THAT(r.err, HasSubstr("Read-only file system"));
@@ -174,17 +178,19 @@ TEST_F(ExecTest, WritingOutsideTwin) {
 }
 
 TEST_F(ExecTest, HostSecretsInSystemDirectoriesAreHidden) {
-  const RunResult r = Sh("wc -c < /etc/shadow; ls /etc/ssh 2>&1; cat /etc/hostname >/dev/null && echo etc-readable");
+  const RunResult r = Sh(
+      "wc -c < /etc/shadow; ls /etc/ssh 2>&1; cat /etc/hostname >/dev/null && echo etc-readable");
   EXPECT_THAT(r.out, HasSubstr("0\n"));
   EXPECT_THAT(r.out, HasSubstr("etc-readable"));
 }
 
 TEST_F(ExecTest, MinimalDevAndPrivateTmpAndHome) {
-  const RunResult r = Sh(
-      "ls /dev | tr '\\n' ' '; echo; echo $HOME; touch $HOME/x /tmp/y && echo writable; "
-      "head -c 4 /dev/urandom | wc -c; test -c /dev/null && echo null-ok");
+  const RunResult r =
+      Sh("ls /dev | tr '\\n' ' '; echo; echo $HOME; touch $HOME/x /tmp/y && echo writable; "
+         "head -c 4 /dev/urandom | wc -c; test -c /dev/null && echo null-ok");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("full null ptmx pts random shm stderr stdin stdout tty urandom zero"));
+  EXPECT_THAT(r.out,
+              HasSubstr("full null ptmx pts random shm stderr stdin stdout tty urandom zero"));
   EXPECT_THAT(r.out, HasSubstr("/home/cagent\nwritable\n4\nnull-ok"));
   // No host device beyond the minimal set.
   EXPECT_THAT(r.out, Not(HasSubstr("vda")));
@@ -197,9 +203,9 @@ TEST_F(ExecTest, HostProcessesAreInvisibleAndCannotBeSignalled) {
   const std::string token = "4242" + suffix;
   const pid_t host = SpawnHost({"/bin/sleep", token});
   // '424[2]' so that grep's own argv does not match the pattern.
-  const RunResult r = Sh("ls /proc | grep -c '^[0-9]*$'; kill -TERM " + std::to_string(host) +
-                         " 2>&1; cat /proc/[0-9]*/cmdline | tr '\\0' '\\n' | grep -cx '424[2]" +
-                         suffix + "'");
+  const RunResult r =
+      Sh("ls /proc | grep -c '^[0-9]*$'; kill -TERM " + std::to_string(host) +
+         " 2>&1; cat /proc/[0-9]*/cmdline | tr '\\0' '\\n' | grep -cx '424[2]" + suffix + "'");
   EXPECT_EQ(::kill(host, 0), 0) << "the host process was killed from inside the sandbox";
   // The sandbox sees only its own few processes, and never the host's sleep.
   EXPECT_THAT(r.out, HasSubstr("\n0\n"));
@@ -260,8 +266,9 @@ TEST_F(ExecTest, InitShowsNeitherCagentsArgumentsNorItsEnvironment) {
 }
 
 TEST_F(ExecTest, CagentItselfTwin) {
-  const RunResult r = Sh("ppid=$(grep PPid /proc/$PPID/status | cut -f2); kill -0 $ppid && echo reached $ppid",
-                         {"--disable-layer", "pid", "--disable-layer", "landlock"});
+  const RunResult r =
+      Sh("ppid=$(grep PPid /proc/$PPID/status | cut -f2); kill -0 $ppid && echo reached $ppid",
+         {"--disable-layer", "pid", "--disable-layer", "landlock"});
   EXPECT_THAT(r.out, HasSubstr("reached")) << r.err;
 }
 
@@ -287,7 +294,8 @@ TEST_F(ExecTest, SigkillOfCagentLeavesNoProcessBehind) {
   Harness::Running run = h_.Start({"exec", "--workspace", ws_, "--", "/bin/sh", "-c",
                                    "(setsid sleep " + daemon + " &); exec sleep " + command});
   // Wait until both sleeps are running, then kill cagent the hard way.
-  for (int i = 0; i < 250 && (FindProcesses(daemon).empty() || FindProcesses(command).empty()); ++i) {
+  for (int i = 0; i < 250 && (FindProcesses(daemon).empty() || FindProcesses(command).empty());
+       ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const bool started = !FindProcesses(daemon).empty() && !FindProcesses(command).empty();
@@ -320,9 +328,9 @@ TEST_F(ExecTest, SigkillOfCagentTwin) {
 }
 
 TEST_F(ExecTest, SigtermToCagentIsForwardedToTheCommand) {
-  Harness::Running run = h_.Start(
-      {"exec", "--workspace", ws_, "--", "/bin/sh", "-c", "trap 'echo got-term; exit 7' TERM; "
-                                                          "echo ready; while :; do sleep 0.05; done"});
+  Harness::Running run = h_.Start({"exec", "--workspace", ws_, "--", "/bin/sh", "-c",
+                                   "trap 'echo got-term; exit 7' TERM; "
+                                   "echo ready; while :; do sleep 0.05; done"});
   // Wait for "ready" by polling the command's output file? Simpler: give it time to set the trap.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   ::kill(run.pid, SIGTERM);
@@ -344,7 +352,6 @@ TEST_F(ExecTest, HungCommandIsStoppedByTheTimeout) {
 
 // ---- network ----
 
-
 TEST_F(ExecTest, HostLoopbackIsUnreachable) {
   HostTcpListener host;
   const RunResult r = Exec({h_.probe(), "connect", "127.0.0.1", host.port()});
@@ -354,8 +361,8 @@ TEST_F(ExecTest, HostLoopbackIsUnreachable) {
 
 TEST_F(ExecTest, HostLoopbackTwin) {
   HostTcpListener host;
-  const RunResult r = Exec({h_.probe(), "connect", "127.0.0.1", host.port()},
-                           {"--disable-layer", "net"});
+  const RunResult r =
+      Exec({h_.probe(), "connect", "127.0.0.1", host.port()}, {"--disable-layer", "net"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("ok connected"));
 }
@@ -446,8 +453,9 @@ TEST_F(ExecTest, OwnHostname) {
 }
 
 TEST_F(ExecTest, CapabilitiesAreEmptyAndSetuidGainsNothing) {
-  const RunResult r = Sh("grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs)' /proc/self/status; "
-                         "su -c id root </dev/null 2>&1 || echo su-failed");
+  const RunResult r =
+      Sh("grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs)' /proc/self/status; "
+         "su -c id root </dev/null 2>&1 || echo su-failed");
   EXPECT_THAT(r.out, HasSubstr("CapPrm:\t0000000000000000"));
   EXPECT_THAT(r.out, HasSubstr("CapEff:\t0000000000000000"));
   EXPECT_THAT(r.out, HasSubstr("CapBnd:\t0000000000000000"));

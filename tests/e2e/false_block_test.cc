@@ -53,9 +53,9 @@ TEST_F(FalseBlockTest, CProjectWithCMakeMakeAndTests) {
   Write("sum_test.c",
         "#include <stdio.h>\nint sum(int, int);\n"
         "int main(void) { if (sum(2, 3) != 5) return 1; puts(\"sum ok\"); return 0; }\n");
-  const RunResult r = Sh(
-      "set -e; cmake -S . -B build >/dev/null && make -C build -j2 >/dev/null && "
-      "cd build && ctest --output-on-failure");
+  const RunResult r =
+      Sh("set -e; cmake -S . -B build >/dev/null && make -C build -j2 >/dev/null && "
+         "cd build && ctest --output-on-failure");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("100% tests passed"));
 }

@@ -5,13 +5,13 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <sys/stat.h>
 #include <nlohmann/json.hpp>
 
 #include "gmock/gmock.h"
@@ -89,14 +89,13 @@ TEST_F(HardeningTest, PrintSeccompShowsTheRules) {
 
 // ---- Landlock ----
 
-
 TEST_F(HardeningTest, LandlockDeniesTcpEvenWithoutTheNetworkNamespace) {
   HostTcpListener host;
   // --network none; the namespace and seccomp (which would refuse the socket) are off, so only
   // Landlock stands between the command and the host's listener.
-  const RunResult r = Exec({h_.probe(), "connect", "127.0.0.1", host.port()},
-                           {"--network", "none", "--disable-layer", "net", "--disable-layer",
-                            "seccomp"});
+  const RunResult r =
+      Exec({h_.probe(), "connect", "127.0.0.1", host.port()},
+           {"--network", "none", "--disable-layer", "net", "--disable-layer", "seccomp"});
   EXPECT_THAT(r.out, HasSubstr("fail EACCES connect")) << r.err;
 }
 
@@ -152,8 +151,8 @@ TEST_F(HardeningTest, HostAbstractUnixSocketTwin) {
 TEST_F(HardeningTest, SignalScopeHoldsWithoutThePidNamespace) {
   const std::string token = "5151" + std::to_string(::getpid() % 1000);
   const pid_t host = SpawnHost({"/bin/sleep", token});
-  const RunResult r = Sh("kill -TERM " + std::to_string(host) + " 2>&1; echo rc=$?",
-                         {"--disable-layer", "pid"});
+  const RunResult r =
+      Sh("kill -TERM " + std::to_string(host) + " 2>&1; echo rc=$?", {"--disable-layer", "pid"});
   EXPECT_THAT(r.out, HasSubstr("rc=1")) << r.err;
   EXPECT_EQ(::kill(host, 0), 0) << "the host process was killed from inside the sandbox";
   ::kill(host, SIGKILL);
@@ -168,9 +167,9 @@ TEST_F(HardeningTest, LandlockKeepsTheHostFilesystemReadOnlyWithoutTheMountView)
   const RunResult r = Exec({h_.probe(), "write", outside + "/../../../etc/cagent-landlock-test"},
                            {"--disable-layer", "fs"});
   EXPECT_THAT(r.out, HasSubstr("fail EACCES open")) << r.err;
-  const RunResult twin = Exec({h_.probe(), "write", "/usr/cagent-landlock-test-" +
-                                                        std::to_string(::getpid())},
-                              {"--disable-layer", "fs", "--disable-layer", "landlock"});
+  const RunResult twin =
+      Exec({h_.probe(), "write", "/usr/cagent-landlock-test-" + std::to_string(::getpid())},
+           {"--disable-layer", "fs", "--disable-layer", "landlock"});
   // Without Landlock the write is refused only by file permissions (root may write /usr).
   if (::geteuid() == 0 && !h_.as_nobody()) {
     EXPECT_THAT(twin.out, HasSubstr("ok written")) << twin.err;
@@ -209,9 +208,10 @@ TEST_F(HardeningTest, ForkBombIsStoppedByTheProcessCap) {
   }
   // 60 background sleepers against a cap of 20: forks start failing, the sandbox survives, and
   // the timeout bounds the test whatever happens.
-  const RunResult r = Sh("n=0; for i in $(seq 60); do sleep 3 2>/dev/null & n=$((n+1)); done; "
-                         "echo started; wait",
-                         {"--processes", "20", "--timeout", "20s"});
+  const RunResult r =
+      Sh("n=0; for i in $(seq 60); do sleep 3 2>/dev/null & n=$((n+1)); done; "
+         "echo started; wait",
+         {"--processes", "20", "--timeout", "20s"});
   EXPECT_THAT(r.err, HasSubstr("fork"));  // dash reports "Cannot fork"
   EXPECT_NE(r.exit_code, 124) << "the capped shell should not hang";
 }
@@ -242,7 +242,8 @@ TEST_F(HardeningTest, MemoryLimitFailsClosedWithoutADelegatedCgroup) {
   const RunResult r = Exec({"true"}, {"--memory", "64M", "--json"});
   EXPECT_EQ(r.exit_code, 125);
   EXPECT_THAT(r.err, HasSubstr("no delegated cgroup v2 with the memory controller"));
-  const RunResult accepted = Exec({"true"}, {"--memory", "64M", "--best-effort", "cgroup", "--json"});
+  const RunResult accepted =
+      Exec({"true"}, {"--memory", "64M", "--best-effort", "cgroup", "--json"});
   EXPECT_EQ(accepted.exit_code, 0) << accepted.err;
   EXPECT_THAT(accepted.err, HasSubstr("warning: downgrade: cgroup"));
   EXPECT_FALSE(nlohmann::json::parse(accepted.out)["downgrades"].empty());

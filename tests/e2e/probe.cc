@@ -5,12 +5,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -177,7 +177,8 @@ int main(int argc, char** argv) {
   if (cmd == "read" && argc == 3) return Read(argv[2]);
   if (cmd == "write" && argc == 3) return Write(argv[2]);
   std::fprintf(stderr,
-               "usage: cagent_probe connect ADDR PORT | connect-abstract NAME | loopback-echo | fds | ptrace PID | ptrace-child | tiocsti "
+               "usage: cagent_probe connect ADDR PORT | connect-abstract NAME | loopback-echo | "
+               "fds | ptrace PID | ptrace-child | tiocsti "
                "| ctty | ids | read PATH | write PATH\n");
   return 2;
 }

@@ -79,7 +79,8 @@ TEST_F(ProfileSampleTest, FrontendRunsNodeTestsWithADevServer) {
 }
 
 TEST_F(ProfileSampleTest, DocsChecksItsLinks) {
-  if (!Have("/usr/bin/python3") || !Have("/usr/bin/make")) GTEST_SKIP() << "python3 or make missing";
+  if (!Have("/usr/bin/python3") || !Have("/usr/bin/make"))
+    GTEST_SKIP() << "python3 or make missing";
   std::string ws = Sample("docs-site");
   RunResult r = Exec("docs", ws, "make check");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -126,11 +127,10 @@ TEST_F(ProfileSampleTest, BackendExposesAToolchainUnderHomeReadOnly) {
   EXPECT_THAT(r.out, HasSubstr("fakecargo ran with RUSTUP_HOME=" + home + "/.rustup")) << r.err;
   EXPECT_FALSE(fs::exists(home + "/.cargo/bin/x"));
   EXPECT_THAT(r.out, Not(HasSubstr("cio_sample_secret")));  // hidden by backend
-  EXPECT_THAT(r.out, HasSubstr("No such file"));              // the rest of home is not mounted
+  EXPECT_THAT(r.out, HasSubstr("No such file"));            // the rest of home is not mounted
   // Twin: base does not expose ~/.cargo, so the toolchain is not there.
-  RunResult twin = h_.Run({"exec", "--profile", "base", "--workspace", ws, "--", "/bin/sh", "-c",
-                           "fakecargo"},
-                          o);
+  RunResult twin = h_.Run(
+      {"exec", "--profile", "base", "--workspace", ws, "--", "/bin/sh", "-c", "fakecargo"}, o);
   EXPECT_NE(twin.exit_code, 0);
 }
 
@@ -199,12 +199,13 @@ TEST_F(ProfileSampleTest, EnvironmentIsScrubbedByTheProfile) {
   std::string ws = h_.MakeDir("env");
   RunOptions o;
   o.extra_env = {"GITHUB_TOKEN=ghp_sample_secret", "LANG=C.UTF-8", "GOPATH=/nonexistent/go"};
-  RunResult r = h_.Run({"exec", "--profile", "backend", "--workspace", ws, "--", "/usr/bin/env"}, o);
+  RunResult r =
+      h_.Run({"exec", "--profile", "backend", "--workspace", ws, "--", "/usr/bin/env"}, o);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, Not(HasSubstr("ghp_sample_secret")));
-  EXPECT_THAT(r.out, HasSubstr("LANG=C.UTF-8"));        // base passes LANG
+  EXPECT_THAT(r.out, HasSubstr("LANG=C.UTF-8"));            // base passes LANG
   EXPECT_THAT(r.out, HasSubstr("GOPATH=/nonexistent/go"));  // backend passes GOPATH
-  EXPECT_THAT(r.out, HasSubstr("GOTOOLCHAIN=local"));   // backend sets it
+  EXPECT_THAT(r.out, HasSubstr("GOTOOLCHAIN=local"));       // backend sets it
   // Even an explicit pattern in a child cannot pass a scrubbed name.
   std::string prof = ws + "/leaky.cagent";
   std::ofstream(prof) << "extends base\nenvironment {\n  pass GITHUB_*\n}\n";
@@ -215,7 +216,7 @@ TEST_F(ProfileSampleTest, EnvironmentIsScrubbedByTheProfile) {
   // Twin: the same pattern in a profile without base's scrub lets the token through.
   std::string open = ws + "/open.cagent";
   std::ofstream(open) << "filesystem {\n  read-only /usr /bin /lib /lib64\n}\n"
-                          "environment {\n  pass GITHUB_*\n}\n";
+                         "environment {\n  pass GITHUB_*\n}\n";
   ::chmod(open.c_str(), 0644);
   RunResult twin = h_.Run({"exec", "--profile", open, "--workspace", ws, "--", "/usr/bin/env"}, o);
   ASSERT_EQ(twin.exit_code, 0) << twin.err;
@@ -224,21 +225,21 @@ TEST_F(ProfileSampleTest, EnvironmentIsScrubbedByTheProfile) {
 
 TEST_F(ProfileSampleTest, CommandLineLimitsCanOnlyLower) {
   std::string ws = h_.MakeDir("limits");
-  RunResult higher = h_.Run({"exec", "--profile", "backend", "--workspace", ws, "--cpu-time",
-                             "2h", "--", "true"});
+  RunResult higher =
+      h_.Run({"exec", "--profile", "backend", "--workspace", ws, "--cpu-time", "2h", "--", "true"});
   EXPECT_EQ(higher.exit_code, 2);
   EXPECT_THAT(higher.err, HasSubstr("can only lower the profile's limit"));
   EXPECT_THAT(higher.err, HasSubstr("cpu-time 20m at <built-in>/base.cagent:"));
-  RunResult lower = h_.Run({"exec", "--profile", "backend", "--workspace", ws, "--cpu-time",
-                            "1m", "--", "true"});
+  RunResult lower =
+      h_.Run({"exec", "--profile", "backend", "--workspace", ws, "--cpu-time", "1m", "--", "true"});
   EXPECT_EQ(lower.exit_code, 0) << lower.err;
-  RunResult widen = h_.Run({"exec", "--profile", "base", "--workspace", ws, "--network",
-                            "loopback", "--", "true"});
+  RunResult widen = h_.Run(
+      {"exec", "--profile", "base", "--workspace", ws, "--network", "loopback", "--", "true"});
   EXPECT_EQ(widen.exit_code, 2);
   EXPECT_THAT(widen.err, HasSubstr("would widen the profile 'base'"));
   // Paths, scrubbed variables and switched-off layers cannot be added to a profile either.
-  RunResult rw = h_.Run({"exec", "--profile", "readonly", "--workspace", ws, "--rw", "/var/tmp",
-                         "--", "true"});
+  RunResult rw = h_.Run(
+      {"exec", "--profile", "readonly", "--workspace", ws, "--rw", "/var/tmp", "--", "true"});
   EXPECT_EQ(rw.exit_code, 2);
   EXPECT_THAT(rw.err, HasSubstr("--rw would widen the profile 'readonly'"));
   RunOptions token;
@@ -249,8 +250,8 @@ TEST_F(ProfileSampleTest, CommandLineLimitsCanOnlyLower) {
   EXPECT_EQ(pass.exit_code, 2);
   EXPECT_THAT(pass.err, HasSubstr("scrubs it (scrub *_TOKEN at <built-in>/base.cagent:"));
   EXPECT_THAT(pass.out, Not(HasSubstr("ghp_sample_secret")));
-  RunResult off = h_.Run({"exec", "--profile", "backend", "--workspace", ws, "--disable-layer",
-                          "fs", "--", "true"});
+  RunResult off = h_.Run(
+      {"exec", "--profile", "backend", "--workspace", ws, "--disable-layer", "fs", "--", "true"});
   EXPECT_EQ(off.exit_code, 2);
   EXPECT_THAT(off.err, HasSubstr("--disable-layer cannot be combined with --profile"));
 }

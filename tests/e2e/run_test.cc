@@ -28,11 +28,13 @@ using ::testing::HasSubstr;
 
 json Call(const std::string& name, json args) {
   static int n = 0;
-  return json{{"id", "call_" + std::to_string(++n)}, {"name", name}, {"arguments", std::move(args)}};
+  return json{
+      {"id", "call_" + std::to_string(++n)}, {"name", name}, {"arguments", std::move(args)}};
 }
 
 std::string Turn(json calls) {
-  return json{{"tool_calls", std::move(calls)}, {"usage", {{"input_tokens", 100}, {"output_tokens", 10}}}}
+  return json{{"tool_calls", std::move(calls)},
+              {"usage", {{"input_tokens", 100}, {"output_tokens", 10}}}}
              .dump() +
          "\n";
 }
@@ -73,17 +75,18 @@ class RunTest : public ::testing::Test {
 
   std::vector<std::string> RunArgs(const std::string& session, std::vector<std::string> extra) {
     WriteFile(dir_ + "/session.jsonl", session);
-    std::vector<std::string> args = {"run",
-                                     "--profile",
-                                     profile_.empty() ? repo_ + "/.cagent/fix-add.cagent" : profile_,
-                                     "--repo",
-                                     repo_,
-                                     "--model",
-                                     "replay:" + dir_ + "/session.jsonl",
-                                     "--approve",
-                                     approve_,
-                                     "--json",
-                                     std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/task.md"};
+    std::vector<std::string> args = {
+        "run",
+        "--profile",
+        profile_.empty() ? repo_ + "/.cagent/fix-add.cagent" : profile_,
+        "--repo",
+        repo_,
+        "--model",
+        "replay:" + dir_ + "/session.jsonl",
+        "--approve",
+        approve_,
+        "--json",
+        std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/task.md"};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
@@ -105,7 +108,9 @@ class RunTest : public ::testing::Test {
     return json::parse(r.out.substr(brace), nullptr, false);
   }
 
-  void ExpectRepoUntouched() { EXPECT_EQ(TreeState(repo_), before_) << "the caller's repo changed"; }
+  void ExpectRepoUntouched() {
+    EXPECT_EQ(TreeState(repo_), before_) << "the caller's repo changed";
+  }
 
   std::string dir_, repo_, state_, before_;
   std::string profile_;            // default: the demo's own profile
@@ -113,7 +118,8 @@ class RunTest : public ::testing::Test {
 };
 
 TEST_F(RunTest, TheDemoCompletesVerifiedAndApplyBringsThePatchIn) {
-  const RunResult r = Run(ReadFile(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/session.jsonl"));
+  const RunResult r =
+      Run(ReadFile(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/session.jsonl"));
   SCOPED_TRACE(r.err);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const json res = Result(r);
@@ -126,7 +132,8 @@ TEST_F(RunTest, TheDemoCompletesVerifiedAndApplyBringsThePatchIn) {
   ExpectRepoUntouched();
 
   // The event log's chain verifies.
-  const RunResult verify = Harness::Get().Run({"log", "verify", res["event_log"].get<std::string>()});
+  const RunResult verify =
+      Harness::Get().Run({"log", "verify", res["event_log"].get<std::string>()});
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 
   RunOptions o;
@@ -145,7 +152,8 @@ TEST_F(RunTest, TheDemoCompletesVerifiedAndApplyBringsThePatchIn) {
   // checked against result.json.
   const RunResult log = Harness::Get().Run({"log", id}, o);
   EXPECT_EQ(log.exit_code, 0) << log.err;
-  EXPECT_THAT(log.out, HasSubstr(R"(tool_request run_command {"command":"python3 -m unittest -q"})"));
+  EXPECT_THAT(log.out,
+              HasSubstr(R"(tool_request run_command {"command":"python3 -m unittest -q"})"));
   EXPECT_THAT(log.out, HasSubstr("decision     allow edit_file by workspace read-write"));
   EXPECT_THAT(log.out, HasSubstr("verify       passed: python3 -m unittest -q (exit 0"));
   EXPECT_THAT(log.out, HasSubstr("as recorded in result.json"));
@@ -158,7 +166,8 @@ TEST_F(RunTest, TheDemoCompletesVerifiedAndApplyBringsThePatchIn) {
   const RunResult cut = Harness::Get().Run({"log", id}, o);
   EXPECT_EQ(cut.exit_code, 1) << cut.out;
   EXPECT_THAT(cut.err, HasSubstr("result.json records"));
-  EXPECT_EQ(Harness::Get().Run({"log", "verify", res["event_log"].get<std::string>()}, o).exit_code, 0)
+  EXPECT_EQ(Harness::Get().Run({"log", "verify", res["event_log"].get<std::string>()}, o).exit_code,
+            0)
       << "the cut chain is expected to verify on its own";
 }
 
@@ -171,9 +180,10 @@ TEST_F(RunTest, CtrlCCancelsTheRunTearsTheSandboxDownAndKeepsTheWorkspace) {
       Turn(json::array({Call("edit_file", {{"path", "calc.py"},
                                            {"old_string", "return a - b"},
                                            {"new_string", "return a + b"}})})) +
-      Turn(json::array({Call("run_command",
-                             {{"command", "python3 -c 'import sys, time; time.sleep(float(sys.argv[1]))' " +
-                                             token}})})) +
+      Turn(json::array(
+          {Call("run_command",
+                {{"command",
+                  "python3 -c 'import sys, time; time.sleep(float(sys.argv[1]))' " + token}})})) +
       Turn(json::array({Call("finish", {{"summary", "never reached"}})}));
   Harness::Running running = Harness::Get().Start(RunArgs(session, {}), StateEnv());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -191,11 +201,13 @@ TEST_F(RunTest, CtrlCCancelsTheRunTearsTheSandboxDownAndKeepsTheWorkspace) {
   // The sandbox is gone: nothing it ran is left.
   EXPECT_THAT(WaitForNoProcesses(token, std::chrono::seconds(10)), ::testing::IsEmpty());
   // The workspace is kept, with the agent's edit, for the human to look at.
-  EXPECT_THAT(ReadFile(res["workspace"].get<std::string>() + "/calc.py"), HasSubstr("return a + b"));
+  EXPECT_THAT(ReadFile(res["workspace"].get<std::string>() + "/calc.py"),
+              HasSubstr("return a + b"));
   // The log ends with the cancellation and its chain holds.
   const std::string events = ReadFile(res["event_log"].get<std::string>());
   EXPECT_THAT(events, HasSubstr(R"("state":"cancelled")"));
-  EXPECT_EQ(Harness::Get().Run({"log", "verify", res["event_log"].get<std::string>()}).exit_code, 0);
+  EXPECT_EQ(Harness::Get().Run({"log", "verify", res["event_log"].get<std::string>()}).exit_code,
+            0);
   ExpectRepoUntouched();
 }
 
@@ -209,9 +221,8 @@ TEST_F(RunTest, EditingAProtectedTestFailsTheRunNamingTheRule) {
                                             {"old_string", "self.assertEqual(add(2, 3), 5)"},
                                             {"new_string", "pass"}})}));
   s += Turn(json::array({Call("run_command", {{"command", "rm -f test_calc.py"}})}));
-  s += Turn(json::array(
-      {Call("run_command",
-            {{"command", "python3 -c \"open('test_zz.py', 'w').write('import os')\""}})}));
+  s += Turn(json::array({Call(
+      "run_command", {{"command", "python3 -c \"open('test_zz.py', 'w').write('import os')\""}})}));
   s += Turn(json::array({Call("finish", {{"summary", "tests fixed"}})}));
   const RunResult r = Run(s);
   SCOPED_TRACE(r.err);
@@ -228,9 +239,9 @@ TEST_F(RunTest, EditingAProtectedTestFailsTheRunNamingTheRule) {
 TEST_F(RunTest, TooManyChangedFilesFailTheRun) {
   // (c): the profile allows 5 changed files.
   std::string s;
-  s += Turn(json::array(
-      {Call("run_command", {{"command", "python3 -c \"[open('f%d.txt' % i, 'w').write('x') "
-                                        "for i in range(7)]\""}})}));
+  s += Turn(json::array({Call("run_command", {{"command",
+                                               "python3 -c \"[open('f%d.txt' % i, 'w').write('x') "
+                                               "for i in range(7)]\""}})}));
   s += Turn(json::array({Call("finish", {{"summary", "made files"}})}));
   const RunResult r = Run(s);
   SCOPED_TRACE(r.err);
@@ -246,13 +257,13 @@ TEST_F(RunTest, PlantedGitConfigurationExecutesNothingDuringCapture) {
   const std::string marker = dir_ + "/PWNED";
   const std::string evil = "#!/bin/sh\\ntouch " + marker + "\\n";
   std::string s;
-  s += Turn(json::array(
-      {Call("run_command",
-            {{"command",
-              "printf '[core]\\n\\tfsmonitor = touch " + marker + "\\n[filter \"x\"]\\n\\tclean = touch " +
-                  marker + "\\n[diff]\\n\\texternal = touch " + marker +
-                  "\\n' >> .git/config; echo '* filter=x' > .gitattributes; printf '" + evil +
-                  "' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; echo x >> calc.py"}})}));
+  s += Turn(json::array({Call(
+      "run_command",
+      {{"command",
+        "printf '[core]\\n\\tfsmonitor = touch " + marker +
+            "\\n[filter \"x\"]\\n\\tclean = touch " + marker + "\\n[diff]\\n\\texternal = touch " +
+            marker + "\\n' >> .git/config; echo '* filter=x' > .gitattributes; printf '" + evil +
+            "' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; echo x >> calc.py"}})}));
   s += Turn(json::array({Call("finish", {{"summary", "done"}})}));
   const RunResult r = Run(s);
   SCOPED_TRACE(r.err);
@@ -280,7 +291,8 @@ TEST_F(RunTest, AnAgentThatLoopsIsStoppedAndTheRunFails) {
 TEST_F(RunTest, EscapeAttemptsAreRefusedAndTheRepoIsUntouched) {
   // (a): write through the workspace to the caller's repository, by path and by symlink.
   std::string s;
-  s += Turn(json::array({Call("write_file", {{"path", repo_ + "/calc.py"}, {"content", "owned"}})}));
+  s +=
+      Turn(json::array({Call("write_file", {{"path", repo_ + "/calc.py"}, {"content", "owned"}})}));
   s += Turn(json::array(
       {Call("run_command", {{"command", "echo owned > " + repo_ + "/calc.py; ln -s " + repo_ +
                                             " link; echo owned > link/calc.py; true"}})}));
@@ -312,7 +324,8 @@ TEST_F(RunTest, ApproveStopEndsTheRunAsNeedsApprovalWithTheExactAction) {
   EXPECT_EQ(res["status"], "needs-approval");
   ASSERT_TRUE(res["needs_approval"].is_object()) << res.dump(2);
   EXPECT_EQ(res["needs_approval"]["tool"], "run_command");
-  EXPECT_THAT(res["needs_approval"]["action"].get<std::string>(), HasSubstr("pip install requests"));
+  EXPECT_THAT(res["needs_approval"]["action"].get<std::string>(),
+              HasSubstr("pip install requests"));
   const std::string pre = res["needs_approval"]["pre_approve"];
   EXPECT_EQ(pre.size(), std::string("sha256:").size() + 64) << pre;
   EXPECT_THAT(res["reason"].get<std::string>(), HasSubstr("--pre-approve '" + pre + "'"));

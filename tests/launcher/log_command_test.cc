@@ -13,7 +13,7 @@
 
 #include "launcher/broker/audit_schema.h"
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 namespace {
 
 using nlohmann::json;
@@ -136,4 +136,4 @@ TEST(LogCommandTest, UntrustedTextIsTerminalSafeAndUnknownEventsShowTheirDetail)
 }
 
 }  // namespace
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

@@ -1006,14 +1006,12 @@ TEST(SeccompLiveTest, SetuidAndSetgidModesAreDenied) {
   const std::string file = ScratchFile();
   const std::string dir = file + ".d";
   const std::string created = file + ".new";
-  const Twin chmod_twin = RunTwin(InetFilter(), [&] {
-    return ErrnoOf(::chmod(file.c_str(), 04755));
-  });
+  const Twin chmod_twin =
+      RunTwin(InetFilter(), [&] { return ErrnoOf(::chmod(file.c_str(), 04755)); });
   EXPECT_EQ(chmod_twin.bare, kSuccess);
   EXPECT_EQ(chmod_twin.filtered, Exit(EPERM));
-  const Twin fchmodat_twin = RunTwin(InetFilter(), [&] {
-    return ErrnoOf(::fchmodat(AT_FDCWD, file.c_str(), 02755, 0));
-  });
+  const Twin fchmodat_twin =
+      RunTwin(InetFilter(), [&] { return ErrnoOf(::fchmodat(AT_FDCWD, file.c_str(), 02755, 0)); });
   EXPECT_EQ(fchmodat_twin.bare, kSuccess);
   EXPECT_EQ(fchmodat_twin.filtered, Exit(EPERM));
   const Twin open_twin = RunTwin(InetFilter(), [&] {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 namespace {
 
 using ::testing::HasSubstr;
@@ -97,4 +97,4 @@ TEST_F(SessionFlagsTest, OnlyPolicyModeOpensTheTerminal) {
 }
 
 }  // namespace
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

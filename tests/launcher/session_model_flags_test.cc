@@ -12,7 +12,7 @@
 
 #include "launcher/cli/session_flags.h"
 
-namespace cagent::launcher {
+namespace cagent::launcher::cli {
 namespace {
 
 using ::testing::HasSubstr;
@@ -60,4 +60,4 @@ TEST(SessionModelFlags, MaxOutputTokensFeedsTheSpec) {
 }
 
 }  // namespace
-}  // namespace cagent::launcher
+}  // namespace cagent::launcher::cli

@@ -111,7 +111,8 @@ TEST_F(WorkspaceTest, PinsTheFullBaseCommitAndChecksItOut) {
   auto m = MaterializeWorkspace(*info, layout_, false);
   ASSERT_TRUE(m.ok()) << m.error().Message();
   EXPECT_EQ(m->base_commit, info->commit);
-  EXPECT_EQ(Read(fs::path(layout_.workspace) / "src/calc.py"), "def add(a, b):\n    return a - b\n");
+  EXPECT_EQ(Read(fs::path(layout_.workspace) / "src/calc.py"),
+            "def add(a, b):\n    return a - b\n");
   EXPECT_TRUE(fs::exists(fs::path(layout_.workspace) / ".git"));
 }
 
@@ -151,11 +152,11 @@ TEST_F(WorkspaceTest, CaptureSeesEveryKindOfChangeAndThePatchAppliesToTheCallers
   const fs::path ws = layout_.workspace;
   Write(ws / "src/calc.py", "def add(a, b):\n    return a + b\n");  // modified
   fs::remove(ws / "README.md");                                     // deleted
-  Write(ws / "src/new_module.py", "X = 1\n");                        // untracked, added
+  Write(ws / "src/new_module.py", "X = 1\n");                       // untracked, added
   Write(ws / "data.bin", std::string("\x00\xff\x10", 3));           // binary modified
   fs::create_symlink("calc.py", ws / "src/link.py");                // symlink added
   Write(ws / "run.sh", "#!/bin/sh\n");
-  ::chmod((ws / "run.sh").c_str(), 0755);                            // executable added
+  ::chmod((ws / "run.sh").c_str(), 0755);  // executable added
   Write(ws / "build.log", "ignored by .gitignore\n");
 
   auto p = CapturePatch(layout_, m.base_commit);
@@ -225,11 +226,20 @@ TEST_F(WorkspaceTest, HostileGitConfigurationInTheWorkspaceExecutesNothingDuring
   const std::string touch = "touch " + marker.string();
   Write(ws / ".git/config",
         "[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
-        "\tfsmonitor = \"" + touch + "; echo\"\n"
-        "\tpager = " + touch + "\n"
-        "[filter \"evil\"]\n\tclean = sh -c '" + touch + "; cat'\n\tsmudge = cat\n"
-        "[diff \"evil\"]\n\ttextconv = sh -c '" + touch + "; cat'\n"
-        "[diff]\n\texternal = sh -c '" + touch + "'\n");
+        "\tfsmonitor = \"" +
+            touch +
+            "; echo\"\n"
+            "\tpager = " +
+            touch +
+            "\n"
+            "[filter \"evil\"]\n\tclean = sh -c '" +
+            touch +
+            "; cat'\n\tsmudge = cat\n"
+            "[diff \"evil\"]\n\ttextconv = sh -c '" +
+            touch +
+            "; cat'\n"
+            "[diff]\n\texternal = sh -c '" +
+            touch + "'\n");
   Write(ws / ".gitattributes", "* filter=evil diff=evil\n");
   Write(ws / ".git/hooks/post-index-change", "#!/bin/sh\n" + touch + "\n");
   ::chmod((ws / ".git/hooks/post-index-change").c_str(), 0755);
@@ -255,15 +265,14 @@ TEST_F(WorkspaceTest, ProfileRulesApplyToWhatGitObserved) {
   ASSERT_TRUE(p.ok());
 
   policy::SearchPath search;
-  auto compiled = policy::CompileText(
-      "test.cagent",
-      "extends base\n"
-      "filesystem {\n  deny write .github/**\n}\n"
-      "limits {\n  changed-files 2\n  patch-size 1K\n}\n",
-      search);
+  auto compiled = policy::CompileText("test.cagent",
+                                      "extends base\n"
+                                      "filesystem {\n  deny write .github/**\n}\n"
+                                      "limits {\n  changed-files 2\n  patch-size 1K\n}\n",
+                                      search);
   ASSERT_TRUE(compiled.policy) << "profile did not compile";
   const auto violations =
-      CheckPatch(*p, *compiled.policy, policy::Engine::Bindings{layout_.workspace, "/home/cagent"});
+      CheckPatch(*p, *compiled.policy, policy::Binding{layout_.workspace, "/home/cagent"});
   bool denied = false, too_many = false;
   for (const auto& v : violations) {
     if (v.path == ".github/workflows/ci.yml") denied = true;
@@ -277,8 +286,7 @@ TEST_F(WorkspaceTest, ProfileRulesApplyToWhatGitObserved) {
   fs::remove(ws / "src/b.py");
   auto ok = CapturePatch(layout_, m.base_commit);
   ASSERT_TRUE(ok.ok());
-  EXPECT_TRUE(CheckPatch(*ok, *compiled.policy,
-                         policy::Engine::Bindings{layout_.workspace, "/home/cagent"})
+  EXPECT_TRUE(CheckPatch(*ok, *compiled.policy, policy::Binding{layout_.workspace, "/home/cagent"})
                   .empty());
 }
 

@@ -11,7 +11,6 @@
 // comment, or one that compiles, fails. To add a case: write the file with "# expect: " and the
 // line you mean, and run this test.
 #include <dirent.h>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -71,7 +70,8 @@ TEST_P(BadProfile, FailsWithTheExpectedFirstDiagnostic) {
 
 INSTANTIATE_TEST_SUITE_P(Testdata, BadProfile, ::testing::ValuesIn(BadProfiles()),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
-                           std::string name = param_info.param.substr(0, param_info.param.rfind('.'));
+                           std::string name =
+                               param_info.param.substr(0, param_info.param.rfind('.'));
                            for (char& ch : name) {
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }

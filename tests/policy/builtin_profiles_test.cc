@@ -30,7 +30,8 @@ TEST_P(BuiltinProfile, CompilesAndMatchesGoldenDump) {
   Compiled c = LoadProfile(GetParam(), search);
   ASSERT_TRUE(c.ok()) << RenderAll(*c.sources, c.diags);
   std::string dump = Dump(*c.policy);
-  std::string golden_path = std::string(CAGENT_SOURCE_DIR) + "/tests/golden/" + GetParam() + ".dump";
+  std::string golden_path =
+      std::string(CAGENT_SOURCE_DIR) + "/tests/golden/" + GetParam() + ".dump";
   if (std::getenv("CAGENT_UPDATE_GOLDEN") != nullptr) {
     std::ofstream(golden_path) << dump;
     GTEST_SKIP() << "golden file rewritten: " << golden_path;
@@ -56,8 +57,8 @@ TEST_P(BuiltinProfile, DumpCompilesBackToTheSamePolicy) {
 }
 
 TEST_P(BuiltinProfile, IsEmbeddedAndMatchesTheSourceFile) {
-  std::string source = ReadFile(std::string(CAGENT_SOURCE_DIR) + "/profiles/" + GetParam() +
-                                ".cagent");
+  std::string source =
+      ReadFile(std::string(CAGENT_SOURCE_DIR) + "/profiles/" + GetParam() + ".cagent");
   bool found = false;
   for (const auto& b : BuiltinProfiles()) {
     if (b.name == GetParam()) {

@@ -153,24 +153,22 @@ best-effort landlock
                        "b.cagent");
   auto d = Diff(*a, *b);
   auto lines = Lines(d);
-  EXPECT_THAT(lines, ::testing::ElementsAre(
-                         "wider approval: approval never-ask -> auto (every ask is now allowed "
-                         "without prompting)",
-                         "narrower filesystem: added: deny **/*.pem",
-                         "wider filesystem: removed: deny **/.env",
-                         "wider commands: added: ask pip install (approval auto: allowed without "
-                         "asking)",
-                         "wider commands: added: allow python3",
-                         "wider commands: removed: deny curl",
-                         "wider limits: wall-time 30m -> 1h (raised)",
-                         "narrower limits: memory 4G -> 2G (lowered)",
-                         "wider limits: processes 100 -> unlimited (now unbounded)",
-                         "wider limits: tool-calls 10 -> unset (now unbounded)",
-                         "wider environment: added: pass HOME",
-                         "wider environment: removed: scrub AWS_*",
-                         "neutral environment: set A 1 -> 2",
-                         "wider requirements: removed: require landlock",
-                         "wider requirements: added: best-effort landlock"));
+  EXPECT_THAT(
+      lines,
+      ::testing::ElementsAre(
+          "wider approval: approval never-ask -> auto (every ask is now allowed "
+          "without prompting)",
+          "narrower filesystem: added: deny **/*.pem", "wider filesystem: removed: deny **/.env",
+          "wider commands: added: ask pip install (approval auto: allowed without "
+          "asking)",
+          "wider commands: added: allow python3", "wider commands: removed: deny curl",
+          "wider limits: wall-time 30m -> 1h (raised)",
+          "narrower limits: memory 4G -> 2G (lowered)",
+          "wider limits: processes 100 -> unlimited (now unbounded)",
+          "wider limits: tool-calls 10 -> unset (now unbounded)",
+          "wider environment: added: pass HOME", "wider environment: removed: scrub AWS_*",
+          "neutral environment: set A 1 -> 2", "wider requirements: removed: require landlock",
+          "wider requirements: added: best-effort landlock"));
   const DiffEntry* unset = Find(d, "limits", "tool-calls");
   ASSERT_NE(unset, nullptr);
   EXPECT_EQ(unset->side, DiffSide::kFrom);  // only `a` writes it
