@@ -30,8 +30,8 @@ struct Error {
 
   std::string op;
   int err = 0;
-  std::string detail;   // free text for failures that are not syscalls
-  std::string context;  // "step: step: " prefix added by callers
+  std::string detail;         // free text for failures that are not syscalls
+  std::string context;        // "step: step: " prefix added by callers
   Code code = Code::kFailed;  // last: `Error{op, err, detail, context}` keeps its meaning
 
   // Human-readable: "<context><op>: <strerror(err)> (<detail>)".

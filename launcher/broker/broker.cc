@@ -764,8 +764,9 @@ const std::string& Broker::Impl::WorkspaceStateDigest(bool fresh) {
     state_ = "no workspace";
     return *state_;
   }
-  const WorkspaceState ws = DigestWorkspaceState(
-      config_.bindings.workspace, WorkspaceStateLimits{.max_entries = config_.loop.state_max_entries});
+  const WorkspaceState ws =
+      DigestWorkspaceState(config_.bindings.workspace,
+                           WorkspaceStateLimits{.max_entries = config_.loop.state_max_entries});
   if ((ws.truncated || ws.not_walked > 0 || !ws.error.empty()) && !state_reported_) {
     // Said once per session: loop detection then sees only part of the workspace (a change in
     // the unseen part is not noticed, so a repeat there is refused sooner, never later).
@@ -816,8 +817,8 @@ void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call,
                        ShortText(call.action, 120) +
                        (decision.rule.empty() ? "" : " (" + decision.rule + ")"));
   if (decision.verdict == protocol::Verdict::kAllow) {
-    outstanding_[id] = Outstanding{std::string(policy::ToolName(call.request.tool)), call.request.tool,
-                                   current_.call_id, current_.turn};
+    outstanding_[id] = Outstanding{std::string(policy::ToolName(call.request.tool)),
+                                   call.request.tool, current_.call_id, current_.turn};
   }
   Send(Kind::kDecision, id, std::move(decision));
 }

@@ -7,6 +7,8 @@
 // check bound "~" to the sandbox's own /home/cagent while the view bound it to the caller's home),
 // the same profile hides a file in the view that the engine allows, and the patch check passes a
 // change the view protects.
+#include "policy/binding.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -17,7 +19,6 @@
 
 #include "launcher/profile_spec.h"
 #include "launcher/run/workspace.h"
-#include "policy/binding.h"
 #include "policy/diagnostics.h"
 #include "policy/engine.h"
 #include "policy/loader.h"
@@ -87,7 +88,7 @@ class BindingTest : public ::testing::Test {
 TEST_F(BindingTest, RunBindingIsTheCallersHomeAndTheSandboxesOwnHome) {
   const policy::Binding b = RunBinding(ws_);
   EXPECT_EQ(b.workspace, ws_);
-  EXPECT_EQ(b.home, home_);  // "~" is the caller's home...
+  EXPECT_EQ(b.home, home_);                   // "~" is the caller's home...
   EXPECT_EQ(b.sandbox_home, "/home/cagent");  // ...not the sandbox's HOME
   EXPECT_EQ(b, RunBinding(ws_)) << "the binding is a function of the workspace and the caller";
 }
