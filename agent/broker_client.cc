@@ -159,8 +159,9 @@ std::variant<protocol::Message, BrokerFailure> BrokerClient::Await(std::uint64_t
     std::string text = "the broker sent " + KindText(kind) + " for request " +
                        std::to_string(message.header.id) + " while request " + std::to_string(id) +
                        " was outstanding";
-    if (kind == Kind::kError)
+    if (kind == Kind::kError) {
       text += " (" + std::get<protocol::ErrorReply>(message.body).message + ")";
+    }
     return Fail(Failure(BrokerFailure::Kind::kProtocol, text));
   }
   if (kind == Kind::kError) {

@@ -45,8 +45,8 @@ template <typename T>
 class [[nodiscard]] BrokerReply {
  public:
   BrokerReply(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
-  BrokerReply(BrokerFailure failure)
-      : v_(std::move(failure)) {}  // NOLINT(google-explicit-constructor)
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  BrokerReply(BrokerFailure failure) : v_(std::move(failure)) {}
   [[nodiscard]] bool ok() const { return v_.index() == 0; }
   T& value() { return std::get<0>(v_); }
   const T& value() const { return std::get<0>(v_); }

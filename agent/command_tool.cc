@@ -12,11 +12,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "agent/tool_internal.h"
@@ -83,11 +85,10 @@ std::vector<ProcEntry> ScanProc(bool* ok) {
   if (dir == nullptr) return out;
   while (struct dirent* e = ::readdir(dir)) {
     char* end = nullptr;
-    long pid = std::strtol(e->d_name, &end, 10);
+    const std::int64_t pid = std::strtoll(e->d_name, &end, 10);
     if (end == e->d_name || *end != '\0' || pid <= 0) continue;
-    char path[64];
-    std::snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
     char buf[1024];
     ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
@@ -313,8 +314,8 @@ CommandRun RunShellCommand(const CommandSpec& spec) {
                                                : Clock::now() + std::chrono::milliseconds(100);
     auto wait_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count() + 1;
-    if (!pidfd.valid()) wait_ms = std::min<long long>(wait_ms, 50);  // poll waitid instead
-    wait_ms = std::clamp<long long>(wait_ms, 0, 1000);
+    if (!pidfd.valid()) wait_ms = std::min<decltype(wait_ms)>(wait_ms, 50);  // poll waitid instead
+    wait_ms = std::clamp<decltype(wait_ms)>(wait_ms, 0, 1000);
     struct pollfd fds[2];
     nfds_t nfds = 0;
     int pipe_index = -1;

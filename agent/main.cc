@@ -30,6 +30,7 @@
 #endif
 
 // The ASan build runs this binary inside the sandbox, where LeakSanitizer cannot ptrace.
+// NOLINTNEXTLINE(bugprone-reserved-identifier,readability-identifier-naming): ASan's hook name
 extern "C" const char* __asan_default_options() { return "detect_leaks=0"; }
 
 namespace cagent::agent {

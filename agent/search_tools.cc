@@ -387,7 +387,6 @@ std::string DescribeRegexError(const std::regex_error& e) {
     case std::regex_constants::error_badrepeat:
       return "a repeat (* + ? {n}) has nothing to repeat";
     case std::regex_constants::error_complexity:
-      return "the expression is too complex";
     case std::regex_constants::error_stack:
       return "the expression is too complex";
     default:
@@ -540,8 +539,9 @@ class GrepCall : public PreparedCall {
       notes.push_back("stopped after " + std::to_string(kGrepTimeBudget.count()) +
                       " s; narrow the path or include, or simplify the pattern");
     }
-    if (binary_files_ > 0)
+    if (binary_files_ > 0) {
       notes.push_back(std::to_string(binary_files_) + " binary file(s) skipped");
+    }
     if (large_files_ > 0) {
       notes.push_back(std::to_string(large_files_) + " file(s) above " +
                       HumanBytes(env_->limits.grep_max_file_bytes) + " skipped");

@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "common/text.h"
+
 namespace cagent::launcher {
 namespace {
 
@@ -34,16 +36,6 @@ std::string Join(const std::string& dir, std::string_view name) {
   if (out.empty() || out.back() != '/') out += '/';
   out += name;
   return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) {
-    s.remove_prefix(1);
-  }
-  return s;
 }
 
 Result<std::string> ReadFd(int fd, const std::string& what) {
@@ -97,7 +89,7 @@ Status WriteFile(const std::string& path, const std::string& value) {
 }
 
 std::optional<std::uint64_t> ParseU64(std::string_view s) {
-  s = Trim(s);
+  s = TrimSpace(s);
   std::uint64_t v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
@@ -230,8 +222,8 @@ std::string_view CgroupControllerName(CgroupController controller) {
 
 ControllerSet ControllerSet::Parse(std::string_view list) {
   ControllerSet out;
-  for (std::string_view word : Split(Trim(list), ' ')) {
-    word = Trim(word);
+  for (std::string_view word : Split(TrimSpace(list), ' ')) {
+    word = TrimSpace(word);
     for (CgroupController c : kAllControllers) {
       if (word == CgroupControllerName(c)) out.Add(c);
     }
@@ -320,7 +312,7 @@ CgroupMounts ParseCgroupMounts(std::string_view mountinfo) {
 std::optional<std::string> ParseUnifiedCgroupPath(std::string_view proc_cgroup) {
   for (std::string_view line : Split(proc_cgroup, '\n')) {
     if (line.substr(0, 3) == "0::") {
-      const std::string_view path = Trim(line.substr(3));
+      const std::string_view path = TrimSpace(line.substr(3));
       if (!path.empty() && path[0] == '/') return std::string(path);
     }
   }
@@ -474,7 +466,7 @@ CgroupDiscovery DiscoverCgroup(const CgroupEnv& env) {
     }
   }
   if (!missing.empty()) {
-    const std::string_view listed = Trim(*controllers);
+    const std::string_view listed = TrimSpace(*controllers);
     d.reason = listed.empty()
                    ? "no controllers delegated to " + d.base + " (its cgroup.controllers is empty)"
                    : missing.ToProse() + " not delegated to " + d.base +

@@ -128,7 +128,7 @@ Probe Overlayfs() {
 }
 
 Probe PidfdAndMountApi() {
-  const long fd = ::syscall(SYS_pidfd_open, ::getpid(), 0);
+  const auto fd = ::syscall(SYS_pidfd_open, ::getpid(), 0);
   if (fd < 0) {
     return {"pidfd, mount_setattr", "missing",
             std::string("pidfd_open: ") + std::strerror(errno) + "; cagent needs Linux >= 5.12"};

@@ -109,7 +109,7 @@ class RepoReader {
     how.flags = static_cast<std::uint64_t>(flags) | O_CLOEXEC;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
     for (int attempt = 0; attempt < 16; ++attempt) {
-      const long fd = ::syscall(SYS_openat2, fd_.get(), rel.c_str(), &how, sizeof(how));
+      const auto fd = ::syscall(SYS_openat2, fd_.get(), rel.c_str(), &how, sizeof(how));
       if (fd >= 0) return static_cast<int>(fd);
       if (errno != EAGAIN && errno != EINTR) return -1;
     }
@@ -365,25 +365,19 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
 
   bool code = f.python || f.rust || f.go || f.cmake || f.java;
   // A Makefile alone means C or similar, unless it only drives a docs build or npm.
-  if (code || (f.make && !f.node && !f.mkdocs && !f.sphinx)) {
-    plan.parent = "backend";
-  } else if (f.node) {
-    plan.parent = "frontend";
-  } else if (f.docs) {
-    plan.parent = "docs";
-  } else {
-    plan.parent = "backend";
-  }
+  const bool backend = code || (f.make && !f.node && !f.mkdocs && !f.sphinx);
+  plan.parent = !backend && f.node ? "frontend" : !backend && f.docs ? "docs" : "backend";
 
   // What was recognised, for the comment at the top and for the command's report.
   if (f.python) plan.found.push_back("Python project");
   if (f.rust) plan.found.push_back("Rust crate (Cargo.toml)");
   if (f.go) plan.found.push_back("Go module (go.mod)");
   if (f.cmake) plan.found.push_back("CMake project (CMakeLists.txt)");
-  if (f.make)
+  if (f.make) {
     plan.found.push_back("Makefile" + (f.make_target.empty()
                                            ? std::string()
                                            : " with a '" + f.make_target + "' target"));
+  }
   if (f.java) plan.found.push_back(f.maven ? "Maven project (pom.xml)" : "Gradle project");
   if (f.node) plan.found.push_back("Node project (package.json)");
   if (f.docs && plan.parent == "docs") {
@@ -408,7 +402,7 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
       plan.verify = "python3 -m sphinx -W -q -b html " + src + " /tmp/cagent-html";
       verify_why = "Sphinx conf.py";
     }
-  } else if (plan.parent == "frontend") {
+  } else if (plan.parent == "frontend") {  // NOLINT(bugprone-branch-clone): as the node test below
     plan.verify = f.node_test;
     verify_why = "the test script in package.json";
   } else if (!f.make_target.empty()) {
@@ -445,7 +439,7 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
 
   // The parent as this repository will see it (a DIR/.cagent/ copy of it wins, as it will later).
   // Compiled through a one-line child so that it resolves exactly like the profile written below.
-  const std::string workspace = dir;
+  const std::string& workspace = dir;
   policy::Compiled parent =
       policy::CompileText(plan.path, "extends " + plan.parent + "\n", o.search);
   const policy::Policy* parent_policy = parent.ok() ? parent.policy.get() : nullptr;

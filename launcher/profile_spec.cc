@@ -43,7 +43,7 @@ int Openat2(int dirfd, const std::string& path, int flags, std::uint64_t resolve
   how.resolve = resolve;
   // EAGAIN: a rename or mount raced with a RESOLVE_BENEATH lookup; the man page asks for a retry.
   for (int attempt = 0; attempt < 16; ++attempt) {
-    const long fd = ::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof(how));
+    const auto fd = ::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof(how));
     if (fd >= 0) return static_cast<int>(fd);
     if (errno != EAGAIN && errno != EINTR) return -1;
   }
@@ -285,8 +285,9 @@ class View {
       if (!dir.valid()) return false;
       const std::string name = Basename(rel);
       if (::fstatat(dir.get(), name.c_str(), st, AT_SYMLINK_NOFOLLOW) != 0) return false;
-      if (S_ISLNK(st->st_mode))
+      if (S_ISLNK(st->st_mode)) {
         n = ::readlinkat(dir.get(), name.c_str(), buf.data(), buf.size() - 1);
+      }
     } else {
       if (::lstat(path.c_str(), st) != 0) return false;
       if (S_ISLNK(st->st_mode)) n = ::readlink(path.c_str(), buf.data(), buf.size() - 1);

@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 
@@ -338,7 +339,7 @@ void Supervise(const LaunchSpec& spec, const Prepared& p, pid_t child, int pidfd
     const auto now = Clock::now();
     auto until = [&](Clock::time_point t) {
       const auto ms = std::chrono::ceil<std::chrono::milliseconds>(t - now).count();
-      const int v = static_cast<int>(std::clamp<long long>(ms, 0, 1 << 30));
+      const int v = static_cast<int>(std::clamp<std::int64_t>(ms, 0, 1 << 30));
       wait_ms = wait_ms < 0 ? v : std::min(wait_ms, v);
     };
     if (deadline && !timed_out) until(*deadline);

@@ -101,6 +101,7 @@ constexpr ModeCall kModeCalls[] = {
 // O_TMPFILE includes O_DIRECTORY; the bit of its own is what marks an unnamed file.
 constexpr std::uint64_t kTmpfileBit = static_cast<std::uint64_t>(O_TMPFILE & ~O_DIRECTORY);
 #ifndef __NR_fchmodat2
+// NOLINTNEXTLINE(bugprone-reserved-identifier): the kernel header's own name, for older headers
 #define __NR_fchmodat2 452  // Linux 6.6, the same number on every architecture
 #endif
 

@@ -243,6 +243,7 @@ class Checker {
       auto r = ParseRequirement(v.text);
       if (!r) {
         std::vector<std::string_view> names;
+        names.reserve(static_cast<std::size_t>(Requirement::kCount));
         for (int i = 0; i < static_cast<int>(Requirement::kCount); ++i) {
           names.push_back(RequirementName(static_cast<Requirement>(i)));
         }
@@ -485,6 +486,7 @@ class Checker {
       auto t = ParseTool(v.text);
       if (!t) {
         std::vector<std::string_view> names;
+        names.reserve(static_cast<std::size_t>(Tool::kCount));
         for (int j = 0; j < static_cast<int>(Tool::kCount); ++j) {
           names.push_back(ToolName(static_cast<Tool>(j)));
         }
@@ -547,6 +549,7 @@ class Checker {
     auto limit = ParseLimit(st.keyword);
     if (!limit) {
       std::vector<std::string_view> names;
+      names.reserve(static_cast<std::size_t>(Limit::kCount));
       for (int i = 0; i < static_cast<int>(Limit::kCount); ++i) {
         names.push_back(LimitName(static_cast<Limit>(i)));
       }
@@ -657,8 +660,8 @@ class Checker {
 
   void VerifyStatement(const Statement& st) {
     if (st.keyword != "run") {
-      constexpr std::string_view keys[] = {"run"};
-      Unknown(st, "in verify", keys);
+      constexpr std::string_view kKeys[] = {"run"};
+      Unknown(st, "in verify", kKeys);
       return;
     }
     if (!NoBlock(st) || !NoGroups(st)) return;
@@ -728,8 +731,9 @@ Result<ArgPattern> CompileArgPattern(const Value& value) {
   auto add = [&](const Value& v) -> Status {
     if (v.text.empty()) return PlainError("empty word in a command pattern");
     auto g = WordGlob::Compile(v.text);
-    if (!g)
+    if (!g) {
       return PlainError("invalid pattern " + Describe(v) + ": " + g.error().op, g.error().detail);
+    }
     out.alternatives.push_back(std::move(*g));
     return Ok{};
   };

@@ -329,9 +329,9 @@ Engine::Outcome Engine::DecideCommand(std::span<const std::string> argv) const {
     auto range =
         std::equal_range(by_name_.begin(), by_name_.end(), name, [](const auto& a, const auto& b) {
           if constexpr (std::is_same_v<std::decay_t<decltype(a)>, std::string_view>) {
-            return a < std::string_view(b.first);
+            return a < std::string_view{b.first};
           } else {
-            return std::string_view(a.first) < b;
+            return std::string_view{a.first} < b;
           }
         });
     for (auto it = range.first; it != range.second; ++it) consider(it->second);
@@ -355,7 +355,7 @@ Engine::Outcome Engine::DecideShell(std::string_view script) const {
   bool first = true;
   for (const SimpleCommand& cmd : parsed.commands) {
     for (const auto& assignment : cmd.assignments) {
-      std::string_view name = std::string_view(assignment).substr(0, assignment.find('='));
+      std::string_view name = std::string_view{assignment}.substr(0, assignment.find('='));
       if (ChangesWhatRuns(name)) {
         Outcome o = Outcome::Rule(Verdict::kDeny, kShellRule, {}, {});
         o.detail = "setting " + std::string(name) +

@@ -125,7 +125,7 @@ bool CommandRule::Matches(std::span<const std::string> argv) const {
       // ./git is not `git`). Deny and ask rules also match it by its last component, so
       // `/usr/bin/curl` and `./curl` cannot slip past `deny curl`.
       bool matched = false;
-      std::string_view base = std::string_view(argv[0]).substr(argv[0].rfind('/') + 1);
+      std::string_view base = std::string_view{argv[0]}.substr(argv[0].rfind('/') + 1);
       for (const auto& alt : pattern[0].alternatives) {
         bool names_path = alt.pattern().find('/') != std::string::npos;
         if (names_path ? alt.Match(argv[0]) : (verdict != Verdict::kAllow && alt.Match(base))) {

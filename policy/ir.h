@@ -45,6 +45,7 @@ struct PathRef {
   // The absolute path it names for a run with this workspace and home (both absolute); "" for a
   // home path when `home` is empty. Not normalised beyond joining.
   [[nodiscard]] std::string Resolve(std::string_view workspace, std::string_view home) const;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted operator<=>
   friend auto operator<=>(const PathRef&, const PathRef&) = default;
 };
 

@@ -73,7 +73,7 @@ const BuiltinProfile* FindBuiltin(std::string_view name) {
 // Reads a profile file. Fails with a message fit for a diagnostic.
 Result<std::string> ReadProfileFile(const std::string& path) {
   if (path.starts_with(kBuiltinPrefix)) {
-    std::string_view name = std::string_view(path).substr(kBuiltinPrefix.size());
+    std::string_view name = std::string_view{path}.substr(kBuiltinPrefix.size());
     if (name.ends_with(kSuffix)) name.remove_suffix(kSuffix.size());
     if (const auto* b = FindBuiltin(name)) return std::string(b->text);
     return PlainError("no built-in profile named '" + std::string(name) + "'");
@@ -380,7 +380,7 @@ std::vector<ProfileEntry> ListProfiles(const SearchPath& search) {
       std::string path = dir + "/" + n;
       if (!IsRegularFile(path)) continue;
       auto text = ReadProfileFile(path);
-      add(Stem(n), path, dir, text ? std::string_view(*text) : std::string_view{});
+      add(Stem(n), path, dir, text ? std::string_view{*text} : std::string_view{});
     }
   }
   if (search.builtins) {
@@ -391,6 +391,7 @@ std::vector<ProfileEntry> ListProfiles(const SearchPath& search) {
     }
   }
   std::vector<ProfileEntry> out;
+  out.reserve(found.size());
   for (auto& [name, e] : found) out.push_back(std::move(e));
   return out;
 }

@@ -785,6 +785,7 @@ bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info) 
   return ParseString(argv[k], info[k], std::string(name) + " -c");
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): a copy on purpose (see Inspect)
 bool ShellParser::ParseString(std::string script, const WordInfo& info, std::string_view what) {
   // The outer shell expands the word before the inner one parses it, so "$X" or a glob in it
   // could become any code at all.

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "common/terminal_text.h"
+#include "common/text.h"
 #include "policy/glob.h"
 #include "policy/ir.h"
 #include "policy/shell.h"
@@ -42,17 +43,6 @@ std::string_view ApprovalScopeName(ApprovalScope scope) {
 namespace {
 
 namespace asio = boost::asio;
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 bool IsLowerHex64(std::string_view s) {
   if (s.size() != 64) return false;
@@ -172,7 +162,7 @@ bool CommandPatternCovers(const std::string& pattern, const std::string& command
 std::optional<std::string> ActionPath(const ApprovalRequest& request) {
   const std::string prefix = request.tool + " ";
   if (request.action.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
-  return NormalisePath(std::string_view(request.action).substr(prefix.size()));
+  return NormalisePath(std::string_view{request.action}.substr(prefix.size()));
 }
 
 bool PathPatternCovers(const std::string& pattern, const ApprovalRequest& request) {
@@ -224,7 +214,7 @@ std::string ResolvedLines(const ApprovalRequest& r) {
 std::string NamedPath(const ApprovalRequest& r) {
   const std::string prefix = r.tool + " ";
   if (r.action.compare(0, prefix.size(), prefix) != 0) return r.action;
-  const std::string_view raw = std::string_view(r.action).substr(prefix.size());
+  const std::string_view raw = std::string_view{r.action}.substr(prefix.size());
   return NormalisePath(raw).value_or(std::string(raw));
 }
 
@@ -254,7 +244,7 @@ std::string Prompt(const ApprovalRequest& r, std::size_t waiting) {
 
 // One operator answer; nullopt when the line is not a valid answer for this request.
 std::optional<ApprovalScope> ParseAnswer(std::string_view line, bool pattern_offered) {
-  line = Trim(line);
+  line = TrimSpace(line);
   std::string lower;
   for (char c : line) lower += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
   if (lower == "o" || lower == "once") return ApprovalScope::kOnce;
@@ -458,10 +448,10 @@ std::unique_ptr<Approver> MakeTerminalApprover(boost::asio::io_context& io, int 
 std::unique_ptr<Approver> MakeHeadlessApprover() { return std::make_unique<HeadlessApprover>(); }
 
 Status ApprovalBook::AddPreApproval(const std::string& line, const std::string& source) {
-  const std::string_view text = Trim(line);
+  const std::string_view text = TrimSpace(line);
   constexpr std::string_view kDigestPrefix = "sha256:";
   if (text.substr(0, kDigestPrefix.size()) == kDigestPrefix) {
-    const std::string_view digest = Trim(text.substr(kDigestPrefix.size()));
+    const std::string_view digest = TrimSpace(text.substr(kDigestPrefix.size()));
     if (!IsLowerHex64(digest)) {
       return PlainError(source,
                         "\"sha256:\" needs the 64 lowercase hex digits of an action's "
@@ -481,8 +471,8 @@ Status ApprovalBook::AddPreApproval(const std::string& line, const std::string& 
                       "or \"sha256:DIGEST\", got \"" +
                           std::string(text) + "\"");
   }
-  const std::string tool_name(Trim(text.substr(0, colon)));
-  const std::string pattern(Trim(text.substr(colon + 1)));
+  const std::string tool_name(TrimSpace(text.substr(0, colon)));
+  const std::string pattern(TrimSpace(text.substr(colon + 1)));
   const std::optional<policy::Tool> tool = policy::ParseTool(tool_name);
   if (!tool) {
     return PlainError(source, "unknown tool \"" + tool_name +
@@ -509,7 +499,7 @@ Status ApprovalBook::LoadPreApprovals(const std::string& file) {
   std::vector<std::string> errors;
   while (std::getline(in, line)) {
     ++line_no;
-    const std::string_view text = Trim(line);
+    const std::string_view text = TrimSpace(line);
     if (text.empty() || text[0] == '#') continue;
     Status ok = AddPreApproval(std::string(text), file + ":" + std::to_string(line_no));
     if (!ok.ok()) errors.push_back(ok.error().op + ": " + ok.error().detail);

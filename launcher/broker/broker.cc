@@ -84,8 +84,11 @@ std::string PolicySummary(const policy::Policy& p) {
   std::vector<std::string> asks;
   for (const policy::PathRule& r : p.path_rules) {
     std::string text = (r.access == policy::Access::kWrite ? "write " : "") + r.text;
-    if (r.verdict == policy::Verdict::kDeny) denied.push_back(std::move(text));
-    if (r.verdict == policy::Verdict::kAsk) asks.push_back(std::move(text));
+    if (r.verdict == policy::Verdict::kDeny) {
+      denied.push_back(std::move(text));
+    } else if (r.verdict == policy::Verdict::kAsk) {
+      asks.push_back(std::move(text));
+    }
   }
   if (!denied.empty()) out += "denied paths: " + JoinSome(denied) + "\n";
   for (const policy::ToolRule& r : p.tools) {
@@ -1054,7 +1057,7 @@ void Broker::Impl::AskApproval(std::uint64_t id, const MappedTool& call, const s
   SendDecision(id, call, std::move(reply));
   Emit("approval", "waiting for approval: " + ShortText(call.action, 120));
   std::weak_ptr<int> alive = alive_;
-  services_.approver->Ask(req, [this, alive, id](ApprovalOutcome outcome) {
+  services_.approver->Ask(req, [this, alive, id](const ApprovalOutcome& outcome) {
     if (alive.expired()) return;
     OnApproval(id, outcome);
   });

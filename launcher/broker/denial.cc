@@ -89,7 +89,7 @@ class Offer {
  public:
   explicit Offer(const policy::Engine& engine) : engine_(engine) {}
 
-  bool Try(Tool tool, std::string path, std::string command, std::string text) {
+  bool Try(Tool tool, const std::string& path, const std::string& command, std::string text) {
     const std::string key = std::string(policy::ToolName(tool)) + '\0' + path + '\0' + command;
     if (!seen_.insert(key).second) return false;
     policy::Request request =

@@ -72,8 +72,9 @@ std::string ModelTurns::CheckConversation(const protocol::ModelCall& call) const
       case protocol::Role::kTool: {
         bool found = false;
         if (assistant != nullptr) {
-          for (const protocol::ToolCall& c : assistant->tool_calls)
+          for (const protocol::ToolCall& c : assistant->tool_calls) {
             found = found || c.id == m.call_id;
+          }
         }
         if (!found) {
           return where + ": answers call \"" + Short(m.call_id) +

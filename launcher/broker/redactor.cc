@@ -234,9 +234,9 @@ bool MatchAssignmentValue(std::string_view text, std::size_t at, QuoteMemo& memo
 
 Redactor::Redactor(std::vector<std::pair<std::string, std::string>> secrets) {
   std::set<std::string> seen;
-  for (auto& [label, value] : secrets) {
-    if (value.size() < kMinSecretLength || !seen.insert(value).second) continue;
-    secrets_.emplace_back(std::move(label), std::move(value));
+  for (std::pair<std::string, std::string>& secret : secrets) {
+    if (secret.second.size() < kMinSecretLength || !seen.insert(secret.second).second) continue;
+    secrets_.push_back(std::move(secret));
   }
   // Longest first, so a secret that contains another is replaced as a whole.
   std::stable_sort(secrets_.begin(), secrets_.end(),

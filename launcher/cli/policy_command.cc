@@ -236,8 +236,9 @@ int RunCheck(const PolicyOptions& o) {
                 << (warnings ? ", " + std::to_string(warnings) + " warnings" : "") << ")\n";
     }
   }
-  if (o.json)
+  if (o.json) {
     std::cout << JsonText(json{{"ok", failed == 0}, {"profiles", results}}, 2) << std::endl;
+  }
   return failed == 0 ? kExitOk : kExitFailed;
 }
 

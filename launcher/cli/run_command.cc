@@ -171,10 +171,12 @@ void PrintSummary(const run::RunRecord& r) {
   o << "  tool calls   " << r.used.tool_calls << " (" << r.denials << " refused)\n";
   o << "  patch        " << r.patch.files.size() << " files, " << r.patch.patch.size()
     << " bytes, sha256 " << r.patch.sha256.substr(0, 16) << "\n";
-  for (const auto& f : r.patch.files)
+  for (const auto& f : r.patch.files) {
     o << "                 " << f.status << " " << t(f.path) << "\n";
-  if (!r.patch.check_clean)
+  }
+  if (!r.patch.check_clean) {
     o << "  diff --check reports problems (see cagent diff " << r.run_id << ")\n";
+  }
   for (const auto& v : r.violations) o << "  violation    " << t(v.message) << "\n";
   for (const auto& v : r.verification) {
     o << "  verify       " << run::VerifyStatusName(v.status) << ": " << t(v.command) << " ("
@@ -315,8 +317,9 @@ int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
     // cleared setuid bits).
     if (auto it = sandbox.find("host_findings"); it != sandbox.end() && it->is_array()) {
       for (const auto& f : *it) {
-        if (f.is_string())
+        if (f.is_string()) {
           std::cout << "  found        " << TerminalSafe(f.get<std::string>()) << "\n";
+        }
       }
     }
     std::error_code ec;
@@ -339,8 +342,9 @@ int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
 int DoDiff(const std::string& run_dir) {
   bool ok = false;
   const std::string patch = ReadAll(run_dir + "/patch.diff", &ok);
-  if (!ok)
+  if (!ok) {
     return Usage(run_dir + " has no patch.diff (the run ended before its change set was captured)");
+  }
   // The patch is the agent's text. Piped (to git apply, a pager that escapes, a file) it goes out
   // byte for byte; on a terminal its control and invisible characters are shown escaped.
   if (::isatty(STDOUT_FILENO) == 1) {
@@ -473,8 +477,9 @@ Result<std::string> ResolveRunDirectory(const std::string& id) {
     if (r.rfind(id, 0) == 0) matches.push_back(r);
   }
   if (matches.size() == 1) return dir + "/" + matches.front();
-  if (matches.empty())
+  if (matches.empty()) {
     return PlainError("find run " + id, "no such run in " + dir + " (see cagent runs)");
+  }
   return PlainError("find run " + id, "the prefix matches " + std::to_string(matches.size()) +
                                           " runs; give more of the id");
 }

@@ -373,8 +373,9 @@ class ScratchDir {
  public:
   static Result<ScratchDir> Make(const std::string& parent) {
     std::string tmpl = parent + "/apply.XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr)
+    if (::mkdtemp(tmpl.data()) == nullptr) {
       return ErrnoError("create a scratch directory in " + parent);
+    }
     ScratchDir s;
     s.path_ = tmpl;
     return s;
@@ -549,8 +550,9 @@ Status WriteWorkTree(const WorkTree& tree, const std::vector<Change>& changes,
         !Same(IdentityOf(st), checked.at(c->path).identity)) {
       return changed_since(c->path);
     }
-    if (::unlinkat(walk->fd.get(), name.c_str(), 0) != 0)
+    if (::unlinkat(walk->fd.get(), name.c_str(), 0) != 0) {
       return ErrnoError("remove " + Shown(c->path));
+    }
     written->push_back(c->path);
     for (auto slash = c->path.rfind('/'); slash != std::string::npos && slash > 0;
          slash = c->path.rfind('/', slash - 1)) {
@@ -619,7 +621,7 @@ bool IsDotGitComponent(std::string_view component) {
   }
   if (folded == "git~1") return true;
   if (!folded.starts_with(".git")) return false;
-  std::string_view rest = std::string_view(folded).substr(4);
+  std::string_view rest = std::string_view{folded}.substr(4);
   if (rest.starts_with(":")) return true;  // an NTFS stream of .git
   return rest.find_first_not_of(". ") == std::string_view::npos;
 }
@@ -731,8 +733,9 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
     // Highest-precedence attributes: nothing converts content in the scratch index.
     std::ofstream attrs(env.scratch_git + "/info/attributes", std::ios::trunc);
     attrs << "* -text -eol -ident -filter -diff -merge -working-tree-encoding -whitespace\n";
-    if (!alt || !attrs)
+    if (!alt || !attrs) {
       return PlainError("prepare the check", "cannot write in " + env.scratch_git);
+    }
   }
   if (auto r = GitOutput(InScratch(env, {"read-tree", base})); !r) {
     return std::move(r).Context("read the run's base commit " + base.substr(0, 12)).error();
@@ -960,7 +963,7 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
     }
   }
   // `prefix` then, for each item, `flag` (if any) and the item, at most kArgsPerCall items a call.
-  auto stage = [&](std::vector<std::string> prefix, const char* flag,
+  auto stage = [&](const std::vector<std::string>& prefix, const char* flag,
                    const std::vector<std::string>& items) -> Status {
     for (std::size_t i = 0; i < items.size(); i += kArgsPerCall) {
       std::vector<std::string> args = prefix;

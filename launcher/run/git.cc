@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 
 #include "common/unique_fd.h"
@@ -215,9 +216,11 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
   if (!git_path) return git_path.error();
 
   std::vector<char*> cargv;
+  cargv.reserve(argv.size() + 1);
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   std::vector<char*> cenv;
+  cenv.reserve(env.size() + 1);
   for (auto& e : env) cenv.push_back(e.data());
   cenv.push_back(nullptr);
   const std::string cwd = inv.cwd.empty() ? "/" : inv.cwd;
@@ -304,8 +307,8 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
       timed_out = true;
       break;
     }
-    long long wait_ms = std::min<long long>(left.count(), 1 << 30);
-    if (!exited) wait_ms = std::min<long long>(wait_ms, 50);
+    std::int64_t wait_ms = std::min<std::int64_t>(left.count(), 1 << 30);
+    if (!exited) wait_ms = std::min<std::int64_t>(wait_ms, 50);
     struct pollfd fds[2] = {{out_open ? out_r.get() : -1, POLLIN, 0},
                             {err_open ? err_r.get() : -1, POLLIN, 0}};
     const int ready = ::poll(fds, 2, static_cast<int>(wait_ms));

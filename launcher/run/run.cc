@@ -184,13 +184,15 @@ json RunRecord::ToJson() const {
 
 Result<json> ReadRunResult(const std::string& run_dir) {
   std::ifstream in(run_dir + "/result.json", std::ios::binary);
-  if (!in)
+  if (!in) {
     return PlainError(run_dir,
                       "has no result.json (the run may still be going, or it "
                       "was interrupted before it could record one)");
+  }
   json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
+  if (j.is_discarded() || !j.is_object()) {
     return PlainError(run_dir + "/result.json", "is not valid JSON");
+  }
   return j;
 }
 
@@ -511,7 +513,7 @@ class RunDriver {
   }
 
   // Ends the run in the final `state`, reached from `from`, and writes result.json.
-  Result<RunRecord> Finish(RunState from, RunState state, std::string why) {
+  Result<RunRecord> Finish(RunState from, RunState state, const std::string& why) {
     // A run that ends before verifying records the verification it would have run, all not-run,
     // so the result always lists what "verified" would have meant.
     if (from != RunState::kVerifying) rec_.verification = PlannedVerification(policy_);

@@ -130,8 +130,9 @@ class Scanner {
       }
       errno = 0;
     }
-    if (status.ok() && errno != 0)
+    if (status.ok() && errno != 0) {
       status = ErrnoError("read directory " + Shown(rel.empty() ? "." : rel));
+    }
     for (const auto& name : subdirs) {
       if (!status.ok()) break;
       const std::string path = rel.empty() ? name : rel + "/" + name;
@@ -200,8 +201,9 @@ Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceL
   if (!repo.dirty.empty() && !allow_dirty) {
     std::string list;
     for (std::size_t i = 0; i < repo.dirty.size() && i < 5; ++i) list += "\n  " + repo.dirty[i];
-    if (repo.dirty.size() > 5)
+    if (repo.dirty.size() > 5) {
       list += "\n  ... and " + std::to_string(repo.dirty.size() - 5) + " more";
+    }
     return PlainError(repo.root, "has uncommitted changes:" + list +
                                      "\ncommit or stash them, or pass --allow-dirty to carry them "
                                      "into the run's workspace (the run records that it did)");
