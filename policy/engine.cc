@@ -196,7 +196,9 @@ struct Engine::Outcome {
 Engine::Engine(const Policy& policy, Binding binding)
     : policy_(policy), bindings_(std::move(binding)) {
   bindings_.workspace = NormaliseAbsolute(bindings_.workspace);
-  bindings_.home = NormaliseAbsolute(bindings_.home);
+  // No home (a caller without one): "~" names nothing, as in the sandbox's view, where ~ entries
+  // are skipped. It must not become "/".
+  if (!bindings_.home.empty()) bindings_.home = NormaliseAbsolute(bindings_.home);
   for (std::size_t i = 0; i < policy_.commands.size(); ++i) {
     const auto& first = policy_.commands[i].pattern.front().alternatives;
     bool literal_names = std::all_of(first.begin(), first.end(), [](const WordGlob& g) {
@@ -214,9 +216,11 @@ Engine::Engine(const Policy& policy, Binding binding)
     views_.push_back({std::string(b.path), b.mode, std::string(b.rule), {}});
   }
   for (const auto& m : policy_.mounts) {
-    views_.push_back(
-        {NormaliseAbsolute(m.path.Resolve(bindings_.workspace, bindings_.home)), m.mode,
-         "filesystem: " + std::string(MountModeName(m.mode)) + " " + m.path.Text(), m.loc});
+    const std::string resolved = m.path.Resolve(bindings_.workspace, bindings_.home);
+    if (resolved.empty()) continue;  // a ~ entry without a home: the view skips it too
+    views_.push_back({NormaliseAbsolute(resolved), m.mode,
+                      "filesystem: " + std::string(MountModeName(m.mode)) + " " + m.path.Text(),
+                      m.loc});
   }
   // The workspace is bound last, over anything mounted at the same path.
   const auto& ws = policy_.workspace_writable;
@@ -388,6 +392,9 @@ Engine::Outcome Engine::DecidePath(Access access, std::string_view path) const {
   std::string normalised;
   std::string_view abs;
   if (path == "~" || path.starts_with("~/")) {
+    if (bindings_.home.empty()) {
+      return Outcome::Default("'~' names no directory in this run: the caller has no home");
+    }
     normalised = NormaliseUnder(bindings_.home, path.substr(1));
     abs = normalised;
   } else if (IsNormalisedAbsolute(path)) {
@@ -455,7 +462,7 @@ Engine::Outcome Engine::DecideAbsolutePath(Access access, std::string_view abs) 
 
   // 2. Filesystem rules restrict what the view allows.
   bool in_ws = Under(abs, bindings_.workspace);
-  bool in_home = Under(abs, bindings_.home);
+  bool in_home = !bindings_.home.empty() && Under(abs, bindings_.home);
   for (std::size_t i = 0; i < policy_.path_rules.size(); ++i) {
     const PathRule& r = policy_.path_rules[i];
     if (!r.Covers(access) || r.verdict <= acc.verdict) continue;

@@ -607,6 +607,26 @@ TEST(Bindings, HomePathRulesFollowTheBoundHome) {
   EXPECT_ALLOW(e.Path(Access::kWrite, "/w/x"), kWorkspaceRw);
 }
 
+// A caller without a home: "~" names nothing, as in the sandbox's view (SpecFromPolicy skips ~
+// entries). Resolving it to "" and normalising that gave "/": `read-write ~/scratch` then made the
+// whole root writable in the engine's view while the sandbox mounted nothing.
+TEST(Bindings, WithoutAHomeTildeNamesNothing) {
+  auto p = MustCompile("filesystem {\n  read-write ~/scratch\n  deny ~/.ssh/**\n}\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p, Binding{"/w", ""});
+  EXPECT_DENY(e.Path(Access::kWrite, "/etc/passwd"), kOutside);
+  EXPECT_DENY(e.Path(Access::kWrite, "/scratch/x"), kOutside);
+  EXPECT_DENY(e.Path(Access::kRead, "~/scratch/x"), kOutside);
+  EXPECT_DENY(e.Path(Access::kRead, "~"), kOutside);
+  EXPECT_ALLOW(e.Path(Access::kWrite, "x"), kWorkspaceRw);
+  EXPECT_ALLOW(e.Path(Access::kRead, "/w/.ssh/known"), kWorkspaceRw);  // not under a home
+  // The same profile with a home: the entries name that home's directories.
+  Engine with_home(*p, Binding{"/w", "/h/bob"});
+  EXPECT_ALLOW(with_home.Path(Access::kWrite, "/h/bob/scratch/x"),
+               "filesystem: read-write ~/scratch");
+  EXPECT_DENY(with_home.Path(Access::kWrite, "/etc/passwd"), kOutside);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tools
 // ---------------------------------------------------------------------------------------------
