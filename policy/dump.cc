@@ -15,10 +15,11 @@ class Writer {
     std::string line(static_cast<std::size_t>(indent) * 2, ' ');
     line += text;
     if (locations_) {
-      if (line.size() < kCommentColumn)
+      if (line.size() < kCommentColumn) {
         line.resize(kCommentColumn, ' ');
-      else
+      } else {
         line += "  ";
+      }
       line += "# ";
       line += loc.valid() ? p_.Where(loc) : "default";
     }
@@ -108,8 +109,9 @@ std::string Dump(const Policy& p, bool with_locations) {
   w.Plain("}");
 
   w.Plain("tools {");
-  for (const auto& r : p.tools)
+  for (const auto& r : p.tools) {
     w.Line(1, std::string(VerdictName(r.verdict)) + " " + r.text, r.loc);
+  }
   w.Plain("}");
 
   w.Plain("limits {");

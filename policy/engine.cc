@@ -231,8 +231,9 @@ Engine::Engine(const Policy& policy, Binding binding)
     ViewsAt& at = view_at_[views_[i].base];
     at.last = i;
     if (views_[i].mode == MountMode::kHidden) at.last_hidden = i;
-    if (base_length_.size() <= views_[i].base.size())
+    if (base_length_.size() <= views_[i].base.size()) {
       base_length_.resize(views_[i].base.size() + 1);
+    }
     base_length_[views_[i].base.size()] = true;
   }
 
@@ -328,8 +329,9 @@ Engine::Outcome Engine::DecideCommand(std::span<const std::string> argv) const {
     // By name; a path in command position is looked up by its last component, and
     // CommandRule::Matches decides whether a name rule applies to a path (deny/ask only).
     std::string_view name = argv[0];
-    if (auto slash = name.rfind('/'); slash != std::string_view::npos)
+    if (auto slash = name.rfind('/'); slash != std::string_view::npos) {
       name.remove_prefix(slash + 1);
+    }
     auto range =
         std::equal_range(by_name_.begin(), by_name_.end(), name, [](const auto& a, const auto& b) {
           if constexpr (std::is_same_v<std::decay_t<decltype(a)>, std::string_view>) {

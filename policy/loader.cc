@@ -170,8 +170,9 @@ class Loader {
     if (name.starts_with(kBuiltinPrefix)) {
       std::string_view n = name.substr(kBuiltinPrefix.size());
       if (n.ends_with(kSuffix)) n.remove_suffix(kSuffix.size());
-      if (FindBuiltin(n))
+      if (FindBuiltin(n)) {
         return std::string(kBuiltinPrefix) + std::string(n) + std::string(kSuffix);
+      }
       return PlainError("no built-in profile named '" + std::string(n) + "'",
                         "`cagent policy list` shows what exists");
     }
@@ -214,8 +215,9 @@ class Loader {
       if (SameInode(search_.dirs[i], near_dir)) continue;
       where += (where.empty() ? "" : ", ") + search_.dirs[i];
     }
-    if (search_.builtins)
+    if (search_.builtins) {
       where += where.empty() ? "the built-in profiles" : " and the built-in profiles";
+    }
     if (where.empty()) where = "nowhere (no search directories)";
     if (!child.empty() && Stem(child) == name) {
       return PlainError("no profile named '" + std::string(name) + "' other than this one",

@@ -299,7 +299,7 @@ class RunDriver {
                      " while the run was " + std::string(RunStateName(state));
         next = RunState::kFailed;
       }
-      if (IsFinal(*next)) return Finish(state, *next, std::move(end.reason));
+      if (IsFinal(*next)) return Finish(state, *next, end.reason);
       state = *next;
       Transition(state, "");
       switch (state) {
