@@ -145,6 +145,16 @@ class Server(http.server.ThreadingHTTPServer):
             sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
         return sock, peer
 
+    def shutdown_request(self, request):
+        if isinstance(request, ssl.SSLSocket):
+            # close_notify first, so a client reading to the end sees a clean TLS end.
+            try:
+                request.settimeout(2)
+                request = request.unwrap()
+            except (OSError, ValueError):
+                pass
+        super().shutdown_request(request)
+
     def handle_error(self, request, client_address):
         if self.log:
             super().handle_error(request, client_address)
