@@ -30,10 +30,11 @@ for n in "${names[@]}"; do
   san+=${san:+,}DNS:$n
 done
 
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=cagent egress test CA" \
+key=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1)  # P-256: made in milliseconds, unlike RSA
+openssl req -x509 "${key[@]}" -nodes -days 2 -subj "/CN=cagent egress test CA" \
   -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
   -keyout ca.key -out ca.pem 2> openssl.log
-openssl req -newkey rsa:2048 -nodes -subj "/CN=${names[0]}" -keyout leaf.key -out leaf.csr \
+openssl req "${key[@]}" -nodes -subj "/CN=${names[0]}" -keyout leaf.key -out leaf.csr \
   2>> openssl.log
 printf '%s\n' "subjectAltName=$san" "basicConstraints=CA:FALSE" \
   "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" > leaf.ext
