@@ -59,6 +59,8 @@ std::string_view ChildStepName(ChildStep step) {
     case ChildStep::kMountChanged:
       return "build mount view: a path changed while the sandbox was being built (is another "
              "process writing the workspace? retry once it is quiet)";
+    case ChildStep::kNetListeners:
+      return "make the egress proxy's sockets in the sandbox's network namespace";
   }
   return "unknown step";
 }

@@ -50,6 +50,8 @@ enum class ChildStep : std::uint32_t {
   // A mount path is not what PrepareMountPlan saw (a symlink on the way: ELOOP; gone: ENOENT;
   // another file: ESTALE); `detail` holds the MountOp index (launcher/mountns.h, the race).
   kMountChanged,
+  // A listener socket for cagent (netns.h) could not be made or sent; `detail` holds its index.
+  kNetListeners,
 };
 
 std::string_view ChildStepName(ChildStep step);

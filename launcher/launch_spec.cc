@@ -123,6 +123,24 @@ Status ValidateLaunchSpec(const LaunchSpec& spec) {
       }
     }
   }
+  if (!spec.net_listeners.empty()) {
+    if (spec.network != NetworkMode::kLoopback || spec.disabled.Has(Layer::kNetNamespace)) {
+      return PlainError("invalid launch spec",
+                        "listeners need loopback networking in the sandbox's own network namespace")
+          .WithCode(Error::Code::kInvalidInput);
+    }
+    if (spec.net_listeners.size() > 32) {
+      return PlainError("invalid launch spec", "at most 32 listeners can be made")
+          .WithCode(Error::Code::kInvalidInput);
+    }
+  }
+  for (const auto& b : spec.file_binds) {
+    if (!IsAbsoluteNormal(b.source) || !IsAbsoluteNormal(b.target) || b.target == "/") {
+      return PlainError("invalid launch spec", "file binds need absolute, normalised paths (got '" +
+                                                   b.source + "' -> '" + b.target + "')")
+          .WithCode(Error::Code::kInvalidInput);
+    }
+  }
   for (const auto& v : spec.env_set) {
     if (v.name.empty() || v.name.find('=') != std::string::npos) {
       return PlainError("invalid launch spec", "bad environment variable name '" + v.name + "'")

@@ -81,6 +81,24 @@ struct EnvVar {
   std::string value;
 };
 
+// A socket made inside the sandbox's network namespace, before the command starts, and handed
+// to cagent (SandboxControl::on_listeners): how cagent serves the egress proxy from outside the
+// sandbox without running anything inside it (a socket keeps the namespace it was made in).
+struct NetListener {
+  enum class Kind : std::uint8_t { kTcp, kUdp };
+  Kind kind = Kind::kTcp;
+  std::string address;  // an IPv4 or IPv6 literal, e.g. "127.0.0.1", "0.0.0.0"
+  std::uint16_t port = 0;
+};
+
+// A host file shown read-only at another path of the view (cagent's resolv.conf over
+// /etc/resolv.conf). Applied only where the view shows the target (inside a bound tree); a target
+// that is a symlink is followed to its canonical path, and skipped when that is not in the view.
+struct FileBind {
+  std::string source;  // absolute host path of a regular file
+  std::string target;  // absolute path in the view
+};
+
 struct LaunchSpec {
   // The command; argv[0] is looked up in the sandbox's PATH when it has no '/'.
   std::vector<std::string> argv;
@@ -118,6 +136,12 @@ struct LaunchSpec {
   LayerSet disabled;
 
   NetworkMode network = NetworkMode::kLoopback;
+  // Sockets to make in the sandbox's network namespace (needs kLoopback and the net layer on),
+  // bound and listening before the command starts; handed to SandboxControl::on_listeners in this
+  // order. TCP listeners set SO_REUSEADDR; ports below 1024 work (the child holds
+  // CAP_NET_BIND_SERVICE over its namespace while it makes them).
+  std::vector<NetListener> net_listeners;
+  std::vector<FileBind> file_binds;
   // Ceilings set with setrlimit in the sandbox (RLIMIT_NPROC counts per user namespace, so it caps
   // this sandbox only).
   ResourceLimits limits;

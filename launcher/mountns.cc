@@ -27,7 +27,17 @@ constexpr const char kScratch[] = "/scratch";
 
 // A mount destination in the view and how to populate it, before ordering and prefixing.
 struct Entry {
-  enum class What { kBindDir, kBindFile, kSymlink, kTmpfs, kProc, kDevpts, kHideDir, kHideFile };
+  enum class What {
+    kBindDir,
+    kBindFile,
+    kSymlink,
+    kTmpfs,
+    kProc,
+    kDevpts,
+    kHideDir,
+    kHideFile,
+    kBindOver,  // LaunchSpec::file_binds: a host file over an existing file of the view
+  };
   What what;
   std::string dest;    // absolute path in the view
   std::string source;  // host path (binds), link text (symlinks), options (tmpfs)
@@ -36,6 +46,7 @@ struct Entry {
   std::string description;
   bool optional = false;
   FileIdentity id{};  // what prepare saw at `dest` on the host (binds: the source; hides: the path)
+  FileIdentity dest_id{};  // kBindOver: what prepare saw at `dest`
 };
 
 FileIdentity IdentityOf(const struct stat& st) {
@@ -257,6 +268,21 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root, const FileIdentity&
                    0,
                    e.description};
         if (host_backed(e.dest)) op.target_id = e.id;
+        plan.ops.push_back(std::move(op));
+        regions.emplace_back(e.dest, false);
+        break;
+      }
+      case Entry::What::kBindOver: {
+        MountOp op{MountOp::Kind::kBind,
+                   target,
+                   src_prefix + e.source,
+                   "",
+                   0,
+                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                   0,
+                   e.description};
+        op.source_id = e.id;
+        if (host_backed(e.dest)) op.target_id = e.dest_id;
         plan.ops.push_back(std::move(op));
         regions.emplace_back(e.dest, false);
         break;
@@ -521,6 +547,35 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
       return std::move(s.error()).Context("workspace");
     }
     AddDev(entries);
+    for (const FileBind& b : spec.file_binds) {
+      auto canonical = CanonicalParent(b.target);
+      if (!canonical) continue;  // its directory does not exist: nothing to show it in
+      std::string dest = *canonical;
+      struct stat st {};
+      if (::lstat(dest.c_str(), &st) != 0) continue;  // a bound tree cannot gain a mount point
+      if (S_ISLNK(st.st_mode)) {
+        // /etc/resolv.conf -> ../run/...: cover the file the link leads to, if the view has it.
+        std::array<char, PATH_MAX> resolved{};
+        if (::realpath(dest.c_str(), resolved.data()) == nullptr) continue;
+        dest = resolved.data();
+        if (::lstat(dest.c_str(), &st) != 0) continue;
+      }
+      if (!S_ISREG(st.st_mode)) continue;
+      const bool visible = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
+        return (e.what == Entry::What::kBindDir || e.what == Entry::What::kBindFile) &&
+               (e.dest == dest || IsUnder(dest, e.dest));
+      });
+      if (!visible) continue;
+      struct stat src {};
+      if (::lstat(b.source.c_str(), &src) != 0 || !S_ISREG(src.st_mode)) {
+        return PlainError("cannot show " + b.source + " at " + b.target,
+                          "it is not a regular file");
+      }
+      Entry e{Entry::What::kBindOver, dest, b.source, 0, 0, "show " + b.source + " at " + dest};
+      e.id = IdentityOf(src);
+      e.dest_id = IdentityOf(st);
+      entries.push_back(std::move(e));
+    }
     for (const auto& requested : spec.hidden_paths) {
       // Canonical through the parent, like the bound paths: the view's paths are canonical, and
       // the child refuses to resolve a symlink on the way to a mount (see mountns.h). The last
@@ -553,7 +608,8 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
   if (fresh_root) {
     // Hidden paths must land after every bind that could cover them.
     std::stable_partition(entries.begin(), entries.end(), [](const Entry& e) {
-      return e.what != Entry::What::kHideDir && e.what != Entry::What::kHideFile;
+      return e.what != Entry::What::kHideDir && e.what != Entry::What::kHideFile &&
+             e.what != Entry::What::kBindOver;
     });
   }
   return Lower(std::move(entries), fresh_root, LstatIdentity("/dev/null"));

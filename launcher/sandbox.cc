@@ -48,6 +48,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,6 +89,8 @@ struct Prepared {
   std::optional<LandlockRuleset> landlock;
   std::optional<SeccompFilter> seccomp;
   std::optional<SandboxCgroup> cgroup;
+  PreparedListeners listeners;      // LaunchSpec::net_listeners
+  int listener_channel = -1;        // the child's end of the socket the listeners go out on
   std::vector<int> child_keep_fds;  // sorted: what the child keeps while it builds the sandbox
   unsigned long clone_flags = 0;    // NOLINT(google-runtime-int)
   int stdio[3] = {-1, -1, -1};      // SandboxControl's stdin/stdout/stderr replacements
@@ -172,6 +175,14 @@ class SignalMaskGuard {
   // 5. Loopback.
   if (!spec.disabled.Has(Layer::kNetNamespace)) {
     if (const ChildResult r = BringUpLoopback(); !r.ok) ChildFail(report_fd, r);
+  }
+  // 5b. cagent's listeners in this namespace (the egress proxy), while capabilities allow low
+  // ports.
+  if (p.listener_channel >= 0) {
+    if (const ChildResult r = MakeAndSendListeners(p.listeners, p.listener_channel); !r.ok) {
+      ChildFail(report_fd, r);
+    }
+    ::close(p.listener_channel);
   }
   // 6. The filesystem view.
   if (const ChildResult r = ApplyMountView(p.mounts); !r.ok) ChildFail(report_fd, r);
@@ -505,6 +516,8 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
              std::nullopt,
              std::nullopt,
              {},
+             -1,
+             {},
              0};
   std::vector<std::string> downgrades;
   std::string landlock_summary = "off", seccomp_summary = "off", cgroup_summary = "not used";
@@ -546,7 +559,21 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   UniqueFd sync_r(sync_pipe[0]), sync_w(sync_pipe[1]);
   if (::pipe2(report_pipe, O_CLOEXEC) != 0) return fail("create pipe", ErrnoError("pipe2"));
   UniqueFd report_r(report_pipe[0]), report_w(report_pipe[1]);
+  UniqueFd listeners_parent, listeners_child;
+  if (!spec.net_listeners.empty()) {
+    auto prepared = PrepareListeners(spec.net_listeners);
+    if (!prepared) return fail("prepare listeners", prepared.error());
+    p.listeners = std::move(*prepared);
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+      return fail("create listener channel", ErrnoError("socketpair"));
+    }
+    listeners_parent.Reset(pair[0]);
+    listeners_child.Reset(pair[1]);
+    p.listener_channel = listeners_child.get();
+  }
   p.child_keep_fds = spec.keep_fds;
+  if (listeners_child.valid()) p.child_keep_fds.push_back(listeners_child.get());
   p.stdio[0] = control.stdin_fd;
   p.stdio[1] = control.stdout_fd;
   p.stdio[2] = control.stderr_fd;
@@ -583,6 +610,7 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
 
   sync_r.Reset();
   report_w.Reset();
+  listeners_child.Reset();
   if (control.after_clone) control.after_clone();
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
   auto abort_child = [&] {
@@ -614,6 +642,22 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
     return fail("release sandbox", e);
   }
   // sync_w stays open until we return: its EOF tells the child that cagent is gone.
+  // The listeners: when they do not come, the child failed (its report says where) or hangs.
+  std::optional<Error> listener_failure;
+  if (listeners_parent.valid()) {
+    auto fds = ReceiveListeners(listeners_parent.get(), spec.net_listeners.size(),
+                                std::chrono::seconds(30));
+    if (!fds) {
+      listener_failure = fds.error();
+      ::kill(child, SIGKILL);
+    } else if (control.on_listeners) {
+      if (auto s = control.on_listeners(std::move(*fds)); !s) {
+        abort_child();
+        return fail("start the egress proxy", s.error());
+      }
+    }
+    listeners_parent.Reset();
+  }
 
   SandboxOutcome out;
   out.disabled_layers = disabled_only.disabled_layers;
@@ -623,6 +667,12 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   out.cgroup = std::move(cgroup_summary);
   out.rlimits = spec.disabled.Has(Layer::kRlimits) ? "off" : DescribeLimits(spec.limits);
   Supervise(spec, p, child, pidfd.get(), sigfd.get(), control.stop_fd, report_r.get(), out);
+  if (listener_failure && out.kind != SandboxOutcome::Kind::kSetupFailed) {
+    out.kind = SandboxOutcome::Kind::kSetupFailed;
+    out.exit_code = kExitSetupFailed;
+    out.failed_step = "receive listeners";
+    out.error = "receive listeners: " + listener_failure->Message();
+  }
   if (p.cgroup) {
     // Whatever is left (a daemon of a disabled pid namespace) goes with the sandbox.
     (void)p.cgroup->Kill();

@@ -11,6 +11,7 @@
 
 #include "common/exit_codes.h"
 #include "common/result.h"
+#include "common/unique_fd.h"
 #include "launcher/child_report.h"
 #include "launcher/launch_spec.h"
 
@@ -83,6 +84,10 @@ struct SandboxControl {
   // Called in cagent right after clone, before the sandbox is released; e.g. closes cagent's copy
   // of a descriptor passed with keep_fds, so the peer sees EOF when the sandbox ends.
   std::function<void()> after_clone;
+  // Called in cagent with the sockets of LaunchSpec::net_listeners (in the spec's order), made in
+  // the sandbox's network namespace, before the command starts; e.g. starts the egress proxy on
+  // them. An error stops the launch (setup failed at "start the egress proxy").
+  std::function<Status(std::vector<UniqueFd>)> on_listeners;
   // Descriptors that become the sandbox's stdin, stdout and stderr (-1 = cagent's own). Not owned;
   // e.g. /dev/null for an agent that must not read the operator's terminal, a log file for its
   // output.
