@@ -6,11 +6,12 @@
 
 #include "policy/diff.h"
 #include "policy/engine.h"
+#include "policy/hosts.h"
 
 namespace cagent::policy {
 namespace {
 
-constexpr std::array<AuditRule, 11> kRules = {{
+constexpr std::array<AuditRule, 14> kRules = {{
     {"CAGENT001", "network", "The sandbox has network access (network is not 'none')", Risk::kLow},
     {"CAGENT002", "writable", "A read-write mount outside the workspace", Risk::kHigh},
     {"CAGENT003", "secrets", "Host paths that hold credentials are readable in the sandbox",
@@ -29,6 +30,13 @@ constexpr std::array<AuditRule, 11> kRules = {{
      Risk::kLow},
     {"CAGENT010", "not-required", "Landlock or seccomp is not required", Risk::kMedium},
     {"CAGENT011", "weakens-parent", "A child profile widens what its parent allows", Risk::kMedium},
+    {"CAGENT012", "any-host", "A hosts rule allows or asks for every host ('*')", Risk::kHigh},
+    {"CAGENT013", "shared-hosting",
+     "A hosts wildcard covers a shared-hosting domain where anyone can publish content",
+     Risk::kMedium},
+    {"CAGENT014", "internal-address",
+     "A hosts rule allows an address in loopback, private, link-local or cloud-metadata space",
+     Risk::kHigh},
 }};
 
 constexpr std::string_view kNetwork = "CAGENT001";
@@ -42,6 +50,9 @@ constexpr std::string_view kUnbounded = "CAGENT008";
 constexpr std::string_view kBestEffort = "CAGENT009";
 constexpr std::string_view kNotRequired = "CAGENT010";
 constexpr std::string_view kWeakensParent = "CAGENT011";
+constexpr std::string_view kAnyHost = "CAGENT012";
+constexpr std::string_view kSharedHosting = "CAGENT013";
+constexpr std::string_view kInternalAddress = "CAGENT014";
 
 // Host paths whose contents are credentials (or, for ~, contain them and the shell's start-up
 // files). Probed through the engine, so a `hide` or `deny` that covers one clears it.
@@ -116,6 +127,9 @@ constexpr Runner kRunners[] = {
     {"npx", "runner", Risk::kLow},
 };
 
+// Budgets that mean something only when the egress proxy is on.
+bool IsEgressBudget(Limit l) { return l == Limit::kEgressBytes || l == Limit::kEgressConnections; }
+
 // Limits whose absence lets one run exhaust the machine; the others are budgets.
 bool IsResourceLimit(Limit l) {
   return l == Limit::kWallTime || l == Limit::kCpuTime || l == Limit::kCommandTimeout ||
@@ -133,6 +147,7 @@ class Auditor {
 
   std::vector<Finding> Run() {
     Network();
+    Hosts();
     Writable();
     Secrets();
     WorkspaceSecrets();
@@ -161,12 +176,66 @@ class Auditor {
 
   void Network() {
     if (p_.network.value == NetworkMode::kNone) return;
+    if (p_.egress.value) {
+      Add(kNetwork, Risk::kLow,
+          "network " + std::string(NetworkName(p_.network.value)) +
+              " with a hosts section: connections its rules allow leave the sandbox through "
+              "cagent's egress proxy, and an allowed host can receive whatever the sandbox can "
+              "read (a host allow-list does not stop exfiltration to an allowed host)",
+          p_.egress.loc);
+      return;
+    }
     Add(kNetwork, Risk::kLow,
         "network " + std::string(NetworkName(p_.network.value)) +
             ": commands can open sockets on the sandbox's own loopback interface (local test "
             "servers); nothing reaches other machines, but anything listening inside is reachable "
             "by every process of the run",
         p_.network.loc);
+  }
+
+  void Hosts() {
+    for (const HostRule& r : p_.hosts) {
+      if (r.verdict == Verdict::kDeny) continue;
+      const std::string rule = "hosts: " + std::string(VerdictName(r.verdict)) + " " + r.text;
+      const bool allow = engine_.Effective(r.verdict) == Verdict::kAllow;
+      switch (r.pattern.kind) {
+        case HostPattern::Kind::kAny:
+          Add(kAnyHost, allow ? Risk::kHigh : Risk::kMedium,
+              "'" + rule +
+                  "' reaches every host on the internet: the allow-list no longer restricts "
+                  "where data goes or where code comes from; name the hosts the task needs",
+              r.loc);
+          break;
+        case HostPattern::Kind::kSuffix: {
+          const std::string_view shared = SharedHostingSuffix(r.pattern.host);
+          if (shared.empty()) break;
+          Add(kSharedHosting, allow ? Risk::kMedium : Risk::kLow,
+              "'" + rule + "' covers " + std::string(shared) +
+                  ", where anyone can publish content: the sandbox can send data to, and fetch "
+                  "code from, anyone's subdomain; name the exact hosts (e.g. "
+                  "raw.githubusercontent.com) instead of a wildcard",
+              r.loc);
+          break;
+        }
+        case HostPattern::Kind::kAddress: {
+          const std::string_view range = RestrictedRange(r.pattern.host);
+          if (range.empty()) break;
+          const bool host_services = range == "loopback" || range == "cloud metadata" ||
+                                     range == "link-local" || range == "unspecified";
+          Add(kInternalAddress, host_services ? Risk::kHigh : Risk::kMedium,
+              "'" + rule + "' names a " + std::string(range) +
+                  " address: the proxy runs outside the sandbox, so this reaches " +
+                  (range == "cloud metadata" ? "the cloud's instance metadata (credentials)"
+                   : host_services           ? "services of the host cagent runs on"
+                                             : "machines of the local network") +
+                  "; name a server the task needs, or run it inside the sandbox",
+              r.loc);
+          break;
+        }
+        case HostPattern::Kind::kName:
+          break;
+      }
+    }
   }
 
   void Writable() {
@@ -282,6 +351,9 @@ class Auditor {
     for (const auto& r : p_.tools) {
       if (r.verdict == Verdict::kAsk) asks.emplace_back("tools: ask " + r.text, r.loc);
     }
+    for (const auto& r : p_.hosts) {
+      if (r.verdict == Verdict::kAsk) asks.emplace_back("hosts: ask " + r.text, r.loc);
+    }
     for (const auto& r : p_.path_rules) {
       if (r.verdict == Verdict::kAsk) {
         asks.emplace_back(
@@ -319,8 +391,19 @@ class Auditor {
       const auto l = static_cast<Limit>(i);
       const LimitValue& v = p_.limits[i];
       if (v.bounded()) continue;
-      Risk risk = IsResourceLimit(l) ? Risk::kMedium : Risk::kLow;
       std::string name(LimitName(l));
+      if (IsEgressBudget(l)) {
+        // Without the proxy there is nothing to count; with it, the allow-list bounds where
+        // traffic goes, and a budget only how much.
+        if (!p_.egress.value || !HasHostAllows()) continue;
+        Add(kUnbounded, Risk::kInfo,
+            (v.unlimited ? name + " is unlimited" : "no " + name + " budget is set") +
+                ": traffic to the allowed hosts is bounded only by the run's time; set `limits { " +
+                name + " ... }`",
+            v.loc);
+        continue;
+      }
+      Risk risk = IsResourceLimit(l) ? Risk::kMedium : Risk::kLow;
       Add(kUnbounded, risk,
           (v.unlimited ? name + " is unlimited" : "no " + name + " limit is set") +
               ": a run (or a runaway command) is bounded only by the caller's patience; set "
@@ -328,6 +411,11 @@ class Auditor {
               name + " ... }`",
           v.loc);
     }
+  }
+
+  bool HasHostAllows() const {
+    return std::any_of(p_.hosts.begin(), p_.hosts.end(),
+                       [](const HostRule& r) { return r.verdict != Verdict::kDeny; });
   }
 
   void Layers() {
@@ -358,8 +446,9 @@ class Auditor {
     const std::string parent = parent_->name;
     for (const DiffEntry& e : Diff(*parent_, p_)) {
       if (e.direction != Direction::kWider) continue;
-      bool addition = e.change == Change::kAdded && (e.area == "mounts" || e.area == "commands" ||
-                                                     e.area == "tools" || e.area == "environment");
+      bool addition = e.change == Change::kAdded &&
+                      (e.area == "mounts" || e.area == "commands" || e.area == "tools" ||
+                       e.area == "environment" || e.area == "hosts");
       Add(kWeakensParent, addition ? Risk::kInfo : Risk::kMedium,
           "'" + p_.name + "' widens its parent '" + parent + "': " + e.area + ": " + e.text,
           e.side == DiffSide::kTo ? e.loc : Location{});

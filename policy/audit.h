@@ -16,6 +16,13 @@
 //   CAGENT009 best-effort  layers the run may go without
 //   CAGENT010 not-required  no `require landlock` / `require seccomp`
 //   CAGENT011 weakens-parent  a child profile widening what its parent allows
+//   CAGENT012 any-host    a hosts rule allowing or asking for `*` (every host)
+//   CAGENT013 shared-hosting  a hosts wildcard over a domain where anyone publishes content
+//                         (*.githubusercontent.com, *.s3.amazonaws.com, *.pages.dev, ...)
+//   CAGENT014 internal-address  an allowed IP literal in loopback, private, link-local or
+//                         cloud-metadata space (the proxy runs outside the sandbox)
+// CAGENT001 says what a hosts section opens; CAGENT008 reports a missing egress budget (info)
+// only while some hosts rule allows or asks.
 // Pure: it asks the engine (with its default bindings) and the diff (diff.h) and reads nothing.
 #pragma once
 

@@ -5,15 +5,16 @@
 #include <span>
 
 #include "common/duration.h"
+#include "policy/hosts.h"
 #include "policy/shell.h"
 
 namespace cagent::policy {
 namespace {
 
 constexpr std::string_view kTopLevelKeys[] = {
-    "description", "workspace",   "filesystem",  "network",  "commands",
-    "tools",       "limits",      "environment", "approval", "verify",
-    "require",     "best-effort", "examples",    "extends",  "include",
+    "description", "workspace",   "filesystem", "network", "commands", "tools",
+    "limits",      "environment", "approval",   "verify",  "require",  "best-effort",
+    "examples",    "extends",     "include",    "hosts",
 };
 constexpr std::string_view kFilesystemKeys[] = {"read-only", "read-write", "hide",
                                                 "deny",      "ask",        "allow"};
@@ -66,6 +67,8 @@ class Checker {
   // First location of each mount path in this profile (conflict and duplicate detection).
   std::map<PathRef, std::pair<MountMode, Location>> mounts_seen_;
   std::map<std::string, Location> scalars_seen_;
+  // Each hosts rule (verdict, pattern text) of this profile, where first written.
+  std::map<std::pair<Verdict, std::string>, Location> hosts_seen_;
 
   void Err(const Location& loc, std::uint32_t len, std::string msg, std::string hint = {}) {
     diags_.Error(loc, len, std::move(msg), std::move(hint));
@@ -193,6 +196,12 @@ class Checker {
       if (NeedBlock(st)) {
         for (const auto& s : st.block) ToolStatement(s);
       }
+    } else if (k == "hosts") {
+      if (NeedBlock(st)) {
+        // Even an empty section turns the egress proxy on: the first section says where.
+        if (!out_.layer.egress.set) out_.layer.egress = {true, true, st.loc};
+        for (const auto& s : st.block) HostStatement(s);
+      }
     } else if (k == "limits") {
       if (NeedBlock(st)) {
         for (const auto& s : st.block) LimitStatement(s);
@@ -221,8 +230,9 @@ class Checker {
     if (!NoBlock(st) || !AtLeastOne(st, "a mode: none or loopback") || !NoGroups(st)) return;
     const Value& v = st.args[0];
     if (v.text == "hosts") {
-      ErrAt(v, "network host allow-lists are not implemented yet",
-            "use 'network none' or 'network loopback'; hosts will go through a broker proxy");
+      ErrAt(v, "'network hosts' is not a mode",
+            "write 'network loopback' and a hosts { allow pypi.org } section: a hosts section "
+            "turns cagent's egress proxy on");
       return;
     }
     if (!Args(st, 1, "one mode") || !FirstTime(st, "network")) return;
@@ -541,6 +551,51 @@ class Checker {
       for (const auto& p : rule.paths) rule.text += " " + QuoteWord(p.pattern());
     }
     out_.layer.tools.push_back(std::move(rule));
+  }
+
+  // ---- hosts ----
+
+  // `allow|ask|deny PATTERN...`: one rule per pattern.
+  void HostStatement(const Statement& st) {
+    auto verdict = ParseVerdict(st.keyword);
+    if (!verdict) {
+      Unknown(st, "in hosts", kRuleKeys);
+      return;
+    }
+    if (!NoBlock(st) || !AtLeastOne(st, "one or more host patterns, e.g. 'pypi.org'") ||
+        !NoGroups(st)) {
+      return;
+    }
+    for (const Value& v : st.args) {
+      auto parsed = ParseHostPattern(v.text);
+      if (const auto* bad = std::get_if<HostPatternError>(&parsed)) {
+        // Point at the bytes at fault; a quoted value starts one byte later.
+        const std::uint32_t skip = v.kind == Value::Kind::kString ? 1 : 0;
+        const bool inline_caret = v.kind == Value::Kind::kWord || !v.text.empty();
+        Location at = v.loc;
+        std::uint32_t len = v.length;
+        if (inline_caret) {
+          at.col += skip + static_cast<std::uint32_t>(bad->offset);
+          len = static_cast<std::uint32_t>(bad->length);
+        }
+        Err(at, len, "invalid host pattern " + Describe(v) + ": " + bad->message, bad->hint);
+        continue;
+      }
+      HostRule rule;
+      rule.verdict = *verdict;
+      rule.pattern = std::get<HostPattern>(std::move(parsed));
+      rule.text = rule.pattern.Text();
+      rule.loc = v.loc;
+      auto [it, inserted] = hosts_seen_.emplace(std::make_pair(rule.verdict, rule.text), v.loc);
+      if (!inserted) {
+        diags_.Warning(v.loc, v.length,
+                       "hosts rule '" + std::string(VerdictName(rule.verdict)) + " " + rule.text +
+                           "' is written twice",
+                       "the first is at line " + std::to_string(it->second.line));
+        continue;
+      }
+      out_.layer.hosts.push_back(std::move(rule));
+    }
   }
 
   // ---- limits ----

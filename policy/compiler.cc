@@ -54,6 +54,10 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
     Override(out.network, layer.network);
     Override(out.approval, layer.approval);
     Override(out.workspace_writable, layer.workspace_writable);
+    // Once a profile of the chain turns the egress proxy on, it stays on (the first one says
+    // where): a child adds hosts rules and cannot remove its parent's.
+    if (layer.egress.set && !out.egress.set) out.egress = layer.egress;
+    for (auto& r : layer.hosts) out.hosts.push_back(std::move(r));
     for (auto& m : layer.mounts) mounts[m.path] = m;
     for (auto& r : layer.path_rules) out.path_rules.push_back(std::move(r));
     for (auto& r : layer.commands) out.commands.push_back(std::move(r));
@@ -93,6 +97,30 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
   sort_unique(out.commands,
               [](const CommandRule& r) { return std::make_tuple(r.text, r.verdict); });
   sort_unique(out.tools, [](const ToolRule& r) { return std::make_tuple(r.text, r.verdict); });
+  sort_unique(out.hosts, [](const HostRule& r) { return std::make_tuple(r.text, r.verdict); });
+
+  // An allow or ask of exactly what a deny (of this profile or a parent) names never decides.
+  for (const HostRule& r : out.hosts) {
+    if (r.verdict == Verdict::kDeny) continue;
+    for (const HostRule& d : out.hosts) {
+      if (d.verdict == Verdict::kDeny && d.text == r.text) {
+        diags.Warning(r.loc, static_cast<std::uint32_t>(r.text.size()),
+                      "hosts rule '" + std::string(VerdictName(r.verdict)) + " " + r.text +
+                          "' never decides: 'deny " + r.text + "' at " + out.Where(d.loc) + " wins",
+                      "deny beats ask and allow, and a child cannot remove a parent's deny; drop "
+                      "one of the two");
+      }
+    }
+  }
+  // The proxy listens on the sandbox's own loopback interface, which `network none` does not have.
+  if (out.egress.value && out.network.value == NetworkMode::kNone) {
+    diags.Error(out.egress.loc, 5,
+                "a hosts section needs the sandbox's loopback interface, but the network is none" +
+                    (out.network.loc.valid() ? " (set at " + out.Where(out.network.loc) + ")"
+                                             : std::string()),
+                "add 'network loopback': the egress proxy listens on the sandbox's loopback, and "
+                "nothing else routes out");
+  }
   sort_unique(out.env_pass, [](const EnvPattern& e) { return e.name.pattern(); });
   sort_unique(out.env_scrub, [](const EnvPattern& e) { return e.name.pattern(); });
   sort_unique(out.requirements, [](const Setting<Requirement>& r) { return r.value; });

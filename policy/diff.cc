@@ -53,6 +53,7 @@ class Differ {
     PathRules();
     Rules("commands", from_.commands, to_.commands);
     Rules("tools", from_.tools, to_.tools);
+    Hosts();
     Limits();
     Environment();
     Requirements();
@@ -183,6 +184,37 @@ class Differ {
                         : from_.approval.value == ApprovalMode::kAuto ? Direction::kNarrower
                                                                       : Direction::kNeutral;
           Add(d, area, "removed: " + text(r), r.loc, DiffSide::kFrom);
+        });
+  }
+
+  // The egress proxy turned on or off, and the hosts rules. Every connection is denied unless a
+  // rule allows or asks, so an added allow or ask reaches further (an ask reaches what a person
+  // approves) and an added deny less; removals the other way round.
+  void Hosts() {
+    if (from_.egress.value != to_.egress.value) {
+      auto name = [](bool on) { return on ? "on" : "off"; };
+      Add(to_.egress.value ? Direction::kWider : Direction::kNarrower, "hosts",
+          std::string("egress proxy ") + name(from_.egress.value) + " -> " +
+              name(to_.egress.value) +
+              (to_.egress.value ? " (a hosts section: connections its rules allow leave the "
+                                  "sandbox)"
+                                : " (no hosts section: nothing leaves the sandbox)"),
+          to_.egress.value ? to_.egress.loc : from_.egress.loc,
+          to_.egress.value ? DiffSide::kTo : DiffSide::kFrom);
+    }
+    auto key = [](const HostRule& r) { return std::make_tuple(r.text, r.verdict); };
+    auto text = [](const HostRule& r) {
+      return std::string(VerdictName(r.verdict)) + " " + r.text;
+    };
+    SetDiff(
+        from_.hosts, to_.hosts, key,
+        [&](const HostRule& r) {
+          Add(r.verdict == Verdict::kDeny ? Direction::kNarrower : Direction::kWider, "hosts",
+              "added: " + text(r), r.loc, DiffSide::kTo);
+        },
+        [&](const HostRule& r) {
+          Add(r.verdict == Verdict::kDeny ? Direction::kWider : Direction::kNarrower, "hosts",
+              "removed: " + text(r), r.loc, DiffSide::kFrom);
         });
   }
 

@@ -3,8 +3,9 @@
 // Diff(from, to) walks both Policies key by key (they are normalised and sorted, so equal meaning
 // gives no entries) and classifies every difference by what it does to the agent's reach:
 //   wider     `to` permits something `from` did not (network on, a mount added or made writable, an
-//             allow rule added, a deny removed, a limit raised or unbounded, a variable passed in,
-//             a requirement dropped or made best-effort, asks that now run unattended);
+//             allow rule added, a deny removed, the egress proxy on, an allow or ask host added,
+//             a limit raised or unbounded, a variable passed in, a requirement dropped or made
+//             best-effort, asks that now run unattended);
 //   narrower  the reverse;
 //   neutral   a change that neither grants nor removes reach by itself (an `ask` rule under an
 //             approval mode that asks a person, a changed `set` value, the verify commands).
@@ -32,8 +33,8 @@ enum class DiffSide : std::uint8_t { kFrom, kTo };
 struct DiffEntry {
   Direction direction = Direction::kNeutral;
   Change change = Change::kChanged;  // a rule or path added or removed, or a value changed
-  // "network", "approval", "workspace", "mounts", "filesystem", "commands", "tools", "limits",
-  // "environment", "requirements", "verify".
+  // "network", "approval", "workspace", "mounts", "filesystem", "commands", "tools", "hosts",
+  // "limits", "environment", "requirements", "verify".
   std::string area;
   // One line, in the language where possible: "network none -> loopback",
   // "added: allow (python | python3)", "memory 8G -> unlimited (now unbounded)".

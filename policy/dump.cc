@@ -114,6 +114,16 @@ std::string Dump(const Policy& p, bool with_locations) {
   }
   w.Plain("}");
 
+  // Only a profile with the egress proxy on has a hosts section: writing an empty one would turn
+  // it on when the dump is compiled back.
+  if (p.egress.value) {
+    w.Line(0, "hosts {", p.egress.loc);
+    for (const auto& r : p.hosts) {
+      w.Line(1, std::string(VerdictName(r.verdict)) + " " + QuoteWord(r.text), r.loc);
+    }
+    w.Plain("}");
+  }
+
   w.Plain("limits {");
   for (std::size_t i = 0; i < p.limits.size(); ++i) {
     auto l = static_cast<Limit>(i);
@@ -189,6 +199,15 @@ nlohmann::json ToJson(const Policy& p) {
     j["tools"].push_back({{"verdict", VerdictName(r.verdict)},
                           {"tools", tools},
                           {"paths", paths},
+                          {"at", where(r.loc)}});
+  }
+  j["egress"] = {{"on", p.egress.value}, {"at", where(p.egress.loc)}};
+  j["hosts"] = json::array();
+  for (const auto& r : p.hosts) {
+    json port = r.pattern.port ? json(*r.pattern.port) : json(nullptr);
+    j["hosts"].push_back({{"verdict", VerdictName(r.verdict)},
+                          {"pattern", r.text},
+                          {"port", port},
                           {"at", where(r.loc)}});
   }
   j["limits"] = json::object();

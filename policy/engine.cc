@@ -1,7 +1,10 @@
 #include "policy/engine.h"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 
+#include "policy/hosts.h"
 #include "policy/shell.h"
 
 namespace cagent::policy {
@@ -247,6 +250,9 @@ Engine::Engine(const Policy& policy, Binding binding)
   for (const auto& r : policy_.tools) {
     tool_rule_.push_back("tools: " + std::string(VerdictName(r.verdict)) + " " + r.text);
   }
+  for (const auto& r : policy_.hosts) {
+    host_rule_.push_back("hosts: " + std::string(VerdictName(r.verdict)) + " " + r.text);
+  }
 }
 
 Verdict Engine::Effective(Verdict v) const {
@@ -272,6 +278,8 @@ Engine::Outcome Engine::DecideRequest(const Request& request) const {
       return DecidePath(request.access, request.path);
     case Request::Kind::kTool:
       return DecideTool(request.tool, request.path, request.script);
+    case Request::Kind::kHost:
+      return DecideHost(request.host, request.port);
   }
   return Outcome::Default("unknown request kind");
 }
@@ -300,6 +308,79 @@ Decision Engine::Shell(std::string_view script) const { return DecideShell(scrip
 
 Decision Engine::Path(Access access, std::string_view path) const {
   return DecidePath(access, path).ToDecision();
+}
+
+Decision Engine::Host(std::string_view host, std::uint16_t port) const {
+  return DecideHost(host, port).ToDecision();
+}
+
+Engine::Outcome Engine::DecideHost(std::string_view host, std::uint16_t port) const {
+  const std::optional<std::string> normalized = NormalizeHost(host);
+  if (!normalized) {
+    return Outcome::DefaultBecause("'" + std::string(host) +
+                                   "' is not a valid host name or IP address");
+  }
+  return DecideNormalizedHost(*normalized, port);
+}
+
+Engine::Outcome Engine::DecideNormalizedHost(std::string_view host, std::uint16_t port) const {
+  if (port == 0) return Outcome::Default("port 0 names no service");
+  Outcome best;
+  bool matched = false;
+  for (std::size_t i = 0; i < policy_.hosts.size(); ++i) {
+    const HostRule& r = policy_.hosts[i];
+    if (matched && r.verdict <= best.verdict) continue;
+    if (!r.pattern.MatchesPort(port) || !r.pattern.MatchesHost(host)) continue;
+    matched = true;
+    std::string_view reason;
+    switch (r.verdict) {
+      case Verdict::kAllow:
+        reason = "the profile allows connections to this host";
+        break;
+      case Verdict::kAsk:
+        reason = "the profile asks a person before connecting to this host";
+        break;
+      case Verdict::kDeny:
+        reason = "the profile forbids connections to this host";
+        break;
+    }
+    best = Outcome::Rule(r.verdict, host_rule_[i], r.loc, reason);
+    if (best.verdict == Verdict::kDeny) break;
+  }
+  if (matched) return best;
+  if (!policy_.egress.value) {
+    return Outcome::DefaultBecause(
+        "the profile has no hosts section, so nothing leaves the sandbox (network " +
+        std::string(NetworkName(policy_.network.value)) + "); a hosts { allow ... } section " +
+        "turns the egress proxy on");
+  }
+  return Outcome::DefaultBecause("no hosts rule allows " + HostPortText(host, port));
+}
+
+bool Engine::AddressNamed(std::string_view address_literal, std::uint16_t port) const {
+  const std::optional<std::string> normalized = NormalizeHost(address_literal);
+  if (!normalized || !IsAddressLiteral(*normalized)) return false;
+  return std::any_of(policy_.hosts.begin(), policy_.hosts.end(), [&](const HostRule& r) {
+    return r.verdict != Verdict::kDeny && r.pattern.kind == HostPattern::Kind::kAddress &&
+           r.pattern.host == *normalized && r.pattern.MatchesPort(port);
+  });
+}
+
+bool Engine::HostMayConnect(std::string_view host) const {
+  const std::optional<std::string> normalized = NormalizeHost(host);
+  if (!normalized) return false;
+  constexpr std::array<std::uint16_t, 2> kDefaultPorts = {443, 80};
+  for (const HostRule& r : policy_.hosts) {
+    if (r.verdict == Verdict::kDeny || !r.pattern.MatchesHost(*normalized)) continue;
+    if (r.pattern.port) {
+      if (DecideNormalizedHost(*normalized, *r.pattern.port).verdict != Verdict::kDeny) return true;
+      continue;
+    }
+    for (const std::uint16_t p : kDefaultPorts) {
+      if (DecideNormalizedHost(*normalized, p).verdict != Verdict::kDeny) return true;
+    }
+  }
+  return false;
 }
 
 Engine::Outcome Engine::DecideCommand(std::span<const std::string> argv) const {

@@ -58,6 +58,26 @@ class Engine {
   [[nodiscard]] Decision Command(std::span<const std::string> argv) const;
   [[nodiscard]] Decision Shell(std::string_view script) const;
   [[nodiscard]] Decision Path(Access access, std::string_view path) const;
+  //   Host: a connection to `host` (a name or an IP literal, IPv6 with or without brackets) on
+  //     `port` through the egress proxy. The host is normalised (policy/hosts.h: lowercase, one
+  //     trailing dot stripped, IPv6 canonical); a host that is neither a valid name nor an IP
+  //     literal is denied. An IP literal matches only address rules and `*`, never a name rule.
+  //     No matching rule: denied ("no hosts rule allows H:P", or, for a profile without a hosts
+  //     section, a reason saying the network is loopback/none).
+  [[nodiscard]] Decision Host(std::string_view host, std::uint16_t port) const;
+
+  // Whether an allow or ask hosts rule names the IP literal `address_literal` itself (an address
+  // rule, not `*` or a name) and matches `port`. The egress proxy refuses a name that resolves
+  // into loopback, private, link-local or metadata space (policy/hosts.h, RestrictedRange) unless
+  // this holds for the address it resolved to. Deny rules are not consulted: the proxy has already
+  // decided the connection by its name.
+  [[nodiscard]] bool AddressNamed(std::string_view address_literal, std::uint16_t port) const;
+  // Whether a connection to `host` can be allowed or asked on some port: for each port an allow or
+  // ask rule matching the host admits (its own, or 443 and 80 for a rule without one), the host's
+  // decision on that port is computed, and any verdict other than deny answers true. Exact, not
+  // approximate: a port-less deny covers only 443 and 80, so `deny x` with `allow x:22` is true.
+  // The DNS stub answers NXDOMAIN for names where this is false.
+  [[nodiscard]] bool HostMayConnect(std::string_view host) const;
 
   [[nodiscard]] const Policy& policy() const { return policy_; }
   // The verdict the approval mode turns an `ask` into when nobody is asked (never-ask: deny;
@@ -91,6 +111,10 @@ class Engine {
   [[nodiscard]] Outcome DecideTool(Tool tool, std::string_view path,
                                    std::string_view command) const;
   [[nodiscard]] Outcome DecideRequest(const Request& request) const;
+  // A connection; `host` is not yet normalised.
+  [[nodiscard]] Outcome DecideHost(std::string_view host, std::uint16_t port) const;
+  // The same for a normalised host.
+  [[nodiscard]] Outcome DecideNormalizedHost(std::string_view host, std::uint16_t port) const;
 
   const Policy& policy_;
   Binding bindings_;
@@ -116,6 +140,7 @@ class Engine {
   std::vector<std::string> command_rule_;
   std::vector<std::string> path_rule_;
   std::vector<std::string> tool_rule_;
+  std::vector<std::string> host_rule_;
 };
 
 }  // namespace cagent::policy

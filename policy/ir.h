@@ -121,6 +121,39 @@ struct ToolRule {
   Location loc;
 };
 
+// One pattern of a `hosts` rule (docs/policy-language.md, "hosts"): which destinations of the
+// egress proxy it names. Patterns are parsed by ParseHostPattern (policy/hosts.h).
+struct HostPattern {
+  enum class Kind : std::uint8_t {
+    kName,     // pypi.org: that name only
+    kSuffix,   // *.example.com: any subdomain of example.com, never example.com itself
+    kAny,      // *: any host (names and addresses)
+    kAddress,  // 10.0.0.5, [fd00::5]: that IP literal only
+  };
+  Kind kind = Kind::kName;
+  // kName: the lowercase name without a trailing dot; kSuffix: the part after "*."; kAny: "";
+  // kAddress: the canonical literal without brackets ("fd00::5", "10.0.0.5").
+  std::string host;
+  std::optional<std::uint16_t> port;  // nullopt: ports 443 and 80
+
+  // Whether the pattern names `normalized_host` (NormalizeHost's output: lowercase, no trailing
+  // dot, an IPv6 literal canonical and without brackets). An IP literal matches only kAddress
+  // patterns and `*`; a name matches only kName, kSuffix and `*`.
+  [[nodiscard]] bool MatchesHost(std::string_view normalized_host) const;
+  // `port` == the pattern's port, or 443 or 80 when the pattern has none.
+  [[nodiscard]] bool MatchesPort(std::uint16_t port) const;
+  // As written back: "pypi.org", "*.github.io:443", "*", "10.0.0.5:8080", "[fd00::5]:443".
+  [[nodiscard]] std::string Text() const;
+};
+
+// `allow|ask|deny PATTERN...` in the hosts section: one rule per pattern.
+struct HostRule {
+  Verdict verdict = Verdict::kDeny;
+  HostPattern pattern;
+  std::string text;  // pattern.Text()
+  Location loc;
+};
+
 enum class LimitKind : std::uint8_t { kDuration, kSize, kCount };
 
 // Limits and budgets. Durations in milliseconds, sizes in bytes.
@@ -139,6 +172,8 @@ enum class Limit : std::uint8_t {
   kModelTokens,
   kToolCalls,
   kChangedFiles,
+  kEgressBytes,        // bytes both ways over all of a run's proxied connections
+  kEgressConnections,  // proxied connections a run may open
   kCount,
 };
 std::string_view LimitName(Limit l);  // the profile key: "wall-time", "memory", ...
@@ -217,6 +252,11 @@ struct Policy {
   std::vector<PathRule> path_rules;   // sorted by (text, verdict, access)
   std::vector<CommandRule> commands;  // sorted by (text, verdict)
   std::vector<ToolRule> tools;        // sorted by (text, verdict)
+  std::vector<HostRule> hosts;        // sorted by (text, verdict)
+  // True when some profile of the chain has a `hosts` section (even an empty one): the run's
+  // connections go through cagent's egress proxy, which the hosts rules decide. loc: the first
+  // such section.
+  Setting<bool> egress{false, false, {}};
   std::array<LimitValue, static_cast<std::size_t>(Limit::kCount)> limits{};
 
   std::vector<EnvPattern> env_pass;   // sorted by pattern
@@ -240,5 +280,10 @@ struct Policy {
   // The chain of profiles as shown to people: "base -> backend -> project".
   [[nodiscard]] std::string ChainText() const;
 };
+
+// The ports the egress proxy must capture for `policy` (sorted, unique): every port an allow or
+// ask hosts rule names, plus 80 and 443 when some allow or ask rule names no port. Empty when no
+// rule allows or asks for anything.
+[[nodiscard]] std::vector<std::uint16_t> HostPorts(const Policy& policy);
 
 }  // namespace cagent::policy

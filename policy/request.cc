@@ -44,6 +44,17 @@ Request Request::ToolCall(Tool tool, std::string subject) {
   return r;
 }
 
+Request Request::Host(std::string host, std::uint16_t port) {
+  Request r;
+  r.kind = Kind::kHost;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  r.host = std::move(host);
+  r.port = port;
+  return r;
+}
+
 std::string_view KindName(const Request& request) {
   switch (request.kind) {
     case Request::Kind::kCommand:
@@ -54,6 +65,8 @@ std::string_view KindName(const Request& request) {
       return request.access == Access::kWrite ? "write" : "read";
     case Request::Kind::kTool:
       return "tool";
+    case Request::Kind::kHost:
+      return "host";
   }
   return "command";
 }
@@ -75,13 +88,20 @@ std::string Describe(const Request& request) {
       out += ToolName(request.tool);
       if (!request.ToolSubject().empty()) out += " " + QuoteString(request.ToolSubject());
       break;
+    case Request::Kind::kHost: {
+      const bool v6 = request.host.find(':') != std::string::npos;
+      out += " " + QuoteWord((v6 ? "[" + request.host + "]" : request.host) + ":" +
+                             std::to_string(request.port));
+      break;
+    }
   }
   return out;
 }
 
 std::string_view RequestUsage() {
   return "write: command \"git status\" (a shell line) / argv git status (no shell) / read .env / "
-         "write src/main.c / tool write_file Cargo.lock / tool run_command \"make test\"";
+         "write src/main.c / tool write_file Cargo.lock / tool run_command \"make test\" / host "
+         "pypi.org:443";
 }
 
 namespace {
@@ -103,6 +123,53 @@ std::string AsOneLine(std::span<const std::string> words, bool quote_each) {
 }
 
 }  // namespace
+
+Result<std::pair<std::string, std::uint16_t>> ParseHostPort(std::string_view text) {
+  std::string_view host = text;
+  std::string_view port;
+  bool has_port = false;
+  if (text.starts_with('[')) {
+    const std::size_t close = text.find(']');
+    if (close == std::string_view::npos) {
+      return PlainError("unterminated '[' in '" + std::string(text) + "'",
+                        "IPv6 addresses are written [fd00::5]:443");
+    }
+    host = text.substr(1, close - 1);
+    if (close + 1 < text.size()) {
+      if (text[close + 1] != ':') {
+        return PlainError("expected ':PORT' after ']' in '" + std::string(text) + "'",
+                          "write [fd00::5]:443");
+      }
+      port = text.substr(close + 2);
+      has_port = true;
+    }
+  } else if (const std::size_t colon = text.rfind(':'); colon != std::string_view::npos) {
+    if (text.find(':') != colon) {
+      return PlainError("IPv6 addresses are written in brackets: '" + std::string(text) + "'",
+                        "write [" + std::string(text) + "]:443");
+    }
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    has_port = true;
+  }
+  if (host.empty()) {
+    return PlainError("missing host in '" + std::string(text) + "'", "write pypi.org:443");
+  }
+  std::uint32_t value = 443;
+  if (has_port) {
+    bool ok = !port.empty() && port.size() <= 5;
+    value = 0;
+    for (const char c : port) {
+      if (c < '0' || c > '9') ok = false;
+      value = value * 10 + static_cast<std::uint32_t>(c - '0');
+    }
+    if (!ok || value == 0 || value > 65535) {
+      return PlainError("invalid port '" + std::string(port) + "' in '" + std::string(text) + "'",
+                        "ports are 1..65535; no port means 443");
+    }
+  }
+  return std::make_pair(std::string(host), static_cast<std::uint16_t>(value));
+}
 
 std::variant<Request, RequestWordsError> ParseRequestWords(std::span<const std::string> words) {
   auto fail = [](std::size_t word, std::string message,
@@ -142,8 +209,17 @@ std::variant<Request, RequestWordsError> ParseRequestWords(std::span<const std::
     if (!tool) return fail(1, "unknown tool '" + words[1] + "'", "the tools are: " + ToolList());
     return Request::ToolCall(*tool, args == 2 ? words[2] : std::string());
   }
+  if (kind == "host") {
+    if (args != 1) {
+      return fail(args == 0 ? 0 : 2, "'host' takes one HOST[:PORT]",
+                  "write host pypi.org:443, host 10.0.0.5:8080 or host [fd00::5]:443");
+    }
+    auto hp = ParseHostPort(words[1]);
+    if (!hp) return fail(1, hp.error().op, hp.error().detail);
+    return Request::Host(std::move(hp->first), hp->second);
+  }
   return fail(0, "unknown request kind '" + kind + "'",
-              "use command (a shell line), argv (no shell), read, write or tool");
+              "use command (a shell line), argv (no shell), read, write, tool or host");
 }
 
 }  // namespace cagent::policy

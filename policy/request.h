@@ -12,6 +12,7 @@
 //   argv WORD...       an argv as executed, without a shell
 //   read PATH | write PATH
 //   tool TOOL [PATH | "LINE"]   a tool call; run_command's subject is a shell line
+//   host HOST[:PORT]   a connection through the egress proxy (no port: 443); IPv6 in brackets
 // ParseRequestWords() is the one reader of that grammar (used by the checker for `examples` and by
 // the cases parser), and Describe() writes it back, so a request's text re-reads as the same
 // request.
@@ -22,9 +23,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
+#include "common/result.h"
 #include "policy/ir.h"
 
 namespace cagent::policy {
@@ -35,6 +38,7 @@ struct Request {
     kShell,    // `command`: a shell command line
     kPath,     // `read` / `write`: a path access
     kTool,     // `tool`: a tool call
+    kHost,     // `host`: a connection to host:port through the egress proxy
   };
   Kind kind = Kind::kShell;
   Access access = Access::kRead;  // kPath: kRead or kWrite
@@ -43,6 +47,8 @@ struct Request {
   std::string script;             // kShell; kTool with run_command: the command line
   std::string path;  // kPath: absolute, "~/..." or workspace-relative; kTool: the tool's path
                      // ("" for none), judged relative to the workspace
+  std::string host;  // kHost: as given (the engine normalises it); an IPv6 literal without brackets
+  std::uint16_t port = 0;  // kHost
 
   // The constructors of each kind.
   static Request Argv(std::vector<std::string> argv);
@@ -51,6 +57,9 @@ struct Request {
   static Request Write(std::string path);
   // `subject` is run_command's command line, or the path of any other tool ("" for none).
   static Request ToolCall(Tool tool, std::string subject = {});
+  // A connection to `host` (a name or an IP literal; an IPv6 literal with or without brackets,
+  // stored without) on `port`.
+  static Request Host(std::string host, std::uint16_t port);
 
   // run_command's command line or another tool's path: what follows the tool name in Describe().
   [[nodiscard]] const std::string& ToolSubject() const {
@@ -60,12 +69,13 @@ struct Request {
   friend bool operator==(const Request&, const Request&) = default;
 };
 
-// The request kind as a word of the grammar: "argv", "command", "read", "write" or "tool".
+// The request kind as a word of the grammar: "argv", "command", "read", "write", "tool" or "host".
 [[nodiscard]] std::string_view KindName(const Request& request);
 
 // The request in the grammar above: `argv git status`, `command "make test | tee log"`,
-// `read .env`, `tool write_file "Cargo.lock"`. Command lines and tool subjects are always
-// double-quoted, other words only when they must be (QuoteWord); \" \\ \n \t are escaped.
+// `read .env`, `tool write_file "Cargo.lock"`, `host pypi.org:443`, `host [::1]:443`. Command lines
+// and tool subjects are always double-quoted, other words only when they must be (QuoteWord); \"
+// \\ \n \t are escaped.
 [[nodiscard]] std::string Describe(const Request& request);
 
 // Why a request's words do not form a request: the index of the word at fault (into the span
@@ -77,12 +87,18 @@ struct RequestWordsError {
 };
 
 // Reads one request from its words, already unquoted: words[0] is the kind (`argv`, `command`,
-// `read`, `write`, `tool`; `shell` is read as `command`) and the rest its arguments. Used by the
-// checker (examples) and the cases parser, so the two cannot disagree. `command` takes exactly one
-// word (the quoted line); more words are refused with a hint to quote the line or write `argv` —
-// the form a `policy test` file used for argv before there was `argv`.
+// `read`, `write`, `tool`, `host`; `shell` is read as `command`) and the rest its arguments. Used
+// by the checker (examples) and the cases parser, so the two cannot disagree. `command` takes
+// exactly one word (the quoted line); more words are refused with a hint to quote the line or write
+// `argv` — the form a `policy test` file used for argv before there was `argv`.
 [[nodiscard]] std::variant<Request, RequestWordsError> ParseRequestWords(
     std::span<const std::string> words);
+
+// Splits HOST[:PORT] as a request writes it (`pypi.org:443`, `10.0.0.5`, `[::1]:8080`) into the
+// host (IPv6 without brackets; not validated as a name: the engine denies a malformed one) and the
+// port (443 when none is given). Fails on an empty host, a bad or zero port, an unbracketed IPv6
+// literal. Shared by `host` requests and `cagent policy explain --host`.
+[[nodiscard]] Result<std::pair<std::string, std::uint16_t>> ParseHostPort(std::string_view text);
 
 // How to write each kind, for hints: `argv git status / command "make test | tee log" / ...`.
 [[nodiscard]] std::string_view RequestUsage();

@@ -302,6 +302,12 @@ int RunExplain(const PolicyOptions& o) {
     ++given;
     r = policy::Request::Write(o.write_path);
   }
+  if (!o.host.empty()) {
+    ++given;
+    auto hp = policy::ParseHostPort(o.host);
+    if (!hp) return Usage("--host " + hp.error().op + "; " + hp.error().detail);
+    r = policy::Request::Host(std::move(hp->first), hp->second);
+  }
   if (!o.tool.empty()) {
     ++given;
     auto t = policy::ParseTool(o.tool);
@@ -323,8 +329,8 @@ int RunExplain(const PolicyOptions& o) {
   }
   if (given != 1) {
     return Usage(std::string(given == 0 ? "nothing to explain" : "one request at a time") +
-                 ": give one of -- CMD..., --shell 'STRING', --read PATH, --write PATH or --tool "
-                 "TOOL [--path P]");
+                 ": give one of -- CMD..., --shell 'STRING', --read PATH, --write PATH, --host "
+                 "HOST[:PORT] or --tool TOOL [--path P]");
   }
 
   auto p = LoadOrReport(o.profile, Search());
@@ -357,6 +363,8 @@ int RunExplain(const PolicyOptions& o) {
     if (r.kind == Kind::kShell) j["request"]["subject"] = r.script;
     if (r.kind == Kind::kPath) j["request"]["subject"] = r.path;
     if (r.kind == Kind::kTool) j["request"]["subject"] = r.ToolSubject();
+    if (r.kind == Kind::kHost) j["request"]["host"] = r.host;
+    if (r.kind == Kind::kHost) j["request"]["port"] = r.port;
     std::cout << JsonText(j, 2) << std::endl;
   } else {
     std::cout << "profile:   " << p->name << " (" << p->ChainText() << ")\n";
@@ -680,6 +688,9 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
                             "A tool call: read_file, write_file, edit_file, list_dir, glob, grep, "
                             "run_command (with --shell or -- CMD...), finish.");
   o.explain_cmd->add_option("--path", o.tool_path, "The path given to --tool.");
+  o.explain_cmd->add_option("--host", o.host,
+                            "A connection through the egress proxy to HOST[:PORT] (no port: 443; "
+                            "IPv6 as [::1]:443): the hosts rules.");
   o.explain_cmd->add_option("-w,--workspace", o.workspace,
                             "The workspace relative paths refer to (default: the current "
                             "directory).");
@@ -696,7 +707,8 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
       "  cagent policy explain backend -- git push origin main\n"
       "  cagent policy explain backend --shell 'make test 2>&1 | tee log.txt'\n"
       "  cagent policy explain backend --read ~/.ssh/id_ed25519\n"
-      "  cagent policy explain frontend --tool write_file --path package-lock.json");
+      "  cagent policy explain frontend --tool write_file --path package-lock.json\n"
+      "  cagent policy explain backend-registries --host pypi.org:443");
 
   o.test_cmd = policy->add_subcommand(
       "test",

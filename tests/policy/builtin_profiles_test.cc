@@ -5,6 +5,7 @@
 //   --gtest_filter='Builtin*' and review `git diff tests/golden`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -70,12 +71,17 @@ TEST_P(BuiltinProfile, IsEmbeddedAndMatchesTheSourceFile) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, BuiltinProfile,
-                         ::testing::Values("base", "readonly", "docs", "frontend", "backend"),
-                         [](const auto& p) { return p.param; });
+                         ::testing::Values("base", "readonly", "docs", "frontend", "backend",
+                                           "backend-registries", "frontend-registries"),
+                         [](const auto& p) {
+                           std::string name = p.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(BuiltinProfiles, EveryProfileFileIsListed) {
   // A new file in profiles/ must be added to the parameter list above (and get a golden dump).
-  EXPECT_EQ(BuiltinProfiles().size(), 5U);
+  EXPECT_EQ(BuiltinProfiles().size(), 7U);
 }
 
 }  // namespace

@@ -101,7 +101,7 @@ TEST(CasesParser, VerdictWithoutRequest) {
             "    ^~~~\n"
             "  hint: write: command \"git status\" (a shell line) / argv git status (no shell) / "
             "read .env / write src/main.c / tool write_file Cargo.lock / tool run_command \"make "
-            "test\"\n");
+            "test\" / host pypi.org:443\n");
 }
 
 TEST(CasesParser, UnknownKind) {
@@ -111,7 +111,7 @@ TEST(CasesParser, UnknownKind) {
             "t.cases:2:7: error: unknown request kind 'comand'\n"
             "  allow comand ls\n"
             "        ^~~~~~\n"
-            "  hint: use command (a shell line), argv (no shell), read, write or tool\n");
+            "  hint: use command (a shell line), argv (no shell), read, write, tool or host\n");
 }
 
 // The form the cases file used for an argv before `argv` existed: refused, saying how to write it.
@@ -137,7 +137,7 @@ TEST(CasesParser, MissingSubjects) {
             "        ^~~~~~~\n"
             "  hint: write: command \"git status\" (a shell line) / argv git status (no shell) / "
             "read .env / write src/main.c / tool write_file Cargo.lock / tool run_command \"make "
-            "test\"\n");
+            "test\" / host pypi.org:443\n");
   EXPECT_EQ(FirstLine("allow argv\n"), "t.cases:1:7: error: 'argv' needs the command's words");
   EXPECT_EQ(FirstLine("deny read\n"), "t.cases:1:6: error: 'read' takes one path");
 }
@@ -154,7 +154,7 @@ TEST(CasesParser, ToolArity) {
             "      ^~~~\n"
             "  hint: write: command \"git status\" (a shell line) / argv git status (no shell) / "
             "read .env / write src/main.c / tool write_file Cargo.lock / tool run_command \"make "
-            "test\"\n");
+            "test\" / host pypi.org:443\n");
   EXPECT_EQ(FirstLine("ask tool write_file a b\n"),
             "t.cases:1:23: error: 'tool' takes a tool name and optionally one path or quoted "
             "command line");

@@ -75,7 +75,8 @@ TEST(CheckerUnknownKey, TopLevelWithoutAGuessListsTheKeys) {
             "  zzzzzz 1\n"
             "  ^~~~~~\n"
             "  hint: valid keys here: description workspace filesystem network commands tools "
-            "limits environment approval verify require best-effort examples extends include\n");
+            "limits environment approval verify require best-effort examples extends include "
+            "hosts\n");
 }
 
 TEST(CheckerUnknownKey, InLimits) {
@@ -90,7 +91,7 @@ TEST(CheckerUnknownKey, InLimits) {
             "    ^~~~~~~~~~\n"
             "  hint: valid keys here: wall-time cpu-time command-timeout memory file-size "
             "command-output total-output patch-size processes open-files model-turns model-tokens "
-            "tool-calls changed-files\n");
+            "tool-calls changed-files egress-bytes egress-connections\n");
 }
 
 TEST(CheckerUnknownKey, InEverySection) {
@@ -630,11 +631,11 @@ TEST(CheckerExamples, ExamplesSectionRunsAgainstTheWholeProfile) {
             "    ^~~~~\n"
             "  hint: write: command \"git status\" (a shell line) / argv git status (no shell) / "
             "read .env / write src/main.c / tool write_file Cargo.lock / tool run_command \"make "
-            "test\"\n"
+            "test\" / host pypi.org:443\n"
             "test.cagent:3:9: error: unknown request kind 'frobnicate'\n"
             "    allow frobnicate x\n"
             "          ^~~~~~~~~~\n"
-            "  hint: use command (a shell line), argv (no shell), read, write or tool\n"
+            "  hint: use command (a shell line), argv (no shell), read, write, tool or host\n"
             "test.cagent:4:14: error: unknown tool 'nosuch'\n"
             "    allow tool nosuch\n"
             "               ^~~~~~\n"
