@@ -9,6 +9,7 @@ set(rules
   "agent|#include \"launcher/"
   "launcher|#include \"launcher/(broker|model|run|cli)/"
   "launcher/model|#include \"launcher/(broker|run|cli)/|#include \"launcher/[a-z_]+\\.h\""
+  "launcher/egress|#include \"(policy|agent)/|#include \"launcher/(broker|model|run|cli)/|#include \"launcher/[a-z_]+\\.h\""
   "launcher/broker|#include \"launcher/(run|cli)/|#include \"launcher/[a-z_]+\\.h\""
   "launcher/run|#include \"launcher/cli/")
 set(violations "")

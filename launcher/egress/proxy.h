@@ -1,0 +1,132 @@
+// The egress proxy: cagent (trusted, outside the sandbox) serves it on listening sockets that
+// were made inside the sandbox's network namespace, and connects out from its own namespace. HTTP
+// CONNECT, plain HTTP forwarding and SOCKS5 on one port, a DNS stub, and transparent listeners
+// for clients that ignore proxy variables. Policy-agnostic: every decision comes through Policy.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "launcher/egress/address.h"
+
+namespace cagent::launcher::egress {
+
+// How the client reached the proxy.
+enum class Via : std::uint8_t { kHttpConnect, kHttpForward, kSocks5, kTransparent };
+
+// "connect", "http", "socks5", "transparent".
+[[nodiscard]] std::string_view ViaName(Via via);
+
+struct Destination {
+  std::string host;  // a lowercase name (trailing dot stripped) or an IP literal (IPv6 bare)
+  std::uint16_t port = 0;
+  Via via = Via::kHttpConnect;
+};
+
+struct Decision {
+  bool allow = false;
+  std::string rule;    // the deciding rule's text ("" for the default)
+  std::string reason;  // one line for people
+};
+
+// What the proxy asks. Implemented over the policy engine and the broker's approver; called on
+// the proxy's io thread, so no call may block.
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  // Decides whether the sandbox may reach `dest`; may complete later (a person is asked). `done`
+  // is to be called exactly once, from any thread; calling it after the proxy stopped is safe
+  // (it does nothing).
+  virtual void Decide(const Destination& dest, std::function<void(Decision)> done) = 0;
+  // Whether a rule names this address (an IP literal's canonical text) and port: only then may a
+  // destination resolve into loopback, private, link-local, metadata or other non-public space.
+  [[nodiscard]] virtual bool AddressNamed(std::string_view address, std::uint16_t port) const = 0;
+  // Whether the DNS stub answers this (normalized) name; false: NXDOMAIN.
+  [[nodiscard]] virtual bool MayResolve(std::string_view host) const = 0;
+};
+
+// The operator's curl-style `--resolve HOST:PORT:ADDR`. Trusted, so exempt from the refusal of
+// non-public addresses.
+struct ResolveOverride {
+  std::string host;  // normalized
+  std::uint16_t port = 0;
+  std::string address;  // canonical IP text
+};
+
+// Parses "pkgs.test:8080:127.0.0.2" or "h:443:[::1]". kInvalidInput, saying what is wrong.
+[[nodiscard]] Result<ResolveOverride> ParseResolveOverride(std::string_view text);
+
+// One per connection, reported when it ends (or is refused).
+struct ConnectionRecord {
+  Destination dest;      // host "" when the client never named one (a malformed request)
+  std::string address;   // the address connected to ("" if none)
+  bool allowed = false;  // true only when the connection was relayed (or its upstream failed)
+  std::string rule;
+  std::string reason;  // the policy's, or the proxy's own refusal (private address, SNI mismatch,
+                       // budget, malformed request)
+  std::uint64_t bytes_up = 0;    // client -> upstream, relayed
+  std::uint64_t bytes_down = 0;  // upstream -> client, relayed
+  std::chrono::milliseconds duration{0};
+  std::string error;  // the upstream connect error, a relay error, "proxy stopped", ...
+};
+
+struct ProxyConfig {
+  // A listening TCP socket: HTTP proxy (CONNECT and absolute-form forwarding) and SOCKS5 on the
+  // same port, told apart by the first byte (0x05 = SOCKS5). -1 = none.
+  int proxy_fd = -1;
+  int dns_fd = -1;  // a bound UDP socket: the DNS stub; -1 = none
+  // Listening TCP sockets bound to 0.0.0.0:PORT (one per port): connections to a synthetic address
+  // on that port.
+  std::vector<int> transparent_fds;
+  std::vector<ResolveOverride> overrides;
+  std::uint64_t max_bytes = 0;        // egress budget, both ways, all connections; 0 = unlimited
+  std::uint64_t max_connections = 0;  // destinations asked for; 0 = unlimited
+  std::size_t max_concurrent = 256;   // beyond it a new connection is accepted and closed at once
+  std::chrono::milliseconds connect_timeout{10000};
+  // To read a request head, a SOCKS greeting and request, or a ClientHello.
+  std::chrono::milliseconds head_timeout{10000};
+  std::string synthetic_prefix = "127.77";  // synthetic A answers are 127.77.x.y
+};
+
+class Proxy {
+ public:
+  // Starts serving on the fds in `config`, which it owns from this call on (closed on failure
+  // too), on its own io thread until Stop(). `on_record` is called on that thread, one call at a
+  // time; it must not call Stop().
+  static Result<std::unique_ptr<Proxy>> Start(
+      ProxyConfig config, std::shared_ptr<Policy> policy,
+      std::function<void(const ConnectionRecord&)> on_record);
+
+  // Closes the listeners and every connection (each open one is recorded with error "proxy
+  // stopped"), joins the thread. Idempotent; also run by the destructor.
+  void Stop();
+  ~Proxy();
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  struct Totals {
+    std::uint64_t connections = 0;  // relayed (allowed and connected)
+    std::uint64_t refused = 0;      // refused by the policy or the proxy, or failed
+    std::uint64_t bytes_up = 0;
+    std::uint64_t bytes_down = 0;
+  };
+  // Totals so far; thread-safe.
+  [[nodiscard]] Totals totals() const;
+  // Why the proxy refuses everything now, e.g. "egress byte budget of 10.0 MiB used up" ("" while
+  // within budget); thread-safe.
+  [[nodiscard]] std::string budget_exhausted() const;
+
+  class Impl;
+
+ private:
+  explicit Proxy(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace cagent::launcher::egress
