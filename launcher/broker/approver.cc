@@ -8,15 +8,18 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
+#include <charconv>
 #include <cstdio>
 #include <deque>
 #include <fstream>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include "common/terminal_text.h"
 #include "common/text.h"
 #include "policy/glob.h"
+#include "policy/hosts.h"
 #include "policy/ir.h"
 #include "policy/shell.h"
 
@@ -447,6 +450,25 @@ std::unique_ptr<Approver> MakeTerminalApprover(boost::asio::io_context& io, int 
 
 std::unique_ptr<Approver> MakeHeadlessApprover() { return std::make_unique<HeadlessApprover>(); }
 
+namespace {
+
+// A `host:` pre-approval's pattern against an egress ask's action, "HOST:PORT".
+bool HostPatternCovers(const std::string& pattern, const std::string& action) {
+  const std::size_t colon = action.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::uint16_t port = 0;
+  const std::string_view digits = std::string_view(action).substr(colon + 1);
+  if (std::from_chars(digits.data(), digits.data() + digits.size(), port).ec != std::errc()) {
+    return false;
+  }
+  auto host = policy::NormalizeHost(action.substr(0, colon));
+  auto parsed = policy::ParseHostPattern(pattern);
+  const auto* p = std::get_if<policy::HostPattern>(&parsed);
+  return host && p != nullptr && p->MatchesHost(*host) && p->MatchesPort(port);
+}
+
+}  // namespace
+
 Status ApprovalBook::AddPreApproval(const std::string& line, const std::string& source) {
   const std::string_view text = TrimSpace(line);
   constexpr std::string_view kDigestPrefix = "sha256:";
@@ -473,6 +495,19 @@ Status ApprovalBook::AddPreApproval(const std::string& line, const std::string& 
   }
   const std::string tool_name(TrimSpace(text.substr(0, colon)));
   const std::string pattern(TrimSpace(text.substr(colon + 1)));
+  if (tool_name == "host") {
+    // A hosts pattern (policy/hosts.h): the egress proxy's asks (EgressGate).
+    auto parsed = policy::ParseHostPattern(pattern);
+    if (const auto* err = std::get_if<policy::HostPatternError>(&parsed)) {
+      return PlainError(source, "host pattern \"" + pattern + "\": " + err->message);
+    }
+    entries_.push_back(Entry{.tool = tool_name,
+                             .pattern = pattern,
+                             .digest = {},
+                             .source = source,
+                             .scope = ApprovalScope::kPreApproved});
+    return Ok{};
+  }
   const std::optional<policy::Tool> tool = policy::ParseTool(tool_name);
   if (!tool) {
     return PlainError(source, "unknown tool \"" + tool_name +
@@ -524,6 +559,8 @@ std::optional<ApprovalOutcome> ApprovalBook::Lookup(const ApprovalRequest& reque
     } else if (tool && e.tool == request.tool) {
       covers = IsPathTool(*tool) ? PathPatternCovers(e.pattern, request)
                                  : CommandPatternCovers(e.pattern, request.action);
+    } else if (e.tool == "host" && request.tool == "host") {
+      covers = HostPatternCovers(e.pattern, request.action);
     }
     if (!covers) continue;
     const std::string by = e.scope == ApprovalScope::kPreApproved

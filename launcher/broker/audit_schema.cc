@@ -365,6 +365,29 @@ std::vector<AuditEventSpec> BuildSpecs() {
         {"exit_code", kAuditInteger, true, "its exit status (-1 when none)"},
         {"duration_ms", kAuditInteger, true, "how long it ran"},
         {"tree", kAuditString, true, "the tree it ran on (\"\" = not run on one)"}}},
+      {K::kEgress,
+       "egress",
+       {A::kBroker},
+       "a connection of the sandbox through cagent's egress proxy (hosts rules), when it ended "
+       "or was refused",
+       {},
+       {},
+       {kRequired, "`allow` (relayed) or `deny` (refused by a rule, the default or the proxy)"},
+       {kOptional,
+        "the hosts rule that decided (absent for the default and the proxy's own "
+        "refusals)"},
+       {},
+       {{"host", kAuditString, true, "the name or IP literal the sandbox asked for"},
+        {"port", kAuditCount, true, "the port"},
+        {"address", kAuditString, true, "the address cagent connected to (\"\" = none)"},
+        {"via", kAuditString, true,
+         "how the sandbox reached the proxy: `connect`, `http`, `socks5` or `transparent`"},
+        {"reason", kAuditString, true, "why it was allowed or refused"},
+        {"error", kAuditString, false, "the upstream or relay error"},
+        {"bytes_up", kAuditCount, true, "bytes from the sandbox to the host"},
+        {"bytes_down", kAuditCount, true, "bytes from the host to the sandbox"},
+        {"duration_ms", kAuditInteger, true, "how long the connection lasted"},
+        {"phase", kAuditString, true, "`agent`, `verify` or `exec`"}}},
   };
 }
 
@@ -741,6 +764,19 @@ AuditEvent Verify(VerifyFields f) {
               {"exit_code", f.exit_code},
               {"duration_ms", f.duration_ms},
               {"tree", std::move(f.tree)}};
+  return e;
+}
+
+AuditEvent Egress(EgressFields f) {
+  AuditEvent e = Make(AuditKind::kEgress);
+  e.verdict = f.allowed ? "allow" : "deny";
+  e.rule = std::move(f.rule);
+  e.detail = {{"host", std::move(f.host)},       {"port", f.port},
+              {"address", std::move(f.address)}, {"via", std::move(f.via)},
+              {"reason", std::move(f.reason)},   {"bytes_up", f.bytes_up},
+              {"bytes_down", f.bytes_down},      {"duration_ms", f.duration_ms},
+              {"phase", std::move(f.phase)}};
+  if (!f.error.empty()) e.detail["error"] = std::move(f.error);
   return e;
 }
 

@@ -59,6 +59,7 @@ enum class AuditKind : std::uint8_t {
   kPatch,          // cagent: the change set git observed
   kVerifyTree,     // cagent: the fresh checkout verification runs on
   kVerify,         // cagent: one verification command's outcome
+  kEgress,         // broker: a connection through the egress proxy, when it ended or was refused
   kCount,
 };
 std::string_view AuditKindName(AuditKind kind);  // the "event" value on disk, e.g. "tool_request"
@@ -339,6 +340,22 @@ struct VerifyFields {
   std::string tree{};
 };
 AuditEvent Verify(VerifyFields f);
+
+struct EgressFields {
+  std::string host{};  // the name (or IP literal) the sandbox asked for
+  std::uint64_t port = 0;
+  std::string address{};  // the address cagent connected to ("" when none)
+  std::string via{};      // "connect", "http", "socks5", "transparent"
+  bool allowed = false;   // envelope verdict: allow / deny
+  std::string rule{};     // envelope rule ("" = no rule: the default, or the proxy's own refusal)
+  std::string reason{};
+  std::string error{};  // upstream or relay error ("" when none)
+  std::uint64_t bytes_up = 0;
+  std::uint64_t bytes_down = 0;
+  std::int64_t duration_ms = 0;
+  std::string phase{};  // "agent", "verify", "exec"
+};
+AuditEvent Egress(EgressFields f);
 
 }  // namespace audit
 

@@ -1,22 +1,33 @@
 #include "launcher/cli/exec_command.h"
 
+#include <fcntl.h>
 #include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
 
 #include "common/exit_codes.h"
 #include "common/json_text.h"
+#include "common/terminal_text.h"
+#include "common/unique_fd.h"
+#include "launcher/broker/approver.h"
 #include "launcher/child_report.h"
+#include "launcher/egress/proxy.h"
 #include "launcher/launch_spec.h"
 #include "launcher/narrow.h"
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
+#include "launcher/run/egress_session.h"
 #include "launcher/sandbox.h"
 #include "launcher/seccomp.h"
 #include "policy/dump.h"
@@ -240,6 +251,45 @@ nlohmann::json OutcomeJson(const ExecOptions& o, const ExecProfile& profile, con
   return j;
 }
 
+// The policy the egress proxy decides by: the profile's, when it has a hosts section; one made of
+// --allow-host without a profile (refused with one: it would widen what was reviewed); none.
+Result<std::shared_ptr<const policy::Policy>> ExecEgressPolicy(
+    const ExecOptions& o, const std::shared_ptr<const policy::Policy>& profile) {
+  if (profile != nullptr) {
+    if (!o.allow_hosts.empty()) {
+      return PlainError("--allow-host would widen profile '" + o.profile +
+                        "'; add the host to its hosts section (docs/policy-language.md, "
+                        "\"hosts\")")
+          .WithCode(Error::Code::kInvalidInput);
+    }
+    if (profile->egress.value) return profile;
+    return std::shared_ptr<const policy::Policy>();
+  }
+  if (o.allow_hosts.empty()) return std::shared_ptr<const policy::Policy>();
+  return run::PolicyAllowingHosts(o.allow_hosts);
+}
+
+nlohmann::json EgressJson(const run::EgressSession& egress) {
+  nlohmann::json conns = nlohmann::json::array();
+  for (const egress::ConnectionRecord& r : egress.records()) {
+    conns.push_back({{"host", r.dest.host},
+                     {"port", r.dest.port},
+                     {"via", std::string(egress::ViaName(r.dest.via))},
+                     {"address", r.address},
+                     {"verdict", r.allowed ? "allow" : "deny"},
+                     {"rule", r.rule},
+                     {"reason", r.reason},
+                     {"error", r.error},
+                     {"bytes_up", r.bytes_up},
+                     {"bytes_down", r.bytes_down},
+                     {"duration_ms", r.duration.count()}});
+  }
+  const egress::Proxy::Totals t = egress.totals();
+  return {{"connections", conns},       {"relayed", t.connections},
+          {"refused", t.refused},       {"bytes_up", t.bytes_up},
+          {"bytes_down", t.bytes_down}, {"budget_exhausted", egress.budget_exhausted()}};
+}
+
 }  // namespace
 
 CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
@@ -319,6 +369,29 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
                    "downgrade: landlock (kernel without Landlock or its newer rules), cgroup (no "
                    "delegated cgroup v2 for --memory/--pids/--cpus). Repeatable.")
       ->allow_extra_args(false);
+  exec->add_option("--allow-host", o.allow_hosts,
+                   "Let the command reach HOST[:PORT] through cagent's egress proxy (no port: 443 "
+                   "and 80; *.example.org: its subdomains). Repeatable. Turns filtered egress on: "
+                   "proxy variables, a DNS stub and transparent capture inside, every connection "
+                   "decided and reported. Refused with --profile (write a hosts section instead).")
+      ->group("Network")
+      ->allow_extra_args(false);
+  exec->add_option("--resolve", o.resolve,
+                   "HOST:PORT:ADDR: connect to ADDR when the command asks for HOST:PORT through "
+                   "the proxy, as curl's --resolve (the operator's own override: ADDR may be "
+                   "loopback or private). Repeatable; needs filtered egress.")
+      ->group("Network")
+      ->allow_extra_args(false);
+  exec->add_option("--approve", o.approve,
+                   "How hosts rules that `ask` are answered: terminal (the default when cagent "
+                   "has a terminal: a prompt on /dev/tty) or never (denied unless pre-approved).")
+      ->group("Network")
+      ->check(CLI::IsMember({"terminal", "never"}));
+  exec->add_option("--pre-approve", o.pre_approve,
+                   "Approve an asking host beforehand: 'host: pypi.org:443', 'host: "
+                   "*.example.org' or 'sha256:DIGEST'. Repeatable.")
+      ->group("Network")
+      ->allow_extra_args(false);
   exec->add_flag("--print-seccomp", o.print_seccomp,
                  "Print the seccomp filter as libseccomp's pseudo filter code (PFC) and exit.")
       ->group("Debugging");
@@ -380,14 +453,88 @@ int RunExecCommand(const ExecOptions& o) {
     return ToInt(ExitCode::kOk);
   }
 
-  auto outcome = RunSandbox(spec);
+  // Filtered egress: the profile's hosts section, or --allow-host without a profile.
+  LaunchSpec launch = spec;
+  auto egress_policy = ExecEgressPolicy(o, profile->policy);
+  if (!egress_policy) return Usage(egress_policy.error().Message());
+  std::unique_ptr<run::EgressSession> egress;
+  broker::ApprovalBook approvals;
+  std::unique_ptr<boost::asio::io_context> approver_io;
+  std::unique_ptr<broker::Approver> approver;
+  UniqueFd tty;
+  if (*egress_policy) {
+    auto overrides = run::ParseResolveOverrides(o.resolve);
+    if (!overrides) return Usage(overrides.error().Message());
+    for (const auto& line : o.pre_approve) {
+      if (auto s = approvals.AddPreApproval(line, "--pre-approve"); !s) {
+        return Usage(s.error().Message());
+      }
+    }
+    run::EgressSessionConfig config;
+    config.policy = *egress_policy;
+    config.binding = RunBinding(spec.workspace);
+    config.overrides = std::move(*overrides);
+    config.approval =
+        o.approve == "never" ? broker::ApprovalMode::kNever : broker::ApprovalMode::kPolicy;
+    config.phase = "exec";
+    run::EgressSessionServices services;
+    services.approvals = &approvals;
+    if (config.approval == broker::ApprovalMode::kPolicy) {
+      tty.Reset(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY));
+    }
+    if (tty.valid()) {
+      // The approver lives on the session's io thread; the session runs that io itself when it
+      // is given none, so make one here that the approver can be bound to.
+      approver_io = std::make_unique<boost::asio::io_context>();
+      approver = broker::MakeTerminalApprover(*approver_io, tty.get());
+      services.io = approver_io.get();
+      services.approver = approver.get();
+    }
+    if (!o.quiet) {
+      services.on_record = [](const egress::ConnectionRecord& r) {
+        spdlog::info("egress: {}", TerminalSafe(run::DescribeConnection(r), TerminalLines::kOne));
+      };
+    }
+    auto session = run::EgressSession::Prepare(launch, std::move(config), std::move(services));
+    if (!session) return Usage(session.error().Message());
+    egress = std::move(*session);
+  } else if (!o.resolve.empty() || !o.pre_approve.empty()) {
+    return Usage(
+        "--resolve and --pre-approve need filtered egress: --allow-host, or a profile "
+        "with a hosts section");
+  }
+
+  std::optional<std::thread> approver_thread;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+  if (approver_io) {
+    work.emplace(approver_io->get_executor());
+    approver_thread.emplace([io = approver_io.get()] { io->run(); });
+  }
+  SandboxControl control;
+  if (egress) {
+    control.on_listeners = [&egress](std::vector<UniqueFd> fds) {
+      return egress->Start(std::move(fds));
+    };
+  }
+  auto outcome = RunSandbox(launch, control);
+  if (egress) egress->Stop();
+  if (approver) approver->Cancel();
+  work.reset();
+  if (approver_thread) approver_thread->join();
   if (!outcome) {
     spdlog::error("{}", outcome.error().Message());
     return ToInt(ExitCodeFor(outcome.error(), ExitCode::kSetupFailed));
   }
   for (const auto& d : outcome->downgrades) spdlog::warn("warning: downgrade: {}", d);
   ReportOutcome(o, *outcome);
-  if (o.json) std::cout << JsonText(OutcomeJson(o, *profile, spec, *outcome)) << std::endl;
+  if (egress && !o.quiet && !egress->budget_exhausted().empty()) {
+    spdlog::warn("warning: egress stopped: {}", egress->budget_exhausted());
+  }
+  if (o.json) {
+    nlohmann::json j = OutcomeJson(o, *profile, launch, *outcome);
+    j["egress"] = egress ? EgressJson(*egress) : nlohmann::json();
+    std::cout << JsonText(j) << std::endl;
+  }
   return outcome->exit_code;
 }
 }  // namespace cagent::launcher::cli

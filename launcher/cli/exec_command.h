@@ -22,6 +22,12 @@ struct ExecOptions {
   bool quiet = false;
   ExecOverrides overrides;  // --ro, --rw, --env, --timeout, limits, ... (launcher/narrow.h)
   bool print_seccomp = false;
+  // Filtered egress (issue #16): hosts allowed without a profile, curl-style name overrides, and
+  // how `ask` hosts are answered.
+  std::vector<std::string> allow_hosts;  // --allow-host HOST[:PORT]
+  std::vector<std::string> resolve;      // --resolve HOST:PORT:ADDR
+  std::string approve;                   // --approve: "" (terminal when there is one) | never
+  std::vector<std::string> pre_approve;  // --pre-approve 'host: PATTERN'
   std::vector<std::string> command;
 };
 

@@ -201,6 +201,23 @@ std::string DescribeAuditEntry(const json& e, std::map<std::string, json>& calls
       text = d("status") + ": " + d("command") + " (exit " + d("exit_code") + ", " +
              d("duration_ms") + " ms)";
       break;
+    case K::kEgress: {
+      const std::string host = d("host");
+      const std::string target =
+          (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + d("port");
+      text = Str(e, "verdict") + " " + target + " via " + d("via");
+      if (!d("address").empty()) text += " to " + d("address");
+      if (!Str(e, "rule").empty()) text += " (rule " + Str(e, "rule") + ")";
+      if (Str(e, "verdict") == "allow") {
+        text += ": " + d("bytes_up") + " bytes up, " + d("bytes_down") + " down, " +
+                d("duration_ms") + " ms";
+      } else {
+        text += ": " + d("reason");
+      }
+      if (detail.contains("error")) text += "; " + d("error");
+      text += " [" + d("phase") + "]";
+      break;
+    }
     case K::kCount:
       break;
   }

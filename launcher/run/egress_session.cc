@@ -1,0 +1,171 @@
+#include "launcher/run/egress_session.h"
+
+#include <utility>
+#include <variant>
+
+#include "launcher/rlimits.h"
+#include "policy/diagnostics.h"
+#include "policy/hosts.h"
+#include "policy/ir.h"
+#include "policy/loader.h"
+
+namespace cagent::launcher::run {
+
+Result<std::unique_ptr<EgressSession>> EgressSession::Prepare(LaunchSpec& spec,
+                                                              EgressSessionConfig config,
+                                                              EgressSessionServices services) {
+  if (!config.policy) return PlainError("filtered egress needs a policy with a hosts section");
+  std::unique_ptr<EgressSession> s(new EgressSession());
+  auto view = AddEgressView(spec, policy::HostPorts(*config.policy));
+  if (!view) return view.error();
+  s->view_ = std::move(*view);
+  if (services.io == nullptr) {
+    s->own_io_ = std::make_unique<boost::asio::io_context>();
+    s->work_.emplace(s->own_io_->get_executor());
+    services.io = s->own_io_.get();
+    s->io_thread_ = std::thread([io = s->own_io_.get()] { io->run(); });
+  }
+  broker::EgressGateConfig gate_config;
+  gate_config.policy = config.policy;
+  gate_config.binding = config.binding;
+  gate_config.approval = config.approval;
+  gate_config.phase = config.phase;
+  broker::EgressGateServices gate_services;
+  gate_services.io = services.io;
+  gate_services.approver = services.approver;
+  gate_services.approvals = services.approvals;
+  gate_services.audit = services.audit;
+  s->gate_ = std::make_shared<broker::EgressGate>(std::move(gate_config), std::move(gate_services));
+  s->config_ = std::move(config);
+  s->services_ = std::move(services);
+  return s;
+}
+
+EgressSession::~EgressSession() { Stop(); }
+
+Status EgressSession::Start(std::vector<UniqueFd> fds) {
+  if (fds.size() <= view_.dns_index || fds.size() <= view_.proxy_index) {
+    return PlainError("the sandbox handed over fewer sockets than the egress view made");
+  }
+  egress::ProxyConfig pc;
+  pc.proxy_fd = fds[view_.proxy_index].Release();
+  pc.dns_fd = fds[view_.dns_index].Release();
+  for (const std::size_t i : view_.transparent_indexes) {
+    if (i < fds.size()) pc.transparent_fds.push_back(fds[i].Release());
+  }
+  pc.overrides = config_.overrides;
+  const broker::EgressBudgets profile = broker::EgressBudgetsFromPolicy(*config_.policy);
+  auto lower = [](std::uint64_t a, std::uint64_t b) {
+    if (a == 0) return b;
+    if (b == 0) return a;
+    return a < b ? a : b;
+  };
+  pc.max_bytes = lower(profile.bytes, config_.budgets.bytes);
+  pc.max_connections = lower(profile.connections, config_.budgets.connections);
+  auto proxy =
+      egress::Proxy::Start(std::move(pc), gate_, [this](const egress::ConnectionRecord& record) {
+        {
+          const std::lock_guard<std::mutex> lock(mu_);
+          records_.push_back(record);
+        }
+        gate_->Record(record);
+        if (services_.on_record) services_.on_record(record);
+      });
+  if (!proxy) return proxy.error();
+  proxy_ = std::move(*proxy);
+  return Ok{};
+}
+
+void EgressSession::Stop() {
+  if (proxy_) {
+    proxy_->Stop();
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      final_totals_ = proxy_->totals();
+      final_budget_ = proxy_->budget_exhausted();
+    }
+    proxy_.reset();
+  }
+  if (own_io_) {
+    // What the gate posted (audit events, asks) runs first; pending asks are cancelled.
+    if (services_.approver != nullptr) services_.approver->Cancel();
+    work_.reset();
+    if (io_thread_.joinable()) io_thread_.join();
+    own_io_.reset();
+  }
+}
+
+egress::Proxy::Totals EgressSession::totals() const {
+  if (proxy_) return proxy_->totals();
+  const std::lock_guard<std::mutex> lock(mu_);
+  return final_totals_;
+}
+
+std::string EgressSession::budget_exhausted() const {
+  if (proxy_) return proxy_->budget_exhausted();
+  const std::lock_guard<std::mutex> lock(mu_);
+  return final_budget_;
+}
+
+std::vector<egress::ConnectionRecord> EgressSession::records() const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return records_;
+}
+
+Result<std::shared_ptr<const policy::Policy>> PolicyAllowingHosts(
+    const std::vector<std::string>& hosts) {
+  std::string text =
+      "description \"--allow-host on the command line\"\nnetwork loopback\nhosts {\n";
+  for (const std::string& h : hosts) {
+    auto parsed = policy::ParseHostPattern(h);
+    if (const auto* err = std::get_if<policy::HostPatternError>(&parsed)) {
+      return PlainError("--allow-host " + h + ": " + err->message +
+                        (err->hint.empty() ? "" : " (" + err->hint + ")"))
+          .WithCode(Error::Code::kInvalidInput);
+    }
+    text += "  allow " + std::get<policy::HostPattern>(parsed).Text() + "\n";
+  }
+  text += "}\n";
+  policy::Compiled compiled =
+      policy::CompileText("command-line.cagent", text, policy::SearchPath{});
+  if (!compiled.ok()) {
+    return PlainError("--allow-host: the hosts do not make a profile: " +
+                      policy::RenderAll(*compiled.sources, compiled.diags))
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  return compiled.policy;
+}
+
+Result<std::vector<egress::ResolveOverride>> ParseResolveOverrides(
+    const std::vector<std::string>& values) {
+  std::vector<egress::ResolveOverride> out;
+  for (const std::string& v : values) {
+    auto o = egress::ParseResolveOverride(v);
+    if (!o) {
+      return PlainError("--resolve " + v + ": " + o.error().Message())
+          .WithCode(Error::Code::kInvalidInput);
+    }
+    out.push_back(std::move(*o));
+  }
+  return out;
+}
+
+std::string DescribeConnection(const egress::ConnectionRecord& r) {
+  std::string out = std::string(r.allowed ? "allow " : "deny ") +
+                    (r.dest.host.empty() ? std::string("(no host)")
+                                         : policy::HostPortText(r.dest.host, r.dest.port)) +
+                    " via " + std::string(egress::ViaName(r.dest.via));
+  if (!r.address.empty()) out += " to " + r.address;
+  if (!r.rule.empty()) out += " (rule " + r.rule + ")";
+  if (r.allowed) {
+    out += ": " + HumanReadableSize(r.bytes_up) + " up, " + HumanReadableSize(r.bytes_down) +
+           " down, " + std::to_string(r.duration.count()) + " ms";
+    if (!r.error.empty()) out += "; " + r.error;
+  } else {
+    out += ": " + r.reason;
+    if (!r.error.empty()) out += "; " + r.error;
+  }
+  return out;
+}
+
+}  // namespace cagent::launcher::run

@@ -1,0 +1,104 @@
+// One sandbox's filtered egress, end to end: the view (launcher/egress_view.h: listeners inside,
+// the environment, resolv.conf), the gate (launcher/broker/egress_gate.h: hosts rules, approvals,
+// audit) and the proxy (launcher/egress/proxy.h), started on the listeners when the sandbox hands
+// them over and stopped after it ends. Used by `cagent exec`, the agent's sandbox of `cagent run`
+// and `cagent agent`, and verification.
+#pragma once
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "launcher/broker/egress_gate.h"
+#include "launcher/egress/proxy.h"
+#include "launcher/egress_view.h"
+#include "launcher/launch_spec.h"
+#include "policy/ir.h"
+
+namespace cagent::launcher::run {
+
+struct EgressSessionConfig {
+  std::shared_ptr<const policy::Policy> policy;  // with a hosts section (policy->egress.value)
+  policy::Binding binding;
+  std::vector<egress::ResolveOverride> overrides;  // --resolve
+  broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;
+  std::string phase = "exec";
+  // Lower than the profile's (never higher: the caller checked); 0 = the profile's.
+  broker::EgressBudgets budgets;
+};
+
+struct EgressSessionServices {
+  // Where asks and audit events run. Null: the session runs its own io thread (exec).
+  boost::asio::io_context* io = nullptr;
+  broker::Approver* approver = nullptr;  // null = headless
+  broker::ApprovalBook* approvals = nullptr;
+  std::function<void(broker::AuditEvent)> audit;  // on `io`; may be empty
+  // Each finished connection, on the proxy's thread (one at a time); may be empty.
+  std::function<void(const egress::ConnectionRecord&)> on_record;
+};
+
+class EgressSession {
+ public:
+  // Adds the egress view to `spec` and makes the gate. Fails (kInvalidInput) when the spec has no
+  // loopback networking of its own.
+  static Result<std::unique_ptr<EgressSession>> Prepare(LaunchSpec& spec,
+                                                        EgressSessionConfig config,
+                                                        EgressSessionServices services);
+  ~EgressSession();
+  EgressSession(const EgressSession&) = delete;
+  EgressSession& operator=(const EgressSession&) = delete;
+
+  // For SandboxControl::on_listeners: starts the proxy on the sandbox's sockets.
+  Status Start(std::vector<UniqueFd> fds);
+  // Stops the proxy (open connections are recorded as "proxy stopped") and the own io thread.
+  // Idempotent.
+  void Stop();
+
+  [[nodiscard]] egress::Proxy::Totals totals() const;
+  [[nodiscard]] std::string budget_exhausted() const;
+  // Every connection record so far (copied under a lock), for --json and run records.
+  [[nodiscard]] std::vector<egress::ConnectionRecord> records() const;
+
+ private:
+  EgressSession() = default;
+
+  EgressSessionConfig config_;
+  EgressSessionServices services_;
+  EgressView view_;
+  std::shared_ptr<broker::EgressGate> gate_;
+  std::unique_ptr<egress::Proxy> proxy_;
+  // The own io thread (services.io null).
+  std::unique_ptr<boost::asio::io_context> own_io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::thread io_thread_;
+  mutable std::mutex mu_;
+  std::vector<egress::ConnectionRecord> records_;
+  egress::Proxy::Totals final_totals_;
+  std::string final_budget_;
+};
+
+// A policy that allows exactly `hosts` (HOST[:PORT] patterns of the hosts section): what
+// `cagent exec --allow-host` decides by when no profile is given. Fails (kInvalidInput) with the
+// pattern's own message for a malformed one.
+Result<std::shared_ptr<const policy::Policy>> PolicyAllowingHosts(
+    const std::vector<std::string>& hosts);
+
+// Parses every --resolve value (kInvalidInput names the bad one).
+Result<std::vector<egress::ResolveOverride>> ParseResolveOverrides(
+    const std::vector<std::string>& values);
+
+// One line for people about a finished connection: "allow pypi.org:443 via connect (rule allow
+// pypi.org): 1.2 KiB up, 3.4 MiB down, 120 ms" / "deny evil.test:80 via http: no hosts rule ...".
+// Unescaped: print through TerminalSafe.
+std::string DescribeConnection(const egress::ConnectionRecord& record);
+
+}  // namespace cagent::launcher::run
