@@ -214,7 +214,10 @@ std::optional<Authority> ParseAuthority(std::string_view text, std::uint16_t def
         !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       return std::nullopt;
     }
-    const unsigned long value = std::stoul(std::string(port));
+    std::uint32_t value = 0;
+    for (char c : port) {
+      value = value * 10 + static_cast<std::uint32_t>(c - '0');
+    }
     if (value == 0 || value > 65535) {
       return std::nullopt;
     }

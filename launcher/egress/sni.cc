@@ -187,7 +187,8 @@ ClientHelloScan ScanClientHello(std::string_view data) {
         return bad;
       }
       if (handshake.size() >= 4 + hello_len) {
-        return ParseHelloBody(std::string_view(handshake).substr(4, hello_len));
+        const std::string_view whole = handshake;
+        return ParseHelloBody(whole.substr(4, hello_len));
       }
     }
     if (rec_len > avail) {
