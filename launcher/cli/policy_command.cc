@@ -210,7 +210,8 @@ int RunCheck(const PolicyOptions& o) {
     std::size_t rules = 0, examples = 0;
     if (c.ok()) {
       const auto& p = *c.policy;
-      rules = p.mounts.size() + p.path_rules.size() + p.commands.size() + p.tools.size();
+      rules = p.mounts.size() + p.path_rules.size() + p.commands.size() + p.tools.size() +
+              p.hosts.size();
       examples = CountExamples(c);
     } else {
       ++failed;
