@@ -1,5 +1,6 @@
 #include "launcher/egress/proxy.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -35,6 +36,7 @@ using udp = asio::ip::udp;
 using boost::system::error_code;
 
 constexpr std::size_t kRelayBuffer = 64 * 1024;
+constexpr std::size_t kSpliceChunk = 256 * 1024;  // the pipe's size (F_SETPIPE_SZ)
 constexpr std::size_t kHeadLimit = 16 * 1024;
 constexpr std::size_t kHelloLimit = 16 * 1024 + 64;  // a ClientHello in up to 16 KiB of records
 constexpr std::size_t kSocksLimit = 1024;
@@ -266,6 +268,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void CheckHello();
   void ReadHello();
   void ReadFrom(bool up);
+  bool SetUpSplice();
+  void WaitReadable(bool up);
+  void SpliceIn(bool up);
+  void SpliceOut(bool up);
   void OnRead(bool up, const error_code& ec, std::size_t n);
   void Forward(bool up, const char* data, std::size_t n);
 
@@ -306,6 +312,13 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string last_connect_error_;
   bool last_refused_ = false;
   ConnectionRecord rec_;
+  struct Pipe {
+    UniqueFd r;
+    UniqueFd w;
+    std::size_t in = 0;  // bytes in the pipe
+  };
+  std::array<Pipe, 2> pipes_;  // [0] upstream -> client, [1] client -> upstream
+  bool splice_ = false;
 };
 
 void Session::Begin() {
@@ -664,7 +677,10 @@ void Session::OnConnected() {
   timer_.cancel();
   upstream_.set_option(tcp::no_delay(true), ec);
   rec_.allowed = true;
-  down_buf_.resize(kRelayBuffer);
+  splice_ = SetUpSplice();
+  if (!splice_) {
+    down_buf_.resize(kRelayBuffer);
+  }
   auto then_relay = [self = shared_from_this()](const error_code& wec, std::size_t) {
     if (self->finished_) {
       return;
@@ -800,12 +816,110 @@ void Session::CheckHello() {
 }
 
 void Session::ReadFrom(bool up) {
+  if (splice_) {
+    WaitReadable(up);
+    return;
+  }
   tcp::socket& from = up ? client_ : upstream_;
   std::vector<char>& buf = up ? up_buf_ : down_buf_;
   from.async_read_some(asio::buffer(buf.data(), buf.size()),
                        [self = shared_from_this(), up](const error_code& ec, std::size_t n) {
                          self->OnRead(up, ec, n);
                        });
+}
+
+// The steady state of a relay without copies through user space: socket -> pipe -> socket with
+// splice(2), one pipe per direction, the pipe drained before the next read (so its size bounds
+// what is in flight, as the copy buffer does).
+bool Session::SetUpSplice() {
+  for (Pipe& p : pipes_) {
+    std::array<int, 2> fds{-1, -1};
+    if (::pipe2(fds.data(), O_NONBLOCK | O_CLOEXEC) != 0) {
+      return false;  // out of descriptors: the copy path works without
+    }
+    p.r.Reset(fds[0]);
+    p.w.Reset(fds[1]);
+    (void)::fcntl(p.w.get(), F_SETPIPE_SZ, static_cast<int>(kSpliceChunk));
+  }
+  error_code ec;
+  client_.native_non_blocking(true, ec);
+  if (ec) {
+    return false;
+  }
+  upstream_.native_non_blocking(true, ec);
+  return !ec;
+}
+
+void Session::WaitReadable(bool up) {
+  tcp::socket& from = up ? client_ : upstream_;
+  from.async_wait(tcp::socket::wait_read, [self = shared_from_this(), up](const error_code& ec) {
+    if (self->finished_) {
+      return;
+    }
+    if (ec) {
+      self->Finish(ec.message());
+      return;
+    }
+    self->SpliceIn(up);
+  });
+}
+
+void Session::SpliceIn(bool up) {
+  tcp::socket& from = up ? client_ : upstream_;
+  Pipe& p = pipes_[up ? 1 : 0];
+  const ssize_t n = ::splice(from.native_handle(), nullptr, p.w.get(), nullptr, kSpliceChunk,
+                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EINTR) {
+      WaitReadable(up);
+      return;
+    }
+    Finish(std::string("splice: ") + std::strerror(errno));
+    return;
+  }
+  if (n == 0) {
+    OnRead(up, asio::error::eof, 0);
+    return;
+  }
+  const auto count = static_cast<std::size_t>(n);
+  if (!impl_->Spend(count, up)) {
+    return;  // the budget cut every session, this one included
+  }
+  (up ? rec_.bytes_up : rec_.bytes_down) += count;
+  p.in = count;
+  SpliceOut(up);
+}
+
+void Session::SpliceOut(bool up) {
+  tcp::socket& to = up ? upstream_ : client_;
+  Pipe& p = pipes_[up ? 1 : 0];
+  while (p.in > 0) {
+    const ssize_t n = ::splice(p.r.get(), nullptr, to.native_handle(), nullptr, p.in,
+                               SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      if (errno == EAGAIN) {
+        to.async_wait(tcp::socket::wait_write,
+                      [self = shared_from_this(), up](const error_code& ec) {
+                        if (self->finished_) {
+                          return;
+                        }
+                        if (ec) {
+                          self->Finish(ec.message());
+                          return;
+                        }
+                        self->SpliceOut(up);
+                      });
+        return;
+      }
+      Finish(std::string("splice: ") + std::strerror(errno));
+      return;
+    }
+    p.in -= static_cast<std::size_t>(n);
+  }
+  WaitReadable(up);
 }
 
 void Session::OnRead(bool up, const error_code& ec, std::size_t n) {
