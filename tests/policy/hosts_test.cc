@@ -178,6 +178,14 @@ TEST(HostsDiagnostics, NumericNameThatIsNoAddress) {
             "host name nor an IPv4 address");
 }
 
+TEST(HostsDiagnostics, WildcardWithoutASuffix) {
+  EXPECT_EQ(FirstLine(BadPattern("*.")),
+            "test.cagent:3:11: error: invalid host pattern '*.': empty host name");
+  EXPECT_EQ(FirstLine(BadPattern("*.*.com")),
+            "test.cagent:3:11: error: invalid host pattern '*.*.com': '*' is allowed only as the "
+            "whole first label");
+}
+
 TEST(HostsDiagnostics, RuleWithoutPatterns) {
   EXPECT_EQ(FirstLine(MustFail(WithHosts("  allow\n"))),
             "test.cagent:3:3: error: 'allow' needs one or more host patterns, e.g. 'pypi.org'");
@@ -373,6 +381,14 @@ TEST(HostMatching, InvalidRequestHostIsDeniedWithAReason) {
   EXPECT_DENY(e.Host("", 443), "default");
   // Its twin: the same `*` allows a valid one.
   EXPECT_ALLOW(e.Host("good-name.com", 443), "hosts: allow *");
+}
+
+TEST(HostMatching, PortZeroIsDenied) {
+  auto p = MustCompile(WithHosts("  allow *\n"));
+  Engine e(*p, PortableBinding());
+  EXPECT_DENY(e.Host("pypi.org", 0), "default");
+  EXPECT_EQ(e.Host("pypi.org", 0).reason, "port 0 names no service");
+  EXPECT_ALLOW(e.Host("pypi.org", 80), "hosts: allow *");  // its twin
 }
 
 TEST(HostMatching, WithoutAHostsSectionTheReasonSaysSo) {
