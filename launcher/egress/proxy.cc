@@ -554,6 +554,7 @@ void Session::OnDecision(const Decision& d) {
   }
   rec_.rule = d.rule;
   rec_.reason = d.reason;
+  rec_.allowed = d.allow;  // the proxy's own refusals below turn it off again
   if (!d.allow) {
     Refuse(d.reason, true);
     return;
@@ -676,8 +677,7 @@ void Session::OnConnected() {
   error_code ec;
   timer_.cancel();
   upstream_.set_option(tcp::no_delay(true), ec);
-  rec_.allowed = true;
-  splice_ = SetUpSplice();
+  splice_ = impl_->config_.use_splice && SetUpSplice();
   if (!splice_) {
     down_buf_.resize(kRelayBuffer);
   }

@@ -64,9 +64,11 @@ struct ResolveOverride {
 
 // One per connection, reported when it ends (or is refused).
 struct ConnectionRecord {
-  Destination dest;      // host "" when the client never named one (a malformed request)
-  std::string address;   // the address connected to ("" if none)
-  bool allowed = false;  // true only when the connection was relayed (or its upstream failed)
+  Destination dest;     // host "" when the client never named one (a malformed request)
+  std::string address;  // the address connected to ("" if none)
+  // The verdict: allowed by the policy and not refused by the proxy itself. An allowed connection
+  // may still have failed (error: the upstream refused, the budget cut it, ...).
+  bool allowed = false;
   std::string rule;
   std::string reason;  // the policy's, or the proxy's own refusal (private address, SNI mismatch,
                        // budget, malformed request)
@@ -92,6 +94,9 @@ struct ProxyConfig {
   // To read a request head, a SOCKS greeting and request, or a ClientHello.
   std::chrono::milliseconds head_timeout{10000};
   std::string synthetic_prefix = "127.77";  // synthetic A answers are 127.77.x.y
+  // Relay with splice(2) through a pipe per direction (no copy through user space); false, or no
+  // pipe to be had: copy through a 64 KiB buffer each way.
+  bool use_splice = true;
 };
 
 class Proxy {
@@ -111,8 +116,10 @@ class Proxy {
   Proxy& operator=(const Proxy&) = delete;
 
   struct Totals {
-    std::uint64_t connections = 0;  // relayed (allowed and connected)
-    std::uint64_t refused = 0;      // refused by the policy or the proxy, or failed
+    std::uint64_t connections = 0;  // records with allowed (relayed, or failed upstream)
+    // Records without allowed, and connections closed at once beyond max_concurrent (which get no
+    // record: a flood of them is not to flood the audit log).
+    std::uint64_t refused = 0;
     std::uint64_t bytes_up = 0;
     std::uint64_t bytes_down = 0;
   };

@@ -93,6 +93,25 @@ TEST_F(ProxyTest, ConnectAllowedRelaysBothWaysAndCounts) {
   EXPECT_EQ(t.bytes_down, 10U);
 }
 
+TEST_F(ProxyTest, TheCopyRelayCountsAndHalfClosesToo) {
+  FakeUpstream up(PongServer);
+  policy_->Allow("up.test");
+  ProxyConfig config;
+  config.overrides = {To127("up.test", up.port())};
+  config.use_splice = false;
+  Start(config);
+  const int c = Client();
+  EXPECT_EQ(Connect(c, "up.test:" + std::to_string(up.port())),
+            "HTTP/1.1 200 Connection established\r\n\r\n");
+  ASSERT_TRUE(SendAll(c, std::string(300000, 'u')));
+  ::shutdown(c, SHUT_WR);
+  EXPECT_EQ(ReadAll(c), "pong:" + std::string(300000, 'u'));
+  ::close(c);
+  const ConnectionRecord r = sink_.Wait();
+  EXPECT_EQ(r.bytes_up, 300000U);
+  EXPECT_EQ(r.bytes_down, 300005U);
+}
+
 TEST_F(ProxyTest, ConnectDeniedIs403WithTheReason) {
   Start();
   const int c = Client();
@@ -294,6 +313,7 @@ TEST_F(ProxyTest, UpstreamRefusedIs502) {
   EXPECT_THAT(response, StartsWith("HTTP/1.1 502 Bad Gateway\r\n"));
   EXPECT_THAT(response, HasSubstr("Connection refused"));
   const ConnectionRecord r = sink_.Wait();
+  EXPECT_TRUE(r.allowed) << "the policy allowed it; the upstream failed";
   EXPECT_THAT(r.error, HasSubstr("Connection refused"));
 }
 
@@ -481,6 +501,21 @@ TEST_F(ProxyTest, ByteBudgetCutsTheRelayAndRefusesLater) {
   ::close(c);
 }
 
+TEST_F(ProxyTest, ByteBudgetOnTheCopyRelay) {
+  FakeUpstream up([](int fd) { SendAll(fd, std::string(1 << 20, 'x')); });
+  policy_->Allow("up.test");
+  ProxyConfig config;
+  config.overrides = {To127("up.test", up.port())};
+  config.max_bytes = 100000;
+  config.use_splice = false;
+  Start(config);
+  const int c = Client();
+  Connect(c, "up.test:" + std::to_string(up.port()));
+  EXPECT_LE(ReadAll(c).size(), 100000U);
+  ::close(c);
+  EXPECT_EQ(sink_.Wait().error, "egress byte budget of 97.7 KiB used up");
+}
+
 TEST_F(ProxyTest, BeyondMaxConcurrentConnectionsAreClosedAtOnce) {
   policy_->set_hold(true);
   ProxyConfig config;
@@ -495,6 +530,8 @@ TEST_F(ProxyTest, BeyondMaxConcurrentConnectionsAreClosedAtOnce) {
   EXPECT_EQ(ReadAll(second, &err), "");
   EXPECT_EQ(err, ECONNRESET);
   ::close(second);
+  EXPECT_EQ(proxy_->totals().refused, 1U);
+  EXPECT_EQ(sink_.size(), 0U) << "no record for a connection closed at once";
   ::close(first);
 }
 
