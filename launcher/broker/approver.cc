@@ -232,7 +232,10 @@ std::string Choices(const ApprovalRequest& r) {
 
 std::string Prompt(const ApprovalRequest& r, std::size_t waiting) {
   std::string out =
-      "\ncagent: the agent asks to run something the policy wants a person to approve\n";
+      r.tool == "host"
+          ? "\ncagent: the sandbox asks to connect to a host the policy wants a person to "
+            "approve\n"
+          : "\ncagent: the agent asks to run something the policy wants a person to approve\n";
   out += "  tool:    " + Printable(r.tool) + "\n";
   out += "  action:  " + Printable(r.action) + "\n";
   out += ResolvedLines(r);

@@ -105,6 +105,7 @@ int RunAgentCommand(const AgentOptions& o) {
 
   s.approval = settings->approval;
   s.pre_approvals = settings->pre_approvals;
+  s.resolve = settings->resolve;
   s.pre_approval_file = settings->pre_approval_file;
   s.budget_overrides = settings->budget_overrides;
 

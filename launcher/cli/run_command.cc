@@ -445,6 +445,7 @@ int RunRunCommand(const RunCommandOptions& o) {
   req.model_label = settings->model_label;
   req.approval = settings->approval;
   req.pre_approvals = settings->pre_approvals;
+  req.resolve = settings->resolve;
   req.pre_approval_file = settings->pre_approval_file;
   req.budget_overrides = settings->budget_overrides;
   const UniqueFd tty = OpenApprovalTerminal(req.approval);

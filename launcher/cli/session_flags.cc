@@ -39,6 +39,18 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& f) {
                   "matched word for word) or 'sha256:DIGEST' of one exact action (repeatable).");
   cmd->add_option("--pre-approve-file", f.pre_approve_file,
                   "File of pre-approvals, one per line ('#' comments).");
+  cmd->add_option("--resolve", f.resolve,
+                  "HOST:PORT:ADDR: when the sandbox asks the egress proxy for HOST:PORT (a "
+                  "profile with a hosts section), connect to ADDR, as curl's --resolve. The "
+                  "operator's own override: ADDR may be loopback or private. Repeatable.")
+      ->group("Network")
+      ->allow_extra_args(false);
+  cmd->add_option("--allow-host", f.allow_host,
+                  "Refused: a run always has a profile, and a host on the command line would "
+                  "widen it; write a hosts section (pre-approve an asking host with "
+                  "--pre-approve 'host: HOST:PORT').")
+      ->group("Network")
+      ->allow_extra_args(false);
   cmd->add_option("--max-turns", f.max_turns, "Lower the model-turn budget.")->group("Budgets");
   cmd->add_option("--max-tool-calls", f.max_tool_calls, "Lower the tool-call budget.")
       ->group("Budgets");
@@ -86,6 +98,19 @@ Result<SessionSettings> ResolveSessionFlags(const SessionFlags& f) {
   s.approval = f.approve == "never"  ? broker::ApprovalMode::kNever
                : f.approve == "stop" ? broker::ApprovalMode::kStop
                                      : broker::ApprovalMode::kPolicy;
+  if (!f.allow_host.empty()) {
+    return PlainError("--allow-host " + f.allow_host.front(),
+                      "it would widen the profile; add the host to the profile's hosts section "
+                      "(docs/policy-language.md, \"hosts\")")
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  for (const std::string& v : f.resolve) {
+    auto o = egress::ParseResolveOverride(v);
+    if (!o) {
+      return PlainError("--resolve " + v, o.error().Message()).WithCode(Error::Code::kInvalidInput);
+    }
+    s.resolve.push_back(std::move(*o));
+  }
   s.pre_approvals = f.pre_approve;
   s.pre_approval_file = f.pre_approve_file;
   s.budget_overrides.model_turns = f.max_turns;

@@ -11,6 +11,7 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "launcher/broker/broker.h"
+#include "launcher/egress/proxy.h"
 #include "launcher/model/model_provider.h"
 
 namespace CLI {
@@ -29,6 +30,8 @@ struct SessionFlags {
   std::string pre_approve_file;
   std::optional<std::uint64_t> max_turns, max_tool_calls, max_tokens, max_output;
   std::string wall_time;
+  std::vector<std::string> allow_host;  // --allow-host: refused (a run always has a profile)
+  std::vector<std::string> resolve;     // --resolve HOST:PORT:ADDR
 };
 
 // What the flags mean once checked.
@@ -39,6 +42,7 @@ struct SessionSettings {
   std::vector<std::string> pre_approvals;
   std::string pre_approval_file;
   broker::Budgets budget_overrides;
+  std::vector<egress::ResolveOverride> resolve;  // for the egress proxy (hosts rules)
 };
 
 // Registers --model, --model-url, --temperature, --max-output-tokens, --approve, --pre-approve,

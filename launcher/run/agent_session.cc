@@ -22,6 +22,7 @@
 #include "launcher/broker/audit_log.h"
 #include "launcher/broker/redactor.h"
 #include "launcher/profile_spec.h"
+#include "launcher/run/egress_session.h"
 #include "policy/dump.h"
 
 namespace cagent::launcher::run {
@@ -149,6 +150,25 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   // execve must not close it; the agent sets FD_CLOEXEC again so its commands do not inherit it.
   if (::fcntl(agent_end.get(), F_SETFD, 0) != 0) return ErrnoError("fcntl F_SETFD");
   spec.keep_fds.push_back(agent_end.get());
+  // Filtered egress: the profile's hosts rules, asked through the same approver, audited in the
+  // same log (on the broker's thread).
+  std::unique_ptr<EgressSession> egress;
+  if (o.policy->egress.value && spec.network == NetworkMode::kLoopback) {
+    EgressSessionConfig ec;
+    ec.policy = o.policy;
+    ec.binding = o.binding;
+    ec.overrides = o.resolve;
+    ec.approval = o.approval;
+    ec.phase = "agent";
+    EgressSessionServices es;
+    es.io = &io;
+    es.approver = approver.get();
+    es.approvals = &approvals;
+    es.audit = [audit](broker::AuditEvent e) { audit->Append(e); };
+    auto prepared = EgressSession::Prepare(spec, std::move(ec), std::move(es));
+    if (!prepared) return std::move(prepared).Context("set up filtered egress").error();
+    egress = std::move(*prepared);
+  }
   spec.env_set.push_back({protocol::kBrokerFdEnv, std::to_string(agent_end.get())});
 
   UniqueFd stop_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -233,8 +253,15 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   control.after_clone = [&agent_end, agent_fd] {
     if (agent_end.get() == agent_fd) agent_end.Reset();
   };
+  if (egress) {
+    control.on_listeners = [&egress](std::vector<UniqueFd> fds) {
+      return egress->Start(std::move(fds));
+    };
+  }
   auto sandbox = RunSandbox(spec, control);
   agent_end.Reset();
+  // The proxy's last records are posted to the broker's thread, which is still running.
+  if (egress) egress->Stop();
 
   // The sandbox is gone. If the broker is still waiting, the agent ended without finishing.
   std::string why = "the agent exited without finishing";
@@ -256,6 +283,11 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   result.broker = session.outcome();
   result.audit_entries = audit->entries();
   result.audit_lost = audit->lost();
+  if (egress) {
+    result.egress = true;
+    result.egress_connections = egress->records();
+    result.egress_budget_exhausted = egress->budget_exhausted();
+  }
   return result;
 }
 

@@ -18,6 +18,7 @@
 
 #include "common/result.h"
 #include "launcher/broker/broker.h"
+#include "launcher/egress/proxy.h"
 #include "launcher/model/model_provider.h"
 #include "launcher/sandbox.h"
 #include "policy/ir.h"
@@ -49,6 +50,8 @@ struct AgentSessionOptions {
   // The agent's stdout and stderr go here (created 0600, appended); "" = cagent's stderr. Its
   // stdin is always /dev/null: the operator's terminal belongs to the approval prompts.
   std::string agent_log_path;
+  // The operator's --resolve overrides for the egress proxy (a profile with a hosts section).
+  std::vector<egress::ResolveOverride> resolve;
   // Extra agent arguments (tests).
   std::vector<std::string> agent_args;
 };
@@ -60,6 +63,11 @@ struct AgentSessionResult {
   std::uint64_t audit_entries = 0;
   std::uint64_t audit_lost = 0;
   std::string policy_digest;
+  // Filtered egress (a profile with a hosts section): every connection, and why the proxy
+  // stopped early ("" = it did not).
+  bool egress = false;
+  std::vector<egress::ConnectionRecord> egress_connections;
+  std::string egress_budget_exhausted;
 };
 
 // Where cagent-agent is: $CAGENT_AGENT_BINARY, else beside cagent in the build tree

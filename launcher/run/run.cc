@@ -351,6 +351,7 @@ class RunDriver {
     s.model = req_.model;
     s.approval = req_.approval;
     s.pre_approvals = req_.pre_approvals;
+    s.resolve = req_.resolve;
     s.pre_approval_file = req_.pre_approval_file;
     s.budget_overrides = req_.budget_overrides;
     s.audit = &log_;
@@ -452,10 +453,14 @@ class RunDriver {
     log_.Append(broker::audit::VerifyTree(
         {.tree = tree->tree, .base_commit = tree->base_commit, .path = tree->dir}));
     ProfileContext ctx{binding_, CallerEnviron()};
+    VerifyEgress egress{in_.policy, req_.resolve,
+                        [this](const broker::AuditEvent& e) { log_.Append(e); }};
     rec_.verification = RunVerification(
-        policy_, *tree, rec_.run_dir + "/logs", ctx, [&](const std::string& command) {
+        policy_, *tree, rec_.run_dir + "/logs", ctx,
+        [&](const std::string& command) {
           Report([&](RunProgress& p) { p.last_action = "verify: " + command; });
-        });
+        },
+        &egress);
     for (const auto& v : rec_.verification) {
       log_.Append(broker::audit::Verify({.command = v.command,
                                          .status = std::string(VerifyStatusName(v.status)),

@@ -39,6 +39,7 @@ struct RunRequest {
   std::string model_label;  // as given on the command line
   broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;
   std::vector<std::string> pre_approvals;
+  std::vector<egress::ResolveOverride> resolve;  // --resolve, for the egress proxy
   std::string pre_approval_file;
   broker::Budgets budget_overrides;
   int tty_fd = -1;        // approvals; -1 = headless

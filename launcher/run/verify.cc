@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "common/unique_fd.h"
+#include "launcher/run/egress_session.h"
 #include "launcher/sandbox.h"
 
 namespace cagent::launcher::run {
@@ -47,7 +48,8 @@ std::vector<VerifyEntry> PlannedVerification(const policy::Policy& policy) {
 
 std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const VerifyTree& tree,
                                          const std::string& logs_dir, const ProfileContext& ctx,
-                                         const std::function<void(const std::string&)>& on_start) {
+                                         const std::function<void(const std::string&)>& on_start,
+                                         const VerifyEgress* egress) {
   std::vector<VerifyEntry> out = PlannedVerification(policy);
   for (std::size_t i = 0; i < policy.verify.size(); ++i) {
     const auto& v = policy.verify[i];
@@ -77,11 +79,36 @@ std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const Ver
     }
     LaunchSpec spec = std::move(built->spec);
     spec.timeout = VerifyTimeout(policy, v);
+    std::unique_ptr<EgressSession> proxy;
+    if (egress != nullptr && egress->policy && egress->policy->egress.value &&
+        spec.network == NetworkMode::kLoopback) {
+      EgressSessionConfig ec;
+      ec.policy = egress->policy;
+      ec.binding = in_tree.binding;
+      ec.overrides = egress->overrides;
+      ec.approval = broker::ApprovalMode::kNever;
+      ec.phase = "verify";
+      EgressSessionServices es;
+      if (egress->audit) es.audit = [a = egress->audit](broker::AuditEvent ev) { a(ev); };
+      auto prepared = EgressSession::Prepare(spec, std::move(ec), std::move(es));
+      if (!prepared) {
+        e.status = VerifyEntry::Status::kInfrastructure;
+        e.detail = "could not set up filtered egress: " + prepared.error().Message();
+        continue;
+      }
+      proxy = std::move(*prepared);
+    }
     SandboxControl control;
+    if (proxy) {
+      control.on_listeners = [&proxy](std::vector<UniqueFd> fds) {
+        return proxy->Start(std::move(fds));
+      };
+    }
     control.stdin_fd = null_in.get();
     control.stdout_fd = log.get();
     control.stderr_fd = log.get();
     auto outcome = RunSandbox(spec, control);
+    if (proxy) proxy->Stop();
     if (!outcome) {
       e.status = VerifyEntry::Status::kInfrastructure;
       e.detail = outcome.error().Message();

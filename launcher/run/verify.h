@@ -8,10 +8,13 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
+#include "launcher/broker/audit_schema.h"
+#include "launcher/egress/proxy.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/checkout.h"
 #include "policy/ir.h"
@@ -33,12 +36,24 @@ std::string_view VerifyStatusName(VerifyEntry::Status status);  // "passed", "fa
 // The entries for `policy`'s verify commands, all kNotRun (for runs that end before verifying).
 std::vector<VerifyEntry> PlannedVerification(const policy::Policy& policy);
 
+// Filtered egress for verification: a profile with a hosts section verifies with the same rules
+// (its own network, as the agent had it); nobody is asked (an `ask` host is refused unless
+// pre-approved — verification is unattended), every connection is an audit event (phase
+// "verify").
+struct VerifyEgress {
+  std::shared_ptr<const policy::Policy> policy;  // the policy verification runs under
+  std::vector<egress::ResolveOverride> overrides;
+  std::function<void(const broker::AuditEvent&)> audit;  // called on the egress io thread
+};
+
 // Runs every verify command in order (all of them: a failure does not hide the next one's
 // result). `logs_dir` must exist; logs are NN-verify.log. `on_start` is told each command.
-// Each entry records `tree.tree` as the tree it ran on.
+// Each entry records `tree.tree` as the tree it ran on. `egress`: see VerifyEgress; null, or a
+// policy without a hosts section, means the profile's network without a proxy.
 std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const VerifyTree& tree,
                                          const std::string& logs_dir, const ProfileContext& ctx,
-                                         const std::function<void(const std::string&)>& on_start);
+                                         const std::function<void(const std::string&)>& on_start,
+                                         const VerifyEgress* egress = nullptr);
 
 // Default per-command timeout when the profile gives none: its command-timeout, else 10 minutes.
 std::chrono::milliseconds VerifyTimeout(const policy::Policy& policy,
