@@ -4,7 +4,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <csignal>
 #include <cstdio>
 #include <string>
 
@@ -726,6 +728,116 @@ TEST_F(CurlTest, ADeniedHostShowsTheRefusal) {
   const std::string tunnel = RunCurl("-p -x " + proxy + " http://denied.test/f", &status);
   EXPECT_NE(status, 0);
   EXPECT_THAT(tunnel, HasSubstr("CONNECT tunnel failed, response 403"));
+}
+
+}  // namespace
+}  // namespace cagent::launcher::egress
+
+namespace cagent::launcher::egress {
+namespace {
+
+TEST_F(ProxyTest, ClientsClosingAtEveryByteOfTheHandshake) {
+  FakeUpstream up(PongServer);
+  policy_->Allow("up.test");
+  ProxyConfig config;
+  config.overrides = {To127("up.test", up.port())};
+  Start(config);
+  std::string socks("\x05\x01\x00\x05\x01\x00\x03\x07up.test", 13);
+  Put16(socks, up.port());
+  const std::string http = "CONNECT up.test:" + std::to_string(up.port()) + " HTTP/1.1\r\n\r\n";
+  std::size_t sessions = 0;
+  for (const std::string& whole : {socks, http}) {
+    for (std::size_t n = 0; n < whole.size(); ++n) {
+      const int c = Client();
+      ASSERT_GE(c, 0);
+      SendAll(c, whole.substr(0, n));
+      ::close(c);
+      ++sessions;
+    }
+  }
+  // Every one of them ends with a record, and the proxy still serves.
+  sink_.Wait(sessions);
+  EXPECT_EQ(sink_.size(), sessions);
+  const int c = Client();
+  EXPECT_EQ(Connect(c, "up.test:" + std::to_string(up.port())),
+            "HTTP/1.1 200 Connection established\r\n\r\n");
+  ::close(c);
+}
+
+TEST_F(ProxyTest, GarbageNeverCrashes) {
+  Start();
+  std::uint32_t seed = 12345;
+  for (int i = 0; i < 200; ++i) {
+    std::string junk;
+    const std::size_t len = 1 + (seed % 300);
+    for (std::size_t j = 0; j < len; ++j) {
+      seed = seed * 1103515245U + 12345U;
+      junk.push_back(static_cast<char>(seed >> 16U));
+    }
+    if (i % 2 == 0) {
+      junk[0] = 5;  // the SOCKS5 path
+    }
+    const int c = Client();
+    SendAll(c, junk);
+    ::shutdown(c, SHUT_WR);
+    ReadAll(c);
+    ::close(c);
+  }
+  sink_.Wait(200);
+  EXPECT_EQ(proxy_->totals().connections, 0U);
+}
+
+// curl through CONNECT to a real TLS server (openssl s_server): curl's own ClientHello, with the
+// SNI it puts there, passes the check and the page arrives.
+TEST_F(CurlTest, HttpsThroughConnectWithARealTlsServer) {
+  if (std::system("openssl version > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "openssl is not installed";
+  }
+  const std::string dir = ::testing::TempDir() + "egress-tls-" + std::to_string(::getpid());
+  ASSERT_EQ(
+      std::system(("mkdir -p " + dir + " && openssl req -x509 -newkey rsa:2048 -nodes -keyout " +
+                   dir + "/key.pem -out " + dir +
+                   "/cert.pem -days 1 -subj /CN=tls.test > /dev/null 2>&1")
+                      .c_str()),
+      0);
+  const int probe = ListenTcp("127.0.0.1");
+  const std::uint16_t tls_port = PortOf(probe);
+  ::close(probe);
+  const pid_t server = ::fork();
+  if (server == 0) {
+    const std::string accept = "127.0.0.1:" + std::to_string(tls_port);
+    const std::string cert = dir + "/cert.pem";
+    const std::string key = dir + "/key.pem";
+    ::freopen("/dev/null", "w", stdout);
+    ::execlp("openssl", "openssl", "s_server", "-quiet", "-accept", accept.c_str(), "-cert",
+             cert.c_str(), "-key", key.c_str(), "-www", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(server, 0);
+  for (int i = 0; i < 100; ++i) {  // until it listens
+    const int c = ConnectTcp("127.0.0.1", tls_port);
+    if (c >= 0) {
+      ::close(c);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  policy_->Allow("tls.test");
+  ProxyConfig config;
+  config.overrides = {To127("tls.test", tls_port)};
+  Start(config);
+  int status = 0;
+  const std::string out = RunCurl("-k -x http://127.0.0.1:" + std::to_string(port_) +
+                                      " https://tls.test:" + std::to_string(tls_port) + "/",
+                                  &status);
+  ::kill(server, SIGTERM);
+  ::waitpid(server, nullptr, 0);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_THAT(out, HasSubstr("s_server"));
+  const ConnectionRecord r = sink_.Wait();
+  EXPECT_TRUE(r.allowed) << r.reason;
+  EXPECT_GT(r.bytes_down, 1000U);
+  (void)std::system(("rm -rf " + dir).c_str());
 }
 
 }  // namespace
