@@ -1136,11 +1136,11 @@ void Proxy::Impl::Accept(Listener& l) {
       return;
     }
     if (sessions_.size() >= config_.max_concurrent) {
+      refused_++;  // before the close, which the client sees
       const ::linger lg{1, 0};
       ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
       error_code ignored;
       socket.close(ignored);
-      refused_++;
     } else {
       auto s = std::make_shared<Session>(this, std::move(socket), l.kind);
       sessions_.emplace(s.get(), s);
