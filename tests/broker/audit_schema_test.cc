@@ -132,6 +132,23 @@ std::vector<AuditEvent> EveryEvent() {
       audit::VerifyTree({.tree = "t", .base_commit = "b", .path = "/v"}),
       audit::Verify({.command = "make", .status = "passed", .exit_code = 0, .duration_ms = 12}),
       audit::Verify({.command = "make", .status = "not-run"}),
+      audit::Egress({.host = "pypi.org",
+                     .port = 443,
+                     .address = "151.101.0.223",
+                     .via = "connect",
+                     .allowed = true,
+                     .rule = "hosts: allow pypi.org",
+                     .reason = "allowed",
+                     .bytes_up = 600,
+                     .bytes_down = 9000,
+                     .duration_ms = 80,
+                     .phase = "agent"}),
+      audit::Egress({.host = "evil.test",
+                     .port = 80,
+                     .via = "http",
+                     .reason = "no hosts rule allows evil.test:80",
+                     .error = "refused",
+                     .phase = "exec"}),
   };
 }
 
