@@ -102,6 +102,11 @@ TEST(LogCommandTest, EveryKindIsDescribedThroughItsDeclaredFields) {
       audit::VerifyTree(
           {.tree = "fedcba9876543210", .base_commit = "0123456789abcdef", .path = "/v"}),
       audit::Verify({.command = "make", .status = "passed", .exit_code = 0, .duration_ms = 12}),
+      audit::Egress({.host = "::1",
+                     .port = 8080,
+                     .via = "socks5",
+                     .reason = "no hosts rule allows [::1]:8080",
+                     .phase = "agent"}),
   };
   std::set<std::string> kinds;
   std::map<std::string, json> calls;
@@ -120,6 +125,8 @@ TEST(LogCommandTest, EveryKindIsDescribedThroughItsDeclaredFields) {
   EXPECT_THAT(text["tool_request"], HasSubstr(R"(run_command {"command":"make test"})"));
   EXPECT_THAT(text["decision"], HasSubstr("allow run_command by allow make (p.cagent:4:3)"));
   EXPECT_THAT(text["verify"], HasSubstr("passed: make (exit 0, 12 ms)"));
+  EXPECT_THAT(text["egress"],
+              HasSubstr("deny [::1]:8080 via socks5: no hosts rule allows [::1]:8080 [agent]"));
   EXPECT_THAT(text["tool_result"], HasSubstr("for request 99, which awaits no result"));
   EXPECT_THAT(text["state"], HasSubstr("created (profile backend, model replay:x)"));
 }
