@@ -2,8 +2,10 @@
 // inside the sandbox), fake upstream servers run on threads, and a FakePolicy decides.
 #include "launcher/egress/proxy.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <csignal>
@@ -838,6 +840,112 @@ TEST_F(CurlTest, HttpsThroughConnectWithARealTlsServer) {
   EXPECT_TRUE(r.allowed) << r.reason;
   EXPECT_GT(r.bytes_down, 1000U);
   (void)std::system(("rm -rf " + dir).c_str());
+}
+
+}  // namespace
+}  // namespace cagent::launcher::egress
+
+namespace cagent::launcher::egress {
+namespace {
+
+// CPU time (user + system, in clock ticks) of process `pid` so far.
+long CpuTicks(pid_t pid) {
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (f == nullptr) {
+    return -1;
+  }
+  std::array<char, 4096> buf{};
+  const std::size_t n = std::fread(buf.data(), 1, buf.size() - 1, f);
+  std::fclose(f);
+  const std::string stat(buf.data(), n);
+  // Fields after the command's closing parenthesis: state is 3, utime 14, stime 15.
+  std::size_t pos = stat.rfind(')') + 2;
+  long fields[15] = {};
+  for (int i = 3; i <= 15 && pos < stat.size(); ++i) {
+    const std::size_t end = stat.find(' ', pos);
+    if (i >= 14) {
+      fields[i - 1] = std::stol(stat.substr(pos, end - pos));
+    }
+    pos = end + 1;
+  }
+  return fields[13] + fields[14];
+}
+
+// Out of descriptors, the accept loop waits instead of spinning on a listener that stays
+// readable, and serves again once descriptors are free. The proxy runs in a child process whose
+// descriptor limit is just above what it has open.
+TEST(ProxyLimitsTest, OutOfDescriptorsBacksOffAndRecovers) {
+  const int listener = ListenTcp("127.0.0.1");
+  ASSERT_GE(listener, 0);
+  const std::uint16_t port = PortOf(listener);
+  std::array<int, 2> ready{-1, -1};
+  ASSERT_EQ(::pipe(ready.data()), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto policy = std::make_shared<FakePolicy>();
+    ProxyConfig config;
+    config.proxy_fd = listener;
+    auto proxy = Proxy::Start(std::move(config), policy, nullptr);
+    if (!proxy.ok()) {
+      ::_exit(1);
+    }
+    int highest = 0;
+    for (int fd = 0; fd < 4096; ++fd) {
+      if (::fcntl(fd, F_GETFD) >= 0) {
+        highest = fd;
+      }
+    }
+    const ::rlimit limit{static_cast<rlim_t>(highest + 8), static_cast<rlim_t>(highest + 8)};
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+      ::_exit(2);
+    }
+    // Fill every free number up to the limit, then free three: room for three sessions.
+    std::vector<int> filler;
+    for (int fd = ::dup(0); fd >= 0; fd = ::dup(0)) {
+      filler.push_back(fd);
+    }
+    for (int i = 0; i < 3 && !filler.empty(); ++i) {
+      ::close(filler.back());
+      filler.pop_back();
+    }
+    (void)::write(ready[1], "r", 1);
+    ::sleep(60);
+    ::_exit(0);
+  }
+  ::close(listener);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  std::vector<int> clients;
+  for (int i = 0; i < 20; ++i) {  // more than the child has descriptors for
+    clients.push_back(ConnectTcp("127.0.0.1", port));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const long before = CpuTicks(child);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const long spent = CpuTicks(child) - before;
+  std::printf("the proxy used %ld clock ticks of CPU in 1 s while out of descriptors\n", spent);
+  EXPECT_LT(spent, 30) << "the proxy used " << spent << " ticks of CPU in 1 s while out of "
+                       << "descriptors: it spins on accept";
+  for (const int fd : clients) {
+    ::close(fd);
+  }
+  // Served again: a request gets its refusal (the policy allows nothing).
+  std::string response;
+  for (int attempt = 0; attempt < 50 && response.empty(); ++attempt) {
+    const int fd = ConnectTcp("127.0.0.1", port);
+    SendAll(fd, "CONNECT x.test:1 HTTP/1.1\r\n\r\n");
+    response = ReadAll(fd);
+    ::close(fd);
+    if (response.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  EXPECT_THAT(response, StartsWith("HTTP/1.1 403 Forbidden\r\n"));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
 }
 
 }  // namespace
