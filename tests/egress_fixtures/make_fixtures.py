@@ -150,17 +150,20 @@ def build_git(root: str, marker: str) -> None:
                 "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
                 "GIT_COMMITTER_EMAIL": "t@t"})
     with tempfile.TemporaryDirectory() as work:
-        def git(*args: str, cwd: str = work) -> None:
-            subprocess.run(["git", *args], cwd=cwd, env=env, check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # The commit is made straight into the bare repository (its work tree a temporary
+        # directory): no second repository, no push, no automatic gc.
+        def git(*args: str) -> None:
+            subprocess.run(["git", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+                            f"--git-dir={bare}", f"--work-tree={work}", *args], cwd=work,
+                           env=env, check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
 
-        git("init", "-q", "-b", "main", ".")
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", bare], env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         with open(os.path.join(work, "README"), "w") as f:
             f.write(f"{marker}\n")
         git("add", "README")
         git("commit", "-q", "-m", "fixture")
-        git("init", "-q", "--bare", "-b", "main", bare, cwd=root)
-        git("push", "-q", bare, "main")
     # The files a dumb-HTTP client reads (info/refs, objects/info/packs).
     subprocess.run(["git", "update-server-info"], cwd=bare, env=env, check=True)
 
