@@ -950,3 +950,46 @@ TEST(ProxyLimitsTest, OutOfDescriptorsBacksOffAndRecovers) {
 
 }  // namespace
 }  // namespace cagent::launcher::egress
+
+namespace cagent::launcher::egress {
+namespace {
+
+TEST_F(ProxyTest, UpstreamConnectTimeoutIs504) {
+  // A listener that never accepts, its backlog filled: the next connect hangs in SYN retries.
+  const int full = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const auto a = Addr("127.0.0.1", 0);
+  ASSERT_EQ(::bind(full, reinterpret_cast<const ::sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(full, 0), 0);
+  const std::uint16_t port = PortOf(full);
+  std::vector<int> fillers;
+  for (int i = 0; i < 8; ++i) {
+    const int f = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    const auto to = Addr("127.0.0.1", port);
+    (void)::connect(f, reinterpret_cast<const ::sockaddr*>(&to), sizeof(to));
+    fillers.push_back(f);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  policy_->Allow("slow.test");
+  ProxyConfig config;
+  config.overrides = {To127("slow.test", port)};
+  config.connect_timeout = std::chrono::milliseconds(300);
+  Start(config);
+  const int c = Client();
+  SendAll(c, "CONNECT slow.test:" + std::to_string(port) + " HTTP/1.1\r\n\r\n");
+  const std::string response = ReadAll(c);
+  ::close(c);
+  for (const int f : fillers) {
+    ::close(f);
+  }
+  ::close(full);
+  if (response.rfind("HTTP/1.1 200", 0) == 0) {
+    GTEST_SKIP() << "this kernel completed the connect despite the full backlog";
+  }
+  EXPECT_THAT(response, StartsWith("HTTP/1.1 504 Gateway Timeout\r\n"));
+  EXPECT_THAT(response,
+              HasSubstr("cagent: connecting to slow.test:" + std::to_string(port) + " timed out"));
+  EXPECT_EQ(sink_.Wait().error, "connecting timed out after 300 ms");
+}
+
+}  // namespace
+}  // namespace cagent::launcher::egress
