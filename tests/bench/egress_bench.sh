@@ -123,8 +123,8 @@ start_server() {
   shift
   "$@" > "$out" 2> "$work/$var.err" &
   pids+=($!)
-  local i
-  for i in $(seq 100); do
+  local _
+  for _ in $(seq 100); do
     if [[ -s $out ]]; then
       printf -v "$var" '%s' "$(head -1 "$out")"
       return 0
@@ -134,6 +134,7 @@ start_server() {
   die "$var did not start: $(cat "$work/$var.err")" 1
 }
 
+port='' srt_port=''  # set by start_server
 mkdir -p "$work/site" "$work/samples" "$work/ws"
 printf 'cagent egress benchmark\n' > "$work/site/f"  # 24 bytes
 start_server port "$python" "$src/tests/egress_fixtures/serve.py" --addr 127.0.0.2 \
