@@ -35,13 +35,12 @@ void EgressGate::Decide(const egress::Destination& dest,
     done({false, d.rule, d.reason + "; nobody can be asked here, so it is refused"});
     return;
   }
-  boost::asio::post(*services_.io, [self = shared_from_this(), dest, d = std::move(d),
-                                    done = std::move(done)]() mutable {
-    self->Ask(std::move(dest), std::move(d), std::move(done));
-  });
+  boost::asio::post(*services_.io,
+                    [self = shared_from_this(), dest, d = std::move(d),
+                     done = std::move(done)]() mutable { self->Ask(dest, d, std::move(done)); });
 }
 
-void EgressGate::Ask(egress::Destination dest, policy::Decision decision,
+void EgressGate::Ask(const egress::Destination& dest, const policy::Decision& decision,
                      std::function<void(egress::Decision)> done) {
   ApprovalRequest req;
   req.tool = "host";

@@ -61,7 +61,7 @@ class EgressGate final : public egress::Policy, public std::enable_shared_from_t
   [[nodiscard]] static std::string DestinationDigest(std::string_view host, std::uint16_t port);
 
  private:
-  void Ask(egress::Destination dest, policy::Decision decision,
+  void Ask(const egress::Destination& dest, const policy::Decision& decision,
            std::function<void(egress::Decision)> done);
 
   EgressGateConfig config_;

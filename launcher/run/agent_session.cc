@@ -164,7 +164,7 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
     es.io = &io;
     es.approver = approver.get();
     es.approvals = &approvals;
-    es.audit = [audit](broker::AuditEvent e) { audit->Append(e); };
+    es.audit = [audit](const broker::AuditEvent& e) { audit->Append(e); };
     auto prepared = EgressSession::Prepare(spec, std::move(ec), std::move(es));
     if (!prepared) return std::move(prepared).Context("set up filtered egress").error();
     egress = std::move(*prepared);

@@ -89,7 +89,7 @@ std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const Ver
       ec.approval = broker::ApprovalMode::kNever;
       ec.phase = "verify";
       EgressSessionServices es;
-      if (egress->audit) es.audit = [a = egress->audit](broker::AuditEvent ev) { a(ev); };
+      if (egress->audit) es.audit = [a = egress->audit](const broker::AuditEvent& ev) { a(ev); };
       auto prepared = EgressSession::Prepare(spec, std::move(ec), std::move(es));
       if (!prepared) {
         e.status = VerifyEntry::Status::kInfrastructure;
