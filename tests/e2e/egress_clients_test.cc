@@ -314,6 +314,26 @@ TEST_F(EgressClients, CurlOverHttpToAHostNotAllowedGets403NamingTheHostAndTheRul
   EXPECT_THAT(r.out, HasSubstr("(rule: "));
 }
 
+// ---- curl through SOCKS5 (ALL_PROXY, socks5h: the proxy resolves the name) ----
+
+TEST_F(EgressClients, CurlThroughSocks5FetchesFromAnAllowedHost) {
+  const RunResult r =
+      Sh(Allow("pkgs.test", Http()),
+         "curl -sS --max-time 20 -x \"$ALL_PROXY\" http://pkgs.test:" + Http() + "/f");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, Body());
+}
+
+TEST_F(EgressClients, CurlThroughSocks5ToAHostNotAllowedIsRefused) {
+  // Twin of the test above.
+  const RunResult r =
+      Sh(Allow("other.test", Http()),
+         "curl -sS --max-time 20 -x \"$ALL_PROXY\" http://pkgs.test:" + Http() + "/f");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out, Not(HasSubstr(f_.marker)));
+  EXPECT_THAT(r.err, HasSubstr(Denied("pkgs.test:" + Http())));
+}
+
 // ---- curl, HTTPS through CONNECT, with the test CA ----
 
 TEST_F(EgressClients, CurlFetchesOverHttpsThroughConnectWithTheTestCa) {
