@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "common/json_text.h"
@@ -19,6 +20,7 @@
 #include "launcher/run/state_dir.h"
 #include "policy/diagnostics.h"
 #include "policy/dump.h"
+#include "policy/hosts.h"
 #include "policy/loader.h"
 
 namespace cagent::launcher::run {
@@ -163,6 +165,7 @@ json RunRecord::ToJson() const {
       {"budgets", BudgetsJson(budgets)},
       {"denials", denials},
       {"approvals_asked", approvals_asked},
+      {"egress", egress},
       {"needs_approval", pending},
       {"sandbox",
        {{"layers", layers},
@@ -422,6 +425,29 @@ class RunDriver {
     rec_.used = b.used;
     rec_.denials = b.denials;
     rec_.approvals_asked = b.approvals_asked;
+    if (session.egress) {
+      std::uint64_t relayed = 0, refused = 0, up = 0, down = 0;
+      std::set<std::string> reached, denied;
+      for (const egress::ConnectionRecord& c : session.egress_connections) {
+        const std::string target = policy::HostPortText(c.dest.host, c.dest.port);
+        if (c.allowed) {
+          ++relayed;
+          reached.insert(target);
+        } else {
+          ++refused;
+          denied.insert(target);
+        }
+        up += c.bytes_up;
+        down += c.bytes_down;
+      }
+      rec_.egress = {{"relayed", relayed},
+                     {"refused", refused},
+                     {"bytes_up", up},
+                     {"bytes_down", down},
+                     {"hosts_reached", reached},
+                     {"hosts_refused", denied},
+                     {"budget_exhausted", session.egress_budget_exhausted}};
+    }
     if (b.finish) rec_.agent_summary = b.finish->summary;
     for (std::size_t i = 0; i < static_cast<std::size_t>(Layer::kCount); ++i) {
       const std::string name(LayerName(static_cast<Layer>(i)));

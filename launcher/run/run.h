@@ -90,6 +90,10 @@ struct RunRecord {
   std::vector<std::string> cleared_files;
   std::uint64_t denials = 0;
   std::uint64_t approvals_asked = 0;
+  // The agent's filtered egress (a profile with a hosts section), null without: relayed and
+  // refused connections, bytes each way, the hosts reached, why the proxy stopped early. Every
+  // connection is an `egress` event in the event log.
+  nlohmann::json egress;
   // needs-approval: the action that stopped the run, and the pre-approval that allows exactly it.
   std::optional<broker::ApprovalRequest> needs_approval;
   std::string created_at;

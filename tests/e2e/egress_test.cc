@@ -289,6 +289,10 @@ TEST_F(EgressRunTest, TheAgentAndVerificationReachAnAllowedHostAndEveryConnectio
   const json res = LastJson(r.out);
   ASSERT_TRUE(res.is_object()) << r.out;
   EXPECT_EQ(res["status"], "completed") << r.out;
+  // The record sums up the agent's egress.
+  EXPECT_EQ(res["egress"]["relayed"], 1) << res.dump(2);
+  EXPECT_EQ(res["egress"]["refused"], 1);
+  EXPECT_EQ(res["egress"]["hosts_refused"][0], "other.test:" + port);
   // The agent's fetch and the verification's both reached the server; the other host did not.
   EXPECT_EQ(server_.requests(), 2);
   std::vector<json> egress;
