@@ -420,7 +420,10 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
       "EXAMPLES\n"
       "  cagent exec -- make test\n"
       "  cagent exec --workspace ~/src/app --timeout 10m -- npm test\n"
-      "  cagent exec --json -- sh -c 'id; ls /'");
+      "  cagent exec --json -- sh -c 'id; ls /'\n"
+      "  cagent exec --allow-host pypi.org --allow-host files.pythonhosted.org -- pip download "
+      "flask\n"
+      "  cagent exec --profile backend-registries -- cargo fetch");
   return exec;
 }
 
