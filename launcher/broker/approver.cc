@@ -460,7 +460,8 @@ bool HostPatternCovers(const std::string& pattern, const std::string& action) {
   const std::size_t colon = action.rfind(':');
   if (colon == std::string::npos) return false;
   std::uint16_t port = 0;
-  const std::string_view digits = std::string_view(action).substr(colon + 1);
+  std::string_view digits = action;
+  digits.remove_prefix(colon + 1);
   if (std::from_chars(digits.data(), digits.data() + digits.size(), port).ec != std::errc()) {
     return false;
   }
