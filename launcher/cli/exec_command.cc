@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -521,7 +522,8 @@ int RunExecCommand(const ExecOptions& o) {
   }
   auto outcome = RunSandbox(launch, control);
   if (egress) egress->Stop();
-  if (approver) approver->Cancel();
+  // The approver belongs to its io thread: cancel what still waits there, then let it run dry.
+  if (approver) boost::asio::post(*approver_io, [&approver] { approver->Cancel(); });
   work.reset();
   if (approver_thread) approver_thread->join();
   if (!outcome) {

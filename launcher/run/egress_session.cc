@@ -1,5 +1,6 @@
 #include "launcher/run/egress_session.h"
 
+#include <boost/asio/post.hpp>
 #include <utility>
 #include <variant>
 
@@ -88,7 +89,9 @@ void EgressSession::Stop() {
   }
   if (own_io_) {
     // What the gate posted (audit events, asks) runs first; pending asks are cancelled.
-    if (services_.approver != nullptr) services_.approver->Cancel();
+    if (services_.approver != nullptr) {
+      boost::asio::post(*own_io_, [a = services_.approver] { a->Cancel(); });
+    }
     work_.reset();
     if (io_thread_.joinable()) io_thread_.join();
     own_io_.reset();
