@@ -505,22 +505,18 @@ Status ApprovalBook::AddPreApproval(const std::string& line, const std::string& 
     if (const auto* err = std::get_if<policy::HostPatternError>(&parsed)) {
       return PlainError(source, "host pattern \"" + pattern + "\": " + err->message);
     }
-    entries_.push_back(Entry{.tool = tool_name,
-                             .pattern = pattern,
-                             .digest = {},
-                             .source = source,
-                             .scope = ApprovalScope::kPreApproved});
-    return Ok{};
-  }
-  const std::optional<policy::Tool> tool = policy::ParseTool(tool_name);
-  if (!tool) {
-    return PlainError(source, "unknown tool \"" + tool_name +
-                                  "\" (one of read_file, write_file, edit_file, list_dir, glob, "
-                                  "grep, run_command)");
-  }
-  if (pattern.empty()) return PlainError(source, "no pattern after \"" + tool_name + ":\"");
-  if (Status ok = CheckPattern(*tool, pattern); !ok.ok()) {
-    return PlainError(source, ok.error().detail.empty() ? ok.error().Message() : ok.error().detail);
+  } else {
+    const std::optional<policy::Tool> tool = policy::ParseTool(tool_name);
+    if (!tool) {
+      return PlainError(source, "unknown tool \"" + tool_name +
+                                    "\" (one of read_file, write_file, edit_file, list_dir, glob, "
+                                    "grep, run_command)");
+    }
+    if (pattern.empty()) return PlainError(source, "no pattern after \"" + tool_name + ":\"");
+    if (Status ok = CheckPattern(*tool, pattern); !ok.ok()) {
+      return PlainError(source,
+                        ok.error().detail.empty() ? ok.error().Message() : ok.error().detail);
+    }
   }
   entries_.push_back(Entry{.tool = tool_name,
                            .pattern = pattern,
