@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "common/unique_fd.h"
+#include "launcher/netns.h"
 
 namespace cagent::launcher {
 namespace {
@@ -87,8 +88,9 @@ Result<EgressView> AddEgressView(LaunchSpec& spec, std::span<const std::uint16_t
     view.transparent_indexes.push_back(add(NetListener::Kind::kTcp, "0.0.0.0", port));
     view.transparent_ports.push_back(port);
   }
-  if (spec.net_listeners.size() > 32) {
-    return PlainError("filtered egress can capture at most 30 ports; the hosts rules name " +
+  if (spec.net_listeners.size() > kMaxListeners) {
+    return PlainError("filtered egress can capture at most " + std::to_string(kMaxListeners - 2) +
+                      " ports; the hosts rules name " +
                       std::to_string(view.transparent_ports.size()))
         .WithCode(Error::Code::kInvalidInput);
   }

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "launcher/netns.h"
+
 namespace cagent::launcher {
 namespace {
 
@@ -129,8 +131,9 @@ Status ValidateLaunchSpec(const LaunchSpec& spec) {
                         "listeners need loopback networking in the sandbox's own network namespace")
           .WithCode(Error::Code::kInvalidInput);
     }
-    if (spec.net_listeners.size() > 32) {
-      return PlainError("invalid launch spec", "at most 32 listeners can be made")
+    if (spec.net_listeners.size() > kMaxListeners) {
+      return PlainError("invalid launch spec",
+                        "at most " + std::to_string(kMaxListeners) + " listeners can be made")
           .WithCode(Error::Code::kInvalidInput);
     }
   }
