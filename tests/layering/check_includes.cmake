@@ -10,7 +10,8 @@ set(rules
   "launcher|#include \"launcher/(broker|model|run|cli)/"
   "launcher/model|#include \"launcher/(broker|run|cli)/|#include \"launcher/[a-z_]+\\.h\""
   "launcher/egress|#include \"(policy|agent)/|#include \"launcher/(broker|model|run|cli)/|#include \"launcher/[a-z_]+\\.h\""
-  "launcher/broker|#include \"launcher/(run|cli)/|#include \"launcher/[a-z_]+\\.h\""
+  "launcher/mcp|#include \"(policy|agent)/|#include \"launcher/(broker|model|egress|run|cli)/|#include \"launcher/[a-z_]+\\.h\""
+  "launcher/broker|#include \"launcher/(mcp|run|cli)/|#include \"launcher/[a-z_]+\\.h\""
   "launcher/run|#include \"launcher/cli/")
 set(violations "")
 foreach(rule IN LISTS rules)
