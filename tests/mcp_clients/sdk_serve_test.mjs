@@ -1,0 +1,375 @@
+// The official TypeScript SDK client (@modelcontextprotocol/sdk) driving `cagent mcp serve`, over
+// stdio (StdioClientTransport) or Streamable HTTP (StreamableHTTPClientTransport with the bearer
+// token). One case per ctest:
+//
+//   node sdk_serve_test.mjs stdio|http CASE
+//
+// Cases: list, read, run, deny, ask, cancel, budget, audit; and for http: unauthorized.
+
+import fs from "node:fs";
+import path from "node:path";
+
+import {
+  CAGENT,
+  check,
+  makeWorkspace,
+  profile,
+  readEvents,
+  requireCagent,
+  requireClients,
+  run,
+  runCases,
+  sessionDirFrom,
+  within,
+} from "./lib/harness.mjs";
+
+requireClients(["@modelcontextprotocol/sdk"]);
+requireCagent("serve");
+
+const { startServe } = await import("./lib/serve.mjs");
+const { ElicitRequestSchema } = await import("@modelcontextprotocol/sdk/types.js");
+
+const transport = process.argv[2];
+if (transport !== "stdio" && transport !== "http") {
+  console.error("usage: sdk_serve_test.mjs stdio|http CASE");
+  process.exit(2);
+}
+process.argv.splice(2, 1);
+
+// The tools the profile serve.cagent enables (base's plus write_file and edit_file), with the
+// properties and required arguments of common/tool_schemas.cc, and what their annotations must say.
+const EXPECTED_TOOLS = {
+  read_file: { props: ["limit", "offset", "path"], required: ["path"], readOnly: true },
+  list_dir: { props: ["path"], required: [], readOnly: true },
+  glob: { props: ["path", "pattern"], required: ["pattern"], readOnly: true },
+  grep: {
+    props: ["ignore_case", "include", "path", "pattern"],
+    required: ["pattern"],
+    readOnly: true,
+  },
+  write_file: { props: ["content", "path"], required: ["content", "path"], readOnly: false },
+  edit_file: {
+    props: ["new_string", "old_string", "path", "replace_all"],
+    required: ["new_string", "old_string", "path"],
+    readOnly: false,
+  },
+  run_command: { props: ["command", "timeout_ms"], required: ["command"], readOnly: false },
+};
+
+function text(result) {
+  return (result.content ?? [])
+    .filter((c) => c.type === "text")
+    .map((c) => c.text)
+    .join("\n");
+}
+
+async function withServe(opts, fn) {
+  const s = await startServe({ transport, ...opts });
+  try {
+    return await fn(s);
+  } finally {
+    await s.close();
+  }
+}
+
+const cases = {
+  async list() {
+    const { ws } = makeWorkspace();
+    await withServe({ profile: profile("serve"), workspace: ws }, async ({ client }) => {
+      const { tools } = await client.listTools();
+      const names = tools.map((t) => t.name).sort();
+      check(
+        JSON.stringify(names) === JSON.stringify(Object.keys(EXPECTED_TOOLS).sort()),
+        "tools/list offers exactly the profile's tools",
+        names,
+      );
+      for (const tool of tools) {
+        const want = EXPECTED_TOOLS[tool.name];
+        const schema = tool.inputSchema;
+        check(schema?.type === "object", `${tool.name}: inputSchema is an object schema`, schema);
+        check(
+          JSON.stringify(Object.keys(schema.properties ?? {}).sort()) ===
+            JSON.stringify(want.props),
+          `${tool.name}: inputSchema properties as in common/tool_schemas.cc`,
+          schema,
+        );
+        check(
+          JSON.stringify([...(schema.required ?? [])].sort()) === JSON.stringify(want.required),
+          `${tool.name}: required arguments`,
+          schema,
+        );
+        check(typeof tool.description === "string" && tool.description.length > 10,
+          `${tool.name}: a description`, tool);
+        const a = tool.annotations ?? {};
+        check(a.readOnlyHint === want.readOnly, `${tool.name}: readOnlyHint ${want.readOnly}`, a);
+        if (want.readOnly) {
+          check(a.destructiveHint !== true, `${tool.name}: a read-only tool is not destructive`, a);
+        } else {
+          check(typeof a.destructiveHint === "boolean", `${tool.name}: destructiveHint set`, a);
+        }
+        check(typeof a.idempotentHint === "boolean", `${tool.name}: idempotentHint set`, a);
+      }
+      const runCommand = tools.find((t) => t.name === "run_command");
+      check(runCommand.annotations.destructiveHint === true, "run_command is destructive",
+        runCommand.annotations);
+      check(runCommand.outputSchema?.type === "object", "run_command has an outputSchema",
+        runCommand);
+    });
+  },
+
+  async read() {
+    const { ws } = makeWorkspace();
+    await withServe({ profile: profile("serve"), workspace: ws }, async ({ client }) => {
+      const r = await client.callTool({ name: "read_file", arguments: { path: "notes.txt" } });
+      check(r.isError !== true, "read_file notes.txt succeeds", r);
+      check(text(r).includes("sandboxed notes: 42"), "read_file returns the file's text", r);
+    });
+  },
+
+  async run() {
+    const { ws } = makeWorkspace();
+    await withServe({ profile: profile("serve"), workspace: ws }, async ({ client }) => {
+      // listTools first: the SDK client then validates structuredContent against outputSchema.
+      await client.listTools();
+      const r = await client.callTool({ name: "run_command", arguments: { command: "echo hi" } });
+      check(r.isError !== true, "run_command echo hi succeeds", r);
+      check(/\bhi\b/.test(text(r)), "the text content carries the output", r);
+      check(r.structuredContent && typeof r.structuredContent === "object",
+        "structuredContent present", r);
+      check(JSON.stringify(r.structuredContent).includes("hi"),
+        "structuredContent carries the output", r.structuredContent);
+      // It ran in the sandbox, in the workspace: the workspace file is there by a relative path,
+      // the host file one directory up is not.
+      const cat = await client.callTool({
+        name: "run_command",
+        arguments: { command: "cat notes.txt; cat ../outside.txt; echo rc=$?" },
+      });
+      check(text(cat).includes("sandboxed notes: 42"), "cat of a workspace file works", cat);
+      check(!text(cat).includes("host file outside the workspace"),
+        "the host file beside the workspace is not visible in the sandbox", cat);
+    });
+  },
+
+  async deny() {
+    const { ws } = makeWorkspace();
+    await withServe({ profile: profile("serve"), workspace: ws }, async ({ client }) => {
+      const env = await client.callTool({ name: "read_file", arguments: { path: ".env" } });
+      check(env.isError === true, "read_file .env is refused with isError", env);
+      check(!text(env).includes("planted-secret"), "the secret is not in the refusal", env);
+      check(text(env).includes(".env"), "the refusal names the rule (**/.env)", env);
+
+      const curl = await client.callTool({
+        name: "run_command",
+        arguments: { command: "curl http://127.0.0.1:9/" },
+      });
+      check(curl.isError === true, "run_command curl is refused with isError", curl);
+      check(/curl/.test(text(curl)) && /deny|denied|refused|not allowed/i.test(text(curl)),
+        "the refusal names the deny rule", curl);
+
+      const outside = await client.callTool({
+        name: "read_file",
+        arguments: { path: "../outside.txt" },
+      });
+      check(outside.isError === true, "read_file outside the workspace is refused", outside);
+      check(!text(outside).includes("host file outside"), "and shows nothing of it", outside);
+
+      // The session goes on after refusals.
+      const ok = await client.callTool({ name: "run_command", arguments: { command: "echo on" } });
+      check(ok.isError !== true && text(ok).includes("on"), "a later call still works", ok);
+    });
+  },
+
+  async ask() {
+    const { ws } = makeWorkspace();
+    const asked = [];
+    const answers = ["accept", "decline"];
+    await withServe(
+      {
+        profile: profile("serve"),
+        workspace: ws,
+        capabilities: { elicitation: { form: {} } },
+        setup(client) {
+          client.setRequestHandler(ElicitRequestSchema, async (req) => {
+            asked.push(req.params);
+            const action = answers[asked.length - 1] ?? "decline";
+            if (action !== "accept") return { action };
+            return { action, content: acceptContent(req.params.requestedSchema) };
+          });
+        },
+      },
+      async ({ client }) => {
+        const yes = await client.callTool({
+          name: "run_command",
+          arguments: { command: "touch asked-yes" },
+        });
+        check(asked.length === 1, "the ask reached the client as an elicitation", asked);
+        check(JSON.stringify(asked[0]).includes("touch"), "the question names the command",
+          asked[0]);
+        check(yes.isError !== true, "an accepted ask runs the command", yes);
+        check(fs.existsSync(path.join(ws, "asked-yes")), "the command ran (asked-yes exists)");
+
+        const no = await client.callTool({
+          name: "run_command",
+          arguments: { command: "touch asked-no" },
+        });
+        check(asked.length === 2, "the second ask reached the client too", asked);
+        check(no.isError === true, "a declined ask is refused with isError", no);
+        check(!fs.existsSync(path.join(ws, "asked-no")), "the declined command did not run");
+      },
+    );
+  },
+
+  async cancel() {
+    const { ws } = makeWorkspace();
+    await withServe({ profile: profile("serve"), workspace: ws }, async ({ client }) => {
+      const controller = new AbortController();
+      const t0 = performance.now();
+      setTimeout(() => controller.abort(), 1000);
+      let rejected = null;
+      try {
+        await client.callTool(
+          { name: "run_command", arguments: { command: "sleep 31.25" } },
+          undefined,
+          { signal: controller.signal, timeout: 60000 },
+        );
+      } catch (err) {
+        rejected = err;
+      }
+      const ms = performance.now() - t0;
+      check(rejected !== null, "the aborted call rejects");
+      check(ms < 5000, `the aborted call rejects fast (${Math.round(ms)} ms)`);
+      // The sandboxed sleep is killed: no process with that command line survives for long.
+      let alive = true;
+      for (let i = 0; i < 30 && alive; i += 1) {
+        alive = sleepersAlive("31.25") > 0;
+        if (alive) await new Promise((r) => setTimeout(r, 100));
+      }
+      check(!alive, "the cancelled command's process is gone within 3 s");
+      const next = await client.callTool({ name: "run_command", arguments: { command: "echo after" } });
+      check(next.isError !== true && text(next).includes("after"), "a following call works", next);
+    });
+  },
+
+  async budget() {
+    const { ws } = makeWorkspace();
+    await withServe({ profile: profile("budget"), workspace: ws }, async (s) => {
+      const { client } = s;
+      for (let i = 1; i <= 3; i += 1) {
+        const r = await client.callTool({
+          name: "run_command",
+          arguments: { command: `echo call-${i}` },
+        });
+        check(r.isError !== true && text(r).includes(`call-${i}`), `call ${i} of 3 runs`, r);
+      }
+      let fourth = null;
+      let fourthError = null;
+      try {
+        fourth = await within(
+          10000,
+          client.callTool({ name: "run_command", arguments: { command: "echo call-4" } }),
+          "the call past the budget",
+        );
+      } catch (err) {
+        fourthError = err;
+      }
+      if (fourth !== null) {
+        check(fourth.isError === true, "the call past the budget is an error", fourth);
+        check(!text(fourth).includes("call-4\n") && /tool-calls|budget/i.test(text(fourth)),
+          "it names the budget", fourth);
+      } else {
+        check(/tool-calls|budget|closed|terminated/i.test(String(fourthError)),
+          "the call past the budget fails naming the budget or the end of the session",
+          String(fourthError));
+      }
+      // The session ends: the server goes away.
+      const ended = await s.waitEnded(10000);
+      check(ended, "cagent ends the session after the budget", s.stderr());
+      check(/tool-calls|budget/i.test(s.stderr()), "cagent says why on stderr", s.stderr());
+    });
+  },
+
+  async audit() {
+    const { ws } = makeWorkspace();
+    let stderr = "";
+    await withServe({ profile: profile("serve"), workspace: ws }, async (s) => {
+      await s.client.callTool({ name: "run_command", arguments: { command: "echo audited" } });
+      await s.client.callTool({ name: "read_file", arguments: { path: ".env" } });
+      stderr = s.stderr();
+    });
+    const dir = sessionDirFrom(stderr);
+    check(dir !== null, "cagent names its session directory (with events.jsonl) on stderr", stderr);
+    const events = readEvents(dir).map((e) => JSON.stringify(e));
+    check(events.some((e) => e.includes("echo audited")), "the run_command call is audited",
+      events);
+    check(events.some((e) => e.includes(".env") && /deny/i.test(e)), "the denial is audited",
+      events);
+    const log = await run(CAGENT, ["log", dir]);
+    check(log.code === 0, "`cagent log DIR` reads the session (hash chain intact)", log);
+  },
+};
+
+if (transport === "http") {
+  cases.unauthorized = async () => {
+    const { ws } = makeWorkspace();
+    await withServe({ profile: profile("serve"), workspace: ws, connect: false }, async (s) => {
+      const body = JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-11-25",
+          capabilities: {},
+          clientInfo: { name: "raw", version: "0" },
+        },
+      });
+      const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+      const none = await fetch(s.url, { method: "POST", headers, body });
+      check(none.status === 401, "a request without the token is refused 401", none.status);
+      const wrong = await fetch(s.url, {
+        method: "POST",
+        headers: { ...headers, authorization: "Bearer not-the-token" },
+        body,
+      });
+      check(wrong.status === 401, "a request with a wrong token is refused 401", wrong.status);
+      const right = await fetch(s.url, {
+        method: "POST",
+        headers: { ...headers, authorization: `Bearer ${s.token}` },
+        body,
+      });
+      check(right.status === 200, "the same request with the token is answered", right.status);
+    });
+  };
+}
+
+// Form values for an approval question: true for booleans, an approving choice for enums.
+function acceptContent(schema) {
+  const out = {};
+  for (const [key, prop] of Object.entries(schema?.properties ?? {})) {
+    if (prop.type === "boolean") out[key] = true;
+    else if (Array.isArray(prop.enum)) {
+      out[key] = prop.enum.find((v) => /^(allow|approve|yes|once|accept)/i.test(v)) ?? prop.enum[0];
+    } else if (Array.isArray(prop.oneOf)) {
+      const values = prop.oneOf.map((o) => o.const);
+      out[key] = values.find((v) => /^(allow|approve|yes|once|accept)/i.test(v)) ?? values[0];
+    } else if (prop.type === "string") out[key] = "yes";
+    else if (prop.type === "number" || prop.type === "integer") out[key] = prop.default ?? 1;
+  }
+  return out;
+}
+
+// How many processes run `sleep ARG` on this machine (the sandbox's are visible from outside).
+function sleepersAlive(arg) {
+  let n = 0;
+  for (const pid of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      if (path.basename(argv[0]) === "sleep" && argv[1] === arg) n += 1;
+    } catch {
+      // gone
+    }
+  }
+  return n;
+}
+
+await runCases(cases);
