@@ -9,6 +9,7 @@
 //           | read PATH | write PATH
 //           | tool TOOL [PATH | "LINE"]
 //           | host HOST[:PORT]          a connection through the egress proxy (no port: 443)
+//           | mcp-tool NAME             a tools/call of a server run by `cagent mcp wrap`
 //           | shell "LINE"              the former spelling of command "LINE"; still read
 // One case per line. Words are separated by blanks; "..." (with \" \\ \n \t escapes) and '...'
 // quote; '#' at the start of a word starts a comment. The request grammar is the one a profile's

@@ -21,6 +21,8 @@ constexpr std::string_view kFilesystemKeys[] = {"read-only", "read-write", "hide
 constexpr std::string_view kRuleKeys[] = {"allow", "ask", "deny"};
 constexpr std::string_view kEnvironmentKeys[] = {"pass", "scrub", "set"};
 constexpr std::string_view kExampleKeys[] = {"match", "not_match"};
+// A tools rule word naming an MCP tool of a wrapped server: mcp:GLOB.
+constexpr std::string_view kMcpPrefix = "mcp:";
 
 std::vector<std::string_view> Names(std::span<const std::string_view> keys) {
   return {keys.begin(), keys.end()};
@@ -491,8 +493,18 @@ class Checker {
     rule.loc = st.args[0].loc;
     std::size_t i = 0;
     bool ok = true;
+    bool has_mcp = false;
     for (; i < st.args.size() && st.args[i].text != "on"; ++i) {
       const Value& v = st.args[i];
+      if (v.text.starts_with(kMcpPrefix)) {
+        has_mcp = true;
+        if (auto glob = McpToolGlob(v)) {
+          rule.mcp_tools.push_back(std::move(*glob));
+        } else {
+          ok = false;
+        }
+        continue;
+      }
       auto t = ParseTool(v.text);
       if (!t) {
         std::vector<std::string_view> names;
@@ -504,14 +516,23 @@ class Checker {
         std::string all;
         for (auto n : names) all += (all.empty() ? "" : " ") + std::string(n);
         ErrAt(v, "unknown tool " + Describe(v),
-              guess.empty() ? "tools: " + all : "did you mean '" + guess + "'?");
+              guess.empty() ? "tools: " + all + "; a wrapped MCP server's tool is mcp:NAME"
+                            : "did you mean '" + guess + "'?");
         ok = false;
         continue;
       }
       rule.tools.push_back(*t);
     }
-    if (rule.tools.empty() && ok) {
+    if (rule.tools.empty() && rule.mcp_tools.empty() && ok) {
       ErrAt(st.args[0], "'" + st.keyword + "' needs a tool name before 'on'");
+      return;
+    }
+    if (i < st.args.size() && has_mcp) {
+      // An MCP tool's arguments are the wrapped server's business: cagent cannot tell which of
+      // them, if any, is a path, so a path condition on it could not be kept.
+      ErrAt(st.args[i], "'on' does not apply to MCP tools: cagent cannot judge their arguments",
+            "write the mcp: words in a rule of their own, without 'on'; the sandbox confines "
+            "what a wrapped server's tools can reach");
       return;
     }
     if (i < st.args.size()) {
@@ -543,14 +564,93 @@ class Checker {
     if (!ok) return;
     std::sort(rule.tools.begin(), rule.tools.end());
     rule.tools.erase(std::unique(rule.tools.begin(), rule.tools.end()), rule.tools.end());
+    std::sort(rule.mcp_tools.begin(), rule.mcp_tools.end(),
+              [](const WordGlob& a, const WordGlob& b) { return a.pattern() < b.pattern(); });
+    rule.mcp_tools.erase(std::unique(rule.mcp_tools.begin(), rule.mcp_tools.end(),
+                                     [](const WordGlob& a, const WordGlob& b) {
+                                       return a.pattern() == b.pattern();
+                                     }),
+                         rule.mcp_tools.end());
     for (std::size_t j = 0; j < rule.tools.size(); ++j) {
       rule.text += (j ? " " : "") + std::string(ToolName(rule.tools[j]));
+    }
+    for (const WordGlob& g : rule.mcp_tools) {
+      rule.text +=
+          (rule.text.empty() ? "" : " ") + QuoteWord(std::string(kMcpPrefix) + g.pattern());
     }
     if (!rule.paths.empty()) {
       rule.text += " on";
       for (const auto& p : rule.paths) rule.text += " " + QuoteWord(p.pattern());
     }
     out_.layer.tools.push_back(std::move(rule));
+  }
+
+  // A `mcp:GLOB` word of a tools rule: GLOB is a word glob over MCP tool names, so besides the
+  // name characters (IsMcpToolNameChar) only * ? and sets [...] ([!...], [^...], ranges) may
+  // appear. Anything else could never match a valid name and is most likely a mistake (a server
+  // prefix such as mcp__srv__x, a space, a '/'); '\' is refused because no name character needs
+  // escaping. The caret points at the character at fault.
+  std::optional<WordGlob> McpToolGlob(const Value& v) {
+    const std::string_view glob = std::string_view(v.text).substr(kMcpPrefix.size());
+    const std::uint32_t skip =
+        (v.kind == Value::Kind::kString ? 1 : 0) + static_cast<std::uint32_t>(kMcpPrefix.size());
+    auto at = [&](std::size_t offset) {
+      Location loc = v.loc;
+      loc.col += skip + static_cast<std::uint32_t>(offset);
+      return loc;
+    };
+    const std::string kAlphabet =
+        "MCP tool names are 1 to 128 characters of A-Z a-z 0-9 _ - . (a glob adds * ? and "
+        "[...])";
+    if (glob.empty()) {
+      ErrAt(v, "'mcp:' needs an MCP tool name or glob",
+            "write mcp:NAME as the wrapped server's tools/list names it, or mcp:* for all of them");
+      return std::nullopt;
+    }
+    auto bad_char = [&](std::size_t k) {
+      Err(at(k), 1,
+          "invalid MCP tool glob " + Describe(v) + ": '" + std::string(1, glob[k]) +
+              "' cannot be in an MCP tool name",
+          kAlphabet);
+      return std::nullopt;
+    };
+    std::size_t min_length = 0;  // the length of the shortest name the glob matches
+    for (std::size_t k = 0; k < glob.size(); ++k) {
+      const char c = glob[k];
+      if (c == '*') continue;
+      if (c == '?' || IsMcpToolNameChar(c)) {
+        ++min_length;
+        continue;
+      }
+      if (c != '[') return bad_char(k);
+      // set := '[' ['!' | '^'] namechar+ ']', a '-' between two name characters a range.
+      const std::size_t open = k;
+      ++k;
+      if (k < glob.size() && (glob[k] == '!' || glob[k] == '^')) ++k;
+      const std::size_t first = k;
+      while (k < glob.size() && IsMcpToolNameChar(glob[k])) ++k;
+      if (k == glob.size()) {
+        Err(at(open), 1, "invalid MCP tool glob " + Describe(v) + ": unterminated '['",
+            "close the set with ']': mcp:get-[a-z]*");
+        return std::nullopt;
+      }
+      if (glob[k] != ']' || k == first) return bad_char(k);
+      ++min_length;
+    }
+    if (min_length > kMaxMcpToolName) {
+      ErrAt(v,
+            "invalid MCP tool glob " + Describe(v) + ": it matches only names longer than " +
+                std::to_string(kMaxMcpToolName) + " characters",
+            kAlphabet);
+      return std::nullopt;
+    }
+    auto compiled = WordGlob::Compile(glob);
+    if (!compiled) {
+      ErrAt(v, "invalid MCP tool glob " + Describe(v) + ": " + compiled.error().op,
+            compiled.error().detail);
+      return std::nullopt;
+    }
+    return std::move(*compiled);
   }
 
   // ---- hosts ----

@@ -196,8 +196,12 @@ nlohmann::json ToJson(const Policy& p) {
     for (auto t : r.tools) tools.push_back(ToolName(t));
     json paths = json::array();
     for (const auto& g : r.paths) paths.push_back(g.pattern());
+    // The globs after "mcp:": the tools of a server run by `cagent mcp wrap`.
+    json mcp_tools = json::array();
+    for (const auto& g : r.mcp_tools) mcp_tools.push_back(g.pattern());
     j["tools"].push_back({{"verdict", VerdictName(r.verdict)},
                           {"tools", tools},
+                          {"mcp_tools", mcp_tools},
                           {"paths", paths},
                           {"at", where(r.loc)}});
   }

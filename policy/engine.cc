@@ -164,6 +164,28 @@ bool ChangesWhatRuns(std::string_view name) {
          name.starts_with("BASH_FUNC_") || name.starts_with("DYLD_");
 }
 
+// `name` for a message: double-quoted, with bytes outside printable ASCII written as \xNN and at
+// most 64 of them shown, so a hostile name cannot move a terminal's cursor or flood a log.
+std::string PrintableName(std::string_view name) {
+  constexpr std::size_t kShown = 64;
+  std::string out = "\"";
+  for (std::size_t i = 0; i < name.size() && i < kShown; ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+      constexpr std::string_view kHex = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (name.size() > kShown) out += "...";
+  out += "\"";
+  if (name.size() > kShown) out += " (" + std::to_string(name.size()) + " bytes)";
+  return out;
+}
+
 }  // namespace
 
 struct Engine::Outcome {
@@ -280,6 +302,8 @@ Engine::Outcome Engine::DecideRequest(const Request& request) const {
       return DecideTool(request.tool, request.path, request.script);
     case Request::Kind::kHost:
       return DecideHost(request.host, request.port);
+    case Request::Kind::kMcpTool:
+      return DecideMcpTool(request.mcp_tool);
   }
   return Outcome::Default("unknown request kind");
 }
@@ -312,6 +336,56 @@ Decision Engine::Path(Access access, std::string_view path) const {
 
 Decision Engine::Host(std::string_view host, std::uint16_t port) const {
   return DecideHost(host, port).ToDecision();
+}
+
+Decision Engine::McpTool(std::string_view name) const { return DecideMcpTool(name).ToDecision(); }
+
+Engine::Outcome Engine::DecideMcpTool(std::string_view name) const {
+  // Checked before the rules: `allow mcp:*` matches any string, and a name outside the MCP
+  // alphabet is one no rule could single out (and would reach the audit log and terminals as it
+  // came from the client).
+  if (!IsMcpToolName(name)) {
+    return Outcome::DefaultBecause(
+        "the MCP tool name " + PrintableName(name) +
+        " is not a valid MCP tool name (1 to 128 characters of A-Z a-z 0-9 _ - .), so no rule "
+        "can name it; cagent refuses calls of such tools");
+  }
+  Outcome best;
+  bool matched = false;
+  for (std::size_t i = 0; i < policy_.tools.size(); ++i) {
+    const ToolRule& r = policy_.tools[i];
+    if (r.mcp_tools.empty() || (matched && r.verdict <= best.verdict)) continue;
+    if (std::none_of(r.mcp_tools.begin(), r.mcp_tools.end(),
+                     [&](const WordGlob& g) { return g.Match(name); })) {
+      continue;
+    }
+    matched = true;
+    std::string_view reason;
+    switch (r.verdict) {
+      case Verdict::kAllow:
+        reason = "the profile allows this MCP tool";
+        break;
+      case Verdict::kAsk:
+        reason = "the profile asks a person before this MCP tool call";
+        break;
+      case Verdict::kDeny:
+        reason = "the profile forbids this MCP tool";
+        break;
+    }
+    best = Outcome::Rule(r.verdict, tool_rule_[i], r.loc, reason);
+    if (best.verdict == Verdict::kDeny) break;
+  }
+  if (matched) return best;
+  std::string detail = "no tools rule allows MCP tool '" + std::string(name) +
+                       "'; to allow it, write `allow mcp:" + std::string(name) +
+                       "` in the profile's tools section";
+  // A wrapped server may have a tool named like one of cagent's own (server-filesystem has
+  // read_file); `allow read_file` is about cagent's tool only.
+  if (ParseTool(name)) {
+    detail += " (a bare '" + std::string(name) +
+              "' in tools names cagent's own tool, not the wrapped server's)";
+  }
+  return Outcome::DefaultBecause(std::move(detail));
 }
 
 Engine::Outcome Engine::DecideHost(std::string_view host, std::uint16_t port) const {

@@ -65,6 +65,13 @@ class Engine {
   //     No matching rule: denied ("no hosts rule allows H:P", or, for a profile without a hosts
   //     section, a reason saying the network is loopback/none).
   [[nodiscard]] Decision Host(std::string_view host, std::uint16_t port) const;
+  //   McpTool: a tools/call of the MCP tool `name` on a server run by `cagent mcp wrap`, judged by
+  //     the tools rules' mcp: words only (built-in tool names never match it, and mcp: words never
+  //     match a call of cagent's own tools). Strongest matching verdict wins (deny > ask > allow);
+  //     no matching rule: denied, with a reason saying how to allow it (`allow mcp:NAME` in
+  //     tools). A name that is not a valid MCP tool name (IsMcpToolName, ir.h) is denied whatever
+  //     the rules say, `mcp:*` included. Decide(Request::McpTool(name)) is the same decision.
+  [[nodiscard]] Decision McpTool(std::string_view name) const;
 
   // Whether an allow or ask hosts rule names the IP literal `address_literal` itself (an address
   // rule, not `*` or a name) and matches `port`. The egress proxy refuses a name that resolves
@@ -111,6 +118,7 @@ class Engine {
   [[nodiscard]] Outcome DecideTool(Tool tool, std::string_view path,
                                    std::string_view command) const;
   [[nodiscard]] Outcome DecideRequest(const Request& request) const;
+  [[nodiscard]] Outcome DecideMcpTool(std::string_view name) const;
   // A connection; `host` is not yet normalised.
   [[nodiscard]] Outcome DecideHost(std::string_view host, std::uint16_t port) const;
   // The same for a normalised host.

@@ -154,6 +154,16 @@ Access ToolAccess(Tool t) {
   return (t == Tool::kWriteFile || t == Tool::kEditFile) ? Access::kWrite : Access::kRead;
 }
 
+bool IsMcpToolNameChar(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.';
+}
+
+bool IsMcpToolName(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxMcpToolName &&
+         std::all_of(name.begin(), name.end(), IsMcpToolNameChar);
+}
+
 std::string_view LimitName(Limit l) { return kLimitNames.at(static_cast<std::size_t>(l)); }
 
 LimitKind LimitKindOf(Limit l) {

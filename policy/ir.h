@@ -112,11 +112,27 @@ std::optional<Tool> ParseTool(std::string_view name);
 // Whether the tool reads or writes the path it is given (kRead for list_dir/glob/grep/read_file).
 Access ToolAccess(Tool t);
 
-// `allow|ask|deny TOOL... [on GLOB...]`.
+// MCP tool names (the 2025-11-25 MCP revision): 1 to 128 characters of A-Z a-z 0-9 _ - and '.',
+// case-sensitive. `cagent mcp wrap` refuses a tools/call whose name is not one: a rule could not
+// name it exactly, and it would reach logs and terminals unescaped.
+inline constexpr std::size_t kMaxMcpToolName = 128;
+[[nodiscard]] bool IsMcpToolNameChar(char c);
+[[nodiscard]] bool IsMcpToolName(std::string_view name);
+
+// `allow|ask|deny TOOL... [on GLOB...]` and `allow|ask|deny mcp:GLOB...`. Built-in tool names
+// (`tools`) name cagent's own toolbox; `mcp:` words (`mcp_tools`) name the tools of an MCP server
+// run by `cagent mcp wrap`, by their MCP name. The two never match each other's calls: a wrapped
+// server's tool called read_file is matched by mcp:read_file, never by read_file. A rule may hold
+// both; `paths` is then empty (the checker refuses `on` with mcp: words).
 struct ToolRule {
   Verdict verdict = Verdict::kDeny;
   std::vector<Tool> tools;      // sorted, unique
   std::vector<PathGlob> paths;  // workspace-relative; empty = any path (and tools without a path)
+  // Word globs over MCP tool names (the text after "mcp:"), sorted by pattern, unique. Every
+  // character is an MCP name character or one of * ? [ ] ! ^ (checked by the checker).
+  std::vector<WordGlob> mcp_tools;
+  // The rule as dumped: the tool names in enum order, then the mcp: words, then `on GLOB...`:
+  // "read_file grep mcp:echo mcp:get-*".
   std::string text;
   Location loc;
 };

@@ -55,6 +55,13 @@ Request Request::Host(std::string host, std::uint16_t port) {
   return r;
 }
 
+Request Request::McpTool(std::string name) {
+  Request r;
+  r.kind = Kind::kMcpTool;
+  r.mcp_tool = std::move(name);
+  return r;
+}
+
 std::string_view KindName(const Request& request) {
   switch (request.kind) {
     case Request::Kind::kCommand:
@@ -67,6 +74,8 @@ std::string_view KindName(const Request& request) {
       return "tool";
     case Request::Kind::kHost:
       return "host";
+    case Request::Kind::kMcpTool:
+      return "mcp-tool";
   }
   return "command";
 }
@@ -94,6 +103,9 @@ std::string Describe(const Request& request) {
                              std::to_string(request.port));
       break;
     }
+    case Request::Kind::kMcpTool:
+      out += " " + QuoteWord(request.mcp_tool);
+      break;
   }
   return out;
 }
@@ -101,7 +113,7 @@ std::string Describe(const Request& request) {
 std::string_view RequestUsage() {
   return "write: command \"git status\" (a shell line) / argv git status (no shell) / read .env / "
          "write src/main.c / tool write_file Cargo.lock / tool run_command \"make test\" / host "
-         "pypi.org:443";
+         "pypi.org:443 / mcp-tool get-sum";
 }
 
 namespace {
@@ -218,8 +230,16 @@ std::variant<Request, RequestWordsError> ParseRequestWords(std::span<const std::
     if (!hp) return fail(1, hp.error().op, hp.error().detail);
     return Request::Host(std::move(hp->first), hp->second);
   }
+  if (kind == "mcp-tool") {
+    if (args != 1) {
+      return fail(args == 0 ? 0 : 2, "'mcp-tool' takes one MCP tool name",
+                  "write mcp-tool NAME, the name a wrapped server's tools/list gives (mcp-tool "
+                  "get-sum)");
+    }
+    return Request::McpTool(words[1]);
+  }
   return fail(0, "unknown request kind '" + kind + "'",
-              "use command (a shell line), argv (no shell), read, write, tool or host");
+              "use command (a shell line), argv (no shell), read, write, tool, host or mcp-tool");
 }
 
 }  // namespace cagent::policy

@@ -13,6 +13,7 @@
 //   read PATH | write PATH
 //   tool TOOL [PATH | "LINE"]   a tool call; run_command's subject is a shell line
 //   host HOST[:PORT]   a connection through the egress proxy (no port: 443); IPv6 in brackets
+//   mcp-tool NAME      a tools/call of a server run by `cagent mcp wrap`, by its MCP tool name
 // ParseRequestWords() is the one reader of that grammar (used by the checker for `examples` and by
 // the cases parser), and Describe() writes it back, so a request's text re-reads as the same
 // request.
@@ -39,6 +40,7 @@ struct Request {
     kPath,     // `read` / `write`: a path access
     kTool,     // `tool`: a tool call
     kHost,     // `host`: a connection to host:port through the egress proxy
+    kMcpTool,  // `mcp-tool`: a tools/call of a wrapped MCP server, by tool name
   };
   Kind kind = Kind::kShell;
   Access access = Access::kRead;  // kPath: kRead or kWrite
@@ -49,6 +51,7 @@ struct Request {
                      // ("" for none), judged relative to the workspace
   std::string host;  // kHost: as given (the engine normalises it); an IPv6 literal without brackets
   std::uint16_t port = 0;  // kHost
+  std::string mcp_tool;    // kMcpTool: the MCP tool's name as the call gives it (not validated)
 
   // The constructors of each kind.
   static Request Argv(std::vector<std::string> argv);
@@ -60,6 +63,10 @@ struct Request {
   // A connection to `host` (a name or an IP literal; an IPv6 literal with or without brackets,
   // stored without) on `port`.
   static Request Host(std::string host, std::uint16_t port);
+  // A tools/call of the MCP tool `name` on a server run by `cagent mcp wrap`. Judged only by the
+  // tools section's mcp: words (Engine::McpTool); a name that is not a valid MCP tool name
+  // (IsMcpToolName, ir.h) is denied.
+  static Request McpTool(std::string name);
 
   // run_command's command line or another tool's path: what follows the tool name in Describe().
   [[nodiscard]] const std::string& ToolSubject() const {
@@ -69,11 +76,13 @@ struct Request {
   friend bool operator==(const Request&, const Request&) = default;
 };
 
-// The request kind as a word of the grammar: "argv", "command", "read", "write", "tool" or "host".
+// The request kind as a word of the grammar: "argv", "command", "read", "write", "tool", "host" or
+// "mcp-tool".
 [[nodiscard]] std::string_view KindName(const Request& request);
 
 // The request in the grammar above: `argv git status`, `command "make test | tee log"`,
-// `read .env`, `tool write_file "Cargo.lock"`, `host pypi.org:443`, `host [::1]:443`. Command lines
+// `read .env`, `tool write_file "Cargo.lock"`, `host pypi.org:443`, `host [::1]:443`,
+// `mcp-tool get-sum`. Command lines
 // and tool subjects are always double-quoted, other words only when they must be (QuoteWord); \"
 // \\ \n \t are escaped.
 [[nodiscard]] std::string Describe(const Request& request);
@@ -87,7 +96,9 @@ struct RequestWordsError {
 };
 
 // Reads one request from its words, already unquoted: words[0] is the kind (`argv`, `command`,
-// `read`, `write`, `tool`, `host`; `shell` is read as `command`) and the rest its arguments. Used
+// `read`, `write`, `tool`, `host`, `mcp-tool`; `shell` is read as `command`) and the rest its
+// arguments. `mcp-tool` takes one word, any text (the engine denies one that is not a valid MCP
+// tool name, so a cases file can show that it does). Used
 // by the checker (examples) and the cases parser, so the two cannot disagree. `command` takes
 // exactly one word (the quoted line); more words are refused with a hint to quote the line or write
 // `argv` — the form a `policy test` file used for argv before there was `argv`.

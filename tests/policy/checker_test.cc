@@ -171,7 +171,8 @@ TEST(CheckerUnknownKey, ToolNames) {
       "test.cagent:2:8: error: unknown tool 'shell'\n"
       "    deny shell\n"
       "         ^~~~~\n"
-      "  hint: tools: read_file write_file edit_file list_dir glob grep run_command finish\n");
+      "  hint: tools: read_file write_file edit_file list_dir glob grep run_command finish; a "
+      "wrapped MCP server's tool is mcp:NAME\n");
 }
 
 TEST(DidYouMean, ClosestWithinTwoOrThreeEdits) {
@@ -631,11 +632,12 @@ TEST(CheckerExamples, ExamplesSectionRunsAgainstTheWholeProfile) {
             "    ^~~~~\n"
             "  hint: write: command \"git status\" (a shell line) / argv git status (no shell) / "
             "read .env / write src/main.c / tool write_file Cargo.lock / tool run_command \"make "
-            "test\" / host pypi.org:443\n"
+            "test\" / host pypi.org:443 / mcp-tool get-sum\n"
             "test.cagent:3:9: error: unknown request kind 'frobnicate'\n"
             "    allow frobnicate x\n"
             "          ^~~~~~~~~~\n"
-            "  hint: use command (a shell line), argv (no shell), read, write, tool or host\n"
+            "  hint: use command (a shell line), argv (no shell), read, write, tool, host or "
+            "mcp-tool\n"
             "test.cagent:4:14: error: unknown tool 'nosuch'\n"
             "    allow tool nosuch\n"
             "               ^~~~~~\n"

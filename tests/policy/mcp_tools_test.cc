@@ -1,0 +1,239 @@
+// MCP tools in the tools section (`allow mcp:GLOB`), for `cagent mcp wrap`: the checker's
+// diagnostics with their carets, Engine::McpTool's precedence and default, the separation of
+// cagent's own tools from a wrapped server's, `mcp-tool` requests in examples and cases files,
+// dump, JSON, diff and audit.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "policy/audit.h"
+#include "policy/cases.h"
+#include "policy/diff.h"
+#include "policy/dump.h"
+#include "policy/engine.h"
+#include "policy/loader.h"
+#include "tests/policy/policy_test_util.h"
+
+namespace cagent::policy {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::MustCompile;
+using testing::MustFail;
+
+std::string WithTools(std::string_view rules, std::string_view rest = "") {
+  return "tools {\n" + std::string(rules) + "}\n" + std::string(rest);
+}
+
+std::string FirstLine(const std::string& rendered) {
+  return rendered.substr(0, rendered.find('\n'));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checker: each mistake with its caret
+
+TEST(McpToolChecker, BareMcpPrefixIsAnError) {
+  EXPECT_EQ(MustFail(WithTools("  allow mcp:\n")),
+            "test.cagent:2:9: error: 'mcp:' needs an MCP tool name or glob\n"
+            "    allow mcp:\n"
+            "          ^~~~\n"
+            "  hint: write mcp:NAME as the wrapped server's tools/list names it, or mcp:* for all "
+            "of them\n");
+}
+
+TEST(McpToolChecker, ACharacterOutsideTheAlphabetIsPointedAt) {
+  EXPECT_EQ(MustFail(WithTools("  deny mcp:srv/echo\n")),
+            "test.cagent:2:15: error: invalid MCP tool glob 'mcp:srv/echo': '/' cannot be in an "
+            "MCP tool name\n"
+            "    deny mcp:srv/echo\n"
+            "                ^\n"
+            "  hint: MCP tool names are 1 to 128 characters of A-Z a-z 0-9 _ - . (a glob adds * ? "
+            "and [...])\n");
+  // Quoted, the caret still lands on the character (one column later for the quote).
+  EXPECT_EQ(FirstLine(MustFail(WithTools("  deny \"mcp:a b\"\n"))),
+            "test.cagent:2:14: error: invalid MCP tool glob \"mcp:a b\": ' ' cannot be in an MCP "
+            "tool name");
+  EXPECT_EQ(FirstLine(MustFail(WithTools("  deny mcp:a\\*\n"))),
+            "test.cagent:2:13: error: invalid MCP tool glob 'mcp:a\\*': '\\' cannot be in an MCP "
+            "tool name");
+  EXPECT_EQ(FirstLine(MustFail(WithTools("  deny mcp:srv:echo\n"))),
+            "test.cagent:2:15: error: invalid MCP tool glob 'mcp:srv:echo': ':' cannot be in an "
+            "MCP tool name");
+}
+
+TEST(McpToolChecker, SetsAreNameCharactersOnly) {
+  EXPECT_NE(MustCompile(WithTools("  allow mcp:get-[a-z]* mcp:[!_]x mcp:v[^0-9]\n")), nullptr);
+  EXPECT_EQ(FirstLine(MustFail(WithTools("  allow mcp:[a/]\n"))),
+            "test.cagent:2:15: error: invalid MCP tool glob 'mcp:[a/]': '/' cannot be in an MCP "
+            "tool name");
+  EXPECT_EQ(FirstLine(MustFail(WithTools("  allow mcp:[]x]\n"))),
+            "test.cagent:2:14: error: invalid MCP tool glob 'mcp:[]x]': ']' cannot be in an MCP "
+            "tool name");
+  EXPECT_EQ(FirstLine(MustFail(WithTools("  allow mcp:[[:alpha:]]\n"))),
+            "test.cagent:2:14: error: invalid MCP tool glob 'mcp:[[:alpha:]]': '[' cannot be in "
+            "an MCP tool name");
+  EXPECT_EQ(MustFail(WithTools("  allow mcp:get-[a-z\n")),
+            "test.cagent:2:17: error: invalid MCP tool glob 'mcp:get-[a-z': unterminated '['\n"
+            "    allow mcp:get-[a-z\n"
+            "                  ^\n"
+            "  hint: close the set with ']': mcp:get-[a-z]*\n");
+  EXPECT_EQ(FirstLine(MustFail(WithTools("  allow mcp:a]\n"))),
+            "test.cagent:2:14: error: invalid MCP tool glob 'mcp:a]': ']' cannot be in an MCP "
+            "tool name");
+}
+
+TEST(McpToolChecker, AGlobOnlyLongerNamesCouldMatchIsAnError) {
+  EXPECT_NE(MustCompile(WithTools("  allow mcp:" + std::string(128, 'a') + "*\n")), nullptr);
+  EXPECT_EQ(FirstLine(MustFail(WithTools("  allow mcp:" + std::string(128, 'a') + "?\n"))),
+            "test.cagent:2:9: error: invalid MCP tool glob 'mcp:" + std::string(128, 'a') +
+                "?': it matches only names longer than 128 characters");
+}
+
+TEST(McpToolChecker, OnDoesNotApplyToMcpTools) {
+  EXPECT_EQ(MustFail(WithTools("  allow read_file mcp:read_file on src/**\n")),
+            "test.cagent:2:33: error: 'on' does not apply to MCP tools: cagent cannot judge "
+            "their arguments\n"
+            "    allow read_file mcp:read_file on src/**\n"
+            "                                  ^~\n"
+            "  hint: write the mcp: words in a rule of their own, without 'on'; the sandbox "
+            "confines what a wrapped server's tools can reach\n");
+  // Twin: without the mcp: word the same rule compiles.
+  EXPECT_NE(MustCompile(WithTools("  allow read_file on src/**\n")), nullptr);
+}
+
+TEST(McpToolChecker, UnknownToolHintMentionsMcp) {
+  EXPECT_EQ(FirstLine(MustFail(WithTools("  allow echo\n"))),
+            "test.cagent:2:9: error: unknown tool 'echo'");
+  EXPECT_THAT(MustFail(WithTools("  allow echo\n")),
+              HasSubstr("; a wrapped MCP server's tool is mcp:NAME"));
+}
+
+TEST(McpToolChecker, RuleTextIsSortedAndUnique) {
+  auto p = MustCompile(WithTools("  allow mcp:zeta mcp:alpha grep mcp:zeta read_file\n"));
+  ASSERT_EQ(p->tools.size(), 1u);
+  const ToolRule& r = p->tools[0];
+  EXPECT_EQ(r.text, "read_file grep mcp:alpha mcp:zeta");
+  ASSERT_EQ(r.mcp_tools.size(), 2u);
+  EXPECT_EQ(r.mcp_tools[0].pattern(), "alpha");
+  EXPECT_TRUE(r.paths.empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The engine
+
+TEST(McpToolEngine, AllowedByNameAndByGlob) {
+  auto p = MustCompile(WithTools("  allow mcp:echo mcp:get-*\n"));
+  Engine e(*p, PortableBinding());
+  EXPECT_ALLOW(e.McpTool("echo"), "tools: allow mcp:echo mcp:get-*");
+  EXPECT_ALLOW(e.McpTool("get-sum"), "tools: allow mcp:echo mcp:get-*");
+  EXPECT_ALLOW(e.McpTool("get-"), "tools: allow mcp:echo mcp:get-*");
+  EXPECT_DENY(e.McpTool("Echo"), "default");  // names are case-sensitive
+  EXPECT_DENY(e.McpTool("echo2"), "default");
+  EXPECT_DENY(e.McpTool("printEnv"), "default");
+  // The same decision through Decide(Request).
+  EXPECT_ALLOW(e.Decide(Request::McpTool("get-sum")), "tools: allow mcp:echo mcp:get-*");
+  EXPECT_DENY(e.Decide(Request::McpTool("printEnv")), "default");
+}
+
+TEST(McpToolEngine, DefaultDenySaysHowToAllow) {
+  auto p = MustCompile(WithTools("  allow mcp:echo\n"));
+  Engine e(*p, PortableBinding());
+  const Decision d = e.McpTool("printEnv");
+  EXPECT_EQ(d.verdict, Verdict::kDeny);
+  EXPECT_EQ(d.rule, "default");
+  EXPECT_FALSE(d.loc.valid());
+  EXPECT_EQ(d.reason,
+            "no tools rule allows MCP tool 'printEnv'; to allow it, write `allow mcp:printEnv` in "
+            "the profile's tools section");
+}
+
+TEST(McpToolEngine, PrecedenceDenyOverAskOverAllow) {
+  auto p = MustCompile(
+      WithTools("  allow mcp:*\n  ask mcp:write_*\n  deny mcp:write_secrets mcp:printEnv\n"));
+  Engine e(*p, PortableBinding());
+  EXPECT_ALLOW(e.McpTool("echo"), "tools: allow mcp:*");
+  EXPECT_ASK(e.McpTool("write_file"), "tools: ask mcp:write_*");
+  EXPECT_DENY(e.McpTool("write_secrets"), "tools: deny mcp:printEnv mcp:write_secrets");
+  EXPECT_DENY(e.McpTool("printEnv"), "tools: deny mcp:printEnv mcp:write_secrets");
+  EXPECT_EQ(e.McpTool("write_file").reason, "the profile asks a person before this MCP tool call");
+  EXPECT_EQ(e.McpTool("printEnv").reason, "the profile forbids this MCP tool");
+  EXPECT_EQ(e.McpTool("echo").reason, "the profile allows this MCP tool");
+}
+
+TEST(McpToolEngine, PrecedenceHoldsWhicheverOrderTheRulesAreWritten) {
+  // Twins of the test above with the rules in the other order and across a chain: the verdict
+  // does not depend on where a rule is written.
+  auto reversed = MustCompile(WithTools("  deny mcp:printEnv\n  ask mcp:*\n  allow mcp:p*\n"));
+  Engine e(*reversed, PortableBinding());
+  EXPECT_DENY(e.McpTool("printEnv"), "tools: deny mcp:printEnv");
+  EXPECT_ASK(e.McpTool("ping"), "tools: ask mcp:*");
+  // Without the deny, the same name is asked; without the ask, allowed.
+  auto no_deny = MustCompile(WithTools("  ask mcp:*\n  allow mcp:p*\n"));
+  EXPECT_ASK(Engine(*no_deny, PortableBinding()).McpTool("printEnv"), "tools: ask mcp:*");
+  auto no_ask = MustCompile(WithTools("  allow mcp:p*\n"));
+  EXPECT_ALLOW(Engine(*no_ask, PortableBinding()).McpTool("printEnv"), "tools: allow mcp:p*");
+}
+
+TEST(McpToolEngine, BuiltInToolNamesNeverMatchAnMcpCall) {
+  // server-filesystem has a tool called read_file: `allow read_file` is about cagent's own.
+  auto p = MustCompile(WithTools("  allow read_file list_dir\n"));
+  Engine e(*p, PortableBinding());
+  const Decision d = e.McpTool("read_file");
+  EXPECT_DENY(d, "default");
+  EXPECT_THAT(d.reason, HasSubstr("write `allow mcp:read_file`"));
+  EXPECT_THAT(d.reason, HasSubstr("a bare 'read_file' in tools names cagent's own tool"));
+  // Twin: mcp:read_file allows the wrapped server's read_file.
+  auto q = MustCompile(WithTools("  allow mcp:read_file\n"));
+  EXPECT_ALLOW(Engine(*q, PortableBinding()).McpTool("read_file"), "tools: allow mcp:read_file");
+}
+
+TEST(McpToolEngine, McpWordsNeverMatchACallOfCagentsOwnTools) {
+  auto p = MustCompile(WithTools("  allow mcp:*\n"));
+  Engine e(*p, PortableBinding());
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kReadFile, "src/a.c")), "default");
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kFinish)), "default");
+  // Twin: the built-in name allows it.
+  auto q = MustCompile(WithTools("  allow mcp:* finish\n"));
+  EXPECT_ALLOW(Engine(*q, PortableBinding()).Decide(Request::ToolCall(Tool::kFinish)),
+               "tools: allow finish mcp:*");
+}
+
+TEST(McpToolEngine, AMixedRuleDecidesBothKinds) {
+  auto p = MustCompile(WithTools("  allow grep mcp:search\n"));
+  Engine e(*p, PortableBinding());
+  EXPECT_ALLOW(e.McpTool("search"), "tools: allow grep mcp:search");
+  EXPECT_ALLOW(e.Decide(Request::ToolCall(Tool::kGrep)), "tools: allow grep mcp:search");
+  EXPECT_DENY(e.McpTool("grep"), "default");
+  EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kListDir, "src")), "default");
+}
+
+TEST(McpToolEngine, InvalidNamesAreDeniedEvenUnderAllowAll) {
+  auto p = MustCompile(WithTools("  allow mcp:*\n"));
+  Engine e(*p, PortableBinding());
+  EXPECT_ALLOW(e.McpTool(std::string(128, 'a')), "tools: allow mcp:*");
+  for (const std::string& bad :
+       {std::string(), std::string(129, 'a'), std::string("a b"), std::string("srv/echo"),
+        std::string("echo\n"), std::string("\x1b[2J"), std::string("caf\xc3\xa9")}) {
+    const Decision d = e.McpTool(bad);
+    EXPECT_DENY(d, "default") << bad;
+    EXPECT_THAT(d.reason, HasSubstr("is not a valid MCP tool name")) << bad;
+  }
+  // The name is shown escaped and cut short.
+  EXPECT_THAT(e.McpTool("\x1b[2J").reason, HasSubstr("\"\\x1b[2J\""));
+  EXPECT_THAT(e.McpTool(std::string(200, 'x')).reason, HasSubstr("...\" (200 bytes)"));
+}
+
+TEST(McpToolNames, Alphabet) {
+  EXPECT_TRUE(IsMcpToolName("get_sum-v2.1"));
+  EXPECT_TRUE(IsMcpToolName("A"));
+  EXPECT_FALSE(IsMcpToolName(""));
+  EXPECT_FALSE(IsMcpToolName("a:b"));
+  EXPECT_FALSE(IsMcpToolName("a*"));
+  EXPECT_TRUE(IsMcpToolName(std::string(kMaxMcpToolName, 'z')));
+  EXPECT_FALSE(IsMcpToolName(std::string(kMaxMcpToolName + 1, 'z')));
+}
+
+}  // namespace
+}  // namespace cagent::policy
