@@ -20,6 +20,8 @@ import {
   run,
   runCases,
   sessionDirFrom,
+  sessionDirsUnder,
+  tempDir,
   within,
 } from "./lib/harness.mjs";
 
@@ -35,6 +37,8 @@ if (transport !== "stdio" && transport !== "http") {
   process.exit(2);
 }
 process.argv.splice(2, 1);
+// The cancelled command's argument, distinct per transport (ctest runs the two in parallel).
+const SLEEP_ARG = transport === "stdio" ? "31.25" : "31.75";
 
 // The tools the profile serve.cagent enables (base's plus write_file and edit_file), with the
 // properties and required arguments of common/tool_schemas.cc, and what their annotations must say.
@@ -64,7 +68,7 @@ function text(result) {
 }
 
 async function withServe(opts, fn) {
-  const s = await startServe({ transport, ...opts });
+  const s = await startServe({ transport, stateDir: tempDir("state"), ...opts });
   try {
     return await fn(s);
   } finally {
@@ -228,7 +232,7 @@ const cases = {
       let rejected = null;
       try {
         await client.callTool(
-          { name: "run_command", arguments: { command: "sleep 31.25" } },
+          { name: "run_command", arguments: { command: `sleep ${SLEEP_ARG}` } },
           undefined,
           { signal: controller.signal, timeout: 60000 },
         );
@@ -241,7 +245,7 @@ const cases = {
       // The sandboxed sleep is killed: no process with that command line survives for long.
       let alive = true;
       for (let i = 0; i < 30 && alive; i += 1) {
-        alive = sleepersAlive("31.25") > 0;
+        alive = sleepersAlive(SLEEP_ARG) > 0;
         if (alive) await new Promise((r) => setTimeout(r, 100));
       }
       check(!alive, "the cancelled command's process is gone within 3 s");
@@ -290,14 +294,16 @@ const cases = {
 
   async audit() {
     const { ws } = makeWorkspace();
+    const state = tempDir("state");
     let stderr = "";
-    await withServe({ profile: profile("serve"), workspace: ws }, async (s) => {
+    await withServe({ profile: profile("serve"), workspace: ws, stateDir: state }, async (s) => {
       await s.client.callTool({ name: "run_command", arguments: { command: "echo audited" } });
       await s.client.callTool({ name: "read_file", arguments: { path: ".env" } });
       stderr = s.stderr();
     });
     const dir = sessionDirFrom(stderr);
     check(dir !== null, "cagent names its session directory (with events.jsonl) on stderr", stderr);
+    check(sessionDirsUnder(state).includes(dir), "under its XDG_STATE_HOME", sessionDirsUnder(state));
     const events = readEvents(dir).map((e) => JSON.stringify(e));
     check(events.some((e) => e.includes("echo audited")), "the run_command call is audited",
       events);

@@ -51,10 +51,12 @@ export function requireClients(packages) {
 export function requireCagent(sub) {
   if (!fs.existsSync(CAGENT)) missing(`no cagent binary at ${CAGENT} (set CAGENT_BINARY)`);
   const r = spawnSync(CAGENT, ["mcp", sub, "--help"], { encoding: "utf8", timeout: 10000 });
-  if (r.status !== 0) {
-    missing(
-      `\`cagent mcp ${sub} --help\` exited ${r.status}: ${(r.stderr || r.stdout || "").slice(0, 300)}`,
-    );
+  // CLI11 answers --help for an unknown subcommand with the top-level help (exit 0): the help must
+  // be the subcommand's own.
+  const help = `${r.stdout ?? ""}${r.stderr ?? ""}`;
+  if (r.status !== 0 || !help.includes(`mcp ${sub}`)) {
+    missing(`this cagent (${CAGENT}) has no \`cagent mcp ${sub}\`: \`cagent mcp ${sub} --help\` ` +
+      `exited ${r.status}: ${help.slice(0, 200)}`);
   }
 }
 
@@ -103,6 +105,25 @@ export function sessionDirFrom(stderr) {
     }
   }
   return null;
+}
+
+// Every directory under root that holds an events.jsonl (cagent's session directories when root is
+// the XDG_STATE_HOME cagent ran with).
+export function sessionDirsUnder(root) {
+  const out = [];
+  const walk = (dir, depth) => {
+    if (depth > 6) return;
+    let entries = [];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    if (entries.some((e) => e.name === "events.jsonl" && e.isFile())) out.push(dir);
+    for (const e of entries) if (e.isDirectory()) walk(path.join(dir, e.name), depth + 1);
+  };
+  walk(root, 0);
+  return out;
 }
 
 // The audit events of a session directory (events.jsonl, one JSON object a line).

@@ -42,7 +42,16 @@ export function serveArgs({ profile, workspace, approve = "never", extra = [] })
     ...extra];
 }
 
-// Options: transport ("stdio" | "http"), profile, workspace, approve, capabilities (the client's),
+// The environment cagent runs in: PATH, HOME, and XDG_STATE_HOME (where its session directory
+// goes) when stateDir is given.
+export function serveEnv(stateDir) {
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME ?? "/root", LANG: "C.UTF-8" };
+  if (stateDir) env.XDG_STATE_HOME = stateDir;
+  return env;
+}
+
+// Options: transport ("stdio" | "http"), profile, workspace, approve, stateDir,
+// capabilities (the client's),
 // setup(client) before connecting, connect (false: start the server only; http).
 // Resolves to { client, url, token, stderr(), waitEnded(ms), close() }.
 export async function startServe(opts) {
@@ -69,7 +78,7 @@ export async function startServe(opts) {
       command: CAGENT,
       args: serveArgs(opts),
       stderr: "pipe",
-      env: { PATH: process.env.PATH, HOME: process.env.HOME ?? "/root", LANG: "C.UTF-8" },
+      env: serveEnv(opts.stateDir),
     });
     t.stderr.on("data", (d) => (stderr += d));
     client.onclose = markEnded;
@@ -92,7 +101,7 @@ export async function startServe(opts) {
   const child = spawn(
     CAGENT,
     serveArgs({ ...opts, extra: ["--listen", `127.0.0.1:${port}`, "--token-file", tokenFile] }),
-    { stdio: ["ignore", "pipe", "pipe"] },
+    { stdio: ["ignore", "pipe", "pipe"], env: serveEnv(opts.stateDir) },
   );
   child.stdout.on("data", (d) => (stderr += d));
   child.stderr.on("data", (d) => (stderr += d));
