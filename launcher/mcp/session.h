@@ -167,6 +167,16 @@ class Session {
   // is already done, pending elicitations complete kFailed, and later frames are answered with
   // that error (requests) or ignored. Idempotent.
   void End(int code, std::string message);
+  // A frame the transport dropped unkept because it exceeded max_frame_bytes, its id read on the
+  // way by (RpcIdScanner, jsonrpc.h) so that an id after a huge "params" is found too: `id` is
+  // that id, or null. Answered as Receive(prefix, true) is: -32600 "message exceeds N bytes" to
+  // the id, dropped when there is none.
+  void ReceiveOversized(const nlohmann::json& id);
+  // Optional: runs with a client request's id when that request, accepted by the session, will
+  // get no response after all (the client cancelled it: notifications/cancelled), so a transport
+  // can close what it keeps open for it (an HTTP response stream). Never runs for a request that
+  // got its final Outgoing.
+  void set_on_abandoned(std::function<void(const nlohmann::json& request_id)> abandoned);
 
   [[nodiscard]] bool initialized() const;  // initialize answered and notifications/initialized
   [[nodiscard]] bool ended() const;

@@ -1,0 +1,323 @@
+#include "launcher/mcp/jsonrpc.h"
+
+#include <string>
+#include <utility>
+
+#include "launcher/mcp/session.h"
+
+namespace cagent::launcher::mcp {
+namespace {
+
+using nlohmann::json;
+
+// Longest id text the scanner keeps (an id is a short string or an integer).
+constexpr std::size_t kMaxIdText = 128;
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// True when no array or object in `text` nests deeper than `limit` (brackets inside strings
+// ignored). Linear, no recursion: it runs before the parser.
+bool NestingWithin(std::string_view text, std::size_t limit) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) {
+        return false;
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
+json ScannedId(std::string_view text) {
+  RpcIdScanner scanner;
+  scanner.Feed(text);
+  return scanner.id().value_or(json());
+}
+
+RpcRefusal Invalid(std::string message, json id = json()) {
+  return RpcRefusal{kInvalidRequest, "invalid request: " + std::move(message), std::move(id)};
+}
+
+}  // namespace
+
+bool IsValidRpcId(const json& id) { return id.is_string() || id.is_number_integer(); }
+
+std::variant<RpcMessage, RpcRefusal> ParseRpcMessage(std::string_view text,
+                                                     const RpcLimits& limits) {
+  if (text.size() > limits.max_bytes) {
+    return Invalid("message exceeds " + std::to_string(limits.max_bytes) + " bytes",
+                   ScannedId(text));
+  }
+  if (!NestingWithin(text, limits.max_depth)) {
+    return Invalid("message nests deeper than " + std::to_string(limits.max_depth) + " levels",
+                   ScannedId(text));
+  }
+  json object = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (object.is_discarded()) {
+    return RpcRefusal{kParseError, "parse error: the message is not valid JSON", json()};
+  }
+  if (object.is_array()) {
+    return Invalid("a batch (JSON array) is not supported; send one message per frame");
+  }
+  if (!object.is_object()) {
+    return Invalid("the message is not a JSON object");
+  }
+
+  RpcMessage message;
+  json readable_id;
+  const auto id = object.find("id");
+  const bool has_id = id != object.end();
+  if (has_id && IsValidRpcId(*id)) {
+    readable_id = *id;
+  }
+  const auto version = object.find("jsonrpc");
+  if (version == object.end() || !version->is_string() ||
+      version->get_ref<const std::string&>() != "2.0") {
+    return Invalid("\"jsonrpc\" must be \"2.0\"", readable_id);
+  }
+  const auto method = object.find("method");
+  if (method != object.end()) {
+    if (!method->is_string()) {
+      return Invalid("\"method\" must be a string", readable_id);
+    }
+    if (has_id && !IsValidRpcId(*id)) {
+      return Invalid("\"id\" must be a string or an integer");
+    }
+    message.kind = has_id ? RpcMessage::Kind::kRequest : RpcMessage::Kind::kNotification;
+    message.method = method->get<std::string>();
+    if (has_id) {
+      message.id = *id;
+    }
+    if (const auto params = object.find("params"); params != object.end()) {
+      if (!params->is_object() && !params->is_array()) {
+        return Invalid("\"params\" must be an object", readable_id);
+      }
+      message.params = std::move(*params);
+    }
+    return message;
+  }
+
+  // A response: to a request this side sent.
+  const auto result = object.find("result");
+  const auto error = object.find("error");
+  if (!has_id) {
+    return Invalid("a message needs \"method\" (a request or notification) or \"id\" (a response)");
+  }
+  if ((result == object.end()) == (error == object.end())) {
+    return Invalid("a response has exactly one of \"result\" and \"error\"", readable_id);
+  }
+  const bool is_error = error != object.end();
+  if (!IsValidRpcId(*id) && !(is_error && id->is_null())) {
+    return Invalid("\"id\" must be a string or an integer");
+  }
+  message.kind = RpcMessage::Kind::kResponse;
+  message.id = *id;
+  message.is_error = is_error;
+  if (is_error) {
+    const auto code = error->is_object() ? error->find("code") : error->end();
+    const auto text_member = error->is_object() ? error->find("message") : error->end();
+    if (!error->is_object() || code == error->end() || !code->is_number_integer() ||
+        text_member == error->end() || !text_member->is_string()) {
+      return Invalid(
+          "\"error\" must be an object with an integer \"code\" and a string \"message\"",
+          readable_id);
+    }
+    message.error = std::move(*error);
+  } else {
+    message.result = std::move(*result);
+  }
+  return message;
+}
+
+void RpcIdScanner::EndValue() {
+  if (!value_.empty() && value_.size() <= kMaxIdText) {
+    json value = json::parse(value_, nullptr, /*allow_exceptions=*/false);
+    if (!value.is_discarded() && IsValidRpcId(value)) {
+      id_ = std::move(value);
+    }
+  }
+  value_.clear();
+}
+
+void RpcIdScanner::Feed(std::string_view chunk) {
+  for (const char c : chunk) {
+    switch (state_) {
+      case State::kDone:
+        return;
+      case State::kStart:
+        if (c == '{') {
+          state_ = State::kKey;
+        } else if (!IsSpace(c)) {
+          state_ = State::kDone;
+        }
+        break;
+      case State::kKey:
+        if (c == '"') {
+          state_ = State::kKeyText;
+          key_.clear();
+          key_long_ = false;
+          escaped_ = false;
+        } else if (!IsSpace(c)) {
+          state_ = State::kDone;  // '}' or not JSON
+        }
+        break;
+      case State::kKeyText:
+        if (escaped_) {
+          escaped_ = false;
+        } else if (c == '\\') {
+          escaped_ = true;
+          key_long_ = true;  // an escaped key is not spelled "id"
+        } else if (c == '"') {
+          is_id_ = !key_long_ && key_ == "id";
+          state_ = State::kColon;
+        } else if (key_.size() < 2) {
+          key_.push_back(c);
+        } else {
+          key_long_ = true;
+        }
+        break;
+      case State::kColon:
+        if (c == ':') {
+          state_ = State::kValue;
+        } else if (!IsSpace(c)) {
+          state_ = State::kDone;
+        }
+        break;
+      case State::kValue:
+        if (IsSpace(c)) {
+          break;
+        }
+        in_string_ = false;
+        escaped_ = false;
+        depth_ = 0;
+        if (is_id_ && c != '{' && c != '[') {
+          value_.assign(1, c);
+          value_string_ = c == '"';
+          state_ = State::kIdText;
+          break;
+        }
+        state_ = State::kSkip;
+        if (c == '"') {
+          in_string_ = true;
+        } else if (c == '{' || c == '[') {
+          depth_ = 1;
+        }
+        break;
+      case State::kIdText:
+        if (value_string_) {
+          if (value_.size() <= kMaxIdText) {
+            value_.push_back(c);
+          }
+          if (escaped_) {
+            escaped_ = false;
+          } else if (c == '\\') {
+            escaped_ = true;
+          } else if (c == '"') {
+            EndValue();
+            state_ = State::kComma;
+          }
+        } else if (c == ',') {
+          EndValue();
+          state_ = State::kKey;
+        } else if (c == '}') {
+          EndValue();
+          state_ = State::kDone;
+        } else if (IsSpace(c)) {
+          EndValue();
+          state_ = State::kComma;
+        } else if (value_.size() <= kMaxIdText) {
+          value_.push_back(c);
+        }
+        break;
+      case State::kSkip:
+        if (in_string_) {
+          if (escaped_) {
+            escaped_ = false;
+          } else if (c == '\\') {
+            escaped_ = true;
+          } else if (c == '"') {
+            in_string_ = false;
+            if (depth_ == 0) {
+              state_ = State::kComma;
+            }
+          }
+        } else if (c == '"') {
+          in_string_ = true;
+        } else if (c == '{' || c == '[') {
+          ++depth_;
+        } else if (c == '}' || c == ']') {
+          if (depth_ == 0) {
+            state_ = State::kDone;  // the top-level object closed after a scalar
+          } else if (--depth_ == 0) {
+            state_ = State::kComma;
+          }
+        } else if (c == ',' && depth_ == 0) {
+          state_ = State::kKey;
+        }
+        break;
+      case State::kComma:
+        if (c == ',') {
+          state_ = State::kKey;
+        } else if (!IsSpace(c)) {
+          state_ = State::kDone;  // '}' ends the object; anything else is not JSON
+        }
+        break;
+    }
+  }
+}
+
+json RpcResult(const json& id, json result) {
+  return json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
+}
+
+json RpcError(const json& id, int code, std::string message) {
+  return json{{"jsonrpc", "2.0"},
+              {"id", id},
+              {"error", json{{"code", code}, {"message", std::move(message)}}}};
+}
+
+json RpcRequest(const json& id, std::string method, json params) {
+  json out{{"jsonrpc", "2.0"}, {"id", id}, {"method", std::move(method)}};
+  if (!params.is_null()) {
+    out["params"] = std::move(params);
+  }
+  return out;
+}
+
+json RpcNotification(std::string method, json params) {
+  json out{{"jsonrpc", "2.0"}, {"method", std::move(method)}};
+  if (!params.is_null()) {
+    out["params"] = std::move(params);
+  }
+  return out;
+}
+
+std::string QuotedPrefix(std::string_view text, std::size_t limit) {
+  if (text.size() <= limit) {
+    return std::string(text);
+  }
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0U) == 0x80U) {
+    --cut;
+  }
+  return std::string(text.substr(0, cut)) + "\u2026";
+}
+
+}  // namespace cagent::launcher::mcp
