@@ -11,7 +11,7 @@
 namespace cagent::policy {
 namespace {
 
-constexpr std::array<AuditRule, 14> kRules = {{
+constexpr std::array<AuditRule, 15> kRules = {{
     {"CAGENT001", "network", "The sandbox has network access (network is not 'none')", Risk::kLow},
     {"CAGENT002", "writable", "A read-write mount outside the workspace", Risk::kHigh},
     {"CAGENT003", "secrets", "Host paths that hold credentials are readable in the sandbox",
@@ -37,6 +37,10 @@ constexpr std::array<AuditRule, 14> kRules = {{
     {"CAGENT014", "internal-address",
      "A hosts rule allows an address in loopback, private, link-local or cloud-metadata space",
      Risk::kHigh},
+    {"CAGENT015", "any-mcp-tool",
+     "A tools rule allows every tool of a wrapped MCP server ('mcp:*'), including tools it adds "
+     "later",
+     Risk::kLow},
 }};
 
 constexpr std::string_view kNetwork = "CAGENT001";
@@ -53,6 +57,7 @@ constexpr std::string_view kWeakensParent = "CAGENT011";
 constexpr std::string_view kAnyHost = "CAGENT012";
 constexpr std::string_view kSharedHosting = "CAGENT013";
 constexpr std::string_view kInternalAddress = "CAGENT014";
+constexpr std::string_view kAnyMcpTool = "CAGENT015";
 
 // Host paths whose contents are credentials (or, for ~, contain them and the shell's start-up
 // files). Probed through the engine, so a `hide` or `deny` that covers one clears it.
@@ -148,6 +153,7 @@ class Auditor {
   std::vector<Finding> Run() {
     Network();
     Hosts();
+    McpTools();
     Writable();
     Secrets();
     WorkspaceSecrets();
@@ -191,6 +197,31 @@ class Auditor {
             "servers); nothing reaches other machines, but anything listening inside is reachable "
             "by every process of the run",
         p_.network.loc);
+  }
+
+  // `allow mcp:*` is the usual way to say "the wrapped server's tools are fine, the sandbox
+  // confines them", so it is low (allowed) or info (asked): the reviewer should know that the
+  // server decides which tools exist, and a tool it adds later is allowed too. An ask that nobody
+  // is asked is CAGENT006's.
+  void McpTools() {
+    for (const ToolRule& r : p_.tools) {
+      const Verdict effective = engine_.Effective(r.verdict);
+      if (r.verdict == Verdict::kDeny || effective == Verdict::kDeny) continue;
+      // Names have at least one character, so `*`, `?*` and `*?*` all match every name.
+      const bool every = std::any_of(r.mcp_tools.begin(), r.mcp_tools.end(), [](const WordGlob& g) {
+        const std::string& t = g.pattern();
+        return t.find_first_not_of("*?") == std::string::npos &&
+               std::count(t.begin(), t.end(), '?') <= 1;
+      });
+      if (!every) continue;
+      const std::string rule = "tools: " + std::string(VerdictName(r.verdict)) + " " + r.text;
+      Add(kAnyMcpTool, effective == Verdict::kAllow ? Risk::kLow : Risk::kInfo,
+          "'" + rule + "' " + (effective == Verdict::kAllow ? "allows" : "asks a person for") +
+              " every tool of a wrapped MCP server, including any the server adds later: only "
+              "the sandbox confines what they do; list the tools you use (allow mcp:NAME) or deny "
+              "the ones you do not",
+          r.loc);
+    }
   }
 
   void Hosts() {

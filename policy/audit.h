@@ -21,6 +21,8 @@
 //                         (*.githubusercontent.com, *.s3.amazonaws.com, *.pages.dev, ...)
 //   CAGENT014 internal-address  an allowed IP literal in loopback, private, link-local or
 //                         cloud-metadata space (the proxy runs outside the sandbox)
+//   CAGENT015 any-mcp-tool  a tools rule allowing (low) or asking for (info) `mcp:*`, every tool
+//                         of a server run by `cagent mcp wrap`
 // CAGENT001 says what a hosts section opens; CAGENT008 reports a missing egress budget (info)
 // only while some hosts rule allows or asks.
 // Pure: it asks the engine (with its default bindings) and the diff (diff.h) and reads nothing.

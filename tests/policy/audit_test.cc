@@ -46,7 +46,7 @@ TEST(AuditTest, RulesHaveStableUniqueIds) {
     EXPECT_FALSE(r.short_description.empty());
   }
   EXPECT_EQ(AuditRules().front().id, "CAGENT001");
-  EXPECT_EQ(AuditRules().size(), 14u);
+  EXPECT_EQ(AuditRules().size(), 15u);
 }
 
 TEST(AuditTest, BuiltinBackend) {

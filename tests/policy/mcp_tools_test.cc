@@ -213,6 +213,9 @@ TEST(McpToolEngine, InvalidNamesAreDeniedEvenUnderAllowAll) {
   auto p = MustCompile(WithTools("  allow mcp:*\n"));
   Engine e(*p, PortableBinding());
   EXPECT_ALLOW(e.McpTool(std::string(128, 'a')), "tools: allow mcp:*");
+  // The rule's glob alone would match them: the name check is what denies.
+  ASSERT_TRUE(p->tools[0].mcp_tools[0].Match("a b"));
+  ASSERT_TRUE(p->tools[0].mcp_tools[0].Match("\x1b[2J"));
   for (const std::string& bad :
        {std::string(), std::string(129, 'a'), std::string("a b"), std::string("srv/echo"),
         std::string("echo\n"), std::string("\x1b[2J"), std::string("caf\xc3\xa9")}) {
@@ -233,6 +236,162 @@ TEST(McpToolNames, Alphabet) {
   EXPECT_FALSE(IsMcpToolName("a*"));
   EXPECT_TRUE(IsMcpToolName(std::string(kMaxMcpToolName, 'z')));
   EXPECT_FALSE(IsMcpToolName(std::string(kMaxMcpToolName + 1, 'z')));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests: examples and cases
+
+Request Read(std::vector<std::string> words) {
+  auto r = ParseRequestWords(words);
+  EXPECT_TRUE(std::holds_alternative<Request>(r)) << words.back();
+  return std::holds_alternative<Request>(r) ? std::get<Request>(r) : Request{};
+}
+
+TEST(McpToolRequests, ParseAndDescribe) {
+  const Request r = Read({"mcp-tool", "get-sum"});
+  EXPECT_EQ(r.kind, Request::Kind::kMcpTool);
+  EXPECT_EQ(r.mcp_tool, "get-sum");
+  EXPECT_EQ(r, Request::McpTool("get-sum"));
+  EXPECT_EQ(KindName(r), "mcp-tool");
+  EXPECT_EQ(Describe(r), "mcp-tool get-sum");
+  // A name that needs quoting is quoted, and re-reads as the same request.
+  const Request odd = Request::McpTool("a b");
+  EXPECT_EQ(Describe(odd), "mcp-tool \"a b\"");
+  EXPECT_EQ(Read({"mcp-tool", "a b"}), odd);
+  EXPECT_NE(Request::McpTool("read_file"), Request::ToolCall(Tool::kReadFile));
+  EXPECT_THAT(RequestUsage(), HasSubstr("mcp-tool get-sum"));
+
+  for (const auto& words :
+       {std::vector<std::string>{"mcp-tool"}, std::vector<std::string>{"mcp-tool", "a", "b"}}) {
+    auto parsed = ParseRequestWords(words);
+    ASSERT_TRUE(std::holds_alternative<RequestWordsError>(parsed));
+    const auto& e = std::get<RequestWordsError>(parsed);
+    EXPECT_EQ(e.message, "'mcp-tool' takes one MCP tool name");
+    EXPECT_EQ(e.word, words.size() == 1 ? 0u : 2u);
+  }
+}
+
+TEST(McpToolRequests, ExamplesRunAgainstTheProfile) {
+  EXPECT_NE(MustCompile(WithTools("  allow mcp:echo mcp:get-*\n  deny mcp:printEnv\n",
+                                  "examples {\n  allow mcp-tool echo\n  allow mcp-tool get-sum\n"
+                                  "  deny mcp-tool printEnv\n  deny mcp-tool other\n}\n")),
+            nullptr);
+  const std::string failed =
+      MustFail(WithTools("  allow read_file\n", "examples {\n  allow mcp-tool read_file\n}\n"));
+  EXPECT_EQ(FirstLine(failed),
+            "test.cagent:5:9: error: example failed: expected allow for mcp-tool read_file, got "
+            "deny");
+  EXPECT_THAT(failed, HasSubstr("write `allow mcp:read_file`"));
+  EXPECT_THAT(MustFail(WithTools("  allow mcp:*\n", "examples {\n  allow mcp-tool\n}\n")),
+              HasSubstr("error: 'mcp-tool' takes one MCP tool name"));
+}
+
+TEST(McpToolRequests, CasesFileReadsMcpToolRequests) {
+  SourceSet sources;
+  const std::uint32_t file =
+      sources.Add("t.cases", "allow mcp-tool echo\nask mcp-tool write_note\ndeny mcp-tool x\n");
+  Diagnostics diags;
+  std::vector<Case> cases = ParseCases(sources, file, diags);
+  ASSERT_FALSE(diags.HasErrors()) << RenderAll(sources, diags);
+  ASSERT_EQ(cases.size(), 3u);
+  EXPECT_EQ(cases[0].request, Request::McpTool("echo"));
+  EXPECT_EQ(cases[1].expect, Verdict::kAsk);
+  auto p = MustCompile(WithTools("  allow mcp:echo\n  ask mcp:write_*\n"));
+  Engine e(*p, PortableBinding());
+  EXPECT_ALLOW(e.Decide(cases[0].request), "tools: allow mcp:echo");
+  EXPECT_ASK(e.Decide(cases[1].request), "tools: ask mcp:write_*");
+  EXPECT_DENY(e.Decide(cases[2].request), "default");
+
+  SourceSet bad_sources;
+  const std::uint32_t bad = bad_sources.Add("t.cases", "allow mcp-tool a b\n");
+  Diagnostics bad_diags;
+  EXPECT_TRUE(ParseCases(bad_sources, bad, bad_diags).empty());
+  EXPECT_EQ(FirstLine(RenderAll(bad_sources, bad_diags)),
+            "t.cases:1:18: error: 'mcp-tool' takes one MCP tool name");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dump, JSON, diff, audit
+
+TEST(McpToolDump, RoundTrips) {
+  auto p = MustCompile(WithTools(
+      "  allow read_file mcp:echo mcp:get-[a-z]*\n  ask mcp:write_*\n  deny mcp:printEnv\n"));
+  const std::string dump = Dump(*p, false);
+  EXPECT_THAT(dump, HasSubstr("tools {\n"
+                              "  deny mcp:printEnv\n"
+                              "  ask mcp:write_*\n"
+                              "  allow read_file mcp:echo mcp:get-[a-z]*\n"
+                              "}\n"));
+  SearchPath search;
+  Compiled again = CompileText("again.cagent", dump, search);
+  ASSERT_TRUE(again.ok()) << RenderAll(*again.sources, again.diags) << dump;
+  const std::string redump = Dump(*again.policy, false);
+  EXPECT_EQ(dump.substr(dump.find('\n')), redump.substr(redump.find('\n')));
+  Engine e(*again.policy, PortableBinding());
+  EXPECT_ALLOW(e.McpTool("get-sum"), "tools: allow read_file mcp:echo mcp:get-[a-z]*");
+
+  const auto j = ToJson(*p);
+  ASSERT_EQ(j["tools"].size(), 3u);
+  const auto& allow = j["tools"][2];
+  EXPECT_EQ(allow["verdict"], "allow");
+  EXPECT_EQ(allow["tools"], nlohmann::json::array({"read_file"}));
+  EXPECT_EQ(allow["mcp_tools"], nlohmann::json::array({"echo", "get-[a-z]*"}));
+  EXPECT_EQ(j["tools"][0]["tools"], nlohmann::json::array());
+}
+
+TEST(McpToolDiff, AllowsAreWiderDeniesNarrower) {
+  auto from = MustCompile(WithTools("  allow read_file\n  deny mcp:printEnv\n"));
+  auto to = MustCompile(WithTools("  allow read_file mcp:echo\n  ask mcp:write_*\n"));
+  std::vector<std::string> lines;
+  for (const auto& e : Diff(*from, *to)) {
+    lines.push_back(std::string(DirectionName(e.direction)) + " " + e.area + ": " + e.text);
+  }
+  EXPECT_THAT(lines, ::testing::Contains("wider tools: added: allow read_file mcp:echo"));
+  EXPECT_THAT(lines, ::testing::Contains("narrower tools: removed: allow read_file"));
+  EXPECT_THAT(lines, ::testing::Contains("wider tools: removed: deny mcp:printEnv"));
+  EXPECT_THAT(lines, ::testing::Contains(HasSubstr("neutral tools: added: ask mcp:write_*")));
+  EXPECT_THAT(Diff(*to, *to), ::testing::IsEmpty());
+}
+
+std::vector<const Finding*> AnyMcp(const std::vector<Finding>& fs) {
+  std::vector<const Finding*> out;
+  for (const auto& f : fs) {
+    if (f.rule_id == "CAGENT015") out.push_back(&f);
+  }
+  return out;
+}
+
+TEST(McpToolAudit, AllowAllIsLowAskAllIsInfo) {
+  auto p = MustCompile(WithTools("  allow mcp:*\n  deny mcp:printEnv\n"));
+  const auto fs = Audit(*p);
+  const auto any = AnyMcp(fs);
+  ASSERT_EQ(any.size(), 1u);
+  EXPECT_EQ(any[0]->risk, Risk::kLow);
+  EXPECT_EQ(any[0]->message,
+            "'tools: allow mcp:*' allows every tool of a wrapped MCP server, including any the "
+            "server adds later: only the sandbox confines what they do; list the tools you use "
+            "(allow mcp:NAME) or deny the ones you do not");
+  EXPECT_EQ(p->Where(any[0]->loc), "test.cagent:2:9");
+
+  auto asked = MustCompile("approval on-request\n" + WithTools("  ask mcp:*?*\n"));
+  const auto asked_fs = Audit(*asked);
+  const auto asked_any = AnyMcp(asked_fs);
+  ASSERT_EQ(asked_any.size(), 1u);
+  EXPECT_EQ(asked_any[0]->risk, Risk::kInfo);
+  EXPECT_THAT(asked_any[0]->message, HasSubstr("asks a person for every tool"));
+}
+
+TEST(McpToolAudit, NamedToolsAndSilentAsksAreNotReported) {
+  // Twins of the finding: named tools and globs that leave names out are what the finding asks
+  // for; an ask under never-ask is CAGENT006's, a deny is no risk.
+  for (const std::string& text :
+       {WithTools("  allow mcp:echo mcp:get-*\n"), WithTools("  ask mcp:*\n"),
+        WithTools("  deny mcp:*\n"), WithTools("  allow mcp:??*\n")}) {
+    auto p = MustCompile(text);
+    EXPECT_TRUE(AnyMcp(Audit(*p)).empty()) << text;
+  }
+  EXPECT_EQ(AuditRules().back().id, "CAGENT015");
+  EXPECT_EQ(AuditRules().back().name, "any-mcp-tool");
 }
 
 }  // namespace
