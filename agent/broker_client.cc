@@ -147,6 +147,11 @@ std::variant<protocol::Message, BrokerFailure> BrokerClient::Await(std::uint64_t
                                                                    Kind expected) {
   auto received = Receive();
   if (auto* failure = std::get_if<BrokerFailure>(&received)) return *failure;
+  // A cancel that crossed the result of the call it named is late: nothing is left to stop.
+  while (std::get<protocol::Message>(received).header.kind == Kind::kCancel) {
+    received = Receive();
+    if (auto* failure = std::get_if<BrokerFailure>(&received)) return *failure;
+  }
   auto& message = std::get<protocol::Message>(received);
   const Kind kind = message.header.kind;
   if (kind == Kind::kShutdown) {
@@ -185,6 +190,66 @@ BrokerReply<T> BrokerClient::Exchange(Kind kind, protocol::Body body, Kind expec
   auto reply = Await(std::get<std::uint64_t>(sent), expected);
   if (auto* failure = std::get_if<BrokerFailure>(&reply)) return *failure;
   return std::get<T>(std::move(std::get<protocol::Message>(reply).body));
+}
+
+BrokerReply<protocol::ModelResult> BrokerClient::NextCall() {
+  return Exchange<protocol::ModelResult>(Kind::kNextCall, protocol::NextCall{}, Kind::kModelResult);
+}
+
+bool BrokerClient::CancelArrived(std::uint64_t request_id) {
+  if (failure_) return true;
+  std::array<char, 65536> buffer{};
+  for (;;) {
+    const ssize_t n = ::recv(socket_.get(), buffer.data(), buffer.size(), MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n < 0) {
+      Fail(Failure(BrokerFailure::Kind::kClosed,
+                   std::string("reading from the broker failed: ") + std::strerror(errno)));
+      return true;
+    }
+    if (n == 0) {
+      Fail(Failure(BrokerFailure::Kind::kClosed, "the broker closed the connection"));
+      return true;
+    }
+    if (Status fed = decoder_.Feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
+        !fed.ok()) {
+      Fail(Failure(BrokerFailure::Kind::kProtocol,
+                   "the broker sent a bad frame: " + fed.error().Message()));
+      return true;
+    }
+    if (static_cast<std::size_t>(n) < buffer.size()) break;
+  }
+  bool cancelled = false;
+  while (auto payload = decoder_.Next()) {
+    auto decoded = protocol::Decode(*payload, /*from_agent=*/false);
+    if (auto* error = std::get_if<protocol::DecodeError>(&decoded)) {
+      Fail(Failure(BrokerFailure::Kind::kProtocol,
+                   "the broker sent a malformed message (" +
+                       std::string(protocol::ErrorCodeName(error->code)) + "): " + error->message));
+      return true;
+    }
+    const auto& message = std::get<protocol::Message>(decoded);
+    if (message.header.kind == Kind::kCancel) {
+      cancelled = cancelled || message.header.id == request_id;
+      continue;
+    }
+    if (message.header.kind == Kind::kShutdown) {
+      const auto& sd = std::get<protocol::Shutdown>(message.body);
+      BrokerFailure f = Failure(BrokerFailure::Kind::kShutdown, sd.reason);
+      f.status = sd.status;
+      Fail(f);
+      return true;
+    }
+    Fail(Failure(BrokerFailure::Kind::kProtocol,
+                 "the broker sent " + KindText(message.header.kind) + " while a tool was running"));
+    return true;
+  }
+  if (decoder_.failed()) {
+    Fail(Failure(BrokerFailure::Kind::kProtocol, "the broker's stream is corrupt"));
+    return true;
+  }
+  return cancelled;
 }
 
 BrokerReply<protocol::Welcome> BrokerClient::Hello(const std::string& agent_name) {

@@ -87,6 +87,15 @@ class BrokerClient {
   BrokerReply<protocol::ResultAck> ReportResult(protocol::ToolResult result);
   // progress -> ack.
   BrokerReply<protocol::Ack> Progress(std::string state, std::string text);
+  // next_call -> model_result: a served session's next calls (the MCP client's), as a turn.
+  BrokerReply<protocol::ModelResult> NextCall();
+  // Whether the broker has told this client to stop tool request `request_id` (a `cancel`), reading
+  // without blocking only what has arrived. A shutdown, a closed connection or anything else
+  // arriving also counts (the session is then dead: failure() says why). A cancel for another
+  // request is ignored (a late one), here and while waiting for a reply.
+  bool CancelArrived(std::uint64_t request_id);
+  // The socket, for poll(2) (CommandSpec::interrupt_fd). Not to be read or written directly.
+  [[nodiscard]] int fd() const { return socket_.get(); }
   // finish -> ack (the broker then closes the connection).
   BrokerReply<protocol::Ack> Finish(std::string outcome, std::string summary);
 

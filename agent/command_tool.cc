@@ -297,8 +297,8 @@ CommandRun RunShellCommand(const CommandSpec& spec) {
 
   while (!shell_exited) {
     const auto now = Clock::now();
-    if (phase == Phase::kRunning && now >= deadline) {
-      run.timed_out = true;
+    if (phase == Phase::kRunning && (now >= deadline || run.cancelled)) {
+      run.timed_out = !run.cancelled;
       ::kill(-pgid, SIGTERM);
       ::kill(pid, SIGTERM);  // in case the shell moved itself to another group
       phase = Phase::kTerminating;
@@ -316,10 +316,15 @@ CommandRun RunShellCommand(const CommandSpec& spec) {
         std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count() + 1;
     if (!pidfd.valid()) wait_ms = std::min<decltype(wait_ms)>(wait_ms, 50);  // poll waitid instead
     wait_ms = std::clamp<decltype(wait_ms)>(wait_ms, 0, 1000);
-    struct pollfd fds[2];
+    struct pollfd fds[3];
     nfds_t nfds = 0;
     int pipe_index = -1;
     int pid_index = -1;
+    int interrupt_index = -1;
+    if (phase == Phase::kRunning && spec.interrupt_fd >= 0 && spec.interrupted) {
+      interrupt_index = static_cast<int>(nfds);
+      fds[nfds++] = {spec.interrupt_fd, POLLIN, 0};
+    }
     if (!pipe_eof) {
       pipe_index = static_cast<int>(nfds);
       fds[nfds++] = {out_r.get(), POLLIN, 0};
@@ -330,6 +335,11 @@ CommandRun RunShellCommand(const CommandSpec& spec) {
     }
     int rc = ::poll(fds, nfds, static_cast<int>(wait_ms));
     if (rc < 0 && errno != EINTR) break;
+    if (rc > 0 && interrupt_index >= 0 &&
+        (fds[interrupt_index].revents & (POLLIN | POLLHUP | POLLERR)) != 0 && spec.interrupted()) {
+      run.cancelled = true;
+      continue;  // the top of the loop sends SIGTERM at once
+    }
     if (rc > 0 && pipe_index >= 0 && (fds[pipe_index].revents & (POLLIN | POLLHUP)) != 0) {
       ReadAvailable(out_r.get(), &capture, &pipe_eof);
     }
@@ -399,6 +409,8 @@ class RunCommandCall : public PreparedCall {
     spec.timeout = timeout_;
     spec.kill_grace = env_->limits.kill_grace;
     spec.output_cap = env_->limits.command_output_bytes;
+    spec.interrupt_fd = env_->interrupt_fd;
+    spec.interrupted = env_->interrupted;
     CommandRun run = RunShellCommand(spec);
     // Whatever ran may have changed any file: reads are re-checked by digest before an edit.
     env_->ledger.MarkAllStale();
@@ -434,7 +446,15 @@ class RunCommandCall : public PreparedCall {
       notes.push_back("processes that left the command's process group could not be tracked");
     }
     o.output = run.output.empty() ? "(no output)" : SanitizeUtf8(run.output);
-    if (run.timed_out) {
+    if (run.cancelled) {
+      o.ok = false;
+      o.code = "cancelled";
+      o.message =
+          std::string("run_command was cancelled; the process group was terminated (SIGTERM") +
+          (run.escalated ? ", then SIGKILL after " + DurationWords(env_->limits.kill_grace) + ")"
+                         : ")") +
+          "; " + status;
+    } else if (run.timed_out) {
       o.ok = false;
       o.code = "timeout";
       o.message =

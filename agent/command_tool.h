@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace cagent::agent {
@@ -20,6 +21,12 @@ struct CommandSpec {
   std::chrono::milliseconds timeout{120000};
   std::chrono::milliseconds kill_grace{2000};
   std::uint64_t output_cap = 64 * 1024;  // bytes kept: the first half and the last half
+  // Cancellation (a served session): while the command runs, `interrupt_fd` is polled too; when it
+  // becomes readable, `interrupted()` is asked (it reads what arrived) and a true answer stops the
+  // command as a timeout does (SIGTERM to the group, SIGKILL after the grace), marked cancelled.
+  // -1 = none.
+  int interrupt_fd = -1;
+  std::function<bool()> interrupted;
 };
 
 struct CommandRun {
@@ -28,6 +35,7 @@ struct CommandRun {
   int exit_code = 0;
   int term_signal = 0;  // killed by this signal (when !exited)
   bool timed_out = false;
+  bool cancelled = false;          // stopped through CommandSpec::interrupted
   bool escalated = false;          // timed out and the grace period ended with SIGKILL
   std::string output;              // head + "[... N bytes cut ...]" + tail (raw bytes)
   std::uint64_t output_bytes = 0;  // everything the command wrote

@@ -212,7 +212,7 @@ class Loop {
     ready.reset();  // release the call's descriptors before the next one
     auto ack = client_.ReportResult(protocol::ToolResult{decision.value().request_id, outcome.ok,
                                                          outcome.code, outcome.Render(),
-                                                         outcome.changed_paths});
+                                                         outcome.changed_paths, ""});
     if (!ack.ok()) return FromFailure(ack.failure());
     info.error_code = outcome.code;
     Append(call, ack.value().output, !outcome.ok, info);

@@ -18,6 +18,7 @@
 
 #include "agent/broker_client.h"
 #include "agent/loop.h"
+#include "agent/serve_loop.h"
 #include "agent/toolbox.h"
 #include "common/exit_codes.h"
 #include "common/protocol.h"
@@ -166,7 +167,8 @@ int Main(int argc, char** argv) {
   auto toolbox = Toolbox::Open(w.workspace, limits, std::move(filter.value()));
   if (!toolbox.ok()) return setup_failed("opening the workspace: " + toolbox.error().Message());
 
-  const LoopResult result = RunLoop(client, toolbox.value(), w);
+  const LoopResult result = w.mode == "serve" ? RunServeLoop(client, toolbox.value(), w)
+                                              : RunLoop(client, toolbox.value(), w);
   switch (result.status) {
     case LoopResult::Status::kDone:
       std::fprintf(stderr, "cagent-agent: finished after %llu turns\n",

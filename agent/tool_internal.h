@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -24,6 +25,8 @@ struct ToolEnv {
   PathFilter filter;
   Ledger ledger;
   bool subreaper = false;  // PR_SET_CHILD_SUBREAPER took effect
+  int interrupt_fd = -1;   // Toolbox::SetInterrupt
+  std::function<bool()> interrupted;
 };
 
 using EnvPtr = std::shared_ptr<ToolEnv>;

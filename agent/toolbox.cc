@@ -149,6 +149,11 @@ Result<Toolbox> Toolbox::Open(const std::string& workspace, ToolLimits limits, P
   return box;
 }
 
+void Toolbox::SetInterrupt(int fd, std::function<bool()> interrupted) {
+  env_->interrupt_fd = fd;
+  env_->interrupted = std::move(interrupted);
+}
+
 Ledger& Toolbox::ledger() { return env_->ledger; }
 const ToolLimits& Toolbox::limits() const { return env_->limits; }
 const std::string& Toolbox::workspace() const { return env_->fs.path(); }

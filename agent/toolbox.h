@@ -110,6 +110,11 @@ class Toolbox {
   std::variant<std::unique_ptr<PreparedCall>, ToolOutcome> Prepare(std::string_view tool,
                                                                    const nlohmann::json& args);
 
+  // Makes run_command cancellable (a served session): while a command runs, `fd` is polled, and
+  // when it is readable `interrupted()` says whether to stop the command (see CommandSpec). The
+  // outcome is then a failure with code "cancelled". fd -1 = none. Not owned.
+  void SetInterrupt(int fd, std::function<bool()> interrupted);
+
   // The read-before-edit ledger (the loop invalidates entries when compaction drops a file's
   // contents from the context).
   Ledger& ledger();

@@ -10,9 +10,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 14> kKindNames = {
-    "hello",        "model_call", "tool_request", "tool_result", "progress", "finish", "welcome",
-    "model_result", "decision",   "approval",     "result_ack",  "ack",      "error",  "shutdown"};
+constexpr std::array<std::string_view, 16> kKindNames = {
+    "hello",  "model_call", "tool_request", "tool_result", "progress", "next_call",
+    "finish", "welcome",    "model_result", "decision",    "approval", "result_ack",
+    "ack",    "error",      "shutdown",     "cancel"};
 
 constexpr std::array<std::string_view, 12> kErrorNames = {
     "malformed",      "too_large",     "unknown_type",     "bad_version",
@@ -298,6 +299,7 @@ struct BodyToJson {
   }
   void operator()(const ToolResult& m) const {
     out["request"] = m.request;
+    out["call_id"] = m.call_id;
     out["ok"] = m.ok;
     out["error_code"] = m.error_code;
     out["output"] = m.output;
@@ -307,6 +309,7 @@ struct BodyToJson {
     out["state"] = m.state;
     out["text"] = m.text;
   }
+  void operator()(const NextCall&) const {}
   void operator()(const Finish& m) const {
     out["outcome"] = m.outcome;
     out["summary"] = m.summary;
@@ -317,6 +320,7 @@ struct BodyToJson {
     out["workspace"] = m.workspace;
     out["home"] = m.home;
     out["task"] = m.task;
+    out["mode"] = m.mode;
     out["policy_name"] = m.policy_name;
     out["policy_digest"] = m.policy_digest;
     out["policy_summary"] = m.policy_summary;
@@ -365,6 +369,7 @@ struct BodyToJson {
     out["status"] = m.status;
     out["reason"] = m.reason;
   }
+  void operator()(const Cancel& m) const { out["reason"] = m.reason; }
 };
 
 // Parses the body of `kind` from `object`; an empty error means success.
@@ -402,6 +407,7 @@ std::pair<Body, std::string> ParseBody(Kind kind, json& object) {
     case Kind::kToolResult: {
       ToolResult m;
       m.request = r.Unsigned("request");
+      m.call_id = r.String("call_id", false);
       m.ok = r.Bool("ok");
       m.error_code = r.String("error_code", false);
       m.output = r.String("output");
@@ -411,6 +417,9 @@ std::pair<Body, std::string> ParseBody(Kind kind, json& object) {
     }
     case Kind::kProgress:
       body = Progress{r.String("state"), r.String("text", false)};
+      break;
+    case Kind::kNextCall:
+      body = NextCall{};
       break;
     case Kind::kFinish:
       body = Finish{r.String("outcome"), r.String("summary", false)};
@@ -422,6 +431,7 @@ std::pair<Body, std::string> ParseBody(Kind kind, json& object) {
       m.workspace = r.String("workspace");
       m.home = r.String("home", false);
       m.task = r.String("task");
+      m.mode = r.String("mode", false);
       m.policy_name = r.String("policy_name");
       m.policy_digest = r.String("policy_digest");
       m.policy_summary = r.String("policy_summary", false);
@@ -510,6 +520,9 @@ std::pair<Body, std::string> ParseBody(Kind kind, json& object) {
     }
     case Kind::kShutdown:
       body = Shutdown{r.String("status"), r.String("reason", false)};
+      break;
+    case Kind::kCancel:
+      body = Cancel{r.String("reason", false)};
       break;
   }
   return {std::move(body), r.error()};

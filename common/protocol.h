@@ -90,6 +90,7 @@ enum class Kind : std::uint8_t {
   kToolRequest,
   kToolResult,
   kProgress,
+  kNextCall,  // a served session (welcome.mode "serve"): the next calls of the MCP client
   kFinish,
   // broker -> agent
   kWelcome,
@@ -100,6 +101,7 @@ enum class Kind : std::uint8_t {
   kAck,
   kError,
   kShutdown,
+  kCancel,  // unsolicited: stop the tool call of tool_request `id` (a served session)
 };
 std::string_view KindName(Kind kind);
 std::optional<Kind> ParseKind(std::string_view name);
@@ -215,17 +217,25 @@ struct ToolRequest {
 // The outcome of an executed (or refused-by-the-agent) tool call. The broker counts `output`'s
 // bytes against the output budget, redacts it, and returns the text to give the model.
 struct ToolResult {
-  std::uint64_t request = 0;  // id of the tool_request this answers
+  // Id of the tool_request this answers. 0 together with `call_id`: the agent refused the call
+  // itself before asking (a served session; the toolbox could not prepare it), and `output` says
+  // why; `ok` must then be false.
+  std::uint64_t request = 0;
   bool ok = false;
   std::string error_code;                  // "" when ok; e.g. "not_found", "stale_read", "timeout"
   std::string output;                      // what the model will see (before redaction)
   std::vector<std::string> changed_paths;  // files the call wrote (workspace-relative)
+  std::string call_id;                     // with request 0 (see above); "" otherwise
 };
 
 struct Progress {
   std::string state;  // "thinking", "tool", "compacting", ...
   std::string text;   // one line for the operator's display ("run_command: pytest -q")
 };
+
+// Asks for the next calls of a served session; answered by a model_result whose tool_calls are
+// what the MCP client asked for (no fields).
+struct NextCall {};
 
 struct Finish {
   std::string outcome;  // "done" (the model called finish / answered) | "gave_up" | "error"
@@ -249,6 +259,9 @@ struct Welcome {
   // the same path inside); "" when the caller has none. Not the sandbox's own HOME.
   std::string home;
   std::string task;  // the task text (untrusted data; for the first user message)
+  // "task" (the agent's own model loop; also when absent) or "serve" (cagent mcp serve: the calls
+  // come from an MCP client through next_call, and there is no model).
+  std::string mode;
   std::string policy_name;
   std::string policy_digest;
   std::string policy_summary;  // a few lines the system prompt quotes (what is allowed)
@@ -312,8 +325,13 @@ struct Shutdown {
 
 struct Ack {};
 
-using Body = std::variant<Hello, ModelCall, ToolRequest, ToolResult, Progress, Finish, Welcome,
-                          ModelResult, Decision, Approval, ResultAck, Ack, ErrorReply, Shutdown>;
+struct Cancel {
+  std::string reason;  // "the client cancelled the call"
+};
+
+using Body =
+    std::variant<Hello, ModelCall, ToolRequest, ToolResult, Progress, NextCall, Finish, Welcome,
+                 ModelResult, Decision, Approval, ResultAck, Ack, ErrorReply, Shutdown, Cancel>;
 
 struct Message {
   Header header;

@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <deque>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -152,6 +153,10 @@ class Broker::Impl {
       outcome_.model_provider = info.provider;
       outcome_.model_name = info.name;
     }
+    if (config_.serve) {
+      outcome_.model_provider = "mcp";
+      outcome_.model_name = config_.client_name;
+    }
   }
 
   ~Impl() {
@@ -159,6 +164,7 @@ class Broker::Impl {
     alive_.reset();
     if (model_call_id_ && services_.model != nullptr) services_.model->Cancel();
     if (approval_id_ && services_.approver != nullptr) services_.approver->Cancel();
+    if (next_call_id_ && services_.calls != nullptr) services_.calls->Cancel();
     boost::system::error_code ec;
     socket_.close(ec);
   }
@@ -167,6 +173,9 @@ class Broker::Impl {
   void Stop(BrokerOutcome::Status status, std::string reason) {
     End(status, std::move(reason), /*notify_peer=*/true);
   }
+
+  // serve: see Broker::CancelCall.
+  void CancelCall(const std::string& call_id, const std::string& reason);
 
   std::function<void(const BrokerOutcome&)> on_end_;
   std::function<void(const BrokerEvent&)> on_event_;
@@ -209,6 +218,13 @@ class Broker::Impl {
   void OnToolResult(std::uint64_t id, const protocol::ToolResult& result);
   void OnProgress(std::uint64_t id, const protocol::Progress& progress);
   void OnFinish(std::uint64_t id, const protocol::Finish& finish);
+  // ---- a served session (cagent mcp serve) ----
+  void OnNextCall(std::uint64_t id);
+  void OnCalls(std::uint64_t id, std::vector<ServedCall> calls);
+  // The agent's own refusal of a served call (tool_result with request 0 and a call_id).
+  void OnAgentRefusal(std::uint64_t id, const protocol::ToolResult& result);
+  // Answers served call `call_id` once (nothing when it is not one waiting for its answer).
+  void AnswerServed(const std::string& call_id, CallAnswer answer);
 
   void AskApproval(std::uint64_t id, const MappedTool& call, const std::string& digest,
                    const policy::Decision& decision, const std::string& location);
@@ -280,6 +296,12 @@ class Broker::Impl {
   std::optional<std::uint64_t> approval_id_;
   std::optional<PendingApproval> pending_approval_;
   std::map<std::uint64_t, Outstanding> outstanding_;
+  // serve: the calls handed to the agent and not answered yet; those the client cancelled before
+  // the agent asked about them; the pending next_call.
+  std::set<std::string> served_;
+  std::set<std::string> cancelled_;
+  std::optional<std::uint64_t> next_call_id_;
+  std::uint64_t served_turns_ = 0;
 
   std::deque<std::string> queue_;
   std::size_t queued_bytes_ = 0;
@@ -485,11 +507,23 @@ void Broker::Impl::End(BrokerOutcome::Status status, std::string reason, bool no
     pending_approval_.reset();
     if (services_.approver != nullptr) services_.approver->Cancel();
   }
+  if (next_call_id_) {
+    next_call_id_.reset();
+    if (services_.calls != nullptr) services_.calls->Cancel();
+  }
+  while (!served_.empty()) {
+    AnswerServed(*served_.begin(),
+                 CallAnswer{.kind = CallAnswer::Kind::kFailed,
+                            .text = "the session ended before this call was answered: " +
+                                    (outcome_.reason.empty() ? std::string(BrokerStatusName(status))
+                                                             : outcome_.reason)});
+  }
   Audit(audit::Shutdown(
       {.status = std::string(BrokerStatusName(status)), .reason = outcome_.reason}));
   Emit("shutdown", std::string(BrokerStatusName(status)) +
                        (outcome_.reason.empty() ? "" : ": " + outcome_.reason));
-  if (notify_peer && status != BrokerOutcome::Status::kFinished) {
+  // A served agent has no finish of its own to send: it is told the session is over.
+  if (notify_peer && (status != BrokerOutcome::Status::kFinished || config_.serve)) {
     Send(Kind::kShutdown, 0,
          protocol::Shutdown{std::string(BrokerStatusName(status)), outcome_.reason});
   }
@@ -576,6 +610,9 @@ void Broker::Impl::HandlePayload(const std::string& payload) {
     case Kind::kFinish:
       OnFinish(id, std::get<protocol::Finish>(m.body));
       return;
+    case Kind::kNextCall:
+      OnNextCall(id);
+      return;
     default:
       // Decode(from_agent=true) admits only the agent's kinds.
       ProtocolError(ErrorCode::kUnknownType, "not a request the agent may send", id);
@@ -600,12 +637,15 @@ void Broker::Impl::OnHello(std::uint64_t id, const protocol::Hello& hello) {
   w.workspace = config_.bindings.workspace;
   w.home = config_.bindings.home;
   w.task = config_.task;
+  w.mode = config_.serve ? "serve" : "task";
   w.policy_name = p.name;
   w.policy_digest = config_.policy_digest;
   w.policy_summary = PolicySummary(p);
   w.policy_source = policy::Dump(p);
   w.tools = enabled_tools_;
   if (services_.model != nullptr) w.model = services_.model->Info();
+  if (config_.serve)
+    w.model = protocol::ModelInfo{"mcp", ShortText(config_.client_name, 128), 0, 0};
   w.max_turns = config_.budgets.model_turns.value_or(0);
   w.command_timeout_ms = LimitOrZero(p, policy::Limit::kCommandTimeout);
   w.command_output_bytes = LimitOrZero(p, policy::Limit::kCommandOutput);
@@ -616,6 +656,13 @@ void Broker::Impl::OnHello(std::uint64_t id, const protocol::Hello& hello) {
 
 void Broker::Impl::OnModelCall(std::uint64_t id, protocol::ModelCall call,
                                const std::string& digest) {
+  if (config_.serve) {
+    ProtocolError(ErrorCode::kOutOfOrder,
+                  "this is a served session (cagent mcp serve): there is no model; ask for work "
+                  "with next_call",
+                  id);
+    return;
+  }
   if (model_call_id_) {
     ProtocolError(ErrorCode::kOutOfOrder,
                   "a model call (request " + std::to_string(*model_call_id_) +
@@ -822,6 +869,11 @@ void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call,
   if (decision.verdict == protocol::Verdict::kAllow) {
     outstanding_[id] = Outstanding{std::string(policy::ToolName(call.request.tool)),
                                    call.request.tool, current_.call_id, current_.turn};
+  } else if (decision.verdict == protocol::Verdict::kDeny) {
+    AnswerServed(current_.call_id, CallAnswer{.kind = CallAnswer::Kind::kDenied,
+                                              .text = decision.message,
+                                              .rule = decision.rule,
+                                              .location = decision.location});
   }
   Send(Kind::kDecision, id, std::move(decision));
 }
@@ -858,6 +910,9 @@ void Broker::Impl::DenyUnmapped(std::uint64_t id, const protocol::ToolRequest& r
                          .turn = current_.turn,
                          .reason = reply.reason}));
   Emit("decision", "deny: " + ShortText(request.tool, 64) + " (" + reply.reason + ")");
+  AnswerServed(
+      current_.call_id,
+      CallAnswer{.kind = CallAnswer::Kind::kDenied, .text = reply.message, .rule = reply.rule});
   Send(Kind::kDecision, id, std::move(reply));
 }
 
@@ -894,6 +949,12 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
                  "Refused: " + binding.reason +
                      ". Only the tool calls of the model's latest answer can be run, each once, "
                      "with the arguments the model gave.");
+    return;
+  }
+
+  if (cancelled_.erase(request.call_id) > 0) {
+    DenyUnmapped(id, request, args_digest, "cancelled", "the client cancelled this call",
+                 "Not run: the client cancelled this call before it started.");
     return;
   }
 
@@ -1097,11 +1158,19 @@ void Broker::Impl::OnApproval(std::uint64_t id, const ApprovalOutcome& outcome) 
                       outcome.scope == ApprovalScope::kHeadless ? DenialCause::kHeadless
                                                                 : DenialCause::kApprovalDeclined)
             .message;
+    AnswerServed(pending.call_id, CallAnswer{.kind = CallAnswer::Kind::kDenied,
+                                             .text = reply.message,
+                                             .rule = pending.request.rule,
+                                             .location = pending.request.location});
   }
   Send(Kind::kApproval, id, std::move(reply));
 }
 
 void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& result) {
+  if (result.request == 0 && config_.serve) {
+    OnAgentRefusal(id, result);
+    return;
+  }
   auto it = outstanding_.find(result.request);
   if (it == outstanding_.end()) {
     Audit(audit::UnmatchedToolResult(id, result.request));
@@ -1130,6 +1199,10 @@ void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& re
     BudgetExhausted(id, *exhausted);
     return;
   }
+  AnswerServed(call.call_id, CallAnswer{.kind = CallAnswer::Kind::kResult,
+                                        .ok = result.ok,
+                                        .error_code = ShortText(result.error_code, 64),
+                                        .text = output});
   const bool writes = call.kind == policy::Tool::kWriteFile ||
                       call.kind == policy::Tool::kEditFile ||
                       call.kind == policy::Tool::kRunCommand;
@@ -1190,6 +1263,111 @@ void Broker::Impl::ProtocolError(ErrorCode code, const std::string& message, std
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// A served session
+
+void Broker::Impl::OnNextCall(std::uint64_t id) {
+  if (!config_.serve || services_.calls == nullptr) {
+    ProtocolError(ErrorCode::kOutOfOrder,
+                  "next_call is only for a served session (cagent mcp serve); this session has a "
+                  "model: send model_call",
+                  id);
+    return;
+  }
+  if (next_call_id_) {
+    ProtocolError(
+        ErrorCode::kOutOfOrder,
+        "a next_call (request " + std::to_string(*next_call_id_) + ") is still waiting for calls",
+        id);
+    return;
+  }
+  // Asking for more work answers whatever the agent left unanswered of the last calls: the
+  // client must not wait forever on a call a (compromised) agent chose to ignore.
+  while (!served_.empty()) {
+    AnswerServed(*served_.begin(),
+                 CallAnswer{.kind = CallAnswer::Kind::kFailed,
+                            .text = "the sandboxed toolbox did not run this call"});
+  }
+  outstanding_.clear();
+  next_call_id_ = id;
+  std::weak_ptr<int> alive = alive_;
+  services_.calls->Next([this, alive, id](std::vector<ServedCall> calls) {
+    if (alive.expired()) return;
+    OnCalls(id, std::move(calls));
+  });
+}
+
+void Broker::Impl::OnCalls(std::uint64_t id, std::vector<ServedCall> calls) {
+  if (ended_ || next_call_id_ != id) return;
+  next_call_id_.reset();
+  if (calls.empty()) {
+    End(BrokerOutcome::Status::kFinished, "the client ended the session", true);
+    return;
+  }
+  if (calls.size() > protocol::kMaxToolCallsPerTurn) calls.resize(protocol::kMaxToolCallsPerTurn);
+  const std::uint64_t turn = ++served_turns_;
+  protocol::ModelResult result;
+  result.turn = turn;
+  result.answer.stop_reason = protocol::StopReason::kToolCalls;
+  for (ServedCall& c : calls) {
+    served_.insert(c.call_id);
+    result.answer.tool_calls.push_back(
+        protocol::ToolCall{c.call_id, c.tool, std::move(c.arguments), ""});
+  }
+  // From now on the agent may ask about these calls, and only these, each once.
+  turns_.Record(turn, result.answer.tool_calls);
+  Emit("model_result", "client call" + std::string(calls.size() > 1 ? "s" : "") + ": " +
+                           ShortText(result.answer.tool_calls.front().name, 64));
+  Send(Kind::kModelResult, id, std::move(result));
+}
+
+void Broker::Impl::OnAgentRefusal(std::uint64_t id, const protocol::ToolResult& result) {
+  if (served_.count(result.call_id) == 0 || result.ok) {
+    Audit(audit::UnmatchedToolResult(id, 0));
+    ProtocolError(ErrorCode::kOutOfOrder,
+                  "tool_result with request 0 must be a refusal (ok false) of a call handed out "
+                  "by the latest next_call and not asked about",
+                  id);
+    return;
+  }
+  // The id is used up, as if the agent had asked about it.
+  (void)turns_.Bind(result.call_id, "", "");
+  const std::string output =
+      services_.redactor != nullptr ? services_.redactor->Redact(result.output) : result.output;
+  Audit(audit::Progress(
+      {.id = id,
+       .state = "refused",
+       .text = ShortText(result.call_id, 128) + ": " + ShortText(result.error_code, 64)}));
+  Emit("tool_result", "refused by the toolbox: " + ShortText(result.error_code, 64));
+  AnswerServed(result.call_id, CallAnswer{.kind = CallAnswer::Kind::kRefused,
+                                          .error_code = ShortText(result.error_code, 64),
+                                          .text = output});
+  Send(Kind::kResultAck, id, protocol::ResultAck{output, false});
+}
+
+void Broker::Impl::AnswerServed(const std::string& call_id, CallAnswer answer) {
+  if (!config_.serve || services_.calls == nullptr || served_.erase(call_id) == 0) return;
+  services_.calls->Answer(call_id, std::move(answer));
+}
+
+void Broker::Impl::CancelCall(const std::string& call_id, const std::string& reason) {
+  if (ended_ || served_.count(call_id) == 0) return;
+  for (const auto& [request, call] : outstanding_) {
+    if (call.call_id == call_id) {
+      Audit(audit::Progress({.id = request,
+                             .state = "cancel",
+                             .text = ShortText(call_id, 128) + ": " + ShortText(reason, 200)}));
+      Send(Kind::kCancel, request, protocol::Cancel{reason});
+      return;
+    }
+  }
+  if (pending_approval_ && pending_approval_->call_id == call_id) {
+    if (services_.approver != nullptr) services_.approver->Cancel();
+    return;
+  }
+  cancelled_.insert(call_id);
+}
+
 void Broker::Impl::BudgetExhausted(std::uint64_t id, const std::string& reason) {
   Audit(audit::Budget({.id = id, .reason = reason}));
   Send(Kind::kError, id, protocol::ErrorReply{ErrorCode::kBudgetExhausted, reason});
@@ -1228,6 +1406,10 @@ void Broker::Start(UniqueFd socket) { impl_->Start(std::move(socket)); }
 
 void Broker::Stop(BrokerOutcome::Status status, std::string reason) {
   impl_->Stop(status, std::move(reason));
+}
+
+void Broker::CancelCall(const std::string& call_id, std::string reason) {
+  impl_->CancelCall(call_id, reason);
 }
 
 void Broker::SetOnEnd(std::function<void(const BrokerOutcome&)> on_end) {

@@ -19,6 +19,9 @@
 //   tool_result  output budget, redaction, digest into the audit log
 //   progress     operator display (callback), audit
 //   finish       records the agent's summary, acks, ends the session
+//   next_call    a served session only (cagent mcp serve): the MCP client's next calls, from the
+//                CallSource, become the turn tool requests may name (no model, no token budget);
+//                every call handed out gets exactly one CallAnswer
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -28,8 +31,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/protocol.h"
 #include "common/result.h"
@@ -110,6 +115,49 @@ struct BrokerConfig {
   // (a peer that floods requests but never reads its replies stalls itself, not the broker); it
   // resumes once the queue is down to a quarter of it.
   std::size_t pause_reading_above = 1U << 20;
+  // cagent mcp serve: the welcome says mode "serve" (no task, no model), the agent asks for work
+  // with next_call, and model_call is refused. Needs BrokerServices::calls.
+  bool serve = false;
+  // serve: who the "model" is in the welcome (the MCP client's name).
+  std::string client_name;
+};
+
+// A served session's calls (cagent mcp serve): an MCP client plays the model's part. The broker
+// hands each call to the agent in the sandbox, decides it exactly as in a run (the model-turn
+// binding, loop detection, budgets, the policy, approvals) and answers it once.
+struct ServedCall {
+  std::string call_id;  // unique in the session (the source's choice)
+  std::string tool;     // a toolbox tool name
+  nlohmann::json arguments = nlohmann::json::object();
+};
+struct CallAnswer {
+  enum class Kind : std::uint8_t {
+    kResult,   // the call ran; `ok`, `error_code`, `text` (its output, redacted)
+    kDenied,   // the broker refused it (the policy, a declined approval, loop detection, the
+               // arguments, a cancelled call...): `text` is the refusal for the client, naming the
+               // rule and what to do instead
+    kRefused,  // the agent's toolbox refused it before asking (a path outside the workspace, a
+               // file that does not exist...): `text` says why, `error_code` its code
+    kFailed,   // no answer: the session ended, or the agent never ran it; `text` says why
+  };
+  Kind kind = Kind::kFailed;
+  bool ok = false;
+  std::string error_code;
+  std::string text;
+  std::string rule;      // kDenied
+  std::string location;  // kDenied
+};
+class CallSource {
+ public:
+  virtual ~CallSource() = default;
+  // The agent is ready for work: `ready` runs once, on the io thread, with the next calls (at
+  // least one), or with none when the client has ended the session. Not called again before
+  // `ready` ran.
+  virtual void Next(std::function<void(std::vector<ServedCall>)> ready) = 0;
+  // The answer to a call handed out by Next (exactly once per call).
+  virtual void Answer(const std::string& call_id, CallAnswer answer) = 0;
+  // The session is ending: a pending Next is abandoned (its `ready` may not run).
+  virtual void Cancel() = 0;
 };
 
 // The parts the broker uses but does not own (all must outlive the Broker). `approver` may be null
@@ -120,6 +168,8 @@ struct BrokerServices {
   Approver* approver = nullptr;
   ApprovalBook* approvals = nullptr;
   model::ModelProvider* model = nullptr;
+  // A served session (BrokerConfig::serve): where the calls come from; `model` is then unused.
+  CallSource* calls = nullptr;
 };
 
 struct BrokerOutcome {
@@ -160,6 +210,12 @@ class Broker {
   // is connected, sends shutdown{status, reason}; completes pending approvals and model calls;
   // closes the socket. Calls on_end once (also when the session ends by itself).
   void Stop(BrokerOutcome::Status status, std::string reason);
+
+  // A served session: the client cancelled call `call_id`. Running, the agent is told to stop it
+  // (cancel: the command's process group is killed); not asked about yet, it will be denied (rule
+  // "cancelled"); waiting for an approval, the approval is withdrawn. Its answer still comes
+  // through CallSource::Answer. Unknown or answered ids are ignored.
+  void CancelCall(const std::string& call_id, std::string reason);
 
   void SetOnEnd(std::function<void(const BrokerOutcome&)> on_end);
   void SetOnEvent(std::function<void(const BrokerEvent&)> on_event);

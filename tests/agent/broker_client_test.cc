@@ -52,7 +52,7 @@ TEST(BrokerClient, IdsIncreaseAndRepliesMatch) {
   ASSERT_TRUE(decision.ok());
   EXPECT_TRUE(decision.value().allowed());
   EXPECT_FALSE(decision.value().approval.has_value());
-  auto ack = client.ReportResult({decision.value().request_id, true, "", "out", {}});
+  auto ack = client.ReportResult({decision.value().request_id, true, "", "out", {}, ""});
   ASSERT_TRUE(ack.ok());
   EXPECT_EQ(ack.value().output, "redacted:out");
   ASSERT_TRUE(client.Finish("done", "ok").ok());

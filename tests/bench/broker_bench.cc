@@ -157,7 +157,7 @@ class BenchModel final : public cagent::launcher::model::ModelProvider {
 };
 
 protocol::ToolResult ToolOk(std::uint64_t request) {
-  return protocol::ToolResult{request, true, "", "int module() { return 0; }\n", {}};
+  return protocol::ToolResult{request, true, "", "int module() { return 0; }\n", {}, ""};
 }
 
 void CheckAllowed(const protocol::Message& m) {

@@ -89,21 +89,23 @@ bool BodyEq(const ToolRequest& a, const ToolRequest& b) {
          std::tie(b.call_id, b.tool, b.args, b.paths);
 }
 bool BodyEq(const ToolResult& a, const ToolResult& b) {
-  return std::tie(a.request, a.ok, a.error_code, a.output, a.changed_paths) ==
-         std::tie(b.request, b.ok, b.error_code, b.output, b.changed_paths);
+  return std::tie(a.request, a.ok, a.error_code, a.output, a.changed_paths, a.call_id) ==
+         std::tie(b.request, b.ok, b.error_code, b.output, b.changed_paths, b.call_id);
 }
 bool BodyEq(const Progress& a, const Progress& b) {
   return std::tie(a.state, a.text) == std::tie(b.state, b.text);
 }
+bool BodyEq(const NextCall&, const NextCall&) { return true; }
+bool BodyEq(const Cancel& a, const Cancel& b) { return a.reason == b.reason; }
 bool BodyEq(const Finish& a, const Finish& b) {
   return std::tie(a.outcome, a.summary) == std::tie(b.outcome, b.summary);
 }
 bool BodyEq(const Welcome& a, const Welcome& b) {
-  return std::tie(a.protocol, a.run_id, a.workspace, a.task, a.policy_name, a.policy_digest,
+  return std::tie(a.protocol, a.run_id, a.workspace, a.task, a.mode, a.policy_name, a.policy_digest,
                   a.policy_summary, a.policy_source, a.tools, a.model.provider, a.model.name,
                   a.model.context_window, a.model.max_output_tokens, a.max_turns,
                   a.command_timeout_ms, a.command_output_bytes) ==
-         std::tie(b.protocol, b.run_id, b.workspace, b.task, b.policy_name, b.policy_digest,
+         std::tie(b.protocol, b.run_id, b.workspace, b.task, b.mode, b.policy_name, b.policy_digest,
                   b.policy_summary, b.policy_source, b.tools, b.model.provider, b.model.name,
                   b.model.context_window, b.model.max_output_tokens, b.max_turns,
                   b.command_timeout_ms, b.command_output_bytes);
@@ -167,14 +169,16 @@ std::vector<Message> SampleMessages() {
                                  {"src/main.cc", "src/other.cc"}}));
   out.push_back(
       Make(Kind::kToolResult, 4,
-           ToolResult{3, false, "not_found", "no such file: src/x.cc\n", {"a.txt", "b/c"}}));
+           ToolResult{3, false, "not_found", "no such file: src/x.cc\n", {"a.txt", "b/c"}, ""}));
   out.push_back(Make(Kind::kProgress, 5, Progress{"tool", "run_command: pytest -q"}));
+  out.push_back(Make(Kind::kNextCall, 7, NextCall{}));
   out.push_back(Make(Kind::kFinish, 6, Finish{"done", "fixed the off-by-one"}));
   Welcome w;
   w.protocol = 2;
   w.run_id = "run-20240101-abcdef";
   w.workspace = "/work/repo";
   w.task = "Fix the bug in parse()\n\nDetails: \"quoted\"";
+  w.mode = "task";
   w.policy_name = "backend";
   w.policy_digest = std::string(64, 'a');
   w.policy_summary = "read: workspace\nwrite: src/**";
@@ -203,6 +207,7 @@ std::vector<Message> SampleMessages() {
   out.push_back(Make(Kind::kAck, 5, Ack{}));
   out.push_back(Make(Kind::kError, 9, ErrorReply{ErrorCode::kLoopDetected, "same call 3 times"}));
   out.push_back(Make(Kind::kShutdown, 0, Shutdown{"failed", "tool-call budget (200) reached"}));
+  out.push_back(Make(Kind::kCancel, 4, Cancel{"the client cancelled the call"}));
   return out;
 }
 
@@ -218,7 +223,7 @@ json ValidAgentJson(Kind kind) {
 // ---- names ----
 
 TEST(ProtocolNames, KindsErrorCodesAndVerdictsRoundTripThroughTheirNames) {
-  for (int i = 0; i <= static_cast<int>(Kind::kShutdown); ++i) {
+  for (int i = 0; i <= static_cast<int>(Kind::kCancel); ++i) {
     const auto kind = static_cast<Kind>(i);
     EXPECT_EQ(ParseKind(KindName(kind)), kind) << KindName(kind);
     EXPECT_EQ(IsAgentKind(kind), i <= static_cast<int>(Kind::kFinish)) << KindName(kind);
@@ -248,7 +253,7 @@ TEST(ProtocolNames, WireNamesAreTheDocumentedOnes) {
 
 TEST(ProtocolRoundTrip, EveryKindEncodesAndDecodesBackEqualInItsDirection) {
   const std::vector<Message> samples = SampleMessages();
-  ASSERT_EQ(samples.size(), 14U);  // one per kind
+  ASSERT_EQ(samples.size(), 16U);  // one per kind
   for (const Message& m : samples) {
     SCOPED_TRACE(std::string(KindName(m.header.kind)));
     auto frame = EncodeMessage(m);
@@ -887,7 +892,8 @@ TEST(EncodeFrame, AboveTheLimitIsRefused) {
 
 TEST(EncodeFrame, InvalidUtf8InAStringStillMakesADecodableFrame) {
   // A binary tool output that slipped through: replaced with U+FFFD, never thrown on.
-  const Message m = Make(Kind::kToolResult, 8, ToolResult{7, true, "", "bin\xFF\xFE\xC3(end", {}});
+  const Message m =
+      Make(Kind::kToolResult, 8, ToolResult{7, true, "", "bin\xFF\xFE\xC3(end", {}, ""});
   auto frame = EncodeMessage(m);
   ASSERT_TRUE(frame.ok());
   FrameDecoder d;
