@@ -309,6 +309,10 @@ int RunExplain(const PolicyOptions& o) {
     if (!hp) return Usage("--host " + hp.error().op + "; " + hp.error().detail);
     r = policy::Request::Host(std::move(hp->first), hp->second);
   }
+  if (!o.mcp_tool.empty()) {
+    ++given;
+    r = policy::Request::McpTool(o.mcp_tool);
+  }
   if (!o.tool.empty()) {
     ++given;
     auto t = policy::ParseTool(o.tool);
@@ -331,7 +335,7 @@ int RunExplain(const PolicyOptions& o) {
   if (given != 1) {
     return Usage(std::string(given == 0 ? "nothing to explain" : "one request at a time") +
                  ": give one of -- CMD..., --shell 'STRING', --read PATH, --write PATH, --host "
-                 "HOST[:PORT] or --tool TOOL [--path P]");
+                 "HOST[:PORT], --mcp-tool NAME or --tool TOOL [--path P]");
   }
 
   auto p = LoadOrReport(o.profile, Search());
@@ -366,6 +370,7 @@ int RunExplain(const PolicyOptions& o) {
     if (r.kind == Kind::kTool) j["request"]["subject"] = r.ToolSubject();
     if (r.kind == Kind::kHost) j["request"]["host"] = r.host;
     if (r.kind == Kind::kHost) j["request"]["port"] = r.port;
+    if (r.kind == Kind::kMcpTool) j["request"]["mcp_tool"] = r.mcp_tool;
     std::cout << JsonText(j, 2) << std::endl;
   } else {
     std::cout << "profile:   " << p->name << " (" << p->ChainText() << ")\n";
@@ -692,6 +697,9 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
   o.explain_cmd->add_option("--host", o.host,
                             "A connection through the egress proxy to HOST[:PORT] (no port: 443; "
                             "IPv6 as [::1]:443): the hosts rules.");
+  o.explain_cmd->add_option("--mcp-tool", o.mcp_tool,
+                            "A tools/call of the MCP tool NAME on a server run by cagent mcp "
+                            "wrap: the tools rules' mcp: words.");
   o.explain_cmd->add_option("-w,--workspace", o.workspace,
                             "The workspace relative paths refer to (default: the current "
                             "directory).");
@@ -709,7 +717,8 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
       "  cagent policy explain backend --shell 'make test 2>&1 | tee log.txt'\n"
       "  cagent policy explain backend --read ~/.ssh/id_ed25519\n"
       "  cagent policy explain frontend --tool write_file --path package-lock.json\n"
-      "  cagent policy explain backend-registries --host pypi.org:443");
+      "  cagent policy explain backend-registries --host pypi.org:443\n"
+      "  cagent policy explain mcp-server --mcp-tool echo");
 
   o.test_cmd = policy->add_subcommand(
       "test",

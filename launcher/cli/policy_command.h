@@ -20,7 +20,7 @@ struct PolicyOptions {
   std::string profile;                // show, explain, test, audit
   // explain: exactly one request.
   std::vector<std::string> command;  // -- CMD...
-  std::string shell, read_path, write_path, tool, tool_path, host;
+  std::string shell, read_path, write_path, tool, tool_path, host, mcp_tool;
   std::string workspace;         // explain: what relative paths are relative to (default: the cwd)
   std::string cases;             // test
   std::string from, to;          // diff

@@ -72,7 +72,8 @@ TEST_P(BuiltinProfile, IsEmbeddedAndMatchesTheSourceFile) {
 
 INSTANTIATE_TEST_SUITE_P(All, BuiltinProfile,
                          ::testing::Values("base", "readonly", "docs", "frontend", "backend",
-                                           "backend-registries", "frontend-registries"),
+                                           "backend-registries", "frontend-registries",
+                                           "mcp-server"),
                          [](const auto& p) {
                            std::string name = p.param;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -81,7 +82,7 @@ INSTANTIATE_TEST_SUITE_P(All, BuiltinProfile,
 
 TEST(BuiltinProfiles, EveryProfileFileIsListed) {
   // A new file in profiles/ must be added to the parameter list above (and get a golden dump).
-  EXPECT_EQ(BuiltinProfiles().size(), 7U);
+  EXPECT_EQ(BuiltinProfiles().size(), 8U);
 }
 
 }  // namespace
