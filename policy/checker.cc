@@ -587,11 +587,12 @@ class Checker {
 
   // A `mcp:GLOB` word of a tools rule: GLOB is a word glob over MCP tool names, so besides the
   // name characters (IsMcpToolNameChar) only * ? and sets [...] ([!...], [^...], ranges) may
-  // appear. Anything else could never match a valid name and is most likely a mistake (a server
-  // prefix such as mcp__srv__x, a space, a '/'); '\' is refused because no name character needs
-  // escaping. The caret points at the character at fault.
+  // appear. Anything else could never match a valid name and is most likely a mistake (a client's
+  // "server/tool" or "server:tool" spelling, a space); '\' is refused because no name character
+  // needs escaping. The caret points at the character at fault.
   std::optional<WordGlob> McpToolGlob(const Value& v) {
-    const std::string_view glob = std::string_view(v.text).substr(kMcpPrefix.size());
+    std::string_view glob = v.text;
+    glob.remove_prefix(kMcpPrefix.size());
     const std::uint32_t skip =
         (v.kind == Value::Kind::kString ? 1 : 0) + static_cast<std::uint32_t>(kMcpPrefix.size());
     auto at = [&](std::size_t offset) {
