@@ -388,6 +388,49 @@ std::vector<AuditEventSpec> BuildSpecs() {
         {"bytes_down", kAuditCount, true, "bytes from the host to the sandbox"},
         {"duration_ms", kAuditInteger, true, "how long the connection lasted"},
         {"phase", kAuditString, true, "`agent`, `verify` or `exec`"}}},
+      {K::kMcpCall,
+       "mcp_call",
+       {A::kBroker},
+       "an MCP client's tools/call and the broker's decision on it (`cagent mcp wrap`: by MCP tool "
+       "name; `cagent mcp serve`: cagent's own tools)",
+       {kRequired, "the MCP tool, as the client named it (shortened)"},
+       {kRequired, "digest of the call's arguments"},
+       {kRequired, "`allow` (the call goes to the server) or `deny` (answered with isError)"},
+       {kOptional, "the deciding rule, or the broker's own check (`tool-calls budget`)"},
+       {},
+       {{"mode", kAuditString, true, "`wrap` or `serve`"},
+        {"request", kAuditString, true, "the client's JSON-RPC id of the call, as JSON text"},
+        {"reason", kAuditString, true, "why, in words"},
+        {"location", kAuditString, false, "the rule's `file:line:col`, or \"\""},
+        {"note", kAuditString, false,
+         "how an ask was settled (approved, declined, beforehand, headless)"}}},
+      {K::kMcpResult,
+       "mcp_result",
+       {A::kBroker},
+       "what the MCP server answered to an allowed tools/call (or that it did not)",
+       {kRequired, "the MCP tool"},
+       {},
+       {},
+       {},
+       {kOptional, "digest of the result (or of the JSON-RPC error); absent when there was none"},
+       {{"mode", kAuditString, true, "`wrap` or `serve`"},
+        {"request", kAuditString, true, "the client's JSON-RPC id of the call, as JSON text"},
+        {"ok", kAuditBoolean, true, "the server answered with a result (not an error)"},
+        {"is_error", kAuditBoolean, true, "the result says `isError`"},
+        {"bytes", kAuditCount, true, "bytes of the server's response"},
+        {"error", kAuditString, false, "the error, or why there was no answer"}}},
+      {K::kMcpList,
+       "mcp_list",
+       {A::kBroker},
+       "a tools/list answer as the client got it: tools the profile denies are not offered",
+       {},
+       {},
+       {},
+       {},
+       {},
+       {{"mode", kAuditString, true, "`wrap` or `serve`"},
+        {"offered", kAuditStringList, true, "the tools offered, in the server's order"},
+        {"hidden", kAuditStringList, true, "the tools the profile denies, not offered"}}},
   };
 }
 
@@ -777,6 +820,41 @@ AuditEvent Egress(EgressFields f) {
               {"bytes_down", f.bytes_down},      {"duration_ms", f.duration_ms},
               {"phase", std::move(f.phase)}};
   if (!f.error.empty()) e.detail["error"] = std::move(f.error);
+  return e;
+}
+
+AuditEvent McpCall(McpCallFields f) {
+  AuditEvent e = Make(AuditKind::kMcpCall);
+  e.tool = std::move(f.tool);
+  e.args_digest = std::move(f.args_digest);
+  e.verdict = std::move(f.verdict);
+  e.rule = std::move(f.rule);
+  e.detail = {{"mode", std::move(f.mode)},
+              {"request", std::move(f.request)},
+              {"reason", std::move(f.reason)},
+              {"location", std::move(f.location)}};
+  if (f.note) e.detail["note"] = std::move(*f.note);
+  return e;
+}
+
+AuditEvent McpResult(McpResultFields f) {
+  AuditEvent e = Make(AuditKind::kMcpResult);
+  e.tool = std::move(f.tool);
+  e.result_digest = std::move(f.result_digest);
+  e.detail = {{"mode", std::move(f.mode)},
+              {"request", std::move(f.request)},
+              {"ok", f.ok},
+              {"is_error", f.is_error},
+              {"bytes", f.bytes}};
+  if (!f.error.empty()) e.detail["error"] = std::move(f.error);
+  return e;
+}
+
+AuditEvent McpList(McpListFields f) {
+  AuditEvent e = Make(AuditKind::kMcpList);
+  e.detail = {{"mode", std::move(f.mode)},
+              {"offered", std::move(f.offered)},
+              {"hidden", std::move(f.hidden)}};
   return e;
 }
 

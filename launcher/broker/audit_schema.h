@@ -60,6 +60,9 @@ enum class AuditKind : std::uint8_t {
   kVerifyTree,     // cagent: the fresh checkout verification runs on
   kVerify,         // cagent: one verification command's outcome
   kEgress,         // broker: a connection through the egress proxy, when it ended or was refused
+  kMcpCall,        // broker: an MCP client's tools/call and its decision (mcp wrap / serve)
+  kMcpResult,      // broker: what the MCP server answered to an allowed tools/call
+  kMcpList,        // broker: a tools/list response as filtered for the client (mcp wrap)
   kCount,
 };
 std::string_view AuditKindName(AuditKind kind);  // the "event" value on disk, e.g. "tool_request"
@@ -356,6 +359,38 @@ struct EgressFields {
   std::string phase{};  // "agent", "verify", "exec"
 };
 AuditEvent Egress(EgressFields f);
+
+struct McpCallFields {
+  std::string mode{};         // "wrap" | "serve"
+  std::string request{};      // the client's JSON-RPC id, as JSON text ("7", "\"a\"")
+  std::string tool{};         // envelope tool: the MCP tool name (shortened)
+  std::string args_digest{};  // envelope args: CanonicalDigest of the arguments
+  std::string verdict{};      // envelope verdict: allow | deny (the final one, after any ask)
+  std::string rule{};         // envelope rule ("" = none: the default)
+  std::string location{};     // the rule's file:line:col ("" = none)
+  std::string reason{};
+  std::optional<std::string> note{};  // how an ask was settled, or why the broker refused
+};
+AuditEvent McpCall(McpCallFields f);
+
+struct McpResultFields {
+  std::string mode{};
+  std::string request{};
+  std::string tool{};           // envelope tool
+  std::string result_digest{};  // envelope result: CanonicalDigest of the result or error ("")
+  bool ok = false;              // a JSON-RPC result (not an error, not a failure)
+  bool is_error = false;        // the result's isError
+  std::uint64_t bytes = 0;
+  std::string error{};  // "" when ok
+};
+AuditEvent McpResult(McpResultFields f);
+
+struct McpListFields {
+  std::string mode{};
+  std::vector<std::string> offered{};
+  std::vector<std::string> hidden{};
+};
+AuditEvent McpList(McpListFields f);
 
 }  // namespace audit
 

@@ -218,6 +218,21 @@ std::string DescribeAuditEntry(const json& e, std::map<std::string, json>& calls
       text += " [" + d("phase") + "]";
       break;
     }
+    case K::kMcpCall:
+      text = Str(e, "verdict") + " " + Str(e, "tool") + " (" + d("mode") + ", request " +
+             d("request") + ")";
+      if (!Str(e, "rule").empty()) text += " by " + Str(e, "rule");
+      text += ": " + d("reason");
+      break;
+    case K::kMcpResult:
+      text = Str(e, "tool") + " (" + d("mode") + ", request " + d("request") + ") " +
+             (flag("ok") ? (flag("is_error") ? "isError" : "ok") : "failed") + ", " + d("bytes") +
+             " bytes";
+      if (detail.contains("error")) text += ": " + d("error");
+      break;
+    case K::kMcpList:
+      text = "tools offered " + d("offered") + ", hidden " + d("hidden") + " (" + d("mode") + ")";
+      break;
     case K::kCount:
       break;
   }

@@ -107,6 +107,15 @@ TEST(LogCommandTest, EveryKindIsDescribedThroughItsDeclaredFields) {
                      .via = "socks5",
                      .reason = "no hosts rule allows [::1]:8080",
                      .phase = "agent"}),
+      audit::McpCall({.mode = "wrap",
+                      .request = "7",
+                      .tool = "gzip-file",
+                      .args_digest = kDigest,
+                      .verdict = "deny",
+                      .rule = "deny mcp:gzip-file",
+                      .reason = "denied"}),
+      audit::McpResult({.mode = "wrap", .request = "8", .tool = "echo", .ok = true, .bytes = 40}),
+      audit::McpList({.mode = "wrap", .offered = {"echo"}, .hidden = {"gzip-file"}}),
   };
   std::set<std::string> kinds;
   std::map<std::string, json> calls;
@@ -128,6 +137,9 @@ TEST(LogCommandTest, EveryKindIsDescribedThroughItsDeclaredFields) {
   EXPECT_THAT(text["egress"],
               HasSubstr("deny [::1]:8080 via socks5: no hosts rule allows [::1]:8080 [agent]"));
   EXPECT_THAT(text["tool_result"], HasSubstr("for request 99, which awaits no result"));
+  EXPECT_THAT(text["mcp_call"],
+              HasSubstr("deny gzip-file (wrap, request 7) by deny mcp:gzip-file: denied"));
+  EXPECT_THAT(text["mcp_result"], HasSubstr("echo (wrap, request 8) ok, 40 bytes"));
   EXPECT_THAT(text["state"], HasSubstr("created (profile backend, model replay:x)"));
 }
 
