@@ -51,6 +51,9 @@ class RawHttpClient {
   // For a chunked text/event-stream body after ReadHead: the next event's data (the JSON of an
   // `event: message`); nullopt at the end of the stream (the last chunk), EOF or timeout.
   std::optional<std::string> NextEvent();
+  // Whether the SSE body's last chunk came (so a nullopt from NextEvent was the end of the
+  // stream, not a timeout or a dropped connection).
+  [[nodiscard]] bool stream_ended() const { return stream_ended_; }
   // Whether the server closed the connection within `wait` (a read returns EOF or a reset).
   bool ClosedByPeer(std::chrono::milliseconds wait);
   void Close();

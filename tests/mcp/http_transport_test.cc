@@ -530,7 +530,8 @@ TEST_F(HttpTransportTest, ToolCallStreamsProgressThenTheResult) {
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(json::parse(*result)["id"], 3);
   EXPECT_EQ(json::parse(*result)["result"]["content"][0]["text"], "finished");
-  EXPECT_FALSE(client.NextEvent().has_value());  // the stream ended with the response
+  EXPECT_FALSE(client.NextEvent().has_value());
+  EXPECT_TRUE(client.stream_ended());  // the stream ended with the response
   // Keep-alive: the same connection carries the next request.
   ASSERT_TRUE(client.Send(BuildRequest("POST", "/mcp", Headers(id), JsonText(Request(4, "ping")))));
   std::optional<HttpReply> pong = client.ReadResponse();
@@ -563,10 +564,13 @@ TEST_F(HttpTransportTest, ElicitationRoundTrip) {
   EXPECT_EQ(json::parse(*result)["id"], 5);
   EXPECT_EQ(json::parse(*result)["result"]["content"][0]["text"], "accept") << *result;
   EXPECT_FALSE(client.NextEvent().has_value());
+  EXPECT_TRUE(client.stream_ended());
 }
 
 TEST_F(HttpTransportTest, ClientLeavingMidCallDoesNotEndTheCallOrTheServer) {
-  Start();
+  HttpOptions options;
+  options.max_connections = 2;
+  Start(options);
   const std::string id = OpenSession();
   {
     RawHttpClient client(port_);
@@ -575,7 +579,21 @@ TEST_F(HttpTransportTest, ClientLeavingMidCallDoesNotEndTheCallOrTheServer) {
     ASSERT_TRUE(client.ReadHead().has_value());
     ASSERT_TRUE(client.NextEvent().has_value());
   }  // gone
-  std::this_thread::sleep_for(100ms);
+  std::this_thread::sleep_for(200ms);
+  // The server noticed while the call sends nothing: the connection's slot is free again, so two
+  // connections at once are served.
+  {
+    RawHttpClient a(port_);
+    RawHttpClient b(port_);
+    for (RawHttpClient* client : {&a, &b}) {
+      ASSERT_TRUE(
+          client->Send(BuildRequest("POST", "/mcp", Headers(id), JsonText(Request(11, "ping")))));
+      std::optional<HttpReply> pong = client->ReadResponse();
+      ASSERT_TRUE(pong.has_value());
+      EXPECT_EQ(pong->status, 200);
+    }
+  }
+  std::this_thread::sleep_for(200ms);
   // The call was not cancelled by the disconnect: it is still live when the handler finishes it;
   // what it sends then is dropped.
   EXPECT_EQ(OnIo([&] { return Handler(id)->FinishHeld("nobody listens"); }), 1);
@@ -596,7 +614,8 @@ TEST_F(HttpTransportTest, CancelledCallEndsItsStream) {
                                     {"params", {{"requestId", 8}, {"reason", "user"}}}},
                                    Headers(id));
   EXPECT_EQ(cancelled.status, 202);
-  EXPECT_FALSE(client.NextEvent().has_value());  // ended without a response
+  EXPECT_FALSE(client.NextEvent().has_value());
+  EXPECT_TRUE(client.stream_ended());  // ended without a response
   EXPECT_EQ(OnIo([&] { return Handler(id)->FinishHeld("late"); }), 0);
 }
 
@@ -660,6 +679,7 @@ TEST_F(HttpTransportTest, EndSessionAnswersTheCallsInProgressAndForgetsTheId) {
   EXPECT_EQ(error["id"], 9);
   EXPECT_EQ(error["error"]["code"], -32001) << error;
   EXPECT_FALSE(client.NextEvent().has_value());
+  EXPECT_TRUE(client.stream_ended());
   EXPECT_EQ(Post(Request(10, "tools/list"), Headers(id)).status, 404);
   const auto ended = Ended();
   ASSERT_EQ(ended.size(), 1U);
