@@ -35,6 +35,10 @@ struct ApprovalRequest {
   // exact action (e.g. "npm install left-pad*"); empty when none is offered. Matched as an
   // argv/word glob for commands and a path glob for paths.
   std::string narrower_pattern;
+  // The call this approval is for (the model's or, in a served session, the client's call id);
+  // "" when it is not a tool call (a host). Lets an approver ask on that call's own channel (MCP
+  // elicitation).
+  std::string call_id;
 };
 
 enum class ApprovalScope { kOnce, kRunExact, kRunPattern, kDenied, kHeadless, kPreApproved };

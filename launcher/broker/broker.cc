@@ -1051,6 +1051,7 @@ void Broker::Impl::AskApproval(std::uint64_t id, const MappedTool& call, const s
   req.location = location;
   req.reason = decision.reason;
   req.narrower_pattern = NarrowerPattern(call, decision);
+  req.call_id = current_.call_id;
 
   auto allow = [&](const std::string& why, const std::string& note) {
     protocol::Decision reply;

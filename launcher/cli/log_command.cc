@@ -18,6 +18,7 @@
 #include "launcher/broker/audit_schema.h"
 #include "launcher/cli/run_command.h"
 #include "launcher/run/run.h"
+#include "launcher/run/state_dir.h"
 
 namespace cagent::launcher::cli {
 namespace {
@@ -252,6 +253,22 @@ struct LogCheck {
   broker::AuditSchemaReport schema;
 };
 
+// A run (id, unique prefix, "last"), an MCP session of `cagent mcp serve|wrap` (its id, under
+// <state>/mcp/), or a directory holding events.jsonl.
+Result<std::string> ResolveLogDirectory(const std::string& arg) {
+  struct stat st {};
+  if (!arg.empty() && ::stat((arg + "/events.jsonl").c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    return arg;
+  }
+  if (arg.find('/') == std::string::npos && !arg.empty() && arg[0] != '.') {
+    const std::string session = run::StateDirectory() + "/mcp/" + arg;
+    if (::stat((session + "/events.jsonl").c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      return session;
+    }
+  }
+  return ResolveRunDirectory(arg);
+}
+
 // Checks the log at `path`; `run_dir` (may be "") holds the run's result.json. Fails only when
 // the file cannot be read.
 Result<LogCheck> CheckLog(const std::string& path, const std::string& run_dir) {
@@ -295,7 +312,7 @@ json SchemaProblemsJson(const broker::AuditSchemaReport& report) {
 // `cagent log RUN`: the run's events, one line each (a line that does not conform to the schema
 // is marked), then whether the chain holds and matches result.json.
 int ShowRunLog(const LogOptions& o) {
-  auto dir = ResolveRunDirectory(o.run);
+  auto dir = ResolveLogDirectory(o.run);
   if (!dir) {
     spdlog::error("{}", dir.error().Message());
     return ToInt(ExitCode::kUsage);
@@ -390,7 +407,7 @@ int CheckCommand(const LogOptions& o) {
     path = path + (path.ends_with('/') ? "" : "/") + "events.jsonl";
   } else if (stat(path.c_str(), &st) != 0) {
     // Not a path: a run id, a prefix of one, or "last".
-    auto dir = ResolveRunDirectory(o.file);
+    auto dir = ResolveLogDirectory(o.file);
     if (!dir) {
       spdlog::error("{} is neither a log file, a run directory, nor a run: {}",
                     TerminalSafe(o.file), dir.error().Message());
@@ -467,7 +484,8 @@ CLI::App* AddLogCommand(CLI::App& app, LogOptions& o) {
       "object per line; each line carries the SHA-256 of the line before it). Reads files only.");
   log_cmd->require_subcommand(0, 1);
   log_cmd->add_option("run", o.run,
-                      "Show this run's event log (a run id, a unique prefix of one, or 'last'): "
+                      "Show this run's event log (a run id, a unique prefix of one, or 'last'; an "
+                      "MCP session id of cagent mcp, or a directory holding events.jsonl): "
                       "one line per entry with its sequence number, time, actor (cagent, broker, "
                       "agent), event and what it says; tool requests show the arguments the model "
                       "gave. The hash chain is checked first and compared with the entry count "

@@ -11,6 +11,7 @@
 #include "launcher/cli/doctor_command.h"
 #include "launcher/cli/exec_command.h"
 #include "launcher/cli/log_command.h"
+#include "launcher/cli/mcp_command.h"
 #include "launcher/cli/policy_command.h"
 #include "launcher/cli/profile_command.h"
 #include "launcher/cli/run_command.h"
@@ -57,6 +58,8 @@ int main(int argc, char** argv) {
   CLI::App* agent = cagent::launcher::cli::AddAgentCommand(app, agent_options);
   cagent::launcher::cli::ProfileOptions profile_options;
   CLI::App* profile = cagent::launcher::cli::AddProfileCommand(app, profile_options);
+  cagent::launcher::cli::McpOptions mcp_options;
+  CLI::App* mcp = cagent::launcher::cli::AddMcpCommand(app, mcp_options);
 
   try {
     app.parse(argc, argv);
@@ -83,6 +86,7 @@ int main(int argc, char** argv) {
     if (profile->parsed()) return cagent::launcher::cli::RunProfileCommand(profile_options);
     if (agent->parsed()) return cagent::launcher::cli::RunAgentCommand(agent_options);
     if (run->parsed()) return cagent::launcher::cli::RunRunCommand(run_options);
+    if (mcp->parsed()) return cagent::launcher::cli::RunMcpCommand(mcp_options);
     for (CLI::App* c : runs_commands) {
       if (c->parsed()) return cagent::launcher::cli::RunRunsCommand(runs_options);
     }

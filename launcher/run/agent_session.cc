@@ -121,11 +121,17 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   }
 
   boost::asio::io_context io;
-  auto provider = model::MakeModelProvider(io, o.model, EnvironmentMap(caller_env));
-  if (!provider) return std::move(provider).Context("set up the model provider").error();
+  std::unique_ptr<model::ModelProvider> provider;
+  if (o.calls == nullptr) {
+    auto made = model::MakeModelProvider(io, o.model, EnvironmentMap(caller_env));
+    if (!made) return std::move(made).Context("set up the model provider").error();
+    provider = std::move(*made);
+  }
 
   std::unique_ptr<broker::Approver> approver;
-  if (o.approval != broker::ApprovalMode::kNever && o.tty_fd >= 0) {
+  if (o.make_approver) {
+    approver = o.make_approver(io);
+  } else if (o.approval != broker::ApprovalMode::kNever && o.tty_fd >= 0) {
     approver = broker::MakeTerminalApprover(io, o.tty_fd);
   }
 
@@ -191,13 +197,16 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   config.budgets = broker::BudgetsFromPolicy(*o.policy);
   if (auto s = broker::LowerBudgets(config.budgets, o.budget_overrides); !s) return s.error();
   config.approval = o.approval;
+  config.serve = o.calls != nullptr;
+  config.client_name = o.client_name;
 
   broker::BrokerServices services;
   services.audit = audit;
   services.redactor = &redactor;
   services.approver = approver.get();
   services.approvals = &approvals;
-  services.model = provider->get();
+  services.model = provider.get();
+  services.calls = o.calls;
 
   broker::Broker session(io, std::move(config), services);
   // After a finish the agent exits by itself; it gets a moment to do so before the sandbox is
@@ -228,13 +237,18 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   ::pthread_sigmask(SIG_BLOCK, &cancel_signals, &old_mask);
   boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   signals.add(SIGQUIT);
-  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    session.Stop(BrokerOutcome::Status::kCancelled,
-                 std::string("cancelled by the operator (") + sigabbrev_np(sig) + ")");
-  });
+  if (o.handle_signals) {
+    signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      session.Stop(BrokerOutcome::Status::kCancelled,
+                   std::string("cancelled by the operator (") + sigabbrev_np(sig) + ")");
+    });
+  }
 
   session.Start(std::move(broker_end));
+  if (o.on_broker) {
+    boost::asio::post(io, [&o, &io, &session] { o.on_broker(&io, &session); });
+  }
   auto work = boost::asio::make_work_guard(io);
   std::thread io_thread([&] {
     sigset_t none;
@@ -276,6 +290,7 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
     exit_grace.cancel();
   });
   io_thread.join();
+  if (o.on_broker) o.on_broker(nullptr, nullptr);
   ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
 
   if (!sandbox) return sandbox.error();

@@ -10,6 +10,7 @@
 // sandbox through an eventfd; the sandbox ending (the agent exited or crashed) stops the broker.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -54,6 +55,22 @@ struct AgentSessionOptions {
   std::vector<egress::ResolveOverride> resolve;
   // Extra agent arguments (tests).
   std::vector<std::string> agent_args;
+
+  // ---- a served session (cagent mcp serve; run/mcp_serve.h) instead of a model loop ----
+  // Where the calls come from (BrokerConfig::serve); `model` and `task` are then unused. Not
+  // owned; used on the session's io thread.
+  broker::CallSource* calls = nullptr;
+  std::string client_name;  // the MCP client's name, shown as the "model" of the session
+  // Makes the approver (asks and hosts) on the session's io_context instead of the terminal or
+  // headless one chosen from `approval` and `tty_fd`.
+  std::function<std::unique_ptr<broker::Approver>(boost::asio::io_context&)> make_approver;
+  // Called on the session's io thread once the broker has started (e.g. to keep it for
+  // Broker::CancelCall and the io_context to post to); then, after the io thread has stopped and
+  // before the io_context is destroyed, called with nullptrs from the calling thread.
+  std::function<void(boost::asio::io_context*, broker::Broker*)> on_broker;
+  // SIGINT/SIGTERM/SIGHUP/SIGQUIT cancel the session (false: the caller handles them and ends
+  // the session through its CallSource).
+  bool handle_signals = true;
 };
 
 struct AgentSessionResult {
