@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -392,6 +394,24 @@ TEST(McpToolAudit, NamedToolsAndSilentAsksAreNotReported) {
   }
   EXPECT_EQ(AuditRules().back().id, "CAGENT015");
   EXPECT_EQ(AuditRules().back().name, "any-mcp-tool");
+}
+
+// The example in docs/policy-language.md ("MCP tools of a wrapped server") compiles, its examples
+// hold, and it narrows the built-in it extends.
+TEST(McpToolDocs, TheLanguageReferenceExampleCompiles) {
+  std::ifstream in(std::string(CAGENT_SOURCE_DIR) + "/docs/policy-language.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  const std::size_t start = doc.find("# .cagent/everything.cagent");
+  ASSERT_NE(start, std::string::npos) << "the example is gone from the docs";
+  const std::size_t end = doc.find("```", start);
+  ASSERT_NE(end, std::string::npos);
+  auto p = MustCompile(doc.substr(start, end - start), "everything.cagent");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p, PortableBinding());
+  EXPECT_ALLOW(e.McpTool("echo"), "tools: allow mcp:*");
+  EXPECT_DENY(e.McpTool("get-env"), "tools: deny mcp:get-env");
 }
 
 }  // namespace
