@@ -17,6 +17,7 @@ import {
   CAGENT,
   EVERYTHING,
   NODE_MODULES,
+  callEvents,
   check,
   makeWorkspace,
   profile,
@@ -111,8 +112,10 @@ function cagentServer(ws, state, profileName) {
 function sessionEvents(state) {
   const dirs = sessionDirsUnder(state);
   check(dirs.length === 1, "cagent left one session directory", dirs);
-  return readEvents(dirs[0]).map((e) => JSON.stringify(e));
+  return readEvents(dirs[0]);
 }
+
+const CAT_COMMAND = "cat notes.txt; cat ../outside.txt; echo rc=$?";
 
 const cases = {
   async everything() {
@@ -136,22 +139,23 @@ const cases = {
     const { output, result, text } = await runClaude({
       server: cagentServer(ws, state, "serve"),
       toolName: "mcp__cagent__run_command",
-      input: { command: "cat notes.txt; cat /proc/self/status | grep -i '^NSpid'" },
+      input: { command: CAT_COMMAND },
       prompt: "Show me notes.txt.",
     });
     check(result.is_error !== true, "the run_command tool_result is not an error", result);
     check(text.includes("sandboxed notes: 42"), "the tool_result carries the file's content",
       result);
-    // NSpid lists one pid per pid namespace: two or more numbers mean it ran in a namespace of
-    // its own, not in Claude Code's.
-    const nspid = /NSpid:\s+([\d\s]+)/i.exec(text);
-    check(nspid !== null && nspid[1].trim().split(/\s+/).length >= 2,
-      "the command ran in a pid namespace of its own (the sandbox)", text);
+    // The file beside the workspace exists on the host, where Claude Code runs, but not in the
+    // sandbox's view.
+    check(fs.existsSync(path.join(ws, "..", "outside.txt")), "twin: the host file exists");
+    check(!text.includes("host file outside the workspace") && /rc=1/.test(text),
+      "the command ran in the sandbox: the host file beside the workspace is not there", text);
     check(output.is_error === false && output.result.includes("sandboxed notes: 42"),
       "the model's final answer quotes the sandboxed output", output);
-    const events = sessionEvents(state);
-    check(events.some((e) => e.includes("cat notes.txt")), "cagent's audit log has the call",
-      events);
+    const calls = callEvents(sessionEvents(state), "mcp_call", "run_command",
+      { command: CAT_COMMAND });
+    check(calls.length === 1 && calls[0].verdict === "allow", "cagent's audit log has the call",
+      calls);
   },
 
   async secret() {
@@ -167,9 +171,9 @@ const cases = {
     check(result.is_error === true, "the tool_result the model gets is an error", result);
     check(!text.includes("planted-secret"), "the secret never reached the model", result);
     check(text.includes(".env"), "the error names the rule (**/.env)", result);
-    const events = sessionEvents(state);
-    check(events.some((e) => e.includes(".env") && /deny/i.test(e)),
-      "cagent's audit log has the denial", events);
+    const calls = callEvents(sessionEvents(state), "mcp_call", "read_file", { path: ".env" });
+    check(calls.length === 1 && calls[0].verdict === "deny", "cagent's audit log has the denial",
+      calls);
   },
 };
 

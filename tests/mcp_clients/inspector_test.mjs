@@ -29,8 +29,9 @@ requireClients(["@modelcontextprotocol/inspector", "@modelcontextprotocol/server
 const INSPECTOR = path.join(NODE_MODULES, "@modelcontextprotocol", "inspector", "clients",
   "launcher", "build", "index.js");
 
-// Runs `inspector --cli ARGS…`; resolves to its JSON output.
-async function inspector(args) {
+// Runs `inspector --cli ARGS…`; resolves to its JSON output. The inspector exits 5 when the tool's
+// result has isError (it still prints the result).
+async function inspector(args, { exit = 0 } = {}) {
   const home = tempDir("inspector-home");
   const r = await run(process.execPath, [INSPECTOR, "--cli", ...args], {
     env: { PATH: process.env.PATH, HOME: home, LANG: "C.UTF-8",
@@ -38,7 +39,7 @@ async function inspector(args) {
     cwd: home,
     timeoutMs: 30000,
   });
-  check(r.code === 0, `inspector --cli ${args.join(" ")} exits 0 (exit ${r.code})`,
+  check(r.code === exit, `inspector --cli ${args.join(" ")} exits ${exit} (exit ${r.code})`,
     { stdout: r.stdout, stderr: r.stderr });
   try {
     return JSON.parse(r.stdout);
@@ -88,7 +89,7 @@ const cases = {
     check(cmd.isError !== true && text(cmd).includes("inspected") &&
       text(cmd).includes("sandboxed notes: 42"), "run_command through the inspector", cmd);
     const secret = await inspector([...serveCommand(ws), "--method", "tools/call",
-      "--tool-name", "read_file", "--tool-arg", "path=.env"]);
+      "--tool-name", "read_file", "--tool-arg", "path=.env"], { exit: 5 });
     check(secret.isError === true && !text(secret).includes("planted-secret"),
       "a refused read comes back as isError without the secret", secret);
   },

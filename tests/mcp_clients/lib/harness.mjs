@@ -3,6 +3,7 @@
 // case runner whose exit code ctest reads (0 passed, 1 failed, 77 skipped).
 
 import { spawn, spawnSync } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -133,6 +134,19 @@ export function readEvents(dir) {
     .split("\n")
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l));
+}
+
+// How cagent's audit log names a call's arguments: the SHA-256 of their JSON (no blanks; the
+// callers pass one-key objects, so key order cannot differ).
+export function argsDigest(args) {
+  return crypto.createHash("sha256").update(JSON.stringify(args)).digest("hex");
+}
+
+// The events of `events` (parsed audit events) of kind `event` for `tool` whose args digest is
+// that of `args`.
+export function callEvents(events, event, tool, args) {
+  const digest = argsDigest(args);
+  return events.filter((e) => e.event === event && e.tool === tool && e.args === digest);
 }
 
 // Runs a command to its end; resolves to { code, signal, stdout, stderr, ms }.
