@@ -636,7 +636,7 @@ void Broker::Impl::OnHello(std::uint64_t id, const protocol::Hello& hello) {
   w.run_id = config_.run_id;
   w.workspace = config_.bindings.workspace;
   w.home = config_.bindings.home;
-  w.task = config_.task;
+  w.task = config_.serve ? std::string() : config_.task;
   w.mode = config_.serve ? "serve" : "task";
   w.policy_name = p.name;
   w.policy_digest = config_.policy_digest;

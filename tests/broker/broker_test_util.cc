@@ -291,6 +291,8 @@ Harness::Harness(HarnessOptions options) : redactor(options.secrets) {
   config.max_protocol_errors = options.max_protocol_errors;
   config.max_frame_bytes = options.max_frame_bytes;
   config.pause_reading_above = options.pause_reading_above;
+  config.serve = options.calls != nullptr;
+  config.client_name = "test-client";
 
   BrokerServices services;
   services.audit = &*audit;
@@ -299,6 +301,7 @@ Harness::Harness(HarnessOptions options) : redactor(options.secrets) {
   services.approvals = &book;
   if (options.make_model) real_model = options.make_model(io);
   services.model = real_model ? real_model.get() : options.with_model ? &model : nullptr;
+  services.calls = options.calls;
 
   broker = std::make_unique<Broker>(io, std::move(config), services);
   broker->SetOnEnd([this](const BrokerOutcome& o) {

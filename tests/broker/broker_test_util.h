@@ -157,6 +157,8 @@ struct HarnessOptions {
   // A real provider to use instead of the fake (made on the harness's io_context), e.g. the
   // OpenAI provider pointed at a FakeProvider on loopback.
   std::function<std::unique_ptr<model::ModelProvider>(boost::asio::io_context&)> make_model;
+  // A served session (BrokerConfig::serve) taking its calls from here. Not owned.
+  CallSource* calls = nullptr;
   // Secrets the redactor knows.
   std::vector<std::pair<std::string, std::string>> secrets = {
       {"env:TEST_API_TOKEN", "tok-1234567890-secret"}};
