@@ -340,7 +340,7 @@ class HttpTransport::State : public std::enable_shared_from_this<HttpTransport::
   // current handler returns (it may be inside its own Receive), on_session_end(reason) runs.
   void Forget(const std::shared_ptr<SessionEntry>& entry, const std::string& reason);
   void Refuse(const std::shared_ptr<Connection>& conn, int status, int code, std::string message,
-              const json& id = nullptr, Headers headers = {});
+              const json& id = nullptr, const Headers& headers = {});
 
   asio::io_context& io_;
   HttpOptions options_;
@@ -472,7 +472,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
               ? "the request head is larger than " + std::to_string(kMaxHeaderBytes) + " bytes"
               : "malformed HTTP request: " + ec.message();
       Respond(FormatResponse(status, {}, "application/json",
-                             ErrorMessage(nullptr, kSessionEndedError, why), false),
+                             ErrorMessage(nullptr, kTransportError, why), false),
               false);
       return;
     }
@@ -701,7 +701,7 @@ void HttpTransport::State::Sweep() {
     for (const auto& entry : idle) {
       const std::string reason =
           "idle for " + std::to_string(self->options_.session_idle_timeout.count()) + " s";
-      entry->session->End(kSessionEndedError, "the session ended: " + reason);
+      entry->session->End(kTransportError, "the session ended: " + reason);
       self->Forget(entry, reason);
     }
     self->Sweep();
@@ -719,7 +719,7 @@ void HttpTransport::State::Stop() {
   sweep_timer_.cancel();
   while (!sessions_.empty()) {
     const std::shared_ptr<SessionEntry> entry = sessions_.begin()->second;
-    entry->session->End(kSessionEndedError, "the server is shutting down");
+    entry->session->End(kTransportError, "the server is shutting down");
     Forget(entry, "transport stopped");
   }
   std::vector<std::shared_ptr<Connection>> open;
@@ -740,8 +740,9 @@ void HttpTransport::State::EndSession(const std::string& id, int code, std::stri
     return;
   }
   const std::shared_ptr<SessionEntry> entry = it->second;
-  entry->session->End(code, message);
-  Forget(entry, message);
+  const std::string reason = message;
+  entry->session->End(code, std::move(message));
+  Forget(entry, reason);
 }
 
 void HttpTransport::State::Forget(const std::shared_ptr<SessionEntry>& entry,
@@ -838,7 +839,7 @@ bool HttpTransport::State::OriginAllowed(std::string_view origin) const {
 }
 
 void HttpTransport::State::Refuse(const std::shared_ptr<Connection>& conn, int status, int code,
-                                  std::string message, const json& id, Headers headers) {
+                                  std::string message, const json& id, const Headers& headers) {
   conn->Respond(FormatResponse(status, headers, "application/json",
                                ErrorMessage(id, code, std::move(message)), false),
                 false);
@@ -853,12 +854,12 @@ void HttpTransport::State::Handle(const std::shared_ptr<Connection>& conn,
   // DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends Host: evil.example.
   const auto host_field = request.find(http::field::host);
   if (host_field == request.end()) {
-    Refuse(conn, 400, kSessionEndedError, "the request has no Host header");
+    Refuse(conn, 400, kTransportError, "the request has no Host header");
     return;
   }
   const std::optional<HostPort> host = SplitHostPort(Trim(View(host_field->value())));
   if (!host || !HostAllowed(host->host) || (host->port && *host->port != std::to_string(port_))) {
-    Refuse(conn, 403, kSessionEndedError,
+    Refuse(conn, 403, kTransportError,
            "forbidden Host header: this server answers only to 127.0.0.1, localhost or [::1] on "
            "port " +
                std::to_string(port_));
@@ -866,7 +867,7 @@ void HttpTransport::State::Handle(const std::shared_ptr<Connection>& conn,
   }
   const auto origin = request.find(http::field::origin);
   if (origin != request.end() && !OriginAllowed(Trim(View(origin->value())))) {
-    Refuse(conn, 403, kSessionEndedError,
+    Refuse(conn, 403, kTransportError,
            "forbidden Origin: only pages of this server's own loopback origin may call it");
     return;
   }
@@ -880,14 +881,14 @@ void HttpTransport::State::Handle(const std::shared_ptr<Connection>& conn,
     }
   }
   if (!authorized) {
-    Refuse(conn, 401, kSessionEndedError,
+    Refuse(conn, 401, kTransportError,
            "unauthorized: send the bearer token cagent printed (Authorization: Bearer <token>)",
            nullptr, {{"WWW-Authenticate", "Bearer"}});
     return;
   }
   const std::string_view target = View(request.target());
   if (target.substr(0, target.find('?')) != options_.path) {
-    Refuse(conn, 404, kSessionEndedError, "no such endpoint; the MCP endpoint is " + options_.path);
+    Refuse(conn, 404, kTransportError, "no such endpoint; the MCP endpoint is " + options_.path);
     return;
   }
   switch (request.method()) {
@@ -899,7 +900,7 @@ void HttpTransport::State::Handle(const std::shared_ptr<Connection>& conn,
       return;
     default:
       // GET included: this server opens no server-initiated stream (the spec allows 405).
-      Refuse(conn, 405, kSessionEndedError,
+      Refuse(conn, 405, kTransportError,
              "method not allowed; use POST (or DELETE to end a session)", nullptr,
              {{"Allow", "POST, DELETE"}});
       return;
@@ -910,16 +911,16 @@ void HttpTransport::State::HandleDelete(const std::shared_ptr<Connection>& conn,
                                         const http::request<http::string_body>& request) {
   const std::string id(Trim(View(request["Mcp-Session-Id"])));
   if (id.empty()) {
-    Refuse(conn, 400, kSessionEndedError, "Mcp-Session-Id header is required");
+    Refuse(conn, 400, kTransportError, "Mcp-Session-Id header is required");
     return;
   }
   const auto it = sessions_.find(id);
   if (it == sessions_.end()) {
-    Refuse(conn, 404, kSessionEndedError, "session not found");
+    Refuse(conn, 404, kTransportError, "session not found");
     return;
   }
   const std::shared_ptr<SessionEntry> entry = it->second;
-  entry->session->End(kSessionEndedError, "the client ended the session");
+  entry->session->End(kTransportError, "the client ended the session");
   Forget(entry, "deleted by the client");
   conn->Respond(FormatResponse(200, {}, "", "", request.keep_alive()), request.keep_alive());
 }
@@ -928,7 +929,7 @@ void HttpTransport::State::HandlePost(const std::shared_ptr<Connection>& conn,
                                       const http::request<http::string_body>& request) {
   const std::string_view content_type = View(request[http::field::content_type]);
   if (Lower(Trim(content_type.substr(0, content_type.find(';')))) != "application/json") {
-    Refuse(conn, 415, kSessionEndedError, "Content-Type must be application/json");
+    Refuse(conn, 415, kTransportError, "Content-Type must be application/json");
     return;
   }
   const std::string& body = request.body();
@@ -956,14 +957,14 @@ void HttpTransport::State::HandlePost(const std::shared_ptr<Connection>& conn,
     if (kind == Kind::kRequest && message["method"] == "initialize") {
       Initialize(conn, request, message);
     } else {
-      Refuse(conn, 400, kSessionEndedError, "Mcp-Session-Id header is required (initialize first)",
+      Refuse(conn, 400, kTransportError, "Mcp-Session-Id header is required (initialize first)",
              kind == Kind::kRequest ? message["id"] : json(nullptr));
     }
     return;
   }
   const auto it = sessions_.find(session_id);
   if (it == sessions_.end()) {
-    Refuse(conn, 404, kSessionEndedError, "session not found (it ended; initialize again)",
+    Refuse(conn, 404, kTransportError, "session not found (it ended; initialize again)",
            kind == Kind::kRequest ? message["id"] : json(nullptr));
     return;
   }
@@ -972,7 +973,7 @@ void HttpTransport::State::HandlePost(const std::shared_ptr<Connection>& conn,
   if (!version.empty()) {
     const auto& supported = SupportedProtocolVersions();
     if (std::find(supported.begin(), supported.end(), version) == supported.end()) {
-      Refuse(conn, 400, kSessionEndedError,
+      Refuse(conn, 400, kTransportError,
              "unsupported MCP-Protocol-Version " + std::string(version).substr(0, 64));
       return;
     }
@@ -1002,7 +1003,7 @@ void HttpTransport::State::Initialize(const std::shared_ptr<Connection>& conn,
                                       const json& message) {
   const json& request_id = message["id"];
   if (sessions_.size() >= options_.max_sessions) {
-    Refuse(conn, 503, kSessionEndedError,
+    Refuse(conn, 503, kTransportError,
            "too many sessions (" + std::to_string(options_.max_sessions) +
                "); end one (DELETE) or wait for one to expire",
            request_id);
@@ -1026,7 +1027,7 @@ void HttpTransport::State::Initialize(const std::shared_ptr<Connection>& conn,
     handler = PlainError("make the session's handler", "no handler");
   }
   if (!handler.ok()) {
-    Refuse(conn, 503, kSessionEndedError, "cannot start a session: " + handler.error().Message(),
+    Refuse(conn, 503, kTransportError, "cannot start a session: " + handler.error().Message(),
            request_id);
     return;
   }
@@ -1073,7 +1074,7 @@ void HttpTransport::State::RunRequest(const std::shared_ptr<Connection>& conn, b
       // The session ended under the request before it answered.
       conn->Respond(
           FormatResponse(200, headers, "application/json",
-                         ErrorMessage(id, kSessionEndedError, "the session ended"), keep_alive),
+                         ErrorMessage(id, kTransportError, "the session ended"), keep_alive),
           keep_alive);
     } else if (ex->buffered.size() == 1) {
       conn->Respond(

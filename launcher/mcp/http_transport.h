@@ -51,9 +51,10 @@
 
 namespace cagent::launcher::mcp {
 
-// The JSON-RPC error code of the HTTP-level refusals and of the end of a session the client
-// asked for (DELETE) or the transport decided (Stop, idle): MCP's implementation-defined range.
-inline constexpr int kSessionEndedError = -32000;
+// The JSON-RPC error code in the body of every HTTP-level refusal (401, 403, 404, 413, 503 …) and
+// of the end of a session the client asked for (DELETE) or the transport decided (Stop, idle):
+// JSON-RPC's implementation-defined server-error range, as the official SDK's server uses it.
+inline constexpr int kTransportError = -32000;
 
 struct HttpOptions {
   std::string address = "127.0.0.1";  // loopback only (127.0.0.0/8, ::1); others: Listen fails
@@ -77,7 +78,7 @@ class HttpTransport {
   // Binds options.address:options.port and starts accepting on `io` (which the caller runs, on
   // one thread). Fails (kInvalidInput) on a non-loopback or unparsable address, an empty token
   // or a path not starting with '/'; (kFailed) when the bind or listen fails. `on_session_end`
-  // runs on the io thread once for every session that was made (initialize reached the factory),
+  // runs on the io thread once for every session that was made (the factory gave a handler),
   // after its id is forgotten: reason "deleted by the client", "idle for N s", "initialize
   // failed: …", "transport stopped" or EndSession's message. It may call EndSession and
   // sessions(); it must not destroy the transport.
@@ -98,7 +99,7 @@ class HttpTransport {
   // forgotten (later requests 404), open streams close and on_session_end runs. Unknown id:
   // no-op. Io thread only.
   void EndSession(const std::string& session_id, int code, std::string message);
-  // Closes the listener and every connection and ends every session (kSessionEndedError,
+  // Closes the listener and every connection and ends every session (kTransportError,
   // "the server is shutting down"; on_session_end for each). Idempotent. Io thread only.
   void Stop();
   // Sessions alive now. Io thread only.

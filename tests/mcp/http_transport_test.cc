@@ -661,6 +661,23 @@ TEST_F(HttpTransportTest, HandlerFactoryErrorRefusesInitialize) {
   EXPECT_EQ(OnIo([this] { return transport_->sessions(); }), 0U);
 }
 
+TEST_F(HttpTransportTest, RefusedInitializeMakesNoSession) {
+  Start();
+  const HttpReply refused = Post(Request(1, "initialize", {{"protocolVersion", 7}}), Headers());
+  EXPECT_EQ(refused.status, 200);
+  const std::vector<json> messages = Messages(refused);
+  ASSERT_EQ(messages.size(), 1U);
+  EXPECT_EQ(messages[0]["error"]["code"], kInvalidParams) << messages[0];
+  EXPECT_TRUE(refused.Header("mcp-session-id").empty());
+  EXPECT_EQ(OnIo([this] { return transport_->sessions(); }), 0U);
+  const auto ended = Ended();
+  ASSERT_EQ(ended.size(), 1U);
+  EXPECT_EQ(ended[0].second.rfind("initialize failed: ", 0), 0U) << ended[0].second;
+  // Twin: a good initialize then makes one.
+  OpenSession();
+  EXPECT_EQ(OnIo([this] { return transport_->sessions(); }), 1U);
+}
+
 TEST_F(HttpTransportTest, EndSessionAnswersTheCallsInProgressAndForgetsTheId) {
   Start();
   const std::string id = OpenSession();
