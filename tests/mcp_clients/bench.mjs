@@ -1,8 +1,8 @@
 // Round-trip latency of one MCP tools/call from the official SDK client (stdio), interleaved:
 //
-//   cagent-run_command-true   `cagent mcp serve`: run_command `true` (policy decision, a command
-//                             in the warm sandbox, audit)
-//   cagent-read_file          `cagent mcp serve`: read_file of a small workspace file
+//   cagent-run_command-true   `cagent mcp serve` (profiles/bench.cagent): run_command `true N`
+//                             (policy decision, a command in the warm sandbox, audit)
+//   cagent-read_file          `cagent mcp serve`: read_file of 20 lines of a workspace file
 //   everything-echo           server-everything's echo tool (an unconfined node server: the cost
 //                             of MCP itself through the SDK)
 //   srt-true (optional)       sandbox-runtime's per-command cost: `srt true` spawned and waited
@@ -106,15 +106,27 @@ const clients = [];
 
 if (opts.cagent) {
   const { ws } = makeWorkspace();
+  // cagent's loop detection refuses a third identical call with an unchanged workspace, so every
+  // call differs: `true N` (true ignores its arguments) and a read at a different offset.
+  const lines = Array.from({ length: 4000 }, (_, i) => `line ${i + 1} of the benchmark file`);
+  fs.writeFileSync(path.join(ws, "bench.txt"), `${lines.join("\n")}\n`);
   const client = await connect(CAGENT,
-    serveArgs({ profile: profile("serve"), workspace: ws }), serveEnv(tempDir("state")));
+    serveArgs({ profile: profile("bench"), workspace: ws }), serveEnv(tempDir("state")));
   clients.push(client);
   const call = async (name, args) => {
     const r = await client.callTool({ name, arguments: args });
     if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.content)}`);
   };
-  targets.push({ name: "cagent-run_command-true", call: () => call("run_command", { command: "true" }) });
-  targets.push({ name: "cagent-read_file", call: () => call("read_file", { path: "notes.txt" }) });
+  let n = 0;
+  targets.push({
+    name: "cagent-run_command-true",
+    call: () => call("run_command", { command: `true ${(n += 1)}` }),
+  });
+  let m = 0;
+  targets.push({
+    name: "cagent-read_file",
+    call: () => call("read_file", { path: "bench.txt", offset: 1 + ((m += 1) % 3900), limit: 20 }),
+  });
 }
 {
   const client = await connect(process.execPath, [EVERYTHING, "stdio"],
