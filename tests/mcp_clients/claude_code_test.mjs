@@ -170,7 +170,7 @@ const cases = {
     });
     check(result.is_error === true, "the tool_result the model gets is an error", result);
     check(!text.includes("planted-secret"), "the secret never reached the model", result);
-    check(text.includes(".env"), "the error names the rule (**/.env)", result);
+    check(text.includes("deny **/.env"), "the error names the rule (deny **/.env)", result);
     const calls = callEvents(sessionEvents(state), "mcp_call", "read_file", { path: ".env" });
     check(calls.length === 1 && calls[0].verdict === "deny", "cagent's audit log has the denial",
       calls);

@@ -162,15 +162,15 @@ const cases = {
       const env = await client.callTool({ name: "read_file", arguments: { path: ".env" } });
       check(env.isError === true, "read_file .env is refused with isError", env);
       check(!text(env).includes("planted-secret"), "the secret is not in the refusal", env);
-      check(text(env).includes(".env"), "the refusal names the rule (**/.env)", env);
+      check(text(env).includes("deny **/.env"), "the refusal names the rule (deny **/.env)", env);
 
       const curl = await client.callTool({
         name: "run_command",
         arguments: { command: "curl http://127.0.0.1:9/" },
       });
       check(curl.isError === true, "run_command curl is refused with isError", curl);
-      check(/curl/.test(text(curl)) && /deny|denied|refused|not allowed/i.test(text(curl)),
-        "the refusal names the deny rule", curl);
+      check(/commands: deny \([^)]*\bcurl\b/.test(text(curl)),
+        "the refusal names the deny rule (commands: deny (… curl …))", curl);
 
       const outside = await client.callTool({
         name: "read_file",
