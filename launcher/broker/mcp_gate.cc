@@ -215,6 +215,8 @@ void McpGate::ListFiltered(const std::vector<std::string>& offered,
                            const std::vector<std::string>& hidden) {
   std::vector<std::string> o;
   std::vector<std::string> h;
+  o.reserve(offered.size());
+  h.reserve(hidden.size());
   for (const auto& n : offered) o.push_back(ShortName(n));
   for (const auto& n : hidden) h.push_back(ShortName(n));
   Emit(audit::McpList({.mode = config_.mode, .offered = std::move(o), .hidden = std::move(h)}));
