@@ -68,7 +68,10 @@ class ServeLoop {
     if (!decision.value().allowed()) return std::nullopt;  // the broker answered the client
 
     running_ = decision.value().request_id;
-    ToolOutcome outcome = ready->Execute();
+    // A cancel may already be here (read along with the decision): then nothing starts.
+    ToolOutcome outcome = client_.CancelArrived(running_)
+                              ? ToolOutcome::Fail("cancelled", "the client cancelled the call")
+                              : ready->Execute();
     running_ = 0;
     ready.reset();  // release the call's descriptors before the next one
     if (client_.failure()) return *client_.failure();  // a shutdown arrived while it ran
