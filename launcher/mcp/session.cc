@@ -147,7 +147,8 @@ class SessionCore {
   // kFailed and `why` once the session's state is consistent.
   std::vector<std::function<void(ElicitReply)>> TakeElicitations(CallImpl& call,
                                                                  const json& related);
-  static void FailAll(std::vector<std::function<void(ElicitReply)>> dones, const std::string& why);
+  static void FailAll(const std::vector<std::function<void(ElicitReply)>>& dones,
+                      const std::string& why);
 
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   json current_request_;  // the id of the request being dispatched (for the last-resort error)
@@ -515,7 +516,7 @@ void SessionCore::CancelCall(const json& id, std::string reason) {
   if (on_abandoned_) {
     on_abandoned_(id);
   }
-  FailAll(std::move(dones), "the call was cancelled: " + reason);
+  FailAll(dones, "the call was cancelled: " + reason);
   if (on_cancel) {
     on_cancel(std::move(reason));
   }
@@ -585,9 +586,9 @@ std::vector<std::function<void(ElicitReply)>> SessionCore::TakeElicitations(Call
   return dones;
 }
 
-void SessionCore::FailAll(std::vector<std::function<void(ElicitReply)>> dones,
+void SessionCore::FailAll(const std::vector<std::function<void(ElicitReply)>>& dones,
                           const std::string& why) {
-  for (auto& done : dones) {
+  for (const auto& done : dones) {
     if (done) {
       ElicitReply reply;
       reply.error = why;
@@ -606,7 +607,7 @@ void SessionCore::FinishCall(CallImpl& call, json response) {
   call.on_cancel_ = nullptr;
   auto dones = TakeElicitations(call, call.request_id());
   Send(std::move(response), call.request_id(), true);
-  FailAll(std::move(dones), "the call finished before the answer came");
+  FailAll(dones, "the call finished before the answer came");
 }
 
 void SessionCore::Progress(CallImpl& call, double progress, std::optional<double> total,
@@ -668,7 +669,8 @@ void SessionCore::End(int code, std::string message) {
   }
   ended_ = true;
   end_code_ = code;
-  end_message_ = message;
+  end_message_ = std::move(message);
+  const std::string& text = end_message_;
   auto calls = std::exchange(calls_, {});
   std::vector<std::function<void(ElicitReply)>> dones;
   std::vector<std::function<void(std::string)>> cancels;
@@ -676,19 +678,19 @@ void SessionCore::End(int code, std::string message) {
     if (call->done_) {
       continue;
     }
-    cancels.push_back(call->Cancel(message));
+    cancels.push_back(call->Cancel(text));
     for (auto& done : TakeElicitations(*call, call->request_id())) {
       dones.push_back(std::move(done));
     }
-    Send(RpcError(call->request_id(), code, message), call->request_id(), true);
+    Send(RpcError(call->request_id(), code, text), call->request_id(), true);
   }
   for (auto& [id, pending] : std::exchange(elicitations_, {})) {
     dones.push_back(std::move(pending.done));
   }
-  FailAll(std::move(dones), "the session ended: " + message);
+  FailAll(dones, "the session ended: " + text);
   for (auto& cancel : cancels) {
     if (cancel) {
-      cancel(message);
+      cancel(text);
     }
   }
 }

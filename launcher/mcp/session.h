@@ -143,7 +143,9 @@ struct SessionOptions {
 
 // One message the session sends. `related` is the id of the client request it belongs to, or
 // null (a message for the session's general stream). `final` marks the response to `related`
-// (its stream, over HTTP, ends with it).
+// (its stream, over HTTP, ends with it). A refusal of a frame whose id could not be read (invalid
+// JSON, a batch, a bad id) is an error response with id null, sent with `related` null and
+// `final` false.
 struct Outgoing {
   nlohmann::json message;
   nlohmann::json related;
@@ -154,8 +156,12 @@ class Session {
  public:
   // `send` carries each outgoing message (called on the io thread, never re-entrantly from
   // Receive's caller's point of view: it may be called from inside Receive).
+  // `io` is used to post callbacks that must not run inside the caller's own call (an
+  // elicitation that cannot be sent, an OnCancel registered after the cancellation).
   Session(boost::asio::io_context& io, ToolHandler& handler, SessionOptions options,
           std::function<void(Outgoing)> send);
+  // Sends nothing and runs no callback (End first for a clean end); ToolCalls the handler still
+  // holds become no-ops (done() is true). Callbacks the session runs must not destroy it.
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

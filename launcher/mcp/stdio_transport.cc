@@ -107,8 +107,9 @@ class StdioTransport::State : public std::enable_shared_from_this<State> {
         max_frame_bytes_(options.max_frame_bytes),
         in_(io, std::move(in)),
         out_(io, std::move(out)),
-        session_(std::make_unique<Session>(io, handler, std::move(options),
-                                           [this](Outgoing sent) { Enqueue(sent.message); })) {}
+        session_(
+            std::make_unique<Session>(io, handler, std::move(options),
+                                      [this](const Outgoing& sent) { Enqueue(sent.message); })) {}
 
   void Start(std::function<void(std::string)> on_closed) {
     on_closed_ = std::move(on_closed);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "common/json_text.h"
@@ -242,6 +243,24 @@ TEST(McpSessionTest, AnIdInUseByACallInProgressIsRefused) {
   h.Call("1", "slow");
   EXPECT_TRUE(h.Take().empty());
   EXPECT_EQ(h.handler.calls.size(), 2U);
+}
+
+TEST(McpSessionTest, AHandlerThatThrowsFailsItsCallAndTheSessionGoesOn) {
+  SessionHarness h;
+  h.Initialize();
+  h.handler.on_call = [](const std::shared_ptr<ToolCall>& call) {
+    if (call->name() == "slow") {
+      throw std::runtime_error("boom");
+    }
+    call->Finish(ToolResult::Text("fine"));
+  };
+  h.Call(1, "slow");
+  const json failed = h.TakeOne().message;
+  EXPECT_EQ(ErrorCode(failed), kInternalError);
+  EXPECT_EQ(failed["id"], 1);
+  EXPECT_EQ(h.session->calls_in_progress(), 0U);
+  h.Call(2, "echo");
+  EXPECT_EQ(h.TakeOne().message["result"]["content"][0]["text"], "fine");
 }
 
 // ---- progress ----
