@@ -57,6 +57,9 @@ for line in sys.stdin:
         try:
             if name == "read_host_file":
                 text, err = open(args["path"]).read(), False
+            elif name == "proxy_env":
+                import os
+                text, err = os.environ.get("HTTPS_PROXY", "(none)"), False
             else:
                 text, err = "ran " + name, False
         except Exception as e:
@@ -278,6 +281,42 @@ TEST_F(McpWrapTest, RegularFilesAsTheClientsEnds) {
   EXPECT_EQ(by_id[1]["result"]["tools"].size(), 1U);
   EXPECT_NE(Text(by_id[2]).find("import json"), std::string::npos);
   EXPECT_EQ(by_id[3]["result"]["isError"], true);
+}
+
+// A profile with a hosts section: the server runs with cagent's egress proxy in front of it
+// (the proxy variables are set inside), exactly as `cagent exec` would run it.
+TEST_F(McpWrapTest, AProfileWithHostsGetsTheEgressProxy) {
+  policy::Compiled compiled =
+      policy::CompileText("wrap.cagent",
+                          "extends base\nnetwork loopback\nhosts {\n  allow example.org:443\n}\n"
+                          "tools {\n  allow mcp:proxy_env\n}\n",
+                          policy::SearchPath{});
+  ASSERT_TRUE(compiled.ok()) << policy::RenderAll(*compiled.sources, compiled.diags);
+  const std::string requests = state_ + "/requests.jsonl";
+  const std::string answers = state_ + "/answers.jsonl";
+  WriteFile(requests, JsonText(Request(1, "tools/call", {{"name", "proxy_env"}})) + "\n");
+  UniqueFd in(::open(requests.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd out(::open(answers.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  ASSERT_TRUE(in.valid() && out.valid());
+  McpWrapOptions o;
+  o.policy = compiled.policy;
+  o.binding = RunBinding(workspace_);
+  o.argv = {"python3", workspace_ + "/server.py"};
+  o.approval = broker::ApprovalMode::kNever;
+  o.client_in_fd = in.get();
+  o.client_out_fd = out.get();
+  o.state_dir = state_;
+  auto r = RunMcpWrap(o);
+  if (!r && r.error().code == Error::Code::kUnsupported) {
+    GTEST_SKIP() << "no sandbox here: " << r.error().Message();
+  }
+  ASSERT_TRUE(r) << r.error().Message();
+  EXPECT_TRUE(r->egress);
+  std::ifstream got(answers);
+  std::string line;
+  ASSERT_TRUE(std::getline(got, line));
+  const json answer = json::parse(line);
+  EXPECT_EQ(Text(answer), "http://127.0.0.1:3128") << line;
 }
 
 // Twin: the same server and the same request outside the sandbox read the planted file, so the
