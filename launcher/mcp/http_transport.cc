@@ -435,11 +435,40 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
     parser_->body_limit(max_body_bytes_);
-    Arm(read_timeout_);
-    http::async_read(socket_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t /*bytes*/) {
-                       self->OnRead(ec);
-                     });
+    Arm(read_timeout_);  // one deadline for the whole request, head and body
+    http::async_read_header(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t /*bytes*/) {
+          self->OnHeader(ec);
+        });
+  }
+
+  // The head is in. A client that sent `Expect: 100-continue` (curl does for bodies over 1 KiB)
+  // waits for a 100 before it sends the body; the rest of the request is then read.
+  void OnHeader(beast::error_code ec) {
+    if (ec || closed_ || parser_->is_done()) {
+      OnRead(ec);
+      return;
+    }
+    auto read_body = [self = shared_from_this()] {
+      http::async_read(
+          self->socket_, self->buffer_, *self->parser_,
+          [self](beast::error_code read_ec, std::size_t /*bytes*/) { self->OnRead(read_ec); });
+    };
+    if (Lower(Trim(View(parser_->get()[http::field::expect]))) != "100-continue") {
+      read_body();
+      return;
+    }
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    asio::async_write(socket_, asio::buffer(kContinue),
+                      [self = shared_from_this(), read_body](boost::system::error_code write_ec,
+                                                             std::size_t /*bytes*/) {
+                        if (write_ec || self->closed_) {
+                          self->Close();
+                          return;
+                        }
+                        read_body();
+                      });
   }
 
   void OnRead(beast::error_code ec) {

@@ -672,6 +672,24 @@ TEST_F(HttpTransportTest, HandlerFactoryErrorRefusesInitialize) {
   EXPECT_EQ(OnIo([this] { return transport_->sessions(); }), 0U);
 }
 
+TEST_F(HttpTransportTest, ExpectContinueGetsA100BeforeTheBody) {
+  Start();
+  const std::string body = JsonText(Initialize());
+  HeaderList headers = Headers();
+  headers.emplace_back("Expect", "100-continue");
+  headers.emplace_back("Content-Length", std::to_string(body.size()));
+  RawHttpClient client(port_);
+  ASSERT_TRUE(client.Send(BuildRequest("POST", "/mcp", headers)));
+  std::optional<HttpReply> interim = client.ReadHead();  // curl waits for this before the body
+  ASSERT_TRUE(interim.has_value());
+  EXPECT_EQ(interim->status, 100);
+  ASSERT_TRUE(client.Send(body));
+  std::optional<HttpReply> reply = client.ReadResponse();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_FALSE(reply->Header("mcp-session-id").empty());
+}
+
 TEST_F(HttpTransportTest, RefusedInitializeMakesNoSession) {
   Start();
   const HttpReply refused = Post(Request(1, "initialize", {{"protocolVersion", 7}}), Headers());
@@ -719,12 +737,27 @@ TEST_F(HttpTransportTest, IdleSessionsExpire) {
   options.session_idle_timeout = 1s;
   Start(options);
   const std::string id = OpenSession();
+  // Twin: a session with a call in progress is not idle, however long the call takes.
+  const std::string busy = OpenSession();
+  RawHttpClient client(port_);
+  ASSERT_TRUE(
+      client.Send(BuildRequest("POST", "/mcp", Headers(busy), JsonText(CallTool(2, "slow")))));
+  ASSERT_TRUE(client.ReadHead().has_value());
+  ASSERT_TRUE(client.NextEvent().has_value());
   for (int i = 0; i < 40 && Ended().empty(); ++i) {
     std::this_thread::sleep_for(100ms);
   }
-  ASSERT_EQ(Ended().size(), 1U);
-  EXPECT_EQ(Ended()[0].second, "idle for 1 s");
+  std::this_thread::sleep_for(1500ms);  // another sweep or two
+  const auto ended = Ended();
+  ASSERT_EQ(ended.size(), 1U);
+  EXPECT_EQ(ended[0].first, id);
+  EXPECT_EQ(ended[0].second, "idle for 1 s");
   EXPECT_EQ(Post(Request(2, "tools/list"), Headers(id)).status, 404);
+  EXPECT_EQ(OnIo([&] { return Handler(busy)->FinishHeld("done"); }), 1);
+  std::optional<std::string> progress = client.NextEvent();
+  std::optional<std::string> result = client.NextEvent();
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(json::parse(*result)["id"], 2);
 }
 
 TEST_F(HttpTransportTest, StopEndsEverySession) {
