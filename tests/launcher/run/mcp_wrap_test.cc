@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -317,6 +318,32 @@ TEST_F(McpWrapTest, AProfileWithHostsGetsTheEgressProxy) {
   ASSERT_TRUE(std::getline(got, line));
   const json answer = json::parse(line);
   EXPECT_EQ(Text(answer), "http://127.0.0.1:3128") << line;
+}
+
+// A server that does not exit when its input closes is stopped once the grace is over; /dev/null
+// as the client's input (EOF at once) works.
+TEST_F(McpWrapTest, AServerThatOutstaysItsClientIsStopped) {
+  policy::Compiled compiled = policy::CompileText("wrap.cagent", kProfile, policy::SearchPath{});
+  ASSERT_TRUE(compiled.ok());
+  UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  UniqueFd out(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  McpWrapOptions o;
+  o.policy = compiled.policy;
+  o.binding = RunBinding(workspace_);
+  o.argv = {"python3", "-c", "import time\ntime.sleep(600)"};
+  o.approval = broker::ApprovalMode::kNever;
+  o.client_in_fd = in.get();
+  o.client_out_fd = out.get();
+  o.state_dir = state_;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = RunMcpWrap(o);
+  if (!r && r.error().code == Error::Code::kUnsupported) {
+    GTEST_SKIP() << "no sandbox here: " << r.error().Message();
+  }
+  ASSERT_TRUE(r) << r.error().Message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  EXPECT_EQ(r->sandbox.kind, SandboxOutcome::Kind::kSignaled) << DescribeOutcome(r->sandbox);
+  EXPECT_EQ(r->ended_by, mcp::RelayEnd::kClientClosed) << r->end_reason;
 }
 
 // Twin: the same server and the same request outside the sandbox read the planted file, so the
