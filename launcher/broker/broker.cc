@@ -1347,8 +1347,10 @@ void Broker::Impl::OnAgentRefusal(std::uint64_t id, const protocol::ToolResult& 
 }
 
 void Broker::Impl::AnswerServed(const std::string& call_id, CallAnswer answer) {
-  if (!config_.serve || services_.calls == nullptr || served_.erase(call_id) == 0) return;
-  services_.calls->Answer(call_id, std::move(answer));
+  // A copy: `call_id` may be the very element erased here (End answers *served_.begin()).
+  const std::string id = call_id;
+  if (!config_.serve || services_.calls == nullptr || served_.erase(id) == 0) return;
+  services_.calls->Answer(id, std::move(answer));
 }
 
 void Broker::Impl::CancelCall(const std::string& call_id, const std::string& reason) {

@@ -490,8 +490,9 @@ class ServedSession {
     a.run_id = id_;
     a.policy = options_.policy;
     a.binding = options_.binding;
-    a.approval = options_.approval == broker::ApprovalMode::kStop ? broker::ApprovalMode::kPolicy
-                                                                  : options_.approval;
+    // The broker asks whenever the profile says so; the approver (elicitation first) applies
+    // --approve when the client cannot be asked.
+    a.approval = broker::ApprovalMode::kPolicy;
     a.pre_approvals = options_.pre_approvals;
     a.pre_approval_file = options_.pre_approval_file;
     a.budget_overrides = options_.budget_overrides;
