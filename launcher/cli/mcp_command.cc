@@ -21,6 +21,7 @@
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/mcp_serve.h"
+#include "launcher/run/mcp_wrap.h"
 #include "policy/diagnostics.h"
 #include "policy/loader.h"
 
@@ -244,6 +245,48 @@ int RunServe(const McpOptions& o) {
   return code;
 }
 
+int RunWrap(const McpOptions& o) {
+  if (o.command.empty()) return Usage("cagent mcp wrap: give the server's command after --");
+  auto common = LoadCommon(o);
+  if (!common) return Usage(common.error().Message());
+  run::McpWrapOptions w;
+  w.policy = common->policy;
+  w.binding = common->binding;
+  w.argv = o.command;
+  w.approval = common->approval;
+  w.tty_fd = common->tty.get();
+  w.pre_approvals = o.pre_approve;
+  w.pre_approval_file = o.pre_approve_file;
+  w.budget_overrides = common->budgets;
+  w.resolve = common->resolve;
+  const bool quiet = o.quiet;
+  w.on_started = [quiet](const std::string& log) {
+    if (!quiet) std::cerr << "cagent: MCP wrap session (audit log: " << TerminalSafe(log) << ")\n";
+  };
+  auto result = run::RunMcpWrap(w);
+  if (!result) {
+    spdlog::error("{}", result.error().Message());
+    return ToInt(ExitCodeFor(result.error(), ExitCode::kSetupFailed));
+  }
+  if (!quiet) {
+    std::cerr << "cagent: the session ended (" << TerminalSafe(result->end_reason)
+              << "): " << result->calls_allowed << " calls allowed, " << result->calls_denied
+              << " denied; the server " << TerminalSafe(DescribeOutcome(result->sandbox)) << "\n";
+  }
+  if (!result->needs_approval.empty()) {
+    spdlog::info("needs approval: {}", TerminalSafe(result->needs_approval));
+    return ToInt(ExitCode::kNeedsApproval);
+  }
+  if (!result->budget_exhausted.empty()) {
+    spdlog::error("{}", TerminalSafe(result->budget_exhausted));
+    return ToInt(ExitCode::kRunFailed);
+  }
+  if (result->sandbox.kind == SandboxOutcome::Kind::kSetupFailed) {
+    return ToInt(ExitCode::kSetupFailed);
+  }
+  return ToInt(ExitCode::kOk);
+}
+
 }  // namespace
 
 CLI::App* AddMcpCommand(CLI::App& app, McpOptions& o) {
@@ -307,11 +350,29 @@ CLI::App* AddMcpCommand(CLI::App& app, McpOptions& o) {
       "4 stopped for an approval (--approve stop); 130 cancelled (Ctrl-C); 2 usage; 125 could "
       "not start.\n\nClaude Code: claude mcp add cagent -- cagent mcp serve --profile backend "
       "--workspace \"$PWD\"   (docs/mcp.md has Codex, Cursor and VS Code).");
+
+  o.wrap = mcp->add_subcommand(
+      "wrap",
+      "Run the stdio MCP server COMMAND inside the sandbox made from the profile (its view, "
+      "network and hosts rules) and relay JSON-RPC between the client on cagent's stdin and "
+      "stdout and it. Each tools/call is decided by the profile's 'mcp:' tool rules by tool name "
+      "(allow|ask|deny mcp:GLOB): a denied call is answered by cagent and never reaches the "
+      "server, and tools/list leaves out the tools the profile denies. Malformed or oversized "
+      "messages from either side are refused without ending the session. Every call is in the "
+      "session's audit log under $XDG_STATE_HOME/cagent/mcp/.");
+  common(o.wrap);
+  o.wrap->add_option("command", o.command, "The server's command line (after --).")->required();
+  o.wrap->footer(
+      "Exit status: 0 the session ended (the client or the server closed); 3 the tool-call "
+      "budget ran out; 4 stopped for an approval (--approve stop); 2 usage; 125 the sandbox "
+      "could not be built.\n\nExample: cagent mcp wrap --profile mcp-server -- npx "
+      "@modelcontextprotocol/server-everything stdio");
   return mcp;
 }
 
 int RunMcpCommand(const McpOptions& o) {
   if (o.serve != nullptr && o.serve->parsed()) return RunServe(o);
+  if (o.wrap != nullptr && o.wrap->parsed()) return RunWrap(o);
   return Usage("cagent mcp: choose serve or wrap (see cagent mcp --help)");
 }
 
