@@ -111,6 +111,9 @@ const cases = {
   async allowed() {
     const twin = await connect(EVERYTHING_ARGV, { wrapped: false });
     try {
+      const { tools } = await twin.client.listTools();
+      check(tools.some((t) => t.name === "gzip-file-as-resource"),
+        "twin: without wrap the server lists gzip-file-as-resource", tools.map((t) => t.name));
       const env = await twin.client.callTool({ name: "get-env", arguments: {} });
       check(text(env).includes(PLANTED_VALUE), "twin: without wrap get-env shows the planted var",
         env);
@@ -121,6 +124,8 @@ const cases = {
     try {
       const { tools } = await w.client.listTools();
       check(tools.some((t) => t.name === "echo"), "tools/list relays the server's tools", tools);
+      check(!tools.some((t) => t.name === "gzip-file-as-resource"),
+        "tools/list leaves out the tool the profile denies", tools.map((t) => t.name));
       const echo = await w.client.callTool({ name: "echo", arguments: { message: "relayed" } });
       check(echo.isError !== true && text(echo) === "Echo: relayed", "echo relays through wrap",
         echo);
