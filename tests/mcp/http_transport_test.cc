@@ -633,8 +633,20 @@ TEST_F(HttpTransportTest, CancelledCallEndsItsStream) {
 TEST_F(HttpTransportTest, DeleteEndsTheSession) {
   Start();
   const std::string id = OpenSession();
+  RawHttpClient client(port_);
+  ASSERT_TRUE(
+      client.Send(BuildRequest("POST", "/mcp", Headers(id), JsonText(CallTool(12, "slow")))));
+  ASSERT_TRUE(client.ReadHead().has_value());
+  ASSERT_TRUE(client.NextEvent().has_value());
   const HttpReply deleted = Send(BuildRequest("DELETE", "/mcp", Headers(id)));
   EXPECT_EQ(deleted.status, 200);
+  // The call in progress is answered with an error and its stream ends.
+  std::optional<std::string> event = client.NextEvent();
+  ASSERT_TRUE(event.has_value());
+  EXPECT_EQ(json::parse(*event)["id"], 12);
+  EXPECT_EQ(json::parse(*event)["error"]["code"], kTransportError) << *event;
+  EXPECT_FALSE(client.NextEvent().has_value());
+  EXPECT_TRUE(client.stream_ended());
   EXPECT_EQ(Post(Request(2, "tools/list"), Headers(id)).status, 404);
   EXPECT_EQ(Send(BuildRequest("DELETE", "/mcp", Headers(id))).status, 404);
   EXPECT_EQ(Send(BuildRequest("DELETE", "/mcp", Headers())).status, 400);
