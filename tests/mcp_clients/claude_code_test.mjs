@@ -70,7 +70,8 @@ async function runClaude({ server, toolName, input, prompt }) {
     DISABLE_TELEMETRY: "1",
     DISABLE_ERROR_REPORTING: "1",
     // MCP tools are otherwise "deferred" behind Claude Code's ToolSearch tool and not in the
-    // request's tools list (see README.md).
+    // request's tools list (see README.md); `--tools ""` has the same effect, this keeps it so if
+    // a later version keeps ToolSearch there.
     ENABLE_TOOL_SEARCH: "false",
   };
   const args = ["-p", prompt, "--mcp-config", config, "--strict-mcp-config",
