@@ -46,21 +46,33 @@ const SLEEP_ARG = transport === "stdio" ? "31.25" : "31.75";
 // The tools the profile serve.cagent enables (base's plus write_file and edit_file), with the
 // properties and required arguments of common/tool_schemas.cc, and what their annotations must say.
 const EXPECTED_TOOLS = {
-  read_file: { props: ["limit", "offset", "path"], required: ["path"], readOnly: true },
-  list_dir: { props: ["path"], required: [], readOnly: true },
-  glob: { props: ["path", "pattern"], required: ["pattern"], readOnly: true },
+  read_file: { props: ["limit", "offset", "path"], required: ["path"], readOnly: true, idem: true },
+  list_dir: { props: ["path"], required: [], readOnly: true, idem: true },
+  glob: { props: ["path", "pattern"], required: ["pattern"], readOnly: true, idem: true },
   grep: {
     props: ["ignore_case", "include", "path", "pattern"],
     required: ["pattern"],
     readOnly: true,
+    idem: true,
   },
-  write_file: { props: ["content", "path"], required: ["content", "path"], readOnly: false },
+  write_file: {
+    props: ["content", "path"],
+    required: ["content", "path"],
+    readOnly: false,
+    idem: true, // the same content written twice leaves the same file
+  },
   edit_file: {
     props: ["new_string", "old_string", "path", "replace_all"],
     required: ["new_string", "old_string", "path"],
     readOnly: false,
+    idem: false,
   },
-  run_command: { props: ["command", "timeout_ms"], required: ["command"], readOnly: false },
+  run_command: {
+    props: ["command", "timeout_ms"],
+    required: ["command"],
+    readOnly: false,
+    idem: false,
+  },
 };
 
 function text(result) {
@@ -109,12 +121,13 @@ const cases = {
           `${tool.name}: a description`, tool);
         const a = tool.annotations ?? {};
         check(a.readOnlyHint === want.readOnly, `${tool.name}: readOnlyHint ${want.readOnly}`, a);
-        if (want.readOnly) {
-          check(a.destructiveHint !== true, `${tool.name}: a read-only tool is not destructive`, a);
-        } else {
-          check(typeof a.destructiveHint === "boolean", `${tool.name}: destructiveHint set`, a);
-        }
-        check(typeof a.idempotentHint === "boolean", `${tool.name}: idempotentHint set`, a);
+        // A write or a command can destroy data; a read cannot. Nothing reaches the network
+        // (the profile's network is none), so no tool is open-world.
+        check(a.destructiveHint === !want.readOnly, `${tool.name}: destructiveHint ${!want.readOnly}`,
+          a);
+        check(a.idempotentHint === want.idem, `${tool.name}: idempotentHint ${want.idem}`, a);
+        check(a.openWorldHint === false, `${tool.name}: openWorldHint false`, a);
+        check(tool.outputSchema?.type === "object", `${tool.name}: an outputSchema`, tool);
       }
       const runCommand = tools.find((t) => t.name === "run_command");
       check(runCommand.annotations.destructiveHint === true, "run_command is destructive",
