@@ -4,7 +4,7 @@
 //
 //   node sdk_serve_test.mjs stdio|http CASE
 //
-// Cases: list, read, run, deny, ask, askfallback, cancel, budget, audit; and for http:
+// Cases: list, read, run, deny, ask, askfallback, cancel, progress, budget, audit; and for http:
 // unauthorized.
 
 import fs from "node:fs";
@@ -282,6 +282,24 @@ const cases = {
       check(!alive, "the cancelled command's process is gone within 3 s");
       const next = await client.callTool({ name: "run_command", arguments: { command: "echo after" } });
       check(next.isError !== true && text(next).includes("after"), "a following call works", next);
+    });
+  },
+
+  // A command that runs a while: the client gave a progress token (onprogress), so cagent sends
+  // notifications/progress while it runs (every second).
+  async progress() {
+    const { ws } = makeWorkspace();
+    await withServe({ profile: profile("serve"), workspace: ws }, async ({ client }) => {
+      const seen = [];
+      const r = await client.callTool(
+        { name: "run_command", arguments: { command: "sleep 2.2; echo slept" } },
+        undefined,
+        { onprogress: (p) => seen.push(p), timeout: 30000 },
+      );
+      check(r.isError !== true && text(r).includes("slept"), "the command ran to its end", r);
+      check(seen.length >= 1, "progress notifications arrived while it ran", seen);
+      check(seen.every((p, i) => i === 0 || p.progress > seen[i - 1].progress),
+        "progress increases", seen);
     });
   },
 
