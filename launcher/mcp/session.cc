@@ -4,6 +4,8 @@
 #include <cmath>
 #include <exception>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -122,6 +124,7 @@ class SessionCore {
   std::string client_name_;
   std::string client_version_;
 
+  std::optional<std::set<std::string>> tool_names_;         // what the last ListTools() named
   std::map<std::string, std::shared_ptr<CallImpl>> calls_;  // by IdKey(request id)
   struct PendingElicit {
     std::weak_ptr<CallImpl> call;
@@ -418,7 +421,9 @@ void SessionCore::OnInitialize(const json& id, const json& params) {
 
 void SessionCore::OnToolsList(const json& id) {
   json tools = json::array();
+  tool_names_.emplace();
   for (auto& tool : handler_.ListTools()) {
+    tool_names_->insert(tool.name);
     tools.push_back(ToolJson(std::move(tool)));
   }
   SendResult(id, json{{"tools", std::move(tools)}});
@@ -450,14 +455,15 @@ void SessionCore::OnToolsCall(const json& id, json& params) {
     }
   }
   const std::string& tool_name = name->get_ref<const std::string&>();
-  bool known = false;
-  for (const auto& tool : handler_.ListTools()) {
-    if (tool.name == tool_name) {
-      known = true;
-      break;
+  if (!tool_names_) {
+    // A client may call without listing first; the names are learned once (the list does not
+    // change within a session: listChanged is false).
+    tool_names_.emplace();
+    for (const auto& tool : handler_.ListTools()) {
+      tool_names_->insert(tool.name);
     }
   }
-  if (!known) {
+  if (tool_names_->count(tool_name) == 0) {
     SendResult(id, CallToolResultJson(
                        ToolResult::Text("unknown tool \"" + QuotedPrefix(tool_name) +
                                             "\": tools/list names the tools this server offers",

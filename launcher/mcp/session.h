@@ -123,6 +123,9 @@ class ToolCall {
 class ToolHandler {
  public:
   virtual ~ToolHandler() = default;
+  // For tools/list, and once before the first tools/call when the client has not listed yet
+  // (the names a tools/call may use are those of the last list: the set is taken to be fixed
+  // for the session, as the capability listChanged: false says).
   virtual std::vector<ToolDefinition> ListTools() = 0;
   // A tools/call for a tool ListTools() named (others are answered by the session itself:
   // a CallToolResult with isError naming the unknown tool). The handler answers through `call`.

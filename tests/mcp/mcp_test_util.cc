@@ -33,7 +33,7 @@ void FakeHandler::Call(std::shared_ptr<ToolCall> call) {
     on_call(call);
     return;
   }
-  if (call->name() == "echo") {
+  if (call->name().rfind("echo", 0) == 0) {  // echo, echo2 …
     const auto& args = call->arguments();
     call->Finish(ToolResult::Text(args.contains("text") && args["text"].is_string()
                                       ? args["text"].get<std::string>()

@@ -18,11 +18,15 @@ namespace cagent::launcher::mcp::testing {
 class FakeHandler : public ToolHandler {
  public:
   FakeHandler();
-  std::vector<ToolDefinition> ListTools() override { return tools; }
+  std::vector<ToolDefinition> ListTools() override {
+    ++list_calls;
+    return tools;
+  }
   void Call(std::shared_ptr<ToolCall> call) override;
 
   std::vector<ToolDefinition> tools;
   std::vector<std::shared_ptr<ToolCall>> calls;
+  int list_calls = 0;  // how often ListTools ran
   std::function<void(const std::shared_ptr<ToolCall>&)> on_call;
 };
 

@@ -196,6 +196,26 @@ TEST(McpSessionTest, UnknownToolIsAToolResultWithIsError) {
   EXPECT_TRUE(h.handler.calls.empty());  // never reaches the handler
 }
 
+TEST(McpSessionTest, ToolNamesAreLearnedOnceNotForEveryCall) {
+  SessionHarness h;
+  h.Initialize();
+  for (int i = 1; i <= 3; ++i) {
+    h.Call(i, "echo", {{"text", "x"}});  // without tools/list first
+    EXPECT_EQ(h.TakeOne().message["result"]["isError"], false);
+  }
+  EXPECT_EQ(h.handler.list_calls, 1);
+  h.Call(4, "rm_rf");
+  EXPECT_EQ(h.TakeOne().message["result"]["isError"], true);
+  EXPECT_EQ(h.handler.list_calls, 1);
+  // tools/list refreshes them.
+  h.handler.tools.front().name = "echo2";
+  h.Send(Request(5, "tools/list"));
+  h.Take();
+  h.Call(6, "echo2", {{"text", "y"}});
+  EXPECT_EQ(h.TakeOne().message["result"]["content"][0]["text"], "y");
+  EXPECT_EQ(h.handler.list_calls, 2);
+}
+
 TEST(McpSessionTest, ArgumentsThatAreNotAnObjectAreInvalidParams) {
   SessionHarness h;
   h.Initialize();
