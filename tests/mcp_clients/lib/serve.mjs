@@ -97,22 +97,39 @@ export async function startServe(opts) {
   const token = crypto.randomBytes(24).toString("hex");
   const tokenFile = path.join(dir, "token");
   fs.writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
-  const port = await freePort();
-  const child = spawn(
-    CAGENT,
-    serveArgs({ ...opts, extra: ["--listen", `127.0.0.1:${port}`, "--token-file", tokenFile] }),
-    { stdio: ["ignore", "pipe", "pipe"], env: serveEnv(opts.stateDir) },
-  );
-  child.stdout.on("data", (d) => (stderr += d));
-  child.stderr.on("data", (d) => (stderr += d));
-  child.on("exit", markEnded);
-  const deadline = Date.now() + 15000;
-  while (!(await canConnect(port))) {
-    if (ended || Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`cagent mcp serve --listen 127.0.0.1:${port} did not listen:\n${stderr}`);
+  // cagent names the address once it listens ("serving MCP at http://…/mcp"). A port taken between
+  // freePort and cagent's bind makes it exit: try another, up to three times.
+  let child = null;
+  let port = 0;
+  for (let attempt = 1; child === null; attempt += 1) {
+    port = await freePort();
+    stderr = "";
+    ended = false;
+    const c = spawn(
+      CAGENT,
+      serveArgs({ ...opts, extra: ["--listen", `127.0.0.1:${port}`, "--token-file", tokenFile] }),
+      { stdio: ["ignore", "pipe", "pipe"], env: serveEnv(opts.stateDir) },
+    );
+    let exited = false;
+    c.stdout.on("data", (d) => (stderr += d));
+    c.stderr.on("data", (d) => (stderr += d));
+    c.on("exit", () => {
+      exited = true;
+      if (child === c) markEnded();
+    });
+    const banner = `http://127.0.0.1:${port}/mcp`;
+    const deadline = Date.now() + 15000;
+    while (!stderr.includes(banner) && !exited && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 25));
     }
-    await new Promise((r) => setTimeout(r, 50));
+    if (stderr.includes(banner) && !exited && (await canConnect(port))) {
+      child = c;
+    } else {
+      c.kill("SIGKILL");
+      if (attempt === 3 || !exited) {
+        throw new Error(`cagent mcp serve --listen 127.0.0.1:${port} did not listen:\n${stderr}`);
+      }
+    }
   }
   const url = `http://127.0.0.1:${port}/mcp`;
   if (connect) {
