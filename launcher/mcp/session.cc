@@ -265,7 +265,7 @@ void SessionCore::SendError(const json& id, int code, std::string message) {
 void SessionCore::Receive(std::string_view frame, bool too_large) {
   if (too_large || frame.size() > options_.max_frame_bytes) {
     RpcIdScanner scanner;
-    scanner.Feed(frame.substr(0, std::min(frame.size(), options_.max_frame_bytes)));
+    scanner.Feed(frame);  // all of what is there: an SDK client writes "id" last
     ReceiveOversized(scanner.id().value_or(json()));
     return;
   }

@@ -349,7 +349,7 @@ class StdioTransport::State : public std::enable_shared_from_this<State> {
       return;
     }
     closed_ = true;
-    if (on_closed_) {
+    if (on_closed_ && !shutting_down_) {
       boost::asio::post(io_, [self = shared_from_this(), reason = std::move(reason)] {
         if (!self->destroyed_ && self->on_closed_) {
           auto on_closed = std::exchange(self->on_closed_, nullptr);

@@ -56,7 +56,8 @@ class StdioTransport {
 
   // Starts reading. `on_closed` runs once, on the io thread (posted, never from inside a call
   // into the transport or the session), when the input ends (end of file: the client went away)
-  // or reading or writing fails, with the reason in words. Calls still in progress are not ended
+  // or reading or writing fails, with the reason in words; not after Shutdown (a failure while
+  // flushing ends that with `flushed`). Calls still in progress are not ended
   // by it: the caller decides (Shutdown ends them; waiting for calls_in_progress() to reach 0
   // first lets `serve < file` finish its calls).
   void Start(std::function<void(std::string reason)> on_closed);

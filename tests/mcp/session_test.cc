@@ -658,6 +658,10 @@ TEST(McpSessionTest, TooLargeFrameIsRefusedWithTheIdFromItsPrefix) {
   h.SendText(R"({"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":")" +
              std::string(2000, 'x') + "\"}}");
   EXPECT_EQ(h.TakeOne().message["id"], 3);
+  // So is one whose id comes last, as the SDK writes it.
+  h.SendText(R"({"method":"ping","params":{"pad":")" + std::string(2000, 'x') +
+             R"("},"jsonrpc":"2.0","id":"last"})");
+  EXPECT_EQ(h.TakeOne().message["id"], "last");
   // Twin: within the limit it is served.
   h.SendText(R"({"jsonrpc":"2.0","id":4,"method":"ping"})");
   EXPECT_EQ(h.TakeOne().message["result"], json::object());
