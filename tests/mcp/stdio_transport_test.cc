@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
@@ -10,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -239,6 +242,40 @@ TEST_F(StdioTransportTest, TheSameLineWithinALargerLimitIsServed) {
   const auto lines = Lines();
   EXPECT_EQ(lines[1]["id"], 77);
   EXPECT_EQ(lines[1]["result"]["content"][0]["text"].get<std::string>().size(), 5U << 20);
+}
+
+TEST_F(StdioTransportTest, SocketInput) {
+  std::array<int, 2> fds{};
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds.data()), 0);
+  client_out_ = UniqueFd(fds[0]);
+  Begin({}, UniqueFd(fds[1]));
+  EXPECT_FALSE(transport_->reads_synchronously());
+  Write(Handshake() + Line(Request(1, "ping")));
+  ASSERT_TRUE(WaitForLines(2));
+  EXPECT_EQ(Lines()[1]["id"], 1);
+  client_out_.Reset();
+  ASSERT_TRUE(RunUntil([&] { return closed_.has_value(); }));
+}
+
+TEST_F(StdioTransportTest, TerminalInput) {
+  UniqueFd master(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!master.valid() || ::grantpt(master.get()) != 0 || ::unlockpt(master.get()) != 0) {
+    GTEST_SKIP() << "no pseudo-terminal here: " << std::strerror(errno);
+  }
+  std::array<char, 128> name{};
+  ASSERT_EQ(::ptsname_r(master.get(), name.data(), name.size()), 0);
+  UniqueFd terminal(::open(name.data(), O_RDWR | O_NOCTTY | O_CLOEXEC));
+  ASSERT_TRUE(terminal.valid());
+  termios mode{};
+  ASSERT_EQ(::tcgetattr(terminal.get(), &mode), 0);
+  ::cfmakeraw(&mode);  // no echo, no line editing: bytes through as written
+  ASSERT_EQ(::tcsetattr(terminal.get(), TCSANOW, &mode), 0);
+  client_out_ = std::move(master);
+  Begin({}, std::move(terminal));
+  EXPECT_FALSE(transport_->reads_synchronously());
+  Write(Handshake() + Line(Request(1, "ping")));
+  ASSERT_TRUE(WaitForLines(2));
+  EXPECT_EQ(Lines()[1]["id"], 1);
 }
 
 TEST_F(StdioTransportTest, DevNullInputEndsAtOnce) {
