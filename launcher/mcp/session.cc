@@ -105,6 +105,17 @@ class SessionCore {
               std::function<void(ElicitReply)> done);
   // Runs `task` later on the io thread unless the session is gone by then.
   void Post(std::function<void()> task);
+  // on_idle_, posted, when no call is in progress.
+  void PostIdleIfIdle() {
+    if (calls_.empty() && on_idle_) {
+      Post([this] {
+        if (calls_.empty() && on_idle_) {
+          auto idle = on_idle_;  // a copy: it may replace on_idle_
+          idle();
+        }
+      });
+    }
+  }
 
   [[nodiscard]] std::weak_ptr<int> alive() const { return alive_; }
 
@@ -113,6 +124,7 @@ class SessionCore {
   SessionOptions options_;
   std::function<void(Outgoing)> send_;
   std::function<void(const json&)> on_abandoned_;
+  std::function<void()> on_idle_;
 
   bool answered_initialize_ = false;
   bool initialized_ = false;
@@ -516,6 +528,7 @@ void SessionCore::CancelCall(const json& id, std::string reason) {
   }
   std::shared_ptr<CallImpl> call = it->second;
   calls_.erase(it);
+  PostIdleIfIdle();
   auto on_cancel = call->Cancel(reason);
   // The call's stream is abandoned with it: the cancellations go on the general stream.
   auto dones = TakeElicitations(*call, json());
@@ -610,6 +623,7 @@ void SessionCore::FinishCall(CallImpl& call, json response) {
   call.done_ = true;
   std::shared_ptr<CallImpl> keep = call.shared_from_this();
   calls_.erase(IdKey(call.request_id()));
+  PostIdleIfIdle();
   call.on_cancel_ = nullptr;
   auto dones = TakeElicitations(call, call.request_id());
   Send(std::move(response), call.request_id(), true);
@@ -717,6 +731,10 @@ void Session::ReceiveOversized(const json& id) { impl_->ReceiveOversized(id); }
 void Session::End(int code, std::string message) { impl_->End(code, std::move(message)); }
 void Session::set_on_abandoned(std::function<void(const json& request_id)> abandoned) {
   impl_->on_abandoned_ = std::move(abandoned);
+}
+void Session::set_on_idle(std::function<void()> idle) {
+  impl_->on_idle_ = std::move(idle);
+  impl_->PostIdleIfIdle();
 }
 bool Session::initialized() const { return impl_->initialized_; }
 bool Session::ended() const { return impl_->ended_; }

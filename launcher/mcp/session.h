@@ -186,6 +186,9 @@ class Session {
   // can close what it keeps open for it (an HTTP response stream). Never runs for a request that
   // got its final Outgoing.
   void set_on_abandoned(std::function<void(const nlohmann::json& request_id)> abandoned);
+  // Optional: runs (posted, on the io thread) whenever no call is in progress any more — after
+  // the last one finishes or is cancelled, and once after it is set if none is in progress then.
+  void set_on_idle(std::function<void()> idle);
 
   [[nodiscard]] bool initialized() const;  // initialize answered and notifications/initialized
   [[nodiscard]] bool ended() const;

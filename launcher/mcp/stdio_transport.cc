@@ -119,12 +119,31 @@ class StdioTransport::State : public std::enable_shared_from_this<State> {
 
   void Shutdown(int code, std::string message, std::function<void()> flushed) {
     StopReading();
+    idle_end_.reset();  // not waiting for the calls any more
+    for (auto& waiting : std::exchange(idle_flushed_, {})) {
+      flushed_.push_back(std::move(waiting));
+    }
     if (flushed) {
       flushed_.push_back(std::move(flushed));
     }
     shutting_down_ = true;
     session_->End(code, std::move(message));
     MaybeFinishShutdown();
+  }
+
+  void ShutdownWhenIdle(int code, std::string message, std::function<void()> flushed) {
+    StopReading();
+    idle_end_.emplace(code, std::move(message));
+    if (flushed) {
+      idle_flushed_.push_back(std::move(flushed));
+    }
+    // Weak: the session (owned here) keeps the callback.
+    session_->set_on_idle([weak = weak_from_this()] {
+      if (auto self = weak.lock(); self && !self->destroyed_ && self->idle_end_) {
+        auto [end_code, end_message] = *std::exchange(self->idle_end_, std::nullopt);
+        self->Shutdown(end_code, std::move(end_message), nullptr);
+      }
+    });
   }
 
   void Destroy() {
@@ -380,6 +399,9 @@ class StdioTransport::State : public std::enable_shared_from_this<State> {
   std::unique_ptr<Session> session_;
   std::function<void(std::string)> on_closed_;
   std::vector<std::function<void()>> flushed_;
+  // ShutdownWhenIdle: the End to make once no call is in progress, and its callbacks.
+  std::optional<std::pair<int, std::string>> idle_end_;
+  std::vector<std::function<void()>> idle_flushed_;
 
   std::array<char, kReadChunk> buffer_{};
   std::string line_;
@@ -415,6 +437,11 @@ void StdioTransport::Shutdown(int code, std::string message, std::function<void(
 }
 
 void StdioTransport::set_max_queued_bytes(std::size_t bytes) { state_->max_queued_bytes_ = bytes; }
+
+void StdioTransport::ShutdownWhenIdle(int code, std::string message,
+                                      std::function<void()> flushed) {
+  state_->ShutdownWhenIdle(code, std::move(message), std::move(flushed));
+}
 
 bool StdioTransport::reads_synchronously() const { return state_->reads_synchronously(); }
 

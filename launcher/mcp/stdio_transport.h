@@ -66,6 +66,10 @@ class StdioTransport {
   // output; `flushed` runs once (posted, on the io thread) after the last byte is written, or
   // writing failed, or when the output was already closed.
   void Shutdown(int code, std::string message, std::function<void()> flushed);
+  // Stops reading, lets the calls in progress finish (their answers are written), then
+  // Shutdown(code, message, flushed): for input that ended because it was all there, as with
+  // `cagent mcp serve < requests.jsonl`. A later Shutdown still ends the calls at once.
+  void ShutdownWhenIdle(int code, std::string message, std::function<void()> flushed);
 
   // The output queue's bound (default kDefaultMaxQueuedBytes); for tests.
   void set_max_queued_bytes(std::size_t bytes);

@@ -559,6 +559,30 @@ TEST(McpSessionTest, EndFailsCallsElicitationsAndLaterRequests) {
   EXPECT_EQ(after.reply.action, ElicitReply::Action::kFailed);
 }
 
+TEST(McpSessionTest, OnIdleRunsWhenTheLastCallIsDone) {
+  SessionHarness h;
+  h.Initialize();
+  h.Call(1, "slow");
+  h.Call(2, "slow");
+  int idle = 0;
+  h.session->set_on_idle([&idle] { ++idle; });
+  h.Poll();
+  EXPECT_EQ(idle, 0);  // two in progress
+  h.handler.calls[0]->Finish(ToolResult::Text("one"));
+  h.Poll();
+  EXPECT_EQ(idle, 0);  // one still in progress
+  h.Send(
+      {{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 2}}}});
+  EXPECT_EQ(idle, 0);  // posted, not from inside Receive
+  h.Poll();
+  EXPECT_EQ(idle, 1);
+  SessionHarness quiet;
+  int at_once = 0;
+  quiet.session->set_on_idle([&at_once] { ++at_once; });
+  quiet.Poll();
+  EXPECT_EQ(at_once, 1);  // nothing was in progress
+}
+
 TEST(McpSessionTest, ACallOutlivingTheSessionIsANoOp) {
   auto h = std::make_unique<SessionHarness>();
   h->Initialize();

@@ -140,6 +140,7 @@ class StdioTransportTest : public ::testing::Test {
   }
 
   void FinishCallsOneByOne(bool client_reads);
+  void ServeFileOfSlowCalls(bool when_idle);
 
   bool WaitForLines(std::size_t n) {
     return RunUntil([&] { return Lines().size() >= n; });
@@ -367,6 +368,43 @@ void StdioTransportTest::FinishCallsOneByOne(bool client_reads) {
       }
     }
   }
+}
+
+// `requests.jsonl` with two slow calls; at its end the transport is shut down either when the
+// calls are done or at once.
+void StdioTransportTest::ServeFileOfSlowCalls(bool when_idle) {
+  Begin({}, FileWith(Handshake() + Line(Request(1, "tools/call", {{"name", "slow"}})) +
+                     Line(Request(2, "tools/call", {{"name", "slow"}}))));
+  ASSERT_TRUE(RunUntil([&] { return closed_.has_value(); }));
+  ASSERT_EQ(handler_.calls.size(), 2U);
+  bool flushed = false;
+  if (when_idle) {
+    transport_->ShutdownWhenIdle(kInternalError, "input ended", [&flushed] { flushed = true; });
+  } else {
+    transport_->Shutdown(kInternalError, "input ended", [&flushed] { flushed = true; });
+  }
+  RunUntil([] { return true; });
+  for (const auto& call : handler_.calls) {
+    call->Finish(ToolResult::Text("finished"));
+  }
+  ASSERT_TRUE(RunUntil([&] { return flushed && output_eof_; }));
+}
+
+TEST_F(StdioTransportTest, ShutdownWhenIdleLetsTheCallsOfAFileFinish) {
+  ServeFileOfSlowCalls(/*when_idle=*/true);
+  const auto lines = Lines();
+  ASSERT_EQ(lines.size(), 3U);
+  EXPECT_EQ(lines[1]["result"]["content"][0]["text"], "finished");
+  EXPECT_EQ(lines[2]["result"]["content"][0]["text"], "finished");
+}
+
+TEST_F(StdioTransportTest, ShutdownEndsTheCallsOfAFileAtOnce) {
+  // The twin: a plain Shutdown answers both with the error.
+  ServeFileOfSlowCalls(/*when_idle=*/false);
+  const auto lines = Lines();
+  ASSERT_EQ(lines.size(), 3U);
+  EXPECT_EQ(lines[1]["error"]["message"], "input ended");
+  EXPECT_EQ(lines[2]["error"]["message"], "input ended");
 }
 
 TEST_F(StdioTransportTest, AClientThatStopsReadingIsAFailureNotUnboundedMemory) {
