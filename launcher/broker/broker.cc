@@ -644,8 +644,9 @@ void Broker::Impl::OnHello(std::uint64_t id, const protocol::Hello& hello) {
   w.policy_source = policy::Dump(p);
   w.tools = enabled_tools_;
   if (services_.model != nullptr) w.model = services_.model->Info();
-  if (config_.serve)
+  if (config_.serve) {
     w.model = protocol::ModelInfo{"mcp", ShortText(config_.client_name, 128), 0, 0};
+  }
   w.max_turns = config_.budgets.model_turns.value_or(0);
   w.command_timeout_ms = LimitOrZero(p, policy::Limit::kCommandTimeout);
   w.command_output_bytes = LimitOrZero(p, policy::Limit::kCommandOutput);
@@ -1348,7 +1349,7 @@ void Broker::Impl::OnAgentRefusal(std::uint64_t id, const protocol::ToolResult& 
 
 void Broker::Impl::AnswerServed(const std::string& call_id, CallAnswer answer) {
   // A copy: `call_id` may be the very element erased here (End answers *served_.begin()).
-  const std::string id = call_id;
+  const std::string id = call_id;  // NOLINT(performance-unnecessary-copy-initialization)
   if (!config_.serve || services_.calls == nullptr || served_.erase(id) == 0) return;
   services_.calls->Answer(id, std::move(answer));
 }
@@ -1411,7 +1412,7 @@ void Broker::Stop(BrokerOutcome::Status status, std::string reason) {
   impl_->Stop(status, std::move(reason));
 }
 
-void Broker::CancelCall(const std::string& call_id, std::string reason) {
+void Broker::CancelCall(const std::string& call_id, const std::string& reason) {
   impl_->CancelCall(call_id, reason);
 }
 

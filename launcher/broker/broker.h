@@ -215,7 +215,7 @@ class Broker {
   // (cancel: the command's process group is killed); not asked about yet, it will be denied (rule
   // "cancelled"); waiting for an approval, the approval is withdrawn. Its answer still comes
   // through CallSource::Answer. Unknown or answered ids are ignored.
-  void CancelCall(const std::string& call_id, std::string reason);
+  void CancelCall(const std::string& call_id, const std::string& reason);
 
   void SetOnEnd(std::function<void(const BrokerOutcome&)> on_end);
   void SetOnEvent(std::function<void(const BrokerEvent&)> on_event);

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <iostream>
 
@@ -208,9 +209,10 @@ int RunServe(const McpOptions& o) {
       s.listen_address = s.listen_address.substr(1, s.listen_address.size() - 2);
     }
     const std::string port = o.listen.substr(colon + 1);
-    char* end = nullptr;
-    const unsigned long p = std::strtoul(port.c_str(), &end, 10);
-    if (port.empty() || *end != '\0' || p == 0 || p > 65535) {
+    std::uint32_t p = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+    if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p == 0 ||
+        p > 65535) {
       return Usage("--listen " + o.listen + ": the port must be 1 to 65535");
     }
     s.listen_port = static_cast<std::uint16_t>(p);

@@ -412,7 +412,7 @@ class ElicitingApprover : public broker::Approver {
               {"description", "once: this call; session: this exact action for the session"},
               {"enum", json::array({"once", "session", "deny"})}}}}},
           {"required", json::array({"decision"})}};
-      call->Elicit(message, schema, [weak, this, n](mcp::ElicitReply reply) {
+      call->Elicit(message, schema, [weak, this, n](const mcp::ElicitReply& reply) {
         broker::ApprovalOutcome outcome;
         outcome.by = "elicitation";
         if (reply.action == mcp::ElicitReply::Action::kAccept) {
