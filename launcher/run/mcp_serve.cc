@@ -635,7 +635,11 @@ Result<McpServeResult> ServeStdio(const McpServeOptions& o, std::vector<McpToolI
                         why.empty() ? "the session has ended" : "cagent: " + why,
                         [&flushed] { flushed.set_value(); });
   });
-  flushed.get_future().wait();
+  // A client that stopped reading must not keep cagent alive: its answers are given up after a
+  // while, and the transport's destruction cancels the writes.
+  if (flushed.get_future().wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    Notice(o, "cagent: the client does not read its answers; closing without them");
+  }
   asio::post(mio, [&] { transport.reset(); });
   work.reset();
   mcp_thread.join();
