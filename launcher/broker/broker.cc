@@ -911,9 +911,17 @@ void Broker::Impl::DenyUnmapped(std::uint64_t id, const protocol::ToolRequest& r
                          .turn = current_.turn,
                          .reason = reply.reason}));
   Emit("decision", "deny: " + ShortText(request.tool, 64) + " (" + reply.reason + ")");
-  AnswerServed(
-      current_.call_id,
-      CallAnswer{.kind = CallAnswer::Kind::kDenied, .text = reply.message, .rule = reply.rule});
+  // A second request for a call that is running or waiting for a person must not answer that
+  // call in its place: its own answer is still to come.
+  const bool in_progress =
+      std::any_of(outstanding_.begin(), outstanding_.end(),
+                  [this](const auto& entry) { return entry.second.call_id == current_.call_id; }) ||
+      (pending_approval_ && pending_approval_->call_id == current_.call_id);
+  if (!in_progress) {
+    AnswerServed(
+        current_.call_id,
+        CallAnswer{.kind = CallAnswer::Kind::kDenied, .text = reply.message, .rule = reply.rule});
+  }
   Send(Kind::kDecision, id, std::move(reply));
 }
 

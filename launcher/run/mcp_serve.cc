@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -87,7 +88,8 @@ void Notice(const McpServeOptions& o, const std::string& line) {
 
 // A served session's two halves. The MCP half (ToolHandler; the call objects, progress timers)
 // lives on the MCP io thread; the broker half (CallSource, the approver's pending questions)
-// on the agent session's io thread. They talk only through PostToMcp / PostToSession.
+// on the agent session's io thread. They talk only through posts: asio::post to the MCP io_context,
+// PostToSession to the session's (which holds them until the session is attached).
 class Bridge : public mcp::ToolHandler,
                public broker::CallSource,
                public std::enable_shared_from_this<Bridge> {
@@ -153,7 +155,7 @@ class Bridge : public mcp::ToolHandler,
     });
   }
 
-  [[nodiscard]] std::uint64_t calls() const { return counter_; }
+  [[nodiscard]] std::uint64_t calls() const { return counter_.load(); }
   // Where the client's name comes from (the MCP io thread; called at each call).
   void set_client_source(std::function<std::string()> source) {
     client_source_ = std::move(source);
@@ -357,7 +359,7 @@ class Bridge : public mcp::ToolHandler,
   std::vector<McpToolInfo> tools_;
   // mio
   std::map<std::string, Running> running_;
-  std::uint64_t counter_ = 0;
+  std::atomic<std::uint64_t> counter_{0};  // read by the session's thread for its summary
   bool closed_ = false;
   std::function<std::string()> client_source_;
   // the session's io thread

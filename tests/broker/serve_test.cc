@@ -153,6 +153,20 @@ TEST(BrokerServe, TheAgentCannotRunACallTheClientDidNotMake) {
   EXPECT_EQ(s.h->ToolRequestAs("mcp-9", "read_file", {{"path", "a.txt"}})["rule"], "model turn");
 }
 
+TEST(BrokerServe, ASecondRequestForARunningCallDoesNotAnswerItInItsPlace) {
+  Served s;
+  s.h->Hello();
+  s.source.Push("mcp-1", "read_file", {{"path", "a.txt"}});
+  NextCall(*s.h);
+  const json d = s.h->ToolRequestAs("mcp-1", "read_file", {{"path", "a.txt"}});
+  ASSERT_EQ(d["verdict"], "allow");
+  EXPECT_EQ(s.h->ToolRequestAs("mcp-1", "read_file", {{"path", "a.txt"}})["rule"], "model turn");
+  EXPECT_EQ(s.source.answers.count("mcp-1"), 0U);  // still running: no answer yet
+  s.h->ToolResult(d["id"].get<std::uint64_t>(), true, "a");
+  ASSERT_EQ(s.source.answer_count["mcp-1"], 1);
+  EXPECT_EQ(s.source.answers["mcp-1"].kind, CallAnswer::Kind::kResult);
+}
+
 TEST(BrokerServe, TheToolboxsOwnRefusalAnswersTheCallOnce) {
   Served s;
   s.h->Hello();
