@@ -269,6 +269,13 @@ Result<std::string> ResolveLogDirectory(const std::string& arg) {
   return ResolveRunDirectory(arg);
 }
 
+// A session directory of `cagent mcp serve|wrap` (no result.json; serve writes session.json).
+bool IsMcpSessionDir(const std::string& dir) {
+  const std::string mcp = run::StateDirectory() + "/mcp/";
+  struct stat st {};
+  return dir.rfind(mcp, 0) == 0 || ::stat((dir + "/session.json").c_str(), &st) == 0;
+}
+
 // Checks the log at `path`; `run_dir` (may be "") holds the run's result.json. Fails only when
 // the file cannot be read.
 Result<LogCheck> CheckLog(const std::string& path, const std::string& run_dir) {
@@ -282,7 +289,14 @@ Result<LogCheck> CheckLog(const std::string& path, const std::string& run_dir) {
   c.schema = std::move(*schema);
   if (!run_dir.empty()) {
     // What the run recorded when it ended (absent while it runs, or if it was killed).
-    if (auto result = run::ReadRunResult(run_dir); result.ok() && result->is_object()) {
+    auto result = run::ReadRunResult(run_dir);
+    if (!result.ok()) {
+      // An MCP session's summary (cagent mcp serve) records the same two fields.
+      std::ifstream in(run_dir + "/session.json");
+      json session = json::parse(in, nullptr, /*allow_exceptions=*/false);
+      if (session.is_object()) result = std::move(session);
+    }
+    if (result.ok() && result->is_object()) {
       if (result->contains("event_log_entries") && (*result)["event_log_entries"].is_number()) {
         c.recorded_entries = (*result)["event_log_entries"].get<std::uint64_t>();
         c.recorded_head = Str(*result, "event_log_head");
@@ -378,8 +392,12 @@ int ShowRunLog(const LogOptions& o) {
     std::cout << text.str();
     if (c.chain_problem.empty()) {
       std::cout << "chain ok: " << r.entries << " entries, head " << r.head
-                << (c.recorded_entries ? ", as recorded in result.json"
-                                       : " (the run has no result.json yet)")
+                << (c.recorded_entries ? (IsMcpSessionDir(*dir) ? ", as recorded in session.json"
+                                                                : ", as recorded in result.json")
+                    : IsMcpSessionDir(*dir)
+                        ? " (an MCP session whose summary is not written yet, or wrap's, which "
+                          "keeps none: lines cut from the end would not show)"
+                        : " (the run has no result.json yet)")
                 << "\n";
     }
   }

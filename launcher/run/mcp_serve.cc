@@ -508,7 +508,7 @@ class ServedSession {
     auto opened =
         broker::AuditLog::Open(dir_ + "/events.jsonl", id_, PolicyDigest(*options_.policy), false);
     if (!opened) {
-      Finish(opened.error().Message(), ended);
+      Finish(opened.error().Message(), ended, nullptr);
       return;
     }
     audit.emplace(std::move(*opened));
@@ -542,7 +542,7 @@ class ServedSession {
         why = "the sandbox ended: " + DescribeOutcome(result->sandbox);
       }
     }
-    Finish(why, ended);
+    Finish(why, ended, &*audit);
   }
 
   [[nodiscard]] McpSessionSummary Summary() const {
@@ -550,7 +550,10 @@ class ServedSession {
   }
 
  private:
-  void Finish(const std::string& why, const std::function<void(const std::string&)>& ended) {
+  // Writes session.json; with the log, its entry count and head, so `cagent log` notices lines cut
+  // from its end (as a run's result.json records them).
+  void Finish(const std::string& why, const std::function<void(const std::string&)>& ended,
+              const broker::AuditLog* log) {
     if (client_.empty()) client_ = bridge_->client();
     bridge_->SessionEnded(why.empty() ? "the session has ended" : why);
     json summary = {
@@ -563,6 +566,10 @@ class ServedSession {
         {"calls", bridge_->calls()},
         {"denials", outcome_.denials},
         {"policy", options_.policy->name}};
+    if (log != nullptr) {
+      summary["event_log_entries"] = log->entries();
+      summary["event_log_head"] = log->head();
+    }
     std::ofstream out(dir_ + "/session.json", std::ios::trunc);
     out << JsonText(summary, 2) << "\n";
     ended(why);
