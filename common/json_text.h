@@ -6,13 +6,21 @@
 // is replaced by U+FFFD, so the record is always written and always valid JSON.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace cagent {
 
 // `value` serialised; `indent` < 0 = one line, as json::dump. Never throws (an allocation failure
 // aside, which terminates as everywhere else).
 std::string JsonText(const nlohmann::json& value, int indent = -1) noexcept;
+
+// The nesting depth of arrays and objects in the JSON text `text` (brackets inside strings
+// skipped), counted without parsing and without recursion, so a hostile `[[[[...` can be refused
+// before nlohmann's recursive parser sees it. Stops once the depth exceeds `limit` and returns
+// limit + 1. Does not validate the text (a stray closer never takes the count below 0).
+std::size_t JsonDepth(std::string_view text, std::size_t limit) noexcept;
 
 }  // namespace cagent

@@ -40,33 +40,6 @@ std::string Truncated(std::string_view text, std::size_t limit) {
   return std::string(text.substr(0, cut)) + "...";
 }
 
-// True when no array/object in `text` nests deeper than `limit` (brackets inside strings ignored).
-bool NestingWithin(std::string_view text, int limit) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return true;
-}
-
 constexpr std::array<std::string_view, 3> kVerdictNames = {"allow", "ask", "deny"};
 
 // Field readers: each records the first problem in `error` and returns a default. Values are
@@ -671,7 +644,7 @@ Message Make(Kind kind, std::uint64_t id, Body body) {
 std::variant<Message, DecodeError> Decode(std::string_view payload, bool from_agent) {
   // nlohmann's parser is iterative, but dumping and destroying are recursive: refuse deep nesting
   // before building anything (a hostile 16 MiB "[[[[..." would otherwise exhaust the stack).
-  if (!NestingWithin(payload, kMaxDepth)) {
+  if (JsonDepth(payload, kMaxDepth) > static_cast<std::size_t>(kMaxDepth)) {
     return DecodeError{ErrorCode::kMalformed,
                        "payload nests deeper than " + std::to_string(kMaxDepth) + " levels",
                        {}};

@@ -176,34 +176,6 @@ std::string SseEvent(std::string_view json_text) {
   return Chunk(event);
 }
 
-// Whether the JSON text nests arrays and objects at most `max_depth` deep: checked before
-// nlohmann's recursive parser sees a hostile body.
-bool DepthWithin(std::string_view text, std::size_t max_depth) {
-  std::size_t depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) {
-        return false;
-      }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return true;
-}
-
 // host[:port] of a Host header or an Origin: "[::1]:8080" → ("[::1]", "8080"). nullopt when it
 // is not of that shape (two colons outside brackets, junk after ']').
 struct HostPort {
@@ -962,7 +934,7 @@ void HttpTransport::State::HandlePost(const std::shared_ptr<Connection>& conn,
     return;
   }
   const std::string& body = request.body();
-  if (!DepthWithin(body, session_options_.max_depth)) {
+  if (JsonDepth(body, session_options_.max_depth) > session_options_.max_depth) {
     Refuse(conn, 400, kInvalidRequest,
            "the message nests deeper than " + std::to_string(session_options_.max_depth));
     return;

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "common/json_text.h"
 #include "launcher/mcp/session.h"
 
 namespace cagent::launcher::mcp {
@@ -14,36 +15,6 @@ using nlohmann::json;
 constexpr std::size_t kMaxIdText = 128;
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-// True when no array or object in `text` nests deeper than `limit` (brackets inside strings
-// ignored). Linear, no recursion: it runs before the parser.
-bool NestingWithin(std::string_view text, std::size_t limit) {
-  std::size_t depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) {
-        return false;
-      }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return true;
-}
 
 json ScannedId(std::string_view text) {
   RpcIdScanner scanner;
@@ -65,7 +36,7 @@ std::variant<RpcMessage, RpcRefusal> ParseRpcMessage(std::string_view text,
     return Invalid("message exceeds " + std::to_string(limits.max_bytes) + " bytes",
                    ScannedId(text));
   }
-  if (!NestingWithin(text, limits.max_depth)) {
+  if (JsonDepth(text, limits.max_depth) > limits.max_depth) {
     return Invalid("message nests deeper than " + std::to_string(limits.max_depth) + " levels",
                    ScannedId(text));
   }

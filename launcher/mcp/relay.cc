@@ -58,35 +58,6 @@ std::string_view RelayEndName(RelayEnd end) {
   return "stopped";
 }
 
-std::size_t JsonDepth(std::string_view text, std::size_t limit) {
-  std::size_t depth = 0;
-  std::size_t deepest = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-      if (depth > deepest) deepest = depth;
-      if (deepest > limit) return limit + 1;
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 FrameHint ScanFrameHint(std::string_view text) {
   FrameHint hint;
   std::size_t depth = 0;

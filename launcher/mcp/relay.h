@@ -206,9 +206,7 @@ class Relay {
 
 // ---- pieces the relay is made of, exposed for tests and for other transports ----
 
-// The JSON nesting depth of `text` (objects and arrays; strings skipped), scanning at most the
-// whole text; stops counting once `limit` is exceeded and returns limit + 1. Does not validate.
-std::size_t JsonDepth(std::string_view text, std::size_t limit);
+// The JSON nesting pre-scan is cagent::JsonDepth (common/json_text.h).
 
 // What a (possibly cut or malformed) line says about itself: the value of its top-level "id" when
 // that is a number or a string and can be read from the text, and whether it has a top-level
