@@ -17,6 +17,12 @@ namespace cagent {
 // aside, which terminates as everywhere else).
 std::string JsonText(const nlohmann::json& value, int indent = -1) noexcept;
 
+// Appends `text` to `out` as a JSON string (quotes included), with exactly the bytes JsonText
+// gives for json(text): the same escapes (\" \\ \b \f \n \r \t, \u00xx for the other controls),
+// UTF-8 copied as is, and invalid UTF-8 replaced by U+FFFD. For writers that build a line by hand
+// (the audit log) without a json value per field. Never throws.
+void AppendJsonString(std::string& out, std::string_view text) noexcept;
+
 // The nesting depth of arrays and objects in the JSON text `text` (brackets inside strings
 // skipped), counted without parsing and without recursion, so a hostile `[[[[...` can be refused
 // before nlohmann's recursive parser sees it. Stops once the depth exceeds `limit` and returns

@@ -1,126 +1,109 @@
 #include "common/sha256.h"
 
-#include <cstring>
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
 
 namespace cagent {
 namespace {
 
-constexpr std::array<std::uint32_t, 64> kRound = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-constexpr std::uint32_t Rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-}  // namespace
-
-Sha256::Sha256()
-    : state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-             0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
-
-void Sha256::Block(const std::uint8_t* block) {
-  std::array<std::uint32_t, 64> w{};
-  for (int i = 0; i < 16; ++i) {
-    w[i] = (std::uint32_t{block[4 * i]} << 24) | (std::uint32_t{block[4 * i + 1]} << 16) |
-           (std::uint32_t{block[4 * i + 2]} << 8) | std::uint32_t{block[4 * i + 3]};
-  }
-  for (int i = 16; i < 64; ++i) {
-    const std::uint32_t s0 = Rotr(w[i - 15], 7) ^ Rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const std::uint32_t s1 = Rotr(w[i - 2], 17) ^ Rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  std::uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3];
-  std::uint32_t e = state_[4], f = state_[5], g = state_[6], h = state_[7];
-  for (int i = 0; i < 64; ++i) {
-    const std::uint32_t s1 = Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25);
-    const std::uint32_t ch = (e & f) ^ (~e & g);
-    const std::uint32_t t1 = h + s1 + ch + kRound[i] + w[i];
-    const std::uint32_t s0 = Rotr(a, 2) ^ Rotr(a, 13) ^ Rotr(a, 22);
-    const std::uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
-    const std::uint32_t t2 = s0 + maj;
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  state_[0] += a;
-  state_[1] += b;
-  state_[2] += c;
-  state_[3] += d;
-  state_[4] += e;
-  state_[5] += f;
-  state_[6] += g;
-  state_[7] += h;
+[[noreturn]] void Fail(const char* what) {
+  std::fprintf(stderr, "cagent: SHA-256 unavailable from libcrypto (%s)\n", what);
+  std::abort();
 }
 
-void Sha256::Update(const void* data, std::size_t size) {
-  const auto* p = static_cast<const std::uint8_t*>(data);
-  total_ += size;
-  if (buffered_ > 0) {
-    const std::size_t take = std::min(size, buffer_.size() - buffered_);
-    std::memcpy(buffer_.data() + buffered_, p, take);
-    buffered_ += take;
-    p += take;
-    size -= take;
-    if (buffered_ < buffer_.size()) return;
-    Block(buffer_.data());
-    buffered_ = 0;
-  }
-  while (size >= 64) {
-    Block(p);
-    p += 64;
-    size -= 64;
-  }
-  if (size > 0) {
-    std::memcpy(buffer_.data(), p, size);
-    buffered_ = size;
-  }
+// Fetched once: an explicit fetch spares every EVP_DigestInit_ex2 the provider lookup an implicit
+// EVP_sha256() would repeat. Never freed (it lives as long as the process).
+const EVP_MD* Md() {
+  static EVP_MD* const md = [] {
+    EVP_MD* m = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    if (m == nullptr) Fail("EVP_MD_fetch");
+    return m;
+  }();
+  return md;
 }
 
-std::array<std::uint8_t, 32> Sha256::Finish() {
-  const std::uint64_t bits = total_ * 8;
-  const std::uint8_t pad = 0x80;
-  Update(&pad, 1);
-  const std::uint8_t zero = 0;
-  while (buffered_ != 56) Update(&zero, 1);
-  std::uint8_t len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(bits >> (56 - 8 * i));
-  Update(len, 8);
+EVP_MD_CTX* NewContext() {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  if (ctx == nullptr) Fail("EVP_MD_CTX_new");
+  if (EVP_DigestInit_ex2(ctx, Md(), nullptr) != 1) Fail("EVP_DigestInit_ex2");
+  return ctx;
+}
+
+void Feed(EVP_MD_CTX* ctx, const void* data, std::size_t size) {
+  if (size > 0 && EVP_DigestUpdate(ctx, data, size) != 1) Fail("EVP_DigestUpdate");
+}
+
+std::array<std::uint8_t, 32> Final(EVP_MD_CTX* ctx) {
   std::array<std::uint8_t, 32> out{};
-  for (int i = 0; i < 8; ++i) {
-    out[4 * i] = static_cast<std::uint8_t>(state_[i] >> 24);
-    out[4 * i + 1] = static_cast<std::uint8_t>(state_[i] >> 16);
-    out[4 * i + 2] = static_cast<std::uint8_t>(state_[i] >> 8);
-    out[4 * i + 3] = static_cast<std::uint8_t>(state_[i]);
+  unsigned int n = 0;
+  if (EVP_DigestFinal_ex(ctx, out.data(), &n) != 1 || n != out.size()) {
+    Fail("EVP_DigestFinal_ex");
   }
   return out;
 }
 
-std::string Sha256::FinishHex() {
-  static constexpr char kHex[] = "0123456789abcdef";
-  const auto digest = Finish();
-  std::string hex;
-  hex.reserve(64);
-  for (std::uint8_t byte : digest) {
-    hex.push_back(kHex[byte >> 4]);
-    hex.push_back(kHex[byte & 0xf]);
-  }
+std::string Hex(const std::array<std::uint8_t, 32>& digest) {
+  std::string hex(64, '\0');
+  Sha256ToHex(digest, hex.data());
   return hex;
 }
 
-std::string Sha256Hex(std::string_view data) {
-  Sha256 h;
-  h.Update(data);
-  return h.FinishHex();
+}  // namespace
+
+Sha256::Sha256() : ctx_(NewContext()) {}
+
+Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
+
+Sha256::Sha256(Sha256&& other) noexcept : ctx_(std::exchange(other.ctx_, nullptr)) {}
+
+Sha256& Sha256::operator=(Sha256&& other) noexcept {
+  if (this != &other) {
+    EVP_MD_CTX_free(ctx_);
+    ctx_ = std::exchange(other.ctx_, nullptr);
+  }
+  return *this;
 }
+
+void Sha256::Update(const void* data, std::size_t size) {
+  if (ctx_ == nullptr) Fail("update of a moved-from Sha256");
+  Feed(ctx_, data, size);
+}
+
+std::array<std::uint8_t, 32> Sha256::Finish() {
+  if (ctx_ == nullptr) Fail("finish of a moved-from Sha256");
+  return Final(ctx_);
+}
+
+std::string Sha256::FinishHex() { return Hex(Finish()); }
+
+void Sha256ToHex(const std::array<std::uint8_t, 32>& digest, char* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (std::size_t i = 0; i < digest.size(); ++i) {
+    out[2 * i] = kHex[digest[i] >> 4];
+    out[2 * i + 1] = kHex[digest[i] & 0xf];
+  }
+}
+
+std::array<std::uint8_t, 32> Sha256Digest(std::string_view data) {
+  // One context per thread, re-initialised per digest: the audit chain and the argument digests
+  // hash several short inputs per tool call, and a context allocation each would cost more than
+  // hashing them.
+  struct Context {
+    EVP_MD_CTX* ctx = NewContext();
+    Context() = default;
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+    ~Context() { EVP_MD_CTX_free(ctx); }
+  };
+  thread_local Context local;
+  if (EVP_DigestInit_ex2(local.ctx, Md(), nullptr) != 1) Fail("EVP_DigestInit_ex2");
+  Feed(local.ctx, data.data(), data.size());
+  return Final(local.ctx);
+}
+
+std::string Sha256Hex(std::string_view data) { return Hex(Sha256Digest(data)); }
 
 }  // namespace cagent

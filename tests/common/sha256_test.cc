@@ -28,5 +28,21 @@ TEST(Sha256, IncrementalEqualsOneShotAcrossBlockBoundaries) {
   }
 }
 
+TEST(Sha256, DigestHexAndMovedObjectsAgree) {
+  const std::string abc_hex = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+  std::string hex(64, '?');
+  Sha256ToHex(Sha256Digest("abc"), hex.data());
+  EXPECT_EQ(hex, abc_hex);
+  // The one-shot context is reused per thread: a second digest starts afresh.
+  EXPECT_EQ(Sha256Hex("abc"), abc_hex);
+  Sha256 first;
+  first.Update("a");
+  Sha256 moved(std::move(first));
+  moved.Update("bc");
+  Sha256 assigned;
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.FinishHex(), abc_hex);
+}
+
 }  // namespace
 }  // namespace cagent
