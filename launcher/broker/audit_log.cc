@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <ctime>
 #include <string_view>
@@ -22,19 +23,6 @@ const std::string kZeroDigest(64, '0');
 // Serialises without throwing: invalid UTF-8 in a string (tool output, file names) becomes U+FFFD
 // instead of an exception in the middle of a request.
 std::string DumpCompact(const nlohmann::json& value) { return JsonText(value); }
-
-// RFC 3339, UTC, milliseconds: "2024-05-01T12:34:56.789Z".
-std::string NowRfc3339() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  tm utc{};
-  gmtime_r(&ts.tv_sec, &utc);
-  char buf[40];
-  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
-  char out[64];
-  std::snprintf(out, sizeof out, "%.*s.%03ldZ", static_cast<int>(n), buf, ts.tv_nsec / 1000000);
-  return out;
-}
 
 bool IsLowerHex64(const std::string& s) {
   if (s.size() != 64) return false;
@@ -138,12 +126,24 @@ std::string CanonicalDigest(const nlohmann::json& value) {
   return Sha256Hex(DumpCompact(value));
 }
 
+std::string StringDigest(std::string_view text) {
+  std::string quoted;
+  quoted.reserve(text.size() + 2);
+  AppendJsonString(quoted, text);
+  return Sha256Hex(quoted);
+}
+
 Result<AuditLog> AuditLog::Open(const std::string& path, std::string run_id,
                                 std::string policy_digest, bool resume) {
   AuditLog log;
   log.path_ = path;
   log.run_id_ = std::move(run_id);
   log.policy_digest_ = std::move(policy_digest);
+  log.run_field_ = "{\"run\":";
+  AppendJsonString(log.run_field_, log.run_id_);
+  log.run_field_ += ",\"seq\":";
+  log.policy_field_ = ",\"policy\":";
+  AppendJsonString(log.policy_field_, log.policy_digest_);
   if (!resume) {
     // O_EXCL: never adopt a file someone prepared (or a log of another run); O_NOFOLLOW: never
     // write through a symlink planted where the log goes.
@@ -180,38 +180,105 @@ Result<AuditLog> AuditLog::Open(const std::string& path, std::string run_id,
   return log;
 }
 
+void AuditLog::AppendTime() {
+  // RFC 3339, UTC, milliseconds: "2024-05-01T12:34:56.789Z". The calendar part is formatted once
+  // per second; entries come far more often than that.
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  if (ts.tv_sec != time_second_) {
+    tm utc{};
+    gmtime_r(&ts.tv_sec, &utc);
+    char buf[40];
+    const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
+    time_text_.assign(buf, n);
+    time_second_ = ts.tv_sec;
+  }
+  const long ms = ts.tv_nsec / 1000000;
+  line_ += ",\"time\":\"";
+  line_ += time_text_;
+  line_ += '.';
+  line_ += static_cast<char>('0' + ms / 100);
+  line_ += static_cast<char>('0' + ms / 10 % 10);
+  line_ += static_cast<char>('0' + ms % 10);
+  line_ += "Z\"";
+}
+
 bool AuditLog::Append(const AuditEvent& event) {
-  // The line is built by hand so its fields keep a readable order; every value goes through the
-  // non-throwing dump, so a hostile string cannot make the record throw.
-  std::string line;
-  line.reserve(256);
-  const auto field = [&line](std::string_view name, const nlohmann::json& value) {
-    line += line.empty() ? "{\"" : ",\"";
-    line += name;
-    line += "\":";
-    line += DumpCompact(value);
+  // The line is written field by field into one reused buffer, so its fields keep a readable
+  // order and no json value is made per field: the names are constants, strings go through
+  // AppendJsonString (the escapes and the invalid-UTF-8 replacement of JsonText), and only the
+  // detail object is serialised, by the non-throwing JsonText, so a hostile string cannot make
+  // the record throw.
+  const auto number = [this](std::uint64_t value) {
+    char buf[24];
+    const auto res = std::to_chars(buf, buf + sizeof buf, value);
+    line_.append(buf, res.ptr);
   };
-  field("run", run_id_);
-  field("seq", seq_);
-  field("time", NowRfc3339());
-  field("actor", AuditActorName(event.actor));
-  field("event", AuditKindName(event.kind));
-  field("policy", policy_digest_);
-  field("tool", event.tool);
-  field("args", event.args_digest);
-  field("verdict", event.verdict);
-  field("rule", event.rule);
-  field("result", event.result_digest);
-  field("detail",
-        event.detail.is_object() ? event.detail : nlohmann::json{{"value", event.detail}});
+  const auto string_field = [this](std::string_view name, std::string_view value) {
+    line_ += ",\"";
+    line_ += name;
+    line_ += "\":";
+    AppendJsonString(line_, value);
+  };
+  line_.clear();
+  line_ += run_field_;
+  number(seq_);
+  AppendTime();
+  string_field("actor", AuditActorName(event.actor));
+  string_field("event", AuditKindName(event.kind));
+  line_ += policy_field_;
+  string_field("tool", event.tool);
+  string_field("args", event.args_digest);
+  string_field("verdict", event.verdict);
+  string_field("rule", event.rule);
+  string_field("result", event.result_digest);
+  line_ += ",\"detail\":";
+  if (!event.fields.empty()) {
+    // The per-call kinds' typed fields, in the key order a json object has.
+    char sep = '{';
+    for (const AuditDetailField& f : event.fields) {
+      line_ += sep;
+      sep = ',';
+      line_ += '"';
+      line_ += f.name;
+      line_ += "\":";
+      switch (f.type) {
+        case AuditDetailField::Type::kCount:
+          number(f.count);
+          break;
+        case AuditDetailField::Type::kBoolean:
+          line_ += f.count != 0 ? "true" : "false";
+          break;
+        case AuditDetailField::Type::kString:
+          AppendJsonString(line_, f.text);
+          break;
+        case AuditDetailField::Type::kStringList: {
+          char item_sep = '[';
+          for (const std::string& item : f.list) {
+            line_ += item_sep;
+            item_sep = ',';
+            AppendJsonString(line_, item);
+          }
+          line_ += f.list.empty() ? "[]" : "]";
+          break;
+        }
+      }
+    }
+    line_ += '}';
+  } else {
+    line_ += event.detail.is_object() ? DumpCompact(event.detail)
+                                      : DumpCompact(nlohmann::json{{"value", event.detail}});
+  }
   // Entries lost so far (full disk ...): the next entry that does get written says so, so the gap
   // is visible in the log itself and not only in the run record.
-  if (lost_ > 0) field("lost", lost_);
-  field("prev", prev_);
-  line += '}';
+  if (lost_ > 0) {
+    line_ += ",\"lost\":";
+    number(lost_);
+  }
+  string_field("prev", prev_);
+  line_ += "}\n";
+  const std::string_view out = line_;
 
-  std::string out = line;
-  out += '\n';
   // One write(2) for the whole line: with O_APPEND the line lands at the end in one piece. No
   // fdatasync: "flushed per event" means handed to the kernel, so the entry survives a crash of
   // cagent; surviving a power loss would cost a disk flush per tool call.
@@ -228,7 +295,7 @@ bool AuditLog::Append(const AuditEvent& event) {
   }
   if (err == 0) {
     size_ += out.size();
-    prev_ = Sha256Hex(line);
+    Sha256ToHex(Sha256Digest(out.substr(0, out.size() - 1)), prev_.data());
     ++seq_;
     return true;
   }

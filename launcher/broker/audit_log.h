@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -48,10 +49,17 @@ class AuditLog {
 
  private:
   AuditLog() = default;
+  void AppendTime();  // "time":"..." of now, into line_
   UniqueFd fd_;
   std::string path_;
   std::string run_id_;
   std::string policy_digest_;
+  // The constant parts of every line, escaped once: `{"run":"RUN","seq":` and `,"policy":"D"`.
+  std::string run_field_;
+  std::string policy_field_;
+  std::string line_;  // the line being built; its capacity is kept from one entry to the next
+  std::int64_t time_second_ = -1;  // the second time_text_ holds ("2024-05-01T12:34:56")
+  std::string time_text_;
   std::string prev_ = std::string(64, '0');
   std::uint64_t seq_ = 0;
   std::uint64_t lost_ = 0;
@@ -62,6 +70,8 @@ class AuditLog {
 // Digest of a JSON value in canonical form (keys sorted, no whitespace): used for args and
 // results, and by loop detection and approval binding.
 std::string CanonicalDigest(const nlohmann::json& value);
+// CanonicalDigest(json(text)), without copying `text` into a json value (tool output, per call).
+std::string StringDigest(std::string_view text);
 
 struct AuditVerifyReport {
   bool ok = false;

@@ -173,7 +173,9 @@ std::vector<AuditEventSpec> BuildSpecs() {
       {K::kToolRequest,
        "tool_request",
        {A::kAgent},
-       "the agent asked to run a tool call of the model's latest turn",
+       "a tool call the agent asked for that got no decision: the broker answered it with an error "
+       "(too many allowed calls awaiting their result, or a tool-call budget exhausted); every "
+       "other request is recorded in its `decision` (logs before issue 18 have one per request)",
        tool_named,
        args_digest,
        {},
@@ -188,7 +190,8 @@ std::vector<AuditEventSpec> BuildSpecs() {
       {K::kDecision,
        "decision",
        {A::kBroker},
-       "the broker's verdict on a tool request (one per request, after it)",
+       "a tool call the agent asked for and the broker's verdict on it, in one entry (one per "
+       "decided request; logs before issue 18 have a `tool_request` entry before each)",
        tool_named,
        args_digest,
        {kRequired, "allow, deny, or ask (an approval follows)"},
@@ -199,6 +202,9 @@ std::vector<AuditEventSpec> BuildSpecs() {
        {id,
         call_id,
         turn,
+        {"paths", kAuditStringList | kAuditString, false,
+         "the workspace paths the agent resolved the call to (symlinks followed); above 32, the "
+         "string \"N paths\" (always written since issue 18; absent in older logs)"},
         {"reason", kAuditString, true, "why, in words"},
         {"location", kAuditString, false, "the rule's `file:line:col`, or \"\""},
         {"pending", kAuditBoolean, false, "true when an approval message follows"},
@@ -454,6 +460,25 @@ json CappedList(const std::vector<std::string>& items, std::size_t cap, std::str
   return json(std::to_string(items.size()) + std::string(unit));
 }
 
+// Typed detail fields (AuditDetailField), for the per-call builders.
+AuditDetailField CountField(std::string_view name, std::uint64_t value) {
+  return {.name = name, .type = AuditDetailField::Type::kCount, .count = value};
+}
+AuditDetailField BoolField(std::string_view name, bool value) {
+  return {.name = name, .type = AuditDetailField::Type::kBoolean, .count = value ? 1U : 0U};
+}
+AuditDetailField StringField(std::string_view name, std::string value) {
+  return {.name = name, .type = AuditDetailField::Type::kString, .text = std::move(value)};
+}
+// As CappedList: the list, or above `cap` the string "N<unit>".
+AuditDetailField CappedListField(std::string_view name, std::vector<std::string> items,
+                                 std::size_t cap, std::string_view unit) {
+  if (items.size() > cap) {
+    return StringField(name, std::to_string(items.size()) + std::string(unit));
+  }
+  return {.name = name, .type = AuditDetailField::Type::kStringList, .list = std::move(items)};
+}
+
 bool IsLowerHex64(const std::string& s) {
   if (s.size() != 64) return false;
   for (char c : s) {
@@ -594,6 +619,29 @@ std::span<const AuditEventSpec> AuditSpecs() { return Specs(); }
 
 std::span<const AuditField> AuditEnvelope() { return EnvelopeFields(); }
 
+json AuditEvent::DetailJson() const {
+  if (fields.empty()) return detail;
+  json out = json::object();
+  for (const AuditDetailField& f : fields) {
+    json& v = out[std::string(f.name)];
+    switch (f.type) {
+      case AuditDetailField::Type::kCount:
+        v = f.count;
+        break;
+      case AuditDetailField::Type::kBoolean:
+        v = f.count != 0;
+        break;
+      case AuditDetailField::Type::kString:
+        v = f.text;
+        break;
+      case AuditDetailField::Type::kStringList:
+        v = f.list;
+        break;
+    }
+  }
+  return out;
+}
+
 // ---- builders ----
 
 namespace audit {
@@ -689,13 +737,16 @@ AuditEvent Decision(DecisionFields f) {
   e.args_digest = std::move(f.args_digest);
   e.verdict = std::move(f.verdict);
   e.rule = std::move(f.rule);
-  e.detail = {{"id", f.id},
-              {"call_id", std::move(f.call_id)},
-              {"turn", f.turn},
-              {"reason", std::move(f.reason)}};
-  if (f.location) e.detail["location"] = std::move(*f.location);
-  if (f.pending) e.detail["pending"] = *f.pending;
-  if (f.note) e.detail["note"] = std::move(*f.note);
+  // One per tool call: typed fields, in key order.
+  e.fields.reserve(8);
+  e.fields.push_back(StringField("call_id", std::move(f.call_id)));
+  e.fields.push_back(CountField("id", f.id));
+  if (f.location) e.fields.push_back(StringField("location", std::move(*f.location)));
+  if (f.note) e.fields.push_back(StringField("note", std::move(*f.note)));
+  e.fields.push_back(CappedListField("paths", std::move(f.paths), kMaxLoggedPaths, " paths"));
+  if (f.pending) e.fields.push_back(BoolField("pending", *f.pending));
+  e.fields.push_back(StringField("reason", std::move(f.reason)));
+  e.fields.push_back(CountField("turn", f.turn));
   return e;
 }
 
@@ -735,15 +786,18 @@ AuditEvent ToolResult(ToolResultFields f) {
   AuditEvent e = Make(AuditKind::kToolResult);
   e.tool = std::move(f.tool);
   e.result_digest = std::move(f.output_digest);
-  e.detail = {{"id", f.id},
-              {"request", f.request},
-              {"call_id", std::move(f.call_id)},
-              {"turn", f.turn},
-              {"ok", f.ok},
-              {"error_code", std::move(f.error_code)},
-              {"bytes", f.bytes},
-              {"redacted", f.redacted},
-              {"changed_paths", CappedList(f.changed_paths, kMaxLoggedChangedPaths, "")}};
+  // One per tool call: typed fields, in key order.
+  e.fields.reserve(9);
+  e.fields.push_back(CountField("bytes", f.bytes));
+  e.fields.push_back(StringField("call_id", std::move(f.call_id)));
+  e.fields.push_back(
+      CappedListField("changed_paths", std::move(f.changed_paths), kMaxLoggedChangedPaths, ""));
+  e.fields.push_back(StringField("error_code", std::move(f.error_code)));
+  e.fields.push_back(CountField("id", f.id));
+  e.fields.push_back(BoolField("ok", f.ok));
+  e.fields.push_back(BoolField("redacted", f.redacted));
+  e.fields.push_back(CountField("request", f.request));
+  e.fields.push_back(CountField("turn", f.turn));
   return e;
 }
 

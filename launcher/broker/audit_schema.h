@@ -121,6 +121,18 @@ std::span<const AuditField> AuditEnvelope();
 // or an actor cannot be misspelt) and the builders name every detail field. AuditLog::Append
 // writes their names. Every member has a default initializer (-Wmissing-field-initializers stays
 // quiet).
+// One detail field kept as a typed value instead of a json member: the kinds written once per
+// tool call (decision, tool_result) use these, so AuditLog::Append writes the line without
+// building a json value per field. `name` is a schema field name (static text).
+struct AuditDetailField {
+  enum class Type : std::uint8_t { kCount, kBoolean, kString, kStringList };
+  std::string_view name{};
+  Type type = Type::kCount;
+  std::uint64_t count = 0;          // kCount; kBoolean: 0 or 1
+  std::string text{};               // kString
+  std::vector<std::string> list{};  // kStringList
+};
+
 struct AuditEvent {
   AuditKind kind = AuditKind::kCount;     // kCount is no kind: written as "invalid"
   AuditActor actor = AuditActor::kCount;  // kCount is no actor: written as "invalid"
@@ -130,6 +142,13 @@ struct AuditEvent {
   std::string rule{};
   std::string result_digest{};
   nlohmann::json detail = nlohmann::json::object();
+  // Set instead of `detail` by the per-call builders (Decision, ToolResult): the same fields in
+  // the order a json object writes its keys (sorted bytewise), so the line is the same either way.
+  std::vector<AuditDetailField> fields{};
+
+  // The detail as one json object, whichever form holds it (for readers and tests; the writer
+  // does not need it).
+  [[nodiscard]] nlohmann::json DetailJson() const;
 };
 
 // ---- typed builders, one per kind (namespace audit) ----
@@ -232,6 +251,7 @@ struct DecisionFields {
   std::string rule{};
   std::string call_id{};
   std::uint64_t turn = 0;
+  std::vector<std::string> paths{};  // the request's paths; as in ToolRequestFields
   std::string reason{};
   std::optional<std::string> location{};  // the rule's file:line:col ("" when none)
   std::optional<bool> pending{};          // true: an approval message follows

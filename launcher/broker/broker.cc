@@ -181,6 +181,13 @@ class Broker::Impl {
   std::function<void(const BrokerEvent&)> on_event_;
   BrokerOutcome outcome_;
 
+  // outcome_ as Broker::outcome() shows it: the counts brought up to date while running (they are
+  // copied in when read and when the session ends, not per message); frozen once ended.
+  const BrokerOutcome& Outcome() {
+    if (!ended_) SyncUsage();
+    return outcome_;
+  }
+
  private:
   struct Outstanding {
     std::string tool;
@@ -226,7 +233,9 @@ class Broker::Impl {
   // Answers served call `call_id` once (nothing when it is not one waiting for its answer).
   void AnswerServed(const std::string& call_id, CallAnswer answer);
 
-  void AskApproval(std::uint64_t id, const MappedTool& call, const std::string& digest,
+  // `request`: for the call's digest (CallDigest), which only an ask needs.
+  void AskApproval(std::uint64_t id, const protocol::ToolRequest& request,
+                   const std::string& args_text, const MappedTool& call,
                    const policy::Decision& decision, const std::string& location);
   void OnApproval(std::uint64_t id, const ApprovalOutcome& outcome);
   void SendDecision(std::uint64_t id, const MappedTool& call, protocol::Decision decision,
@@ -236,6 +245,9 @@ class Broker::Impl {
   struct Current {
     std::string call_id;
     std::uint64_t turn = 0;
+    // The request's paths as the agent sent them, for its decision's entry; set only while
+    // OnToolRequest runs (the decision entry records the request too).
+    const std::vector<std::string>* paths = nullptr;
   };
   void Deny(std::uint64_t id, const MappedTool& call, const policy::Decision& decision,
             const std::string& location, DenialCause cause);
@@ -255,6 +267,9 @@ class Broker::Impl {
   void BudgetExhausted(std::uint64_t id, const std::string& reason);
   void Audit(AuditEvent event);
   void Emit(std::string kind, std::string text);
+  // The budget's elapsed time brought up to now; SyncUsage also copies the counts into outcome_
+  // (at the end of the session and when outcome() is read, not per message).
+  void SyncElapsed();
   void SyncUsage();
   std::string Where(const policy::Location& loc) const {
     return loc.valid() ? config_.policy->Where(loc) : std::string();
@@ -374,7 +389,6 @@ void Broker::Impl::OnRead(const boost::system::error_code& ec, std::size_t n) {
   }
   if (ended_) return;  // the session is over; what arrives now is not acted on
   OnBytes(n);
-  SyncUsage();
   if (queued_bytes_ > config_.pause_reading_above) paused_ = true;
   StartRead();
 }
@@ -860,13 +874,16 @@ void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call,
        .rule = decision.rule,
        .call_id = ShortText(current_.call_id, 128),
        .turn = current_.turn,
+       .paths = current_.paths != nullptr ? *current_.paths : std::vector<std::string>{},
        .reason = decision.reason,
        .location = decision.location,
        .pending = decision.pending,
        .note = audit_note.empty() ? std::nullopt : std::optional<std::string>(audit_note)}));
-  Emit("decision", std::string(protocol::VerdictName(decision.verdict)) + ": " +
-                       ShortText(call.action, 120) +
-                       (decision.rule.empty() ? "" : " (" + decision.rule + ")"));
+  if (on_event_) {
+    Emit("decision", std::string(protocol::VerdictName(decision.verdict)) + ": " +
+                         ShortText(call.action, 120) +
+                         (decision.rule.empty() ? "" : " (" + decision.rule + ")"));
+  }
   if (decision.verdict == protocol::Verdict::kAllow) {
     outstanding_[id] = Outstanding{std::string(policy::ToolName(call.request.tool)),
                                    call.request.tool, current_.call_id, current_.turn};
@@ -909,6 +926,7 @@ void Broker::Impl::DenyUnmapped(std::uint64_t id, const protocol::ToolRequest& r
                          .rule = reply.rule,
                          .call_id = ShortText(current_.call_id, 128),
                          .turn = current_.turn,
+                         .paths = request.paths,
                          .reason = reply.reason}));
   Emit("decision", "deny: " + ShortText(request.tool, 64) + " (" + reply.reason + ")");
   // A second request for a call that is running or waiting for a person must not answer that
@@ -926,14 +944,22 @@ void Broker::Impl::DenyUnmapped(std::uint64_t id, const protocol::ToolRequest& r
 }
 
 void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& request) {
-  const std::string args_digest = CanonicalDigest(request.args);
-  Audit(audit::ToolRequest({.id = id,
-                            .tool = ShortText(request.tool, 64),
-                            .args_digest = args_digest,
-                            .call_id = ShortText(request.call_id, 128),
-                            .turn = turns_.latest_turn(),
-                            .paths = request.paths}));
+  // The canonical text of the arguments, made once: their digest (the log's `args`), loop
+  // detection's key and, for an ask, the approval digest are all hashes over it.
+  const std::string args_text = JsonText(request.args);
+  const std::string args_digest = Sha256Hex(args_text);
+  // A request refused before it is decided (an error reply, no decision) is recorded as itself;
+  // every other request is recorded in its decision's entry, which carries the request too.
+  const auto record_undecided = [&] {
+    Audit(audit::ToolRequest({.id = id,
+                              .tool = ShortText(request.tool, 64),
+                              .args_digest = args_digest,
+                              .call_id = ShortText(request.call_id, 128),
+                              .turn = turns_.latest_turn(),
+                              .paths = request.paths}));
+  };
   if (outstanding_.size() >= kMaxOutstandingTools) {
+    record_undecided();
     ProtocolError(ErrorCode::kOutOfOrder,
                   std::to_string(outstanding_.size()) +
                       " allowed tool calls are still waiting for their tool_result; report those "
@@ -944,6 +970,7 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
   // Every request counts against the tool-call budgets, whatever the decision: a refused call
   // costs the run as much attention as an allowed one.
   if (auto exhausted = budget_.CheckToolCall(request.tool)) {
+    record_undecided();
     BudgetExhausted(id, *exhausted);
     return;
   }
@@ -952,7 +979,12 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
   // The request must be one the model made: a call of its latest turn, named once, with the
   // model's tool and arguments. The agent cannot run a tool the model did not ask for.
   const ModelTurns::Binding binding = turns_.Bind(request.call_id, request.tool, args_digest);
-  current_ = Current{request.call_id, binding.turn};
+  current_ = Current{request.call_id, binding.turn, &request.paths};
+  // No decision outlives this call: the paths pointer must not either.
+  struct ClearPaths {
+    Current& current;
+    ~ClearPaths() { current.paths = nullptr; }
+  } clear_paths{current_};
   if (!binding.ok) {
     DenyUnmapped(id, request, args_digest, "model turn", binding.reason,
                  "Refused: " + binding.reason +
@@ -972,7 +1004,6 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
   // in it, an approval of `edit_file a.py` does not approve an `edit_file a.py` whose a.py has
   // become a symlink to somewhere else (issue #13).
   std::vector<std::string> resolved = ResolvedPaths(request.paths);
-  const std::string digest = CallDigest(request.tool, request.args, resolved);
   std::optional<MappedTool> mapped = MapTool(request.tool, request.args);
   if (mapped) {
     mapped->args_digest = args_digest;
@@ -1006,7 +1037,7 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
   // The key is the call without its resolved paths: those are the agent's to choose, and a
   // different list each time would make the same command look new forever (a re-pointed symlink
   // changes the workspace state anyway).
-  const std::string loop_key = CallDigest(request.tool, request.args, {});
+  const std::string loop_key = CallDigestOfText(request.tool, args_text, {});
   std::string state = WorkspaceStateDigest(false);
   if (loop_.SuspectsRepeat(loop_key, state)) state = WorkspaceStateDigest(true);
   if (auto loop = loop_.Check(loop_key, state)) {
@@ -1044,18 +1075,19 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
       Deny(id, call, decision, location, DenialCause::kPolicy);
       return;
     case policy::Verdict::kAsk:
-      AskApproval(id, call, digest, decision, location);
+      AskApproval(id, request, args_text, call, decision, location);
       return;
   }
 }
 
-void Broker::Impl::AskApproval(std::uint64_t id, const MappedTool& call, const std::string& digest,
+void Broker::Impl::AskApproval(std::uint64_t id, const protocol::ToolRequest& request,
+                               const std::string& args_text, const MappedTool& call,
                                const policy::Decision& decision, const std::string& location) {
   ApprovalRequest req;
   req.tool = std::string(policy::ToolName(call.request.tool));
   req.action = call.action;
   req.resolved_paths = call.resolved_paths;
-  req.digest = digest;
+  req.digest = CallDigestOfText(request.tool, args_text, call.resolved_paths);
   req.rule = decision.rule;
   req.location = location;
   req.reason = decision.reason;
@@ -1190,13 +1222,13 @@ void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& re
                   id);
     return;
   }
-  const Outstanding call = it->second;
+  const Outstanding call = std::move(it->second);
   outstanding_.erase(it);
-  const std::string output =
+  std::string output =
       services_.redactor != nullptr ? services_.redactor->Redact(result.output) : result.output;
   Audit(audit::ToolResult({.id = id,
                            .tool = call.tool,
-                           .output_digest = CanonicalDigest(json(output)),
+                           .output_digest = StringDigest(output),
                            .request = result.request,
                            .call_id = ShortText(call.call_id, 128),
                            .turn = call.turn,
@@ -1209,10 +1241,12 @@ void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& re
     BudgetExhausted(id, *exhausted);
     return;
   }
-  AnswerServed(call.call_id, CallAnswer{.kind = CallAnswer::Kind::kResult,
-                                        .ok = result.ok,
-                                        .error_code = ShortText(result.error_code, 64),
-                                        .text = output});
+  if (config_.serve) {
+    AnswerServed(call.call_id, CallAnswer{.kind = CallAnswer::Kind::kResult,
+                                          .ok = result.ok,
+                                          .error_code = ShortText(result.error_code, 64),
+                                          .text = output});
+  }
   const bool writes = call.kind == policy::Tool::kWriteFile ||
                       call.kind == policy::Tool::kEditFile ||
                       call.kind == policy::Tool::kRunCommand;
@@ -1223,9 +1257,11 @@ void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& re
       (!result.changed_paths.empty() || (result.ok && writes))) {
     ++legacy_changes_;
   }
-  Emit("tool_result",
-       call.tool + (result.ok ? " done" : " failed: " + ShortText(result.error_code, 64)));
-  Send(Kind::kResultAck, id, protocol::ResultAck{output, false});
+  if (on_event_) {
+    Emit("tool_result",
+         call.tool + (result.ok ? " done" : " failed: " + ShortText(result.error_code, 64)));
+  }
+  Send(Kind::kResultAck, id, protocol::ResultAck{std::move(output), false});
 }
 
 void Broker::Impl::OnProgress(std::uint64_t id, const protocol::Progress& progress) {
@@ -1388,21 +1424,35 @@ void Broker::Impl::BudgetExhausted(std::uint64_t id, const std::string& reason) 
 
 void Broker::Impl::Audit(AuditEvent event) {
   if (services_.audit == nullptr) return;
-  if (services_.redactor != nullptr) services_.redactor->RedactJson(event.detail);
+  if (services_.redactor != nullptr) {
+    services_.redactor->RedactJson(event.detail);
+    for (AuditDetailField& f : event.fields) {
+      if (f.type == AuditDetailField::Type::kString) {
+        services_.redactor->RedactMember(f.name, f.text);
+      } else if (f.type == AuditDetailField::Type::kStringList) {
+        for (std::string& item : f.list) services_.redactor->RedactMember({}, item);
+      }
+    }
+  }
   services_.audit->Append(event);
 }
 
 void Broker::Impl::Emit(std::string kind, std::string text) {
   if (!on_event_) return;
-  SyncUsage();
-  on_event_(BrokerEvent{std::move(kind), std::move(text), outcome_.used});
+  SyncElapsed();
+  // The counts by reference: an event per message must not copy them (and their map) each time.
+  on_event_(BrokerEvent{std::move(kind), std::move(text), budget_.used()});
 }
 
-void Broker::Impl::SyncUsage() {
+void Broker::Impl::SyncElapsed() {
   if (started_) {
     budget_.SetElapsed(std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - started_at_));
   }
+}
+
+void Broker::Impl::SyncUsage() {
+  SyncElapsed();
   outcome_.used = budget_.used();
 }
 
@@ -1432,6 +1482,6 @@ void Broker::SetOnEvent(std::function<void(const BrokerEvent&)> on_event) {
   impl_->on_event_ = std::move(on_event);
 }
 
-const BrokerOutcome& Broker::outcome() const { return impl_->outcome_; }
+const BrokerOutcome& Broker::outcome() const { return impl_->Outcome(); }
 
 }  // namespace cagent::launcher::broker

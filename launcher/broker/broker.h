@@ -193,7 +193,9 @@ struct BrokerEvent {
   std::string kind;  // "progress", "model_call", "model_result", "tool_request", "decision",
                      // "tool_result", "approval", "finish", "shutdown"
   std::string text;  // one line
-  BudgetUsage used;  // the counts as of this event (turns, tokens, tool calls, elapsed)
+  // The counts as of this event (turns, tokens, tool calls, elapsed): the broker's own, by
+  // reference, valid while the callback runs (copy what is kept; a stored event must not read it).
+  const BudgetUsage& used;
 };
 
 class Broker {

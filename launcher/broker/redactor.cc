@@ -349,6 +349,22 @@ std::string Redactor::Redact(std::string_view text) const {
   return out;
 }
 
+std::size_t Redactor::RedactMember(std::string_view name, std::string& value) const {
+  // {"password": "hunter2"}: the member's name says what its string value is, which the text scan
+  // of the value alone cannot see.
+  if (NameLooksSecret(name) && !value.empty()) {
+    const char first = value[0];
+    if (first != '$' && first != '%' && first != '{' && value.rfind("[REDACTED:", 0) != 0) {
+      value = "[REDACTED:assignment]";
+      return 1;
+    }
+  }
+  std::string redacted = Redact(value);
+  if (redacted == value) return 0;
+  value = std::move(redacted);
+  return 1;
+}
+
 std::size_t Redactor::RedactJson(nlohmann::json& value) const {
   std::size_t changed = 0;
   if (value.is_string()) {
@@ -360,17 +376,9 @@ std::size_t Redactor::RedactJson(nlohmann::json& value) const {
     }
   } else if (value.is_object()) {
     for (auto it = value.begin(); it != value.end(); ++it) {
-      // {"password": "hunter2"}: the member's name says what its string value is, which the text
-      // scan of the value alone cannot see.
-      if (it.value().is_string() && NameLooksSecret(it.key()) &&
-          !it.value().get_ref<const std::string&>().empty()) {
-        const std::string& s = it.value().get_ref<const std::string&>();
-        const char first = s[0];
-        if (first != '$' && first != '%' && first != '{' && s.rfind("[REDACTED:", 0) != 0) {
-          it.value() = "[REDACTED:assignment]";
-          ++changed;
-          continue;
-        }
+      if (it.value().is_string()) {
+        changed += RedactMember(it.key(), it.value().get_ref<std::string&>());
+        continue;
       }
       changed += RedactJson(it.value());
     }

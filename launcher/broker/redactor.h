@@ -44,6 +44,10 @@ class Redactor {
   // names a secret ({"password": "..."}) is replaced as a whole with "[REDACTED:assignment]".
   // Returns how many strings were changed.
   std::size_t RedactJson(nlohmann::json& value) const;
+  // The same for one string member `name` of an object, in place (the audit log's typed detail
+  // fields): replaced as a whole when `name` names a secret, else its findings. Returns 1 when
+  // changed, else 0.
+  std::size_t RedactMember(std::string_view name, std::string& value) const;
 
  private:
   std::vector<std::pair<std::string, std::string>> secrets_;

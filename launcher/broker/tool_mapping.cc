@@ -4,6 +4,8 @@
 #include <array>
 #include <string_view>
 
+#include "common/json_text.h"
+#include "common/sha256.h"
 #include "launcher/broker/audit_log.h"
 
 namespace cagent::launcher::broker {
@@ -115,8 +117,30 @@ std::vector<std::string> ResolvedPaths(const std::vector<std::string>& paths) {
 
 std::string CallDigest(const std::string& tool, const nlohmann::json& args,
                        const std::vector<std::string>& resolved) {
-  if (resolved.empty()) return CanonicalDigest(nlohmann::json{{"tool", tool}, {"args", args}});
-  return CanonicalDigest(nlohmann::json{{"tool", tool}, {"args", args}, {"paths", resolved}});
+  return CallDigestOfText(tool, JsonText(args), resolved);
+}
+
+std::string CallDigestOfText(std::string_view tool, std::string_view args_text,
+                             const std::vector<std::string>& resolved) {
+  // The canonical text of {"tool", "args"[, "paths"]} written directly: the keys in the order a
+  // json object (a std::map) dumps them, "args" < "paths" < "tool", no whitespace, each string
+  // escaped as JsonText escapes it, so the bytes are those CanonicalDigest of that object hashes.
+  std::string text;
+  text.reserve(args_text.size() + tool.size() + 32);
+  text += "{\"args\":";
+  text += args_text;
+  if (!resolved.empty()) {
+    text += ",\"paths\":[";
+    for (std::size_t i = 0; i < resolved.size(); ++i) {
+      if (i > 0) text += ',';
+      AppendJsonString(text, resolved[i]);
+    }
+    text += ']';
+  }
+  text += ",\"tool\":";
+  AppendJsonString(text, tool);
+  text += '}';
+  return Sha256Hex(text);
 }
 
 std::vector<std::string> EnabledTools(const policy::Policy& policy) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policy/ir.h"
@@ -52,6 +53,10 @@ std::vector<std::string> ResolvedPaths(const std::vector<std::string>& paths);
 // different files are different actions.
 std::string CallDigest(const std::string& tool, const nlohmann::json& args,
                        const std::vector<std::string>& resolved);
+// The same digest from the arguments' canonical JSON text (JsonText(args), which the caller has
+// already made for their own digest), without copying the arguments into a new json value.
+std::string CallDigestOfText(std::string_view tool, std::string_view args_text,
+                             const std::vector<std::string>& resolved);
 
 // The tools `policy` enables, in schema order (read_file, list_dir, glob, grep, write_file,
 // edit_file, run_command, finish): a tool is enabled when some tools rule allows or asks for it and

@@ -72,6 +72,14 @@ std::string DescribeAuditEntry(const json& e, std::map<std::string, json>& calls
   const auto flag = [&](std::string_view name) {
     return d(name) == "true";  // Str renders a boolean as its JSON text
   };
+  // The arguments the model gave call `call_id` (from an earlier model_result), or "(call ID)".
+  const auto called = [&calls](const std::string& call_id) {
+    const auto it = calls.find(call_id);
+    if (it != calls.end() && it->second.contains("arguments")) {
+      return Compact(it->second["arguments"], 200);
+    }
+    return "(call " + call_id + ")";
+  };
   std::string text;
   if (!kind) {
     if (!Str(e, "tool").empty()) text = Str(e, "tool") + " ";
@@ -131,18 +139,13 @@ std::string DescribeAuditEntry(const json& e, std::map<std::string, json>& calls
     case K::kModelError:
       text = "turn " + d("turn") + ": " + d("code") + ": " + d("message");
       break;
-    case K::kToolRequest: {
-      text = Str(e, "tool");
-      const auto it = calls.find(d("call_id"));
-      if (it != calls.end() && it->second.contains("arguments")) {
-        text += " " + Compact(it->second["arguments"], 200);
-      } else {
-        text += " (call " + d("call_id") + ")";
-      }
+    case K::kToolRequest:
+      text = Str(e, "tool") + " " + called(d("call_id"));
       break;
-    }
     case K::kDecision:
-      text = Str(e, "verdict") + " " + Str(e, "tool") + " by " + Str(e, "rule");
+      // Since issue 18 the decision is also the request's entry: it shows what was asked.
+      text = Str(e, "verdict") + " " + Str(e, "tool") + " " + called(d("call_id")) + " by " +
+             Str(e, "rule");
       if (detail.contains("location") && !d("location").empty()) {
         text += " (" + d("location") + ")";
       }

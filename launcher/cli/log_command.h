@@ -38,8 +38,8 @@ int RunLogCommand(const LogOptions& options);
 
 // One entry (a parsed line) in words, for `cagent log RUN`: what the schema's fields for its event
 // say, made terminal-safe and cut to one line. `calls` carries the model's tool calls from earlier
-// model_result entries (by call id) so a tool_request can show the arguments the model gave when
-// the log has them. Never fails; an unknown event shows its detail as JSON.
+// model_result entries (by call id) so a decision (or a tool_request) can show the arguments the
+// model gave when the log has them. Never fails; an unknown event shows its detail as JSON.
 std::string DescribeAuditEntry(const nlohmann::json& entry,
                                std::map<std::string, nlohmann::json>& calls);
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_text.h"
 #include "common/sha256.h"
 
 namespace cagent::launcher::broker {
@@ -337,12 +338,87 @@ TEST(AuditLogTest, InvalidUtf8IsReplacedNotThrown) {
   Result<AuditLog> log = AuditLog::Open(path, "run-1", "p");
   ASSERT_TRUE(log.ok());
   AuditEvent e = Event(0);
+  e.fields.clear();  // the json detail, not the decision's typed one
   e.detail = {{"output", std::string("bad \xff\xfe bytes")}};
   e.tool = std::string("\xc3");
   EXPECT_TRUE(log->Append(e));
   EXPECT_TRUE(Verify(path).ok);
   EXPECT_NE(ReadFile(path).find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD
   EXPECT_EQ(CanonicalDigest(json(std::string("\xff"))).size(), 64u);
+}
+
+TEST(AuditLogTest, TypedDetailIsWrittenAsTheJsonObjectItStandsFor) {
+  // decision and tool_result carry typed fields (no json value per field); the line must hold
+  // exactly the bytes the json object of those fields dumps to, escapes and caps included.
+  TempDir dir;
+  const std::string path = dir.path() + "/audit.jsonl";
+  Result<AuditLog> log = AuditLog::Open(path, "run \"1\"", "p");
+  ASSERT_TRUE(log.ok());
+  std::vector<std::string> many(40, "p");
+  const std::vector<AuditEvent> events = {
+      audit::Decision({.id = 3,
+                       .tool = "edit_file",
+                       .args_digest = std::string(64, 'a'),
+                       .verdict = "ask",
+                       .rule = "ask edit",
+                       .call_id = "c\"1\"\n",
+                       .turn = 2,
+                       .paths = {"a.c", "\xc3\xa9", std::string("bad \xff")},
+                       .reason = "tab\there \x01",
+                       .location = "p.cagent:1:2",
+                       .pending = true,
+                       .note = "n"}),
+      audit::Decision({.id = 4,
+                       .tool = "read_file",
+                       .args_digest = std::string(64, 'c'),
+                       .verdict = "deny",
+                       .rule = "r",
+                       .paths = many,
+                       .reason = ""}),
+      audit::Decision({.id = 5,
+                       .tool = "read_file",
+                       .args_digest = std::string(64, 'c'),
+                       .verdict = "deny",
+                       .rule = "r",
+                       .reason = "none"}),
+      audit::ToolResult({.id = 6,
+                         .tool = "run_command",
+                         .output_digest = std::string(64, 'b'),
+                         .request = 3,
+                         .call_id = "c1",
+                         .turn = 2,
+                         .ok = false,
+                         .error_code = "exit_1",
+                         .bytes = 12,
+                         .redacted = true,
+                         .changed_paths = {"x", "y"}}),
+  };
+  for (const AuditEvent& e : events) {
+    ASSERT_FALSE(e.fields.empty());
+    ASSERT_TRUE(log->Append(e));
+  }
+  const std::string content = ReadFile(path);
+  std::size_t pos = 0;
+  for (const AuditEvent& e : events) {
+    const std::size_t nl = content.find('\n', pos);
+    ASSERT_NE(nl, std::string::npos);
+    const std::string line = content.substr(pos, nl - pos);
+    pos = nl + 1;
+    const std::string want = "\"detail\":" + JsonText(e.DetailJson()) + ",\"prev\":";
+    EXPECT_NE(line.find(want), std::string::npos) << line << "\nwant " << want;
+    const json parsed = json::parse(line);
+    EXPECT_EQ(parsed["detail"], json::parse(JsonText(e.DetailJson())));
+    EXPECT_TRUE(ValidateAuditEntry(parsed).empty()) << line;
+  }
+  EXPECT_EQ(json::parse(content.substr(0, content.find('\n')))["run"], "run \"1\"");
+  EXPECT_TRUE(Verify(path).ok);
+}
+
+TEST(AuditLogTest, StringDigestIsTheCanonicalDigestOfTheString) {
+  for (const std::string& s : {std::string(), std::string("out\"put\n\\"),
+                               std::string("\xe2\x82\xac"), std::string("bad \xff\xfe")}) {
+    EXPECT_EQ(StringDigest(s), CanonicalDigest(json(s))) << s;
+  }
 }
 
 TEST(AuditLogTest, CanonicalDigestIgnoresKeyOrderAndWhitespace) {

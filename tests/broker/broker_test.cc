@@ -9,6 +9,7 @@
 #include <iterator>
 #include <regex>
 
+#include "common/json_text.h"
 #include "launcher/broker/tool_mapping.h"
 #include "tests/broker/broker_test_util.h"
 
@@ -172,6 +173,36 @@ TEST(Broker, AllowedToolRequestNamesTheRuleAndItsLocation) {
   EXPECT_EQ(decisions[0]["actor"], "broker");
   EXPECT_EQ(decisions[0]["tool"], "read_file");
   EXPECT_EQ(decisions[0]["args"], CanonicalDigest(json{{"path", "src/main.c"}}));
+  // One entry per decided request: it carries the request (call, turn, paths) and the decision.
+  EXPECT_EQ(decisions[0]["detail"]["paths"], json::array({"src/main.c"}));
+  EXPECT_EQ(decisions[0]["detail"]["call_id"], "call_1");
+  EXPECT_EQ(decisions[0]["detail"]["turn"], 1);
+  EXPECT_FALSE(decisions[0]["detail"]["reason"].get<std::string>().empty());
+  EXPECT_TRUE(Events(h, "tool_request").empty());
+}
+
+TEST(Broker, ARequestAnsweredWithAnErrorInsteadOfADecisionIsRecordedAsItself) {
+  HarnessOptions o;
+  Budgets budgets;
+  budgets.tool_calls = 1;
+  o.budgets = budgets;
+  Harness h(o);
+  h.Hello();
+  EXPECT_EQ(h.ToolRequest("read_file", {{"path", "a"}})["verdict"], "allow");
+  const json refused = h.ToolRequest("list_dir", json::object(), {"."});
+  EXPECT_EQ(refused["code"], "budget_exhausted") << JsonText(refused);
+  // The decided request is in its decision; the one the budget refused got no decision, so it
+  // has a tool_request entry of its own.
+  std::vector<std::string> seen;
+  for (const json& e : h.AuditEntries()) {
+    const std::string event = e.value("event", "");
+    if (event == "decision" || event == "tool_request")
+      seen.push_back(event + " " + e.value("tool", ""));
+  }
+  EXPECT_THAT(seen, ElementsAre("decision read_file", "tool_request list_dir"));
+  const auto requests = Events(h, "tool_request");
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0]["detail"]["paths"], json::array({"."}));
 }
 
 TEST(Broker, DeniedToolRequestNamesRuleLocationAndWhatToDoInstead) {
@@ -347,6 +378,22 @@ TEST(Broker, ResolvedPathsDoNotChangeTheDigestOfACallWithoutThem) {
             CanonicalDigest(json{{"tool", "run_command"}, {"args", args}}));
   EXPECT_THAT(ResolvedPaths({"b", "./a", "a", "x//y/.", "", "../up"}),
               ElementsAre(".", "../up", "a", "b", "x/y"));
+}
+
+TEST(Broker, TheCallDigestWrittenAsTextIsTheDigestOfTheCallObject) {
+  // CallDigest hashes text it writes itself; approvals printed before that bind to the digest of
+  // the json object {"tool", "args", "paths"}, so the two must be the same bytes, escapes included.
+  const json args = {{"path", "src/\"q\"\u00e9\n.c"}, {"content", "x\ty"}, {"n", 3}};
+  for (const std::vector<std::string>& paths : std::vector<std::vector<std::string>>{
+           {}, {"a"}, {"b\"c", "d\\e", std::string("bad \xff utf-8"), "\xc3\xa9"}}) {
+    const json object = paths.empty()
+                            ? json{{"tool", "write_file"}, {"args", args}}
+                            : json{{"tool", "write_file"}, {"args", args}, {"paths", paths}};
+    EXPECT_EQ(CallDigest("write_file", args, paths), CanonicalDigest(object));
+    EXPECT_EQ(CallDigestOfText("write_file", JsonText(args), paths), CanonicalDigest(object));
+  }
+  EXPECT_EQ(CallDigest("bad \xff tool", args, {}),
+            CanonicalDigest(json{{"tool", "bad \xff tool"}, {"args", args}}));
 }
 
 TEST(Broker, PreApprovedActionIsAllowedEvenHeadless) {
@@ -592,10 +639,9 @@ TEST(Broker, EveryMessageInAndDecisionOutIsAudited) {
   for (const json& e : h.AuditEntries()) {
     seen.push_back(e["actor"].get<std::string>() + ":" + e["event"].get<std::string>());
   }
-  EXPECT_THAT(
-      seen, ElementsAre("agent:hello", "broker:welcome", "agent:model_call", "broker:model_result",
-                        "agent:tool_request", "broker:decision", "agent:tool_result",
-                        "agent:progress", "agent:finish", "broker:shutdown"));
+  EXPECT_THAT(seen, ElementsAre("agent:hello", "broker:welcome", "agent:model_call",
+                                "broker:model_result", "broker:decision", "agent:tool_result",
+                                "agent:progress", "agent:finish", "broker:shutdown"));
   auto verified = VerifyAuditLog(h.audit_path);
   ASSERT_TRUE(verified.ok());
   EXPECT_TRUE(verified->ok) << verified->message;

@@ -98,8 +98,8 @@ TEST_F(AuditSchemaE2eTest, EveryLineOfTheDemosEventLogConformsToTheSchema) {
     EXPECT_TRUE(known.contains(e["event"].get<std::string>())) << line;
   }
   for (const char* expected :
-       {"state", "workspace", "hello", "welcome", "model_call", "model_result", "tool_request",
-        "decision", "tool_result", "finish", "shutdown", "patch", "verify_tree", "verify"}) {
+       {"state", "workspace", "hello", "welcome", "model_call", "model_result", "decision",
+        "tool_result", "finish", "shutdown", "patch", "verify_tree", "verify"}) {
     EXPECT_TRUE(seen.contains(expected)) << "the demo's log has no " << expected << " entry";
   }
 

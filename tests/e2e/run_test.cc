@@ -25,6 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 json Call(const std::string& name, json args) {
   static int n = 0;
@@ -148,13 +149,16 @@ TEST_F(RunTest, TheDemoCompletesVerifiedAndApplyBringsThePatchIn) {
   const RunResult again = Harness::Get().Run({"apply", id}, o);
   EXPECT_NE(again.exit_code, 0);
 
-  // `cagent log RUN`: one line per event, tool requests with the model's arguments, the chain
-  // checked against result.json.
+  // `cagent log RUN`: one line per event, each decision with the request's arguments as the
+  // model gave them, the chain checked against result.json.
   const RunResult log = Harness::Get().Run({"log", id}, o);
   EXPECT_EQ(log.exit_code, 0) << log.err;
-  EXPECT_THAT(log.out,
-              HasSubstr(R"(tool_request run_command {"command":"python3 -m unittest -q"})"));
-  EXPECT_THAT(log.out, HasSubstr("decision     allow edit_file by workspace read-write"));
+  EXPECT_THAT(
+      log.out,
+      HasSubstr(R"(decision     allow run_command {"command":"python3 -m unittest -q"} by )"));
+  EXPECT_THAT(log.out, HasSubstr(R"(decision     allow edit_file {"new":)"));
+  EXPECT_THAT(log.out, HasSubstr("} by workspace read-write"));
+  EXPECT_THAT(log.out, Not(HasSubstr("tool_request ")));
   EXPECT_THAT(log.out, HasSubstr("verify       passed: python3 -m unittest -q (exit 0"));
   EXPECT_THAT(log.out, HasSubstr("as recorded in result.json"));
   // Lines cut from the end leave a chain that verifies on its own; the count and head recorded in

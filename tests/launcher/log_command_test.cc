@@ -36,7 +36,7 @@ json Entry(const broker::AuditEvent& e) {
               {"verdict", e.verdict},
               {"rule", e.rule},
               {"result", e.result_digest},
-              {"detail", e.detail},
+              {"detail", e.DetailJson()},
               {"prev", std::string(64, '0')}};
 }
 
@@ -132,7 +132,10 @@ TEST(LogCommandTest, EveryKindIsDescribedThroughItsDeclaredFields) {
   EXPECT_EQ(kinds.size(), static_cast<std::size_t>(broker::AuditKind::kCount));
   // The tool request shows the arguments the (replayed) model gave, found by call id.
   EXPECT_THAT(text["tool_request"], HasSubstr(R"(run_command {"command":"make test"})"));
-  EXPECT_THAT(text["decision"], HasSubstr("allow run_command by allow make (p.cagent:4:3)"));
+  // A decision is also its request's entry: it shows the arguments the same way.
+  EXPECT_THAT(
+      text["decision"],
+      HasSubstr(R"(allow run_command {"command":"make test"} by allow make (p.cagent:4:3))"));
   EXPECT_THAT(text["verify"], HasSubstr("passed: make (exit 0, 12 ms)"));
   EXPECT_THAT(text["egress"],
               HasSubstr("deny [::1]:8080 via socks5: no hosts rule allows [::1]:8080 [agent]"));
