@@ -236,6 +236,18 @@ Engine::Engine(const Policy& policy, Binding binding)
     }
   }
   std::sort(by_name_.begin(), by_name_.end());
+  {
+    // by_name_ is sorted by bytes as unsigned char (std::string's order), so each first byte's
+    // names are one run.
+    const auto slot = [](const std::string& name) -> std::size_t {
+      return name.empty() ? 0 : 1 + static_cast<unsigned char>(name[0]);
+    };
+    std::size_t k = 0;
+    for (std::size_t s = 0; s < by_first_.size(); ++s) {
+      while (k < by_name_.size() && slot(by_name_[k].first) < s) ++k;
+      by_first_[s] = static_cast<std::uint32_t>(k);
+    }
+  }
 
   for (const auto& b : kBuiltinMounts) {
     views_.push_back({std::string(b.path), b.mode, std::string(b.rule), {}});
@@ -457,7 +469,8 @@ bool Engine::HostMayConnect(std::string_view host) const {
   return false;
 }
 
-Engine::Outcome Engine::DecideCommand(std::span<const std::string> argv) const {
+template <typename Word>
+Engine::Outcome Engine::DecideArgv(std::span<const Word> argv) const {
   if (argv.empty() || argv[0].empty()) return Outcome::Default("empty command");
   Outcome best;
   bool matched = false;
@@ -487,25 +500,35 @@ Engine::Outcome Engine::DecideCommand(std::span<const std::string> argv) const {
     if (auto slash = name.rfind('/'); slash != std::string_view::npos) {
       name.remove_prefix(slash + 1);
     }
-    auto range =
-        std::equal_range(by_name_.begin(), by_name_.end(), name, [](const auto& a, const auto& b) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(a)>, std::string_view>) {
-            return a < std::string_view{b.first};
-          } else {
-            return std::string_view{a.first} < b;
-          }
-        });
+    const std::size_t slot = name.empty() ? 0 : 1 + static_cast<unsigned char>(name[0]);
+    const auto begin = by_name_.begin() + by_first_[slot];
+    const auto end = by_name_.begin() + by_first_[slot + 1];
+    auto range = std::equal_range(begin, end, name, [](const auto& a, const auto& b) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(a)>, std::string_view>) {
+        return a < std::string_view{b.first};
+      } else {
+        return std::string_view{a.first} < b;
+      }
+    });
     for (auto it = range.first; it != range.second; ++it) consider(it->second);
   }
   for (std::size_t i : generic_) consider(i);
   if (!matched) {
-    return Outcome::DefaultBecause("no commands rule allows '" + argv[0] + "'");
+    return Outcome::DefaultBecause("no commands rule allows '" + std::string(argv[0]) + "'");
   }
   return best;
 }
 
+Engine::Outcome Engine::DecideCommand(std::span<const std::string> argv) const {
+  return DecideArgv(argv);
+}
+
+Engine::Outcome Engine::DecideCommand(std::span<const std::string_view> argv) const {
+  return DecideArgv(argv);
+}
+
 Engine::Outcome Engine::DecideShell(std::string_view script) const {
-  ShellParse parsed = ParseShell(script);
+  ShellParseView parsed = ParseShellView(script);
   if (parsed.opaque) {
     Outcome o = Outcome::Rule(Verdict::kDeny, kShellRule, {}, {});
     o.detail = std::move(parsed.opaque_reason) + "; run the commands it contains directly instead";
@@ -514,9 +537,9 @@ Engine::Outcome Engine::DecideShell(std::string_view script) const {
   if (parsed.commands.empty()) return Outcome::Default("empty command");
   Outcome acc;
   bool first = true;
-  for (const SimpleCommand& cmd : parsed.commands) {
-    for (const auto& assignment : cmd.assignments) {
-      std::string_view name = std::string_view{assignment}.substr(0, assignment.find('='));
+  for (const SimpleCommandView& cmd : parsed.commands) {
+    for (const std::string_view assignment : cmd.assignments) {
+      std::string_view name = assignment.substr(0, assignment.find('='));
       if (ChangesWhatRuns(name)) {
         Outcome o = Outcome::Rule(Verdict::kDeny, kShellRule, {}, {});
         o.detail = "setting " + std::string(name) +

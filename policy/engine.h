@@ -7,7 +7,9 @@
 // is built from; keep the Policy alive.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
@@ -108,7 +110,11 @@ class Engine {
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
 
+  // argv as the request gave it, or as views into a parsed shell line: the same decision.
   [[nodiscard]] Outcome DecideCommand(std::span<const std::string> argv) const;
+  [[nodiscard]] Outcome DecideCommand(std::span<const std::string_view> argv) const;
+  template <typename Word>
+  [[nodiscard]] Outcome DecideArgv(std::span<const Word> argv) const;
   [[nodiscard]] Outcome DecideShell(std::string_view script) const;
   [[nodiscard]] Outcome DecidePath(Access access, std::string_view path) const;
   // The view and the filesystem rules for `abs`, an absolute normalised path.
@@ -129,6 +135,10 @@ class Engine {
   // Command rules whose first element is a single literal name, indexed by it; the rest are
   // checked for every command.
   std::vector<std::pair<std::string, std::size_t>> by_name_;  // sorted by name
+  // Where each first byte's names are in by_name_, so a lookup searches only the names that share
+  // the first byte: [by_first_[k], by_first_[k + 1]) with k = 1 + the byte, or k = 0 for the
+  // empty name (by_first_[0] is 0, by_first_[257] is by_name_.size()).
+  std::array<std::uint32_t, 258> by_first_{};
   std::vector<std::size_t> generic_;
   // The mount view as absolute bases for these bindings (built-ins, the profile's mounts, the
   // workspace), in mount order, and each rule's text as a Decision shows it; precomputed so a

@@ -25,6 +25,33 @@ bool ArgMatches(const ArgPattern& p, std::string_view arg) {
   return false;
 }
 
+// CommandRule::Matches for argv of std::string or std::string_view.
+template <typename Word>
+bool CommandMatches(const CommandRule& rule, std::span<const Word> argv) {
+  const std::vector<ArgPattern>& pattern = rule.pattern;
+  if (argv.size() < pattern.size() || pattern.empty()) return false;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const std::string_view arg = argv[i];
+    if (i == 0 && arg.find('/') != std::string_view::npos) {
+      // A path in command position: an allow rule must name a path (a workspace script called
+      // ./git is not `git`). Deny and ask rules also match it by its last component, so
+      // `/usr/bin/curl` and `./curl` cannot slip past `deny curl`.
+      bool matched = false;
+      const std::string_view base = arg.substr(arg.rfind('/') + 1);
+      for (const auto& alt : pattern[0].alternatives) {
+        bool names_path = alt.pattern().find('/') != std::string::npos;
+        if (names_path ? alt.Match(arg) : (rule.verdict != Verdict::kAllow && alt.Match(base))) {
+          matched = true;
+        }
+      }
+      if (!matched) return false;
+      continue;
+    }
+    if (!ArgMatches(pattern[i], arg)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string_view VerdictName(Verdict v) {
@@ -119,26 +146,11 @@ std::string_view AccessName(Access a) {
 }
 
 bool CommandRule::Matches(std::span<const std::string> argv) const {
-  if (argv.size() < pattern.size() || pattern.empty()) return false;
-  for (std::size_t i = 0; i < pattern.size(); ++i) {
-    if (i == 0 && argv[0].find('/') != std::string::npos) {
-      // A path in command position: an allow rule must name a path (a workspace script called
-      // ./git is not `git`). Deny and ask rules also match it by its last component, so
-      // `/usr/bin/curl` and `./curl` cannot slip past `deny curl`.
-      bool matched = false;
-      std::string_view base = std::string_view{argv[0]}.substr(argv[0].rfind('/') + 1);
-      for (const auto& alt : pattern[0].alternatives) {
-        bool names_path = alt.pattern().find('/') != std::string::npos;
-        if (names_path ? alt.Match(argv[0]) : (verdict != Verdict::kAllow && alt.Match(base))) {
-          matched = true;
-        }
-      }
-      if (!matched) return false;
-      continue;
-    }
-    if (!ArgMatches(pattern[i], argv[i])) return false;
-  }
-  return true;
+  return CommandMatches(*this, argv);
+}
+
+bool CommandRule::Matches(std::span<const std::string_view> argv) const {
+  return CommandMatches(*this, argv);
 }
 
 std::string_view ToolName(Tool t) { return kToolNames.at(static_cast<std::size_t>(t)); }

@@ -93,6 +93,8 @@ struct CommandRule {
   // containing '/' (a workspace script named ./git is not `git`); deny and ask rules match it by
   // its last component as well (/usr/bin/curl is `curl`).
   [[nodiscard]] bool Matches(std::span<const std::string> argv) const;
+  // The same for argv as views (a parsed shell line).
+  [[nodiscard]] bool Matches(std::span<const std::string_view> argv) const;
 };
 
 // The agent's tools: a closed set.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <forward_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -65,7 +66,9 @@ enum class RedirKind {
 
 struct ShellToken {
   TokKind kind = TokKind::kEnd;
-  std::string text;  // kWord: after quote removal; otherwise the operator as written
+  // kWord: after quote removal (into the script, or into ShellParseView::owned); otherwise the
+  // operator as written (into the script).
+  std::string_view text;
   RedirKind redir = RedirKind::kRead;
   bool quoted = false;      // some part was quoted or escaped
   bool expansion = false;   // contains $NAME, ${...} or $1-style expansion (kept literally)
@@ -75,15 +78,56 @@ struct ShellToken {
   bool adjacent = false;    // no blank between this token and the previous one
 };
 
+// The text of the word being lexed. Quote removal only ever drops bytes, so a word is a
+// sequence of slices of the script; while they follow each other (or there is only one), the
+// word is a view of the script. The first slice that does not follow the text so far (after a
+// quote or an escape) copies the text into a new string in `owned`, which then takes the rest.
+class WordText {
+ public:
+  WordText(std::string_view script, std::forward_list<std::string>& owned)
+      : s_(script), owned_(owned) {}
+
+  // Appends s_[pos, pos + len).
+  void Append(std::size_t pos, std::size_t len) {
+    if (len == 0) return;
+    if (buf_ != nullptr) {
+      buf_->append(s_.substr(pos, len));
+    } else if (size_ == 0) {
+      begin_ = pos;
+      size_ = len;
+    } else if (begin_ + size_ == pos) {
+      size_ += len;
+    } else {
+      buf_ = &owned_.emplace_front(s_.substr(begin_, size_));
+      buf_->append(s_.substr(pos, len));
+    }
+  }
+  [[nodiscard]] std::size_t size() const { return buf_ != nullptr ? buf_->size() : size_; }
+  [[nodiscard]] std::string_view view() const {
+    return buf_ != nullptr ? std::string_view{*buf_} : s_.substr(begin_, size_);
+  }
+
+ private:
+  std::string_view s_;
+  std::forward_list<std::string>& owned_;
+  std::string* buf_ = nullptr;  // in owned_, once the word is not one slice
+  std::size_t begin_ = 0;
+  std::size_t size_ = 0;
+};
+
 // Splits a script into words and operators, removing quotes. Everything it cannot represent
 // faithfully (substitutions, here-documents, ANSI-C quoting...) ends the scan with a reason.
+// Word texts that are not slices of the script are kept in `owned`.
 class ShellLexer {
  public:
-  explicit ShellLexer(std::string_view script) : s_(script) {}
+  ShellLexer(std::string_view script, std::forward_list<std::string>& owned)
+      : s_(script), owned_(owned) {}
 
   // Fills `out` (terminated by a kEnd token) and returns true, or returns false with reason().
   bool Tokenize(std::vector<ShellToken>& out);
   [[nodiscard]] const std::string& reason() const { return reason_; }
+  // How many separator operators (; & && || | |& newline) Tokenize found.
+  [[nodiscard]] std::size_t separators() const { return separators_; }
 
  private:
   bool Fail(std::string_view reason) {
@@ -93,12 +137,14 @@ class ShellLexer {
   [[nodiscard]] char At(std::size_t i) const { return i < s_.size() ? s_[i] : '\0'; }
   bool LexOperator(std::vector<ShellToken>& out, bool adjacent);
   bool LexWord(ShellToken& tok);
-  bool LexDoubleQuoted(ShellToken& tok);
-  bool LexDollar(ShellToken& tok, bool in_double_quotes);
+  bool LexDoubleQuoted(ShellToken& tok, WordText& text);
+  bool LexDollar(ShellToken& tok, WordText& text, bool in_double_quotes);
   bool CheckBraceExpansion(std::size_t open);
 
   std::string_view s_;
+  std::forward_list<std::string>& owned_;
   std::size_t i_ = 0;
+  std::size_t separators_ = 0;
   std::string reason_;
 };
 
@@ -127,7 +173,7 @@ bool ShellLexer::Tokenize(std::vector<ShellToken>& out) {
     if (i_ >= s_.size()) {
       ShellToken end;
       end.kind = TokKind::kEnd;
-      out.push_back(std::move(end));
+      out.push_back(end);
       return true;
     }
     if (IsMeta(s_[i_])) {
@@ -150,7 +196,7 @@ bool ShellLexer::Tokenize(std::vector<ShellToken>& out) {
         return Fail("named file descriptor redirection {name}> is not supported");
       }
     }
-    out.push_back(std::move(word));
+    out.push_back(word);
   }
 }
 
@@ -216,17 +262,19 @@ bool ShellLexer::LexOperator(std::vector<ShellToken>& out, bool adjacent) {
     default:  // blanks are skipped by the caller
       break;
   }
-  tok.text = std::string(s_.substr(i_, len));
+  tok.text = s_.substr(i_, len);
+  if (tok.kind == TokKind::kSeparator) ++separators_;
   i_ += len;
-  out.push_back(std::move(tok));
+  out.push_back(tok);
   return true;
 }
 
 // word := ( '\' any | "'" ... "'" | '"' dq '"' | '$' expansion | byte )+
 bool ShellLexer::LexWord(ShellToken& tok) {
+  WordText text(s_, owned_);
   std::size_t special_at = std::string::npos;  // text length at the first quote/escape/expansion
   const auto mark = [&] {
-    if (special_at == std::string::npos) special_at = tok.text.size();
+    if (special_at == std::string::npos) special_at = text.size();
   };
   bool open_bracket = false;
   bool brace_checked = false;
@@ -236,7 +284,7 @@ bool ShellLexer::LexWord(ShellToken& tok) {
     std::size_t run = i_;
     while (run < s_.size() && IsPlainWordByte(s_[run])) ++run;
     if (run > i_) {
-      tok.text.append(s_.substr(i_, run - i_));
+      text.Append(i_, run - i_);
       i_ = run;
       continue;
     }
@@ -245,7 +293,7 @@ bool ShellLexer::LexWord(ShellToken& tok) {
     switch (c) {
       case '\\':
         if (i_ + 1 >= s_.size()) {  // a lone trailing backslash stays literal, as in sh
-          tok.text += '\\';
+          text.Append(i_, 1);
           ++i_;
           continue;
         }
@@ -255,7 +303,7 @@ bool ShellLexer::LexWord(ShellToken& tok) {
         }
         mark();
         tok.quoted = true;
-        tok.text += s_[i_ + 1];
+        text.Append(i_ + 1, 1);
         i_ += 2;
         continue;
       case '\'': {
@@ -263,20 +311,20 @@ bool ShellLexer::LexWord(ShellToken& tok) {
         tok.quoted = true;
         const std::size_t close = s_.find('\'', i_ + 1);
         if (close == std::string_view::npos) return Fail("unterminated single quote");
-        tok.text += s_.substr(i_ + 1, close - i_ - 1);
+        text.Append(i_ + 1, close - i_ - 1);
         i_ = close + 1;
         continue;
       }
       case '"':
         mark();
         tok.quoted = true;
-        if (!LexDoubleQuoted(tok)) return false;
+        if (!LexDoubleQuoted(tok, text)) return false;
         continue;
       case '`':
         return Fail(kBacktickSubstitution);
       case '$':
         mark();
-        if (!LexDollar(tok, /*in_double_quotes=*/false)) return false;
+        if (!LexDollar(tok, text, /*in_double_quotes=*/false)) return false;
         continue;
       case '*':
       case '?':
@@ -296,9 +344,10 @@ bool ShellLexer::LexWord(ShellToken& tok) {
       default:
         break;
     }
-    tok.text += c;
+    text.Append(i_, 1);
     ++i_;
   }
+  tok.text = text.view();
   // NAME=value or NAME+=value, with NAME and '=' unquoted.
   std::size_t eq = tok.text.find('=');
   if (eq != std::string::npos && eq > 0 && (special_at == std::string::npos || eq < special_at)) {
@@ -312,9 +361,20 @@ bool ShellLexer::LexWord(ShellToken& tok) {
 }
 
 // Inside "...", a backslash escapes only " \ $ ` and newline; other backslashes are literal.
-bool ShellLexer::LexDoubleQuoted(ShellToken& tok) {
+bool ShellLexer::LexDoubleQuoted(ShellToken& tok, WordText& text) {
   ++i_;  // the opening quote
   while (i_ < s_.size()) {
+    // A run of bytes that stand for themselves inside double quotes is taken in one go.
+    std::size_t run = i_;
+    while (run < s_.size() && s_[run] != '"' && s_[run] != '\\' && s_[run] != '`' &&
+           s_[run] != '$') {
+      ++run;
+    }
+    if (run > i_) {
+      text.Append(i_, run - i_);
+      i_ = run;
+      continue;
+    }
     const char c = s_[i_];
     if (c == '"') {
       ++i_;
@@ -327,17 +387,17 @@ bool ShellLexer::LexDoubleQuoted(ShellToken& tok) {
         continue;
       }
       if (d == '"' || d == '\\' || d == '$' || d == '`') {
-        tok.text += d;
+        text.Append(i_ + 1, 1);
         i_ += 2;
         continue;
       }
     }
     if (c == '`') return Fail(kBacktickSubstitution);
     if (c == '$') {
-      if (!LexDollar(tok, /*in_double_quotes=*/true)) return false;
+      if (!LexDollar(tok, text, /*in_double_quotes=*/true)) return false;
       continue;
     }
-    tok.text += c;
+    text.Append(i_, 1);
     ++i_;
   }
   return Fail("unterminated double quote");
@@ -346,7 +406,7 @@ bool ShellLexer::LexDoubleQuoted(ShellToken& tok) {
 // expansion := '$(' ... | '$((' ... | '$[' ... | '${' param '}' | '$' name | '$' special
 //            | "$'" ... | '$"' ... | '$' (literal)
 // Only the parameter forms are kept (literally, '$' included); the others are opaque.
-bool ShellLexer::LexDollar(ShellToken& tok, bool in_double_quotes) {
+bool ShellLexer::LexDollar(ShellToken& tok, WordText& text, bool in_double_quotes) {
   const char d = At(i_ + 1);
   if (d == '(') {
     return Fail(At(i_ + 2) == '(' ? kArithmeticExpansion : kCommandSubstitution);
@@ -370,7 +430,7 @@ bool ShellLexer::LexDollar(ShellToken& tok, bool in_double_quotes) {
     }
     if (j >= s_.size()) return Fail("unterminated parameter expansion ${");
     if (j == i_ + 2) return Fail("empty parameter expansion ${}");
-    tok.text += s_.substr(i_, j + 1 - i_);
+    text.Append(i_, j + 1 - i_);
     tok.expansion = true;
     i_ = j + 1;
     return true;
@@ -380,18 +440,18 @@ bool ShellLexer::LexDollar(ShellToken& tok, bool in_double_quotes) {
   if (IsNameStart(d)) {
     std::size_t j = i_ + 1;
     while (j < s_.size() && IsNameChar(s_[j])) ++j;
-    tok.text += s_.substr(i_, j - i_);
+    text.Append(i_, j - i_);
     tok.expansion = true;
     i_ = j;
     return true;
   }
   if (IsDigit(d) || (d != '\0' && std::string_view("@*#?$!-").find(d) != std::string_view::npos)) {
-    tok.text += s_.substr(i_, 2);
+    text.Append(i_, 2);
     tok.expansion = true;
     i_ += 2;
     return true;
   }
-  tok.text += '$';  // a '$' before anything else is literal
+  text.Append(i_, 1);  // a '$' before anything else is literal
   ++i_;
   return true;
 }
@@ -429,6 +489,11 @@ bool IsShellName(std::string_view argv0) {
 
 // Reserved words that start compound commands we do not model.
 bool IsReservedWord(std::string_view w) {
+  // Most words are longer or start with another byte: they are told apart without comparing.
+  if (w.empty() || w.size() > 8 ||
+      std::string_view("itefwudcs![]{}").find(w[0]) == std::string_view::npos) {
+    return false;
+  }
   static constexpr std::string_view kWords[] = {
       "if",   "then", "else",     "elif",   "fi",     "for", "while", "until", "do", "done",
       "case", "esac", "function", "select", "coproc", "!",   "[[",    "]]",    "{",  "}",
@@ -453,8 +518,8 @@ enum class ListEnd { kScript, kParen, kBrace };
 // out->opaque and unwinds.
 class ShellParser {
  public:
-  ShellParser(std::vector<ShellToken> tokens, int string_depth, ShellParse& out,
-              std::vector<std::string>& sticky, std::size_t& budget)
+  ShellParser(std::vector<ShellToken> tokens, int string_depth, ShellParseView& out,
+              std::vector<std::string_view>& sticky, std::size_t& budget)
       : toks_(std::move(tokens)),
         string_depth_(string_depth),
         out_(out),
@@ -477,25 +542,24 @@ class ShellParser {
   [[nodiscard]] bool PeekBareWord(std::string_view w) const {
     return Peek().kind == TokKind::kWord && !Peek().quoted && Peek().text == w;
   }
-  // Steps past the current token (a word), moving its text out: tokens are read front to back
-  // and a consumed token is never looked at again.
-  std::string TakeText() { return std::move(toks_[pos_++].text); }
+  // Steps past the current token (a word) and returns its text.
+  std::string_view TakeText() { return toks_[pos_++].text; }
   bool ParseList(ListEnd end);
   bool ParseCommand();
   bool ParseGroup(ListEnd end);
-  bool ParseRedirect(SimpleCommand& cmd);
+  bool ParseRedirect(SimpleCommandView& cmd);
   bool ParseSimpleCommand();
   bool Inspect(std::size_t index, const std::vector<WordInfo>& info);
-  // `script` is a copy: parsing it appends to out_.commands, which may move the command it was
-  // taken from.
-  bool ParseString(std::string script, const WordInfo& info, std::string_view what);
+  // `script` is a word's text (in the script or in out_.owned) or a string in out_.owned: it
+  // stays where it is while the nested parse appends to out_.commands.
+  bool ParseString(std::string_view script, const WordInfo& info, std::string_view what);
   // Records NAME=value as set for later commands; a plain '=' replaces earlier values of NAME.
   // False (and opaque) past kMaxStickyAssignments.
-  bool AddSticky(const std::string& assignment) {
+  bool AddSticky(std::string_view assignment) {
     const std::size_t eq = assignment.find('=');
-    if (eq != std::string::npos && assignment[eq - 1] != '+') {
-      const std::string_view name(assignment.data(), eq);
-      std::erase_if(sticky_, [&](const std::string& old) {
+    if (eq != std::string_view::npos && assignment[eq - 1] != '+') {
+      const std::string_view name = assignment.substr(0, eq);
+      std::erase_if(sticky_, [&](std::string_view old) {
         return old.size() > name.size() && old.compare(0, name.size(), name) == 0 &&
                (old[name.size()] == '=' ||
                 (old[name.size()] == '+' && old.size() > name.size() + 1 &&
@@ -515,10 +579,13 @@ class ShellParser {
 
   std::vector<ShellToken> toks_;
   std::size_t pos_ = 0;
+  // The words of the simple command being parsed, kept from one command to the next to save
+  // allocating it for each (Inspect is done with it before the next command starts).
+  std::vector<WordInfo> info_;
   int string_depth_;
   int group_depth_ = 0;
-  ShellParse& out_;
-  std::vector<std::string>& sticky_;
+  ShellParseView& out_;
+  std::vector<std::string_view>& sticky_;
   std::size_t& budget_;  // strings the result may still grow by, shared with nested parsers
 };
 
@@ -567,7 +634,7 @@ bool ShellParser::ParseGroup(ListEnd end) {
   ++pos_;  // ')' or '}', checked by ParseList
   --group_depth_;
   // Redirections of a group apply to every command inside it.
-  SimpleCommand redirs;
+  SimpleCommandView redirs;
   while (Peek().kind == TokKind::kRedirect) {
     if (!ParseRedirect(redirs)) return false;
   }
@@ -577,7 +644,7 @@ bool ShellParser::ParseGroup(ListEnd end) {
   const std::size_t targets = redirs.writes.size() + redirs.reads.size();
   if (!Charge(targets * (out_.commands.size() - first))) return Fail(kTooComplex);
   for (std::size_t k = first; k < out_.commands.size(); ++k) {
-    SimpleCommand& cmd = out_.commands[k];
+    SimpleCommandView& cmd = out_.commands[k];
     cmd.writes.insert(cmd.writes.end(), redirs.writes.begin(), redirs.writes.end());
     cmd.reads.insert(cmd.reads.end(), redirs.reads.begin(), redirs.reads.end());
   }
@@ -590,9 +657,9 @@ bool ShellParser::ParseGroup(ListEnd end) {
 }
 
 // redirect := redirection_operator word
-bool ShellParser::ParseRedirect(SimpleCommand& cmd) {
+bool ShellParser::ParseRedirect(SimpleCommandView& cmd) {
   const RedirKind kind = Peek().redir;
-  const std::string_view op = Peek().text;  // toks_ is never modified, only read and moved from
+  const std::string_view op = Peek().text;
   ++pos_;
   if (Peek().kind != TokKind::kWord) {
     return Fail("redirection '" + std::string(op) + "' without a target");
@@ -603,7 +670,7 @@ bool ShellParser::ParseRedirect(SimpleCommand& cmd) {
   if (Peek().expansion || Peek().tilde || Peek().glob) {
     return Fail("expansion ($X, ~, *) in a redirection target cannot be checked before it runs");
   }
-  std::string target = TakeText();
+  const std::string_view target = TakeText();
   bool fd_move = false;
   if (kind == RedirKind::kDupOut || kind == RedirKind::kDupIn) {
     // ">&2", "<&0", ">&-", "2>&1-": fd duplication, closing or moving; not a file.
@@ -618,15 +685,15 @@ bool ShellParser::ParseRedirect(SimpleCommand& cmd) {
   switch (kind) {
     case RedirKind::kRead:
     case RedirKind::kDupIn:
-      cmd.reads.push_back(std::move(target));
+      cmd.reads.push_back(target);
       break;
     case RedirKind::kWrite:
     case RedirKind::kDupOut:
-      cmd.writes.push_back(std::move(target));
+      cmd.writes.push_back(target);
       break;
     case RedirKind::kReadWrite:
       cmd.reads.push_back(target);
-      cmd.writes.push_back(std::move(target));
+      cmd.writes.push_back(target);
       break;
   }
   return true;
@@ -634,8 +701,9 @@ bool ShellParser::ParseRedirect(SimpleCommand& cmd) {
 
 // simple_command := ( assignment | redirect )* ( word | redirect )*
 bool ShellParser::ParseSimpleCommand() {
-  SimpleCommand cmd;
-  std::vector<WordInfo> info;
+  SimpleCommandView cmd;
+  std::vector<WordInfo>& info = info_;
+  info.clear();
   // At most this many words (arguments, assignments, redirection targets) before the next
   // separator; reserving for them saves growing argv and info one word at a time.
   std::size_t words = 0;
@@ -663,7 +731,7 @@ bool ShellParser::ParseSimpleCommand() {
         cmd.assignments.push_back(TakeText());
       } else {
         if (cmd.argv.empty() && !t.quoted && IsReservedWord(t.text)) {
-          return Fail("shell keyword '" + t.text +
+          return Fail("shell keyword '" + std::string(t.text) +
                       "' is not supported; write simple commands joined by ;, && or ||");
         }
         info.push_back({t.quoted, t.expansion, t.glob, t.tilde});
@@ -674,7 +742,7 @@ bool ShellParser::ParseSimpleCommand() {
       if (!ParseRedirect(cmd)) return false;
     } else if (t.kind == TokKind::kLParen) {
       if (cmd.argv.size() == 1 && Peek(1).kind == TokKind::kRParen) {
-        return Fail("function definition '" + cmd.argv[0] + "()' is not supported");
+        return Fail("function definition '" + std::string(cmd.argv[0]) + "()' is not supported");
       }
       return Fail("unexpected '(' in a command");
     } else {
@@ -685,7 +753,7 @@ bool ShellParser::ParseSimpleCommand() {
     if (!cmd.writes.empty() || !cmd.reads.empty()) return Fail("redirection without a command");
     // A bare NAME=value changes the shell's variables for every later command (PATH=/x; git),
     // so it is carried into their assignments.
-    for (const std::string& a : cmd.assignments) {
+    for (const std::string_view a : cmd.assignments) {
       if (!AddSticky(a)) return false;
     }
     return true;
@@ -711,15 +779,16 @@ bool ShellParser::ParseSimpleCommand() {
 // Looks inside commands that run a string as shell code (sh -c, eval, trap) and records
 // variables set for later commands by export and friends.
 // `index` is the command's place in out_.commands. A nested parse appends to out_.commands, so
-// ParseString is always the last use of `argv` (and is given a copy of its script).
+// ParseString is always the last use of `argv` (its script is a view of the word's text, which
+// does not move with the command).
 bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info) {
-  const std::vector<std::string>& argv = out_.commands[index].argv;
+  const std::vector<std::string_view>& argv = out_.commands[index].argv;
   const std::string_view name = argv[0];
   if (name == "export" || name == "readonly" || name == "declare" || name == "typeset" ||
       name == "local") {
     for (std::size_t k = 1; k < argv.size(); ++k) {
       const std::size_t eq = argv[k].find('=');
-      if (eq != std::string::npos && eq > 0 && IsNameStart(argv[k][0])) {
+      if (eq != std::string_view::npos && eq > 0 && IsNameStart(argv[k][0])) {
         if (!AddSticky(argv[k])) return false;
       }
     }
@@ -727,7 +796,7 @@ bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info) 
   }
   if (name == "alias") {
     for (std::size_t k = 1; k < argv.size(); ++k) {
-      if (argv[k].find('=') != std::string::npos) {
+      if (argv[k].find('=') != std::string_view::npos) {
         return Fail("alias definitions change how later commands are parsed");
       }
     }
@@ -735,7 +804,7 @@ bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info) 
   }
   if (name == "eval") {
     // eval joins its arguments with spaces and runs the result.
-    std::string script;
+    std::string& script = out_.owned.emplace_front();
     WordInfo merged;
     for (std::size_t k = 1; k < argv.size(); ++k) {
       if (k > 1) script += ' ';
@@ -744,7 +813,7 @@ bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info) 
       merged.glob = merged.glob || info[k].glob;
       merged.tilde = merged.tilde || info[k].tilde;
     }
-    return ParseString(std::move(script), merged, "eval");
+    return ParseString(script, merged, "eval");
   }
   if (name == "trap") {
     // trap [--] action condition...: the action runs later as shell code.
@@ -761,7 +830,7 @@ bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info) 
   bool has_c = false;
   std::size_t k = 1;
   while (k < argv.size()) {
-    const std::string& a = argv[k];
+    const std::string_view a = argv[k];
     if (a == "--" || a == "-") {
       ++k;
       break;
@@ -785,8 +854,8 @@ bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info) 
   return ParseString(argv[k], info[k], std::string(name) + " -c");
 }
 
-// NOLINTNEXTLINE(performance-unnecessary-value-param): a copy on purpose (see Inspect)
-bool ShellParser::ParseString(std::string script, const WordInfo& info, std::string_view what) {
+bool ShellParser::ParseString(std::string_view script, const WordInfo& info,
+                              std::string_view what) {
   // The outer shell expands the word before the inner one parses it, so "$X" or a glob in it
   // could become any code at all.
   if (info.expansion || info.glob || info.tilde) {
@@ -797,7 +866,7 @@ bool ShellParser::ParseString(std::string script, const WordInfo& info, std::str
     return Fail("shell code nested more than " + std::to_string(kMaxStringNesting) +
                 " levels deep (sh -c, eval, trap) cannot be checked");
   }
-  ShellLexer lexer(script);
+  ShellLexer lexer(script, out_.owned);
   std::vector<ShellToken> tokens;
   if (!lexer.Tokenize(tokens)) return Fail(lexer.reason());
   ShellParser inner(std::move(tokens), string_depth_ + 1, out_, sticky_, budget_);
@@ -806,8 +875,8 @@ bool ShellParser::ParseString(std::string script, const WordInfo& info, std::str
 
 }  // namespace
 
-ShellParse ParseShell(std::string_view script) {
-  ShellParse out;
+ShellParseView ParseShellView(std::string_view script) {
+  ShellParseView out;
   if (script.size() > kMaxShellScript) {
     out.opaque = true;
     out.opaque_reason = "command line too long to check";
@@ -819,19 +888,44 @@ ShellParse ParseShell(std::string_view script) {
     out.opaque_reason = "NUL byte in command line";
     return out;
   }
-  ShellLexer lexer(script);
+  ShellLexer lexer(script, out.owned);
   std::vector<ShellToken> tokens;
   if (!lexer.Tokenize(tokens)) {
     out.opaque = true;
     out.opaque_reason = lexer.reason();
+    out.owned.clear();
     return out;
   }
-  std::vector<std::string> sticky;
+  // Usually one command per separator and one more; nested -c strings may add to that.
+  out.commands.reserve(std::min<std::size_t>(lexer.separators() + 1, 64));
+  std::vector<std::string_view> sticky;
   std::size_t budget = kMaxOutputStrings;
   ShellParser parser(std::move(tokens), 0, out, sticky, budget);
   // An opaque parse lists no commands: the engine refuses it as a whole and must not judge a
   // partial list.
-  if (!parser.ParseScript()) out.commands.clear();
+  if (!parser.ParseScript()) {
+    out.commands.clear();
+    out.owned.clear();
+  }
+  return out;
+}
+
+ShellParse ParseShell(std::string_view script) {
+  ShellParseView view = ParseShellView(script);
+  ShellParse out;
+  out.opaque = view.opaque;
+  out.opaque_reason = std::move(view.opaque_reason);
+  const auto copy = [](const std::vector<std::string_view>& from, std::vector<std::string>& to) {
+    to.reserve(from.size());
+    for (const std::string_view w : from) to.emplace_back(w);
+  };
+  out.commands.resize(view.commands.size());
+  for (std::size_t k = 0; k < view.commands.size(); ++k) {
+    copy(view.commands[k].argv, out.commands[k].argv);
+    copy(view.commands[k].assignments, out.commands[k].assignments);
+    copy(view.commands[k].writes, out.commands[k].writes);
+    copy(view.commands[k].reads, out.commands[k].reads);
+  }
   return out;
 }
 

@@ -27,6 +27,7 @@
 // can only ever match a wildcard in a pattern.
 #pragma once
 
+#include <forward_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,5 +51,36 @@ struct ShellParse {
 // bytes are opaque ("command line too long to check").
 inline constexpr std::size_t kMaxShellScript = 64 * 1024;
 ShellParse ParseShell(std::string_view script);
+
+// The same parse with every word as a view instead of a string of its own, for callers that only
+// read the words (the engine judges each command line this way).
+struct SimpleCommandView {
+  std::vector<std::string_view> argv;
+  std::vector<std::string_view> assignments;
+  std::vector<std::string_view> writes;
+  std::vector<std::string_view> reads;
+};
+
+// A word written without quotes or escapes ("make", "$HOME/x", or one quoted part alone such as
+// 'a b') is a view into the script; the others ("a'b'c", a\ b, the joined arguments of eval) are
+// views into `owned`, whose strings never move. So the views stay valid as long as both the
+// script passed to ParseShellView and this object (or the one it is moved into) live. Not
+// copyable: a copy's views would still point into the original.
+struct ShellParseView {
+  ShellParseView() = default;
+  ShellParseView(const ShellParseView&) = delete;
+  ShellParseView& operator=(const ShellParseView&) = delete;
+  ShellParseView(ShellParseView&&) noexcept = default;
+  ShellParseView& operator=(ShellParseView&&) noexcept = default;
+  ~ShellParseView() = default;
+
+  std::vector<SimpleCommandView> commands;  // as ShellParse::commands
+  bool opaque = false;
+  std::string opaque_reason;
+  std::forward_list<std::string> owned;  // texts of the words that are not slices of the script
+};
+
+// Exactly the words, commands and reasons of ParseShell(script) (which is built from it).
+ShellParseView ParseShellView(std::string_view script);
 
 }  // namespace cagent::policy

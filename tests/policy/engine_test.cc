@@ -138,6 +138,45 @@ TEST_F(CommandTest, DecisionCarriesTheRuleLocation) {
   EXPECT_EQ(d.reason, "the profile allows this command");
 }
 
+TEST(CommandIndex, NamesAreFoundWhateverTheirFirstByte) {
+  // Rules are looked up by name within the names that share its first byte: names sharing one,
+  // names that are prefixes of others, and first bytes past 0x7f each find their own rules, for
+  // argv and for shell lines alike.
+  auto p = MustCompile(
+      "commands {\n  allow g\n  allow gi\n  deny git push\n  allow git\n  ask gitk\n"
+      "  allow \"\xc3\xa9tude\"\n  allow \"\xff\"\n  allow ~tool\n  allow A\n}\n");
+  ASSERT_NE(p, nullptr);
+  Engine e(*p, PortableBinding());
+  struct Case {
+    std::vector<std::string> argv;
+    Verdict verdict;
+    std::string_view rule;
+  };
+  const std::vector<Case> cases = {
+      {{"g"}, Verdict::kAllow, "commands: allow g"},
+      {{"gi", "x"}, Verdict::kAllow, "commands: allow gi"},
+      {{"git", "push"}, Verdict::kDeny, "commands: deny git push"},
+      {{"git", "status"}, Verdict::kAllow, "commands: allow git"},
+      {{"gitk"}, Verdict::kAsk, "commands: ask gitk"},
+      {{"gix"}, Verdict::kDeny, kOutside},
+      {{"\xc3\xa9tude", "x"}, Verdict::kAllow, "commands: allow \xc3\xa9tude"},
+      {{"\xc3\xa9"}, Verdict::kDeny, kOutside},
+      {{"\xff"}, Verdict::kAllow, "commands: allow \xff"},
+      {{"~tool"}, Verdict::kAllow, "commands: allow ~tool"},
+      {{"A"}, Verdict::kAllow, "commands: allow A"},
+      {{"a"}, Verdict::kDeny, kOutside},
+      {{"B"}, Verdict::kDeny, kOutside},
+  };
+  for (const Case& c : cases) {
+    std::string line;
+    for (const std::string& w : c.argv) line += (line.empty() ? "" : " ") + w;
+    for (const Decision& d : {e.Command(c.argv), e.Shell(line)}) {
+      EXPECT_EQ(d.verdict, c.verdict) << line;
+      EXPECT_EQ(d.rule, c.rule) << line;
+    }
+  }
+}
+
 TEST(CommandPaths, DenyAndAskRulesMatchAPathByItsName) {
   // Without this, `/usr/bin/curl` or a copy at `./curl` would slip past `deny curl`, and
   // `./build.sh --force` past `deny * --force`.

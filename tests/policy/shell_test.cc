@@ -1,7 +1,9 @@
 #include "policy/shell.h"
 
+#include <iterator>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -9,19 +11,22 @@
 namespace cagent::policy {
 namespace {
 
-std::string Join(const std::vector<std::string>& v) {
+template <typename Word>
+std::string Join(const std::vector<Word>& v) {
   std::string out;
-  for (const std::string& s : v) {
+  for (const Word& s : v) {
     if (!out.empty()) out += ',';
     out += s;
   }
   return out;
 }
 
-// "env[A=1] argv[make,test] w[out] r[in] ; argv[...]" (empty fields left out).
-std::string Render(const ShellParse& p) {
+// "env[A=1] argv[make,test] w[out] r[in] ; argv[...]" (empty fields left out), for ShellParse
+// and ShellParseView alike.
+template <typename Parse>
+std::string Render(const Parse& p) {
   std::string out;
-  for (const SimpleCommand& c : p.commands) {
+  for (const auto& c : p.commands) {
     if (!out.empty()) out += " ; ";
     if (!c.assignments.empty()) out += "env[" + Join(c.assignments) + "] ";
     out += "argv[" + Join(c.argv) + "]";
@@ -49,6 +54,14 @@ TEST_P(ShellParseTest, Parses) {
   EXPECT_TRUE(p.opaque_reason.empty());
   EXPECT_EQ(Render(p), c.expected);
   for (const SimpleCommand& cmd : p.commands) EXPECT_FALSE(cmd.argv.empty());
+}
+
+// The engine reads the view parse: every case gives it the same words.
+TEST_P(ShellParseTest, ViewsGiveTheSameWords) {
+  const ParseCase& c = GetParam();
+  ShellParseView v = ParseShellView(c.script);
+  ASSERT_FALSE(v.opaque) << v.opaque_reason;
+  EXPECT_EQ(Render(v), c.expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -199,6 +212,11 @@ TEST_P(ShellOpaqueTest, IsOpaque) {
   EXPECT_TRUE(p.opaque) << Render(p);
   EXPECT_NE(p.opaque_reason.find(c.reason), std::string::npos) << p.opaque_reason;
   EXPECT_TRUE(p.commands.empty()) << Render(p);
+  ShellParseView v = ParseShellView(c.script);
+  EXPECT_TRUE(v.opaque) << Render(v);
+  EXPECT_EQ(v.opaque_reason, p.opaque_reason);
+  EXPECT_TRUE(v.commands.empty()) << Render(v);
+  EXPECT_TRUE(v.owned.empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -423,6 +441,73 @@ TEST(ShellParseTest, StructuredFields) {
   EXPECT_EQ(c.assignments, (std::vector<std::string>{"A=1", "B=x y"}));
   EXPECT_EQ(c.writes, (std::vector<std::string>{"out", "err"}));
   EXPECT_EQ(c.reads, (std::vector<std::string>{"in"}));
+}
+
+// Where a view parse's words live: a word written as one piece is a view into the script, one
+// put together from pieces (quotes, escapes) a string of its own; both read the same.
+bool InScript(std::string_view script, std::string_view word) {
+  return word.data() >= script.data() && word.data() + word.size() <= script.data() + script.size();
+}
+
+TEST(ShellParseViewTest, WordsOfOnePieceAreViewsIntoTheScript) {
+  const std::string script =
+      "make -j2 'a b' \"c d\" $HOME/x \"$X\" ${Y}z a\\ b 'x'y \"p\"'q'r e\\\nf '' \"\" >out";
+  ShellParseView v = ParseShellView(script);
+  ASSERT_FALSE(v.opaque) << v.opaque_reason;
+  ASSERT_EQ(v.commands.size(), 1U);
+  const std::vector<std::string_view>& argv = v.commands[0].argv;
+  const std::vector<std::string_view> expected = {
+      "make", "-j2", "a b", "c d", "$HOME/x", "$X", "${Y}z", "a b", "xy", "pqr", "ef", "", ""};
+  EXPECT_EQ(argv, expected);
+  ASSERT_EQ(argv.size(), expected.size());
+  for (std::size_t k = 0; k < 7; ++k) EXPECT_TRUE(InScript(script, argv[k])) << argv[k];
+  for (std::size_t k = 7; k < 11; ++k) EXPECT_FALSE(InScript(script, argv[k])) << argv[k];
+  EXPECT_EQ(v.commands[0].writes, std::vector<std::string_view>{"out"});
+  EXPECT_TRUE(InScript(script, v.commands[0].writes[0]));
+  // a\ b, 'x'y, "p"'q'r and e\<newline>f each needed a string of their own.
+  EXPECT_EQ(std::distance(v.owned.begin(), v.owned.end()), 4);
+}
+
+TEST(ShellParseViewTest, OwnedWordsSurviveAMove) {
+  const std::string script = "F\\OO=1 a'b'c \"x\"\\ y; eval 'p;' \"q r\"; sh -c 'm\"n\"o'";
+  ShellParseView v = ParseShellView(script);
+  ASSERT_FALSE(v.opaque) << v.opaque_reason;
+  const std::string before = Render(v);
+  EXPECT_EQ(before,
+            "argv[FOO=1,abc,x y] ; argv[eval,p;,q r] ; argv[p] ; argv[q,r] ; argv[sh,-c,m\"n\"o] ; "
+            "argv[mno]");
+  ShellParseView moved = std::move(v);
+  const std::vector<std::string> filler(64, std::string(100, '#'));  // reuses freed memory, if any
+  EXPECT_EQ(Render(moved), before);
+  EXPECT_EQ(Render(ParseShell(script)), before);
+}
+
+TEST(ShellParseViewTest, TheSameAsParseShellForMixedWords) {
+  // Words that mix quoted, escaped and plain parts, empty parts, and ones that only look like an
+  // assignment or an io number once quotes are removed.
+  const std::vector<std::pair<std::string_view, std::string_view>> cases = {
+      {"a''b ''a b'' '''' \"\"\"\" ''\"\"x", "argv[ab,a,b,,,x]"},
+      {"A=''1 B=\"\"2 C=3'' D='' cmd", "env[A=1,B=2,C=3,D=] argv[cmd]"},
+      {"\"A\"=1 A\\=1 A'=1' cmd", "argv[A=1,A=1,A=1,cmd]"},
+      {"x 2'>'f 2\\>f '2'>f \"\"2>f 2>f", "argv[x,2>f,2>f,2,2] w[f,f,f]"},
+      {"echo \\\\ \\' \\\" \"\\\\\" \"a\\b\" '\\'", "argv[echo,\\,',\",\\,a\\b,\\]"},
+      {"echo ab\\\ncd \"ab\\\ncd\" a\\\n\\\nb", "argv[echo,abcd,abcd,ab]"},
+      {"echo $ \"$\" '$'$ a$/'b' $1'x' \"$@\"y", "argv[echo,$,$,$$,a$/b,$1x,$@y]"},
+      {"cat <'in'put >o\\ut 2>>'e'\"r\"r <>rw", "argv[cat] w[out,err,rw] r[input,rw]"},
+      {"(a'b' c\"d\") >'g'1 ; { e\\f; } <i'n'", "argv[ab,cd] w[g1] ; argv[ef] r[in]"},
+      {"export P=/x'y' Q=\"a b\"; cmd", "argv[export,P=/xy,Q=a b] ; env[P=/xy,Q=a b] argv[cmd]"},
+      {"bash -c 'x'\"y\"'; z' && trap 'r''m f' EXIT",
+       "argv[bash,-c,xy; z] ; argv[xy] ; argv[z] ; argv[trap,rm f,EXIT] ; argv[rm,f]"},
+  };
+  for (const auto& [script, expected] : cases) {
+    const std::string own(script);
+    ShellParse p = ParseShell(own);
+    ShellParseView v = ParseShellView(own);
+    ASSERT_FALSE(p.opaque) << script << ": " << p.opaque_reason;
+    EXPECT_FALSE(v.opaque) << script;
+    EXPECT_EQ(Render(p), expected) << script;
+    EXPECT_EQ(Render(v), expected) << script;
+  }
 }
 
 }  // namespace
