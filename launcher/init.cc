@@ -1,5 +1,6 @@
 #include "launcher/init.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -19,6 +20,24 @@ constexpr int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
   [[maybe_unused]] const ssize_t n = ::write(report_fd, &r, sizeof(r));
   ::_exit(kExitSetupFailed);
 }
+
+// What the command's child needs (see RunInit); lives on init's stack, which init does not touch
+// until the child has called execve.
+struct CommandStart {
+  const ExecPlan* exec;
+  int report_fd;
+  int signal_fd;
+};
+
+int StartCommand(void* arg) {
+  const auto* start = static_cast<const CommandStart*>(arg);
+  ::close(start->signal_fd);  // its own copy of the file table
+  ExecCommand(*start->exec, start->report_fd);
+}
+
+// The command's child's stack until its execve. ExecCommand needs about 1 KiB (a sigaction, the
+// list of descriptors to keep); the rest is margin for libc's wrappers.
+alignas(64) char command_stack[64 * 1024];
 
 }  // namespace
 
@@ -43,14 +62,18 @@ void RunInit(const ExecPlan& exec, const InitOptions& options, int report_fd) {
   const int sfd = ::signalfd(-1, &set, SFD_CLOEXEC);
   if (sfd < 0) Fail(report_fd, ChildStep::kSignalSetup, errno);
 
-  // Raw clone rather than fork(): no atfork handlers run in this allocation-free child.
-  const pid_t command =
-      static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+  // The command starts the way posix_spawn starts a program: a child that shares init's memory
+  // (CLONE_VM) on a stack of its own, while init waits (CLONE_VFORK) until it has called execve or
+  // exited. Nothing of init's address space (a copy of cagent's) is duplicated for a process that
+  // replaces it at once: a plain fork copied its page tables and took copy-on-write faults on
+  // every page either side wrote before the execve (docs/performance.md, "Launch latency"). The
+  // child has its own file table, signal dispositions and mask (no CLONE_FILES, CLONE_SIGHAND,
+  // CLONE_THREAD); ExecCommand only makes system calls on its stack and writes nothing init reads.
+  // glibc's clone() runs no atfork handlers.
+  CommandStart start{&exec, report_fd, sfd};
+  const pid_t command = ::clone(StartCommand, command_stack + sizeof(command_stack),
+                                CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
   if (command < 0) Fail(report_fd, ChildStep::kForkCommand, errno);
-  if (command == 0) {
-    ::close(sfd);
-    ExecCommand(exec, report_fd);
-  }
 
   for (;;) {
     struct signalfd_siginfo si {};

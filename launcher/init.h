@@ -19,8 +19,8 @@ struct InitOptions {
   bool new_session = true;
 };
 
-// Apply-in-child, never returns. Uses signalfd, fork (raw clone) and waitpid only; reports the
-// command's wait status on `report_fd` before exiting.
+// Apply-in-child, never returns. Uses signalfd, clone (CLONE_VM | CLONE_VFORK, as posix_spawn
+// does) and waitpid only; reports the command's wait status on `report_fd` before exiting.
 [[noreturn]] void RunInit(const ExecPlan& exec, const InitOptions& options, int report_fd);
 
 }  // namespace cagent::launcher

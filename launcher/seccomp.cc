@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "common/unique_fd.h"
+#include "launcher/seccomp_prebuilt.h"
 
 // clone(2)'s flags are its first argument on every architecture cagent supports; s390 and cris
 // swap the first two arguments, which the CLONE_NEW* rule would then miss.
@@ -579,6 +580,23 @@ SeccompPolicy DefaultSeccompPolicy(bool allow_inet) {
 }
 
 Result<SeccompFilter> SeccompFilter::Prepare(const SeccompPolicy& policy) {
+  for (const PrebuiltSeccomp& built : PrebuiltSeccompFilters()) {
+    SeccompPolicy same = DefaultSeccompPolicy(built.allow_inet);
+    same.deny_privileged_modes = built.deny_privileged_modes;
+    if (!(same == policy)) continue;
+    SeccompFilter f;
+    f.prebuilt_ = true;
+    f.policy_ = policy;
+    f.program_.assign(built.program.begin(), built.program.end());
+    for (const PrebuiltSyscall& d : built.denied) f.denied_.push_back({d.name, d.nr});
+    f.skipped_.assign(built.skipped.begin(), built.skipped.end());
+    f.summary_.assign(built.summary.begin(), built.summary.end());
+    return f;
+  }
+  return Compile(policy);
+}
+
+Result<SeccompFilter> SeccompFilter::Compile(const SeccompPolicy& policy) {
   SeccompFilter f;
   f.ctx_ = seccomp_init(SCMP_ACT_ALLOW);
   if (f.ctx_ == nullptr) {
@@ -609,6 +627,8 @@ Result<SeccompFilter> SeccompFilter::Prepare(const SeccompPolicy& policy) {
 
 SeccompFilter::SeccompFilter(SeccompFilter&& other) noexcept
     : ctx_(std::exchange(other.ctx_, nullptr)),
+      prebuilt_(std::exchange(other.prebuilt_, false)),
+      policy_(std::exchange(other.policy_, std::nullopt)),
       program_(std::move(other.program_)),
       denied_(std::move(other.denied_)),
       skipped_(std::move(other.skipped_)),
@@ -618,6 +638,8 @@ SeccompFilter& SeccompFilter::operator=(SeccompFilter&& other) noexcept {
   if (this != &other) {
     Release();
     ctx_ = std::exchange(other.ctx_, nullptr);
+    prebuilt_ = std::exchange(other.prebuilt_, false);
+    policy_ = std::exchange(other.policy_, std::nullopt);
     program_ = std::move(other.program_);
     denied_ = std::move(other.denied_);
     skipped_ = std::move(other.skipped_);
@@ -646,8 +668,11 @@ ChildResult SeccompFilter::Apply() const {
 }
 
 Result<std::string> SeccompFilter::Pfc() const {
-  if (ctx_ == nullptr) return PlainError("export seccomp PFC", "the filter was moved from");
-  return ExportToString(ctx_, seccomp_export_pfc, "seccomp_export_pfc");
+  if (ctx_ != nullptr) return ExportToString(ctx_, seccomp_export_pfc, "seccomp_export_pfc");
+  if (!policy_) return PlainError("export seccomp PFC", "the filter was moved from");
+  auto compiled = Compile(*policy_);
+  if (!compiled) return std::move(compiled.error());
+  return compiled->Pfc();
 }
 
 std::vector<std::string> SeccompFilter::DeniedSyscallNames() const {

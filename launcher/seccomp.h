@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,8 @@ struct SocketFamilyRule {
   // Allowed protocol numbers (the third argument). Empty: any protocol. Others fail with
   // EPROTONOSUPPORT.
   std::vector<int> protocols;
+
+  bool operator==(const SocketFamilyRule&) const = default;
 };
 
 // The filter's rules as data. Every deny is an errno (the process lives on); only a foreign ABI
@@ -93,6 +96,8 @@ struct SeccompPolicy {
   // rules, as far as libseccomp can express them there (on i386, socket(2) through socketcall(2)
   // cannot be inspected, so every socketcall socket creation is then refused).
   bool reject_foreign_abis = true;
+
+  bool operator==(const SeccompPolicy&) const = default;
 };
 
 // The built-in rules (DESIGN.md step 6). Denies mounts and the new mount API, namespace creation
@@ -118,7 +123,19 @@ class SeccompFilter {
   // libseccomp and exports them as classic BPF into memory (through a memfd, since libseccomp 2.5
   // cannot export to memory). Fails on an invalid policy, on a name unknown to libseccomp and on a
   // program longer than the kernel's BPF_MAXINSNS; the error says which.
+  //
+  // The default policies (DefaultSeccompPolicy, with and without inet, with and without
+  // deny_privileged_modes) are not compiled per launch: the build ran this same code through
+  // libseccomp once and embedded the programs (seccomp_prebuilt.h). A policy equal to one of them
+  // takes its program, names and summary from there; any other policy is compiled. Compiling the
+  // default filter was about 0.6 ms and a few dozen page faults of every launch
+  // (docs/performance.md, "Launch latency").
   static Result<SeccompFilter> Prepare(const SeccompPolicy& policy);
+  // Always compiles with libseccomp, never takes a prebuilt program (the build's generator, and
+  // the test that the embedded programs are what libseccomp makes of the policies today).
+  static Result<SeccompFilter> Compile(const SeccompPolicy& policy);
+  // True when Prepare took the program from the build's table.
+  [[nodiscard]] bool prebuilt() const { return prebuilt_; }
 
   SeccompFilter(SeccompFilter&& other) noexcept;
   SeccompFilter& operator=(SeccompFilter&& other) noexcept;
@@ -133,7 +150,8 @@ class SeccompFilter {
   [[nodiscard]] ChildResult Apply() const;
 
   // Parent: libseccomp's pseudo filter code (PFC), a readable rendering of the rules for audits
-  // (`cagent exec --print-seccomp`). Fails only if a memfd cannot be created or read.
+  // (`cagent exec --print-seccomp`). Fails only if a memfd cannot be created or read. A prebuilt
+  // filter compiles its policy here, the first time it is asked.
   [[nodiscard]] Result<std::string> Pfc() const;
 
   // The names denied outright that exist on this architecture, sorted.
@@ -153,6 +171,8 @@ class SeccompFilter {
   void Release();
 
   void* ctx_ = nullptr;  // scmp_filter_ctx, kept for Pfc(); never used in the child
+  bool prebuilt_ = false;
+  std::optional<SeccompPolicy> policy_;  // a prebuilt filter's policy, compiled for Pfc()
   std::vector<sock_filter> program_;
   std::vector<ResolvedSyscall> denied_;
   std::vector<std::string> skipped_;

@@ -3,8 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
+#include <initializer_list>
 #include <iostream>
+#include <string_view>
+#include <vector>
 
 #include "common/exit_codes.h"
 #include "launcher/cli/agent_command.h"
@@ -42,24 +46,52 @@ int main(int argc, char** argv) {
       "Run 'cagent SUBCOMMAND --help' for the options of each subcommand; 'man cagent' for "
       "the full manual.");
 
+  // Only the subcommand the command line names is built: CLI11 constructs every option of every
+  // subcommand added, and building the whole tree was about a third of what `cagent exec -- true`
+  // computes before its clone (callgrind; docs/performance.md, "Launch latency"). The name is
+  // the first argument, as there are no global options but --help and --version; anything else
+  // (no argument, --help, a misspelt name) gets the whole tree, so help and errors list every
+  // subcommand as before.
+  const std::string_view named = argc > 1 ? std::string_view(argv[1]) : std::string_view();
+  bool known = false;
+  auto wants = [&](std::initializer_list<std::string_view> names) {
+    const bool hit = std::find(names.begin(), names.end(), named) != names.end();
+    known = known || hit;
+    return hit;
+  };
+  const bool want_exec = wants({"exec"}), want_doctor = wants({"doctor"}),
+             want_policy = wants({"policy"}), want_log = wants({"log"}), want_run = wants({"run"}),
+             want_runs = wants({"runs", "show", "diff", "apply", "rm"}),
+             want_agent = wants({"agent"}), want_profile = wants({"profile"}),
+             want_mcp = wants({"mcp"});
+  // --version alone needs no subcommand at all.
+  const bool all = !known && named != "--version";
+
   cagent::launcher::cli::ExecOptions exec_options;
-  CLI::App* exec = cagent::launcher::cli::AddExecCommand(app, exec_options);
   cagent::launcher::cli::DoctorOptions doctor_options;
-  CLI::App* doctor = cagent::launcher::cli::AddDoctorCommand(app, doctor_options);
   cagent::launcher::cli::PolicyOptions policy_options;
-  CLI::App* policy = cagent::launcher::cli::AddPolicyCommand(app, policy_options);
   cagent::launcher::cli::LogOptions log_options;
-  CLI::App* log_cmd = cagent::launcher::cli::AddLogCommand(app, log_options);
   cagent::launcher::cli::RunCommandOptions run_options;
-  CLI::App* run = cagent::launcher::cli::AddRunCommand(app, run_options);
   cagent::launcher::cli::RunsCommandOptions runs_options;
-  const auto runs_commands = cagent::launcher::cli::AddRunsCommands(app, runs_options);
   cagent::launcher::cli::AgentOptions agent_options;
-  CLI::App* agent = cagent::launcher::cli::AddAgentCommand(app, agent_options);
   cagent::launcher::cli::ProfileOptions profile_options;
-  CLI::App* profile = cagent::launcher::cli::AddProfileCommand(app, profile_options);
   cagent::launcher::cli::McpOptions mcp_options;
-  CLI::App* mcp = cagent::launcher::cli::AddMcpCommand(app, mcp_options);
+  CLI::App *exec = nullptr, *doctor = nullptr, *policy = nullptr, *log_cmd = nullptr,
+           *run = nullptr, *agent = nullptr, *profile = nullptr, *mcp = nullptr;
+  std::vector<CLI::App*> runs_commands;
+  // In the order `cagent --help` lists them.
+  if (all || want_exec) exec = cagent::launcher::cli::AddExecCommand(app, exec_options);
+  if (all || want_doctor) doctor = cagent::launcher::cli::AddDoctorCommand(app, doctor_options);
+  if (all || want_policy) policy = cagent::launcher::cli::AddPolicyCommand(app, policy_options);
+  if (all || want_log) log_cmd = cagent::launcher::cli::AddLogCommand(app, log_options);
+  if (all || want_run) run = cagent::launcher::cli::AddRunCommand(app, run_options);
+  if (all || want_runs) runs_commands = cagent::launcher::cli::AddRunsCommands(app, runs_options);
+  if (all || want_agent) agent = cagent::launcher::cli::AddAgentCommand(app, agent_options);
+  if (all || want_profile) {
+    profile = cagent::launcher::cli::AddProfileCommand(app, profile_options);
+  }
+  if (all || want_mcp) mcp = cagent::launcher::cli::AddMcpCommand(app, mcp_options);
+  auto parsed = [](const CLI::App* c) { return c != nullptr && c->parsed(); };
 
   try {
     app.parse(argc, argv);
@@ -79,14 +111,14 @@ int main(int argc, char** argv) {
   // abort.
   cagent::launcher::run::InstallLastResortHandler();
   try {
-    if (exec->parsed()) return cagent::launcher::cli::RunExecCommand(exec_options);
-    if (doctor->parsed()) return cagent::launcher::cli::RunDoctorCommand(doctor_options);
-    if (policy->parsed()) return cagent::launcher::cli::RunPolicyCommand(policy_options);
-    if (log_cmd->parsed()) return cagent::launcher::cli::RunLogCommand(log_options);
-    if (profile->parsed()) return cagent::launcher::cli::RunProfileCommand(profile_options);
-    if (agent->parsed()) return cagent::launcher::cli::RunAgentCommand(agent_options);
-    if (run->parsed()) return cagent::launcher::cli::RunRunCommand(run_options);
-    if (mcp->parsed()) return cagent::launcher::cli::RunMcpCommand(mcp_options);
+    if (parsed(exec)) return cagent::launcher::cli::RunExecCommand(exec_options);
+    if (parsed(doctor)) return cagent::launcher::cli::RunDoctorCommand(doctor_options);
+    if (parsed(policy)) return cagent::launcher::cli::RunPolicyCommand(policy_options);
+    if (parsed(log_cmd)) return cagent::launcher::cli::RunLogCommand(log_options);
+    if (parsed(profile)) return cagent::launcher::cli::RunProfileCommand(profile_options);
+    if (parsed(agent)) return cagent::launcher::cli::RunAgentCommand(agent_options);
+    if (parsed(run)) return cagent::launcher::cli::RunRunCommand(run_options);
+    if (parsed(mcp)) return cagent::launcher::cli::RunMcpCommand(mcp_options);
     for (CLI::App* c : runs_commands) {
       if (c->parsed()) return cagent::launcher::cli::RunRunsCommand(runs_options);
     }

@@ -75,10 +75,12 @@ struct Command {
   std::vector<double> wall_ms;
   std::vector<double> cpu_ms;
   std::vector<double> tail_ms;
+  std::vector<double> rss_kib;  // peak resident set of the command's own process (ru_maxrss)
 };
 
 struct Summary {
   double median = 0, p10 = 0, p90 = 0, min = 0, max = 0, mean = 0, cpu_median = 0, tail_median = 0;
+  double rss_median_kib = 0, rss_max_kib = 0;
 };
 
 void PrintUsage(std::FILE* out) {
@@ -240,6 +242,8 @@ void RunOnce(Command& c, int devnull, bool record, int round) {
              "\n  Run it by hand to see its output (the benchmark sends it to /dev/null).");
   }
   double cpu = Ms(usage.ru_utime) + Ms(usage.ru_stime);
+  // wait4's rusage of one child: ru_maxrss is that process's own peak (KiB), not its descendants'.
+  const auto rss = static_cast<double>(usage.ru_maxrss);
   // Leftover descendants, reparented to us as the subreaper; ECHILD ends the loop.
   for (;;) {
     rusage orphan{};
@@ -256,6 +260,7 @@ void RunOnce(Command& c, int devnull, bool record, int round) {
     c.wall_ms.push_back(Ms(end) - Ms(start));
     c.cpu_ms.push_back(cpu);
     c.tail_ms.push_back(Ms(gone) - Ms(end));
+    c.rss_kib.push_back(rss);
   }
 }
 
@@ -285,6 +290,10 @@ Summary Summarize(const Command& c) {
   out.mean = sum / static_cast<double>(s.size());
   out.cpu_median = Percentile(cpu, 50);
   out.tail_median = Percentile(tail, 50);
+  std::vector<double> rss = c.rss_kib;
+  std::sort(rss.begin(), rss.end());
+  out.rss_median_kib = Percentile(rss, 50);
+  out.rss_max_kib = rss.back();
   return out;
 }
 
@@ -332,6 +341,8 @@ void WriteJson(const std::string& path, const Options& o, const std::vector<Comm
          ",\n      \"mean_ms\": " + JsonNumber(s.mean) +
          ",\n      \"cpu_median_ms\": " + JsonNumber(s.cpu_median) +
          ",\n      \"tail_median_ms\": " + JsonNumber(s.tail_median) +
+         ",\n      \"maxrss_median_kib\": " + JsonNumber(s.rss_median_kib) +
+         ",\n      \"maxrss_max_kib\": " + JsonNumber(s.rss_max_kib) +
          ",\n      \"ratio_to_baseline\": " + JsonNumber(s.median / sums[0].median) +
          ",\n      \"samples_ms\": [";
     for (size_t k = 0; k < cmds[i].wall_ms.size(); ++k) {
@@ -357,18 +368,19 @@ void PrintTable(const Options& o, const std::vector<Command>& cmds,
       "%d runs per command, interleaved%s, after %d warm-up round%s; wall time in ms from "
       "fork to wait4\n",
       o.runs, o.shuffle ? " (shuffled)" : "", o.warmup, o.warmup == 1 ? "" : "s");
-  std::printf("%-*s %8s %8s %8s %8s %8s %8s %8s\n", w, "command", "median", "p10", "p90", "min",
-              "cpu", "tail", "ratio");
+  std::printf("%-*s %8s %8s %8s %8s %8s %8s %8s %8s\n", w, "command", "median", "p10", "p90", "min",
+              "cpu", "tail", "rss", "ratio");
   for (size_t i = 0; i < cmds.size(); ++i) {
     const Summary& s = sums[i];
-    std::printf("%-*s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f%s\n", w, cmds[i].name.c_str(),
+    std::printf("%-*s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.1f %8.3f%s\n", w, cmds[i].name.c_str(),
                 s.median, s.p10, s.p90, s.min, s.cpu_median, s.tail_median,
-                s.median / sums[0].median, i == 0 ? "  (baseline)" : "");
+                s.rss_median_kib / 1024.0, s.median / sums[0].median, i == 0 ? "  (baseline)" : "");
   }
   std::printf(
       "ratio = median / median of '%s'. cpu = median user+sys CPU time of the command and all "
       "its descendants;\ntail = median time from the command's exit until its last leftover "
-      "descendant exited (untimed).\n",
+      "descendant exited (untimed); rss = median peak resident set of the command's own process "
+      "in MiB\n(ru_maxrss; its descendants not included).\n",
       cmds[0].name.c_str());
 }
 

@@ -488,6 +488,56 @@ TEST(SeccompFilterTest, InvalidSocketRulesAreRejected) {
   EXPECT_THAT(f.error().Message(), HasSubstr("AF_UNIX has more than one socket rule"));
 }
 
+// The build's table (seccomp_prebuilt.h) is what libseccomp makes of the default policies now,
+// instruction for instruction, with the same names and summary; and Prepare takes it for those
+// policies only. The Program and Live tests above run through Prepare, so they check the
+// prebuilt programs' behaviour.
+TEST(SeccompFilterTest, PrebuiltProgramsAreWhatLibseccompCompiles) {
+  int entries = 0;
+  for (const bool inet : {false, true}) {
+    for (const bool modes : {true, false}) {
+      SeccompPolicy policy = DefaultSeccompPolicy(inet);
+      policy.deny_privileged_modes = modes;
+      SCOPED_TRACE(::testing::Message() << "allow_inet " << inet << ", modes " << modes);
+      const SeccompFilter prepared = MustPrepare(policy);
+      ASSERT_TRUE(prepared.prebuilt());
+      auto compiled = SeccompFilter::Compile(policy);
+      ASSERT_TRUE(compiled.ok()) << compiled.error().Message();
+      EXPECT_FALSE(compiled->prebuilt());
+      ASSERT_EQ(prepared.Program().size(), compiled->Program().size());
+      EXPECT_EQ(0, std::memcmp(prepared.Program().data(), compiled->Program().data(),
+                               prepared.Program().size() * sizeof(sock_filter)));
+      EXPECT_EQ(prepared.DeniedSyscallNames(), compiled->DeniedSyscallNames());
+      ASSERT_EQ(prepared.DeniedSyscalls().size(), compiled->DeniedSyscalls().size());
+      for (size_t i = 0; i < prepared.DeniedSyscalls().size(); ++i) {
+        EXPECT_EQ(prepared.DeniedSyscalls()[i].nr, compiled->DeniedSyscalls()[i].nr);
+      }
+      EXPECT_EQ(prepared.SkippedSyscalls(), compiled->SkippedSyscalls());
+      EXPECT_EQ(prepared.RuleSummary(), compiled->RuleSummary());
+      // The PFC of a prebuilt filter is compiled on demand: the same text.
+      auto a = prepared.Pfc();
+      auto b = compiled->Pfc();
+      ASSERT_TRUE(a.ok() && b.ok());
+      EXPECT_EQ(*a, *b);
+      ++entries;
+    }
+  }
+  EXPECT_EQ(entries, 4);
+}
+
+TEST(SeccompFilterTest, OtherPoliciesAreCompiled) {
+  SeccompPolicy policy = DefaultSeccompPolicy(false);
+  policy.denied_ioctls.push_back(0x5413);  // TIOCGWINSZ: not in the default
+  const SeccompFilter f = MustPrepare(policy);
+  EXPECT_FALSE(f.prebuilt());
+  const SeccompFilter d = MustPrepare(DefaultSeccompPolicy(false));
+  EXPECT_TRUE(d.prebuilt());
+  EXPECT_NE(f.Program().size(), d.Program().size());
+  SeccompPolicy foreign = DefaultSeccompPolicy(true);
+  foreign.reject_foreign_abis = false;
+  EXPECT_FALSE(MustPrepare(foreign).prebuilt());
+}
+
 TEST(SeccompFilterTest, MovedFromFilterRefusesToApply) {
   SeccompFilter f = MustPrepare(DefaultSeccompPolicy(false));
   SeccompFilter g = std::move(f);

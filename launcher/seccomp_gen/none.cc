@@ -1,0 +1,8 @@
+// The generator's own table: empty, so SeccompFilter::Prepare compiles every policy there.
+#include "launcher/seccomp_prebuilt.h"
+
+namespace cagent::launcher {
+
+std::span<const PrebuiltSeccomp> PrebuiltSeccompFilters() { return {}; }
+
+}  // namespace cagent::launcher
