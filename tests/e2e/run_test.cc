@@ -156,8 +156,9 @@ TEST_F(RunTest, TheDemoCompletesVerifiedAndApplyBringsThePatchIn) {
   EXPECT_THAT(
       log.out,
       HasSubstr(R"(decision     allow run_command {"command":"python3 -m unittest -q"} by )"));
-  EXPECT_THAT(log.out, HasSubstr(R"(decision     allow edit_file {"new":)"));
-  EXPECT_THAT(log.out, HasSubstr("} by workspace read-write"));
+  EXPECT_THAT(log.out,
+              HasSubstr(R"(decision     allow edit_file {"new_string":"    return a + b",)"));
+  EXPECT_THAT(log.out, HasSubstr(R"("path":"calc.py"} by workspace read-write)"));
   EXPECT_THAT(log.out, Not(HasSubstr("tool_request ")));
   EXPECT_THAT(log.out, HasSubstr("verify       passed: python3 -m unittest -q (exit 0"));
   EXPECT_THAT(log.out, HasSubstr("as recorded in result.json"));
