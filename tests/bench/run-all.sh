@@ -107,8 +107,14 @@ if [[ -x $codex ]] && (cd "$ws" && "$codex" sandbox /bin/true) > /dev/null 2>&1;
 else
   peer_notes+=("codex: not installed or cannot run here (npm ci in tests/bench/peers)")
 fi
-(cd "$ws" && env -i PATH=/usr/bin:/bin HOME="$tmp" "$compare" --runs "$peer_runs" --warmup 1 \
-  --json "$tmp/peers.json" "${peers[@]}")
+# A peer that fails in the middle (cagent_bench_compare stops at the first failing run) must not
+# lose the rest of the report: the part is run again with cagent alone, and the note says why.
+if ! (cd "$ws" && env -i PATH=/usr/bin:/bin HOME="$tmp" "$compare" --runs "$peer_runs" --warmup 1 \
+  --json "$tmp/peers.json" "${peers[@]}"); then
+  peer_notes+=("srt, codex: a peer failed during the measurement (its message is above)")
+  (cd "$ws" && env -i PATH=/usr/bin:/bin HOME="$tmp" "$compare" --runs "$peer_runs" --warmup 1 \
+    --json "$tmp/peers.json" "${peers[@]:0:1}")
+fi
 printf '%s\n' "${peer_notes[@]}" > "$tmp/peer-notes.txt"
 
 part "broker decision round trip (audit log on)"

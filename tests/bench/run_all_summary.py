@@ -115,7 +115,7 @@ def main():
              f"{' --quick' if a.quick else ''}` (medians; ratios of medians in the same run).", "",
              "| figure | cagent | peer | ratio | target | met |", "|---|---|---|---|---|---|"]
     for r in rows:
-        peer = f"{r['peer']} {fmt(r['peer_value'])}" if r["peer"] else "—"
+        peer = f"{r['peer']} {fmt(r['peer_value'])}" if r["peer"] and r["peer_value"] else "—"
         ratio = f"{r['ratio']:.2f}×" if r["ratio"] is not None else "—"
         met = {True: "yes", False: "**no**", None: "—"}[r["met"]]
         value = fmt(r["cagent"]) if r["cagent"] is not None else r["note"]
