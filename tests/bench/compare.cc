@@ -75,7 +75,7 @@ struct Command {
   std::vector<double> wall_ms;
   std::vector<double> cpu_ms;
   std::vector<double> tail_ms;
-  std::vector<double> rss_kib;  // peak resident set of the command's own process (ru_maxrss)
+  std::vector<double> rss_kib;  // wait4's ru_maxrss (see Run)
 };
 
 struct Summary {
@@ -242,7 +242,8 @@ void RunOnce(Command& c, int devnull, bool record, int round) {
              "\n  Run it by hand to see its output (the benchmark sends it to /dev/null).");
   }
   double cpu = Ms(usage.ru_utime) + Ms(usage.ru_stime);
-  // wait4's rusage of one child: ru_maxrss is that process's own peak (KiB), not its descendants'.
+  // wait4's ru_maxrss (KiB) is the larger of the command's own peak resident set and the peaks
+  // of the descendants it waited for (the kernel reports max(maxrss, cmaxrss)).
   const auto rss = static_cast<double>(usage.ru_maxrss);
   // Leftover descendants, reparented to us as the subreaper; ECHILD ends the loop.
   for (;;) {
@@ -379,8 +380,8 @@ void PrintTable(const Options& o, const std::vector<Command>& cmds,
   std::printf(
       "ratio = median / median of '%s'. cpu = median user+sys CPU time of the command and all "
       "its descendants;\ntail = median time from the command's exit until its last leftover "
-      "descendant exited (untimed); rss = median peak resident set of the command's own process "
-      "in MiB\n(ru_maxrss; its descendants not included).\n",
+      "descendant exited (untimed); rss = median of wait4's ru_maxrss in MiB: the peak resident\n"
+      "set of the command or of the largest descendant it waited for.\n",
       cmds[0].name.c_str());
 }
 

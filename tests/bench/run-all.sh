@@ -23,8 +23,8 @@
 #   broker          cagent_bench_broker: decision round trip with the audit log on
 #   engine          cagent_bench_policy: decisions per second, mixed and shell lines
 #   file walk       overhead.sh --workload walk (and build, without --quick): bare vs every layer
-#   memory          peak RSS of the cagent process over `cagent run` on the demo (the replay
-#                   model; examples/fix-add), from wait4's rusage
+#   memory          peak RSS of the cagent process itself over `cagent run` on the demo (the
+#                   replay model; examples/fix-add), read by peak_rss.py from /proc
 #
 # Exit status: 0 done (whatever the figures); 1 a part failed (its message says which: a sandbox
 # that fails is never timed as a fast one); 2 usage error or a missing prerequisite.
@@ -95,26 +95,32 @@ ws=$tmp/ws
 mkdir "$ws"
 peers=(--cmd "cagent|$cagent exec --quiet --workspace $ws -- /bin/true")
 peer_notes=()
+# Codex refuses to put its helper links under /tmp, so the peers get a HOME in the build tree.
+peer_home=$build_dir/bench-peers-home
+rm -rf -- "$peer_home"
+mkdir -p "$peer_home"
+peer_env=(env -i PATH=/usr/bin:/bin HOME="$peer_home")
 srt=$here/peers/node_modules/.bin/srt
-if [[ -x $srt ]] && (cd "$ws" && "$srt" /bin/true) > /dev/null 2>&1; then
+if [[ -x $srt ]] && (cd "$ws" && "${peer_env[@]}" "$srt" /bin/true) > /dev/null 2>&1; then
   peers+=(--cmd "srt|$srt /bin/true")
 else
   peer_notes+=("srt: not installed or cannot run here (npm ci in tests/bench/peers; it needs bwrap, socat and ripgrep)")
 fi
 codex=$here/peers/node_modules/.bin/codex
-if [[ -x $codex ]] && (cd "$ws" && "$codex" sandbox /bin/true) > /dev/null 2>&1; then
+if [[ -x $codex ]] && (cd "$ws" && "${peer_env[@]}" "$codex" sandbox /bin/true) > /dev/null 2>&1; then
   peers+=(--cmd "codex|$codex sandbox /bin/true")
 else
   peer_notes+=("codex: not installed or cannot run here (npm ci in tests/bench/peers)")
 fi
 # A peer that fails in the middle (cagent_bench_compare stops at the first failing run) must not
 # lose the rest of the report: the part is run again with cagent alone, and the note says why.
-if ! (cd "$ws" && env -i PATH=/usr/bin:/bin HOME="$tmp" "$compare" --runs "$peer_runs" --warmup 1 \
+if ! (cd "$ws" && "${peer_env[@]}" "$compare" --runs "$peer_runs" --warmup 1 \
   --json "$tmp/peers.json" "${peers[@]}"); then
   peer_notes+=("srt, codex: a peer failed during the measurement (its message is above)")
-  (cd "$ws" && env -i PATH=/usr/bin:/bin HOME="$tmp" "$compare" --runs "$peer_runs" --warmup 1 \
-    --json "$tmp/peers.json" "${peers[@]:0:1}")
+  (cd "$ws" && "${peer_env[@]}" "$compare" --runs "$peer_runs" --warmup 1 \
+    --json "$tmp/peers.json" "${peers[@]:0:2}")
 fi
+rm -rf -- "$peer_home"
 printf '%s\n' "${peer_notes[@]}" > "$tmp/peer-notes.txt"
 
 part "broker decision round trip (audit log on)"
@@ -139,9 +145,12 @@ cp -R "$src/examples/fix-add/repo/." "$repo/"
 git -C "$repo" init -q -b main
 git -C "$repo" add -A
 git -C "$repo" -c user.name=bench -c user.email=bench@example.invalid commit -q -m base
-(cd "$repo" && env -i PATH=/usr/bin:/bin HOME="$tmp/home" "$compare" --runs "$rss_runs" --warmup 1 \
-  --json "$tmp/rss.json" \
-  --cmd "cagent-run|$cagent run --json --profile fix-add --approve never --model replay:$src/examples/fix-add/session.jsonl $src/examples/fix-add/task.md")
+# Of the cagent process itself (peak_rss.py reads its VmHWM): wait4's ru_maxrss would report the
+# largest of cagent and everything it waited for (the demo's verification runs python3).
+(cd "$repo" && env -i PATH=/usr/bin:/bin HOME="$tmp/home" python3 "$here/peak_rss.py" \
+  --runs "$rss_runs" --json "$tmp/rss.json" -- "$cagent" run --json --profile fix-add \
+  --approve never --model "replay:$src/examples/fix-add/session.jsonl" \
+  "$src/examples/fix-add/task.md")
 
 commit=$(git -C "$src" rev-parse --short HEAD 2> /dev/null || echo unknown)
 dirty=$(git -C "$src" status --porcelain --untracked-files=no 2> /dev/null | head -1)
