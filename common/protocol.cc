@@ -1,6 +1,7 @@
 #include "common/protocol.h"
 
 #include <array>
+#include <charconv>
 #include <utility>
 
 #include "common/json_text.h"
@@ -345,6 +346,204 @@ struct BodyToJson {
   void operator()(const Cancel& m) const { out["reason"] = m.reason; }
 };
 
+// ---- the direct encoder ----
+//
+// Writes the text json::dump gives for ToJson(message), without building the json value: an
+// object's keys in the order nlohmann's std::map keeps them (byte order), no spaces, strings
+// through AppendJsonString (the same escapes and the same U+FFFD replacement), numbers in
+// decimal. Each kind lists its keys, the header's "id", "type" and "v" included, already sorted;
+// the protocol tests compare every kind's output with the json path.
+class TextObject {
+ public:
+  explicit TextObject(std::string& out) : out_(out) { out_ += '{'; }
+  TextObject(const TextObject&) = delete;
+  TextObject& operator=(const TextObject&) = delete;
+  ~TextObject() { out_ += '}'; }
+
+  TextObject& Str(std::string_view key, std::string_view value) {
+    Key(key);
+    AppendJsonString(out_, value);
+    return *this;
+  }
+  TextObject& Uint(std::string_view key, std::uint64_t value) {
+    Key(key);
+    Number(value);
+    return *this;
+  }
+  TextObject& Int(std::string_view key, int value) {
+    Key(key);
+    Number(value);
+    return *this;
+  }
+  TextObject& Bool(std::string_view key, bool value) {
+    Key(key);
+    out_ += value ? "true" : "false";
+    return *this;
+  }
+  TextObject& Strings(std::string_view key, const std::vector<std::string>& values) {
+    Key(key);
+    out_ += '[';
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (i > 0) out_ += ',';
+      AppendJsonString(out_, values[i]);
+    }
+    out_ += ']';
+    return *this;
+  }
+  TextObject& Value(std::string_view key, const json& value) {
+    Key(key);
+    out_ += JsonText(value);
+    return *this;
+  }
+
+ private:
+  // Keys are this file's literals: plain ASCII, nothing to escape.
+  void Key(std::string_view key) {
+    if (!first_) out_ += ',';
+    first_ = false;
+    out_ += '"';
+    out_ += key;
+    out_ += "\":";
+  }
+  template <typename T>
+  void Number(T value) {
+    std::array<char, 24> digits{};
+    const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), value).ptr;
+    out_.append(digits.data(), end);
+  }
+  std::string& out_;
+  bool first_ = true;
+};
+
+// Writes the payload of one message; false for the kinds left to ToJson.
+struct BodyToText {
+  const Header& h;
+  std::string& out;
+
+  [[nodiscard]] std::string_view Type() const { return KindName(h.kind); }
+
+  bool operator()(const ToolRequest& m) const {
+    TextObject(out)
+        .Value("args", m.args)
+        .Str("call_id", m.call_id)
+        .Uint("id", h.id)
+        .Strings("paths", m.paths)
+        .Str("tool", m.tool)
+        .Str("type", Type())
+        .Int("v", h.version);
+    return true;
+  }
+  bool operator()(const ToolResult& m) const {
+    TextObject(out)
+        .Str("call_id", m.call_id)
+        .Strings("changed_paths", m.changed_paths)
+        .Str("error_code", m.error_code)
+        .Uint("id", h.id)
+        .Bool("ok", m.ok)
+        .Str("output", m.output)
+        .Uint("request", m.request)
+        .Str("type", Type())
+        .Int("v", h.version);
+    return true;
+  }
+  bool operator()(const Progress& m) const {
+    TextObject(out)
+        .Uint("id", h.id)
+        .Str("state", m.state)
+        .Str("text", m.text)
+        .Str("type", Type())
+        .Int("v", h.version);
+    return true;
+  }
+  bool operator()(const NextCall&) const { return Bare(); }
+  bool operator()(const Finish& m) const {
+    TextObject(out)
+        .Uint("id", h.id)
+        .Str("outcome", m.outcome)
+        .Str("summary", m.summary)
+        .Str("type", Type())
+        .Int("v", h.version);
+    return true;
+  }
+  bool operator()(const Decision& m) const {
+    TextObject(out)
+        .Uint("id", h.id)
+        .Str("location", m.location)
+        .Str("message", m.message)
+        .Bool("pending", m.pending)
+        .Str("reason", m.reason)
+        .Str("rule", m.rule)
+        .Str("type", Type())
+        .Int("v", h.version)
+        .Str("verdict", VerdictName(m.verdict));
+    return true;
+  }
+  bool operator()(const Approval& m) const {
+    TextObject(out)
+        .Uint("id", h.id)
+        .Str("message", m.message)
+        .Str("scope", m.scope)
+        .Str("type", Type())
+        .Int("v", h.version)
+        .Str("verdict", VerdictName(m.verdict));
+    return true;
+  }
+  bool operator()(const ResultAck& m) const {
+    TextObject(out)
+        .Uint("id", h.id)
+        .Str("output", m.output)
+        .Bool("truncated", m.truncated)
+        .Str("type", Type())
+        .Int("v", h.version);
+    return true;
+  }
+  bool operator()(const Ack&) const { return Bare(); }
+  bool operator()(const ErrorReply& m) const {
+    TextObject(out)
+        .Str("code", ErrorCodeName(m.code))
+        .Uint("id", h.id)
+        .Str("message", m.message)
+        .Str("type", Type())
+        .Int("v", h.version);
+    return true;
+  }
+  bool operator()(const Shutdown& m) const {
+    TextObject(out)
+        .Uint("id", h.id)
+        .Str("reason", m.reason)
+        .Str("status", m.status)
+        .Str("type", Type())
+        .Int("v", h.version);
+    return true;
+  }
+  bool operator()(const Cancel& m) const {
+    TextObject(out)
+        .Uint("id", h.id)
+        .Str("reason", m.reason)
+        .Str("type", Type())
+        .Int("v", h.version);
+    return true;
+  }
+  // Large or rare: hello, model_call, welcome, model_result.
+  template <typename Other>
+  bool operator()(const Other&) const {
+    return false;
+  }
+
+ private:
+  bool Bare() const {
+    TextObject(out).Uint("id", h.id).Str("type", Type()).Int("v", h.version);
+    return true;
+  }
+};
+
+Error FrameTooLarge(std::size_t payload_bytes) {
+  return PlainError("encode frame", "payload of " + std::to_string(payload_bytes) +
+                                        " bytes is above the " + std::to_string(kMaxFrameBytes) +
+                                        "-byte frame limit")
+      .WithCode(Error::Code::kTooLarge);
+}
+
 // Parses the body of `kind` from `object`; an empty error means success.
 std::pair<Body, std::string> ParseBody(Kind kind, json& object) {
   Reader r(object);
@@ -555,12 +754,7 @@ std::optional<Verdict> ParseVerdict(std::string_view name) {
 }
 
 Result<std::string> EncodeFrame(std::string_view payload) {
-  if (payload.size() > kMaxFrameBytes) {
-    return PlainError("encode frame", "payload of " + std::to_string(payload.size()) +
-                                          " bytes is above the " + std::to_string(kMaxFrameBytes) +
-                                          "-byte frame limit")
-        .WithCode(Error::Code::kTooLarge);
-  }
+  if (payload.size() > kMaxFrameBytes) return FrameTooLarge(payload.size());
   const auto n = static_cast<std::uint32_t>(payload.size());
   std::string frame;
   frame.reserve(kHeaderBytes + payload.size());
@@ -625,7 +819,27 @@ std::optional<std::string> FrameDecoder::Next() {
 }
 
 Result<std::string> EncodeMessage(const Message& message) {
-  return EncodeJsonFrame(ToJson(message));
+  std::string frame;
+  if (Status s = EncodeMessageInto(message, frame); !s.ok()) return std::move(s.error());
+  return frame;
+}
+
+Status EncodeMessageInto(const Message& message, std::string& frame) {
+  frame.assign(kHeaderBytes, '\0');  // the length is filled in below
+  if (!std::visit(BodyToText{message.header, frame}, message.body)) {
+    frame += JsonText(ToJson(message));
+  }
+  const std::size_t n = frame.size() - kHeaderBytes;
+  if (n > kMaxFrameBytes) {
+    frame.clear();
+    return FrameTooLarge(n);
+  }
+  const auto n32 = static_cast<std::uint32_t>(n);
+  frame[0] = static_cast<char>((n32 >> 24) & 0xff);
+  frame[1] = static_cast<char>((n32 >> 16) & 0xff);
+  frame[2] = static_cast<char>((n32 >> 8) & 0xff);
+  frame[3] = static_cast<char>(n32 & 0xff);
+  return Ok{};
 }
 
 json ToJson(const Message& message) {

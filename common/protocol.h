@@ -53,8 +53,14 @@ inline constexpr const char* kBrokerFdEnv = "CAGENT_BROKER_FD";
 Result<std::string> EncodeFrame(std::string_view payload);
 // Serialises `message` and frames it (invalid UTF-8 in strings is replaced, never thrown on).
 Result<std::string> EncodeJsonFrame(const nlohmann::json& message);
-// ToJson + EncodeJsonFrame.
+// The frame of `message`: the bytes JsonText(ToJson(message)) would give, framed. The messages of
+// the decision round trip (tool_request, decision, tool_result, result_ack) and the other small
+// kinds are written as text directly, without building a json value; hello, welcome, model_call
+// and model_result go through ToJson.
 Result<std::string> EncodeMessage(const struct Message& message);
+// EncodeMessage into `frame` (its contents replaced, its capacity kept, so a caller that sends one
+// frame at a time can reuse one buffer). On failure (above kMaxFrameBytes) `frame` is cleared.
+Status EncodeMessageInto(const struct Message& message, std::string& frame);
 
 // Incremental frame splitter for a byte stream. Feed whatever read() returned; take complete
 // payloads out. After an oversized or zero-length header the stream cannot be resynchronised:
