@@ -95,11 +95,12 @@ ws=$tmp/ws
 mkdir "$ws"
 peers=(--cmd "cagent|$cagent exec --quiet --workspace $ws -- /bin/true")
 peer_notes=()
-# Codex refuses to put its helper links under /tmp, so the peers get a HOME in the build tree.
+# Codex refuses to put its helper links under the temporary directory, so the peers get a HOME
+# of their own and a TMPDIR inside it (the build tree may itself be under /tmp).
 peer_home=$build_dir/bench-peers-home
 rm -rf -- "$peer_home"
-mkdir -p "$peer_home"
-peer_env=(env -i PATH=/usr/bin:/bin HOME="$peer_home")
+mkdir -p "$peer_home/tmp"
+peer_env=(env -i PATH=/usr/bin:/bin HOME="$peer_home" TMPDIR="$peer_home/tmp")
 srt=$here/peers/node_modules/.bin/srt
 if [[ -x $srt ]] && (cd "$ws" && "${peer_env[@]}" "$srt" /bin/true) > /dev/null 2>&1; then
   peers+=(--cmd "srt|$srt /bin/true")
