@@ -193,7 +193,7 @@ void AuditLog::AppendTime() {
     time_text_.assign(buf, n);
     time_second_ = ts.tv_sec;
   }
-  const long ms = ts.tv_nsec / 1000000;
+  const auto ms = static_cast<int>(ts.tv_nsec / 1000000);
   line_ += ",\"time\":\"";
   line_ += time_text_;
   line_ += '.';
