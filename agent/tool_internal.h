@@ -14,6 +14,7 @@
 #include "agent/ledger.h"
 #include "agent/toolbox.h"
 #include "agent/workspace_fs.h"
+#include "common/text.h"
 
 namespace cagent::agent::internal {
 
@@ -53,8 +54,8 @@ std::optional<ToolOutcome> CheckDeniedBoth(const ToolEnv& env, std::string_view 
                                            const std::string& resolved,
                                            const std::string& relative_arg, PathAccess access);
 
-// Length of the valid UTF-8 sequence starting at s[i], 0 if invalid or cut short.
-std::size_t Utf8SequenceLength(std::string_view s, std::size_t i);
+// Utf8SequenceLength: common/text.h.
+using ::cagent::Utf8SequenceLength;
 // Invalid UTF-8 bytes replaced by U+FFFD (the text goes into JSON).
 std::string SanitizeUtf8(std::string_view s);
 // A file name for display: control characters escaped (\n, \t, \xNN), invalid UTF-8 replaced, so

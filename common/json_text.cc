@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/text.h"
+
 namespace cagent {
 
 std::string JsonText(const nlohmann::json& value, int indent) noexcept {
@@ -13,39 +15,6 @@ std::string JsonText(const nlohmann::json& value, int indent) noexcept {
     return "null";
   }
 }
-
-namespace {
-
-// Length of the well-formed UTF-8 sequence starting at `s[i]` (a byte >= 0x80), or 0 when it is
-// not one (Unicode table 3-7: no overlongs, no surrogates, nothing above U+10FFFF).
-std::size_t Utf8Sequence(std::string_view s, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  std::size_t n = 0;
-  unsigned char lo = 0x80;
-  unsigned char hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (s.size() - i < n) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  }
-  return n;
-}
-
-}  // namespace
 
 void AppendJsonString(std::string& out, std::string_view text) noexcept {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -60,7 +29,7 @@ void AppendJsonString(std::string& out, std::string_view text) noexcept {
       continue;
     }
     if (c >= 0x80) {
-      const std::size_t n = Utf8Sequence(text, i);
+      const std::size_t n = Utf8SequenceLength(text, i);
       if (n == 0) {
         // Invalid UTF-8: nlohmann's replacement (how many bytes one U+FFFD stands for) is the
         // reference, and this is rare, so let it write the whole string.

@@ -99,7 +99,8 @@ for t in $targets; do
       sources="$src/policy/source.cc $src/policy/diagnostics.cc $src/policy/lexer.cc
                $src/policy/parser.cc $src/common/result.cc" ;;
     protocol_decoder)
-      sources="$src/common/protocol.cc $src/common/result.cc $src/common/json_text.cc" ;;
+      sources="$src/common/protocol.cc $src/common/result.cc $src/common/json_text.cc
+               $src/common/text.cc" ;;
   esac
   build_and_fuzz "$t" "$sources" "$@"
 done
