@@ -137,6 +137,20 @@ Status ValidateLaunchSpec(const LaunchSpec& spec) {
           .WithCode(Error::Code::kInvalidInput);
     }
   }
+  for (const auto& b : spec.dir_binds) {
+    const bool below =
+        (b.target.size() > spec.home.size() && b.target.starts_with(spec.home) &&
+         b.target[spec.home.size()] == '/') ||
+        (b.target.size() > spec.workspace.size() && b.target.starts_with(spec.workspace) &&
+         b.target[spec.workspace.size()] == '/');
+    if (!IsAbsoluteNormal(b.source) || b.source == "/" || !IsAbsoluteNormal(b.target) || !below) {
+      return PlainError("invalid launch spec",
+                        "a directory bind needs an absolute source and a target below HOME or "
+                        "the workspace (got '" +
+                            b.source + "' at '" + b.target + "')")
+          .WithCode(Error::Code::kInvalidInput);
+    }
+  }
   for (const auto& b : spec.file_binds) {
     if (!IsAbsoluteNormal(b.source) || !IsAbsoluteNormal(b.target) || b.target == "/") {
       return PlainError("invalid launch spec", "file binds need absolute, normalised paths (got '" +

@@ -99,6 +99,18 @@ struct FileBind {
   std::string target;  // absolute path in the view
 };
 
+// A host directory shown at another path of the view: a profile's cache (its directory under
+// $XDG_CACHE_HOME/cagent/caches/ at a path of the sandbox's HOME) or a carried path (the caller's
+// node_modules at the same place in the run's workspace). The source is cagent's own or the
+// caller's directory, never workspace content; the target must be below HOME or the workspace.
+// Below the workspace the target must already be a directory there (cagent makes it), and it is
+// bound only if it is still that directory when the sandbox mounts it.
+struct DirBind {
+  std::string source;  // absolute host path of a directory (not a symlink)
+  std::string target;  // absolute, normalised path in the view, below `home` or `workspace`
+  bool writable = false;
+};
+
 struct LaunchSpec {
   // The command; argv[0] is looked up in the sandbox's PATH when it has no '/'.
   std::vector<std::string> argv;
@@ -142,6 +154,7 @@ struct LaunchSpec {
   // CAP_NET_BIND_SERVICE over its namespace while it makes them).
   std::vector<NetListener> net_listeners;
   std::vector<FileBind> file_binds;
+  std::vector<DirBind> dir_binds;
   // Ceilings set with setrlimit in the sandbox (RLIMIT_NPROC counts per user namespace, so it caps
   // this sandbox only).
   ResourceLimits limits;

@@ -219,7 +219,7 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root, const FileIdentity&
           op.source_id = e.id;
           // Sources are bound at their own path: inside a host-bound tree the target is the same
           // host file (the git guard's self-binds, a read-only path inside the workspace).
-          if (host_backed(e.dest)) op.target_id = e.id;
+          if (host_backed(e.dest)) op.target_id = e.dest_id.Known() ? e.dest_id : e.id;
           bound.push_back(e.dest);
         }
         plan.ops.push_back(std::move(op));
@@ -545,6 +545,32 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
     }
     if (auto s = AddHostPath(spec.workspace, spec.workspace_writable, true, entries); !s) {
       return std::move(s.error()).Context("workspace");
+    }
+    for (const DirBind& b : spec.dir_binds) {
+      struct stat src {};
+      if (::lstat(b.source.c_str(), &src) != 0 || !S_ISDIR(src.st_mode)) {
+        return PlainError("cannot show " + b.source + " at " + b.target,
+                          "it is not a directory (or is a symlink)");
+      }
+      Entry e{Entry::What::kBindDir,
+              b.target,
+              b.source,
+              static_cast<std::uint64_t>(MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                         (b.writable ? 0 : MOUNT_ATTR_RDONLY)),
+              0,
+              "show " + b.source + " at " + b.target + (b.writable ? " read-write" : " read-only")};
+      e.id = IdentityOf(src);
+      if (IsUnder(b.target, spec.workspace)) {
+        // A mount point cagent made in the workspace: it must still be that directory when the
+        // child binds over it (never a link the workspace put in its place).
+        struct stat dst {};
+        if (::lstat(b.target.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+          return PlainError("cannot show " + b.source + " at " + b.target,
+                            "the mount point is not a directory in the workspace");
+        }
+        e.dest_id = IdentityOf(dst);
+      }
+      entries.push_back(std::move(e));
     }
     AddDev(entries);
     for (const FileBind& b : spec.file_binds) {

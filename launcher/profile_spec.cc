@@ -19,6 +19,8 @@
 
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
+#include "launcher/caches.h"
+#include "policy/host_secrets.h"
 
 namespace cagent::launcher {
 namespace {
@@ -368,6 +370,55 @@ void CoverTarget(const View::Resolution& r, const std::string& what, bool write_
   }
 }
 
+// The canonical form of the caller's home for the view's paths ("" when there is none or it does
+// not resolve: then nothing of it can be in the view either).
+std::string CanonicalHome(const std::string& home) {
+  if (home.empty() || home[0] != '/') return {};
+  std::unique_ptr<char, decltype(&std::free)> real(::realpath(home.c_str(), nullptr), &std::free);
+  return real ? std::string(real.get()) : std::string();
+}
+
+// Hides the host secret set (policy/host_secrets.h) under the caller's home (`home`, canonical or
+// "") and at the workspace's top level, in the view as `view` knows it. Each path is resolved the
+// way the sandbox will resolve it (View::Resolve: workspace components beneath the workspace fd,
+// no symlink followed on the host): a path the view shows is hidden; a path with a symlink on its
+// way is judged like a deny rule on a link (CoverTarget: the link's target is hidden only where
+// the view shows it, nothing is added). Binds the view would show inside the set (`--ro
+// ~/.ssh/known_hosts`, `read-only ~/.aws/config`) are dropped, so no part of it shows through.
+void HideSecretsIn(View& view, const std::string& home, LaunchSpec& spec,
+                   std::vector<std::string>& notes) {
+  const std::string& ws = view.workspace();
+  std::vector<std::string> roots;
+  if (!home.empty() && home != ws) roots.push_back(home);
+  roots.push_back(ws);
+  for (const std::string& root : roots) {
+    const bool in_ws = AtOrUnder(root, ws);
+    for (std::string_view secret : policy::HostSecretPaths()) {
+      const std::string rel(secret);
+      const std::string path = JoinPath(root, rel);
+      const std::string shown = Shown(root == home ? "~/" + rel : (in_ws ? RelTo(ws, path) : path));
+      for (auto* list : {&spec.read_only_paths, &spec.read_write_paths}) {
+        std::erase_if(*list, [&](const std::string& bound) {
+          if (!IsUnder(bound, path)) return false;
+          notes.push_back("skipped " + Shown(bound) + ": inside " + shown +
+                          ", part of the host secret set cagent always hides");
+          return true;
+        });
+      }
+      const View::Resolution r = view.Resolve(root, rel);
+      if (!r.exists) continue;
+      if (r.path == path) {
+        if (r.part != View::Part::kReadOnly && r.part != View::Part::kReadWrite) continue;
+        spec.hidden_paths.push_back(path);
+        view.Add(path, View::Part::kHidden, 6);
+        notes.push_back("hidden " + shown + " (the host secret set)");
+        continue;
+      }
+      CoverTarget(r, shown, /*write_only=*/false, "the host secret set", view, spec, notes);
+    }
+  }
+}
+
 // Walks a tree without following symlinks and applies deny globs to what exists. Every directory
 // is opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) from the walk's root fd, so a
 // directory swapped for a symlink during the walk fails the lookup instead of leading elsewhere,
@@ -701,7 +752,106 @@ Status AddMounts(const policy::Policy& p, const std::string& workspace, int ws_f
   return Ok{};
 }
 
+// The mount point of a carried path in the workspace: every component opened beneath the
+// workspace with links refused, made when absent. An existing directory must be empty (a carried
+// path is one the repository does not track; an earlier launch of the same run left it empty).
+Status CarryMountPoint(int ws_fd, const std::string& rel, const std::string& shown) {
+  UniqueFd at(::fcntl(ws_fd, F_DUPFD_CLOEXEC, 0));
+  if (!at.valid()) return ErrnoError("duplicate the workspace descriptor");
+  std::size_t start = 0;
+  while (start < rel.size()) {
+    const std::size_t slash = rel.find('/', start);
+    const std::string part =
+        rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    start = slash == std::string::npos ? rel.size() : slash + 1;
+    UniqueFd next(Openat2(at.get(), part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, kBeneathNoLinks));
+    if (!next.valid() && errno == ENOENT) {
+      if (::mkdirat(at.get(), part.c_str(), 0755) != 0 && errno != EEXIST) {
+        return ErrnoError("create the mount point of carry " + shown);
+      }
+      next =
+          UniqueFd(Openat2(at.get(), part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, kBeneathNoLinks));
+    }
+    if (!next.valid()) {
+      return PlainError("carry " + shown,
+                        errno == ELOOP || errno == ENOTDIR || errno == EXDEV
+                            ? "the workspace has a link or a file on its way (carry is for paths "
+                              "the repository does not track)"
+                            : std::string("cannot open its mount point: ") + std::strerror(errno));
+    }
+    at = std::move(next);
+  }
+  const int dup = ::fcntl(at.get(), F_DUPFD_CLOEXEC, 0);
+  DIR* d = dup < 0 ? nullptr : ::fdopendir(dup);
+  if (d == nullptr) {
+    if (dup >= 0) ::close(dup);
+    return ErrnoError("read the mount point of carry " + shown);
+  }
+  bool empty = true;
+  while (dirent* ent = ::readdir(d)) {
+    const std::string name = ent->d_name;
+    if (name != "." && name != "..") empty = false;
+  }
+  ::closedir(d);
+  if (!empty) {
+    return PlainError("carry " + shown,
+                      "the repository already has " + shown +
+                          " (tracked files); carry only paths the repository ignores");
+  }
+  return Ok{};
+}
+
+// `cache` and `carry`: host directories bound into the view at paths of HOME and the workspace.
+Status AddCachesAndCarry(const policy::Policy& p, const ProfileContext& ctx, int ws_fd,
+                         LaunchSpec& spec, std::vector<std::string>& notes) {
+  for (const policy::CacheRule& c : p.caches) {
+    if (ctx.cache_root.empty()) {
+      notes.push_back("skipped cache ~/" + c.rel + ": no cache directory");
+      continue;
+    }
+    auto dir = EnsureCacheDir(ctx.cache_root, p.name, c.rel);
+    if (!dir) return std::move(dir.error()).Context("cache ~/" + c.rel);
+    spec.dir_binds.push_back(
+        {*dir, spec.home + "/" + c.rel, ctx.caches_writable || c.agent_writable});
+  }
+  for (const policy::CarryRule& c : p.carry) {
+    const std::string shown = Shown(c.rel);
+    if (ctx.carry_from.empty()) {
+      notes.push_back("skipped carry " + shown + ": no checkout to carry from");
+      continue;
+    }
+    UniqueFd from(::open(ctx.carry_from.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!from.valid()) return ErrnoError("open the checkout " + ctx.carry_from);
+    UniqueFd src(Openat2(from.get(), c.rel, O_PATH | O_DIRECTORY | O_NOFOLLOW, kBeneathNoLinks));
+    if (!src.valid()) {
+      const int err = errno;
+      return PlainError(
+          "carry " + shown,
+          err == ENOENT ? "there is no " + shown + " in " + Shown(ctx.carry_from) +
+                              "; install the dependencies there first (e.g. npm ci), or drop it "
+                              "from the profile"
+          : err == ELOOP || err == EXDEV || err == ENOTDIR
+              ? Shown(ctx.carry_from) + "/" + shown +
+                    " is not a directory reached without links; cagent never carries what a link "
+                    "points at"
+              : std::string("cannot open it: ") + std::strerror(err));
+    }
+    if (auto s = CarryMountPoint(ws_fd, c.rel, shown); !s) return s;
+    spec.dir_binds.push_back({ctx.carry_from + "/" + c.rel, spec.workspace + "/" + c.rel, false});
+  }
+  return Ok{};
+}
+
 }  // namespace
+
+Status HideHostSecrets(LaunchSpec& spec, const std::string& home, std::vector<std::string>& notes) {
+  UniqueFd ws_fd(::open(spec.workspace.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!ws_fd.valid()) return ErrnoError("open the workspace '" + spec.workspace + "'");
+  View view(spec, ws_fd.get());
+  HideSecretsIn(view, CanonicalHome(home), spec, notes);
+  Dedupe(spec.hidden_paths);
+  return Ok{};
+}
 
 std::vector<std::string> CallerEnviron() {
   std::vector<std::string> out;
@@ -790,6 +940,8 @@ Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, std::vector<std::s
   if (auto s = ApplyDenyGlobs(p, workspace, ws_fd.get(), home, view, spec, out.notes); !s) {
     return std::move(s.error()).Context("apply the profile's deny rules");
   }
+  if (auto s = AddCachesAndCarry(p, ctx, ws_fd.get(), spec, out.notes); !s) return s.error();
+  HideSecretsIn(view, CanonicalHome(home), spec, out.notes);
   Dedupe(spec.read_only_paths);
   Dedupe(spec.read_write_paths);
   Dedupe(spec.hidden_paths);
@@ -843,6 +995,18 @@ Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, std::vector<std::s
            std::none_of(p.env_set.begin(), p.env_set.end(),
                         [&](const policy::EnvSetting& s) { return s.name == v.name; });
   });
+  // The caller's git identity (ProfileContext::git_identity), unless the profile says
+  // `git-identity none`. Added after the scrub: cagent sets these, they are not the caller's
+  // environment passing, so no scrub pattern applies; a variable of the same name that the profile
+  // sets or passes wins.
+  if (p.git_identity.value) {
+    for (const EnvVar& v : ctx.git_identity) {
+      const bool taken = std::any_of(spec.env_set.begin(), spec.env_set.end(),
+                                     [&](const EnvVar& e) { return e.name == v.name; }) ||
+                         passed.contains(v.name);
+      if (!taken) spec.env_set.push_back(v);
+    }
+  }
 
   // Limits. Unset or unlimited keep the launcher's defaults (audit reports unbounded limits).
   auto bounded = [&](Limit l) -> const policy::LimitValue* {

@@ -33,6 +33,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -47,8 +48,25 @@ inline constexpr std::size_t kMaxWorkspaceEntries = 500000;
 // What one sandbox is built from besides the profile: the run's binding (policy/binding.h: the
 // workspace, what "~" means, the sandbox's own HOME) and the caller's environment.
 struct ProfileContext {
+  ProfileContext() = default;
+  ProfileContext(policy::Binding b, std::vector<std::string> env)
+      : binding(std::move(b)), environ(std::move(env)) {}
+
   policy::Binding binding;           // binding.home "" = none: ~ paths are skipped
   std::vector<std::string> environ;  // the caller's environment, "NAME=value"
+  // Where the profile's `cache` directories live on the host (launcher/caches.h, CacheRoot());
+  // "" = caches are not mounted (noted).
+  std::string cache_root;
+  // Setup (trusted commands before the agent): every cache writable. Otherwise only the caches
+  // the profile marks `read-write` are, the rest read-only.
+  bool caches_writable = false;
+  // The caller's checkout whose `carry` paths are shown read-only at the same place in the
+  // workspace (`cagent run`); "" = the profile's carry list is not applied (noted).
+  std::string carry_from;
+  // The caller's git identity as variables to set inside (GIT_AUTHOR_NAME, ...; made by
+  // run::CallerGitIdentity, launcher/run/git_identity.h), set unless the profile says
+  // `git-identity none`. Empty: none.
+  std::vector<EnvVar> git_identity;
 };
 
 // The binding of a run or a sandbox started by this caller over `workspace` (canonical): "~" is
@@ -69,6 +87,16 @@ struct ProfileLaunch {
 // be opened. Notes name workspace paths through TerminalSafe.
 Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& policy, std::vector<std::string> argv,
                                      const ProfileContext& ctx);
+
+// Hides the host secret set (policy/host_secrets.h: ~/.ssh, ~/.aws, .npmrc, ...) in `spec`'s view,
+// as SpecFromPolicy does for a profile's: under the caller's `home` ("" = none) wherever the view
+// shows it, and at the workspace's top level. For the launcher's default view and what the command
+// line added to it (exec --ro/--rw); call it after the last bind is added. Workspace paths are
+// resolved beneath a workspace fd, never following a workspace symlink on the host; a symlink
+// in the set is judged like a deny rule on a link (its target is hidden where the view shows it).
+// Binds inside the set are dropped. Notes say what was hidden or skipped. Fails when the workspace
+// cannot be opened. Runs in cagent.
+Status HideHostSecrets(LaunchSpec& spec, const std::string& home, std::vector<std::string>& notes);
 
 // Whether resolving host path `path` the way the kernel would (every symlink followed, at most
 // 40) passes through `dir` (canonical) at any step, `path` itself included. Such a path is not the

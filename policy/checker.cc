@@ -12,9 +12,9 @@ namespace cagent::policy {
 namespace {
 
 constexpr std::string_view kTopLevelKeys[] = {
-    "description", "workspace",   "filesystem", "network", "commands", "tools",
-    "limits",      "environment", "approval",   "verify",  "require",  "best-effort",
-    "examples",    "extends",     "include",    "hosts",
+    "description", "workspace", "filesystem", "network", "commands",    "tools",        "limits",
+    "environment", "approval",  "verify",     "require", "best-effort", "examples",     "extends",
+    "include",     "hosts",     "setup",      "cache",   "carry",       "git-identity",
 };
 constexpr std::string_view kFilesystemKeys[] = {"read-only", "read-write", "hide",
                                                 "deny",      "ask",        "allow"};
@@ -71,6 +71,7 @@ class Checker {
   std::map<std::string, Location> scalars_seen_;
   // Each hosts rule (verdict, pattern text) of this profile, where first written.
   std::map<std::pair<Verdict, std::string>, Location> hosts_seen_;
+  std::map<std::pair<Verdict, std::string>, Location> setup_hosts_seen_;
 
   void Err(const Location& loc, std::uint32_t len, std::string msg, std::string hint = {}) {
     diags_.Error(loc, len, std::move(msg), std::move(hint));
@@ -215,6 +216,28 @@ class Checker {
     } else if (k == "verify") {
       if (NeedBlock(st)) {
         for (const auto& s : st.block) VerifyStatement(s);
+      }
+    } else if (k == "setup") {
+      if (NeedBlock(st) && FirstTime(st, k)) {
+        out_.layer.setup.loc = st.loc;
+        for (const auto& s : st.block) SetupStatement(s);
+        if (out_.layer.setup.commands.empty()) {
+          ErrAt(st, "'setup' has no run command", "e.g.: setup { run \"npm ci\" timeout 10m }");
+        }
+      }
+    } else if (k == "cache") {
+      CacheStatement(st);
+    } else if (k == "carry") {
+      CarryStatement(st);
+    } else if (k == "git-identity") {
+      if (NoBlock(st) && Args(st, 1, "caller or none") && FirstTime(st, k)) {
+        const Value& v = st.args[0];
+        if (v.text == "caller" || v.text == "none") {
+          out_.layer.git_identity = {v.text == "caller", true, st.loc};
+        } else {
+          ErrAt(v, "unknown git identity " + Describe(v),
+                "use caller (git inside sees your user.name and user.email) or none");
+        }
       }
     } else if (k == "examples") {
       if (NeedBlock(st)) {
@@ -428,7 +451,38 @@ class Checker {
     rule.verdict = *verdict;
     rule.loc = st.args[0].loc;
     bool ok = true;
-    for (const Value& v : st.args) {
+    for (std::size_t pos = 0; pos < st.args.size(); ++pos) {
+      const Value& v = st.args[pos];
+      if (IsAnyRun(v)) {
+        if (pos == 0 || IsAnyRun(st.args[pos - 1]) || pos + 1 == st.args.size()) {
+          ErrAt(v,
+                pos == 0                    ? "a command pattern starts with the program's name"
+                : pos + 1 == st.args.size() ? "'...' at the end of a pattern adds nothing"
+                                            : "'...' written twice in a row",
+                pos == 0 ? "write the name first: 'deny find ... -delete'"
+                         : "patterns match by prefix: extra arguments are allowed anyway; '...' "
+                           "stands for any run of arguments before the next element");
+          ok = false;
+          continue;
+        }
+        rule.text += " ...";
+        ArgPattern gap;
+        gap.any_run = true;
+        rule.pattern.push_back(std::move(gap));
+        continue;
+      }
+      if (IsWorkspaceProgram(v)) {
+        auto el = CompileWorkspaceProgram(v, pos);
+        if (!el) {
+          ErrAt(v, el.error().op, el.error().detail);
+          ok = false;
+          continue;
+        }
+        if (!rule.text.empty()) rule.text += ' ';
+        rule.text += QuoteWord(v.text);
+        rule.pattern.push_back(std::move(*el));
+        continue;
+      }
       auto el = CompileArgPattern(v);
       if (!el) {
         ErrAt(v, el.error().op, el.error().detail);
@@ -444,6 +498,8 @@ class Checker {
         rule.text += "(";
         for (std::size_t i = 0; i < alts.size(); ++i) rule.text += (i ? " | " : "") + alts[i];
         rule.text += ")";
+      } else if (v.text == kAnyRun) {
+        rule.text += "\"...\"";  // the literal word, quoted so that it reads back as one
       } else {
         rule.text += QuoteWord(v.text);
       }
@@ -657,7 +713,10 @@ class Checker {
   // ---- hosts ----
 
   // `allow|ask|deny PATTERN...`: one rule per pattern.
-  void HostStatement(const Statement& st) {
+  void HostStatement(const Statement& st) { HostStatementInto(st, out_.layer.hosts, hosts_seen_); }
+
+  void HostStatementInto(const Statement& st, std::vector<HostRule>& into,
+                         std::map<std::pair<Verdict, std::string>, Location>& seen) {
     auto verdict = ParseVerdict(st.keyword);
     if (!verdict) {
       Unknown(st, "in hosts", kRuleKeys);
@@ -687,7 +746,7 @@ class Checker {
       rule.pattern = std::get<HostPattern>(std::move(parsed));
       rule.text = rule.pattern.Text();
       rule.loc = v.loc;
-      auto [it, inserted] = hosts_seen_.emplace(std::make_pair(rule.verdict, rule.text), v.loc);
+      auto [it, inserted] = seen.emplace(std::make_pair(rule.verdict, rule.text), v.loc);
       if (!inserted) {
         diags_.Warning(v.loc, v.length,
                        "hosts rule '" + std::string(VerdictName(rule.verdict)) + " " + rule.text +
@@ -695,7 +754,7 @@ class Checker {
                        "the first is at line " + std::to_string(it->second.line));
         continue;
       }
-      out_.layer.hosts.push_back(std::move(rule));
+      into.push_back(std::move(rule));
     }
   }
 
@@ -820,33 +879,123 @@ class Checker {
       Unknown(st, "in verify", kKeys);
       return;
     }
-    if (!NoBlock(st) || !NoGroups(st)) return;
+    if (auto vc = RunCommand(st, "verification")) out_.layer.verify.push_back(std::move(*vc));
+  }
+
+  // ---- setup, cache, carry ----
+
+  void SetupStatement(const Statement& st) {
+    if (st.keyword == "run") {
+      if (auto c = RunCommand(st, "setup")) out_.layer.setup.commands.push_back(std::move(*c));
+    } else if (st.keyword == "hosts") {
+      if (!NeedBlock(st)) return;
+      if (out_.layer.setup.egress.set) {
+        ErrAt(st, "'hosts' is written twice in this setup block",
+              "the first is at line " + std::to_string(out_.layer.setup.egress.loc.line));
+        return;
+      }
+      out_.layer.setup.egress = {true, true, st.loc};
+      for (const auto& s : st.block)
+        HostStatementInto(s, out_.layer.setup.hosts, setup_hosts_seen_);
+    } else {
+      constexpr std::string_view kKeys[] = {"run", "hosts"};
+      Unknown(st, "in setup", kKeys);
+    }
+  }
+
+  // `cache [read-write] ~/PATH...`
+  void CacheStatement(const Statement& st) {
+    if (!NoBlock(st) || !AtLeastOne(st, "one or more ~/ paths") || !NoGroups(st)) return;
+    std::size_t first = 0;
+    bool writable = false;
+    if (st.args[0].text == "read-write" || st.args[0].text == "read-only") {
+      writable = st.args[0].text == "read-write";
+      first = 1;
+      if (st.args.size() == 1) {
+        ErrAt(st.args[0], "'cache " + st.args[0].text + "' needs one or more ~/ paths");
+        return;
+      }
+    }
+    for (std::size_t i = first; i < st.args.size(); ++i) {
+      const Value& v = st.args[i];
+      auto ref = ParsePathRef(v.text);
+      if (!ref) {
+        ErrAt(v, "invalid path " + Describe(v) + ": " + ref.error().op, ref.error().detail);
+        continue;
+      }
+      if (ref->base != PathBase::kHome || ref->rel.empty()) {
+        ErrAt(v, "a cache is a directory of the sandbox's HOME: write it as ~/PATH",
+              "e.g. cache ~/.npm ~/.cache/pip; cagent keeps it under $XDG_CACHE_HOME/cagent/");
+        continue;
+      }
+      if (std::any_of(out_.layer.caches.begin(), out_.layer.caches.end(),
+                      [&](const CacheRule& c) { return c.rel == ref->rel; })) {
+        ErrAt(v, "cache ~/" + ref->rel + " is listed twice in this profile");
+        continue;
+      }
+      out_.layer.caches.push_back({ref->rel, writable, v.loc});
+    }
+  }
+
+  // `carry PATH...`: workspace-relative paths of the caller's checkout.
+  void CarryStatement(const Statement& st) {
+    if (!NoBlock(st) || !AtLeastOne(st, "one or more workspace paths, e.g. node_modules") ||
+        !NoGroups(st)) {
+      return;
+    }
+    for (const Value& v : st.args) {
+      auto ref = ParsePathRef(v.text);
+      if (!ref) {
+        ErrAt(v, "invalid path " + Describe(v) + ": " + ref.error().op, ref.error().detail);
+        continue;
+      }
+      if (ref->base != PathBase::kWorkspace || ref->rel.empty()) {
+        ErrAt(v, "carry names a path of the repository's checkout, relative to its top level",
+              "e.g. carry node_modules .venv");
+        continue;
+      }
+      if (ref->rel == ".git" || ref->rel.starts_with(".git/")) {
+        ErrAt(v, "git's own directory cannot be carried");
+        continue;
+      }
+      if (std::any_of(out_.layer.carry.begin(), out_.layer.carry.end(),
+                      [&](const CarryRule& c) { return c.rel == ref->rel; })) {
+        ErrAt(v, "carry " + ref->rel + " is listed twice in this profile");
+        continue;
+      }
+      out_.layer.carry.push_back({ref->rel, v.loc});
+    }
+  }
+
+  // `run "COMMAND" [timeout DURATION]` in verify and setup.
+  std::optional<VerifyCommand> RunCommand(const Statement& st, std::string_view what) {
+    if (!NoBlock(st) || !NoGroups(st)) return std::nullopt;
     if (st.args.size() != 1 && st.args.size() != 3) {
       ErrAt(st, "'run' takes a quoted command and optionally 'timeout DURATION'",
             "e.g.: run \"make test\" timeout 10m");
-      return;
+      return std::nullopt;
     }
     VerifyCommand vc;
     vc.command = st.args[0].text;
     vc.loc = st.args[0].loc;
     if (vc.command.empty()) {
-      ErrAt(st.args[0], "empty verification command");
-      return;
+      ErrAt(st.args[0], "empty " + std::string(what) + " command");
+      return std::nullopt;
     }
     if (st.args.size() == 3) {
       if (st.args[1].text != "timeout") {
         ErrAt(st.args[1], "expected 'timeout', found " + Describe(st.args[1]));
-        return;
+        return std::nullopt;
       }
       auto d = ParseDuration(st.args[2].text);
       if (!d || d->count() == 0) {
         ErrAt(st.args[2], "invalid duration " + Describe(st.args[2]),
               "write digits and a unit: 90s, 10m");
-        return;
+        return std::nullopt;
       }
       vc.timeout_ms = static_cast<std::uint64_t>(d->count());
     }
-    out_.layer.verify.push_back(std::move(vc));
+    return vc;
   }
 
   // ---- examples ----
@@ -881,6 +1030,56 @@ class Checker {
 };
 
 }  // namespace
+
+bool IsAnyRun(const Value& v) { return v.kind == Value::Kind::kWord && v.text == kAnyRun; }
+
+bool IsWorkspaceProgram(const Value& v) {
+  if (v.kind == Value::Kind::kGroup) {
+    return std::any_of(v.alternatives.begin(), v.alternatives.end(), IsWorkspaceProgram);
+  }
+  return v.text.starts_with(kWorkspacePrefix);
+}
+
+Result<ArgPattern> CompileWorkspaceProgram(const Value& v, std::size_t position) {
+  if (position != 0) {
+    return PlainError("'" + std::string(kWorkspacePrefix) +
+                          "' names a program, so it can only be a pattern's first element",
+                      "to match an argument that is a path, write the path as a word glob");
+  }
+  if (v.kind == Value::Kind::kGroup) {
+    return PlainError("'" + std::string(kWorkspacePrefix) + "' cannot be an alternative in a group",
+                      "write it as a rule of its own: allow workspace:build/*");
+  }
+  const std::string_view glob = std::string_view(v.text).substr(kWorkspacePrefix.size());
+  if (glob.empty()) {
+    return PlainError("'" + std::string(kWorkspacePrefix) + "' needs a path glob",
+                      "write workspace:* for any program in the workspace, workspace:build/* "
+                      "for those under build/");
+  }
+  if (glob.starts_with('/') || glob.starts_with("./") || glob.starts_with('~')) {
+    return PlainError("the path after '" + std::string(kWorkspacePrefix) +
+                          "' is relative to the workspace, without a leading '/', './' or '~'",
+                      "workspace:build/app matches ./build/app and build/app");
+  }
+  for (std::size_t i = 0; i <= glob.size();) {
+    std::size_t j = glob.find('/', i);
+    if (j == std::string_view::npos) j = glob.size();
+    const std::string_view comp = glob.substr(i, j - i);
+    if (comp.empty() || comp == "." || comp == "..") {
+      return PlainError("the path after '" + std::string(kWorkspacePrefix) +
+                            "' has an empty, '.' or '..' component",
+                        "programs are matched by their normalised path inside the workspace");
+    }
+    i = j + 1;
+  }
+  auto g = WordGlob::Compile(glob);
+  if (!g)
+    return PlainError("invalid pattern " + Describe(v) + ": " + g.error().op, g.error().detail);
+  ArgPattern out;
+  out.workspace = true;
+  out.alternatives.push_back(std::move(*g));
+  return out;
+}
 
 Result<ArgPattern> CompileArgPattern(const Value& value) {
   ArgPattern out;

@@ -45,6 +45,8 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
   out.sources = std::move(sources);
   std::map<PathRef, MountRule> mounts;
   std::map<std::string, EnvSetting> env_set;
+  std::map<std::string, CacheRule> caches;
+  std::map<std::string, CarryRule> carry;
   const std::size_t errors_before = diags.ErrorCount();
 
   for (ChainLink& link : chain) {
@@ -69,6 +71,20 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
     for (auto& e : layer.env_scrub) out.env_scrub.push_back(std::move(e));
     for (auto& e : layer.env_set) env_set[e.name] = std::move(e);
     if (!layer.verify.empty()) out.verify = std::move(layer.verify);
+    // A child's setup block replaces its parent's whole (commands and hosts), like verify.
+    if (!layer.setup.commands.empty()) out.setup = std::move(layer.setup);
+    for (auto& c : layer.caches) {
+      auto it = caches.find(c.rel);
+      // Named by several profiles of the chain: writable by the agent if any of them says so
+      // (a cache is the agent's convenience, not a restriction), first location kept.
+      if (it == caches.end()) {
+        caches.emplace(c.rel, c);
+      } else {
+        it->second.agent_writable = it->second.agent_writable || c.agent_writable;
+      }
+    }
+    for (auto& c : layer.carry) carry.emplace(c.rel, c);
+    Override(out.git_identity, layer.git_identity);
     // A child that requires what a parent made best-effort tightens it: the parent's best-effort
     // goes (out.best_effort holds only the parents' entries here). The other way round (a child
     // relaxing a parent's requirement), and both in one profile, stay a conflict, reported below.
@@ -82,6 +98,8 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
 
   for (auto& [path, m] : mounts) out.mounts.push_back(std::move(m));
   for (auto& [name, e] : env_set) out.env_set.push_back(std::move(e));
+  for (auto& [rel, c] : caches) out.caches.push_back(std::move(c));
+  for (auto& [rel, c] : carry) out.carry.push_back(std::move(c));
 
   // Sort and de-duplicate; the first occurrence (the parent's) keeps its location.
   auto sort_unique = [](auto& v, auto key) {
@@ -98,6 +116,8 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
               [](const CommandRule& r) { return std::make_tuple(r.text, r.verdict); });
   sort_unique(out.tools, [](const ToolRule& r) { return std::make_tuple(r.text, r.verdict); });
   sort_unique(out.hosts, [](const HostRule& r) { return std::make_tuple(r.text, r.verdict); });
+  sort_unique(out.setup.hosts,
+              [](const HostRule& r) { return std::make_tuple(r.text, r.verdict); });
 
   // An allow or ask of exactly what a deny (of this profile or a parent) names never decides.
   for (const HostRule& r : out.hosts) {

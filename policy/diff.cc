@@ -58,6 +58,7 @@ class Differ {
     Environment();
     Requirements();
     Verify();
+    Setup();
     return std::move(out_);
   }
 
@@ -338,6 +339,70 @@ class Differ {
         Add(Direction::kNeutral, "verify", "removed: " + a[i], from_.verify[i].loc,
             DiffSide::kFrom);
       }
+    }
+  }
+
+  // Setup runs trusted, before the agent, but with its own network and writable caches: new setup
+  // hosts or caches widen what setup (and so the repository's install scripts) can reach; carried
+  // paths and the git identity widen what the agent sees of the caller.
+  void Setup() {
+    auto text = [](const VerifyCommand& v) {
+      return "setup run " + QuoteWord(v.command) +
+             (v.timeout_ms ? " timeout " + FormatDuration(*v.timeout_ms) : std::string());
+    };
+    std::vector<std::string> a, b;
+    for (const auto& v : from_.setup.commands) a.push_back(text(v));
+    for (const auto& v : to_.setup.commands) b.push_back(text(v));
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      if (std::find(a.begin(), a.end(), b[i]) == a.end()) {
+        Add(Direction::kNeutral, "setup", "added: " + b[i], to_.setup.commands[i].loc,
+            DiffSide::kTo);
+      }
+    }
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (std::find(b.begin(), b.end(), a[i]) == b.end()) {
+        Add(Direction::kNeutral, "setup", "removed: " + a[i], from_.setup.commands[i].loc,
+            DiffSide::kFrom);
+      }
+    }
+    auto host = [](const HostRule& r) {
+      return std::string(VerdictName(r.verdict)) + " " + r.text;
+    };
+    SetDiff(
+        from_.setup.hosts, to_.setup.hosts, host,
+        [&](const HostRule& r) {
+          Add(r.verdict == Verdict::kDeny ? Direction::kNarrower : Direction::kWider, "setup",
+              "added: setup hosts " + host(r), r.loc, DiffSide::kTo);
+        },
+        [&](const HostRule& r) {
+          Add(r.verdict == Verdict::kDeny ? Direction::kWider : Direction::kNarrower, "setup",
+              "removed: setup hosts " + host(r), r.loc, DiffSide::kFrom);
+        });
+    auto cache = [](const CacheRule& c) {
+      return std::string(c.agent_writable ? "read-write " : "") + "~/" + c.rel;
+    };
+    SetDiff(
+        from_.caches, to_.caches, cache,
+        [&](const CacheRule& c) {
+          Add(Direction::kWider, "cache", "added: cache " + cache(c), c.loc, DiffSide::kTo);
+        },
+        [&](const CacheRule& c) {
+          Add(Direction::kNarrower, "cache", "removed: cache " + cache(c), c.loc, DiffSide::kFrom);
+        });
+    auto carried = [](const CarryRule& c) { return c.rel; };
+    SetDiff(
+        from_.carry, to_.carry, carried,
+        [&](const CarryRule& c) {
+          Add(Direction::kWider, "carry", "added: carry " + c.rel, c.loc, DiffSide::kTo);
+        },
+        [&](const CarryRule& c) {
+          Add(Direction::kNarrower, "carry", "removed: carry " + c.rel, c.loc, DiffSide::kFrom);
+        });
+    if (from_.git_identity.value != to_.git_identity.value) {
+      Add(to_.git_identity.value ? Direction::kWider : Direction::kNarrower, "git-identity",
+          std::string("changed: git-identity ") + (from_.git_identity.value ? "caller" : "none") +
+              " -> " + (to_.git_identity.value ? "caller" : "none"),
+          to_.git_identity.loc, DiffSide::kTo);
     }
   }
 

@@ -138,6 +138,33 @@ std::string Dump(const Policy& p, bool with_locations) {
   for (const auto& e : p.env_set) w.Line(1, "set " + e.name + " " + QuoteWord(e.value), e.loc);
   w.Plain("}");
 
+  w.Line(0, std::string("git-identity ") + (p.git_identity.value ? "caller" : "none"),
+         p.git_identity.loc);
+  for (const auto& c : p.caches) {
+    w.Line(
+        0,
+        std::string("cache ") + (c.agent_writable ? "read-write " : "") + QuoteWord("~/" + c.rel),
+        c.loc);
+  }
+  for (const auto& c : p.carry) w.Line(0, "carry " + QuoteWord(c.rel), c.loc);
+  if (!p.setup.commands.empty()) {
+    w.Line(0, "setup {", p.setup.loc);
+    for (const auto& v : p.setup.commands) {
+      w.Line(1,
+             "run " + QuoteWord(v.command) +
+                 (v.timeout_ms ? " timeout " + FormatDuration(*v.timeout_ms) : ""),
+             v.loc);
+    }
+    if (p.setup.egress.value) {
+      w.Line(1, "hosts {", p.setup.egress.loc);
+      for (const auto& r : p.setup.hosts) {
+        w.Line(2, std::string(VerdictName(r.verdict)) + " " + QuoteWord(r.text), r.loc);
+      }
+      w.Plain("  }");
+    }
+    w.Plain("}");
+  }
+
   if (!p.verify.empty()) {
     w.Plain("verify {");
     for (const auto& v : p.verify) {
@@ -230,6 +257,28 @@ nlohmann::json ToJson(const Policy& p) {
   for (const auto& e : p.env_scrub) env["scrub"].push_back(e.name.pattern());
   for (const auto& e : p.env_set) env["set"][e.name] = e.value;
   j["environment"] = env;
+  j["git_identity"] = p.git_identity.value ? "caller" : "none";
+  j["caches"] = json::array();
+  for (const auto& c : p.caches) {
+    j["caches"].push_back({{"path", "~/" + c.rel},
+                           {"agent", c.agent_writable ? "read-write" : "read-only"},
+                           {"at", where(c.loc)}});
+  }
+  j["carry"] = json::array();
+  for (const auto& c : p.carry) j["carry"].push_back({{"path", c.rel}, {"at", where(c.loc)}});
+  json setup = {{"commands", json::array()}, {"hosts", nullptr}};
+  for (const auto& v : p.setup.commands) {
+    setup["commands"].push_back({{"command", v.command},
+                                 {"timeout_ms", v.timeout_ms ? json(*v.timeout_ms) : json(nullptr)},
+                                 {"at", where(v.loc)}});
+  }
+  if (p.setup.egress.value) {
+    setup["hosts"] = json::array();
+    for (const auto& r : p.setup.hosts) {
+      setup["hosts"].push_back({{"verdict", VerdictName(r.verdict)}, {"pattern", r.text}});
+    }
+  }
+  j["setup"] = setup;
   j["verify"] = json::array();
   for (const auto& v : p.verify) {
     j["verify"].push_back({{"command", v.command},

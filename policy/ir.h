@@ -79,7 +79,21 @@ struct PathRule {
 // One argv position of a command pattern: any of the alternatives (word globs) matches.
 struct ArgPattern {
   std::vector<WordGlob> alternatives;
+  // `...` (bare): any run of arguments, none included; `alternatives` is empty. Never the first
+  // element, never the last, never two in a row (the checker refuses them). `deny find ... -delete`
+  // matches find with -delete at any position after the name.
+  bool any_run = false;
+  // `workspace:GLOB` as the first element: a program inside the workspace, run by a relative path
+  // (it contains '/', does not start with '/' or '~', has no ".." component). The one alternative
+  // matches that path normalised: "./build//t" is "build/t". The engine also requires that no
+  // `cd` earlier on the line may have left the workspace before such an allow rule applies.
+  bool workspace = false;
 };
+
+// Whether `argv0` names a program inside the workspace by a relative path (see
+// ArgPattern::workspace), and if so the path normalised: "./t" -> "t", "build/./app" ->
+// "build/app". nullopt for a bare name, an absolute or "~" path, or one with a ".." component.
+std::optional<std::string> WorkspaceProgram(std::string_view argv0);
 
 // `allow|ask|deny WORD...`: matches an argv whose leading elements match the pattern (a prefix
 // match: `allow git status` allows `git status --short`).
@@ -236,6 +250,43 @@ struct VerifyCommand {
   Location loc;
 };
 
+template <typename T>
+struct Setting {
+  T value{};
+  bool set = false;
+  Location loc;
+};
+
+// `setup { run "npm ci" … ; hosts { … } }`: trusted commands cagent runs in their own sandbox on
+// a run's workspace before the agent starts (and again on the verification tree before the verify
+// commands), with writable caches and their own network: when the setup block has a hosts section,
+// setup connects through the egress proxy under those rules only (network loopback); otherwise
+// setup has the profile's network and hosts.
+struct Setup {
+  std::vector<VerifyCommand>
+      commands;                 // in the order written; a child's setup replaces its parent's
+  std::vector<HostRule> hosts;  // sorted by (text, verdict)
+  Setting<bool> egress{false, false, {}};  // the block has a hosts section (loc: that section)
+  Location loc;                            // the setup block
+};
+
+// `cache [read-write] ~/PATH…`: a directory of the sandbox's HOME kept between runs, per profile,
+// under $XDG_CACHE_HOME/cagent/caches/PROFILE/. Setup always writes it; the agent and verification
+// see it read-only unless `agent_writable`.
+struct CacheRule {
+  std::string rel;  // below HOME: ".npm", ".cache/pip" (normalised like PathRef::rel, never "")
+  bool agent_writable = false;
+  Location loc;
+};
+
+// `carry PATH…`: a workspace-relative path of the caller's checkout (typically ignored:
+// node_modules, .venv) shown read-only at the same place in the run's workspace and in the
+// verification tree.
+struct CarryRule {
+  std::string rel;  // workspace-relative, normalised, never ""
+  Location loc;
+};
+
 // `require X`: refuse to run when X cannot be applied. `best-effort X`: accept its absence,
 // reported as a downgrade.
 enum class Requirement : std::uint8_t {
@@ -248,13 +299,6 @@ enum class Requirement : std::uint8_t {
 };
 std::string_view RequirementName(Requirement r);  // "landlock", "memory-limit", ...
 std::optional<Requirement> ParseRequirement(std::string_view name);
-
-template <typename T>
-struct Setting {
-  T value{};
-  bool set = false;
-  Location loc;
-};
 
 struct Policy {
   std::string name;                // the profile's name (file stem)
@@ -281,7 +325,13 @@ struct Policy {
   std::vector<EnvPattern> env_scrub;  // sorted by pattern
   std::vector<EnvSetting> env_set;    // sorted by name; one per name
 
-  std::vector<VerifyCommand> verify;               // in the order written (parents' first)
+  std::vector<VerifyCommand> verify;  // in the order written (parents' first)
+  Setup setup;                        // empty commands = no setup phase
+  std::vector<CacheRule> caches;      // sorted by rel; one per rel (writable wins)
+  std::vector<CarryRule> carry;       // sorted by rel, unique
+  // `git-identity caller | none`: whether git inside sees the caller's user.name and user.email
+  // (and nothing else of the caller's git configuration). Default caller.
+  Setting<bool> git_identity{true, false, {}};
   std::vector<Setting<Requirement>> requirements;  // sorted, unique
   std::vector<Setting<Requirement>> best_effort;   // sorted, unique
 

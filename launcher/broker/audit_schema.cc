@@ -393,7 +393,7 @@ std::vector<AuditEventSpec> BuildSpecs() {
         {"bytes_up", kAuditCount, true, "bytes from the sandbox to the host"},
         {"bytes_down", kAuditCount, true, "bytes from the host to the sandbox"},
         {"duration_ms", kAuditInteger, true, "how long the connection lasted"},
-        {"phase", kAuditString, true, "`agent`, `verify` or `exec`"}}},
+        {"phase", kAuditString, true, "`agent`, `setup`, `verify` or `exec`"}}},
       {K::kMcpCall,
        "mcp_call",
        {A::kBroker},
@@ -437,6 +437,24 @@ std::vector<AuditEventSpec> BuildSpecs() {
        {{"mode", kAuditString, true, "`wrap` or `serve`"},
         {"offered", kAuditStringList, true, "the tools offered, in the server's order"},
         {"hidden", kAuditStringList, true, "the tools the profile denies, not offered"}}},
+      {K::kSetup,
+       "setup",
+       {A::kCagent},
+       "one of the profile's setup commands ran (trusted, in its own sandbox with writable caches "
+       "and the setup block's network)",
+       {},
+       {},
+       {},
+       {},
+       {},
+       {{"command", kAuditString, true, "the command"},
+        {"status", kAuditString, true,
+         "`passed`, `failed`, `timed-out`, `infrastructure-error` or `not-run`"},
+        {"exit_code", kAuditInteger, true, "its exit status (-1 when none)"},
+        {"duration_ms", kAuditInteger, true, "how long it ran"},
+        {"where", kAuditString, true,
+         "`workspace` (before the agent) or `verify-tree` (before the verify commands)"},
+        {"log", kAuditString, true, "its output, relative to the run directory"}}},
   };
 }
 
@@ -861,6 +879,14 @@ AuditEvent Verify(VerifyFields f) {
               {"exit_code", f.exit_code},
               {"duration_ms", f.duration_ms},
               {"tree", std::move(f.tree)}};
+  return e;
+}
+
+AuditEvent Setup(SetupFields f) {
+  AuditEvent e = Make(AuditKind::kSetup);
+  e.detail = {{"command", std::move(f.command)}, {"status", std::move(f.status)},
+              {"exit_code", f.exit_code},        {"duration_ms", f.duration_ms},
+              {"where", std::move(f.where)},     {"log", std::move(f.log)}};
   return e;
 }
 

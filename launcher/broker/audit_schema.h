@@ -63,6 +63,7 @@ enum class AuditKind : std::uint8_t {
   kMcpCall,        // broker: an MCP client's tools/call and its decision (mcp wrap / serve)
   kMcpResult,      // broker: what the MCP server answered to an allowed tools/call
   kMcpList,        // broker: a tools/list response as filtered for the client (mcp wrap)
+  kSetup,          // cagent: one setup command's outcome (before the agent, or before verifying)
   kCount,
 };
 std::string_view AuditKindName(AuditKind kind);  // the "event" value on disk, e.g. "tool_request"
@@ -364,6 +365,16 @@ struct VerifyFields {
 };
 AuditEvent Verify(VerifyFields f);
 
+struct SetupFields {
+  std::string command{};
+  std::string status{};  // VerifyStatusName
+  std::int64_t exit_code = -1;
+  std::int64_t duration_ms = 0;
+  std::string where{};  // "workspace" (before the agent) or "verify-tree" (before verifying)
+  std::string log{};    // the log file, relative to the run directory
+};
+AuditEvent Setup(SetupFields f);
+
 struct EgressFields {
   std::string host{};  // the name (or IP literal) the sandbox asked for
   std::uint64_t port = 0;
@@ -376,7 +387,7 @@ struct EgressFields {
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
   std::int64_t duration_ms = 0;
-  std::string phase{};  // "agent", "verify", "exec"
+  std::string phase{};  // "agent", "verify", "exec", "setup"
 };
 AuditEvent Egress(EgressFields f);
 

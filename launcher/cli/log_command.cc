@@ -205,6 +205,12 @@ std::string DescribeAuditEntry(const json& e, std::map<std::string, json>& calls
       text = d("status") + ": " + d("command") + " (exit " + d("exit_code") + ", " +
              d("duration_ms") + " ms)";
       break;
+    case K::kSetup:
+      text = "setup on the " +
+             std::string(d("where") == "verify-tree" ? "verification tree" : "workspace") + ": " +
+             d("status") + ": " + d("command") + " (exit " + d("exit_code") + ", " +
+             d("duration_ms") + " ms; output in " + d("log") + ")";
+      break;
     case K::kEgress: {
       const std::string host = d("host");
       const std::string target =

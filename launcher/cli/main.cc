@@ -13,6 +13,7 @@
 
 #include "common/exit_codes.h"
 #include "launcher/cli/agent_command.h"
+#include "launcher/cli/cache_command.h"
 #include "launcher/cli/doctor_command.h"
 #include "launcher/cli/exec_command.h"
 #include "launcher/cli/log_command.h"
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
              want_policy = wants({"policy"}), want_log = wants({"log"}), want_run = wants({"run"}),
              want_runs = wants({"runs", "show", "diff", "apply", "rm"}),
              want_agent = wants({"agent"}), want_profile = wants({"profile"}),
-             want_mcp = wants({"mcp"});
+             want_mcp = wants({"mcp"}), want_cache = wants({"cache"});
   // --version with something after it still needs no subcommand.
   const bool all = !known && named != "--version";
 
@@ -83,8 +84,9 @@ int main(int argc, char** argv) {
   cagent::launcher::cli::AgentOptions agent_options;
   cagent::launcher::cli::ProfileOptions profile_options;
   cagent::launcher::cli::McpOptions mcp_options;
+  cagent::launcher::cli::CacheOptions cache_options;
   CLI::App *exec = nullptr, *doctor = nullptr, *policy = nullptr, *log_cmd = nullptr,
-           *run = nullptr, *agent = nullptr, *profile = nullptr, *mcp = nullptr;
+           *run = nullptr, *agent = nullptr, *profile = nullptr, *mcp = nullptr, *cache = nullptr;
   std::vector<CLI::App*> runs_commands;
   // In the order `cagent --help` lists them.
   if (all || want_exec) exec = cagent::launcher::cli::AddExecCommand(app, exec_options);
@@ -98,6 +100,7 @@ int main(int argc, char** argv) {
     profile = cagent::launcher::cli::AddProfileCommand(app, profile_options);
   }
   if (all || want_mcp) mcp = cagent::launcher::cli::AddMcpCommand(app, mcp_options);
+  if (all || want_cache) cache = cagent::launcher::cli::AddCacheCommand(app, cache_options);
   auto parsed = [](const CLI::App* c) { return c != nullptr && c->parsed(); };
 
   try {
@@ -126,6 +129,7 @@ int main(int argc, char** argv) {
     if (parsed(agent)) return cagent::launcher::cli::RunAgentCommand(agent_options);
     if (parsed(run)) return cagent::launcher::cli::RunRunCommand(run_options);
     if (parsed(mcp)) return cagent::launcher::cli::RunMcpCommand(mcp_options);
+    if (parsed(cache)) return cagent::launcher::cli::RunCacheCommand(cache_options);
     for (CLI::App* c : runs_commands) {
       if (c->parsed()) return cagent::launcher::cli::RunRunsCommand(runs_options);
     }

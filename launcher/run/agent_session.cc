@@ -23,6 +23,7 @@
 #include "launcher/broker/redactor.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/egress_session.h"
+#include "launcher/run/git_identity.h"
 #include "policy/dump.h"
 
 namespace cagent::launcher::run {
@@ -136,7 +137,13 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   }
 
   // ---- the sandbox's description ----
-  ProfileContext ctx{o.binding, caller_env};
+  ProfileContext ctx;
+  ctx.binding = o.binding;
+  ctx.environ = caller_env;
+  ctx.cache_root = o.cache_root;
+  ctx.carry_from = o.carry_from;
+  // git inside commits as the caller (unless the profile says `git-identity none`).
+  ctx.git_identity = CallerGitIdentity().Env();
   std::vector<std::string> argv = {agent_binary};
   argv.insert(argv.end(), o.agent_args.begin(), o.agent_args.end());
   auto launch = SpecFromPolicy(*o.policy, argv, ctx);

@@ -32,6 +32,10 @@ struct AgentSessionOptions {
   // The run's binding (RunBinding): the workspace (canonical; bound at the same path inside),
   // what "~" means, the sandbox's HOME. The view, the broker's engine and the agent use it alike.
   policy::Binding binding;
+  // The profile's caches (launcher/caches.h) and carried paths (`carry`): ProfileContext's
+  // cache_root and carry_from for the agent's sandbox. "" = not mounted.
+  std::string cache_root;
+  std::string carry_from;
   std::string task;  // the task text (untrusted)
   model::ModelSpec model;
   broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;

@@ -13,6 +13,7 @@
 
 #include "common/json_text.h"
 #include "launcher/broker/audit_log.h"
+#include "launcher/caches.h"
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/agent_session.h"
@@ -105,16 +106,20 @@ json RunRecord::ToJson() const {
   for (const auto& v : violations) {
     broken.push_back({{"rule", v.rule}, {"path", v.path}, {"message", v.message}});
   }
-  json verify = json::array();
-  for (const auto& v : verification) {
-    verify.push_back({{"command", v.command},
-                      {"status", VerifyStatusName(v.status)},
-                      {"exit_code", v.exit_code},
-                      {"duration_ms", v.duration.count()},
-                      {"log", v.log_path},
-                      {"detail", v.detail},
-                      {"tree", v.tree}});
-  }
+  auto entries = [](const std::vector<VerifyEntry>& list) {
+    json out = json::array();
+    for (const auto& v : list) {
+      out.push_back({{"command", v.command},
+                     {"status", VerifyStatusName(v.status)},
+                     {"exit_code", v.exit_code},
+                     {"duration_ms", v.duration.count()},
+                     {"log", v.log_path},
+                     {"detail", v.detail},
+                     {"tree", v.tree}});
+    }
+    return out;
+  };
+  const json verify = entries(verification);
   // The tree verification ran on (a fresh checkout of base + patch), "" when nothing ran.
   std::string verified_tree;
   for (const auto& v : verification) {
@@ -158,6 +163,7 @@ json RunRecord::ToJson() const {
         {"tree", patch.tree}}},
       {"changed_files", files},
       {"violations", broken},
+      {"setup", {{"workspace", entries(setup)}, {"verify_tree", entries(verify_setup)}}},
       {"verification", verify},
       {"verified_tree", verified_tree},
       {"verify_tree", verified_tree.empty() ? std::string() : run_dir + "/verify-tree"},
@@ -340,7 +346,56 @@ class RunDriver {
                                           .base_commit = rec_.base_commit,
                                           .carried_dirty = rec_.carried_dirty,
                                           .carried_paths = rec_.carried_paths}));
+    if (!policy_.setup.commands.empty()) {
+      rec_.setup = Setup(layout_.workspace, "setup", "workspace", "");
+      if (auto why = SetupFailure(rec_.setup); !why.empty()) return {RunEvent::kFailed, why};
+    }
     return {RunEvent::kPrepared, ""};
+  }
+
+  // The sandboxes' context: the run's binding, the caller's environment, the profile's caches and
+  // the caller's checkout for `carry`.
+  ProfileContext Context() const {
+    ProfileContext ctx{binding_, CallerEnviron()};
+    ctx.cache_root = CacheRoot();
+    ctx.carry_from = rec_.repo;
+    return ctx;
+  }
+
+  // The profile's setup commands over `dir`, each an audit event.
+  std::vector<VerifyEntry> Setup(const std::string& dir, const char* log_kind, const char* where,
+                                 const std::string& tree) {
+    VerifyEgress egress{in_.policy, req_.resolve,
+                        [this](const broker::AuditEvent& e) { log_.Append(e); }};
+    std::vector<VerifyEntry> out = RunSetup(
+        setup_policy_, dir, rec_.run_dir + "/logs", log_kind, Context(),
+        [&](const std::string& command) {
+          Report([&](RunProgress& p) { p.last_action = "setup: " + command; });
+        },
+        &egress);
+    for (auto& v : out) {
+      v.tree = tree;
+      std::string log = v.log_path;
+      if (log.starts_with(rec_.run_dir + "/")) log.erase(0, rec_.run_dir.size() + 1);
+      log_.Append(broker::audit::Setup({.command = v.command,
+                                        .status = std::string(VerifyStatusName(v.status)),
+                                        .exit_code = v.exit_code,
+                                        .duration_ms = v.duration.count(),
+                                        .where = where,
+                                        .log = log}));
+    }
+    return out;
+  }
+
+  // Why setup failed, in words ("" = every command passed).
+  static std::string SetupFailure(const std::vector<VerifyEntry>& entries) {
+    for (const auto& v : entries) {
+      if (v.status != VerifyEntry::Status::kPassed) {
+        return "setup: '" + v.command + "' " + std::string(VerifyStatusName(v.status)) + " (" +
+               v.detail + "); its output is in " + v.log_path;
+      }
+    }
+    return "";
   }
 
   // running: the agent under the broker in a sandbox, then the capture (git, not the agent, says
@@ -350,6 +405,8 @@ class RunDriver {
     s.run_id = rec_.run_id;
     s.policy = in_.policy;
     s.binding = binding_;
+    s.cache_root = CacheRoot();
+    s.carry_from = rec_.repo;
     s.task = in_.task;
     s.model = req_.model;
     s.approval = req_.approval;
@@ -478,7 +535,18 @@ class RunDriver {
     }
     log_.Append(broker::audit::VerifyTree(
         {.tree = tree->tree, .base_commit = tree->base_commit, .path = tree->dir}));
-    ProfileContext ctx{binding_, CallerEnviron()};
+    // The same setup as the agent's workspace had, run again on the fresh checkout: verification
+    // never sees the agent's copy of the dependencies.
+    if (!policy_.setup.commands.empty()) {
+      rec_.verify_setup = Setup(tree->dir, "verify-setup", "verify-tree", tree->tree);
+      if (auto why = SetupFailure(rec_.verify_setup); !why.empty()) {
+        rec_.verification = PlannedVerification(policy_);
+        for (auto& v : rec_.verification)
+          v.detail = "not run: setup failed on the verification tree";
+        return {RunEvent::kFailed, "verification: " + why};
+      }
+    }
+    ProfileContext ctx = Context();
     VerifyEgress egress{in_.policy, req_.resolve,
                         [this](const broker::AuditEvent& e) { log_.Append(e); }};
     rec_.verification = RunVerification(
@@ -571,6 +639,7 @@ class RunDriver {
   const Clock::time_point started_;
   const WorkspaceLayout layout_;
   const policy::Binding binding_;
+  const std::shared_ptr<const policy::Policy> setup_policy_ = SetupPolicy(policy_);
   std::mutex mu_;
   RunProgress progress_;
 };

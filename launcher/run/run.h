@@ -78,6 +78,10 @@ struct RunRecord {
   CapturedPatch patch;  // patch text itself lives in patch.diff
   std::vector<PatchViolation> violations;
   std::vector<VerifyEntry> verification;
+  // The profile's setup commands: before the agent on the workspace, and again on the
+  // verification tree before the verify commands (its own entries, tree set).
+  std::vector<VerifyEntry> setup;
+  std::vector<VerifyEntry> verify_setup;
   broker::BudgetUsage used;
   broker::Budgets budgets;
   std::vector<std::string> layers;      // sandbox layers active

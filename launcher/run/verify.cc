@@ -7,6 +7,7 @@
 
 #include "common/unique_fd.h"
 #include "launcher/run/egress_session.h"
+#include "launcher/run/git_identity.h"
 #include "launcher/sandbox.h"
 
 namespace cagent::launcher::run {
@@ -46,97 +47,160 @@ std::vector<VerifyEntry> PlannedVerification(const policy::Policy& policy) {
   return out;
 }
 
+namespace {
+
+// One trusted command in a fresh sandbox built from `policy` over `dir`, its output to `log_path`.
+VerifyEntry RunTrusted(const policy::Policy& policy, const policy::VerifyCommand& v,
+                       const std::string& dir, const std::string& log_path,
+                       const ProfileContext& ctx, const VerifyEgress* egress,
+                       const std::string& phase) {
+  VerifyEntry e;
+  e.command = v.command;
+  e.log_path = log_path;
+  UniqueFd log(
+      ::open(e.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  UniqueFd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!log.valid() || !null_in.valid()) {
+    e.status = VerifyEntry::Status::kInfrastructure;
+    e.detail = "cannot open the log file " + e.log_path;
+    return e;
+  }
+  // The run's binding, over `dir` instead of the agent's workspace.
+  ProfileContext in_tree = ctx;
+  in_tree.binding.workspace = dir;
+  // git in a verification command commits as the caller (unless `git-identity none`).
+  if (in_tree.git_identity.empty()) in_tree.git_identity = CallerGitIdentity().Env();
+  auto built = SpecFromPolicy(policy, {"/bin/sh", "-c", v.command}, in_tree);
+  if (!built) {
+    e.status = VerifyEntry::Status::kInfrastructure;
+    e.detail = "could not build the sandbox: " + built.error().Message();
+    return e;
+  }
+  LaunchSpec spec = std::move(built->spec);
+  spec.timeout = VerifyTimeout(policy, v);
+  std::unique_ptr<EgressSession> proxy;
+  if (egress != nullptr && egress->policy && egress->policy->egress.value &&
+      spec.network == NetworkMode::kLoopback) {
+    EgressSessionConfig ec;
+    ec.policy = egress->policy;
+    ec.binding = in_tree.binding;
+    ec.overrides = egress->overrides;
+    ec.approval = broker::ApprovalMode::kNever;
+    ec.phase = phase;
+    EgressSessionServices es;
+    if (egress->audit) es.audit = [a = egress->audit](const broker::AuditEvent& ev) { a(ev); };
+    auto prepared = EgressSession::Prepare(spec, std::move(ec), std::move(es));
+    if (!prepared) {
+      e.status = VerifyEntry::Status::kInfrastructure;
+      e.detail = "could not set up filtered egress: " + prepared.error().Message();
+      return e;
+    }
+    proxy = std::move(*prepared);
+  }
+  SandboxControl control;
+  if (proxy) {
+    control.on_listeners = [&proxy](std::vector<UniqueFd> fds) {
+      return proxy->Start(std::move(fds));
+    };
+  }
+  control.stdin_fd = null_in.get();
+  control.stdout_fd = log.get();
+  control.stderr_fd = log.get();
+  auto outcome = RunSandbox(spec, control);
+  if (proxy) proxy->Stop();
+  if (!outcome) {
+    e.status = VerifyEntry::Status::kInfrastructure;
+    e.detail = outcome.error().Message();
+    return e;
+  }
+  e.duration = outcome->duration;
+  e.exit_code = outcome->exit_code;
+  switch (outcome->kind) {
+    case SandboxOutcome::Kind::kExited:
+      e.status =
+          outcome->exit_code == 0 ? VerifyEntry::Status::kPassed : VerifyEntry::Status::kFailed;
+      e.detail = "exit status " + std::to_string(outcome->exit_code);
+      break;
+    case SandboxOutcome::Kind::kSignaled:
+      e.status = VerifyEntry::Status::kFailed;
+      e.detail = DescribeOutcome(*outcome);
+      if (!outcome->limit_hit.empty()) e.detail += " (" + outcome->limit_hit + ")";
+      break;
+    case SandboxOutcome::Kind::kTimedOut:
+      e.status = VerifyEntry::Status::kTimedOut;
+      e.detail = "timed out after " + std::to_string(spec.timeout.count() / 1000) + " s";
+      break;
+    case SandboxOutcome::Kind::kSetupFailed:
+    case SandboxOutcome::Kind::kExecFailed:
+      e.status = VerifyEntry::Status::kInfrastructure;
+      e.detail = DescribeOutcome(*outcome);
+      break;
+  }
+  return e;
+}
+
+std::string LogName(const char* kind, std::size_t i) {
+  char name[48];
+  std::snprintf(name, sizeof(name), "%02zu-%s.log", i + 1, kind);
+  return name;
+}
+
+}  // namespace
+
 std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const VerifyTree& tree,
                                          const std::string& logs_dir, const ProfileContext& ctx,
                                          const std::function<void(const std::string&)>& on_start,
                                          const VerifyEgress* egress) {
-  std::vector<VerifyEntry> out = PlannedVerification(policy);
+  std::vector<VerifyEntry> out;
   for (std::size_t i = 0; i < policy.verify.size(); ++i) {
     const auto& v = policy.verify[i];
-    VerifyEntry& e = out[i];
-    char name[32];
-    std::snprintf(name, sizeof(name), "%02zu-verify.log", i + 1);
-    e.log_path = logs_dir + "/" + name;
-    e.tree = tree.tree;
     if (on_start) on_start(v.command);
+    VerifyEntry e = RunTrusted(policy, v, tree.dir, logs_dir + "/" + LogName("verify", i), ctx,
+                               egress, "verify");
+    e.tree = tree.tree;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
 
-    UniqueFd log(
-        ::open(e.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-    UniqueFd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!log.valid() || !null_in.valid()) {
-      e.status = VerifyEntry::Status::kInfrastructure;
-      e.detail = "cannot open the log file " + e.log_path;
+std::shared_ptr<const policy::Policy> SetupPolicy(const policy::Policy& policy) {
+  auto out = std::make_shared<policy::Policy>(policy);
+  if (policy.setup.egress.value) {
+    out->network = {policy::NetworkMode::kLoopback, true, policy.setup.egress.loc};
+    out->egress = policy.setup.egress;
+    out->hosts = policy.setup.hosts;
+  }
+  return out;
+}
+
+std::vector<VerifyEntry> RunSetup(const std::shared_ptr<const policy::Policy>& setup_policy,
+                                  const std::string& dir, const std::string& logs_dir,
+                                  const char* log_kind, const ProfileContext& ctx,
+                                  const std::function<void(const std::string&)>& on_start,
+                                  const VerifyEgress* egress) {
+  std::vector<VerifyEntry> out;
+  const policy::Policy& policy = *setup_policy;
+  ProfileContext setup_ctx = ctx;
+  setup_ctx.caches_writable = true;
+  bool failed = false;
+  for (std::size_t i = 0; i < policy.setup.commands.size(); ++i) {
+    const auto& v = policy.setup.commands[i];
+    if (failed) {
+      VerifyEntry skipped;
+      skipped.command = v.command;
+      skipped.detail = "not run: an earlier setup command failed";
+      out.push_back(std::move(skipped));
       continue;
     }
-    // The run's binding, over the verification tree instead of the agent's workspace.
-    ProfileContext in_tree = ctx;
-    in_tree.binding.workspace = tree.dir;
-    auto built = SpecFromPolicy(policy, {"/bin/sh", "-c", v.command}, in_tree);
-    if (!built) {
-      e.status = VerifyEntry::Status::kInfrastructure;
-      e.detail = "could not build the sandbox: " + built.error().Message();
-      continue;
+    if (on_start) on_start(v.command);
+    VerifyEgress setup_egress;
+    if (egress != nullptr) {
+      setup_egress = *egress;
+      setup_egress.policy = setup_policy;
     }
-    LaunchSpec spec = std::move(built->spec);
-    spec.timeout = VerifyTimeout(policy, v);
-    std::unique_ptr<EgressSession> proxy;
-    if (egress != nullptr && egress->policy && egress->policy->egress.value &&
-        spec.network == NetworkMode::kLoopback) {
-      EgressSessionConfig ec;
-      ec.policy = egress->policy;
-      ec.binding = in_tree.binding;
-      ec.overrides = egress->overrides;
-      ec.approval = broker::ApprovalMode::kNever;
-      ec.phase = "verify";
-      EgressSessionServices es;
-      if (egress->audit) es.audit = [a = egress->audit](const broker::AuditEvent& ev) { a(ev); };
-      auto prepared = EgressSession::Prepare(spec, std::move(ec), std::move(es));
-      if (!prepared) {
-        e.status = VerifyEntry::Status::kInfrastructure;
-        e.detail = "could not set up filtered egress: " + prepared.error().Message();
-        continue;
-      }
-      proxy = std::move(*prepared);
-    }
-    SandboxControl control;
-    if (proxy) {
-      control.on_listeners = [&proxy](std::vector<UniqueFd> fds) {
-        return proxy->Start(std::move(fds));
-      };
-    }
-    control.stdin_fd = null_in.get();
-    control.stdout_fd = log.get();
-    control.stderr_fd = log.get();
-    auto outcome = RunSandbox(spec, control);
-    if (proxy) proxy->Stop();
-    if (!outcome) {
-      e.status = VerifyEntry::Status::kInfrastructure;
-      e.detail = outcome.error().Message();
-      continue;
-    }
-    e.duration = outcome->duration;
-    e.exit_code = outcome->exit_code;
-    switch (outcome->kind) {
-      case SandboxOutcome::Kind::kExited:
-        e.status =
-            outcome->exit_code == 0 ? VerifyEntry::Status::kPassed : VerifyEntry::Status::kFailed;
-        e.detail = "exit status " + std::to_string(outcome->exit_code);
-        break;
-      case SandboxOutcome::Kind::kSignaled:
-        e.status = VerifyEntry::Status::kFailed;
-        e.detail = DescribeOutcome(*outcome);
-        if (!outcome->limit_hit.empty()) e.detail += " (" + outcome->limit_hit + ")";
-        break;
-      case SandboxOutcome::Kind::kTimedOut:
-        e.status = VerifyEntry::Status::kTimedOut;
-        e.detail = "timed out after " + std::to_string(spec.timeout.count() / 1000) + " s";
-        break;
-      case SandboxOutcome::Kind::kSetupFailed:
-      case SandboxOutcome::Kind::kExecFailed:
-        e.status = VerifyEntry::Status::kInfrastructure;
-        e.detail = DescribeOutcome(*outcome);
-        break;
-    }
+    out.push_back(RunTrusted(policy, v, dir, logs_dir + "/" + LogName(log_kind, i), setup_ctx,
+                             egress != nullptr ? &setup_egress : nullptr, "setup"));
+    failed = out.back().status != VerifyEntry::Status::kPassed;
   }
   return out;
 }

@@ -55,6 +55,21 @@ std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const Ver
                                          const std::function<void(const std::string&)>& on_start,
                                          const VerifyEgress* egress = nullptr);
 
+// The policy setup commands run under: the profile's, with the setup block's own network when it
+// has a hosts section (network loopback, the egress proxy on, those hosts rules only).
+std::shared_ptr<const policy::Policy> SetupPolicy(const policy::Policy& policy);
+
+// Runs the profile's setup commands in order over `dir` (the run's workspace before the agent, or
+// the verification tree before the verify commands), each in a fresh sandbox built from
+// `setup_policy` (SetupPolicy) with every cache writable; stops at the first that does not pass
+// (the rest are kNotRun). Logs are NN-`log_kind`.log in `logs_dir`. `egress`: as for
+// RunVerification (its policy is replaced by `setup_policy`; connections are phase "setup").
+std::vector<VerifyEntry> RunSetup(const std::shared_ptr<const policy::Policy>& setup_policy,
+                                  const std::string& dir, const std::string& logs_dir,
+                                  const char* log_kind, const ProfileContext& ctx,
+                                  const std::function<void(const std::string&)>& on_start,
+                                  const VerifyEgress* egress);
+
 // Default per-command timeout when the profile gives none: its command-timeout, else 10 minutes.
 std::chrono::milliseconds VerifyTimeout(const policy::Policy& policy,
                                         const policy::VerifyCommand& v);
