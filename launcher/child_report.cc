@@ -61,6 +61,10 @@ std::string_view ChildStepName(ChildStep step) {
              "process writing the workspace? retry once it is quiet)";
     case ChildStep::kNetListeners:
       return "make the egress proxy's sockets in the sandbox's network namespace";
+    case ChildStep::kTerminal:
+      return "open the sandbox's terminal (a new pty in its /dev/pts)";
+    case ChildStep::kControllingTerminal:
+      return "make the sandbox's terminal the command's controlling terminal";
   }
   return "unknown step";
 }

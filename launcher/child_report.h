@@ -52,6 +52,10 @@ enum class ChildStep : std::uint32_t {
   kMountChanged,
   // A listener socket for cagent (netns.h) could not be made or sent; `detail` holds its index.
   kNetListeners,
+  // The sandbox's own terminal (`exec --tty`, launcher/tty.h) could not be opened or sent.
+  kTerminal,
+  // The terminal could not be made the command's controlling terminal (TIOCSCTTY).
+  kControllingTerminal,
 };
 
 std::string_view ChildStepName(ChildStep step);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -129,6 +130,13 @@ void ExecCommand(const ExecPlan& plan, int report_fd) {
   // caller's terminal (CVE-2017-5226 against bubblewrap) and terminal signals stay outside.
   if (plan.new_session && ::setsid() < 0) {
     Fail(report_fd, ReportKind::kSetupFailed, ChildStep::kSetsid, errno, kExitSetupFailed);
+  }
+  // The sandbox's own terminal, never the caller's: the slave cagent's child opened in the view's
+  // devpts (OpenSandboxTerminal). Job control and Ctrl-C then work inside through its line
+  // discipline, and TIOCSTI (when seccomp is off) can only reach this terminal.
+  if (plan.controlling_terminal && ::ioctl(0, TIOCSCTTY, 0) != 0) {
+    Fail(report_fd, ReportKind::kSetupFailed, ChildStep::kControllingTerminal, errno,
+         kExitSetupFailed);
   }
   if (::chdir(plan.cwd.c_str()) != 0) {
     Fail(report_fd, ReportKind::kSetupFailed, ChildStep::kChdir, errno, kExitSetupFailed);

@@ -24,6 +24,9 @@ struct ExecPlan {
   std::vector<int> keep_fds;  // sorted; fds >= 3 that survive into the command
   bool new_session = true;
   bool close_fds = true;
+  // `exec --tty`: fd 0 is the sandbox's own terminal (launcher/tty.h); the command, leader of its
+  // new session, makes it its controlling terminal (TIOCSCTTY), so it is the foreground job.
+  bool controlling_terminal = false;
 
   ExecPlan() = default;
   ExecPlan(const ExecPlan&) = delete;  // argv/envp point into the storage

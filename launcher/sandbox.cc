@@ -22,6 +22,9 @@
 //                                          5. lo up (net) — needs CAP_NET_ADMIN, so before 7
 //                                          6. mount view, pivot_root, old root detached —
 //                                             needs CAP_SYS_ADMIN, so before 7
+//                                          6b. exec --tty: a new pty in the view's devpts
+//   receive the pty master ◀──────────────     (which 6 made), its slave as stdio, the master
+//   (relay on its own thread)                  sent out and closed here (tty.h)
 //                                          7. rlimits — lowering needs no privilege
 //                                          8. drop all capabilities, lock securebits,
 //                                             no_new_privs — after everything privileged
@@ -31,8 +34,9 @@
 //                                         10. seccomp last: it forbids mount, ptrace and the
 //                                             namespace calls the steps above use
 //                                         11. init: setsid, signalfd, fork the command
-// supervise: forward signals, enforce the      └─ command: setsid, chdir, close fds, execve
-//   wall-clock limit, read reports, reap   init reaps, forwards, exits with the command's status
+// supervise: forward signals, enforce the      └─ command: setsid, (--tty: TIOCSCTTY on the
+//   wall-clock limit, read reports, reap           new pty), chdir, close fds, execve
+//                                          init reaps, forwards, exits with the command's status
 // after exit: remove the git guard's placeholders (the sandbox is gone, so nothing inside can
 //   rely on them), then sweep the writable trees: planted .git entries reported, setuid bits and
 //   file capabilities cleared — after the placeholders, so the sweep sees the final tree
@@ -94,6 +98,8 @@ struct Prepared {
   std::vector<int> child_keep_fds;  // sorted: what the child keeps while it builds the sandbox
   unsigned long clone_flags = 0;    // NOLINT(google-runtime-int)
   int stdio[3] = {-1, -1, -1};      // SandboxControl's stdin/stdout/stderr replacements
+  TerminalPlan terminal{};          // SandboxControl::terminal, when terminal_channel >= 0
+  int terminal_channel = -1;        // the child's end of the socket the pty master goes out on
 };
 
 // Restores the caller's signal mask when RunSandbox returns.
@@ -186,6 +192,13 @@ class SignalMaskGuard {
   }
   // 6. The filesystem view.
   if (const ChildResult r = ApplyMountView(p.mounts); !r.ok) ChildFail(report_fd, r);
+  // 6b. The sandbox's own terminal: after the view, whose devpts instance it is made in.
+  if (p.terminal_channel >= 0) {
+    if (const ChildResult r = OpenSandboxTerminal(p.terminal, p.terminal_channel); !r.ok) {
+      ChildFail(report_fd, r);
+    }
+    ::close(p.terminal_channel);
+  }
   // 7. Resource ceilings.
   if (!spec.disabled.Has(Layer::kRlimits)) {
     if (const ChildResult r = ApplyRlimits(p.rlimits); !r.ok) ChildFail(report_fd, r);
@@ -572,8 +585,21 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
     listeners_child.Reset(pair[1]);
     p.listener_channel = listeners_child.get();
   }
+  UniqueFd terminal_parent, terminal_child;
+  if (control.terminal != nullptr) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+      return fail("create terminal channel", ErrnoError("socketpair"));
+    }
+    terminal_parent.Reset(pair[0]);
+    terminal_child.Reset(pair[1]);
+    p.terminal = *control.terminal;
+    p.terminal_channel = terminal_child.get();
+    p.exec.controlling_terminal = true;
+  }
   p.child_keep_fds = spec.keep_fds;
   if (listeners_child.valid()) p.child_keep_fds.push_back(listeners_child.get());
+  if (terminal_child.valid()) p.child_keep_fds.push_back(terminal_child.get());
   p.stdio[0] = control.stdin_fd;
   p.stdio[1] = control.stdout_fd;
   p.stdio[2] = control.stderr_fd;
@@ -611,6 +637,7 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   sync_r.Reset();
   report_w.Reset();
   listeners_child.Reset();
+  terminal_child.Reset();
   if (control.after_clone) control.after_clone();
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
   auto abort_child = [&] {
@@ -644,6 +671,7 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   // sync_w stays open until we return: its EOF tells the child that cagent is gone.
   // The listeners: when they do not come, the child failed (its report says where) or hangs.
   std::optional<Error> listener_failure;
+  std::string listener_failure_step = "receive listeners";
   if (listeners_parent.valid()) {
     auto fds = ReceiveListeners(listeners_parent.get(), spec.net_listeners.size(),
                                 std::chrono::seconds(30));
@@ -658,6 +686,21 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
     }
     listeners_parent.Reset();
   }
+  // The terminal's master, sent once the view exists (step 6b); the relay starts on it.
+  if (terminal_parent.valid() && !listener_failure) {
+    auto master = ReceiveSandboxTerminal(terminal_parent.get(), std::chrono::seconds(30));
+    if (!master) {
+      listener_failure = master.error();
+      listener_failure_step = "receive the sandbox's terminal";
+      ::kill(child, SIGKILL);
+    } else if (control.on_terminal) {
+      if (auto s = control.on_terminal(std::move(*master)); !s) {
+        abort_child();
+        return fail("start the terminal relay", s.error());
+      }
+    }
+    terminal_parent.Reset();
+  }
 
   SandboxOutcome out;
   out.disabled_layers = disabled_only.disabled_layers;
@@ -670,8 +713,8 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   if (listener_failure && out.kind != SandboxOutcome::Kind::kSetupFailed) {
     out.kind = SandboxOutcome::Kind::kSetupFailed;
     out.exit_code = kExitSetupFailed;
-    out.failed_step = "receive listeners";
-    out.error = "receive listeners: " + listener_failure->Message();
+    out.failed_step = listener_failure_step;
+    out.error = listener_failure_step + ": " + listener_failure->Message();
   }
   if (p.cgroup) {
     // Whatever is left (a daemon of a disabled pid namespace) goes with the sandbox.

@@ -14,6 +14,7 @@
 #include "common/unique_fd.h"
 #include "launcher/child_report.h"
 #include "launcher/launch_spec.h"
+#include "launcher/tty.h"
 
 namespace cagent::launcher {
 
@@ -94,6 +95,15 @@ struct SandboxControl {
   int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // `cagent exec --tty`: the sandbox gets a terminal of its own (launcher/tty.h), made from this
+  // plan in the view's devpts; its slave replaces stdin, stdout and stderr (the three above are
+  // then unused) and becomes the command's controlling terminal. Not owned; null = no terminal,
+  // the stdio as they are. Needs the session layer (the command's own session owns it).
+  const TerminalPlan* terminal = nullptr;
+  // Called in cagent with the terminal's master, the only one (the sandbox keeps none), as soon as
+  // the child has sent it; the command may already be running and writing (the pty buffers it).
+  // An error stops the launch (setup failed at "start the terminal relay").
+  std::function<Status(UniqueFd)> on_terminal;
 };
 // RunSandbox with control. Must run on the thread that stays alive for the whole run: the
 // sandbox's death signal (PR_SET_PDEATHSIG) fires when the creating thread exits.

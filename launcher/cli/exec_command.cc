@@ -31,6 +31,7 @@
 #include "launcher/run/egress_session.h"
 #include "launcher/sandbox.h"
 #include "launcher/seccomp.h"
+#include "launcher/tty.h"
 #include "policy/dump.h"
 #include "policy/loader.h"
 
@@ -319,6 +320,21 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
                  "code, signal, duration, layers applied) on stdout, after the command's own "
                  "output.");
   exec->add_flag("-q,--quiet", o.quiet, "Do not print the outcome line on stderr.");
+  CLI::Option* tty_flag = exec->add_flag(
+      "-t,--tty", o.tty,
+      "Give the command a terminal of its own: a new pseudo-terminal (in the sandbox's /dev/pts) "
+      "that is its stdin, stdout and stderr and its controlling terminal, so job control, Ctrl-C "
+      "and Ctrl-Z work inside; cagent relays it to the caller's terminal (in raw mode until "
+      "cagent exits) and forwards the window size. The caller's own terminal never enters the "
+      "sandbox. The default when stdin and stdout are both terminals (and the session layer is "
+      "on). Without a terminal --tty still makes one: stdin is relayed into it (its end is sent "
+      "as Ctrl-D, once) and everything the command writes, stderr included, goes to stdout. "
+      "With it, egress hosts that ask are denied unless pre-approved (the terminal is the "
+      "command's) and egress connections are not printed (--json lists them).");
+  exec->add_flag("--no-tty", o.no_tty,
+                 "No terminal of its own: the command gets cagent's stdin, stdout and stderr as "
+                 "they are, and no controlling terminal, even from an interactive terminal.")
+      ->excludes(tty_flag);
   exec->add_option("--ro", o.overrides.ro_paths, "Also bind this host path read-only (repeatable).")
       ->allow_extra_args(false);
   exec->add_option("--rw", o.overrides.rw_paths,
@@ -424,7 +440,8 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
       "  cagent exec --json -- sh -c 'id; ls /'\n"
       "  cagent exec --allow-host pypi.org --allow-host files.pythonhosted.org -- pip download "
       "flask\n"
-      "  cagent exec --profile backend-registries -- cargo fetch");
+      "  cagent exec --profile backend-registries -- cargo fetch\n"
+      "  cagent exec --profile agent-cli -- claude");
   return exec;
 }
 
@@ -457,6 +474,21 @@ int RunExecCommand(const ExecOptions& o) {
     return ToInt(ExitCode::kOk);
   }
 
+  // The sandbox's own terminal: asked for, or by default when cagent is interactive. A spec
+  // without the session layer keeps cagent's session, which cannot own a new terminal.
+  const bool session_on = !spec.disabled.Has(Layer::kNewSession);
+  if (o.tty && !session_on) {
+    return Usage(
+        "--tty needs the session layer (the command's own session owns its terminal); drop "
+        "--disable-layer session, or use --no-tty");
+  }
+  const bool use_tty =
+      !o.no_tty && session_on && (o.tty || IsInteractive(STDIN_FILENO, STDOUT_FILENO));
+  // Before any thread exists (the egress proxy's, the approver's): Capture blocks the signals the
+  // session handles, and every thread made later inherits that.
+  std::unique_ptr<CallerTerminal> terminal;
+  if (use_tty) terminal = CallerTerminal::Capture(STDIN_FILENO, STDOUT_FILENO);
+
   // Filtered egress: the profile's hosts section, or --allow-host without a profile.
   LaunchSpec launch = spec;
   auto egress_policy = ExecEgressPolicy(o, profile->policy);
@@ -483,7 +515,8 @@ int RunExecCommand(const ExecOptions& o) {
     config.phase = "exec";
     run::EgressSessionServices services;
     services.approvals = &approvals;
-    if (config.approval == broker::ApprovalMode::kPolicy) {
+    // With --tty the caller's terminal is the command's: no prompt can share it.
+    if (config.approval == broker::ApprovalMode::kPolicy && !terminal) {
       tty.Reset(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY));
     }
     if (tty.valid()) {
@@ -494,7 +527,7 @@ int RunExecCommand(const ExecOptions& o) {
       services.io = approver_io.get();
       services.approver = approver.get();
     }
-    if (!o.quiet) {
+    if (!o.quiet && !terminal) {  // a line per connection would land in the command's screen
       services.on_record = [](const egress::ConnectionRecord& r) {
         spdlog::info("egress: {}", TerminalSafe(run::DescribeConnection(r), TerminalLines::kOne));
       };
@@ -520,7 +553,24 @@ int RunExecCommand(const ExecOptions& o) {
       return egress->Start(std::move(fds));
     };
   }
+  std::unique_ptr<TerminalRelay> relay;
+  if (terminal) {
+    control.terminal = &terminal->plan();
+    control.on_terminal = [&terminal, &relay](UniqueFd master) -> Status {
+      auto started = TerminalRelay::Start(*terminal, std::move(master));
+      if (!started) return started.error();
+      relay = std::move(*started);
+      return Ok{};
+    };
+    if (auto s = terminal->EnterRaw(); !s) {
+      spdlog::error("{}", s.error().Message());
+      return ToInt(ExitCode::kSetupFailed);
+    }
+  }
   auto outcome = RunSandbox(launch, control);
+  // The command's last output, then the caller's modes back, before anything else is printed.
+  if (relay) relay->Finish();
+  if (terminal) terminal->Restore();
   if (egress) egress->Stop();
   // The approver belongs to its io thread: cancel what still waits there, then let it run dry.
   if (approver) boost::asio::post(*approver_io, [&approver] { approver->Cancel(); });

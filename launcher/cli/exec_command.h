@@ -28,6 +28,10 @@ struct ExecOptions {
   std::vector<std::string> resolve;      // --resolve HOST:PORT:ADDR
   std::string approve;                   // --approve: "" (terminal when there is one) | never
   std::vector<std::string> pre_approve;  // --pre-approve 'host: PATTERN'
+  // The sandbox's own terminal (launcher/tty.h): --tty forces it, --no-tty refuses it; neither:
+  // on when cagent's stdin and stdout are both terminals.
+  bool tty = false;
+  bool no_tty = false;
   std::vector<std::string> command;
 };
 

@@ -127,6 +127,30 @@ int Tiocsti() {
   return 0;
 }
 
+// inject: TIOCSTI of "id\n" into stdin's terminal and into /dev/tty (the controlling terminal),
+// one line per target ("ok injected fd0", "fail EPERM TIOCSTI fd0", "fail ENXIO open /dev/tty").
+int Inject() {
+  auto push = [](int fd, const char* target) {
+    for (const char* p = "id\n"; *p != '\0'; ++p) {
+      if (ioctl(fd, TIOCSTI, p) != 0) {
+        Fail((std::string("TIOCSTI ") + target).c_str());
+        return;
+      }
+    }
+    std::printf("ok injected %s\n", target);
+  };
+  push(0, "fd0");
+  const int tty = open("/dev/tty", O_RDWR | O_CLOEXEC);
+  if (tty < 0) {
+    Fail("open /dev/tty");
+  } else {
+    push(tty, "/dev/tty");
+    close(tty);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
 // ids: the real, effective and saved uids.
 int Ids() {
   uid_t r = 0, e = 0, su = 0;
@@ -172,13 +196,14 @@ int main(int argc, char** argv) {
   if (cmd == "ptrace" && argc == 3) return Ptrace(std::atoi(argv[2]));
   if (cmd == "ptrace-child") return PtraceChild();
   if (cmd == "tiocsti") return Tiocsti();
+  if (cmd == "inject") return Inject();
   if (cmd == "ctty") return Ctty();
   if (cmd == "ids") return Ids();
   if (cmd == "read" && argc == 3) return Read(argv[2]);
   if (cmd == "write" && argc == 3) return Write(argv[2]);
   std::fprintf(stderr,
                "usage: cagent_probe connect ADDR PORT | connect-abstract NAME | loopback-echo | "
-               "fds | ptrace PID | ptrace-child | tiocsti "
+               "fds | ptrace PID | ptrace-child | tiocsti | inject "
                "| ctty | ids | read PATH | write PATH\n");
   return 2;
 }
