@@ -4,6 +4,7 @@
 #include <array>
 #include <optional>
 
+#include "policy/host_secrets.h"
 #include "policy/hosts.h"
 #include "policy/shell.h"
 
@@ -251,6 +252,17 @@ Engine::Engine(const Policy& policy, Binding binding)
 
   for (const auto& b : kBuiltinMounts) {
     views_.push_back({std::string(b.path), b.mode, std::string(b.rule), {}});
+  }
+  // The host secret set (policy/host_secrets.h) is hidden under the caller's home and at the
+  // workspace's top level whatever the profile mounts (launcher/profile_spec.cc,
+  // HideHostSecrets). A hidden view where the path is not shown anyway changes no verdict.
+  for (std::string_view rel : HostSecretPaths()) {
+    const std::string rule =
+        "built-in: the host secret set is always hidden (" + std::string(rel) + ")";
+    if (!bindings_.home.empty()) {
+      views_.push_back({NormaliseUnder(bindings_.home, rel), MountMode::kHidden, rule, {}});
+    }
+    views_.push_back({NormaliseUnder(bindings_.workspace, rel), MountMode::kHidden, rule, {}});
   }
   for (const auto& m : policy_.mounts) {
     const std::string resolved = m.path.Resolve(bindings_.workspace, bindings_.home);
@@ -626,7 +638,9 @@ Engine::Outcome Engine::DecideAbsolutePath(Access access, std::string_view abs) 
     std::string_view reason;
     if (winner->mode == MountMode::kHidden) {
       v = Verdict::kDeny;
-      reason = "the profile hides this path";
+      // Built-in views carry no location: /etc/shadow and the host secret set.
+      reason = winner->loc.valid() ? "the profile hides this path"
+                                   : "cagent hides this path in every sandbox";
     } else if (winner->mode == MountMode::kReadOnly && access != Access::kRead) {
       v = Verdict::kDeny;
       reason = "mounted read-only";

@@ -21,6 +21,7 @@
 #include "launcher/profile_spec.h"
 #include "launcher/run/agent_session.h"
 #include "launcher/run/state_dir.h"
+#include "launcher/workspace_guard.h"
 #include "policy/diagnostics.h"
 #include "policy/loader.h"
 
@@ -55,8 +56,12 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
                   "Profile (name or .cagent file); see 'cagent policy list'.")
       ->required();
   cmd->add_flag("--trust-repo-profile", o.trust_repo_profile, kTrustRepoProfileHelp);
-  cmd->add_option("-w,--workspace", o.workspace, "The directory the agent works in (read-write).")
+  cmd->add_option("-w,--workspace", o.workspace,
+                  "The directory the agent works in (read-write). Refused: a system directory "
+                  "(/usr, /etc, /tmp, ...), and your home directory or one that contains it "
+                  "unless --allow-home.")
       ->required();
+  cmd->add_flag("--allow-home", o.allow_home, kAllowHomeHelp);
   cmd->add_option("task", o.task_file, "Markdown file with the task (untrusted text).")->required();
   AddSessionFlags(cmd, o.session);
   cmd->add_option("--audit-log", o.audit_log,
@@ -77,6 +82,10 @@ int RunAgentCommand(const AgentOptions& o) {
 
   auto workspace = CanonicalDirectory(o.workspace);
   if (!workspace) return Usage("--workspace " + o.workspace + ": " + workspace.error().Message());
+  WorkspaceChoice named;
+  named.named = true;  // --workspace is required
+  named.allow_home = o.allow_home;
+  if (auto st = CheckWorkspace(*workspace, named); !st) return Usage(st.error().Message());
   s.binding = RunBinding(*workspace);
 
   std::ifstream task(o.task_file, std::ios::binary);

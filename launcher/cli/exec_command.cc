@@ -29,9 +29,11 @@
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/egress_session.h"
+#include "launcher/run/git_identity.h"
 #include "launcher/sandbox.h"
 #include "launcher/seccomp.h"
 #include "launcher/tty.h"
+#include "launcher/workspace_guard.h"
 #include "policy/dump.h"
 #include "policy/loader.h"
 
@@ -114,9 +116,10 @@ int Usage(const std::string& message) {
   return ToInt(ExitCode::kUsage);
 }
 
-// The workspace: --workspace, or the current directory; canonical, and never "/". The error is
-// the user's to fix (kInvalidInput).
-Result<std::string> ExecWorkspace(const std::string& given) {
+// The workspace: --workspace, or the current directory; canonical, and accepted by the workspace
+// guard (launcher/workspace_guard.h: never a system directory, the home only when named with
+// --allow-home). The error is the user's to fix (kInvalidInput).
+Result<std::string> ExecWorkspace(const std::string& given, bool allow_home) {
   std::string workspace = given;
   if (workspace.empty()) {
     char buf[4096];
@@ -132,10 +135,10 @@ Result<std::string> ExecWorkspace(const std::string& given) {
     return PlainError("workspace: " + canonical.error().Message() + "; pass an existing directory")
         .WithCode(Error::Code::kInvalidInput);
   }
-  if (*canonical == "/") {
-    return PlainError("the workspace cannot be / (it would expose the whole host)")
-        .WithCode(Error::Code::kInvalidInput);
-  }
+  WorkspaceChoice choice;
+  choice.named = !given.empty();
+  choice.allow_home = allow_home;
+  if (auto s = CheckWorkspace(*canonical, choice); !s) return s.error();
   return *canonical;
 }
 
@@ -154,6 +157,11 @@ Result<ExecProfile> LoadExecProfile(const ExecOptions& o, const std::string& wor
   ExecProfile out;
   if (o.profile == "default") {
     out.spec = DefaultLaunchSpec(workspace, o.command);
+    // The caller's git identity (launcher/run/git_identity.h); after the launcher's defaults, so
+    // an --env of the same name (put in front by Narrow) wins.
+    if (!o.no_git_identity) {
+      for (EnvVar& v : run::CallerGitIdentity().Env()) out.spec.env_set.push_back(std::move(v));
+    }
     return out;
   }
   const std::string home = CallerHome();
@@ -170,7 +178,10 @@ Result<ExecProfile> LoadExecProfile(const ExecOptions& o, const std::string& wor
         .WithCode(Error::Code::kInvalidInput);
   }
   out.policy = compiled.policy;
-  ProfileContext ctx{RunBinding(workspace), CallerEnviron()};
+  ProfileContext ctx;
+  ctx.binding = RunBinding(workspace);
+  ctx.environ = CallerEnviron();
+  if (!o.no_git_identity) ctx.git_identity = run::CallerGitIdentity().Env();
   auto built = SpecFromPolicy(*out.policy, o.command, ctx);
   if (!built) {
     return PlainError("profile '" + o.profile + "': " + built.error().Message())
@@ -314,7 +325,15 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
   exec->add_flag("--trust-repo-profile", o.trust_repo_profile, kTrustRepoProfileHelp);
   exec->add_option("-w,--workspace", o.workspace,
                    "Directory bound read-write at its own path and used as the working directory "
-                   "(default: the current directory).");
+                   "(default: the current directory). Refused: a system directory (/usr, /etc, "
+                   "/tmp, ...), and your home directory or one that contains it (/home) unless "
+                   "named here with --allow-home.");
+  exec->add_flag("--allow-home", o.allow_home, kAllowHomeHelp);
+  exec->add_flag("--no-git-identity", o.no_git_identity,
+                 "Do not set the caller's git user.name and user.email inside (by default they "
+                 "are read from the caller's global and system git configuration and set as "
+                 "GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, GIT_COMMITTER_NAME, GIT_COMMITTER_EMAIL). A "
+                 "profile's `git-identity none` does the same.");
   exec->add_flag("--json", o.json,
                  "After the command ends, print one JSON object describing the run (status, exit "
                  "code, signal, duration, layers applied) on stdout, after the command's own "
@@ -446,7 +465,7 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
 }
 
 int RunExecCommand(const ExecOptions& o) {
-  auto workspace = ExecWorkspace(o.workspace);
+  auto workspace = ExecWorkspace(o.workspace, o.allow_home);
   if (!workspace) return Usage(workspace.error().Message());
   auto profile = LoadExecProfile(o, *workspace);
   if (!profile) return Usage(profile.error().Message());
@@ -455,6 +474,14 @@ int RunExecCommand(const ExecOptions& o) {
   if (!narrowed) {
     spdlog::error("{}", narrowed.error().Message());
     return ToInt(ExitCodeFor(narrowed.error(), ExitCode::kUsage));
+  }
+  if (!profile->policy) {
+    // The launcher's default view and what --ro/--rw added: the host secret set hidden in it, as
+    // SpecFromPolicy hides it in a profile's.
+    if (auto s = HideHostSecrets(*narrowed, CallerHome(), profile->notes); !s) {
+      spdlog::error("{}", s.error().Message());
+      return ToInt(ExitCode::kSetupFailed);
+    }
   }
   const LaunchSpec& spec = *narrowed;
   for (const auto& name : o.overrides.disable_layers) {

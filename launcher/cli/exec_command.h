@@ -18,6 +18,8 @@ struct ExecOptions {
   std::string profile = "default";
   bool trust_repo_profile = false;  // accept ./.cagent/NAME shadowing a user/built-in NAME
   std::string workspace;            // default: the current directory
+  bool allow_home = false;       // --allow-home: accept a named home (launcher/workspace_guard.h)
+  bool no_git_identity = false;  // --no-git-identity (launcher/run/git_identity.h)
   bool json = false;
   bool quiet = false;
   ExecOverrides overrides;  // --ro, --rw, --env, --timeout, limits, ... (launcher/narrow.h)

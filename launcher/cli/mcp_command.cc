@@ -23,6 +23,7 @@
 #include "launcher/profile_spec.h"
 #include "launcher/run/mcp_serve.h"
 #include "launcher/run/mcp_wrap.h"
+#include "launcher/workspace_guard.h"
 #include "policy/diagnostics.h"
 #include "policy/loader.h"
 
@@ -59,13 +60,10 @@ Result<Common> LoadCommon(const McpOptions& o) {
         .WithCode(Error::Code::kInvalidInput);
   }
   const std::string home = CallerHome();
-  if (*workspace == "/" || (!home.empty() && *workspace == home)) {
-    return PlainError("workspace " + *workspace,
-                      "is " + std::string(*workspace == "/" ? "the root" : "your home directory") +
-                          ": the sandboxed tools would get all of it, read-write (~/.ssh "
-                          "included); pass --workspace with a project directory")
-        .WithCode(Error::Code::kInvalidInput);
-  }
+  WorkspaceChoice named;
+  named.named = !o.workspace.empty();
+  named.allow_home = o.allow_home;
+  if (auto s = CheckWorkspace(*workspace, named); !s) return s.error();
   c.binding = RunBinding(*workspace);
 
   const auto search = policy::SearchPath::Default(home, CAGENT_PROFILE_DIR);
@@ -305,7 +303,10 @@ CLI::App* AddMcpCommand(CLI::App& app, McpOptions& o) {
     cmd->add_flag("--trust-repo-profile", o.trust_repo_profile, kTrustRepoProfileHelp);
     cmd->add_option("-w,--workspace", o.workspace,
                     "The directory the tools work in, read-write (default: the current "
-                    "directory; the root and your home directory are refused).");
+                    "directory). Refused: a system directory (/usr, /etc, /tmp, ...), and your "
+                    "home directory or one that contains it unless named here with "
+                    "--allow-home.");
+    cmd->add_flag("--allow-home", o.allow_home, kAllowHomeHelp);
     cmd->add_option("--approve", o.approve,
                     "What an 'ask' rule does when the client cannot be asked (it did not declare "
                     "MCP elicitation): terminal: a prompt on cagent's own terminal (/dev/tty; "

@@ -18,7 +18,8 @@ struct McpOptions {
   // shared
   std::string profile;
   bool trust_repo_profile = false;
-  std::string workspace;             // default: the current directory (never / or the home itself)
+  std::string workspace;             // default: the current directory (launcher/workspace_guard.h)
+  bool allow_home = false;           // --allow-home: accept a named home directory
   std::string approve = "terminal";  // terminal | never | stop
   std::vector<std::string> pre_approve;
   std::string pre_approve_file;

@@ -146,8 +146,10 @@ TEST(AuditTest, DeliberatelyBadProfile) {
   auto secrets = Of(fs, "CAGENT003");
   ASSERT_EQ(secrets.size(), 1u) << all;
   EXPECT_EQ(secrets[0]->risk, Risk::kHigh);
-  EXPECT_THAT(secrets[0]->message, HasSubstr("~/.ssh"));
-  EXPECT_THAT(secrets[0]->message, HasSubstr("~/.aws"));
+  EXPECT_THAT(secrets[0]->message, HasSubstr("~/.docker"));
+  EXPECT_THAT(secrets[0]->message, HasSubstr("~/.config"));
+  // The host secret set (~/.ssh, ~/.aws, ...) is hidden by cagent in every sandbox.
+  EXPECT_THAT(secrets[0]->message, ::testing::Not(HasSubstr("~/.ssh")));
   EXPECT_EQ(p->Where(secrets[0]->loc), "bad.cagent:5:14");
 
   auto autoapp = Of(fs, "CAGENT007");
@@ -195,8 +197,10 @@ filesystem {
   auto fs = Audit(*p);
   auto secrets = Of(fs, "CAGENT003");
   ASSERT_EQ(secrets.size(), 1u) << Print(*p, fs);
-  EXPECT_THAT(secrets[0]->message, HasSubstr("~/.pypirc"));
+  EXPECT_THAT(secrets[0]->message, HasSubstr("~/.m2/settings.xml"));
   EXPECT_THAT(secrets[0]->message, ::testing::Not(HasSubstr("~/.ssh")));
+  // Hidden by cagent whatever the profile says (the host secret set).
+  EXPECT_THAT(secrets[0]->message, ::testing::Not(HasSubstr("~/.pypirc")));
   // A read-only mount of ~ is not a writable path.
   EXPECT_THAT(Of(fs, "CAGENT002"), ::testing::IsEmpty());
 }

@@ -495,10 +495,10 @@ TEST_F(ViewTest, LongestMountWins) {
 }
 
 TEST_F(ViewTest, OutsideTheViewIsDenied) {
-  Decision d = Read("/home/user/.ssh/id_rsa");
+  Decision d = Read("/home/user/notes/todo");
   EXPECT_DENY(d, kOutside);
   EXPECT_EQ(d.reason,
-            "'/home/user/.ssh/id_rsa' is outside the sandbox's view: only the paths the profile "
+            "'/home/user/notes/todo' is outside the sandbox's view: only the paths the profile "
             "mounts exist inside");
   EXPECT_DENY(Read("/"), kOutside);
   EXPECT_DENY(Read("/var"), kOutside);  // the parent of a mount is not visible
@@ -560,10 +560,21 @@ TEST_F(ViewTest, HomePaths) {
   EXPECT_ALLOW(Read("~/.cargo/bin/cargo"), "filesystem: read-only ~/.cargo");
   EXPECT_ALLOW(Read("/home/user/.cargo/bin/cargo"), "filesystem: read-only ~/.cargo");
   EXPECT_DENY(Write("~/.cargo/bin/cargo"), "filesystem: read-only ~/.cargo");
-  EXPECT_DENY(Read("~/.ssh/id_rsa"), kOutside);
+  EXPECT_DENY(Read("~/notes"), kOutside);
   EXPECT_DENY(Read("~"), kOutside);
-  EXPECT_DENY(Read("~/.cargo/../.ssh"), kOutside);
-  EXPECT_DENY(Read("~/.cargo/credentials.toml"), "filesystem: deny ~/.cargo/credentials*");
+  EXPECT_DENY(Read("~/.cargo/../notes"), kOutside);
+  // The host secret set (policy/host_secrets.h) is hidden by cagent itself, before any rule.
+  const char* ssh = "built-in: the host secret set is always hidden (.ssh)";
+  EXPECT_DENY(Read("~/.ssh/id_rsa"), ssh);
+  EXPECT_EQ(Read("~/.ssh/id_rsa").reason, "cagent hides this path in every sandbox");
+  EXPECT_DENY(Read("~/.cargo/../.ssh"), ssh);
+  EXPECT_DENY(Read("~/.cargo/credentials.toml"),
+              "built-in: the host secret set is always hidden (.cargo/credentials.toml)");
+  EXPECT_ALLOW(Read("~/.cargo/config.toml"), "filesystem: read-only ~/.cargo");
+  // At the workspace's top level too; a copy deeper in the project is the project's.
+  EXPECT_DENY(Read(".npmrc"), "built-in: the host secret set is always hidden (.npmrc)");
+  EXPECT_DENY(Write(".aws/credentials"), "built-in: the host secret set is always hidden (.aws)");
+  EXPECT_ALLOW(Read("test/fixtures/.aws/credentials"), kWorkspaceRw);
 }
 
 TEST_F(ViewTest, FilesystemRulesRestrictTheView) {
@@ -639,8 +650,13 @@ TEST(Bindings, HomePathRulesFollowTheBoundHome) {
   ASSERT_NE(p, nullptr);
   Engine e(*p, Binding{"/w", "/h/bob"});
   EXPECT_ALLOW(e.Path(Access::kRead, "/h/bob/.profile"), "filesystem: read-only ~");
-  EXPECT_DENY(e.Path(Access::kRead, "/h/bob/.ssh/id_rsa"), "filesystem: deny ~/.ssh/**");
-  EXPECT_DENY(e.Path(Access::kRead, "~/.ssh"), "filesystem: deny ~/.ssh/**");
+  EXPECT_DENY(e.Path(Access::kRead, "/h/bob/.ssh/id_rsa"),
+              "built-in: the host secret set is always hidden (.ssh)");
+  EXPECT_DENY(e.Path(Access::kRead, "~/.ssh"),
+              "built-in: the host secret set is always hidden (.ssh)");
+  EXPECT_ALLOW(e.Path(Access::kRead, "/h/bob/.ssh-archive/id_rsa"), "filesystem: read-only ~");
+  EXPECT_DENY(e.Path(Access::kRead, "/h/bob/.gnupg/private-keys-v1.d/k"),
+              "built-in: the host secret set is always hidden (.gnupg)");
   EXPECT_DENY(e.Path(Access::kRead, "/home/user/.profile"), kOutside);
   EXPECT_ALLOW(e.Path(Access::kWrite, "x"), kWorkspaceRw);
   EXPECT_ALLOW(e.Path(Access::kWrite, "/w/x"), kWorkspaceRw);
@@ -658,7 +674,10 @@ TEST(Bindings, WithoutAHomeTildeNamesNothing) {
   EXPECT_DENY(e.Path(Access::kRead, "~/scratch/x"), kOutside);
   EXPECT_DENY(e.Path(Access::kRead, "~"), kOutside);
   EXPECT_ALLOW(e.Path(Access::kWrite, "x"), kWorkspaceRw);
-  EXPECT_ALLOW(e.Path(Access::kRead, "/w/.ssh/known"), kWorkspaceRw);  // not under a home
+  EXPECT_ALLOW(e.Path(Access::kRead, "/w/src/.ssh/known"), kWorkspaceRw);  // not under a home
+  // The workspace's own top level holds the host secret set's names even without a home.
+  EXPECT_DENY(e.Path(Access::kRead, "/w/.ssh/known"),
+              "built-in: the host secret set is always hidden (.ssh)");
   // The same profile with a home: the entries name that home's directories.
   Engine with_home(*p, Binding{"/w", "/h/bob"});
   EXPECT_ALLOW(with_home.Path(Access::kWrite, "/h/bob/scratch/x"),

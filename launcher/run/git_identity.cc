@@ -1,0 +1,135 @@
+#include "launcher/run/git_identity.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <optional>
+#include <string_view>
+
+#include "common/terminal_text.h"
+#include "launcher/profile_spec.h"
+#include "launcher/run/git.h"
+
+namespace cagent::launcher::run {
+namespace {
+
+std::optional<std::string> Lookup(const std::vector<std::string>& env, std::string_view name) {
+  for (const std::string& kv : env) {
+    if (kv.size() > name.size() && kv.starts_with(name) && kv[name.size()] == '=') {
+      return kv.substr(name.size() + 1);
+    }
+  }
+  return std::nullopt;
+}
+
+// git's reading of a boolean environment variable, enough for GIT_CONFIG_NOSYSTEM.
+bool Truthy(const std::optional<std::string>& v) {
+  return v.has_value() && !v->empty() && *v != "0" && *v != "false" && *v != "no" && *v != "off";
+}
+
+// The files git reads for the system and global scopes, in its order.
+std::vector<std::string> ConfigFiles(const std::vector<std::string>& env, const std::string& home) {
+  std::vector<std::string> files;
+  if (!Truthy(Lookup(env, "GIT_CONFIG_NOSYSTEM"))) {
+    const auto sys = Lookup(env, "GIT_CONFIG_SYSTEM");
+    files.push_back(sys.has_value() ? *sys : "/etc/gitconfig");
+  }
+  if (const auto global = Lookup(env, "GIT_CONFIG_GLOBAL"); global.has_value()) {
+    files.push_back(*global);
+    return files;
+  }
+  const auto xdg = Lookup(env, "XDG_CONFIG_HOME");
+  if (xdg.has_value() && !xdg->empty()) {
+    files.push_back(*xdg + "/git/config");
+  } else if (!home.empty()) {
+    files.push_back(home + "/.config/git/config");
+  }
+  if (!home.empty()) files.push_back(home + "/.gitconfig");
+  return files;
+}
+
+std::string Shown(std::string_view text) { return TerminalSafe(text, TerminalLines::kOne); }
+
+}  // namespace
+
+std::vector<EnvVar> GitIdentity::Env() const {
+  std::vector<EnvVar> out;
+  if (!name.empty()) {
+    out.push_back({"GIT_AUTHOR_NAME", name});
+    out.push_back({"GIT_COMMITTER_NAME", name});
+  }
+  if (!email.empty()) {
+    out.push_back({"GIT_AUTHOR_EMAIL", email});
+    out.push_back({"GIT_COMMITTER_EMAIL", email});
+  }
+  return out;
+}
+
+std::string GitIdentityProblem(const std::string& value) {
+  if (value.empty()) return "it is empty";
+  if (value.size() > kMaxGitIdentityBytes) {
+    return "it is longer than " + std::to_string(kMaxGitIdentityBytes) + " bytes";
+  }
+  for (const char ch : value) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) return "it holds a control character";
+    if (c == '<' || c == '>') return "it holds '<' or '>'";
+  }
+  return {};
+}
+
+GitIdentity ReadGitIdentity(const std::vector<std::string>& env, const std::string& home) {
+  GitIdentity id;
+  for (const std::string& file : ConfigFiles(env, home)) {
+    if (file.empty() || file[0] != '/') continue;  // git resolves no relative path here either
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) continue;  // absent: git skips it too
+    GitInvocation inv;
+    // --file: this file (and what it includes) only, never a repository's config; cwd "/" and no
+    // --git-dir, so there is no repository to discover and includeIf gitdir: matches nothing.
+    inv.args = {
+        "config", "--file", file, "--includes", "-z", "--get-regexp", "^user\\.(name|email)$"};
+    inv.home = home;  // so that include.path = ~/... means the caller's file
+    inv.max_output = 64 << 10;
+    inv.timeout = std::chrono::milliseconds(5000);
+    inv.max_memory = 256ULL << 20;
+    inv.max_cpu_seconds = 5;
+    inv.max_file_size = 1 << 20;
+    auto r = RunGit(inv);
+    if (!r) {
+      id.notes.push_back("git identity: could not read " + Shown(file) + ": " +
+                         r.error().Message());
+      continue;
+    }
+    if (r->exit_code == 1) continue;  // neither key set in this file
+    if (r->exit_code != 0) {
+      id.notes.push_back("git identity: git could not read " + Shown(file) + " (exit " +
+                         std::to_string(r->exit_code) + ")");
+      continue;
+    }
+    // -z --get-regexp: "key\nvalue\0" per entry; the last entry of a key wins, as for --get.
+    for (const std::string& entry : SplitNul(r->out)) {
+      const std::size_t nl = entry.find('\n');
+      if (nl == std::string::npos) continue;
+      const std::string key = entry.substr(0, nl);
+      const std::string value = entry.substr(nl + 1);
+      std::string* slot = key == "user.name" ? &id.name : key == "user.email" ? &id.email : nullptr;
+      if (slot == nullptr) continue;
+      if (const std::string why = GitIdentityProblem(value); !why.empty()) {
+        // git would use this value; pass none rather than an earlier file's.
+        id.notes.push_back("git identity: skipped " + key + " from " + Shown(file) + ": " + why);
+        slot->clear();
+        continue;
+      }
+      *slot = value;
+    }
+  }
+  return id;
+}
+
+const GitIdentity& CallerGitIdentity() {
+  static const GitIdentity kIdentity = ReadGitIdentity(CallerEnviron(), CallerHome());
+  return kIdentity;
+}
+
+}  // namespace cagent::launcher::run
