@@ -17,6 +17,7 @@
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/agent_session.h"
+#include "launcher/run/git_identity.h"
 #include "launcher/run/last_resort.h"
 #include "launcher/run/state_dir.h"
 #include "policy/diagnostics.h"
@@ -359,6 +360,7 @@ class RunDriver {
     ProfileContext ctx{binding_, CallerEnviron()};
     ctx.cache_root = CacheRoot();
     ctx.carry_from = rec_.repo;
+    ctx.git_identity = git_identity_;
     return ctx;
   }
 
@@ -640,6 +642,8 @@ class RunDriver {
   const WorkspaceLayout layout_;
   const policy::Binding binding_;
   const std::shared_ptr<const policy::Policy> setup_policy_ = SetupPolicy(policy_);
+  // Read once per run (launcher/run/git_identity.h); set inside unless `git-identity none`.
+  const std::vector<EnvVar> git_identity_ = CallerGitIdentity().Env();
   std::mutex mu_;
   RunProgress progress_;
 };
