@@ -4,6 +4,7 @@
 #include <array>
 #include <tuple>
 
+#include "policy/coherence.h"
 #include "policy/diff.h"
 #include "policy/engine.h"
 #include "policy/hosts.h"
@@ -119,13 +120,10 @@ constexpr Runner kRunners[] = {
     {"Rscript", "interpreter", Risk::kLow},
     {"awk", "runner: system()", Risk::kLow},
     {"gawk", "runner: system()", Risk::kLow},
-    {"env", "runner", Risk::kLow},
+    // env, timeout, nice, nohup, stdbuf, time, ionice, command and exec are not here: in a shell
+    // line the engine judges the command they run (policy/shell.h), as it does for sh -c.
     {"xargs", "runner", Risk::kLow},
     {"find", "runner: -exec", Risk::kLow},
-    {"timeout", "runner", Risk::kLow},
-    {"nice", "runner", Risk::kLow},
-    {"nohup", "runner", Risk::kLow},
-    {"stdbuf", "runner", Risk::kLow},
     {"setsid", "runner", Risk::kLow},
     {"make", "runner: Makefile recipes", Risk::kLow},
     {"npm", "runner: package.json scripts", Risk::kLow},
@@ -225,10 +223,17 @@ class Auditor {
   }
 
   void Hosts() {
-    for (const HostRule& r : p_.hosts) {
-      if (r.verdict == Verdict::kDeny) continue;
-      const std::string rule = "hosts: " + std::string(VerdictName(r.verdict)) + " " + r.text;
-      const bool allow = engine_.Effective(r.verdict) == Verdict::kAllow;
+    HostsOf(p_.hosts, "hosts: ", /*setup=*/false);
+    // The setup block's own hosts reach the same internet, from a sandbox that also writes the
+    // caches; nobody is asked during setup, so only its allows open anything.
+    HostsOf(p_.setup.hosts, "setup hosts: ", /*setup=*/true);
+  }
+
+  void HostsOf(const std::vector<HostRule>& rules, const std::string& prefix, bool setup) {
+    for (const HostRule& r : rules) {
+      if (r.verdict == Verdict::kDeny || (setup && r.verdict == Verdict::kAsk)) continue;
+      const std::string rule = prefix + std::string(VerdictName(r.verdict)) + " " + r.text;
+      const bool allow = setup || engine_.Effective(r.verdict) == Verdict::kAllow;
       switch (r.pattern.kind) {
         case HostPattern::Kind::kAny:
           Add(kAnyHost, allow ? Risk::kHigh : Risk::kMedium,
@@ -351,7 +356,10 @@ class Auditor {
     };
     std::vector<Group> groups;
     for (const auto& r : kRunners) {
-      const std::vector<std::string> argv = {std::string(r.name), "-c", "true"};
+      // find runs code through -exec, which a profile may deny on its own (base does).
+      const std::vector<std::string> argv =
+          r.name == "find" ? std::vector<std::string>{"find", ".", "-exec", "true", ";"}
+                           : std::vector<std::string>{std::string(r.name), "-c", "true"};
       Decision d = engine_.Command(argv);
       if (!Allowed(d) || (d.rule == d_any.rule && d.loc == d_any.loc)) continue;
       auto it = std::find_if(groups.begin(), groups.end(),
@@ -362,6 +370,11 @@ class Auditor {
       }
       it->risk = Stronger(it->risk, r.risk);
       it->names.push_back(std::string(r.name) + " [" + std::string(r.kind) + "]");
+    }
+    // `allow workspace:*` runs whatever the agent writes or builds in the workspace.
+    const std::vector<std::string> program = {"./cagent-audit-workspace-program"};
+    if (Decision d = engine_.Command(program); Allowed(d) && d.rule != d_any.rule) {
+      groups.push_back({Risk::kLow, d.rule, d.loc, {"programs in the workspace [runner]"}});
     }
     for (const auto& g : groups) {
       std::string list;
@@ -375,31 +388,16 @@ class Auditor {
   }
 
   void Approval() {
-    std::vector<std::pair<std::string, Location>> asks;
-    for (const auto& r : p_.commands) {
-      if (r.verdict == Verdict::kAsk) asks.emplace_back("commands: ask " + r.text, r.loc);
-    }
-    for (const auto& r : p_.tools) {
-      if (r.verdict == Verdict::kAsk) asks.emplace_back("tools: ask " + r.text, r.loc);
-    }
-    for (const auto& r : p_.hosts) {
-      if (r.verdict == Verdict::kAsk) asks.emplace_back("hosts: ask " + r.text, r.loc);
-    }
-    for (const auto& r : p_.path_rules) {
-      if (r.verdict == Verdict::kAsk) {
-        asks.emplace_back(
-            std::string("filesystem: ask ") + (r.access == Access::kWrite ? "write " : "") + r.text,
-            r.loc);
-      }
-    }
+    // The same list `cagent policy check` warns about (policy/coherence.h).
+    const std::vector<AskRule> asks = AskRules(p_);
     switch (p_.approval.value) {
       case ApprovalMode::kNeverAsk:
-        for (const auto& [rule, loc] : asks) {
+        for (const AskRule& ask : asks) {
           Add(kSilentAsk, Risk::kInfo,
-              "'" + rule +
+              "'" + ask.rule +
                   "' is a silent denial under approval never-ask: nobody is asked and the request "
                   "is denied; use approval on-request to be asked, or write deny to say so",
-              loc);
+              ask.loc);
         }
         break;
       case ApprovalMode::kAuto:

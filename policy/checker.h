@@ -42,6 +42,18 @@ CheckedProfile Check(const std::vector<const Statement*>& statements, Diagnostic
 // Exposed for tests and for `cagent policy` tooling.
 Result<ArgPattern> CompileArgPattern(const Value& value);
 
+// `...`, a bare word in a command pattern: any run of arguments (ArgPattern::any_run). A quoted
+// "..." is the literal word.
+inline constexpr std::string_view kAnyRun = "...";
+[[nodiscard]] bool IsAnyRun(const Value& v);
+// `workspace:GLOB` (bare or quoted, or as an alternative of a group, which is refused): a program
+// inside the workspace (ArgPattern::workspace).
+inline constexpr std::string_view kWorkspacePrefix = "workspace:";
+[[nodiscard]] bool IsWorkspaceProgram(const Value& v);
+// Compiles a `workspace:GLOB` element at `position` in its pattern; fails unless it is the first
+// element, outside a group, with a relative glob without empty, "." or ".." components.
+Result<ArgPattern> CompileWorkspaceProgram(const Value& v, std::size_t position);
+
 // Parses a path as written in a profile ("/usr", "~/.cargo", "src", ".") into a PathRef; fails on
 // "..", empty components, "~user", NUL bytes, wildcards.
 Result<PathRef> ParsePathRef(std::string_view text);

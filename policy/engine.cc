@@ -124,6 +124,33 @@ bool MatchesSelfOrAncestor(const PathGlob& glob, std::string_view path) {
   return false;
 }
 
+// False when `argv` may change the shell's directory to somewhere outside the workspace: a cd,
+// pushd or popd, unless it is `cd DIR` with DIR a relative path without "..", "~", "-" or an
+// expansion. True for every other command (it does not change the directory).
+bool StaysInWorkspace(std::span<const std::string_view> argv) {
+  const std::string_view name = argv[0];
+  if (name == "pushd" || name == "popd") return false;
+  if (name != "cd") return true;
+  std::size_t k = 1;
+  while (k < argv.size() && (argv[k] == "-L" || argv[k] == "-P" || argv[k] == "-e")) ++k;
+  if (k < argv.size() && argv[k] == "--") ++k;
+  if (k + 1 != argv.size()) return false;  // `cd` (home), or more operands than dash takes
+  const std::string_view dir = argv[k];
+  if (dir.empty() || dir == "-" || dir.starts_with('/') || dir.starts_with('~') ||
+      dir.find('$') != std::string_view::npos) {
+    return false;
+  }
+  for (std::size_t i = 0; i <= dir.size();) {
+    std::size_t j = dir.find('/', i);
+    if (j == std::string_view::npos) j = dir.size();
+    if (dir.substr(i, j - i) == "..") return false;
+    i = j + 1;
+  }
+  // CDPATH could send a relative cd elsewhere; the sandbox's environment has none unless a
+  // profile passes or sets it (and then this is a name-level judgement, like every other).
+  return true;
+}
+
 // The rule texts of decisions no profile rule made.
 constexpr std::string_view kDefaultRule = "default";
 constexpr std::string_view kShellRule = "shell";
@@ -226,10 +253,14 @@ Engine::Engine(const Policy& policy, Binding binding)
   // are skipped. It must not become "/".
   if (!bindings_.home.empty()) bindings_.home = NormaliseAbsolute(bindings_.home);
   for (std::size_t i = 0; i < policy_.commands.size(); ++i) {
-    const auto& first = policy_.commands[i].pattern.front().alternatives;
-    bool literal_names = std::all_of(first.begin(), first.end(), [](const WordGlob& g) {
-      return g.IsLiteral() && g.pattern().find('/') == std::string::npos;
-    });
+    const ArgPattern& first_element = policy_.commands[i].pattern.front();
+    const auto& first = first_element.alternatives;
+    // A literal written with an escape (`\[`) is looked up by its text, so such a rule is checked
+    // for every command instead, as are `workspace:` rules, which match paths.
+    bool literal_names =
+        !first_element.workspace && std::all_of(first.begin(), first.end(), [](const WordGlob& g) {
+          return g.IsLiteral() && g.pattern().find_first_of("/\\") == std::string::npos;
+        });
     if (literal_names) {
       for (const auto& g : first) by_name_.emplace_back(g.pattern(), i);
     } else {
@@ -482,13 +513,20 @@ bool Engine::HostMayConnect(std::string_view host) const {
 }
 
 template <typename Word>
-Engine::Outcome Engine::DecideArgv(std::span<const Word> argv) const {
+Engine::Outcome Engine::DecideArgv(std::span<const Word> argv, bool in_workspace) const {
   if (argv.empty() || argv[0].empty()) return Outcome::Default("empty command");
   Outcome best;
   bool matched = false;
+  bool skipped_workspace_rule = false;
   auto consider = [&](std::size_t index) {
     const CommandRule& rule = policy_.commands[index];
     if (!rule.Matches(argv)) return;
+    // After a `cd` that may have left the workspace, ./t may be any program on the machine: an
+    // allow rule for workspace programs no longer applies (deny and ask rules still do).
+    if (!in_workspace && rule.verdict == Verdict::kAllow && rule.pattern.front().workspace) {
+      skipped_workspace_rule = true;
+      return;
+    }
     if (matched && rule.verdict <= best.verdict) return;
     matched = true;
     std::string_view reason;
@@ -526,17 +564,24 @@ Engine::Outcome Engine::DecideArgv(std::span<const Word> argv) const {
   }
   for (std::size_t i : generic_) consider(i);
   if (!matched) {
+    if (skipped_workspace_rule) {
+      return Outcome::DefaultBecause(
+          "'" + std::string(argv[0]) +
+          "' is run after a cd that may leave the workspace, so it may not be a program in the "
+          "workspace; run it from the workspace (without the cd, or with a path from the top)");
+    }
     return Outcome::DefaultBecause("no commands rule allows '" + std::string(argv[0]) + "'");
   }
   return best;
 }
 
 Engine::Outcome Engine::DecideCommand(std::span<const std::string> argv) const {
-  return DecideArgv(argv);
+  return DecideArgv(argv, true);
 }
 
-Engine::Outcome Engine::DecideCommand(std::span<const std::string_view> argv) const {
-  return DecideArgv(argv);
+Engine::Outcome Engine::DecideCommand(std::span<const std::string_view> argv,
+                                      bool in_workspace) const {
+  return DecideArgv(argv, in_workspace);
 }
 
 Engine::Outcome Engine::DecideShell(std::string_view script) const {
@@ -549,6 +594,10 @@ Engine::Outcome Engine::DecideShell(std::string_view script) const {
   if (parsed.commands.empty()) return Outcome::Default("empty command");
   Outcome acc;
   bool first = true;
+  // Whether the shell's directory is still the workspace (where run_command starts), as far as
+  // the commands so far tell; once a cd may have left it, it stays "may have left" for the rest
+  // of the line (an over-approximation: subshells and || branches are not told apart).
+  bool in_workspace = true;
   for (const SimpleCommandView& cmd : parsed.commands) {
     for (const std::string_view assignment : cmd.assignments) {
       std::string_view name = assignment.substr(0, assignment.find('='));
@@ -560,12 +609,22 @@ Engine::Outcome Engine::DecideShell(std::string_view script) const {
         return o;
       }
     }
-    Outcome d = DecideCommand(cmd.argv);
+    Outcome d = DecideCommand(cmd.argv, in_workspace);
     if (first) {
       acc = std::move(d);
       first = false;
+    } else if (!cmd.run_by.empty() && d.verdict >= acc.verdict) {
+      // The command a wrapper runs explains the line better than the wrapper, which is judged
+      // (and allowed) already: `timeout 60 make test` is allowed by `allow make`.
+      std::string why = d.detail.empty() ? std::string(d.reason) : std::move(d.detail);
+      d.detail = why + " (run by '" + std::string(cmd.run_by) +
+                 "', which is looked through: the command it runs is judged too)";
+      acc = std::move(d);
     } else {
       acc.KeepStronger(std::move(d));
+    }
+    if (in_workspace && !cmd.argv.empty() && !StaysInWorkspace(cmd.argv)) {
+      in_workspace = false;
     }
     for (const auto& w : cmd.writes) acc.KeepStronger(DecidePath(Access::kWrite, w));
     for (const auto& r : cmd.reads) acc.KeepStronger(DecidePath(Access::kRead, r));

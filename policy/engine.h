@@ -111,10 +111,13 @@ class Engine {
   };
 
   // argv as the request gave it, or as views into a parsed shell line: the same decision.
+  // `in_workspace`: the shell's directory is still the workspace (no cd earlier on the line may
+  // have left it); `workspace:` allow rules apply only then.
   [[nodiscard]] Outcome DecideCommand(std::span<const std::string> argv) const;
-  [[nodiscard]] Outcome DecideCommand(std::span<const std::string_view> argv) const;
+  [[nodiscard]] Outcome DecideCommand(std::span<const std::string_view> argv,
+                                      bool in_workspace) const;
   template <typename Word>
-  [[nodiscard]] Outcome DecideArgv(std::span<const Word> argv) const;
+  [[nodiscard]] Outcome DecideArgv(std::span<const Word> argv, bool in_workspace) const;
   [[nodiscard]] Outcome DecideShell(std::string_view script) const;
   [[nodiscard]] Outcome DecidePath(Access access, std::string_view path) const;
   // The view and the filesystem rules for `abs`, an absolute normalised path.

@@ -25,29 +25,70 @@ bool ArgMatches(const ArgPattern& p, std::string_view arg) {
   return false;
 }
 
-// CommandRule::Matches for argv of std::string or std::string_view.
+// Whether argv[0] matches the first element of `rule`.
+bool FirstMatches(const CommandRule& rule, std::string_view arg) {
+  const ArgPattern& first = rule.pattern[0];
+  if (first.workspace) {
+    const std::optional<std::string> rel = WorkspaceProgram(arg);
+    return rel && first.alternatives.size() == 1 && first.alternatives[0].Match(*rel);
+  }
+  if (arg.find('/') == std::string_view::npos) return ArgMatches(first, arg);
+  // A path in command position: an allow rule must name a path (a workspace script called ./git
+  // is not `git`). Deny and ask rules also match it by its last component, so `/usr/bin/curl`
+  // and `./curl` cannot slip past `deny curl`.
+  const std::string_view base = arg.substr(arg.rfind('/') + 1);
+  for (const auto& alt : first.alternatives) {
+    const bool names_path = alt.pattern().find('/') != std::string::npos;
+    if (names_path ? alt.Match(arg) : (rule.verdict != Verdict::kAllow && alt.Match(base))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether pattern[from, to) (no `...` in it) matches argv at `at`.
+template <typename Word>
+bool BlockMatches(const std::vector<ArgPattern>& pattern, std::size_t from, std::size_t to,
+                  std::span<const Word> argv, std::size_t at) {
+  if (at + (to - from) > argv.size()) return false;
+  for (std::size_t i = from; i < to; ++i) {
+    if (!ArgMatches(pattern[i], argv[at + (i - from)])) return false;
+  }
+  return true;
+}
+
+// CommandRule::Matches for argv of std::string or std::string_view. The pattern is a prefix
+// pattern whose `...` elements skip any run of arguments. Between two `...` (or after the name),
+// the elements form a block that must match consecutive arguments; placing each block at its
+// earliest possible position is never worse for the blocks after it, so one left-to-right scan
+// decides (O(pattern * argv), no backtracking).
 template <typename Word>
 bool CommandMatches(const CommandRule& rule, std::span<const Word> argv) {
   const std::vector<ArgPattern>& pattern = rule.pattern;
-  if (argv.size() < pattern.size() || pattern.empty()) return false;
-  for (std::size_t i = 0; i < pattern.size(); ++i) {
-    const std::string_view arg = argv[i];
-    if (i == 0 && arg.find('/') != std::string_view::npos) {
-      // A path in command position: an allow rule must name a path (a workspace script called
-      // ./git is not `git`). Deny and ask rules also match it by its last component, so
-      // `/usr/bin/curl` and `./curl` cannot slip past `deny curl`.
-      bool matched = false;
-      const std::string_view base = arg.substr(arg.rfind('/') + 1);
-      for (const auto& alt : pattern[0].alternatives) {
-        bool names_path = alt.pattern().find('/') != std::string::npos;
-        if (names_path ? alt.Match(arg) : (rule.verdict != Verdict::kAllow && alt.Match(base))) {
-          matched = true;
-        }
-      }
-      if (!matched) return false;
+  if (pattern.empty() || argv.empty() || pattern[0].any_run) return false;
+  if (!FirstMatches(rule, argv[0])) return false;
+  std::size_t pos = 1;  // the next argument to match
+  std::size_t i = 1;    // the next pattern element
+  bool skip = false;    // a `...` precedes the block at i
+  while (i < pattern.size()) {
+    if (pattern[i].any_run) {
+      skip = true;
+      ++i;
       continue;
     }
-    if (!ArgMatches(pattern[i], arg)) return false;
+    std::size_t end = i;
+    while (end < pattern.size() && !pattern[end].any_run) ++end;
+    if (!skip) {
+      if (!BlockMatches(pattern, i, end, argv, pos)) return false;
+      pos += end - i;
+    } else {
+      std::size_t at = pos;
+      while (at + (end - i) <= argv.size() && !BlockMatches(pattern, i, end, argv, at)) ++at;
+      if (at + (end - i) > argv.size()) return false;
+      pos = at + (end - i);
+    }
+    skip = false;
+    i = end;
   }
   return true;
 }
@@ -151,6 +192,30 @@ bool CommandRule::Matches(std::span<const std::string> argv) const {
 
 bool CommandRule::Matches(std::span<const std::string_view> argv) const {
   return CommandMatches(*this, argv);
+}
+
+std::optional<std::string> WorkspaceProgram(std::string_view argv0) {
+  if (argv0.find('/') == std::string_view::npos || argv0.starts_with('/') ||
+      argv0.starts_with('~')) {
+    return std::nullopt;
+  }
+  std::string rel;
+  std::size_t i = 0;
+  while (i <= argv0.size()) {
+    std::size_t j = argv0.find('/', i);
+    if (j == std::string_view::npos) j = argv0.size();
+    const std::string_view comp = argv0.substr(i, j - i);
+    i = j + 1;
+    if (comp.empty() || comp == ".") continue;
+    // ".." could climb out of the workspace; judged by name, "build/../t" is not worth a special
+    // case, so any ".." makes the path not a workspace program.
+    if (comp == "..") return std::nullopt;
+    if (!rel.empty()) rel += '/';
+    rel += comp;
+  }
+  // "./" or "dir/": a directory, not a program.
+  if (rel.empty() || argv0.ends_with('/')) return std::nullopt;
+  return rel;
 }
 
 std::string_view ToolName(Tool t) { return kToolNames.at(static_cast<std::size_t>(t)); }

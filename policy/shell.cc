@@ -16,6 +16,9 @@ namespace {
 // ( ) and { } groups may nest within one script (bounds the recursion of the parser).
 constexpr int kMaxStringNesting = 4;
 constexpr int kMaxGroupNesting = 64;
+// How many wrappers (timeout, env, nice ...) may wrap one command: `nice timeout 5 env X=1 make`
+// is three.
+constexpr int kMaxWrapperNesting = 8;
 // Bounds the strings a parse may produce: group redirections and carried-over assignments are
 // copied into many commands, which a crafted script could multiply into gigabytes.
 constexpr std::size_t kMaxOutputStrings = 200'000;
@@ -504,6 +507,183 @@ bool IsReservedWord(std::string_view w) {
   return false;
 }
 
+std::string_view BaseName(std::string_view argv0) {
+  const std::size_t slash = argv0.rfind('/');
+  return slash == std::string_view::npos ? argv0 : argv0.substr(slash + 1);
+}
+
+// Options of a wrapper command, as its manual documents them (GNU coreutils 9, util-linux 2.38,
+// POSIX sh for command and exec). Anything else makes the line opaque: an option we do not know
+// might take an argument, and then we would judge the wrong word as the command.
+struct WrapperSpec {
+  std::string_view name;
+  std::string_view flags;       // short options without an argument
+  std::string_view with_arg;    // short options taking an argument (-s SIG, -sSIG)
+  std::string_view no_command;  // short options after which the arguments are not a command
+  std::vector<std::string_view> long_flags;     // --preserve-status
+  std::vector<std::string_view> long_with_arg;  // --signal SIG, --signal=SIG
+  bool operand_first = false;   // one operand before the command (timeout's DURATION)
+  bool assignments = false;     // NAME=value words before the command (env)
+  bool numeric_option = false;  // -N is an option (nice -10)
+};
+
+const WrapperSpec* FindWrapper(std::string_view base) {
+  static const WrapperSpec kSpecs[] = {
+      {"timeout",
+       "v",
+       "sk",
+       "",
+       {"--preserve-status", "--foreground", "--verbose"},
+       {"--signal", "--kill-after"},
+       true,
+       false,
+       false},
+      {"nice", "", "n", "", {}, {"--adjustment"}, false, false, true},
+      {"nohup", "", "", "", {}, {}, false, false, false},
+      {"time",
+       "pvq",
+       "f",
+       "",
+       {"--portability", "--verbose", "--quiet"},
+       {"--format"},
+       false,
+       false,
+       false},
+      {"stdbuf", "", "ioe", "", {}, {"--input", "--output", "--error"}, false, false, false},
+      {"ionice", "t", "cn", "pPu", {"--ignore"}, {"--class", "--classdata"}, false, false, false},
+      {"env",
+       "i0v",
+       "u",
+       "",
+       {"--ignore-environment", "--null", "--debug"},
+       {"--unset"},
+       false,
+       true,
+       false},
+      {"command", "p", "", "vV", {}, {}, false, false, false},
+      {"exec", "cl", "a", "", {}, {}, false, false, false},
+  };
+  for (const WrapperSpec& w : kSpecs) {
+    if (w.name == base) return &w;
+  }
+  return nullptr;
+}
+
+// Where a wrapper's command starts in `argv` (argv.size(): it runs none), and what env sets for
+// it; or why that cannot be told.
+struct WrapperArgs {
+  std::size_t command = 0;
+  std::vector<std::string_view> assignments;  // env NAME=value, as written
+  std::vector<std::string_view> unset;        // env -u NAME
+  std::string error;
+};
+
+WrapperArgs ParseWrapperArgs(const WrapperSpec& w, const std::vector<std::string_view>& argv) {
+  WrapperArgs out;
+  const auto refuse = [&](std::string_view why) {
+    out.error = "cannot tell which command '" + std::string(w.name) +
+                "' runs: " + std::string(why) + "; run the command without it";
+    return out;
+  };
+  std::size_t k = 1;
+  bool unset_next = false;
+  while (k < argv.size()) {
+    const std::string_view a = argv[k];
+    if (a == "--") {
+      ++k;
+      break;
+    }
+    if (w.name == "env" && a == "-") {  // the old spelling of -i
+      ++k;
+      continue;
+    }
+    if (a.size() < 2 || a[0] != '-') break;
+    if (a[1] == '-') {
+      const std::size_t eq = a.find('=');
+      const std::string_view opt = a.substr(0, eq);
+      if (w.name == "env" && (opt == "--split-string" || opt == "--chdir")) {
+        return refuse(opt == "--split-string"
+                          ? "env --split-string makes a command line of a string"
+                          : "env --chdir runs the command in another directory");
+      }
+      if (w.name == "time" && (opt == "--output" || opt == "--append")) {
+        return refuse("time --output writes a file; redirect its output instead");
+      }
+      if (w.name == "env" && (opt == "--default-signal" || opt == "--ignore-signal" ||
+                              opt == "--block-signal" || opt == "--list-signal-handling")) {
+        ++k;  // their argument, if any, is attached with '='
+        continue;
+      }
+      const bool flag =
+          std::find(w.long_flags.begin(), w.long_flags.end(), opt) != w.long_flags.end();
+      const bool takes =
+          std::find(w.long_with_arg.begin(), w.long_with_arg.end(), opt) != w.long_with_arg.end();
+      if ((!flag && !takes) || (flag && eq != std::string_view::npos)) {
+        return refuse("option '" + std::string(opt) + "' is not understood");
+      }
+      if (takes && opt == "--unset") {
+        if (eq != std::string_view::npos) {
+          out.unset.push_back(a.substr(eq + 1));
+        } else {
+          unset_next = true;
+        }
+      }
+      k += (takes && eq == std::string_view::npos) ? 2 : 1;
+      if (unset_next) {
+        if (k - 1 < argv.size()) out.unset.push_back(argv[k - 1]);
+        unset_next = false;
+      }
+      continue;
+    }
+    if (w.numeric_option && IsDigit(a[1])) {  // nice -10
+      ++k;
+      continue;
+    }
+    if (IsDigit(a[1]) && w.operand_first) break;  // not an option: timeout's duration
+    // A cluster of short options: "-pv", "-sKILL", "-k" "5".
+    bool consumed_next = false;
+    for (std::size_t c = 1; c < a.size(); ++c) {
+      const char o = a[c];
+      if (w.name == "env" && (o == 'S' || o == 'C')) {
+        return refuse(o == 'S' ? "env -S makes a command line of a string"
+                               : "env -C runs the command in another directory");
+      }
+      if (w.name == "time" && (o == 'o' || o == 'a')) {
+        return refuse("time -o writes a file; redirect its output instead");
+      }
+      if (w.no_command.find(o) != std::string_view::npos) {
+        out.command = argv.size();
+        return out;
+      }
+      if (w.flags.find(o) != std::string_view::npos) continue;
+      if (w.with_arg.find(o) != std::string_view::npos) {
+        std::string_view arg;
+        if (c + 1 < a.size()) {
+          arg = a.substr(c + 1);
+        } else if (k + 1 < argv.size()) {
+          arg = argv[k + 1];
+          consumed_next = true;
+        } else {
+          return refuse("option '-" + std::string(1, o) + "' without its argument");
+        }
+        if (w.name == "env") out.unset.push_back(arg);  // -u is env's only one
+        break;
+      }
+      return refuse("option '-" + std::string(1, o) + "' is not understood");
+    }
+    k += consumed_next ? 2 : 1;
+  }
+  if (w.operand_first && k < argv.size()) ++k;  // timeout DURATION
+  if (w.assignments) {
+    while (k < argv.size() && argv[k].find('=') != std::string_view::npos) {
+      out.assignments.push_back(argv[k]);
+      ++k;
+    }
+  }
+  out.command = std::min(k, argv.size());
+  return out;
+}
+
 struct WordInfo {
   bool quoted = false;
   bool expansion = false;
@@ -550,6 +730,9 @@ class ShellParser {
   bool ParseRedirect(SimpleCommandView& cmd);
   bool ParseSimpleCommand();
   bool Inspect(std::size_t index, const std::vector<WordInfo>& info);
+  // Adds the command a wrapper at `index` runs (timeout 60 make: make) after it, and inspects it.
+  bool LookThrough(std::size_t index, const std::vector<WordInfo>& info,
+                   const WrapperSpec& wrapper);
   // `script` is a word's text (in the script or in out_.owned) or a string in out_.owned: it
   // stays where it is while the nested parse appends to out_.commands.
   bool ParseString(std::string_view script, const WordInfo& info, std::string_view what);
@@ -584,6 +767,7 @@ class ShellParser {
   std::vector<WordInfo> info_;
   int string_depth_;
   int group_depth_ = 0;
+  int wrapper_depth_ = 0;
   ShellParseView& out_;
   std::vector<std::string_view>& sticky_;
   std::size_t& budget_;  // strings the result may still grow by, shared with nested parsers
@@ -824,6 +1008,9 @@ bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info) 
     }
     return true;
   }
+  if (const WrapperSpec* wrapper = FindWrapper(BaseName(name))) {
+    return LookThrough(index, info, *wrapper);
+  }
   if (!IsShellName(name)) return true;
   // sh [options] -c string [name [args...]]: options may come in any order and clusters
   // ("-ec", "-xc"); -o and -O take an argument; the string is the first operand after them.
@@ -852,6 +1039,47 @@ bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info) 
   if (!has_c) return true;
   if (k >= argv.size()) return Fail(std::string(name) + " -c without a command string");
   return ParseString(argv[k], info[k], std::string(name) + " -c");
+}
+
+bool ShellParser::LookThrough(std::size_t index, const std::vector<WordInfo>& info,
+                              const WrapperSpec& wrapper) {
+  // Copies: the push_back below may move out_.commands.
+  const std::vector<std::string_view> argv = out_.commands[index].argv;
+  const std::vector<std::string_view> outer_assignments = out_.commands[index].assignments;
+  WrapperArgs args = ParseWrapperArgs(wrapper, argv);
+  if (!args.error.empty()) return Fail(args.error);
+  if (args.command >= argv.size()) return true;  // it runs nothing (command -v, ionice -p)
+  if (++wrapper_depth_ > kMaxWrapperNesting) {
+    return Fail("commands wrapped in more than " + std::to_string(kMaxWrapperNesting) +
+                " wrappers (timeout, env, nice ...) cannot be checked");
+  }
+  const WordInfo& name = info[args.command];
+  if (name.expansion) {
+    return Fail("parameter expansion in the command name ($X) cannot be checked before it runs");
+  }
+  if (name.glob) {
+    return Fail(
+        "pathname expansion (*, ?, [...]) in the command name cannot be checked before "
+        "it runs");
+  }
+  SimpleCommandView inner;
+  inner.argv.assign(argv.begin() + static_cast<std::ptrdiff_t>(args.command), argv.end());
+  inner.assignments = outer_assignments;
+  inner.assignments.insert(inner.assignments.end(), args.assignments.begin(),
+                           args.assignments.end());
+  for (const std::string_view name_unset : args.unset) {
+    // Unsetting PATH (or LD_PRELOAD...) changes what runs as much as setting it: judged as an
+    // assignment of the empty value.
+    inner.assignments.push_back(out_.owned.emplace_front(std::string(name_unset) + "="));
+  }
+  inner.run_by = argv[0];
+  if (!Charge(inner.argv.size() + inner.assignments.size())) return Fail(kTooComplex);
+  const std::vector<WordInfo> inner_info(info.begin() + static_cast<std::ptrdiff_t>(args.command),
+                                         info.end());
+  out_.commands.push_back(std::move(inner));
+  const bool ok = Inspect(out_.commands.size() - 1, inner_info);
+  --wrapper_depth_;
+  return ok;
 }
 
 bool ShellParser::ParseString(std::string_view script, const WordInfo& info,
@@ -925,6 +1153,7 @@ ShellParse ParseShell(std::string_view script) {
     copy(view.commands[k].assignments, out.commands[k].assignments);
     copy(view.commands[k].writes, out.commands[k].writes);
     copy(view.commands[k].reads, out.commands[k].reads);
+    out.commands[k].run_by = std::string(view.commands[k].run_by);
   }
   return out;
 }

@@ -16,6 +16,12 @@
 //   - ( list ) subshells and { list; } groups: their commands are parsed recursively;
 //   - sh|bash|dash -c 'string': the string is parsed recursively (nesting at most 4 deep), and the
 //     outer command is kept as well;
+//   - wrappers that run the rest of their arguments as a command (timeout, nice, nohup, time,
+//     stdbuf, ionice, env, command, exec): the wrapper is kept, and the command it runs is added
+//     after it as a command of its own (run_by names the wrapper), with env's NAME=value words as
+//     its assignments (`env -u NAME` counts as assigning NAME). Wrapper options are parsed
+//     conservatively: an option not listed in LookThroughWrapper, env -S (a string split into a
+//     command line), env -C and time -o make the parse opaque;
 //   - '#' comments at word start.
 // Opaque (the whole parse is marked opaque, with a reason naming the construct):
 //   - command substitution $( ) and backticks, process substitution <( ) >( ), arithmetic $(( )),
@@ -39,6 +45,9 @@ struct SimpleCommand {
   std::vector<std::string> assignments;  // "NAME=value" as written (after quote removal)
   std::vector<std::string> writes;       // output redirection targets
   std::vector<std::string> reads;        // input redirection targets
+  // For a command run by a wrapper (`timeout 60 make test` gives `timeout 60 make test`, then
+  // `make test` with run_by "timeout"): the wrapper's argv[0]. Empty otherwise.
+  std::string run_by;
 };
 
 struct ShellParse {
@@ -59,6 +68,7 @@ struct SimpleCommandView {
   std::vector<std::string_view> assignments;
   std::vector<std::string_view> writes;
   std::vector<std::string_view> reads;
+  std::string_view run_by;
 };
 
 // A word written without quotes or escapes ("make", "$HOME/x", or one quoted part alone such as

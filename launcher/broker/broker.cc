@@ -22,6 +22,7 @@
 #include "launcher/broker/model_turns.h"
 #include "launcher/broker/tool_mapping.h"
 #include "launcher/broker/workspace_state.h"
+#include "policy/coherence.h"
 #include "policy/dump.h"
 #include "policy/shell.h"
 
@@ -249,8 +250,10 @@ class Broker::Impl {
     // OnToolRequest runs (the decision entry records the request too).
     const std::vector<std::string>* paths = nullptr;
   };
+  // For kHeadless, `why` names the setting that denied the ask (AskDeniedReason): it becomes the
+  // decision's reason, so the audit log says what decided instead of "the profile asks".
   void Deny(std::uint64_t id, const MappedTool& call, const policy::Decision& decision,
-            const std::string& location, DenialCause cause);
+            const std::string& location, DenialCause cause, std::string_view why = {});
   // A refusal before the request maps to a policy question (not the model's call, not a known
   // tool): audited as a decision with `rule`, answered with `message` for the model.
   void DenyUnmapped(std::uint64_t id, const protocol::ToolRequest& request,
@@ -897,14 +900,15 @@ void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call,
 }
 
 void Broker::Impl::Deny(std::uint64_t id, const MappedTool& call, const policy::Decision& decision,
-                        const std::string& location, DenialCause cause) {
+                        const std::string& location, DenialCause cause, std::string_view why) {
   ++outcome_.denials;
-  Denial denial = ExplainDenial(engine_, call, decision, location, cause);
+  Denial denial = ExplainDenial(engine_, call, decision, location, cause, why);
   protocol::Decision reply;
   reply.verdict = protocol::Verdict::kDeny;
   reply.rule = decision.rule;
   reply.location = location;
-  reply.reason = decision.reason;
+  reply.reason =
+      why.empty() ? decision.reason : policy::AskDeniedReason(why, decision.rule, location);
   reply.message = std::move(denial.message);
   SendDecision(id, call, std::move(reply),
                cause == DenialCause::kHeadless ? "ask denied: nobody can approve" : "");
@@ -1112,11 +1116,12 @@ void Broker::Impl::AskApproval(std::uint64_t id, const protocol::ToolRequest& re
       return;
     }
   }
-  if (config_.approval == ApprovalMode::kStop &&
-      engine_.Effective(policy::Verdict::kAsk) == policy::Verdict::kAsk) {
+  if (config_.approval == ApprovalMode::kStop) {
     // Nobody is asked now: the agent is refused, and the session ends so that a person can look
-    // at the exact action and allow it on a re-run (--pre-approve sha256:DIGEST).
-    Deny(id, call, decision, location, DenialCause::kHeadless);
+    // at the exact action and allow it on a re-run (--pre-approve sha256:DIGEST). Whatever the
+    // profile's approval mode: the command line only narrows (never-ask would deny the ask and
+    // go on, auto would allow it), and a pre-approval applies under every mode, as above.
+    Deny(id, call, decision, location, DenialCause::kHeadless, "--approve stop");
     outcome_.needs_approval = req;
     End(BrokerOutcome::Status::kNeedsApproval,
         ShortText(call.action, 200) + " needs approval (rule " + decision.rule +
@@ -1133,7 +1138,10 @@ void Broker::Impl::AskApproval(std::uint64_t id, const protocol::ToolRequest& re
     return;
   }
   if (effective == policy::Verdict::kDeny || services_.approver == nullptr) {
-    Deny(id, call, decision, location, DenialCause::kHeadless);
+    Deny(id, call, decision, location, DenialCause::kHeadless,
+         config_.approval == ApprovalMode::kNever ? "--approve never"
+         : effective == policy::Verdict::kDeny    ? "approval never-ask"
+                                                  : "no terminal to ask on");
     return;
   }
   if (approval_id_) {

@@ -166,8 +166,8 @@ void SuggestWritableElsewhere(Offer& offer, const MappedTool& call) {
 }  // namespace
 
 Denial ExplainDenial(const policy::Engine& engine, const MappedTool& call,
-                     const policy::Decision& decision, std::string_view location,
-                     DenialCause cause) {
+                     const policy::Decision& decision, std::string_view location, DenialCause cause,
+                     std::string_view why) {
   const policy::Policy& p = engine.policy();
   std::string msg = "Refused: " + WhatWasRefused(call) + ". ";
   std::string rule = decision.rule.empty() ? std::string("default") : decision.rule;
@@ -185,8 +185,10 @@ Denial ExplainDenial(const policy::Engine& engine, const MappedTool& call,
       break;
     case DenialCause::kHeadless:
       msg += "The rule " + rule + where +
-             " requires a person's approval, and nobody can approve it in this run (approvals "
-             "are off or the run is unattended), so it is denied.";
+             " requires a person's approval, and nobody can approve it in this run (" +
+             (why.empty() ? std::string("approvals are off or the run is unattended")
+                          : std::string(why)) +
+             "), so it is denied.";
       break;
   }
 

@@ -35,10 +35,12 @@ enum class DenialCause {
   kHeadless,          // the profile asks; nobody can be asked (never-ask, --approve never, no tty)
 };
 
-// `location` is the rule's "file:line:col" ("" for built-in rules).
+// `location` is the rule's "file:line:col" ("" for built-in rules). For kHeadless, `why` names
+// the setting that denied the ask ("approval never-ask", "--approve never", "no terminal to ask
+// on"); empty keeps the general wording.
 Denial ExplainDenial(const policy::Engine& engine, const MappedTool& call,
                      const policy::Decision& decision, std::string_view location,
-                     DenialCause cause = DenialCause::kPolicy);
+                     DenialCause cause = DenialCause::kPolicy, std::string_view why = {});
 
 // For a tool name outside the closed set.
 std::string UnknownToolMessage(std::string_view tool, const std::vector<std::string>& enabled);

@@ -20,6 +20,7 @@
 #include "launcher/profile_spec.h"
 #include "policy/audit.h"
 #include "policy/cases.h"
+#include "policy/coherence.h"
 #include "policy/diff.h"
 #include "policy/dump.h"
 #include "policy/engine.h"
@@ -205,6 +206,13 @@ int RunCheck(const PolicyOptions& o) {
   int failed = 0;
   for (const auto& name : o.profiles) {
     policy::Compiled c = policy::LoadProfile(name, search);
+    // Ask rules that cannot ask, or that ask for an install no registry is reachable for, are
+    // warnings: the profile works, but not as its author meant (policy/coherence.h).
+    if (c.ok()) {
+      for (const policy::IncoherentAsk& a : policy::IncoherentAsks(*c.policy)) {
+        c.diags.Warning(a.loc, a.length, a.message, a.hint);
+      }
+    }
     const std::size_t errors = c.diags.ErrorCount();
     const std::size_t warnings = c.diags.list().size() - errors;
     std::size_t rules = 0, examples = 0;
@@ -284,6 +292,19 @@ std::string ShellWord(const std::string& w) {
   return out + "'";
 }
 
+// Why the effective verdict differs from the profile's, when it does: an ask the approval mode
+// decides without asking. Empty when the verdict stands.
+std::string EffectiveReason(const policy::Policy& p, const policy::Decision& d,
+                            policy::Verdict effective) {
+  if (d.verdict != policy::Verdict::kAsk || effective == policy::Verdict::kAsk) return {};
+  const std::string where = d.loc.valid() ? p.Where(d.loc) : std::string();
+  if (effective == policy::Verdict::kDeny) {
+    return policy::AskDeniedReason("approval never-ask", d.rule, where);
+  }
+  return "allowed unasked: approval auto (rule `" + d.rule + "`" +
+         (where.empty() ? std::string() : " at " + where) + ")";
+}
+
 int RunExplain(const PolicyOptions& o) {
   policy::Request r;
   int given = 0;
@@ -360,6 +381,7 @@ int RunExplain(const PolicyOptions& o) {
               {"at", At(*p, d.loc)},
               {"source", SourceLine(*p, d.loc)},
               {"reason", d.reason},
+              {"effective_reason", EffectiveReason(*p, d, effective)},
               {"workspace", bindings.workspace},
               {"home", bindings.home}};
     using Kind = policy::Request::Kind;

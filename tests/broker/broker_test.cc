@@ -471,6 +471,54 @@ TEST(Broker, NeverAskProfileDeniesAsks) {
   const json d = h.ToolRequest("write_file", {{"path", "Cargo.lock"}, {"content", "x"}});
   EXPECT_EQ(d["verdict"], "deny");
   EXPECT_TRUE(h.approver.requests.empty());
+  // The reason names what decided (the approval mode, and the ask rule), not "the profile asks a
+  // person", which the deny would contradict; the audit log records the same.
+  const std::string reason = d["reason"].get<std::string>();
+  EXPECT_THAT(reason, HasSubstr("denied: approval never-ask (rule `tools: ask"));
+  EXPECT_THAT(reason, ::testing::Not(HasSubstr("asks a person")));
+  EXPECT_THAT(d["message"].get<std::string>(), HasSubstr("(approval never-ask)"));
+  bool audited = false;
+  for (const json& e : h.AuditEntries()) {
+    if (e.value("event", "") == "decision" && e.value("verdict", "") == "deny") {
+      EXPECT_EQ(e["detail"].value("reason", ""), reason);
+      audited = true;
+    }
+  }
+  EXPECT_TRUE(audited);
+}
+
+TEST(Broker, ApproveNeverNamesTheFlagInTheReason) {
+  HarnessOptions o;
+  o.approval = ApprovalMode::kNever;
+  Harness h(o);
+  h.Hello();
+  const json d = h.ToolRequest("write_file", {{"path", "Cargo.lock"}, {"content", "x"}});
+  EXPECT_EQ(d["verdict"], "deny");
+  EXPECT_THAT(d["reason"].get<std::string>(),
+              HasSubstr("denied: --approve never (rule `tools: ask"));
+}
+
+TEST(Broker, ApproveStopStopsUnderNeverAskToo) {
+  // With approval never-ask the ask would be denied and the run would go on; --approve stop
+  // narrows that: the session ends needs-approval with the action's digest, which a re-run can
+  // pre-approve (pre-approvals apply under every approval mode).
+  HarnessOptions o;
+  o.profile = std::string(kTestProfile) + "approval never-ask\n";
+  o.profile.replace(o.profile.find("approval on-request\n"), 20, "");
+  o.approval = ApprovalMode::kStop;
+  Harness h(o);
+  h.Hello();
+  const json d = h.ToolRequest("write_file", {{"path", "Cargo.lock"}, {"content", "x"}});
+  EXPECT_EQ(d["verdict"], "deny");
+  EXPECT_THAT(d["reason"].get<std::string>(), HasSubstr("denied: --approve stop"));
+  ASSERT_TRUE(h.WaitEnded());
+  EXPECT_EQ(h.ended->status, BrokerOutcome::Status::kNeedsApproval);
+  ASSERT_TRUE(h.ended->needs_approval);
+  Harness again(o);
+  ASSERT_TRUE(again.book.AddPreApproval("sha256:" + h.ended->needs_approval->digest, "test").ok());
+  again.Hello();
+  EXPECT_EQ(again.ToolRequest("write_file", {{"path", "Cargo.lock"}, {"content", "x"}})["verdict"],
+            "allow");
 }
 
 TEST(Broker, AutoApprovalProfileAllowsAsksUnasked) {

@@ -76,7 +76,7 @@ TEST(CheckerUnknownKey, TopLevelWithoutAGuessListsTheKeys) {
             "  ^~~~~~\n"
             "  hint: valid keys here: description workspace filesystem network commands tools "
             "limits environment approval verify require best-effort examples extends include "
-            "hosts\n");
+            "hosts setup cache carry git-identity\n");
 }
 
 TEST(CheckerUnknownKey, InLimits) {
@@ -675,7 +675,7 @@ TEST(CheckerExamples, FailedExampleSaysWhereTheDecidingRuleIs) {
             "    allow command \"git push\"\n"
             "          ^~~~~~~\n"
             "  hint: decided by rule 'commands: deny git (clone | config | credential | daemon | "
-            "fetch | pull | push | remote | submodule)' at <built-in>/base.cagent:40:8: the "
+            "fetch | pull | push | remote | submodule)' at <built-in>/base.cagent:55:8: the "
             "profile forbids this command\n"
             "test.cagent:7:8: error: example failed: expected deny for command \"git gc\", got "
             "allow\n"

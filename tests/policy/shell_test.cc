@@ -186,14 +186,45 @@ INSTANTIATE_TEST_SUITE_P(
                   "; argv[sh,-c,sh -c x] ; argv[sh,-c,x] ; argv[x]"},
         ParseCase{"eval 'a;' b", "argv[eval,a;,b] ; argv[a] ; argv[b]"},
         ParseCase{"trap 'rm -rf x' EXIT", "argv[trap,rm -rf x,EXIT] ; argv[rm,-rf,x]"},
-        ParseCase{"trap - EXIT", "argv[trap,-,EXIT]"},
-        // Wrappers are not unwrapped: the policy decides about them.
-        ParseCase{"exec make", "argv[exec,make]"},
+        ParseCase{"trap - EXIT", "argv[trap,-,EXIT]"}, ParseCase{"alias", "argv[alias]"}));
+
+// Wrappers are kept, and the command they run follows as a command of its own.
+INSTANTIATE_TEST_SUITE_P(
+    Wrappers, ShellParseTest,
+    testing::Values(
+        ParseCase{"exec make", "argv[exec,make] ; argv[make]"}, ParseCase{"exec", "argv[exec]"},
         ParseCase{"command -v git", "argv[command,-v,git]"},
-        ParseCase{"env FOO=1 make", "argv[env,FOO=1,make]"},
-        ParseCase{"nice -n 5 make", "argv[nice,-n,5,make]"},
-        ParseCase{"timeout 5 bash -c 'x'", "argv[timeout,5,bash,-c,x]"},
-        ParseCase{"alias", "argv[alias]"}));
+        ParseCase{"command -pV git", "argv[command,-pV,git]"},
+        ParseCase{"command make test", "argv[command,make,test] ; argv[make,test]"},
+        ParseCase{"env FOO=1 make", "argv[env,FOO=1,make] ; env[FOO=1] argv[make]"},
+        ParseCase{"env", "argv[env]"},
+        ParseCase{"env -i A=1 B=2 make -j2",
+                  "argv[env,-i,A=1,B=2,make,-j2] ; env[A=1,B=2] argv[make,-j2]"},
+        ParseCase{"env - make", "argv[env,-,make] ; argv[make]"},
+        ParseCase{"env -u LANG sort", "argv[env,-u,LANG,sort] ; env[LANG=] argv[sort]"},
+        ParseCase{"env -uLANG --unset=TZ --unset LC_ALL sort",
+                  "argv[env,-uLANG,--unset=TZ,--unset,LC_ALL,sort] ; env[LANG=,TZ=,LC_ALL=] "
+                  "argv[sort]"},
+        ParseCase{"X=1 env Y=2 make", "env[X=1] argv[env,Y=2,make] ; env[X=1,Y=2] argv[make]"},
+        ParseCase{"nice -n 5 make", "argv[nice,-n,5,make] ; argv[make]"},
+        ParseCase{"nice -10 make", "argv[nice,-10,make] ; argv[make]"},
+        ParseCase{"nice --adjustment=3 make", "argv[nice,--adjustment=3,make] ; argv[make]"},
+        ParseCase{"timeout 5 bash -c 'x'", "argv[timeout,5,bash,-c,x] ; argv[bash,-c,x] ; argv[x]"},
+        ParseCase{"timeout -s KILL -k5 --preserve-status 1m make",
+                  "argv[timeout,-s,KILL,-k5,--preserve-status,1m,make] ; argv[make]"},
+        ParseCase{"timeout --signal=TERM 60 ./t", "argv[timeout,--signal=TERM,60,./t] ; argv[./t]"},
+        ParseCase{"timeout 60", "argv[timeout,60]"},
+        ParseCase{"nohup make > log 2>&1", "argv[nohup,make] w[log] ; argv[make]"},
+        ParseCase{"time -p make", "argv[time,-p,make] ; argv[make]"},
+        ParseCase{"time -f %e make", "argv[time,-f,%e,make] ; argv[make]"},
+        ParseCase{"stdbuf -oL -e0 make", "argv[stdbuf,-oL,-e0,make] ; argv[make]"},
+        ParseCase{"ionice -c3 -n7 -t make", "argv[ionice,-c3,-n7,-t,make] ; argv[make]"},
+        ParseCase{"ionice -p 42", "argv[ionice,-p,42]"},
+        ParseCase{"/usr/bin/timeout 5 ls", "argv[/usr/bin/timeout,5,ls] ; argv[ls]"},
+        ParseCase{"nice timeout 5 env X=1 make",
+                  "argv[nice,timeout,5,env,X=1,make] ; argv[timeout,5,env,X=1,make] ; "
+                  "argv[env,X=1,make] ; env[X=1] argv[make]"},
+        ParseCase{"timeout -- 5 make", "argv[timeout,--,5,make] ; argv[make]"}));
 
 struct OpaqueCase {
   std::string_view script;
@@ -218,6 +249,24 @@ TEST_P(ShellOpaqueTest, IsOpaque) {
   EXPECT_TRUE(v.commands.empty()) << Render(v);
   EXPECT_TRUE(v.owned.empty());
 }
+
+// A wrapper whose command cannot be told from its arguments makes the line opaque.
+INSTANTIATE_TEST_SUITE_P(
+    Wrappers, ShellOpaqueTest,
+    testing::Values(OpaqueCase{"env -S 'make test'", "env -S makes a command line of a string"},
+                    OpaqueCase{"env --split-string='a b'", "env --split-string"},
+                    OpaqueCase{"env -C /usr/bin ./curl", "env -C runs the command in another"},
+                    OpaqueCase{"env -iS x", "env -S"},
+                    OpaqueCase{"time -o t.txt make", "time -o writes a file"},
+                    OpaqueCase{"time --output=t make", "time --output writes a file"},
+                    OpaqueCase{"timeout -x 5 make", "option '-x' is not understood"},
+                    OpaqueCase{"timeout --bogus 5 make", "option '--bogus' is not understood"},
+                    OpaqueCase{"nice -n", "option '-n' without its argument"},
+                    OpaqueCase{"nohup --help", "option '--help' is not understood"},
+                    OpaqueCase{"timeout 5 $CMD", "parameter expansion in the command name"},
+                    OpaqueCase{"env X=1 ./*.sh", "pathname expansion"},
+                    OpaqueCase{"nice nice nice nice nice nice nice nice nice make",
+                               "more than 8 wrappers"}));
 
 INSTANTIATE_TEST_SUITE_P(
     Substitutions, ShellOpaqueTest,
