@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "policy/audit.h"
 #include "policy/diff.h"
 #include "policy/dump.h"
 #include "tests/policy/policy_test_util.h"
@@ -147,6 +148,20 @@ TEST(SetupKeys, DiffSaysWhatSetupCachesCarryAndIdentityWiden) {
   EXPECT_THAT(all, HasSubstr("wider cache: added: cache ~/.npm"));
   EXPECT_THAT(all, HasSubstr("wider carry: added: carry node_modules"));
   EXPECT_THAT(all, HasSubstr("narrower git-identity: changed: git-identity caller -> none"));
+}
+
+TEST(SetupKeys, AuditRatesTheSetupBlocksHostsLikeTheProfiles) {
+  auto wide = MustCompile("setup {\n  run \"npm ci\"\n  hosts { allow * }\n}\n");
+  auto narrow = MustCompile("setup {\n  run \"npm ci\"\n  hosts { allow registry.npmjs.org }\n}\n");
+  ASSERT_TRUE(wide && narrow);
+  auto any_host = [](const Policy& p) {
+    for (const Finding& f : Audit(p)) {
+      if (f.rule_id == "CAGENT012") return f.message;
+    }
+    return std::string();
+  };
+  EXPECT_THAT(any_host(*wide), HasSubstr("setup hosts: allow *"));
+  EXPECT_EQ(any_host(*narrow), "");
 }
 
 }  // namespace
