@@ -417,6 +417,13 @@ void HideSecretsIn(View& view, const std::string& home, LaunchSpec& spec,
       CoverTarget(r, shown, /*write_only=*/false, "the host secret set", view, spec, notes);
     }
   }
+  // A hide below another one (base's `deny **/id_ed25519*` found ~/.ssh/id_ed25519 before ~/.ssh
+  // was hidden) has nothing to mount on: the outer hide is an empty directory.
+  const std::vector<std::string> hidden = spec.hidden_paths;
+  std::erase_if(spec.hidden_paths, [&](const std::string& p) {
+    return std::any_of(hidden.begin(), hidden.end(),
+                       [&](const std::string& outer) { return IsUnder(p, outer); });
+  });
 }
 
 // Walks a tree without following symlinks and applies deny globs to what exists. Every directory
