@@ -102,6 +102,12 @@ TEST(LogCommandTest, EveryKindIsDescribedThroughItsDeclaredFields) {
       audit::VerifyTree(
           {.tree = "fedcba9876543210", .base_commit = "0123456789abcdef", .path = "/v"}),
       audit::Verify({.command = "make", .status = "passed", .exit_code = 0, .duration_ms = 12}),
+      audit::Setup({.command = "npm ci",
+                    .status = "failed",
+                    .exit_code = 1,
+                    .duration_ms = 40,
+                    .where = "verify-tree",
+                    .log = "logs/01-verify-setup.log"}),
       audit::Egress({.host = "::1",
                      .port = 8080,
                      .via = "socks5",
