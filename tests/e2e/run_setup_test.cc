@@ -643,6 +643,30 @@ TEST_F(RunSetup, VerificationRunsSetupAgainAndNeverSeesTheAgentsDependencies) {
       HasSubstr(f_.marker));
 }
 
+// The agent's patch reaches the verification tree's setup: `npm ci` there runs the patched
+// package.json's install scripts with every cache writable (and setup's hosts). A cache that is
+// read-only to the agent must stay so through them. DISABLED: this fails today (the script writes
+// the profile's ~/.npm on the host), reported with issue 19's setup work; enable it with the fix.
+TEST_F(RunSetup, DISABLED_TheAgentCannotWriteTheCacheThroughTheVerificationTreesSetup) {
+  // Twin: TheCacheIsKeptBetweenRunsReadOnlyToTheAgentAndClearedOnRequest (its direct touch fails).
+  NEED_TOOL("node");
+  NEED_TOOL("npm");
+  WriteNodeProject();
+  Commit();
+  const std::string poisoned =
+      R"({"name":"app","version":"1.0.0","private":true,"dependencies":{"tinypkg":"1.0.0"},)"
+      R"("scripts":{"preinstall":"touch $HOME/.npm/written-by-the-agents-patch"}})"
+      "\n";
+  const std::string session =
+      NodeFix() + Turn(Call("read_file", {{"path", "package.json"}})) +
+      Turn(Call("write_file", {{"path", "package.json"}, {"content", poisoned}})) + Finish();
+  const json res = Run(NodeProfile("node", NodeSetup() + "cache ~/.npm\n"), session);
+  EXPECT_THAT(Dump(res["changed_files"]), HasSubstr("package.json"));
+  EXPECT_FALSE(fs::exists(dir_ + "/cache/cagent/caches/node/.npm/written-by-the-agents-patch"))
+      << "the agent's package.json wrote the read-only cache through the verification tree's "
+         "setup";
+}
+
 // ---- 7. setup's network and the agent's ----
 
 TEST_F(RunSetup, SetupCannotFetchFromAHostItsHostsDoNotAllow) {
