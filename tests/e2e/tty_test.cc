@@ -415,3 +415,63 @@ TEST_F(TtyTest, InjectionWithTtyAndSeccompIsRefusedOutright) {
 
 }  // namespace
 }  // namespace cagent::testing
+
+// ---- the agent-cli profile: a stand-in CLI on its own terminal ----
+
+namespace cagent::testing {
+namespace {
+
+// What an agent CLI does at start: checks it has a terminal, reads its API key, keeps state in its
+// directory under HOME, works on the workspace. The profile must let all of that happen and
+// nothing around it.
+constexpr char kFakeCli[] =
+    "test -t 0 && test -t 1 && echo on-a-terminal; "
+    "test \"$ANTHROPIC_API_KEY\" = sk-test && echo key-passed; "
+    "echo other-credential=${GITHUB_TOKEN:-scrubbed}; "
+    "echo state > \"$CLAUDE_CONFIG_DIR/session\" && echo state-kept; "
+    "(echo '{\"hooks\":1}' > \"$HOME/.claude/settings.json\") 2>/dev/null || echo "
+    "settings-read-only; "
+    "echo work > \"$PWD/out.txt\" && echo workspace-written; "
+    "grep -q SECRET \"$PWD/.env\" 2>/dev/null || echo dotenv-hidden; "
+    "ls \"$HOME/.ssh\" >/dev/null 2>&1 || echo rest-of-home-absent; "
+    "test -n \"$HTTPS_PROXY\" && echo egress-proxy";
+
+class AgentCliTest : public TtyTest {};
+
+TEST_F(AgentCliTest, FakeCliGetsItsKeyStateAndTerminalAndNothingElse) {
+  const std::string home = h_.MakeDir("home");
+  WriteFile(home + "/.claude/settings.json", "{}\n");
+  WriteFile(home + "/.ssh/id_ed25519", "not for the sandbox\n");
+  WriteFile(ws_ + "/.env", "SECRET=1\n");
+  h_.GiveToRunUser(home);
+  h_.GiveToRunUser(ws_);
+  RunOptions o;
+  o.extra_env = {"HOME=" + home, "ANTHROPIC_API_KEY=sk-test", "GITHUB_TOKEN=ghp-test"};
+  const RunResult r = h_.Run({"exec", "--profile", "agent-cli", "--workspace", ws_, "--tty", "--",
+                              "/bin/sh", "-c", kFakeCli},
+                             o);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* line : {"on-a-terminal", "key-passed", "other-credential=scrubbed", "state-kept",
+                           "settings-read-only", "workspace-written", "dotenv-hidden",
+                           "rest-of-home-absent", "egress-proxy"}) {
+    EXPECT_THAT(r.out, HasSubstr(line)) << r.out << r.err;
+  }
+  EXPECT_EQ(ReadFile(home + "/.claude/session"), "state\n");
+  EXPECT_EQ(ReadFile(home + "/.claude/settings.json"), "{}\n");
+  EXPECT_EQ(ReadFile(ws_ + "/out.txt"), "work\n");
+}
+
+TEST_F(AgentCliTest, BaseProfilesKeepTheKeyOut) {
+  // The twin of key-passed: a profile extending base scrubs the key, so agent-cli must restate.
+  RunOptions o;
+  o.extra_env = {"ANTHROPIC_API_KEY=sk-test"};
+  h_.GiveToRunUser(ws_);
+  const RunResult r = h_.Run({"exec", "--profile", "backend", "--workspace", ws_, "--", "/bin/sh",
+                              "-c", "echo key=${ANTHROPIC_API_KEY:-absent}"},
+                             o);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("key=absent"));
+}
+
+}  // namespace
+}  // namespace cagent::testing

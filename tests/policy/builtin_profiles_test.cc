@@ -73,7 +73,7 @@ TEST_P(BuiltinProfile, IsEmbeddedAndMatchesTheSourceFile) {
 INSTANTIATE_TEST_SUITE_P(All, BuiltinProfile,
                          ::testing::Values("base", "readonly", "docs", "frontend", "backend",
                                            "backend-registries", "frontend-registries",
-                                           "mcp-server"),
+                                           "mcp-server", "agent-cli"),
                          [](const auto& p) {
                            std::string name = p.param;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -82,7 +82,7 @@ INSTANTIATE_TEST_SUITE_P(All, BuiltinProfile,
 
 TEST(BuiltinProfiles, EveryProfileFileIsListed) {
   // A new file in profiles/ must be added to the parameter list above (and get a golden dump).
-  EXPECT_EQ(BuiltinProfiles().size(), 8U);
+  EXPECT_EQ(BuiltinProfiles().size(), 9U);
 }
 
 }  // namespace
