@@ -897,6 +897,14 @@ class Checker {
       out_.layer.setup.egress = {true, true, st.loc};
       for (const auto& s : st.block)
         HostStatementInto(s, out_.layer.setup.hosts, setup_hosts_seen_);
+      for (const HostRule& r : out_.layer.setup.hosts) {
+        if (r.verdict != Verdict::kAsk) continue;
+        diags_.Warning(r.loc, static_cast<std::uint32_t>(r.text.size()),
+                       "'ask " + r.text +
+                           "' in setup never asks: nobody is asked while setup runs, so it "
+                           "refuses every connection",
+                       "write 'allow " + r.text + "' if setup needs it, or drop it");
+      }
     } else {
       constexpr std::string_view kKeys[] = {"run", "hosts"};
       Unknown(st, "in setup", kKeys);

@@ -51,6 +51,15 @@ TEST(SetupKeys, SetupMistakesAreErrorsWithHints) {
               HasSubstr("invalid host pattern"));
 }
 
+TEST(SetupKeys, AnAskInSetupHostsIsWarnedAbout) {
+  SearchPath search;
+  Compiled c = CompileText(
+      "t.cagent", "setup {\n  run \"npm ci\"\n  hosts { ask registry.npmjs.org }\n}\n", search);
+  ASSERT_TRUE(c.ok());
+  EXPECT_THAT(RenderAll(*c.sources, c.diags),
+              HasSubstr("'ask registry.npmjs.org' in setup never asks"));
+}
+
 TEST(SetupKeys, CachesAreHomePathsReadOnlyToTheAgentUnlessSaid) {
   auto p = MustCompile("cache ~/.npm ~/.cache/pip\ncache read-write ~/.ccache\n");
   ASSERT_TRUE(p);
