@@ -309,10 +309,12 @@ TEST_F(RunTest, EscapeAttemptsAreRefusedAndTheRepoIsUntouched) {
 }
 
 TEST_F(RunTest, ApproveStopEndsTheRunAsNeedsApprovalWithTheExactAction) {
-  // The demo's profile, with asks put to a person instead of denied (the built-in profiles are
-  // never-ask); `pip install` is an ask rule of the backend profile.
+  // The demo's profile with an ask rule for `pip install`, under approval never-ask: --approve
+  // stop ends the run at the ask whatever the profile's approval mode (issue #19; never-ask
+  // alone would deny it and go on).
   profile_ = dir_ + "/ask.cagent";
-  WriteFile(profile_, ReadFile(repo_ + "/.cagent/fix-add.cagent") + "\napproval on-request\n");
+  WriteFile(profile_, ReadFile(repo_ + "/.cagent/fix-add.cagent") +
+                          "\napproval never-ask\ncommands {\n  ask (pip | pip3) install\n}\n");
   approve_ = "stop";
   const std::string session =
       Turn(json::array({Call("read_file", {{"path", "calc.py"}})})) +
