@@ -583,6 +583,31 @@ TEST_F(RunSetup, ACarryPathThatIsALinkInTheCheckoutIsRefused) {
   }
 }
 
+// The base profile's `deny **/.env` hides a project's .env from the agent's commands; a .env in a
+// carried directory must be hidden the same way. DISABLED: this fails today (the carry bind is
+// mounted over the workspace after its deny paths are hidden, and they are found by looking at the
+// workspace, where the carried path is an empty mount point), reported with issue 19's carry work;
+// enable it with the fix.
+TEST_F(RunSetup, DISABLED_ADeniedFileInACarriedDirectoryIsHiddenLikeOneInTheWorkspace) {
+  NEED_TOOL("node");
+  WriteNodeProject();
+  WriteInstalledTinypkg(repo_ + "/node_modules");
+  WriteFile(repo_ + "/config/.env", "tracked-" + f_.marker + "\n");
+  WriteFile(repo_ + "/node_modules/tinypkg/.env", "carried-" + f_.marker + "\n");
+  Commit();
+  const std::string session =
+      NodeFix() +
+      Shell("cat config/.env > tracked.out; cat node_modules/tinypkg/.env > carried.out; true") +
+      Finish();
+  const json res = Run(NodeProfile("carry", "carry node_modules\n"), session);
+  ASSERT_EQ(res.value("status", ""), "completed") << Dump(res);
+  const std::string ws = res["workspace"];
+  // Twin: the workspace's own .env is hidden.
+  EXPECT_THAT(ReadFile(ws + "/tracked.out"), Not(HasSubstr(f_.marker)));
+  EXPECT_THAT(ReadFile(ws + "/carried.out"), Not(HasSubstr(f_.marker)))
+      << "a .env below a carried directory was readable inside the sandbox";
+}
+
 // ---- 5. a failing setup ----
 
 TEST_F(RunSetup, AFailingSetupCommandEndsTheRunBeforeTheAgentAndTheRestAreNotRun) {
