@@ -22,6 +22,7 @@
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
 #include "launcher/broker/approver.h"
+#include "launcher/caches.h"
 #include "launcher/child_report.h"
 #include "launcher/egress/proxy.h"
 #include "launcher/launch_spec.h"
@@ -182,6 +183,10 @@ Result<ExecProfile> LoadExecProfile(const ExecOptions& o, const std::string& wor
   ctx.binding = RunBinding(workspace);
   ctx.environ = CallerEnviron();
   if (!o.no_git_identity) ctx.git_identity = run::CallerGitIdentity().Env();
+  // The profile's caches: the command is the caller's own choice, like a run's setup commands, so
+  // it may fill them (launcher/caches.h).
+  ctx.cache_root = CacheRoot();
+  ctx.caches_writable = true;
   auto built = SpecFromPolicy(*out.policy, o.command, ctx);
   if (!built) {
     return PlainError("profile '" + o.profile + "': " + built.error().Message())
