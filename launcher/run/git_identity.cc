@@ -1,12 +1,17 @@
 #include "launcher/run/git_identity.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <optional>
 #include <string_view>
 
 #include "common/terminal_text.h"
+#include "common/unique_fd.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/git.h"
 
@@ -50,6 +55,34 @@ std::vector<std::string> ConfigFiles(const std::vector<std::string>& env, const 
 
 std::string Shown(std::string_view text) { return TerminalSafe(text, TerminalLines::kOne); }
 
+// Whether configuration file `path` can hold an identity: it mentions a `user` section or an
+// include (git's section names are case-insensitive). A file that cannot is not handed to git,
+// which saves a git process per file on every launch. Not a regular file (a FIFO would block git
+// until its timeout): no, with a note. Larger than 1 MiB: yes, git reads it.
+bool MayHoldIdentity(const std::string& path, std::vector<std::string>& notes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd.valid()) return false;  // absent or unreadable: git would skip it too
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return false;
+  if (!S_ISREG(st.st_mode)) {
+    notes.push_back("git identity: skipped " + Shown(path) + ": not a regular file");
+    return false;
+  }
+  constexpr std::size_t kMaxScan = 1 << 20;
+  if (static_cast<std::size_t>(st.st_size) > kMaxScan) return true;
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text.find("user") != std::string::npos || text.find("include") != std::string::npos;
+}
+
 }  // namespace
 
 std::vector<EnvVar> GitIdentity::Env() const {
@@ -82,8 +115,7 @@ GitIdentity ReadGitIdentity(const std::vector<std::string>& env, const std::stri
   GitIdentity id;
   for (const std::string& file : ConfigFiles(env, home)) {
     if (file.empty() || file[0] != '/') continue;  // git resolves no relative path here either
-    struct stat st {};
-    if (::stat(file.c_str(), &st) != 0) continue;  // absent: git skips it too
+    if (!MayHoldIdentity(file, id.notes)) continue;
     GitInvocation inv;
     // --file: this file (and what it includes) only, never a repository's config; cwd "/" and no
     // --git-dir, so there is no repository to discover and includeIf gitdir: matches nothing.

@@ -18,7 +18,9 @@
 // ~/.config/git/config, then ~/.gitconfig). `include.path` is followed (HOME is the caller's, so
 // ~ expands); `includeIf "gitdir:..."` never matches (there is no repository), so an identity kept
 // per directory that way is not seen. Every git is RunGit's (launcher/run/git.h): hardened, in its
-// own process group, time- and output-bounded.
+// own process group, time- and output-bounded. A file that mentions neither a `user` section nor
+// an include is not handed to git (one git process saved per file and launch); one that is not a
+// regular file is skipped with a note (a FIFO would hold git until its timeout).
 //
 // A value that is empty, longer than kMaxGitIdentityBytes or holds a control character, '<' or
 // '>' is skipped with a note. No identity: nothing is set and git inside fails as before.

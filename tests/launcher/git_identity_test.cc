@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -113,6 +114,15 @@ TEST_F(GitIdentityTest, RefusesControlCharactersLongValuesAndAngleBrackets) {
   EXPECT_NE(GitIdentityProblem(std::string(257, 'a')), "");
   EXPECT_NE(GitIdentityProblem(""), "");
   EXPECT_NE(GitIdentityProblem("a\x7f"), "");
+}
+
+TEST_F(GitIdentityTest, AFifoIsSkippedInsteadOfBlockingTheLaunch) {
+  ASSERT_EQ(::mkfifo((home_ + "/.gitconfig").c_str(), 0600), 0);
+  Write(dir_ + "/xdg/git/config", "[user]\n\tname = Fine\n");
+  const GitIdentity id = ReadGitIdentity(Env({"XDG_CONFIG_HOME=" + dir_ + "/xdg"}), home_);
+  EXPECT_EQ(id.name, "Fine");
+  ASSERT_EQ(id.notes.size(), 1u);
+  EXPECT_THAT(id.notes[0], HasSubstr("not a regular file"));
 }
 
 TEST_F(GitIdentityTest, ARepositoryAroundTheCurrentDirectoryIsNeverRead) {
