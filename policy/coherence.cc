@@ -61,8 +61,9 @@ std::uint32_t Length(const std::string& text) {
 std::vector<AskRule> AskRules(const Policy& p) {
   std::vector<AskRule> out;
   for (const auto& r : p.commands) {
-    if (r.verdict == Verdict::kAsk)
+    if (r.verdict == Verdict::kAsk) {
       out.push_back({"commands: ask " + r.text, r.loc, Length(r.text)});
+    }
   }
   for (const auto& r : p.tools) {
     if (r.verdict == Verdict::kAsk) out.push_back({"tools: ask " + r.text, r.loc, 1});

@@ -124,6 +124,17 @@ bool MatchesSelfOrAncestor(const PathGlob& glob, std::string_view path) {
   return false;
 }
 
+// The text a literal word glob matches: its pattern without the escaping backslashes.
+std::string Unescaped(std::string_view pattern) {
+  std::string out;
+  out.reserve(pattern.size());
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '\\' && i + 1 < pattern.size()) ++i;
+    out += pattern[i];
+  }
+  return out;
+}
+
 // False when `argv` may change the shell's directory to somewhere outside the workspace: a cd,
 // pushd or popd, unless it is `cd DIR` with DIR a relative path without "..", "~", "-" or an
 // expansion. True for every other command (it does not change the directory).
@@ -255,14 +266,14 @@ Engine::Engine(const Policy& policy, Binding binding)
   for (std::size_t i = 0; i < policy_.commands.size(); ++i) {
     const ArgPattern& first_element = policy_.commands[i].pattern.front();
     const auto& first = first_element.alternatives;
-    // A literal written with an escape (`\[`) is looked up by its text, so such a rule is checked
-    // for every command instead, as are `workspace:` rules, which match paths.
+    // `workspace:` rules match paths, so they are checked for every command. A literal written
+    // with an escape (`\[`) is indexed by the name it matches ("["), not by its text.
     bool literal_names =
         !first_element.workspace && std::all_of(first.begin(), first.end(), [](const WordGlob& g) {
-          return g.IsLiteral() && g.pattern().find_first_of("/\\") == std::string::npos;
+          return g.IsLiteral() && Unescaped(g.pattern()).find('/') == std::string::npos;
         });
     if (literal_names) {
-      for (const auto& g : first) by_name_.emplace_back(g.pattern(), i);
+      for (const auto& g : first) by_name_.emplace_back(Unescaped(g.pattern()), i);
     } else {
       generic_.push_back(i);
     }
