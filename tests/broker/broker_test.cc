@@ -460,6 +460,7 @@ TEST(Broker, NoApproverMeansHeadlessDeny) {
   const json d = h.ToolRequest("run_command", {{"command", "npm install left-pad"}});
   EXPECT_EQ(d["verdict"], "deny");
   EXPECT_THAT(d["message"].get<std::string>(), HasSubstr("nobody can approve"));
+  EXPECT_THAT(d["reason"].get<std::string>(), HasSubstr("denied: no terminal to ask on (rule `"));
 }
 
 TEST(Broker, NeverAskProfileDeniesAsks) {
