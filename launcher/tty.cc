@@ -336,7 +336,7 @@ struct TerminalRelay::Impl {
         const bool late = now >= deadline;
         if ((!master_open || late) && (to_out.Empty() || !out_open || late)) break;
       }
-      short master_events = 0;
+      decltype(pollfd::events) master_events = 0;
       if (master_open) {
         if (to_out.Room() > 0) master_events |= POLLIN;
         if (!to_master.Empty() || send_eof) master_events |= POLLOUT;
