@@ -374,7 +374,7 @@ class RunDriver {
         [&](const std::string& command) {
           Report([&](RunProgress& p) { p.last_action = "setup: " + command; });
         },
-        &egress);
+        &egress, /*caches_writable=*/tree.empty());
     for (auto& v : out) {
       v.tree = tree;
       std::string log = v.log_path;

@@ -177,11 +177,11 @@ std::vector<VerifyEntry> RunSetup(const std::shared_ptr<const policy::Policy>& s
                                   const std::string& dir, const std::string& logs_dir,
                                   const char* log_kind, const ProfileContext& ctx,
                                   const std::function<void(const std::string&)>& on_start,
-                                  const VerifyEgress* egress) {
+                                  const VerifyEgress* egress, bool caches_writable) {
   std::vector<VerifyEntry> out;
   const policy::Policy& policy = *setup_policy;
   ProfileContext setup_ctx = ctx;
-  setup_ctx.caches_writable = true;
+  setup_ctx.caches_writable = caches_writable;
   bool failed = false;
   for (std::size_t i = 0; i < policy.setup.commands.size(); ++i) {
     const auto& v = policy.setup.commands[i];

@@ -61,14 +61,16 @@ std::shared_ptr<const policy::Policy> SetupPolicy(const policy::Policy& policy);
 
 // Runs the profile's setup commands in order over `dir` (the run's workspace before the agent, or
 // the verification tree before the verify commands), each in a fresh sandbox built from
-// `setup_policy` (SetupPolicy) with every cache writable; stops at the first that does not pass
-// (the rest are kNotRun). Logs are NN-`log_kind`.log in `logs_dir`. `egress`: as for
-// RunVerification (its policy is replaced by `setup_policy`; connections are phase "setup").
+// `setup_policy` (SetupPolicy), every cache writable when `caches_writable` (before the agent;
+// on the verification tree the patch decides what setup runs, so caches are read-only there); stops
+// at the first that does not pass (the rest are kNotRun). Logs are NN-`log_kind`.log in `logs_dir`.
+// `egress`: as for RunVerification (its policy is replaced by `setup_policy`; connections are phase
+// "setup").
 std::vector<VerifyEntry> RunSetup(const std::shared_ptr<const policy::Policy>& setup_policy,
                                   const std::string& dir, const std::string& logs_dir,
                                   const char* log_kind, const ProfileContext& ctx,
                                   const std::function<void(const std::string&)>& on_start,
-                                  const VerifyEgress* egress);
+                                  const VerifyEgress* egress, bool caches_writable);
 
 // Default per-command timeout when the profile gives none: its command-timeout, else 10 minutes.
 std::chrono::milliseconds VerifyTimeout(const policy::Policy& policy,

@@ -669,10 +669,10 @@ TEST_F(RunSetup, VerificationRunsSetupAgainAndNeverSeesTheAgentsDependencies) {
 }
 
 // The agent's patch reaches the verification tree's setup: `npm ci` there runs the patched
-// package.json's install scripts with every cache writable (and setup's hosts). A cache that is
-// read-only to the agent must stay so through them. DISABLED: this fails today (the script writes
-// the profile's ~/.npm on the host), reported with issue 19's setup work; enable it with the fix.
-TEST_F(RunSetup, DISABLED_TheAgentCannotWriteTheCacheThroughTheVerificationTreesSetup) {
+// package.json's install scripts (with setup's hosts). A cache that is read-only to the agent must
+// stay so through them: the verification tree's setup gets the caches read-only. Before that fix
+// this test failed (the script wrote the profile's ~/.npm on the host).
+TEST_F(RunSetup, TheAgentCannotWriteTheCacheThroughTheVerificationTreesSetup) {
   // Twin: TheCacheIsKeptBetweenRunsReadOnlyToTheAgentAndClearedOnRequest (its direct touch fails).
   NEED_TOOL("node");
   NEED_TOOL("npm");
