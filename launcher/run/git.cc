@@ -293,6 +293,7 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
   int status = 0;
   std::array<char, 65536> buf{};
   bool out_open = true, err_open = true;
+  std::int64_t exit_poll_ms = 1;
   // Until git has exited and both pipes are closed (a process git started may hold them), or the
   // deadline. git closing its output and then hanging is covered too: exit is polled.
   while (out_open || err_open || !exited) {
@@ -308,7 +309,13 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
       break;
     }
     std::int64_t wait_ms = std::min<std::int64_t>(left.count(), 1 << 30);
-    if (!exited) wait_ms = std::min<std::int64_t>(wait_ms, 50);
+    if (!exited) {
+      // With both pipes closed git is exiting: look again after 1, 2, 4 ... ms (at most 50), not
+      // 50 ms at once, which every git call cagent makes (the git identity at each launch) paid.
+      const bool piped = out_open || err_open;
+      wait_ms = std::min<std::int64_t>(wait_ms, piped ? 50 : exit_poll_ms);
+      if (!piped) exit_poll_ms = std::min<std::int64_t>(exit_poll_ms * 2, 50);
+    }
     struct pollfd fds[2] = {{out_open ? out_r.get() : -1, POLLIN, 0},
                             {err_open ? err_r.get() : -1, POLLIN, 0}};
     const int ready = ::poll(fds, 2, static_cast<int>(wait_ms));
