@@ -204,18 +204,10 @@ class EgressAskTest : public EgressTest {
     const std::string profile = ws_ + "/ask.cagent";
     WriteFile(profile, "extends backend\napproval on-request\nhosts {\n  ask pkgs.test:" +
                            std::to_string(server_.port()) + "\n}\n");
-    return {"exec",
-            "-w",
-            ws_,
-            "--profile",
-            profile,
-            "--best-effort",
-            "cgroup",
-            "--resolve",
-            Resolve("pkgs.test"),
-            "--",
-            "sh",
-            "-c",
+    return {"exec", "-w", ws_, "--profile", profile, "--best-effort", "cgroup",
+            // The prompt is cagent's, on the caller's terminal: with the command on its own pty
+            // (the default on a terminal) the terminal is the command's and asks are refused.
+            "--no-tty", "--resolve", Resolve("pkgs.test"), "--", "sh", "-c",
             "curl -sS " + Url("pkgs.test") + " > " + ws_ + "/got; echo curl-done"};
   }
 };
