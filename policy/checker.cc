@@ -895,8 +895,9 @@ class Checker {
         return;
       }
       out_.layer.setup.egress = {true, true, st.loc};
-      for (const auto& s : st.block)
+      for (const auto& s : st.block) {
         HostStatementInto(s, out_.layer.setup.hosts, setup_hosts_seen_);
+      }
       for (const HostRule& r : out_.layer.setup.hosts) {
         if (r.verdict != Verdict::kAsk) continue;
         diags_.Warning(r.loc, static_cast<std::uint32_t>(r.text.size()),
@@ -1058,7 +1059,7 @@ Result<ArgPattern> CompileWorkspaceProgram(const Value& v, std::size_t position)
     return PlainError("'" + std::string(kWorkspacePrefix) + "' cannot be an alternative in a group",
                       "write it as a rule of its own: allow workspace:build/*");
   }
-  const std::string_view glob = std::string_view(v.text).substr(kWorkspacePrefix.size());
+  const std::string_view glob = std::string_view{v.text}.substr(kWorkspacePrefix.size());
   if (glob.empty()) {
     return PlainError("'" + std::string(kWorkspacePrefix) + "' needs a path glob",
                       "write workspace:* for any program in the workspace, workspace:build/* "
@@ -1081,8 +1082,9 @@ Result<ArgPattern> CompileWorkspaceProgram(const Value& v, std::size_t position)
     i = j + 1;
   }
   auto g = WordGlob::Compile(glob);
-  if (!g)
+  if (!g) {
     return PlainError("invalid pattern " + Describe(v) + ": " + g.error().op, g.error().detail);
+  }
   ArgPattern out;
   out.workspace = true;
   out.alternatives.push_back(std::move(*g));

@@ -543,8 +543,9 @@ class RunDriver {
       rec_.verify_setup = Setup(tree->dir, "verify-setup", "verify-tree", tree->tree);
       if (auto why = SetupFailure(rec_.verify_setup); !why.empty()) {
         rec_.verification = PlannedVerification(policy_);
-        for (auto& v : rec_.verification)
+        for (auto& v : rec_.verification) {
           v.detail = "not run: setup failed on the verification tree";
+        }
         return {RunEvent::kFailed, "verification: " + why};
       }
     }
