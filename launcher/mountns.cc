@@ -14,6 +14,9 @@
 #include <memory>
 #include <set>
 
+#include "common/beneath.h"
+#include "common/unique_fd.h"
+
 namespace cagent::launcher {
 namespace {
 
@@ -527,6 +530,17 @@ ChildResult RunOps(const MountPlan& plan) {
 
 }  // namespace
 
+// The directory bind whose target holds `path` strictly below it (the deepest one), or null.
+static const DirBind* DirBindHolding(const LaunchSpec& spec, const std::string& path) {
+  const DirBind* best = nullptr;
+  for (const DirBind& b : spec.dir_binds) {
+    if (IsUnder(path, b.target) && (best == nullptr || b.target.size() > best->target.size())) {
+      best = &b;
+    }
+  }
+  return best;
+}
+
 Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
   const bool fresh_root = !spec.disabled.Has(Layer::kMountView);
   std::vector<Entry> entries;
@@ -603,6 +617,20 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
       entries.push_back(std::move(e));
     }
     for (const auto& requested : spec.hidden_paths) {
+      // Below a directory bind (a carried tree, a cache): the host path there is the bind's
+      // mount point, not what the view shows. What to hide is looked up beneath the bind's
+      // source, links refused, and checked in the child like any host-backed hide.
+      if (const DirBind* b = DirBindHolding(spec, requested); b != nullptr) {
+        UniqueFd src(::open(b->source.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!src.valid()) continue;  // refused with the bind above
+        UniqueFd at(
+            Openat2(src.get(), requested.substr(b->target.size() + 1), O_PATH | O_NOFOLLOW));
+        struct stat st {};
+        if (!at.valid() || ::fstat(at.get(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
+        entries.push_back({S_ISDIR(st.st_mode) ? Entry::What::kHideDir : Entry::What::kHideFile,
+                           requested, "", 0, 0, "hide " + requested, false, IdentityOf(st)});
+        continue;
+      }
       // Canonical through the parent, like the bound paths: the view's paths are canonical, and
       // the child refuses to resolve a symlink on the way to a mount (see mountns.h). The last
       // component is not followed: a hidden symlink is skipped below.

@@ -17,6 +17,7 @@
 #include <memory>
 #include <set>
 
+#include "common/beneath.h"
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
 #include "launcher/caches.h"
@@ -34,23 +35,9 @@ using policy::Verdict;
 // Symlinks the kernel follows in one lookup before ELOOP (fs/namei.c MAXSYMLINKS).
 constexpr int kMaxSymlinks = 40;
 
-// Workspace paths are opened beneath a workspace directory fd with every symlink refused: the
-// kernel, not a string prefix, keeps the lookup inside and link-free (Linux 5.6).
-constexpr std::uint64_t kBeneathNoLinks =
-    RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-
-int Openat2(int dirfd, const std::string& path, int flags, std::uint64_t resolve) {
-  open_how how{};
-  how.flags = static_cast<std::uint64_t>(flags) | O_CLOEXEC;
-  how.resolve = resolve;
-  // EAGAIN: a rename or mount raced with a RESOLVE_BENEATH lookup; the man page asks for a retry.
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    const auto fd = ::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof(how));
-    if (fd >= 0) return static_cast<int>(fd);
-    if (errno != EAGAIN && errno != EINTR) return -1;
-  }
-  return -1;
-}
+// Workspace paths are opened beneath a workspace directory fd with every symlink refused
+// (common/beneath.h).
+constexpr std::uint64_t kBeneathNoLinks = kResolveBeneathNoLinks;
 
 bool Exists(const std::string& path) {
   struct stat st {};
@@ -184,6 +171,14 @@ class View {
   // Records a mount SpecFromPolicy adds inside the view (a deny rule's re-bind or hide).
   void Add(const std::string& path, Part part, int rank) { regions_.push_back({path, part, rank}); }
 
+  // A directory of the caller's checkout shown read-only at workspace path `target` (carry). Its
+  // content is looked at beneath `fd` (borrowed, a directory), not at the empty mount point the
+  // host's workspace has there.
+  void AddCarried(const std::string& target, int fd) {
+    carried_.push_back({target, fd});
+    Add(target, Part::kReadOnly, 7);
+  }
+
   [[nodiscard]] const std::string& workspace() const { return ws_; }
 
   [[nodiscard]] Part PartOf(const std::string& path) const {
@@ -277,31 +272,51 @@ class View {
 
   // lstat of view path `path` (in a tree the view shows) and, for a symlink, its text.
   bool Inspect(const std::string& path, struct stat* st, std::string* target) const {
-    std::array<char, PATH_MAX> buf{};
-    ssize_t n = 0;
-    if (AtOrUnder(path, ws_)) {
-      if (path == ws_) return ::fstat(ws_fd_, st) == 0;
-      const std::string rel = RelTo(ws_, path);
-      const std::string parent = rel.find('/') == std::string::npos ? "." : Dirname(rel);
-      UniqueFd dir(Openat2(ws_fd_, parent, O_PATH | O_DIRECTORY, kBeneathNoLinks));
-      if (!dir.valid()) return false;
-      const std::string name = Basename(rel);
-      if (::fstatat(dir.get(), name.c_str(), st, AT_SYMLINK_NOFOLLOW) != 0) return false;
-      if (S_ISLNK(st->st_mode)) {
-        n = ::readlinkat(dir.get(), name.c_str(), buf.data(), buf.size() - 1);
+    const Carried* carried = nullptr;
+    for (const Carried& c : carried_) {
+      if (AtOrUnder(path, c.target) &&
+          (carried == nullptr || c.target.size() > carried->target.size())) {
+        carried = &c;
       }
-    } else {
-      if (::lstat(path.c_str(), st) != 0) return false;
-      if (S_ISLNK(st->st_mode)) n = ::readlink(path.c_str(), buf.data(), buf.size() - 1);
     }
+    if (carried != nullptr) return InspectBeneath(carried->fd, carried->target, path, st, target);
+    if (AtOrUnder(path, ws_)) return InspectBeneath(ws_fd_, ws_, path, st, target);
+    std::array<char, PATH_MAX> buf{};
+    if (::lstat(path.c_str(), st) != 0) return false;
+    if (!S_ISLNK(st->st_mode)) return true;
+    const ssize_t n = ::readlink(path.c_str(), buf.data(), buf.size() - 1);
     if (n < 0) return false;
     target->assign(buf.data(), static_cast<std::size_t>(n));
     return true;
   }
 
+  // The same for `path` at or below `top`, a tree shown from directory fd `top_fd`: the parent is
+  // opened beneath it with links refused.
+  static bool InspectBeneath(int top_fd, const std::string& top, const std::string& path,
+                             struct stat* st, std::string* target) {
+    if (path == top) return ::fstat(top_fd, st) == 0;
+    const std::string rel = RelTo(top, path);
+    const std::string parent = rel.find('/') == std::string::npos ? "." : Dirname(rel);
+    UniqueFd dir(Openat2(top_fd, parent, O_PATH | O_DIRECTORY, kBeneathNoLinks));
+    if (!dir.valid()) return false;
+    const std::string name = Basename(rel);
+    if (::fstatat(dir.get(), name.c_str(), st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+    if (!S_ISLNK(st->st_mode)) return true;
+    std::array<char, PATH_MAX> buf{};
+    const ssize_t n = ::readlinkat(dir.get(), name.c_str(), buf.data(), buf.size() - 1);
+    if (n < 0) return false;
+    target->assign(buf.data(), static_cast<std::size_t>(n));
+    return true;
+  }
+
+  struct Carried {
+    std::string target;
+    int fd;
+  };
   std::string ws_;
   int ws_fd_;
   std::vector<Region> regions_;
+  std::vector<Carried> carried_;
 };
 
 // Applies the outcome of a deny rule (`write_only`: deny write; else deny read and write) to what
@@ -448,16 +463,18 @@ class GlobWalker {
 
   // `root`: a directory fd of `canonical_start` (borrowed), or -1 when the start is not a
   // directory. The start itself may match ("~/.ssh" for "~/.ssh/**", "~/.netrc") unless
-  // `start_rel` is empty (the workspace root).
-  Status Run(int root, const std::string& canonical_start, const std::string& start_rel) {
+  // `start_rel` is empty (the workspace root). `start_read_only`: the view shows the start
+  // read-only already (a carried directory), so only hiding adds anything.
+  Status Run(int root, const std::string& canonical_start, const std::string& start_rel,
+             bool start_read_only = false) {
     if (rules_.empty()) return Ok{};
     root_ = root;
     canonical_start_ = canonical_start;
     start_rel_ = start_rel;
-    bool read_only = false;
+    bool read_only = start_read_only;
     if (!start_rel.empty()) {
       const Entry start{"", root >= 0 ? Kind::kDir : Kind::kOther, ""};
-      if (Apply(start, start_rel, false, &read_only) || root < 0) return Ok{};
+      if (Apply(start, start_rel, start_read_only, &read_only) || root < 0) return Ok{};
     }
     return Walk(start_rel, read_only);
   }
@@ -606,17 +623,20 @@ class GlobWalker {
 // a glob like "/**/id_rsa" would mean walking the host. A start reached through the workspace
 // (a home inside it, a host path whose resolution passes through a workspace link) is workspace
 // content: it is opened beneath the workspace without symlinks, or skipped with a note.
+std::vector<const policy::PathRule*> WorkspaceDenyRules(const policy::Policy& p) {
+  std::vector<const policy::PathRule*> out;
+  for (const auto& r : p.path_rules) {
+    if (r.verdict == Verdict::kDeny && r.base == PathBase::kWorkspace) out.push_back(&r);
+  }
+  return out;
+}
+
 Status ApplyDenyGlobs(const policy::Policy& p, const std::string& workspace, int ws_fd,
                       const std::string& home, View& view, LaunchSpec& spec,
                       std::vector<std::string>& notes) {
   std::size_t entries = 0;
-  std::vector<const policy::PathRule*> ws_rules;
   for (const auto& r : p.path_rules) {
-    if (r.verdict != Verdict::kDeny) continue;
-    if (r.base == PathBase::kWorkspace) {
-      ws_rules.push_back(&r);
-      continue;
-    }
+    if (r.verdict != Verdict::kDeny || r.base == PathBase::kWorkspace) continue;
     if (r.base == PathBase::kHome && home.empty()) continue;
     std::string base_dir = r.base == PathBase::kHome ? home : "/";
     std::string prefix = r.glob.LiteralPrefix();
@@ -681,8 +701,30 @@ Status ApplyDenyGlobs(const policy::Policy& p, const std::string& workspace, int
   }
   UniqueFd root(Openat2(ws_fd, ".", O_RDONLY | O_DIRECTORY, kBeneathNoLinks));
   if (!root.valid()) return ErrnoError("open the workspace '" + workspace + "'");
-  return GlobWalker(std::move(ws_rules), workspace, view, spec, notes, entries)
+  return GlobWalker(WorkspaceDenyRules(p), workspace, view, spec, notes, entries)
       .Run(root.get(), workspace, "");
+}
+
+// The workspace's deny rules over what `carry` shows in it: a carried directory is workspace
+// content to the agent (`cat node_modules/pkg/.env`), but the host's workspace has only an empty
+// mount point there, so its walk found nothing. Each carried tree is walked beneath its own
+// descriptor, and the hides land inside the carry bind (mountns resolves a hidden path below a
+// DirBind's target beneath its source).
+Status ApplyDenyGlobsToCarried(const policy::Policy& p, const std::string& workspace,
+                               const std::vector<std::pair<std::string, UniqueFd>>& carried,
+                               View& view, LaunchSpec& spec, std::vector<std::string>& notes) {
+  const std::vector<const policy::PathRule*> rules = WorkspaceDenyRules(p);
+  std::size_t entries = 0;
+  for (const auto& [target, fd] : carried) view.AddCarried(target, fd.get());
+  if (rules.empty()) return Ok{};
+  for (const auto& [target, fd] : carried) {
+    GlobWalker walker(rules, workspace, view, spec, notes, entries);
+    if (auto s = walker.Run(fd.get(), target, RelTo(workspace, target), /*start_read_only=*/true);
+        !s) {
+      return std::move(s.error()).Context("carry " + Shown(RelTo(workspace, target)));
+    }
+  }
+  return Ok{};
 }
 
 bool Matches(const std::vector<policy::EnvPattern>& patterns, std::string_view name) {
@@ -810,7 +852,8 @@ Status CarryMountPoint(int ws_fd, const std::string& rel, const std::string& sho
 
 // `cache` and `carry`: host directories bound into the view at paths of HOME and the workspace.
 Status AddCachesAndCarry(const policy::Policy& p, const ProfileContext& ctx, int ws_fd,
-                         LaunchSpec& spec, std::vector<std::string>& notes) {
+                         LaunchSpec& spec, std::vector<std::string>& notes,
+                         std::vector<std::pair<std::string, UniqueFd>>& carried) {
   for (const policy::CacheRule& c : p.caches) {
     if (ctx.cache_root.empty()) {
       notes.push_back("skipped cache ~/" + c.rel + ": no cache directory");
@@ -829,7 +872,7 @@ Status AddCachesAndCarry(const policy::Policy& p, const ProfileContext& ctx, int
     }
     UniqueFd from(::open(ctx.carry_from.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!from.valid()) return ErrnoError("open the checkout " + ctx.carry_from);
-    UniqueFd src(Openat2(from.get(), c.rel, O_PATH | O_DIRECTORY | O_NOFOLLOW, kBeneathNoLinks));
+    UniqueFd src(Openat2(from.get(), c.rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, kBeneathNoLinks));
     if (!src.valid()) {
       const int err = errno;
       return PlainError(
@@ -845,6 +888,7 @@ Status AddCachesAndCarry(const policy::Policy& p, const ProfileContext& ctx, int
     }
     if (auto s = CarryMountPoint(ws_fd, c.rel, shown); !s) return s;
     spec.dir_binds.push_back({ctx.carry_from + "/" + c.rel, spec.workspace + "/" + c.rel, false});
+    carried.emplace_back(spec.workspace + "/" + c.rel, std::move(src));
   }
   return Ok{};
 }
@@ -947,7 +991,13 @@ Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, std::vector<std::s
   if (auto s = ApplyDenyGlobs(p, workspace, ws_fd.get(), home, view, spec, out.notes); !s) {
     return std::move(s.error()).Context("apply the profile's deny rules");
   }
-  if (auto s = AddCachesAndCarry(p, ctx, ws_fd.get(), spec, out.notes); !s) return s.error();
+  std::vector<std::pair<std::string, UniqueFd>> carried;
+  if (auto s = AddCachesAndCarry(p, ctx, ws_fd.get(), spec, out.notes, carried); !s) {
+    return s.error();
+  }
+  if (auto s = ApplyDenyGlobsToCarried(p, workspace, carried, view, spec, out.notes); !s) {
+    return std::move(s.error()).Context("apply the profile's deny rules");
+  }
   HideSecretsIn(view, CanonicalHome(home), spec, out.notes);
   Dedupe(spec.read_only_paths);
   Dedupe(spec.read_write_paths);

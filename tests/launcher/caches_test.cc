@@ -160,6 +160,37 @@ TEST_F(CachesTest, CarryBindsAnIgnoredCheckoutDirectoryReadOnly) {
   EXPECT_TRUE(Build(*p).ok());
 }
 
+TEST_F(CachesTest, TheWorkspaceDenyRulesReachIntoACarriedDirectory) {
+  // node_modules/pkg/.env is workspace content to the agent; the host's workspace has only the
+  // empty mount point, so the files are found beneath the checkout's directory.
+  fs::create_directories(checkout_ + "/node_modules/pkg");
+  fs::create_directories(checkout_ + "/node_modules/other");
+  std::ofstream(checkout_ + "/node_modules/pkg/.env") << "secret";
+  std::ofstream(checkout_ + "/node_modules/pkg/index.js") << "code";
+  std::ofstream(checkout_ + "/node_modules/other/key.txt") << "secret";
+  // A link under a denied name leads to a file of the carried tree: that file is hidden.
+  fs::create_symlink("../other/key.txt", checkout_ + "/node_modules/pkg/secret.pem");
+  auto p = Compile("filesystem {\n  deny **/.env **/*.pem\n}\ncarry node_modules\n");
+  ASSERT_TRUE(p);
+  auto built = Build(*p);
+  ASSERT_TRUE(built.ok()) << built.error().Message();
+  const auto& hidden = built->spec.hidden_paths;
+  EXPECT_THAT(hidden, ::testing::Contains(ws_ + "/node_modules/pkg/.env"));
+  EXPECT_THAT(hidden, ::testing::Contains(ws_ + "/node_modules/other/key.txt"));
+  EXPECT_THAT(hidden, ::testing::Not(::testing::Contains(ws_ + "/node_modules/pkg/index.js")));
+  EXPECT_TRUE(ValidateLaunchSpec(built->spec).ok());
+
+  // Twin: without the carry, the same checkout adds no hide in the workspace (the walk of the
+  // workspace alone never saw these files).
+  auto plain = Compile("filesystem {\n  deny **/.env **/*.pem\n}\n");
+  ASSERT_TRUE(plain);
+  auto without = Build(*plain);
+  ASSERT_TRUE(without.ok()) << without.error().Message();
+  for (const std::string& h : without->spec.hidden_paths) {
+    EXPECT_FALSE(h.starts_with(ws_ + "/node_modules")) << h;
+  }
+}
+
 TEST_F(CachesTest, CarryRefusesWhatIsAbsentTrackedOrReachedThroughALink) {
   auto p = Compile("carry node_modules\n");
   ASSERT_TRUE(p);

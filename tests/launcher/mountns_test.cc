@@ -232,6 +232,40 @@ TEST_F(MountPlanIdentityTest, HiddenPathsAreCanonicalThroughTheirParent) {
   ExpectIdentity(hide->target_id, ws_ + "/real/secret");
 }
 
+TEST_F(MountPlanIdentityTest, HiddenPathsBelowADirectoryBindAreLookedUpInItsSource) {
+  // A carried tree: the workspace has an empty mount point, the files are in the bind's source.
+  const std::string carried = dir_ + "/checkout/node_modules";
+  std::filesystem::create_directories(carried + "/pkg");
+  std::filesystem::create_directories(ws_ + "/node_modules");
+  std::ofstream(carried + "/pkg/.env") << "secret";
+  LaunchSpec spec = DefaultLaunchSpec(ws_, {"true"});
+  spec.dir_binds = {{carried, ws_ + "/node_modules", false}};
+  spec.hidden_paths = {ws_ + "/node_modules/pkg/.env"};
+  auto plan = PrepareMountPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.error().Message();
+  const MountOp* hide = Find(*plan, Kind::kBind, "/newroot" + ws_ + "/node_modules/pkg/.env");
+  ASSERT_NE(hide, nullptr) << "the hide below the carry bind was dropped";
+  ExpectIdentity(hide->target_id, carried + "/pkg/.env");
+  ExpectIdentity(hide->source_id, "/dev/null");
+  // After the bind it covers.
+  const auto bind = std::find_if(plan->ops.begin(), plan->ops.end(), [&](const MountOp& op) {
+    return op.kind == Kind::kBind && op.target == "/newroot" + ws_ + "/node_modules";
+  });
+  ASSERT_NE(bind, plan->ops.end());
+  EXPECT_LT(bind - plan->ops.begin(), hide - plan->ops.data());
+
+  // A link in the source on the way is not followed: nothing is hidden through it (the profile
+  // side hides what such a link leads to in the view instead).
+  std::filesystem::create_directory_symlink(dir_ + "/elsewhere", carried + "/linked");
+  std::filesystem::create_directories(dir_ + "/elsewhere");
+  std::ofstream(dir_ + "/elsewhere/.env") << "x";
+  spec.hidden_paths = {ws_ + "/node_modules/linked/.env"};
+  plan = PrepareMountPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.error().Message();
+  EXPECT_EQ(Find(*plan, Kind::kBind, "/newroot" + ws_ + "/node_modules/linked/.env"), nullptr);
+  EXPECT_EQ(Find(*plan, Kind::kBind, "/newroot" + dir_ + "/elsewhere/.env"), nullptr);
+}
+
 TEST_F(MountPlanIdentityTest, MountPointsInCagentsOwnTmpfsHaveNoTargetIdentity) {
   // /tmp, HOME, /dev and /dev/shm are mounted on directories cagent made in its own tmpfs, and
   // what lies below a private tmpfs in the view is cagent's: a host file's identity there would
