@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/json_text.h"
+#include "common/terminal_text.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/caches.h"
 #include "launcher/profile_choice.h"
@@ -348,10 +349,35 @@ class RunDriver {
                                           .carried_dirty = rec_.carried_dirty,
                                           .carried_paths = rec_.carried_paths}));
     if (!policy_.setup.commands.empty()) {
+      // What git sees before setup (the base, plus the caller's carried changes), so that what
+      // setup writes to tracked or not-ignored paths cannot ride into the agent's patch.
+      auto before = CapturePatch(layout_, rec_.base_commit);
+      if (!before) return {RunEvent::kFailed, "before setup: " + before.error().Message()};
       rec_.setup = Setup(layout_.workspace, "setup", "workspace", "");
       if (auto why = SetupFailure(rec_.setup); !why.empty()) return {RunEvent::kFailed, why};
+      auto after = CapturePatch(layout_, rec_.base_commit);
+      if (!after) return {RunEvent::kFailed, "after setup: " + after.error().Message()};
+      if (after->tree != before->tree)
+        return {RunEvent::kFailed, SetupWroteTracked(before->tree, after->tree)};
     }
     return {RunEvent::kPrepared, ""};
+  }
+
+  // The reason a run fails when setup changed what git sees in the workspace.
+  std::string SetupWroteTracked(const std::string& before, const std::string& after) const {
+    std::string list;
+    if (auto paths = PathsChangedBetween(layout_, before, after); paths && !paths->empty()) {
+      constexpr std::size_t kShown = 5;
+      for (std::size_t i = 0; i < paths->size() && i < kShown; ++i) {
+        list += (i == 0 ? "" : ", ") + TerminalSafe((*paths)[i]);
+      }
+      if (paths->size() > kShown)
+        list += " and " + std::to_string(paths->size() - kShown) + " more";
+      list = " (" + list + ")";
+    }
+    return "setup changed files that git tracks or does not ignore" + list +
+           "; they would become part of the agent's patch. Setup may write only ignored paths: "
+           "ignore what it makes (e.g. node_modules/ in .gitignore), or change the command";
   }
 
   // The sandboxes' context: the run's binding, the caller's environment, the profile's caches and

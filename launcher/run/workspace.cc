@@ -289,6 +289,19 @@ Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceL
   return m;
 }
 
+Result<std::vector<std::string>> PathsChangedBetween(const WorkspaceLayout& l,
+                                                     const std::string& tree_a,
+                                                     const std::string& tree_b) {
+  auto out = GitOutput(Trusted(l, {"diff-tree", "-r", "-z", "--name-only", "--no-renames",
+                                   "--ignore-submodules=none", tree_a, tree_b}));
+  if (!out) return std::move(out).Context("compare the workspace's trees").error();
+  std::vector<std::string> paths;
+  for (auto& p : SplitNul(*out)) {
+    if (!p.empty()) paths.push_back(std::move(p));
+  }
+  return paths;
+}
+
 Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& base) {
   // Refused before any git looks at it: nested repositories and special files (see the contract).
   if (auto scan = ScanWorkspace(l.workspace); !scan) {

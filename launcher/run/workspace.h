@@ -78,6 +78,12 @@ struct CapturedPatch {
 // (NeutraliseAttributes); git is bounded (RunGit). An error names the path or the git step.
 Result<CapturedPatch> CapturePatch(const WorkspaceLayout& layout, const std::string& base_commit);
 
+// The paths that differ between two trees CapturePatch recorded (CapturedPatch::tree), as git
+// names them; for telling what a step between two captures changed.
+Result<std::vector<std::string>> PathsChangedBetween(const WorkspaceLayout& layout,
+                                                     const std::string& tree_a,
+                                                     const std::string& tree_b);
+
 struct WorkspaceScan {
   std::uint64_t entries = 0;  // directory entries looked at (the root's own .git not descended)
   std::uint64_t sockets = 0;  // Unix sockets left behind: git skips them, nothing to capture
