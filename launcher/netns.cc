@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/fd_passing.h"
+
 namespace cagent::launcher {
 
 ChildResult BringUpLoopback() {
@@ -130,43 +132,10 @@ ChildResult MakeAndSendListeners(const PreparedListeners& p, int channel) {
 
 Result<std::vector<UniqueFd>> ReceiveListeners(int channel, std::size_t count,
                                                std::chrono::milliseconds timeout) {
-  struct pollfd pfd {
-    channel, POLLIN, 0
-  };
-  int r;
-  do {
-    r = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
-  } while (r < 0 && errno == EINTR);
-  if (r < 0) return ErrnoError("poll for the sandbox's listeners");
-  if (r == 0) return PlainError("the sandbox did not send its listeners in time");
-  std::vector<char> control(CMSG_SPACE(sizeof(int) * count));
-  char byte = 0;
-  struct iovec iov {
-    &byte, 1
-  };
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control.data();
-  msg.msg_controllen = control.size();
-  ssize_t n;
-  do {
-    n = ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return ErrnoError("receive the sandbox's listeners");
-  std::vector<UniqueFd> fds;
-  for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < k; ++i) {
-      int fd = -1;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      fds.emplace_back(fd);
-    }
-  }
-  if (n == 0) return PlainError("the sandbox ended before it sent its listeners");
-  if (fds.size() != count || (msg.msg_flags & MSG_CTRUNC) != 0) {
-    return PlainError("the sandbox sent " + std::to_string(fds.size()) + " listeners, not " +
+  auto fds = ReceiveDescriptors(channel, count, timeout, "its listeners");
+  if (!fds) return fds.error();
+  if (fds->size() != count) {
+    return PlainError("the sandbox sent " + std::to_string(fds->size()) + " listeners, not " +
                       std::to_string(count));
   }
   return fds;

@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/fd_passing.h"
+
 namespace cagent::launcher {
 namespace {
 
@@ -152,51 +154,23 @@ ChildResult OpenSandboxTerminal(const TerminalPlan& plan, int channel) {
 // ---- the parent ----
 
 Result<UniqueFd> ReceiveSandboxTerminal(int channel, std::chrono::milliseconds timeout) {
-  struct pollfd pfd {
-    channel, POLLIN, 0
-  };
-  int r;
-  do {
-    r = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
-  } while (r < 0 && errno == EINTR);
-  if (r < 0) return ErrnoError("poll for the sandbox's terminal");
-  if (r == 0) return PlainError("the sandbox did not send its terminal in time");
-  union {
-    cmsghdr align;
-    std::array<char, CMSG_SPACE(sizeof(int) * 4)> buf;
-  } control{};
-  char byte = 0;
-  struct iovec iov {
-    &byte, 1
-  };
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control.buf.data();
-  msg.msg_controllen = control.buf.size();
-  ssize_t n;
-  do {
-    n = ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return ErrnoError("receive the sandbox's terminal");
-  std::vector<UniqueFd> fds;
-  for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < k; ++i) {
-      int fd = -1;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      fds.emplace_back(fd);
-    }
-  }
-  if (n == 0) return PlainError("the sandbox ended before it sent its terminal");
-  if (fds.size() != 1 || (msg.msg_flags & MSG_CTRUNC) != 0 || ::isatty(fds[0].get()) != 1) {
+  // Room for more than one, so that a second descriptor is seen and refused, not dropped.
+  auto fds = ReceiveDescriptors(channel, 4, timeout, "its terminal");
+  if (!fds) return fds.error();
+  if (fds->size() != 1 || ::isatty((*fds)[0].get()) != 1) {
     return PlainError("the sandbox did not send one terminal descriptor");
   }
-  return std::move(fds[0]);
+  return std::move((*fds)[0]);
 }
 
-bool IsInteractive(int in_fd, int out_fd) { return ::isatty(in_fd) == 1 && ::isatty(out_fd) == 1; }
+bool IsInteractive(int in_fd, int out_fd) {
+  if (::isatty(in_fd) != 1 || ::isatty(out_fd) != 1) return false;
+  // A background job of the caller's shell (`cagent exec -- make &`) must leave the terminal
+  // alone: raw mode from there would stop cagent with SIGTTOU. A terminal that is not cagent's
+  // controlling terminal (tcgetpgrp fails) has no foreground to take.
+  const pid_t fg = ::tcgetpgrp(in_fd);
+  return fg < 0 || fg == ::getpgrp();
+}
 
 std::unique_ptr<CallerTerminal> CallerTerminal::Capture(int in_fd, int out_fd) {
   std::unique_ptr<CallerTerminal> t(new CallerTerminal());

@@ -93,7 +93,8 @@ class CallerTerminal {
   TerminalPlan plan_;
 };
 
-// True when both descriptors are terminals: the default for `cagent exec` without --tty/--no-tty.
+// True when both descriptors are terminals and cagent is not a background job on them: the default
+// for `cagent exec` without --tty/--no-tty.
 bool IsInteractive(int in_fd, int out_fd);
 
 // The relay between the caller and the sandbox's terminal, on a thread of its own.

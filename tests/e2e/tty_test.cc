@@ -51,8 +51,10 @@ bool SameModes(const termios& a, const termios& b) {
 // cagent running on a terminal of the test's: the "caller's terminal".
 class OnTerminal {
  public:
+  // `background`: cagent runs as a background job of the terminal's session (`cagent ... &` in a
+  // shell), in a process group of its own that is not the terminal's foreground group.
   OnTerminal(const Harness& h, const std::vector<std::string>& args, unsigned short rows = 24,
-             unsigned short cols = 80) {
+             unsigned short cols = 80, bool background = false) {
     struct winsize ws {};
     ws.ws_row = rows;
     ws.ws_col = cols;
@@ -79,6 +81,18 @@ class OnTerminal {
       ::dup2(slave_, 0);
       ::dup2(slave_, 1);
       ::dup2(err_pipe[1], 2);
+      if (background) {
+        // The session leader stays in the foreground and waits, as the shell would.
+        const pid_t job = ::fork();
+        if (job == 0) {
+          ::setpgid(0, 0);
+          ::execv(cargv[0], cargv.data());
+          ::_exit(127);
+        }
+        int status = 0;
+        if (job < 0 || ::waitpid(job, &status, 0) != job) ::_exit(126);
+        ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+      }
       ::execv(cargv[0], cargv.data());
       ::_exit(127);
     }
@@ -229,6 +243,18 @@ TEST_F(TtyTest, OnByDefaultWhenStdinAndStdoutAreTerminalsAndOffWithNoTty) {
     EXPECT_THAT(t.screen(), HasSubstr("stdin-is-a-tty"));
     EXPECT_THAT(t.screen(), HasSubstr("no-ctty"));
   }
+}
+
+TEST_F(TtyTest, OffByDefaultForABackgroundJobOfTheTerminal) {
+  // Twin: OnByDefaultWhenStdinAndStdoutAreTerminalsAndOffWithNoTty (the same command in the
+  // foreground gets a terminal of its own). Here raw mode would stop cagent with SIGTTOU, and the
+  // run would hang stopped instead of printing.
+  OnTerminal t(h_, Sh({}, "(: </dev/tty) 2>/dev/null || echo no-ctty; echo bg-done"), 24, 80,
+               /*background=*/true);
+  ASSERT_EQ(t.Wait(), 0) << t.screen() << t.err();
+  EXPECT_THAT(t.screen(), HasSubstr("no-ctty"));
+  EXPECT_THAT(t.screen(), HasSubstr("bg-done"));
+  EXPECT_TRUE(SameModes(t.Now(), t.before())) << "a background cagent changed the terminal";
 }
 
 TEST_F(TtyTest, ExitStatusIsTheCommands) {
