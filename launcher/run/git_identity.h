@@ -19,15 +19,19 @@
 // ~ expands); `includeIf "gitdir:..."` never matches (there is no repository), so an identity kept
 // per directory that way is not seen. Every git is RunGit's (launcher/run/git.h): hardened, in its
 // own process group, time- and output-bounded. A file that mentions neither a `user` section nor
-// an include is not handed to git (one git process saved per file and launch); one that is not a
-// regular file is skipped with a note (a FIFO would hold git until its timeout).
+// an include is not looked at further; one in the plain form ParseIdentitySettings takes is read by
+// cagent itself (no git process per launch); one that is not a regular file is skipped with a note
+// (a FIFO would hold git until its timeout).
 //
 // A value that is empty, longer than kMaxGitIdentityBytes or holds a control character, '<' or
 // '>' is skipped with a note. No identity: nothing is set and git inside fails as before.
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "launcher/launch_spec.h"
@@ -54,6 +58,13 @@ std::string GitIdentityProblem(const std::string& value);
 // caller's) names, with `home` as the caller's home ("" = no ~ files). Runs git; blocks the thread
 // for at most a few seconds per file. Never fails: an unreadable file is a note.
 GitIdentity ReadGitIdentity(const std::vector<std::string>& env, const std::string& home);
+
+// The user.name / user.email settings of configuration text `text`, in order, as git would read
+// them, when the text is in the plain form cagent reads itself (sections, comments, `key = value`
+// with git's quoting and escapes, no include); nullopt for anything else, which ReadGitIdentity
+// hands to git. Saves the git process per launch for the usual ~/.gitconfig.
+std::optional<std::vector<std::pair<std::string, std::string>>> ParseIdentitySettings(
+    std::string_view text);
 
 // ReadGitIdentity(CallerEnviron(), CallerHome()), read once per process and kept (thread-safe).
 const GitIdentity& CallerGitIdentity();

@@ -21,9 +21,11 @@
 #include "launcher/broker/approver.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/broker/mcp_gate.h"
+#include "launcher/caches.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/agent_session.h"
 #include "launcher/run/egress_session.h"
+#include "launcher/run/git_identity.h"
 #include "launcher/run/state_dir.h"
 
 namespace cagent::launcher::run {
@@ -139,7 +141,11 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
   if (!o.pre_approval_file.empty()) {
     if (auto s = approvals.LoadPreApprovals(o.pre_approval_file); !s) return s.error();
   }
+  // Like the agent's sandbox: the caller's git identity, and the profile's caches (read-only
+  // unless the profile marks one read-write). No checkout to carry from.
   ProfileContext ctx{o.binding, CallerEnviron()};
+  ctx.git_identity = CallerGitIdentity().Env();
+  ctx.cache_root = CacheRoot();
   auto launch = SpecFromPolicy(*o.policy, o.argv, ctx);
   if (!launch) return std::move(launch).Context("build the sandbox from the profile").error();
   LaunchSpec spec = std::move(launch->spec);

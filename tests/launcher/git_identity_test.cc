@@ -9,9 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 namespace cagent::launcher::run {
 namespace {
@@ -151,6 +153,94 @@ TEST_F(GitIdentityTest, ARepositoryAroundTheCurrentDirectoryIsNeverRead) {
   const std::size_t n = std::fread(buf, 1, sizeof(buf) - 1, p);
   ::pclose(p);
   EXPECT_EQ(std::string(buf, n), "Mallory\n");
+}
+
+}  // namespace
+}  // namespace cagent::launcher::run
+
+namespace cagent::launcher::run {
+namespace {
+
+// git's own answer for `key` in configuration file `path` (the last value, as --get gives it), or
+// nullopt when git says it is not set or cannot read the file.
+std::optional<std::string> GitSays(const std::string& path, const std::string& key) {
+  const std::string cmd = "cd / && GIT_CONFIG_NOSYSTEM=1 git config --file '" + path +
+                          "' -z --get '" + key + "' 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return std::nullopt;
+  std::string out;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  if (status != 0) return std::nullopt;
+  if (!out.empty() && out.back() == '\0') out.pop_back();
+  return out;
+}
+
+std::optional<std::string> Last(const std::vector<std::pair<std::string, std::string>>& entries,
+                                const std::string& key) {
+  std::optional<std::string> v;
+  for (const auto& [k, value] : entries) {
+    if (k == key) v = value;
+  }
+  return v;
+}
+
+// cagent's own reader of the usual ~/.gitconfig (ParseIdentitySettings), side by side with git on
+// the same files: where it gives an answer it is git's, and the plain forms are read without git.
+TEST_F(GitIdentityTest, TheBuiltInReaderAgreesWithGitOrLeavesTheFileToGit) {
+  struct Case {
+    std::string text;
+    bool plain;  // the reader must answer (no git process for it)
+  };
+  const std::vector<Case> cases = {
+      {"[user]\n\tname = Ada Lovelace\n\temail = ada@example.test\n", true},
+      {"[User]\n  NAME=Ada\n  Email  =  a@b.test  # comment\n", true},
+      {"[core]\n\teditor = vim\n[user]\n\tname = First\n[user]\n\tname = Second\n", true},
+      {"[user]\r\n\tname = Crlf Name\r\n\temail = c@d.test\r\n", true},
+      {"\xEF\xBB\xBF[user]\n\tname = Bom\n", true},
+      {"[user]\n\tname = \"  Quoted  # not a comment \"\n", true},
+      {"[user]\n\tname = Ada   \t Lovelace ; trailing\n", true},
+      {"[user]\n\tname = Con\\\n tinued\n", true},
+      {"[user]\n\tname = say \\\"hi\\\" \\\\o/\n", true},
+      {"[user \"work\"]\n\tname = Sub Section\n[user]\n\temail = top@x.test\n", true},
+      {"[user.work]\n\tname = Legacy Sub\n", true},
+      {"# only a comment\n; and another\n[user]\n\tname=NoSpaces\n", true},
+      {"[user]\n\tname = Ünïcödé Nämé\n", true},
+      {"[user]\n\tname = tab\\there\n", true},
+      // Not plain: git reads these (the reader declines, or the file has an include).
+      {"[user]\n\tname\n", false},
+      {"[user] name = same line\n", false},
+      {"[user]\n\tname = bad \\q escape\n", false},
+      {"[user]\n\tname = \"unterminated\n", false},
+      {"name = before any section\n[user]\n\temail = e@x.test\n", false},
+      {"[include]\n\tpath = /nonexistent\n[user]\n\tname = Inc\n", false},
+      {"[user\n\tname = broken header\n", false},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    const std::string path = dir_ + "/case" + std::to_string(i++);
+    Write(path, c.text);
+    const auto parsed = ParseIdentitySettings(c.text);
+    if (c.plain) {
+      ASSERT_TRUE(parsed.has_value()) << "the reader declined a plain file";
+    }
+    if (parsed && c.text.find("include") == std::string::npos) {
+      for (const std::string key : {"user.name", "user.email"}) {
+        EXPECT_EQ(Last(*parsed, key), GitSays(path, key)) << key;
+      }
+    }
+    // Whatever path it takes, ReadGitIdentity ends with git's answer (values it refuses aside).
+    const GitIdentity id = ReadGitIdentity(Env({"GIT_CONFIG_GLOBAL=" + path}), home_);
+    const auto git_name = GitSays(path, "user.name");
+    if (git_name && GitIdentityProblem(*git_name).empty()) {
+      EXPECT_EQ(id.name, *git_name);
+    } else {
+      EXPECT_EQ(id.name, "");
+    }
+  }
 }
 
 }  // namespace
