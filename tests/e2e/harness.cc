@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -344,6 +345,70 @@ pid_t SpawnHost(const std::vector<std::string>& argv_in) {
     ::_exit(127);
   }
   return pid;
+}
+
+std::unique_ptr<FixtureServer> FixtureServer::Spawn(const std::vector<std::string>& args,
+                                                    std::string* error) {
+  std::vector<std::string> argv = {
+      "/usr/bin/python3", std::string(CAGENT_SOURCE_DIR) + "/tests/egress_fixtures/serve.py"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  cargv.reserve(argv.size() + 1);
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  std::array<int, 2> out{-1, -1};
+  if (::pipe2(out.data(), O_CLOEXEC) != 0) {
+    *error = "pipe2 failed";
+    return nullptr;
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    *error = "fork failed";
+    return nullptr;
+  }
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    const int devnull = ::open("/dev/null", O_RDWR);
+    ::dup2(devnull, 0);
+    ::dup2(devnull, 2);
+    ::execve(cargv[0], cargv.data(), environ);
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  return std::unique_ptr<FixtureServer>(
+      new FixtureServer(pid, out[0], ::testing::PrintToString(args)));
+}
+
+bool FixtureServer::WaitForPort(std::string* error) {
+  std::string line;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    pollfd pfd{out_fd_, POLLIN, 0};
+    if (::poll(&pfd, 1, 200) <= 0) continue;
+    std::array<char, 64> buf{};
+    const ssize_t n = ::read(out_fd_, buf.data(), buf.size());
+    if (n <= 0) break;
+    line.append(buf.data(), static_cast<size_t>(n));
+  }
+  const int port = std::atoi(line.c_str());
+  if (port <= 0) {
+    *error = "serve.py " + what_ + " printed no port";
+    return false;
+  }
+  port_ = std::to_string(port);
+  return true;
+}
+
+FixtureServer::~FixtureServer() {
+  ::close(out_fd_);
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  if (!WaitForExit(pid_, &status, std::chrono::seconds(5))) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+  }
 }
 
 }  // namespace cagent::testing

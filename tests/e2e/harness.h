@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -116,5 +117,30 @@ class HostTcpListener {
 
 // Spawns a host command (through Harness::AsUser) that lives until killed; returns its pid.
 pid_t SpawnHost(const std::vector<std::string>& argv);
+
+// One tests/egress_fixtures/serve.py process (python3 on the host), alive for the object's
+// lifetime: the local servers of the filtered-egress and setup tests (an npm registry, a pip
+// index, HTTP(S) fixtures on 127.0.0.2).
+class FixtureServer {
+ public:
+  // Starts serve.py with `args` without waiting for it (WaitForPort does); empty when it could not
+  // be started (`error` says why).
+  static std::unique_ptr<FixtureServer> Spawn(const std::vector<std::string>& args,
+                                              std::string* error);
+  // Reads the port serve.py prints first; false (and `error`) when none came within 10 s.
+  bool WaitForPort(std::string* error);
+  ~FixtureServer();
+  FixtureServer(const FixtureServer&) = delete;
+  FixtureServer& operator=(const FixtureServer&) = delete;
+  [[nodiscard]] const std::string& port() const { return port_; }
+
+ private:
+  FixtureServer(pid_t pid, int out_fd, std::string what)
+      : pid_(pid), out_fd_(out_fd), what_(std::move(what)) {}
+  pid_t pid_;
+  int out_fd_;
+  std::string what_;
+  std::string port_;
+};
 
 }  // namespace cagent::testing

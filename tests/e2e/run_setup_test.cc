@@ -49,80 +49,13 @@ bool HostOk(const std::string& command) {
   return std::system(line.c_str()) == 0;
 }
 
-// serve.py on 127.0.0.2 for the lifetime of the object.
-class Registry {
- public:
-  // Starts serve.py over `root` and reads its port; empty (and `error`) when it did not start.
-  static std::unique_ptr<Registry> Start(const std::string& root, std::string* error) {
-    std::vector<std::string> argv = {
-        kPython, FixturePath("serve.py"), "--addr", "127.0.0.2", "--root", root};
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    std::array<int, 2> out{-1, -1};
-    if (::pipe2(out.data(), O_CLOEXEC) != 0) {
-      *error = "pipe2 failed";
-      return nullptr;
-    }
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      *error = "fork failed";
-      return nullptr;
-    }
-    if (pid == 0) {
-      ::dup2(out[1], 1);
-      const int devnull = ::open("/dev/null", O_RDWR);
-      ::dup2(devnull, 0);
-      ::dup2(devnull, 2);
-      ::execve(cargv[0], cargv.data(), environ);
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    auto r = std::unique_ptr<Registry>(new Registry(pid, out[0]));
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-      pollfd pfd{r->fd_, POLLIN, 0};
-      if (::poll(&pfd, 1, 200) <= 0) continue;
-      std::array<char, 64> buf{};
-      const ssize_t n = ::read(r->fd_, buf.data(), buf.size());
-      if (n <= 0) break;
-      line.append(buf.data(), static_cast<size_t>(n));
-    }
-    if (std::atoi(line.c_str()) <= 0) {
-      *error = "serve.py printed no port";
-      return nullptr;
-    }
-    r->port_ = std::to_string(std::atoi(line.c_str()));
-    return r;
-  }
-  ~Registry() {
-    ::close(fd_);
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    if (!WaitForExit(pid_, &status, std::chrono::seconds(5))) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-    }
-  }
-  Registry(const Registry&) = delete;
-  Registry& operator=(const Registry&) = delete;
-  [[nodiscard]] const std::string& port() const { return port_; }
-
- private:
-  Registry(pid_t pid, int fd) : pid_(pid), fd_(fd) {}
-  pid_t pid_;
-  int fd_;
-  std::string port_;
-};
-
 struct Shared {
   std::string skip;   // a tool every test needs is missing
   std::string error;  // the fixtures could not be made or served
   std::string marker;
   std::string site;
   std::string integrity;  // the npm tarball's sha512, for the lockfile
-  std::unique_ptr<Registry> registry;
+  std::unique_ptr<FixtureServer> registry;
 };
 
 Shared& Fixtures() {
@@ -180,7 +113,8 @@ class RunSetup : public ::testing::Test {
       return;
     }
     f.integrity = packument["versions"]["1.0.0"]["dist"]["integrity"].get<std::string>();
-    f.registry = Registry::Start(f.site, &f.error);
+    f.registry = FixtureServer::Spawn({"--addr", "127.0.0.2", "--root", f.site}, &f.error);
+    if (f.registry && !f.registry->WaitForPort(&f.error)) f.registry.reset();
   }
   static void TearDownTestSuite() { Fixtures().registry.reset(); }
 
@@ -584,11 +518,9 @@ TEST_F(RunSetup, ACarryPathThatIsALinkInTheCheckoutIsRefused) {
 }
 
 // The base profile's `deny **/.env` hides a project's .env from the agent's commands; a .env in a
-// carried directory must be hidden the same way. DISABLED: this fails today (the carry bind is
-// mounted over the workspace after its deny paths are hidden, and they are found by looking at the
-// workspace, where the carried path is an empty mount point), reported with issue 19's carry work;
-// enable it with the fix.
-TEST_F(RunSetup, DISABLED_ADeniedFileInACarriedDirectoryIsHiddenLikeOneInTheWorkspace) {
+// carried directory is hidden the same way (the deny rules are walked beneath the carried
+// checkout directory, and the hides land inside the carry bind).
+TEST_F(RunSetup, ADeniedFileInACarriedDirectoryIsHiddenLikeOneInTheWorkspace) {
   NEED_TOOL("node");
   WriteNodeProject();
   WriteInstalledTinypkg(repo_ + "/node_modules");
@@ -597,15 +529,21 @@ TEST_F(RunSetup, DISABLED_ADeniedFileInACarriedDirectoryIsHiddenLikeOneInTheWork
   Commit();
   const std::string session =
       NodeFix() +
-      Shell("cat config/.env > tracked.out; cat node_modules/tinypkg/.env > carried.out; true") +
+      Shell(
+          "cat config/.env > tracked.out; cat node_modules/tinypkg/.env > carried.out; "
+          "cat node_modules/tinypkg/index.js > visible.out; true") +
       Finish();
   const json res = Run(NodeProfile("carry", "carry node_modules\n"), session);
   ASSERT_EQ(res.value("status", ""), "completed") << Dump(res);
   const std::string ws = res["workspace"];
-  // Twin: the workspace's own .env is hidden.
+  // Twin: a file of the carried tree that no rule denies is read through the same bind.
+  EXPECT_THAT(ReadFile(ws + "/visible.out"), HasSubstr(f_.marker));
+  // The workspace's own .env is hidden, and so is the carried one.
   EXPECT_THAT(ReadFile(ws + "/tracked.out"), Not(HasSubstr(f_.marker)));
   EXPECT_THAT(ReadFile(ws + "/carried.out"), Not(HasSubstr(f_.marker)))
       << "a .env below a carried directory was readable inside the sandbox";
+  // The checkout's file is untouched.
+  EXPECT_THAT(ReadFile(repo_ + "/node_modules/tinypkg/.env"), HasSubstr(f_.marker));
 }
 
 // ---- 5. a failing setup ----
@@ -639,6 +577,31 @@ TEST_F(RunSetup, AFailingSetupCommandEndsTheRunBeforeTheAgentAndTheRestAreNotRun
   ASSERT_GE(setups.size(), 1U);
   EXPECT_EQ(setups[0]["detail"]["status"], "failed");
   EXPECT_EQ(setups[0]["detail"]["exit_code"], 3);
+  EXPECT_TRUE(Events(res, "hello").empty()) << "the agent started";
+}
+
+TEST_F(RunSetup, SetupThatChangesWhatGitSeesFailsTheRunBeforeTheAgent) {
+  // What setup writes to a tracked or a not-ignored path would be captured as the agent's work.
+  NEED_TOOL("node");
+  WriteNodeProject();
+  Commit();
+  // Twin: the same kind of write to an ignored path (*.out) is setup's to make: the agent runs
+  // (verification then fails for want of the dependencies no setup installed here).
+  const json ok = Run(NodeProfile("ignored", "setup {\n  run \"echo made > made.out\"\n}\n"),
+                      NodeFix() + Finish());
+  EXPECT_THAT(ok.value("reason", ""), Not(HasSubstr("setup"))) << Dump(ok);
+  EXPECT_GT(ok["usage"]["model_turns"].get<int>(), 0) << Dump(ok);
+  EXPECT_EQ(ReadFile(ok["workspace"].get<std::string>() + "/made.out"), "made\n");
+
+  const json res = Run(NodeProfile("tracked",
+                                   "setup {\n  run \"echo '{}' > package.json; echo new > "
+                                   "generated.js\"\n}\n"),
+                       NodeFix() + Finish());
+  EXPECT_EQ(res.value("status", ""), "failed") << Dump(res);
+  EXPECT_THAT(res.value("reason", ""),
+              HasSubstr("setup changed files that git tracks or does not ignore (generated.js, "
+                        "package.json)"));
+  EXPECT_EQ(res["usage"]["model_turns"], 0) << Dump(res);
   EXPECT_TRUE(Events(res, "hello").empty()) << "the agent started";
 }
 
