@@ -357,8 +357,9 @@ class RunDriver {
       if (auto why = SetupFailure(rec_.setup); !why.empty()) return {RunEvent::kFailed, why};
       auto after = CapturePatch(layout_, rec_.base_commit);
       if (!after) return {RunEvent::kFailed, "after setup: " + after.error().Message()};
-      if (after->tree != before->tree)
+      if (after->tree != before->tree) {
         return {RunEvent::kFailed, SetupWroteTracked(before->tree, after->tree)};
+      }
     }
     return {RunEvent::kPrepared, ""};
   }
@@ -371,8 +372,9 @@ class RunDriver {
       for (std::size_t i = 0; i < paths->size() && i < kShown; ++i) {
         list += (i == 0 ? "" : ", ") + TerminalSafe((*paths)[i]);
       }
-      if (paths->size() > kShown)
+      if (paths->size() > kShown) {
         list += " and " + std::to_string(paths->size() - kShown) + " more";
+      }
       list = " (" + list + ")";
     }
     return "setup changed files that git tracks or does not ignore" + list +
