@@ -618,11 +618,7 @@ class GlobWalker {
   }
 };
 
-// Deny rules for the workspace walk the whole workspace; rules for the home directory or absolute
-// paths walk only from their glob's literal prefix ("~/.ssh/**" walks ~/.ssh), and must have one:
-// a glob like "/**/id_rsa" would mean walking the host. A start reached through the workspace
-// (a home inside it, a host path whose resolution passes through a workspace link) is workspace
-// content: it is opened beneath the workspace without symlinks, or skipped with a note.
+// The deny rules written relative to the workspace.
 std::vector<const policy::PathRule*> WorkspaceDenyRules(const policy::Policy& p) {
   std::vector<const policy::PathRule*> out;
   for (const auto& r : p.path_rules) {
@@ -631,6 +627,11 @@ std::vector<const policy::PathRule*> WorkspaceDenyRules(const policy::Policy& p)
   return out;
 }
 
+// Deny rules for the workspace walk the whole workspace; rules for the home directory or absolute
+// paths walk only from their glob's literal prefix ("~/.ssh/**" walks ~/.ssh), and must have one:
+// a glob like "/**/id_rsa" would mean walking the host. A start reached through the workspace
+// (a home inside it, a host path whose resolution passes through a workspace link) is workspace
+// content: it is opened beneath the workspace without symlinks, or skipped with a note.
 Status ApplyDenyGlobs(const policy::Policy& p, const std::string& workspace, int ws_fd,
                       const std::string& home, View& view, LaunchSpec& spec,
                       std::vector<std::string>& notes) {
