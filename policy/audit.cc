@@ -12,36 +12,74 @@
 namespace cagent::policy {
 namespace {
 
-constexpr std::array<AuditRule, 15> kRules = {{
-    {"CAGENT001", "network", "The sandbox has network access (network is not 'none')", Risk::kLow},
-    {"CAGENT002", "writable", "A read-write mount outside the workspace", Risk::kHigh},
+constexpr std::array<AuditRule, 16> kRules = {{
+    {"CAGENT001", "network", "The sandbox has network access (network is not 'none')", Risk::kLow,
+     "Use `network none` unless the tools need sockets; `network loopback` keeps traffic on the "
+     "sandbox's own interface, and a `hosts` section lets out only the hosts it names, through "
+     "cagent's proxy."},
+    {"CAGENT002", "writable", "A read-write mount outside the workspace", Risk::kHigh,
+     "Mount host paths read-only, or give the tools a directory of their own; whatever is "
+     "writable outside the workspace outlives the run and is seen by the host."},
     {"CAGENT003", "secrets", "Host paths that hold credentials are readable in the sandbox",
-     Risk::kHigh},
+     Risk::kHigh,
+     "Hide the credential paths (`hide ~/.aws`), or mount only the files the tools need; the "
+     "agent can copy whatever it can read into the workspace or its output."},
     {"CAGENT004", "workspace-secrets",
-     "Secret files in the workspace (.env, *.pem, *.key, ...) are not denied", Risk::kMedium},
+     "Secret files in the workspace (.env, *.pem, *.key, ...) are not denied", Risk::kMedium,
+     "Add `filesystem { deny **/.env **/.env.* **/*.pem **/*.key **/id_rsa* **/.netrc }`, or "
+     "extend base, which has it."},
     {"CAGENT005", "interpreter",
      "A shell, interpreter or command runner is allowed: equivalent to allowing everything the "
      "sandbox allows",
-     Risk::kLow},
+     Risk::kLow,
+     "Treat the allow-list as a convenience, not the boundary: a runner runs whatever it is given. "
+     "Keep the sandbox's filesystem, network and limits tight, and allow runners only where the "
+     "task needs them."},
     {"CAGENT006", "silent-ask", "An 'ask' rule under approval never-ask is a silent denial",
-     Risk::kInfo},
-    {"CAGENT007", "auto-approval", "approval auto turns every ask into an allow", Risk::kHigh},
-    {"CAGENT008", "unbounded", "A limit is unset or unlimited", Risk::kMedium},
+     Risk::kInfo,
+     "Use `approval on-request` so that asks reach a person, or write `deny` where no person will "
+     "be asked."},
+    {"CAGENT007", "auto-approval", "approval auto turns every ask into an allow", Risk::kHigh,
+     "Use `approval on-request` (a person answers) or `never-ask` (asks are refused); `auto` "
+     "turns every ask rule into an allow rule."},
+    {"CAGENT008", "unbounded", "A limit is unset or unlimited", Risk::kMedium,
+     "Set the limit (`limits { memory 4G; processes 512; wall-time 30m }`), or extend base, "
+     "which bounds them all."},
     {"CAGENT009", "best-effort", "A confinement layer is best-effort: the run may go without it",
-     Risk::kLow},
-    {"CAGENT010", "not-required", "Landlock or seccomp is not required", Risk::kMedium},
-    {"CAGENT011", "weakens-parent", "A child profile widens what its parent allows", Risk::kMedium},
-    {"CAGENT012", "any-host", "A hosts rule allows or asks for every host ('*')", Risk::kHigh},
+     Risk::kLow,
+     "Write `require LAYER` so that a run refuses to start without it; best-effort runs go "
+     "ahead without the layer and report the downgrade."},
+    {"CAGENT010", "not-required", "Landlock or seccomp is not required", Risk::kMedium,
+     "Add `require landlock` and `require seccomp` (base has both), so that a kernel without "
+     "them refuses the run instead of running it with less confinement."},
+    {"CAGENT011", "weakens-parent", "A child profile widens what its parent allows", Risk::kMedium,
+     "Review each widening against what the task needs; `cagent policy diff PARENT CHILD` lists "
+     "them."},
+    {"CAGENT012", "any-host", "A hosts rule allows or asks for every host ('*')", Risk::kHigh,
+     "Name the hosts the tools need (`allow registry.npmjs.org`); `*` lets the sandbox send what "
+     "it can read anywhere."},
     {"CAGENT013", "shared-hosting",
      "A hosts wildcard covers a shared-hosting domain where anyone can publish content",
-     Risk::kMedium},
+     Risk::kMedium,
+     "Name the exact host (`allow myproject.github.io`), not a wildcard over a domain where "
+     "anyone can publish content or receive data."},
     {"CAGENT014", "internal-address",
      "A hosts rule allows an address in loopback, private, link-local or cloud-metadata space",
-     Risk::kHigh},
+     Risk::kHigh,
+     "Remove the rule, or name the one internal service the tools need; internal addresses reach "
+     "services (cloud metadata, admin interfaces) that trust whoever connects."},
     {"CAGENT015", "any-mcp-tool",
      "A tools rule allows every tool of a wrapped MCP server ('mcp:*'), including tools it adds "
      "later",
-     Risk::kLow},
+     Risk::kLow,
+     "Allow the server's tools by name (`allow mcp:read_file`), so that a tool the server adds "
+     "later is asked about or refused."},
+    {"CAGENT016", "env-secrets",
+     "An environment pass pattern lets a variable that usually holds a credential into the "
+     "sandbox",
+     Risk::kMedium,
+     "Pass only the variables the tools need by name, and keep base's scrub patterns; the agent "
+     "can read every variable it is given."},
 }};
 
 constexpr std::string_view kNetwork = "CAGENT001";
@@ -59,6 +97,7 @@ constexpr std::string_view kAnyHost = "CAGENT012";
 constexpr std::string_view kSharedHosting = "CAGENT013";
 constexpr std::string_view kInternalAddress = "CAGENT014";
 constexpr std::string_view kAnyMcpTool = "CAGENT015";
+constexpr std::string_view kEnvSecrets = "CAGENT016";
 
 // Host paths whose contents are credentials (or, for ~, contain them and the shell's start-up
 // files). Probed through the engine, so a `hide` or `deny` that covers one clears it.
@@ -89,6 +128,35 @@ constexpr SecretPath kSecretPaths[] = {
 // Files in a project that usually hold secrets.
 constexpr std::string_view kWorkspaceSecretProbes[] = {
     ".env", "config/.env.production", "server.pem", "certs/server.key", "id_rsa", ".netrc",
+};
+
+// Environment variables that usually hold a credential or lead to one (a token, a password, a
+// connection string with its password, an agent socket, a credentials file).
+constexpr std::string_view kSecretVariables[] = {
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AZURE_CLIENT_SECRET",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GITLAB_TOKEN",
+    "NPM_TOKEN",
+    "PYPI_TOKEN",
+    "CARGO_REGISTRY_TOKEN",
+    "TWINE_PASSWORD",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "HF_TOKEN",
+    "VAULT_TOKEN",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "SENTRY_DSN",
+    "PGPASSWORD",
+    "MYSQL_PWD",
+    "KUBECONFIG",
+    "DOCKER_AUTH_CONFIG",
+    "SSH_AUTH_SOCK",
 };
 
 // Commands that run arbitrary code given as an argument or found in the workspace.
@@ -156,6 +224,7 @@ class Auditor {
     Secrets();
     WorkspaceSecrets();
     Interpreters();
+    EnvSecrets();
     Approval();
     Limits();
     Layers();
@@ -320,6 +389,37 @@ class Auditor {
               "`hide " +
               g.paths.front() + "`) or mount only what the tools need",
           g.loc);
+    }
+  }
+
+  // Each pass pattern that lets a usual credential variable through (none of the scrub patterns
+  // removing it). A pattern that passes any name at all (`pass *`) says so: the scrub list then
+  // decides alone, and a credential under a name nobody listed (a connection string, a config
+  // path) goes in.
+  void EnvSecrets() {
+    auto scrubbed = [&](std::string_view name) {
+      return std::any_of(p_.env_scrub.begin(), p_.env_scrub.end(),
+                         [&](const EnvPattern& e) { return e.name.Match(name); });
+    };
+    for (const EnvPattern& pass : p_.env_pass) {
+      std::string list;
+      for (std::string_view name : kSecretVariables) {
+        if (pass.name.Match(name) && !scrubbed(name)) {
+          list += (list.empty() ? "" : ", ") + std::string(name);
+        }
+      }
+      const bool any = pass.name.Match("CAGENT_AUDIT_ANY_VARIABLE") && pass.name.Match("x");
+      if (list.empty() && !any) continue;
+      std::string message = "'pass " + pass.name.pattern() + "' ";
+      message += any ? "passes every variable of the caller's environment that no scrub pattern "
+                       "removes"
+                     : "passes credential variables";
+      if (!list.empty()) message += "; not scrubbed: " + list;
+      message +=
+          "; the agent can read them and copy them into the workspace or its output. Pass only "
+          "the names the tools need, or add `scrub` patterns (base scrubs *_TOKEN, *_KEY, "
+          "*SECRET*, *PASSWORD*, ...)";
+      Add(kEnvSecrets, Risk::kMedium, std::move(message), pass.loc);
     }
   }
 

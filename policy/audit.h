@@ -46,7 +46,8 @@ struct AuditRule {
   std::string_view id;    // "CAGENT001": stable, never reused
   std::string_view name;  // "network"
   std::string_view short_description;
-  Risk default_risk;  // the usual severity; a finding may be rated differently
+  Risk default_risk;      // the usual severity; a finding may be rated differently
+  std::string_view help;  // what to do about it, for a reader of a SARIF log (one paragraph)
 };
 std::span<const AuditRule> AuditRules();
 

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -602,7 +603,14 @@ int RunAudit(const PolicyOptions& o) {
   };
 
   if (o.format == "sarif") {
-    std::cout << JsonText(policy::AuditSarif(*p, findings, CAGENT_VERSION), 2) << std::endl;
+    // Repository paths are relative to where the audit runs (code scanning runs it at the
+    // repository's root); SRCROOT says which directory that is.
+    std::error_code cwd_error;
+    const std::string cwd = std::filesystem::current_path(cwd_error).string();
+    policy::SarifOptions sarif;
+    sarif.version = CAGENT_VERSION;
+    sarif.source_root = cwd_error ? std::string_view() : std::string_view(cwd);
+    std::cout << JsonText(policy::AuditSarif(*p, findings, sarif), 2) << std::endl;
   } else if (o.format == "json") {
     json list = json::array();
     for (const auto& f : findings) {

@@ -46,7 +46,8 @@ TEST(AuditTest, RulesHaveStableUniqueIds) {
     EXPECT_FALSE(r.short_description.empty());
   }
   EXPECT_EQ(AuditRules().front().id, "CAGENT001");
-  EXPECT_EQ(AuditRules().size(), 15u);
+  EXPECT_EQ(AuditRules().size(), 16u);
+  for (const auto& r : AuditRules()) EXPECT_FALSE(r.help.empty()) << r.id;
 }
 
 TEST(AuditTest, BuiltinBackend) {
@@ -194,6 +195,29 @@ TEST(AuditTest, DeliberatelyBadProfile) {
   EXPECT_EQ(Of(fs, "CAGENT010").size(), 2u) << all;
   EXPECT_EQ(Of(fs, "CAGENT001").size(), 1u) << all;
   EXPECT_EQ(fs.front().risk, Risk::kHigh);
+}
+
+TEST(AuditTest, PassingTheWholeEnvironmentIsAWarning) {
+  // `pass *` over base: base's scrub patterns remove *_TOKEN, AWS_*, ... but not a connection
+  // string or a config path.
+  auto p = MustCompile("extends base\nenvironment {\n  pass *\n}\n");
+  auto fs = Audit(*p);
+  auto env = Of(fs, "CAGENT016");
+  ASSERT_EQ(env.size(), 1u) << Print(*p, fs);
+  EXPECT_EQ(env[0]->risk, Risk::kMedium);
+  EXPECT_THAT(env[0]->message, HasSubstr("'pass *' passes every variable"));
+  EXPECT_THAT(env[0]->message, HasSubstr("DATABASE_URL"));
+  EXPECT_THAT(env[0]->message, HasSubstr("KUBECONFIG"));
+  EXPECT_THAT(env[0]->message, ::testing::Not(HasSubstr("GITHUB_TOKEN")));  // scrubbed by base
+  EXPECT_EQ(p->Where(env[0]->loc), "test.cagent:3:8");
+
+  // A named credential without base's scrubs; and the twin: base alone passes none.
+  auto named = MustCompile("environment {\n  pass TERM GITHUB_TOKEN\n}\n");
+  auto named_fs = Audit(*named);
+  ASSERT_EQ(Of(named_fs, "CAGENT016").size(), 1u) << Print(*named, named_fs);
+  EXPECT_THAT(Of(named_fs, "CAGENT016")[0]->message, HasSubstr("not scrubbed: GITHUB_TOKEN"));
+  auto base = Builtin("base");
+  EXPECT_THAT(Of(Audit(*base), "CAGENT016"), ::testing::IsEmpty());
 }
 
 TEST(AuditTest, HiddenSecretsAreNotReported) {

@@ -6,9 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "policy/audit.h"
 #include "policy/loader.h"
@@ -20,7 +22,21 @@ namespace {
 using nlohmann::json;
 using ::testing::AnyOf;
 
-// The parts of SARIF 2.1.0 that GitHub code scanning and other readers require.
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+SarifOptions Options() {
+  SarifOptions o;
+  o.version = "9.9.9";
+  o.source_root = "/src/repo";
+  return o;
+}
+
+// The parts of SARIF 2.1.0 that GitHub code scanning and other readers require (the whole schema
+// is checked by tests/policy/sarif_schema_test.mjs).
 void ExpectSarifShape(const json& s) {
   ASSERT_TRUE(s.is_object());
   EXPECT_EQ(s["version"], "2.1.0");
@@ -42,7 +58,16 @@ void ExpectSarifShape(const json& s) {
     EXPECT_TRUE(rule["shortDescription"]["text"].is_string());
     EXPECT_THAT(rule["defaultConfiguration"]["level"].get<std::string>(),
                 AnyOf("error", "warning", "note"));
+    // What GitHub code scanning shows: the help, a link to it, and the severity.
+    EXPECT_FALSE(rule["help"]["text"].get<std::string>().empty()) << rule.dump();
+    EXPECT_EQ(rule["helpUri"], "file:///usr/share/doc/cagent/auditing-profiles.md#" +
+                                   ToLower(AuditRules()[i].id) + "-" +
+                                   std::string(AuditRules()[i].name));
+    EXPECT_EQ(rule["properties"]["security-severity"],
+              std::string(SecuritySeverity(AuditRules()[i].default_risk)));
+    EXPECT_THAT(rule["properties"]["tags"], ::testing::Contains("security"));
   }
+  EXPECT_EQ(run["originalUriBaseIds"]["SRCROOT"]["uri"], "file:///src/repo/");
   EXPECT_EQ(unique.size(), driver["rules"].size());
   ASSERT_TRUE(run["results"].is_array());
   for (const json& res : run["results"]) {
@@ -53,10 +78,21 @@ void ExpectSarifShape(const json& s) {
     EXPECT_TRUE(res["message"]["text"].is_string());
     EXPECT_THAT(res["properties"]["severity"].get<std::string>(),
                 AnyOf("high", "medium", "low", "info"));
+    const double score = std::stod(res["properties"]["security-severity"].get<std::string>());
+    EXPECT_GE(score, 0.1);
+    EXPECT_LE(score, 10.0);
     ASSERT_TRUE(res["locations"].is_array());
     for (const json& loc : res["locations"]) {
       const json& phys = loc["physicalLocation"];
-      EXPECT_TRUE(phys["artifactLocation"]["uri"].is_string());
+      const std::string uri = phys["artifactLocation"]["uri"];
+      // A relative reference names its base; an absolute one has a scheme and no base.
+      if (phys["artifactLocation"].contains("uriBaseId")) {
+        EXPECT_EQ(phys["artifactLocation"]["uriBaseId"], "SRCROOT");
+        EXPECT_FALSE(uri.starts_with("/")) << uri;
+        EXPECT_EQ(uri.find(':'), std::string::npos) << uri;
+      } else {
+        EXPECT_TRUE(uri.starts_with("cagent-builtin:") || uri.starts_with("file:///")) << uri;
+      }
       EXPECT_GE(phys["region"]["startLine"].get<int>(), 1);
       EXPECT_GE(phys["region"]["startColumn"].get<int>(), 1);
     }
@@ -68,6 +104,29 @@ TEST(Sarif, LevelsFollowTheRisk) {
   EXPECT_EQ(SarifLevel(Risk::kMedium), "warning");
   EXPECT_EQ(SarifLevel(Risk::kLow), "note");
   EXPECT_EQ(SarifLevel(Risk::kInfo), "note");
+}
+
+TEST(Sarif, SecuritySeverityFollowsTheRiskInGitHubsBands) {
+  EXPECT_EQ(SecuritySeverity(Risk::kHigh), "8.0");    // 7.0-8.9: high
+  EXPECT_EQ(SecuritySeverity(Risk::kMedium), "5.5");  // 4.0-6.9: medium
+  EXPECT_EQ(SecuritySeverity(Risk::kLow), "3.0");     // 0.1-3.9: low
+  EXPECT_EQ(SecuritySeverity(Risk::kInfo), "1.0");
+}
+
+TEST(Sarif, ArtifactsAreBuiltInsRepositoryPathsOrFiles) {
+  EXPECT_EQ(ArtifactOf("<built-in>/backend.cagent", "/src/repo"),
+            json({{"uri", "cagent-builtin:backend.cagent"}}));
+  EXPECT_EQ(ArtifactOf("./.cagent/project.cagent", "/src/repo"),
+            json({{"uri", ".cagent/project.cagent"}, {"uriBaseId", "SRCROOT"}}));
+  EXPECT_EQ(ArtifactOf("p.cagent", ""), json({{"uri", "p.cagent"}, {"uriBaseId", "SRCROOT"}}));
+  EXPECT_EQ(ArtifactOf("/src/repo/.cagent/x y.cagent", "/src/repo/"),
+            json({{"uri", ".cagent/x%20y.cagent"}, {"uriBaseId", "SRCROOT"}}));
+  // Outside the root (a profile under ~/.config), and a root that is a prefix but not a parent.
+  EXPECT_EQ(ArtifactOf("/home/u/.config/cagent/a.cagent", "/src/repo"),
+            json({{"uri", "file:///home/u/.config/cagent/a.cagent"}}));
+  EXPECT_EQ(ArtifactOf("/src/repository/a.cagent", "/src/repo"),
+            json({{"uri", "file:///src/repository/a.cagent"}}));
+  EXPECT_EQ(ArtifactOf("/etc/a.cagent", "/"), json({{"uri", "file:///etc/a.cagent"}}));
 }
 
 TEST(Sarif, UriKeepsPathCharactersAndEncodesTheRest) {
@@ -85,7 +144,7 @@ TEST(Sarif, BuiltInProfileAuditHasTheShape) {
   ASSERT_NE(p, nullptr);
   const auto findings = Audit(*p);
   ASSERT_FALSE(findings.empty());
-  const json s = AuditSarif(*p, findings, "9.9.9");
+  const json s = AuditSarif(*p, findings, Options());
   ExpectSarifShape(s);
   const json& results = s["runs"][0]["results"];
   ASSERT_EQ(results.size(), findings.size());
@@ -100,10 +159,21 @@ TEST(Sarif, BuiltInProfileAuditHasTheShape) {
     ASSERT_EQ(results[i]["locations"].size(), 1u);
     const json& phys = results[i]["locations"][0]["physicalLocation"];
     EXPECT_EQ(phys["artifactLocation"]["uri"], "test.cagent");
+    EXPECT_EQ(phys["artifactLocation"]["uriBaseId"], "SRCROOT");
     EXPECT_EQ(phys["region"]["startLine"], 2);
     EXPECT_EQ(phys["region"]["startColumn"], 1);
   }
   EXPECT_TRUE(network);
+  // Findings in base and backend point into cagent itself, not at a file named "<built-in>".
+  bool built_in = false;
+  for (const json& res : results) {
+    for (const json& loc : res["locations"]) {
+      const std::string uri = loc["physicalLocation"]["artifactLocation"]["uri"];
+      if (uri.starts_with("cagent-builtin:")) built_in = true;
+      EXPECT_EQ(uri.find("built-in%3E"), std::string::npos) << uri;
+    }
+  }
+  EXPECT_TRUE(built_in);
 }
 
 // A file name anyone can give a profile in a repository's .cagent/ reaches the SARIF log only as
@@ -114,14 +184,14 @@ TEST(Sarif, HostileFileNamesGiveValidUris) {
   Compiled c = CompileText(name, "network loopback\n", search);
   ASSERT_TRUE(c.ok()) << RenderAll(*c.sources, c.diags);
   const auto findings = Audit(*c.policy);
-  const json s = AuditSarif(*c.policy, findings, "9.9.9");
+  const json s = AuditSarif(*c.policy, findings, Options());
   ExpectSarifShape(s);
   bool located = false;
   for (const json& res : s["runs"][0]["results"]) {
     for (const json& loc : res["locations"]) {
       located = true;
       const std::string uri = loc["physicalLocation"]["artifactLocation"]["uri"];
-      EXPECT_EQ(uri, "./.cagent/a%20b%25%23%3F%1B%5B31m%FF.cagent");
+      EXPECT_EQ(uri, ".cagent/a%20b%25%23%3F%1B%5B31m%FF.cagent");
       for (const unsigned char ch : uri) {
         EXPECT_TRUE(ch > 0x20 && ch < 0x7f && ch != '#' && ch != '?') << uri;
       }
@@ -135,7 +205,7 @@ TEST(Sarif, HostileFileNamesGiveValidUris) {
 TEST(Sarif, NoFindingsIsAnEmptyResultList) {
   auto p = testing::MustCompile("extends base\n");
   ASSERT_NE(p, nullptr);
-  const json s = AuditSarif(*p, {}, "9.9.9");
+  const json s = AuditSarif(*p, {}, Options());
   ExpectSarifShape(s);
   EXPECT_TRUE(s["runs"][0]["results"].is_array());
   EXPECT_TRUE(s["runs"][0]["results"].empty());
@@ -146,7 +216,7 @@ TEST(Sarif, NoFindingsIsAnEmptyResultList) {
 TEST(Sarif, UnlocatedFindingHasNoLocation) {
   Policy bare;
   const Finding f{"CAGENT001", Risk::kHigh, "network is on", {}};
-  const json s = AuditSarif(bare, std::span<const Finding>(&f, 1), "9.9.9");
+  const json s = AuditSarif(bare, std::span<const Finding>(&f, 1), Options());
   ExpectSarifShape(s);
   ASSERT_EQ(s["runs"][0]["results"].size(), 1u);
   EXPECT_TRUE(s["runs"][0]["results"][0]["locations"].empty());
