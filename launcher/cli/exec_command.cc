@@ -448,7 +448,8 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
   // Everything from the first positional argument on is the command, options included, so both
   // `cagent exec -- ls -l` and `cagent exec ls -l` work.
   exec->positionals_at_end(true);
-  exec->add_option("command", o.command, "The command and its arguments (after --).")->required();
+  // Not ->required(): --print-seccomp needs no command; RunExecCommand asks for one otherwise.
+  exec->add_option("command", o.command, "The command and its arguments (after --).");
   exec->footer(
       "EXIT STATUS\n"
       "  The command's own exit status; 128+N if it was killed by signal N.\n"
@@ -470,6 +471,11 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
 }
 
 int RunExecCommand(const ExecOptions& o) {
+  if (o.command.empty() && !o.print_seccomp) {
+    return Usage(
+        "exec needs a command: cagent exec [OPTIONS] -- COMMAND [ARGS...] (see cagent exec "
+        "--help)");
+  }
   auto workspace = ExecWorkspace(o.workspace, o.allow_home);
   if (!workspace) return Usage(workspace.error().Message());
   auto profile = LoadExecProfile(o, *workspace);
@@ -495,7 +501,11 @@ int RunExecCommand(const ExecOptions& o) {
                    LayerConsequence(*l));
     }
   }
-  if (auto s = ValidateLaunchSpec(spec); !s) return Usage(s.error().Message());
+  // --print-seccomp alone runs nothing: the spec is checked as if it ran a command (the filter
+  // does not depend on which), so its other mistakes are still reported.
+  LaunchSpec checked = spec;
+  if (o.print_seccomp && checked.argv.empty()) checked.argv = {"true"};
+  if (auto s = ValidateLaunchSpec(checked); !s) return Usage(s.error().Message());
   if (o.print_seccomp) {
     auto filter =
         SeccompFilter::Prepare(DefaultSeccompPolicy(spec.network == NetworkMode::kLoopback));

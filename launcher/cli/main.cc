@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <initializer_list>
 #include <iostream>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "launcher/cli/run_command.h"
 #include "launcher/process.h"
 #include "launcher/run/last_resort.h"
+#include "policy/checker.h"
 
 int main(int argc, char** argv) {
   // `cagent --version` alone: what CLI11 prints for it, without building a parser or the
@@ -30,6 +32,22 @@ int main(int argc, char** argv) {
   // instructions `--version` ran).
   if (argc == 2 && std::string_view(argv[1]) == "--version") {
     return std::fputs("cagent " CAGENT_VERSION "\n", stdout) < 0 ? 1 : 0;
+  }
+  // `cagent help [SUBCOMMAND]` is `cagent [SUBCOMMAND] --help`: the argv is rewritten before
+  // anything looks at it, so the checks below and the parser see the --help form.
+  std::vector<char*> help_argv;
+  if (argc >= 2 && std::string_view(argv[1]) == "help") {
+    if (argc > 3) {
+      std::fputs("cagent: help takes at most one subcommand, as in 'cagent help exec'\n", stderr);
+      return cagent::ToInt(cagent::ExitCode::kUsage);
+    }
+    static char help_flag[] = "--help";
+    help_argv.push_back(argv[0]);
+    if (argc == 3 && std::string_view(argv[2]) != "help") help_argv.push_back(argv[2]);
+    help_argv.push_back(help_flag);
+    help_argv.push_back(nullptr);
+    argc = static_cast<int>(help_argv.size()) - 1;
+    argv = help_argv.data();
   }
   cagent::launcher::RememberArgvArea(argc, argv);
   // A closed stdout or stderr (`cagent run ... | head`) must not kill cagent mid-run with SIGPIPE:
@@ -51,18 +69,20 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "cagent " CAGENT_VERSION);
   app.require_subcommand(1);
   app.footer(
-      "Run 'cagent SUBCOMMAND --help' for the options of each subcommand; 'man cagent' for "
-      "the full manual.");
+      "Run 'cagent help SUBCOMMAND' (or 'cagent SUBCOMMAND --help') for the options of each "
+      "subcommand; 'man cagent' for the full manual.");
 
   // Only the subcommand the command line names is built: CLI11 constructs every option of every
   // subcommand added, and building the whole tree was about a third of what `cagent exec -- true`
   // computes before its clone (callgrind; docs/performance.md, "Launch latency"). The name is
-  // the first argument, as there are no global options but --help and --version; anything else
-  // (no argument, --help, a misspelt name) gets the whole tree, so help and errors list every
-  // subcommand as before.
+  // the first argument, as there are no global options but --help and --version; no argument or
+  // --help gets the whole tree, so help lists every subcommand, and a misspelt name is refused
+  // below without building anything.
   const std::string_view named = argc > 1 ? std::string_view(argv[1]) : std::string_view();
   bool known = false;
+  std::vector<std::string_view> subcommands = {"help"};  // every name wants() is asked about
   auto wants = [&](std::initializer_list<std::string_view> names) {
+    subcommands.insert(subcommands.end(), names.begin(), names.end());
     const bool hit = std::find(names.begin(), names.end(), named) != names.end();
     known = known || hit;
     return hit;
@@ -72,6 +92,20 @@ int main(int argc, char** argv) {
              want_runs = wants({"runs", "show", "diff", "apply", "rm"}),
              want_agent = wants({"agent"}), want_profile = wants({"profile"}),
              want_mcp = wants({"mcp"}), want_cache = wants({"cache"});
+  // A first argument that is neither a subcommand nor a global option is an error here, with the
+  // nearest name as a hint, before the whole tree is built for CLI11 to say less ("A subcommand
+  // is required").
+  if (!known && !named.empty() && named != "--version" && named != "--help" && named != "-h") {
+    const bool option = named.front() == '-';
+    const std::string guess = option ? cagent::policy::DidYouMean(named, {"--help", "--version"})
+                                     : cagent::policy::DidYouMean(named, subcommands);
+    std::fprintf(stderr, "cagent: unknown %s '%.*s'; %s\n", option ? "option" : "subcommand",
+                 static_cast<int>(named.size()), named.data(),
+                 guess.empty() ? (option ? "run 'cagent --help' for usage"
+                                         : "run 'cagent --help' for the list of subcommands")
+                               : ("did you mean '" + guess + "'?").c_str());
+    return cagent::ToInt(cagent::ExitCode::kUsage);
+  }
   // --version with something after it still needs no subcommand.
   const bool all = !known && named != "--version";
 
