@@ -253,10 +253,16 @@ std::optional<ApprovalScope> ParseAnswer(std::string_view line, bool pattern_off
   line = TrimSpace(line);
   std::string lower;
   for (char c : line) lower += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-  if (lower == "o" || lower == "once") return ApprovalScope::kOnce;
+  // y / yes approve once, the narrowest approval, and n / no deny: what a reflexive answer to a
+  // yes/no question should mean.
+  if (lower == "o" || lower == "once" || lower == "y" || lower == "yes") {
+    return ApprovalScope::kOnce;
+  }
   if (lower == "r" || lower == "run") return ApprovalScope::kRunExact;
   if (pattern_offered && (lower == "p" || lower == "pattern")) return ApprovalScope::kRunPattern;
-  if (lower == "d" || lower == "deny") return ApprovalScope::kDenied;
+  if (lower == "d" || lower == "deny" || lower == "n" || lower == "no") {
+    return ApprovalScope::kDenied;
+  }
   return std::nullopt;
 }
 

@@ -61,7 +61,8 @@ class Approver {
 // Prompts on a terminal fd (cagent's /dev/tty, outside the sandbox): shows the tool, the exact
 // action, the paths it resolves to (marked when they differ from the path it names), the rule and
 // its location, the reason, and reads one of o(nce) / r(un: this exact action) / p(attern, when
-// offered) / d(eny) per line; anything else re-prompts, end of input or a hung-up terminal denies.
+// offered) / d(eny) per line, case-insensitive, with y / yes meaning once and n / no deny; anything
+// else re-prompts, end of input or a hung-up terminal denies.
 // Asks one at a time, queueing the rest; the first prompt is drawn from the io_context (never
 // inside Ask), and `done` always runs from it. Everything shown that came from the agent or the
 // profile goes through TerminalSafe (common/terminal_text.h): control characters, ESC, C1,

@@ -164,6 +164,41 @@ TEST_F(TerminalApproverTest, Deny) {
   EXPECT_EQ(o.scope, ApprovalScope::kDenied);
 }
 
+// The yes/no answers people type by reflex: y / yes approve once (never more), n / no deny, in any
+// case; and the long forms of the letters in any case too.
+TEST_F(TerminalApproverTest, YesAndNoInAnyCase) {
+  for (const char* keys : {"y\n", "Y\n", "yes\n", "YES\n", "Yes\n", "  y \n", "ONCE\n"}) {
+    pty_.ClearScreen();
+    const ApprovalOutcome o = Answer(NpmRequest(), keys);
+    EXPECT_TRUE(o.approved) << keys;
+    EXPECT_EQ(o.scope, ApprovalScope::kOnce) << keys;
+    EXPECT_EQ(o.by, "terminal") << keys;
+  }
+  for (const char* keys : {"n\n", "N\n", "no\n", "NO\n", "No\n", "Deny\n"}) {
+    pty_.ClearScreen();
+    const ApprovalOutcome o = Answer(NpmRequest(), keys);
+    EXPECT_FALSE(o.approved) << keys;
+    EXPECT_EQ(o.scope, ApprovalScope::kDenied) << keys;
+    EXPECT_EQ(o.by, "terminal") << keys;
+  }
+}
+
+// Only the exact words: "yess", "nope" and "ye" are not answers.
+TEST_F(TerminalApproverTest, NearYesOrNoIsNotAnAnswer) {
+  std::optional<ApprovalOutcome> outcome;
+  AskAndWaitForPrompt(NpmRequest(), outcome);
+  for (const char* keys : {"yess\n", "nope\n", "ye\n", "y es\n"}) {
+    pty_.ClearScreen();
+    pty_.Type(keys);
+    ASSERT_TRUE(PumpUntil(io_, [&] { return ScreenHas(pty_, "please answer with one of"); }))
+        << keys << pty_.screen();
+    EXPECT_FALSE(outcome.has_value()) << keys;
+  }
+  pty_.Type("n\n");
+  ASSERT_TRUE(PumpUntil(io_, [&] { return outcome.has_value(); }));
+  EXPECT_FALSE(outcome->approved);
+}
+
 TEST_F(TerminalApproverTest, InvalidInputRepromptsThenDeny) {
   std::optional<ApprovalOutcome> outcome;
   AskAndWaitForPrompt(NpmRequest(), outcome);
