@@ -117,6 +117,65 @@ int Usage(const std::string& message) {
   return ToInt(ExitCode::kUsage);
 }
 
+// The descriptor the --json record is written to, opened before the launch so a bad FILE or N is
+// a usage error before the command runs; invalid (no record) without --json, --json-file or
+// --json-fd. `--json` alone is refused: stdout is the command's, and a record appended to it
+// cannot be told apart from the command's own output (`printf hi` gave `hi{"cagent_version"...`).
+// Close-on-exec either way, so the sandbox never inherits it, --disable-layer fds included.
+Result<UniqueFd> JsonChannel(const ExecOptions& o) {
+  if (!o.json_file.empty() && o.json_fd >= 0) {
+    return PlainError("--json-file and --json-fd are exclusive: pick one")
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  if (!o.json_file.empty()) {
+    UniqueFd fd(::open(o.json_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd.valid()) {
+      return PlainError("cannot open --json-file " +
+                        TerminalSafe(o.json_file, TerminalLines::kOne) + ": " +
+                        std::strerror(errno))
+          .WithCode(Error::Code::kInvalidInput);
+    }
+    return fd;
+  }
+  if (o.json_fd >= 0) {
+    if (o.json_fd <= STDERR_FILENO) {
+      return PlainError("--json-fd " + std::to_string(o.json_fd) +
+                        " is one of the command's own streams; use a descriptor of 3 or above "
+                        "(e.g. --json-fd 3 3>run.json) or --json-file FILE");
+    }
+    const int flags = ::fcntl(o.json_fd, F_GETFL);
+    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
+      return PlainError("--json-fd " + std::to_string(o.json_fd) +
+                        " is not a descriptor open for writing (open it in the shell: 3>run.json)")
+          .WithCode(Error::Code::kInvalidInput);
+    }
+    // Ours from here on: the record is written to it and it is closed at exit.
+    if (::fcntl(o.json_fd, F_SETFD, FD_CLOEXEC) != 0) {
+      return PlainError("--json-fd " + std::to_string(o.json_fd) + ": " + std::strerror(errno))
+          .WithCode(Error::Code::kInvalidInput);
+    }
+    return UniqueFd(o.json_fd);
+  }
+  if (o.json) {
+    return PlainError(
+        "--json needs a channel of its own: stdout is the command's, and the record "
+        "would be mixed into its output; use --json-file FILE or --json-fd N");
+  }
+  return UniqueFd();
+}
+
+// Writes `text` whole to `fd` (retrying short writes and EINTR).
+Status WriteJsonRecord(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return PlainError("write the --json record", std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+  return Ok{};
+}
+
 // The workspace: --workspace, or the current directory; canonical, and accepted by the workspace
 // guard (launcher/workspace_guard.h: never a system directory, the home only when named with
 // --allow-home). The error is the user's to fix (kInvalidInput).
@@ -340,9 +399,17 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
                  "GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, GIT_COMMITTER_NAME, GIT_COMMITTER_EMAIL). A "
                  "profile's `git-identity none` does the same.");
   exec->add_flag("--json", o.json,
-                 "After the command ends, print one JSON object describing the run (status, exit "
-                 "code, signal, duration, layers applied) on stdout, after the command's own "
-                 "output.");
+                 "Write one JSON object describing the run (status, exit code, signal, duration, "
+                 "layers applied) after the command ends; needs --json-file or --json-fd, since "
+                 "stdout is the command's.");
+  exec->add_option("--json-file", o.json_file,
+                   "Write the --json record to FILE (created or truncated before the command "
+                   "starts; implies --json).");
+  exec->add_option("--json-fd", o.json_fd,
+                   "Write the --json record to descriptor N (3 or above, open when cagent starts, "
+                   "e.g. `--json-fd 3 3>run.json`; implies --json). The command does not inherit "
+                   "it.")
+      ->check(CLI::NonNegativeNumber);
   exec->add_flag("-q,--quiet", o.quiet, "Do not print the outcome line on stderr.");
   CLI::Option* tty_flag = exec->add_flag(
       "-t,--tty", o.tty,
@@ -462,7 +529,7 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
       "EXAMPLES\n"
       "  cagent exec -- make test\n"
       "  cagent exec --workspace ~/src/app --timeout 10m -- npm test\n"
-      "  cagent exec --json -- sh -c 'id; ls /'\n"
+      "  cagent exec --json-file run.json -- sh -c 'id; ls /'\n"
       "  cagent exec --allow-host pypi.org --allow-host files.pythonhosted.org -- pip download "
       "flask\n"
       "  cagent exec --profile backend-registries -- cargo fetch\n"
@@ -476,6 +543,8 @@ int RunExecCommand(const ExecOptions& o) {
         "exec needs a command: cagent exec [OPTIONS] -- COMMAND [ARGS...] (see cagent exec "
         "--help)");
   }
+  auto json_out = JsonChannel(o);
+  if (!json_out) return Usage(json_out.error().Message());
   auto workspace = ExecWorkspace(o.workspace, o.allow_home);
   if (!workspace) return Usage(workspace.error().Message());
   auto profile = LoadExecProfile(o, *workspace);
@@ -627,10 +696,12 @@ int RunExecCommand(const ExecOptions& o) {
   if (egress && !o.quiet && !egress->budget_exhausted().empty()) {
     spdlog::warn("warning: egress stopped: {}", egress->budget_exhausted());
   }
-  if (o.json) {
+  if (json_out->valid()) {
     nlohmann::json j = OutcomeJson(o, *profile, launch, *outcome);
     j["egress"] = egress ? EgressJson(*egress) : nlohmann::json();
-    std::cout << JsonText(j) << std::endl;
+    if (auto s = WriteJsonRecord(json_out->get(), JsonText(j) + "\n"); !s) {
+      spdlog::error("{}", s.error().Message());
+    }
   }
   return outcome->exit_code;
 }

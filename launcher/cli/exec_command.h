@@ -21,6 +21,10 @@ struct ExecOptions {
   bool allow_home = false;       // --allow-home: accept a named home (launcher/workspace_guard.h)
   bool no_git_identity = false;  // --no-git-identity (launcher/run/git_identity.h)
   bool json = false;
+  // Where the --json record goes (issue #20): never stdout, which is the command's. A file
+  // (created or truncated before the launch) or a descriptor cagent inherited (3 or above).
+  std::string json_file;  // --json-file FILE
+  int json_fd = -1;       // --json-fd N
   bool quiet = false;
   ExecOverrides overrides;  // --ro, --rw, --env, --timeout, limits, ... (launcher/narrow.h)
   bool print_seccomp = false;

@@ -294,8 +294,8 @@ if ((as_nobody)); then
 else
   echo "user:    $(id -un) (uid $EUID)"
 fi
-echo "layers:  $(env -i PATH=/usr/bin:/bin "${run_as[@]}" "$cagent" exec --quiet --json \
-  --workspace "$ws" -- /bin/true | sed -n 's/.*"details":{\([^}]*\)}.*/\1/p')"
+echo "layers:  $(env -i PATH=/usr/bin:/bin "${run_as[@]}" "$cagent" exec --quiet --json-fd 3 \
+  --workspace "$ws" -- /bin/true 3>&1 >/dev/null | sed -n 's/.*"details":{\([^}]*\)}.*/\1/p')"
 echo "cc:      $(/usr/bin/cc --version | head -n1); $(make --version | head -n1)"
 echo "walk:    find /usr/include -type f -print0 | xargs -0 cat > /dev/null \
 ($(find /usr/include -type f | wc -l) files)"

@@ -110,14 +110,16 @@ class EgressTest : public ::testing::Test {
 };
 
 TEST_F(EgressTest, ExecJsonListsEveryConnectionWithItsVerdict) {
-  const RunResult r = Harness::Get().Run(
+  const RunResult r = Harness::Get().RunJson(
       {"exec", "-w", ws_, "--json", "--allow-host", "pkgs.test:" + std::to_string(server_.port()),
        "--resolve", Resolve("pkgs.test"), "--resolve", Resolve("other.test"), "--", "sh", "-c",
        "curl -sS " + Url("pkgs.test") + "; curl -sS " + Url("other.test")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("egress-e2e-body"));
-  const json j = LastJson(r.out);
-  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_THAT(r.out, Not(HasSubstr("cagent_version")))
+      << "the record is not in the command's stdout";
+  const json j = LastJson(r.json);
+  ASSERT_TRUE(j.is_object()) << r.json;
   const json& conns = j["egress"]["connections"];
   ASSERT_EQ(conns.size(), 2U) << j.dump(2);
   EXPECT_EQ(conns[0]["host"], "pkgs.test");

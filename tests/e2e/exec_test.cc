@@ -40,7 +40,7 @@ class ExecTest : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     args.emplace_back("--");
     args.insert(args.end(), argv.begin(), argv.end());
-    return h_.Run(args, options);
+    return h_.RunJson(args, options);
   }
   RunResult Sh(const std::string& script, const std::vector<std::string>& extra = {},
                const RunOptions& options = {}) {
@@ -74,7 +74,7 @@ TEST_F(ExecTest, DeathBySignalBecomes128PlusSignalAndIsExplained) {
 TEST_F(ExecTest, JsonDescribesTheRun) {
   const RunResult r = Sh("kill -TERM $$", {"--json"});
   ASSERT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = nlohmann::json::parse(r.json);
   EXPECT_EQ(j["status"], "signaled");
   EXPECT_EQ(j["signal"], "SIGTERM");
   EXPECT_EQ(j["exit_code"], 143);
@@ -88,7 +88,7 @@ TEST_F(ExecTest, MissingCommandExits127WithReason) {
   const RunResult r = Exec({"no-such-command-xyz"}, {"--json"});
   EXPECT_EQ(r.exit_code, 127);
   EXPECT_THAT(r.err, HasSubstr("cannot execute 'no-such-command-xyz': No such file or directory"));
-  EXPECT_EQ(nlohmann::json::parse(r.out)["status"], "exec_failed");
+  EXPECT_EQ(nlohmann::json::parse(r.json)["status"], "exec_failed");
 }
 
 TEST_F(ExecTest, SetupFailureNamesTheStepAndUsesTheReservedCode) {
@@ -96,10 +96,68 @@ TEST_F(ExecTest, SetupFailureNamesTheStepAndUsesTheReservedCode) {
   const RunResult r = Exec({"true"}, {"--hostname", std::string(80, 'h'), "--json"});
   EXPECT_EQ(r.exit_code, 125);
   EXPECT_THAT(r.err, HasSubstr("cagent: sandbox setup failed at set hostname: Invalid argument"));
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = nlohmann::json::parse(r.json);
   EXPECT_EQ(j["status"], "setup_failed");
   EXPECT_EQ(j["error"]["step"], "set hostname");
   EXPECT_EQ(j["error"]["errno_name"], "EINVAL");
+}
+
+// Issue #20: the record has a channel of its own. `printf hi` with the record on stdout printed
+// `hi{"cagent_version":...`; now stdout holds only the command's bytes.
+TEST_F(ExecTest, JsonFileKeepsTheRecordOutOfTheCommandsStdout) {
+  const std::string record = h_.MakeDir("json") + "/run.json";
+  const RunResult r = Exec({"printf", "hi"}, {"--json-file", record});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hi");
+  const auto j = nlohmann::json::parse(ReadFile(record));
+  EXPECT_EQ(j["status"], "exited");
+  EXPECT_EQ(j["command"], nlohmann::json::array({"printf", "hi"}));
+}
+
+TEST_F(ExecTest, JsonFdWritesTheRecordToAnInheritedDescriptor) {
+  RunOptions o;
+  o.fd3_path = h_.MakeDir("json") + "/fd3.json";
+  const RunResult r = Exec({"printf", "hi"}, {"--json-fd", "3"}, o);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hi");
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(o.fd3_path))["status"], "exited");
+}
+
+TEST_F(ExecTest, JsonWithoutAChannelIsAUsageErrorBeforeTheCommandRuns) {
+  const RunResult r =
+      h_.Run({"exec", "--workspace", ws_, "--json", "--", "/bin/sh", "-c", "echo ran > ran.txt"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("use --json-file FILE or --json-fd N"));
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(ReadFile(ws_ + "/ran.txt"), "") << "refused before the launch";
+  // The command's own streams are not a channel either.
+  const RunResult one = Exec({"true"}, {"--json-fd", "1"});
+  EXPECT_EQ(one.exit_code, 2);
+  EXPECT_THAT(one.err, HasSubstr("--json-fd 1 is one of the command's own streams"));
+  const RunResult closed = Exec({"true"}, {"--json-fd", "7"});
+  EXPECT_EQ(closed.exit_code, 2);
+  EXPECT_THAT(closed.err, HasSubstr("--json-fd 7 is not a descriptor open for writing"));
+}
+
+// The record's descriptor is cagent's, not the command's: even with the fds layer off (the command
+// inherits cagent's descriptors) fd 3 does not reach the sandbox, so the command cannot write a
+// forged record into it.
+TEST_F(ExecTest, JsonFdIsNotInheritedByTheCommand) {
+  RunOptions o;
+  o.fd3_path = h_.MakeDir("json") + "/fd3.json";
+  const RunResult r = Sh("readlink /proc/self/fd/3 || echo no-fd-3",
+                         {"--disable-layer", "fds", "--json-fd", "3"}, o);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("fd3.json")));
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(o.fd3_path))["status"], "exited");
+  // Twin: the same probe sees a descriptor cagent inherited and does not own (fd 9) — with the
+  // fds layer off it does reach the command, so the probe would show fd 3 had it leaked.
+  RunOptions leak;
+  leak.leak_fd = true;
+  const RunResult twin =
+      Sh("readlink /proc/self/fd/9 || echo no-fd-9", {"--disable-layer", "fds"}, leak);
+  ASSERT_EQ(twin.exit_code, 0) << twin.err;
+  EXPECT_THAT(twin.out, HasSubstr("/dev/null"));
 }
 
 TEST_F(ExecTest, BadCommandLineIsAUsageError) {
@@ -344,7 +402,7 @@ TEST_F(ExecTest, HungCommandIsStoppedByTheTimeout) {
   const RunResult r = Sh("trap '' TERM; sleep 1000", {"--timeout", "300ms", "--json"});
   EXPECT_EQ(r.exit_code, 124) << r.err;
   EXPECT_THAT(r.err, HasSubstr("timed out"));
-  EXPECT_EQ(nlohmann::json::parse(r.out)["status"], "timed_out");
+  EXPECT_EQ(nlohmann::json::parse(r.json)["status"], "timed_out");
   // Functional bound, not a performance assert: a command ignoring SIGTERM must not keep cagent
   // for its full 1000 s.
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
@@ -466,7 +524,7 @@ TEST_F(ExecTest, CapabilitiesAreEmptyAndSetuidGainsNothing) {
 TEST_F(ExecTest, DisabledLayersAreReportedLoudly) {
   const RunResult r = Exec({"true"}, {"--disable-layer", "net", "--json"});
   EXPECT_THAT(r.err, HasSubstr("warning: layer 'net' is switched off"));
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = nlohmann::json::parse(r.json);
   EXPECT_EQ(j["layers"]["net"], false);
   EXPECT_EQ(j["disabled_layers"], nlohmann::json::array({"net"}));
 }

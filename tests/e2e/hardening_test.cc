@@ -35,7 +35,7 @@ class HardeningTest : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     args.emplace_back("--");
     args.insert(args.end(), argv.begin(), argv.end());
-    return h_.Run(args);
+    return h_.RunJson(args);
   }
   RunResult Sh(const std::string& script, const std::vector<std::string>& extra = {}) {
     return Exec({"/bin/sh", "-c", script}, extra);
@@ -185,7 +185,7 @@ TEST_F(HardeningTest, CpuCeilingIsHitAndExplained) {
   const RunResult r = Sh("while :; do :; done", {"--cpu-time", "1s", "--json"});
   EXPECT_EQ(r.exit_code, 128 + SIGXCPU);
   EXPECT_THAT(r.err, HasSubstr("CPU time limit of 1s reached"));
-  EXPECT_EQ(nlohmann::json::parse(r.out)["limit_hit"], "CPU time limit of 1s reached (SIGXCPU)");
+  EXPECT_EQ(nlohmann::json::parse(r.json)["limit_hit"], "CPU time limit of 1s reached (SIGXCPU)");
 }
 
 TEST_F(HardeningTest, FileSizeCeilingIsHitAndExplained) {
@@ -246,7 +246,7 @@ TEST_F(HardeningTest, MemoryLimitFailsClosedWithoutADelegatedCgroup) {
       Exec({"true"}, {"--memory", "64M", "--best-effort", "cgroup", "--json"});
   EXPECT_EQ(accepted.exit_code, 0) << accepted.err;
   EXPECT_THAT(accepted.err, HasSubstr("warning: downgrade: cgroup"));
-  EXPECT_FALSE(nlohmann::json::parse(accepted.out)["downgrades"].empty());
+  EXPECT_FALSE(nlohmann::json::parse(accepted.json)["downgrades"].empty());
 }
 
 // ---- reporting ----
@@ -254,7 +254,7 @@ TEST_F(HardeningTest, MemoryLimitFailsClosedWithoutADelegatedCgroup) {
 TEST_F(HardeningTest, JsonReportsTheLayersApplied) {
   const RunResult r = Exec({"true"}, {"--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = nlohmann::json::parse(r.json);
   EXPECT_EQ(j["layers"]["landlock"], true);
   EXPECT_EQ(j["layers"]["seccomp"], true);
   EXPECT_THAT(j["details"]["landlock"].get<std::string>(), HasSubstr("Landlock ABI"));

@@ -200,6 +200,11 @@ Harness::Running Harness::Start(const std::vector<std::string>& args,
   int pty_master = -1, pty_slave = -1;
   if (options.with_pty)
     Check(::openpty(&pty_master, &pty_slave, nullptr, nullptr, nullptr) == 0, "openpty");
+  int fd3 = -1;
+  if (!options.fd3_path.empty()) {
+    fd3 = ::open(options.fd3_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    Check(fd3 >= 0, "open " + options.fd3_path);
+  }
   int leak = -1;
   if (options.leak_fd) {
     leak = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -220,6 +225,7 @@ Harness::Running Harness::Start(const std::vector<std::string>& args,
       ::dup2(devnull, 0);
     }
     if (leak >= 0) ::dup2(leak, 9);  // dup2 clears O_CLOEXEC: fd 9 is inherited by cagent
+    if (fd3 >= 0) ::dup2(fd3, 3);
     if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) ::_exit(126);
     ::execve(cargv[0], cargv.data(), cenv.data());
     ::_exit(127);
@@ -227,6 +233,7 @@ Harness::Running Harness::Start(const std::vector<std::string>& args,
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   if (leak >= 0) ::close(leak);
+  if (fd3 >= 0) ::close(fd3);
   if (pty_slave >= 0) ::close(pty_slave);
   // The master stays open (leaked deliberately for the test's lifetime is fine: one per test).
   return Running{pid, out_pipe[0], err_pipe[0]};
@@ -268,6 +275,25 @@ RunResult Harness::Wait(Running& r, std::chrono::seconds timeout) const {
 RunResult Harness::Run(const std::vector<std::string>& args, const RunOptions& options) const {
   Running r = Start(args, options);
   return Wait(r, options.timeout);
+}
+
+RunResult Harness::RunJson(const std::vector<std::string>& args, const RunOptions& options) const {
+  std::vector<std::string> rewritten;
+  std::string json_path;
+  bool before_command = true;
+  for (const auto& a : args) {
+    if (a == "--") before_command = false;
+    if (before_command && a == "--json" && json_path.empty()) {
+      json_path = MakeDir("json") + "/record.json";
+      rewritten.emplace_back("--json-file");
+      rewritten.push_back(json_path);
+    } else {
+      rewritten.push_back(a);
+    }
+  }
+  RunResult result = Run(rewritten, options);
+  if (!json_path.empty()) result.json = ReadFile(json_path);
+  return result;
 }
 
 std::vector<pid_t> FindProcesses(const std::string& token) {

@@ -17,6 +17,7 @@ struct RunResult {
   int exit_code = -1;  // cagent's exit status, or 128+N if it died of signal N
   std::string out;
   std::string err;
+  std::string json;  // the `exec --json` record, when run through Harness::RunJson
 };
 
 struct RunOptions {
@@ -25,6 +26,7 @@ struct RunOptions {
   bool with_pty = false;  // run cagent with a pty as its controlling terminal and stdin
   std::chrono::seconds timeout{60};  // the harness kills cagent after this and fails the test
   std::string cwd;                   // cagent's working directory (empty: the test's)
+  std::string fd3_path;  // non-empty: cagent gets this file (created, truncated) open as fd 3
 };
 
 // A file's whole content ("" when it cannot be read).
@@ -71,6 +73,9 @@ class Harness {
 
   // Runs cagent to completion.
   RunResult Run(const std::vector<std::string>& args, const RunOptions& options = {}) const;
+  // Run() for `cagent exec`: a "--json" before "--" becomes "--json-file F" (F in a fresh
+  // directory) and F's content is returned in RunResult::json, so out stays the command's own.
+  RunResult RunJson(const std::vector<std::string>& args, const RunOptions& options = {}) const;
 
   // Starts cagent in the background; Wait() collects it.
   struct Running {

@@ -127,7 +127,7 @@ class ProfileExpansionHostile : public ::testing::Test {
     args.insert(args.end(), before.begin(), before.end());
     args.insert(args.end(), {"--", "/usr/bin/python3", "probe_view.py"});
     for (const auto& t : Targets()) args.push_back(t);
-    return h_.Run(args);
+    return h_.RunJson(args);
   }
 
   Harness& h_ = Harness::Get();
@@ -157,8 +157,8 @@ TEST_F(ProfileExpansionHostile, ExecWithTheDemoProfileNeitherReadsTheSecretNorCo
   EXPECT_THAT(r.out, HasSubstr("refused test_helpers.py/host.sock"));
   EXPECT_THAT(r.out, HasSubstr("refused .git/info/attributes/host.sock"));
   EXPECT_THAT(r.out, Not(HasSubstr("connected")));
-  const json j = LastJson(r.out);
-  ASSERT_TRUE(j.is_object()) << r.out;
+  const json j = LastJson(r.json);
+  ASSERT_TRUE(j.is_object()) << r.json;
   const std::string notes = j.value("profile_notes", json::array()).dump();
   EXPECT_THAT(notes, HasSubstr("test_helpers.py leads to " + secret_dir_ + " (deny write rule)"));
   EXPECT_THAT(notes, HasSubstr(".git/info/attributes leads to " + secret_dir_));

@@ -161,7 +161,7 @@ TEST_F(RunRecordsTest, ARepositoryProfileCannotReplaceABuiltInByName) {
     args.back() = secret_dir + "/token";
     RunOptions o = Env();
     o.cwd = repo_;
-    return Harness::Get().Run(args, o);
+    return Harness::Get().RunJson(args, o);
   };
   // Named by path: the caller chose the file; it shows the secret (the attack, had it been taken
   // by name).
@@ -177,8 +177,8 @@ TEST_F(RunRecordsTest, ARepositoryProfileCannotReplaceABuiltInByName) {
   // Trusted explicitly: used, and the --json record names the file and its digest.
   const RunResult trusted = exec({"backend", "--trust-repo-profile"});
   EXPECT_EQ(trusted.exit_code, 0) << trusted.err;
-  const json j = Parse(trusted.out.substr(trusted.out.find('{')));
-  ASSERT_TRUE(j.is_object()) << trusted.out;
+  const json j = Parse(trusted.json);
+  ASSERT_TRUE(j.is_object()) << trusted.json;
   EXPECT_THAT(j["profile_file"].get<std::string>(), HasSubstr("/.cagent/backend.cagent"));
   EXPECT_EQ(j["profile_sha256"].get<std::string>().size(), 64U);
 
