@@ -109,7 +109,20 @@ class Differ {
     }
   }
 
-  // Per path: added, removed, or its mode changed. Hiding a path is narrower; exposing one wider.
+  // Whether `p`'s view shows `path`: the workspace always does; a host path (absolute or under
+  // HOME, where the sandbox's own HOME is private) only inside a read-only or read-write mount.
+  static bool Shows(const Policy& p, const PathRef& path) {
+    if (path.base == PathBase::kWorkspace) return true;
+    return std::any_of(p.mounts.begin(), p.mounts.end(), [&](const MountRule& m) {
+      if (m.mode == MountMode::kHidden || m.path.base != path.base) return false;
+      return m.path.rel.empty() || m.path.rel == path.rel ||
+             (path.rel.size() > m.path.rel.size() && path.rel.starts_with(m.path.rel) &&
+              path.rel[m.path.rel.size()] == '/');
+    });
+  }
+
+  // Per path: added, removed, or its mode changed. Hiding a path is narrower; exposing one wider;
+  // dropping a hide of what the other profile does not mount at all changes nothing.
   void Mounts() {
     std::map<PathRef, const MountRule*> a, b;
     for (const auto& m : from_.mounts) a[m.path] = &m;
@@ -127,6 +140,14 @@ class Differ {
             DiffSide::kTo);
       } else if (ib == b.end()) {
         const MountRule& m = *ia->second;
+        if (m.mode == MountMode::kHidden && !Shows(to_, path)) {
+          // backend hides ~/.cargo/credentials inside its read-only ~/.cargo; frontend mounts no
+          // ~/.cargo at all, so nothing of it is exposed there.
+          Add(Direction::kNeutral, "mounts",
+              "removed: hide " + path.Text() + " (nothing of it is mounted in '" + to_.name + "')",
+              m.loc, DiffSide::kFrom);
+          continue;
+        }
         Add(m.mode == MountMode::kHidden ? Direction::kWider : Direction::kNarrower, "mounts",
             "removed: " + std::string(MountModeName(m.mode)) + " " + path.Text(), m.loc,
             DiffSide::kFrom);

@@ -99,9 +99,31 @@ TEST(DiffTest, MountsPerPath) {
   EXPECT_THAT(lines, ::testing::ElementsAre("wider mounts: /srv/a: read-only -> read-write",
                                             "narrower mounts: removed: read-only /srv/b",
                                             "narrower mounts: /srv/d: read-write -> read-only",
-                                            "wider mounts: removed: hide /srv/e",
+                                            "neutral mounts: removed: hide /srv/e (nothing of "
+                                            "it is mounted in 'b')",
                                             "wider mounts: added: read-only /srv/f",
                                             "narrower mounts: added: hide /srv/g"));
+}
+
+// backend hides ~/.cargo/credentials inside its read-only ~/.cargo; frontend mounts no ~/.cargo, so
+// dropping the hide exposes nothing. Twin: a profile that still mounts ~/.cargo without the hide is
+// wider.
+TEST(DiffTest, DroppingAHideOfWhatIsNotMountedIsNotWider) {
+  auto a = MustCompile(R"(filesystem {
+  read-only ~/.cargo /srv
+  hide ~/.cargo/credentials /srv/secret
+})",
+                       "a.cagent");
+  auto unmounted = MustCompile("filesystem {\n  read-only /usr\n}\n", "b.cagent");
+  auto lines = Lines(Diff(*a, *unmounted));
+  EXPECT_THAT(lines, ::testing::Contains("neutral mounts: removed: hide ~/.cargo/credentials "
+                                         "(nothing of it is mounted in 'b')"));
+  EXPECT_THAT(lines, ::testing::Contains("neutral mounts: removed: hide /srv/secret (nothing of "
+                                         "it is mounted in 'b')"));
+  auto still = MustCompile("filesystem {\n  read-only ~/.cargo /srv\n}\n", "c.cagent");
+  auto still_lines = Lines(Diff(*a, *still));
+  EXPECT_THAT(still_lines, ::testing::Contains("wider mounts: removed: hide ~/.cargo/credentials"));
+  EXPECT_THAT(still_lines, ::testing::Contains("wider mounts: removed: hide /srv/secret"));
 }
 
 TEST(DiffTest, RulesLimitsEnvironmentRequirements) {

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -392,8 +393,10 @@ TEST(McpToolAudit, NamedToolsAndSilentAsksAreNotReported) {
     auto p = MustCompile(text);
     EXPECT_TRUE(AnyMcp(Audit(*p)).empty()) << text;
   }
-  EXPECT_EQ(AuditRules().back().id, "CAGENT015");
-  EXPECT_EQ(AuditRules().back().name, "any-mcp-tool");
+  const auto rule = std::find_if(AuditRules().begin(), AuditRules().end(),
+                                 [](const AuditRule& r) { return r.id == "CAGENT015"; });
+  ASSERT_NE(rule, AuditRules().end());
+  EXPECT_EQ(rule->name, "any-mcp-tool");
 }
 
 // The example in docs/policy-language.md ("MCP tools of a wrapped server") compiles, its examples
