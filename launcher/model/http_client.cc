@@ -128,12 +128,12 @@ class Session final : public HttpExchange, public std::enable_shared_from_this<S
     return false;
   }
 
-  void Fail(HttpFailure::Kind kind, std::string message) {
+  void Fail(HttpFailure::Kind kind, std::string message, bool refused = false) {
     if (finished_) return;
     finished_ = true;
     timer_.cancel();
     Abort();
-    HttpFailure failure{kind, std::move(message)};
+    HttpFailure failure{kind, std::move(message), refused};
     auto on_done = std::move(handlers_.on_done);
     handlers_ = {};
     if (on_done) on_done(&failure);
@@ -164,7 +164,8 @@ class Session final : public HttpExchange, public std::enable_shared_from_this<S
   void OnConnect(beast::error_code ec) {
     if (Stopped(ec)) return;
     if (ec) {
-      Fail(HttpFailure::Kind::kConnect, "cannot connect to " + Where() + ": " + ec.message());
+      Fail(HttpFailure::Kind::kConnect, "cannot connect to " + Where() + ": " + ec.message(),
+           ec == asio::error::connection_refused);
       return;
     }
     if constexpr (kTls) {
@@ -350,13 +351,14 @@ std::string Url::HostHeader() const {
   return default_port ? host_part : host_part + ":" + port;
 }
 
-bool Url::IsLoopbackHttp() const {
-  if (tls) return false;
+bool IsLoopbackHost(const std::string& host) {
   if (Lower(host) == "localhost") return true;
   boost::system::error_code ec;
   const auto addr = boost::asio::ip::make_address(host, ec);
   return !ec && addr.is_loopback();
 }
+
+bool Url::IsLoopbackHttp() const { return !tls && IsLoopbackHost(host); }
 
 Result<Url> ParseUrl(std::string_view text) {
   const std::string what = "URL \"" + std::string(text) + "\"";

@@ -42,6 +42,8 @@ struct Url {
   [[nodiscard]] bool IsLoopbackHttp() const;
 };
 Result<Url> ParseUrl(std::string_view text);
+// True for "localhost" (any case) and the literal addresses 127.0.0.0/8 and ::1.
+[[nodiscard]] bool IsLoopbackHost(const std::string& host);
 
 struct HttpRequest {
   Url url;  // scheme, host and port to connect to
@@ -65,6 +67,9 @@ struct HttpFailure {
   enum class Kind { kResolve, kConnect, kTls, kWrite, kRead, kTimeout, kTooLarge };
   Kind kind = Kind::kRead;
   std::string message;  // "cannot connect to host:port: Connection refused" (no credentials)
+  // kConnect only: the host answered that nothing listens on the port (ECONNREFUSED, from the last
+  // address tried), as opposed to no answer at all or an unreachable network.
+  bool refused = false;
 };
 
 struct HttpHandlers {

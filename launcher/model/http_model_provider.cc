@@ -164,6 +164,20 @@ struct HttpModelProvider::CallState : std::enable_shared_from_this<CallState> {
                    failure->kind == HttpFailure::Kind::kTimeout ? "timed out"
                    : failure->kind == HttpFailure::Kind::kTls   ? "TLS handshake failed"
                                                                 : "connection failed");
+      // A refused connection to a loopback address means no local server is running: the
+      // answer is immediate and final, so the call fails at once instead of backing off for
+      // seconds. Elsewhere a refusal can be a load balancer or a restart passing, and is retried.
+      if (failure->kind == HttpFailure::Kind::kConnect && failure->refused &&
+          IsLoopbackHost(config->endpoint.host)) {
+        AttemptFailed(AttemptError{
+            ErrorCode::kProviderError,
+            config->display + ": nothing is listening at " + config->endpoint.ToString() + " (" +
+                failure->message +
+                "); start the local model server, or fix the base URL (the model's base_url, or "
+                "the provider's *_BASE_URL variable)",
+            false, std::nullopt});
+        return;
+      }
       const bool retryable =
           failure->kind != HttpFailure::Kind::kTls && failure->kind != HttpFailure::Kind::kTooLarge;
       AttemptFailed(AttemptError{ErrorCode::kProviderError,

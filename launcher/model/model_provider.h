@@ -49,7 +49,9 @@ struct ModelSpec {
   std::uint64_t max_output_tokens = 0;  // per response; 0 = default (4096)
   std::optional<double> temperature;    // sent only when set (--temperature)
   std::chrono::milliseconds request_timeout{300000};  // per attempt: connect to the last byte
-  int max_retries = 4;  // on 429 / 5xx / connection failure, with exponential backoff + jitter
+  // On 429 / 5xx / connection failure, with exponential backoff + jitter; not when a loopback
+  // base URL refuses the connection (no local server: the call fails at once).
+  int max_retries = 4;
   // Backoff before retry n (1-based): a random delay in [d/2, d] with d = initial * 2^(n-1),
   // capped at retry_max_backoff; a 429/503's Retry-After (seconds) replaces it, capped the same.
   std::chrono::milliseconds retry_initial_backoff{1000};

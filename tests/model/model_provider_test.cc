@@ -5,15 +5,21 @@
 
 #include "launcher/model/model_provider.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -792,21 +798,54 @@ TEST_F(ModelProviderTest, EachAttemptTimesOut) {
   EXPECT_TRUE(LogsContain("timed out"));
 }
 
-TEST_F(ModelProviderTest, UnreachableProviderIsRetriedThenReported) {
+// A port on 127.0.0.1 that nothing listens on: a socket bound to an ephemeral port, then closed.
+int ClosedLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
   int port = 0;
-  {
-    FakeProvider gone;
-    port = gone.port();
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
   }
+  ::close(fd);
+  return port;
+}
+
+// How many log lines contain `needle`.
+int CountLines(const std::vector<std::string>& lines, const std::string& needle) {
+  int n = 0;
+  for (const auto& l : lines) n += l.find(needle) != std::string::npos ? 1 : 0;
+  return n;
+}
+
+// Nothing listening on a loopback provider's port (the local server is not running): one attempt,
+// no backoff, and an error that says so. It used to be retried with backoff (about 11 s with the
+// default spec) before failing with the same cause.
+TEST_F(ModelProviderTest, RefusedLoopbackProviderFailsAtOnce) {
+  const int port = ClosedLoopbackPort();
+  ASSERT_NE(port, 0) << "could not get an ephemeral port: " << std::strerror(errno);
   ModelSpec spec = OpenAiSpec();
   spec.base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
-  spec.max_retries = 2;
+  spec.max_retries = 4;
   auto provider = Make(spec);
   const ModelError e = ExpectError(CallOnce(*provider, SimpleRequest()));
   EXPECT_EQ(e.code, ErrorCode::kProviderError);
-  EXPECT_THAT(e.message, HasSubstr("cannot connect to 127.0.0.1:" + std::to_string(port)));
-  EXPECT_THAT(e.message, HasSubstr("gave up after 3 attempts"));
+  EXPECT_THAT(e.message, HasSubstr("nothing is listening at http://127.0.0.1:" +
+                                   std::to_string(port) + "/v1/chat/completions"));
+  EXPECT_THAT(e.message, HasSubstr("start the local model server"));
+  EXPECT_THAT(e.message, Not(HasSubstr("gave up after")));
+  // One connection attempt ("connection failed" is logged once per attempt) and no retry.
+  EXPECT_EQ(CountLines(sink_->lines, "connection failed"), 1);
+  EXPECT_FALSE(LogsContain("retry 1 of"));
 }
+
+// Retries stay where they can help: 429 and 5xx (RetriesOn429And503ThenSucceeds), a reset after
+// the connection was made (ResetMidStreamIsAProviderErrorAndIsRetried), a timeout
+// (EachAttemptTimesOut).
 
 TEST_F(ModelProviderTest, CancelAbandonsTheCall) {
   FakeReply slow = FakeReply::Json(200, {{"late", true}});
