@@ -15,6 +15,7 @@
 #include "common/exit_codes.h"
 #include "launcher/cli/agent_command.h"
 #include "launcher/cli/cache_command.h"
+#include "launcher/cli/completion_command.h"
 #include "launcher/cli/doctor_command.h"
 #include "launcher/cli/exec_command.h"
 #include "launcher/cli/log_command.h"
@@ -91,7 +92,8 @@ int main(int argc, char** argv) {
              want_policy = wants({"policy"}), want_log = wants({"log"}), want_run = wants({"run"}),
              want_runs = wants({"runs", "show", "diff", "apply", "rm"}),
              want_agent = wants({"agent"}), want_profile = wants({"profile"}),
-             want_mcp = wants({"mcp"}), want_cache = wants({"cache"});
+             want_mcp = wants({"mcp"}), want_cache = wants({"cache"}),
+             want_completion = wants({"completion"});
   // A first argument that is neither a subcommand nor a global option is an error here, with the
   // nearest name as a hint, before the whole tree is built for CLI11 to say less ("A subcommand
   // is required").
@@ -107,7 +109,8 @@ int main(int argc, char** argv) {
     return cagent::ToInt(cagent::ExitCode::kUsage);
   }
   // --version with something after it still needs no subcommand.
-  const bool all = !known && named != "--version";
+  // `completion` describes the whole tree.
+  const bool all = (!known && named != "--version") || want_completion;
 
   cagent::launcher::cli::ExecOptions exec_options;
   cagent::launcher::cli::DoctorOptions doctor_options;
@@ -119,6 +122,7 @@ int main(int argc, char** argv) {
   cagent::launcher::cli::ProfileOptions profile_options;
   cagent::launcher::cli::McpOptions mcp_options;
   cagent::launcher::cli::CacheOptions cache_options;
+  cagent::launcher::cli::CompletionOptions completion_options;
   CLI::App *exec = nullptr, *doctor = nullptr, *policy = nullptr, *log_cmd = nullptr,
            *run = nullptr, *agent = nullptr, *profile = nullptr, *mcp = nullptr, *cache = nullptr;
   std::vector<CLI::App*> runs_commands;
@@ -135,6 +139,8 @@ int main(int argc, char** argv) {
   }
   if (all || want_mcp) mcp = cagent::launcher::cli::AddMcpCommand(app, mcp_options);
   if (all || want_cache) cache = cagent::launcher::cli::AddCacheCommand(app, cache_options);
+  CLI::App* completion =
+      all ? cagent::launcher::cli::AddCompletionCommand(app, completion_options) : nullptr;
   auto parsed = [](const CLI::App* c) { return c != nullptr && c->parsed(); };
 
   try {
@@ -164,6 +170,9 @@ int main(int argc, char** argv) {
     if (parsed(run)) return cagent::launcher::cli::RunRunCommand(run_options);
     if (parsed(mcp)) return cagent::launcher::cli::RunMcpCommand(mcp_options);
     if (parsed(cache)) return cagent::launcher::cli::RunCacheCommand(cache_options);
+    if (parsed(completion)) {
+      return cagent::launcher::cli::RunCompletionCommand(app, completion_options);
+    }
     for (CLI::App* c : runs_commands) {
       if (c->parsed()) return cagent::launcher::cli::RunRunsCommand(runs_options);
     }

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `cagent completion SHELL`: the script parses in that shell, names every subcommand cagent
+# --help lists, and (bash) completes `cagent ex` to exec and `cagent policy ch` to check.
+#   completion_test.sh bash|zsh|fish path/to/cagent
+set -euo pipefail
+shell=$1 cagent=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+if ! command -v "$shell" >/dev/null; then
+  echo "skipped: $shell is not installed (Debian: apt-get install $shell)"
+  exit 77
+fi
+"$cagent" completion "$shell" > "$tmp/script" || fail "cagent completion $shell failed"
+"$shell" -n "$tmp/script" || fail "$shell -n rejects the script"
+
+# Every subcommand of `cagent --help` appears in the script.
+subs=$("$cagent" --help | awk 'tolower($0) ~ /^subcommands:/ {on=1; next} on && /^$/ {on=0} on && /^  [a-z]/ {print $1}')
+[ -n "$subs" ] || fail "no subcommands in cagent --help"
+for s in $subs; do
+  grep -qw -- "$s" "$tmp/script" || fail "subcommand $s is missing from the $shell script"
+done
+grep -q -- "--profile" "$tmp/script" || fail "exec's --profile is missing from the $shell script"
+
+# An unknown shell is a usage error.
+status=0; "$cagent" completion tcsh >/dev/null 2>&1 || status=$?
+[ "$status" -eq 2 ] || fail "cagent completion tcsh exited $status, not 2"
+
+case $shell in
+  bash)
+    # shellcheck source=/dev/null
+    source "$tmp/script"
+    complete_words() {  # the candidates for the last word of "$@"
+      COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=()
+      _cagent
+      printf '%s\n' "${COMPREPLY[@]}"
+    }
+    complete_words cagent ex | grep -qx exec || fail "'cagent ex' does not complete to exec"
+    complete_words cagent policy ch | grep -qx check ||
+      fail "'cagent policy ch' does not complete to check"
+    complete_words cagent exec --pro | grep -qx -- --profile ||
+      fail "'cagent exec --pro' does not complete to --profile"
+    # After --, the sandboxed command's words: nothing of cagent's.
+    [ -z "$(complete_words cagent exec -- ex)" ] || fail "'cagent exec -- ex' offers cagent words"
+    ;;
+  zsh)
+    # Loaded by compinit from a directory on fpath, as the package installs it.
+    mkdir "$tmp/fpath"; cp "$tmp/script" "$tmp/fpath/_cagent"
+    out=$(HOME=$tmp zsh -f -c 'fpath=("$1" $fpath); autoload -Uz compinit; compinit -u -d "$2/zcd";
+      print -r -- ${_comps[cagent]}' zsh "$tmp/fpath" "$tmp")
+    [ "$out" = _cagent ] || fail "compinit does not register _cagent for cagent (got '$out')"
+    ;;
+  fish)
+    out=$(HOME=$tmp fish --no-config -c "source $tmp/script; complete -C'cagent ex'")
+    grep -q '^exec' <<<"$out" || fail "fish: 'cagent ex' does not complete to exec: $out"
+    out=$(HOME=$tmp fish --no-config -c "source $tmp/script; complete -C'cagent policy ch'")
+    grep -q '^check' <<<"$out" || fail "fish: 'cagent policy ch' does not complete to check: $out"
+    ;;
+esac
+echo "ok: $shell completion"
