@@ -498,7 +498,7 @@ TEST_F(PolicyCliTest, AuditDeliberatelyBadProfile) {
     writable = true;
     EXPECT_EQ(res["level"], "error");
     const json& phys = res["locations"][0]["physicalLocation"];
-    EXPECT_EQ(phys["artifactLocation"]["uri"], bad);
+    EXPECT_EQ(phys["artifactLocation"]["uri"], "file://" + bad);  // outside the audit's directory
     EXPECT_EQ(phys["region"]["startLine"], 4);
     EXPECT_EQ(phys["region"]["startColumn"], 14);
   }
