@@ -139,6 +139,39 @@ Probe PidfdAndMountApi() {
 
 }  // namespace
 
+Probe AppArmorUsernsProbe(const std::string& restrict_path, bool sandbox_ok,
+                          const std::string& profile_path) {
+  const std::string name = "apparmor userns";
+  const std::string value = ReadFirstLine(restrict_path);
+  if (value.empty()) {
+    return {name, "ok", "no AppArmor restriction on user namespaces on this kernel"};
+  }
+  if (value == "0") {
+    return {name, "ok", "kernel.apparmor_restrict_unprivileged_userns=0: not restricted"};
+  }
+  if (sandbox_ok) {
+    return {name, "ok",
+            "kernel.apparmor_restrict_unprivileged_userns=" + value +
+                ", and cagent may create user namespaces (its AppArmor profile allows userns)"};
+  }
+  std::string detail = "kernel.apparmor_restrict_unprivileged_userns=" + value +
+                       ": unprivileged user namespaces need an AppArmor profile allowing userns. ";
+  if (::access(profile_path.c_str(), F_OK) == 0) {
+    detail += profile_path +
+              " is installed but does not cover this process: load it (sudo apparmor_parser -r " +
+              profile_path +
+              ") and run the cagent at the path it names (a build tree's cagent is not covered)";
+  } else {
+    detail +=
+        "Fix: install the package's AppArmor profile (apt install ./cagent_*.deb puts it in " +
+        profile_path +
+        " and loads it; for another path adapt packaging/apparmor/cagent.in), or lift the "
+        "restriction for every program: sudo sysctl "
+        "kernel.apparmor_restrict_unprivileged_userns=0";
+  }
+  return {name, "missing", detail};
+}
+
 DoctorReport RunDoctor() {
   DoctorReport report;
   struct utsname u {};
@@ -157,6 +190,10 @@ DoctorReport RunDoctor() {
   const LaunchSpec spec = DefaultLaunchSpec(tmpl, {"/bin/true"});
   auto outcome = RunSandbox(spec);
   ::rmdir(tmpl);
+  report.probes.push_back(AppArmorUsernsProbe(
+      "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+      outcome && outcome->kind == SandboxOutcome::Kind::kExited && outcome->exit_code == 0,
+      "/etc/apparmor.d/cagent"));
   if (!outcome) {
     report.sandbox_detail = outcome.error().Message();
   } else if (outcome->kind == SandboxOutcome::Kind::kExited && outcome->exit_code == 0) {

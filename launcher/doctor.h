@@ -28,4 +28,13 @@ struct DoctorReport {
 // Runs every probe. Takes a few milliseconds; starts one trial sandbox.
 DoctorReport RunDoctor();
 
+// The AppArmor restriction on unprivileged user namespaces (Ubuntu 23.10 and later): read from
+// `restrict_path` (/proc/sys/kernel/apparmor_restrict_unprivileged_userns; absent where the kernel
+// has no such restriction, Debian 12's among them). `sandbox_ok` is whether a trial sandbox was
+// built (under the restriction, unshare itself succeeds and what follows fails), `profile_path`
+// where the package installs cagent's AppArmor profile (/etc/apparmor.d/cagent). When restricted
+// and no sandbox could be built, the detail says which fix applies.
+Probe AppArmorUsernsProbe(const std::string& restrict_path, bool sandbox_ok,
+                          const std::string& profile_path);
+
 }  // namespace cagent::launcher

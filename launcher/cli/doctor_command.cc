@@ -15,7 +15,8 @@ CLI::App* AddDoctorCommand(CLI::App& app, DoctorOptions& o) {
   CLI::App* doctor = app.add_subcommand(
       "doctor",
       "Report what this kernel and machine support (user namespaces, pidfd and the new mount API, "
-      "Landlock ABI, seccomp, cgroup v2 controllers and delegation, overlayfs, SELinux) and build "
+      "Landlock ABI, seccomp, cgroup v2 controllers and delegation, overlayfs, SELinux, AppArmor's "
+      "user-namespace restriction) and build "
       "a trial sandbox. Exits 0 when a sandbox can be built, 1 when it cannot.");
   doctor->add_flag("--json", o.json, "Print the report as one JSON object.");
   return doctor;
