@@ -23,6 +23,12 @@ set(CPACK_SET_DESTDIR ON)
 set(CPACK_STRIP_FILES ON)
 
 set(CPACK_DEB_COMPONENT_INSTALL ON)
+# Named, not left to CPack: with one component (no SELinux module built) it would otherwise make a
+# monolithic package, which the CPACK_DEBIAN_CAGENT_* settings below do not reach.
+set(CPACK_COMPONENTS_ALL cagent)
+if(TARGET selinux_module)
+  list(APPEND CPACK_COMPONENTS_ALL selinux)
+endif()
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
