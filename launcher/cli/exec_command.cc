@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -174,6 +176,45 @@ Status WriteJsonRecord(int fd, const std::string& text) {
     done += static_cast<size_t>(n);
   }
   return Ok{};
+}
+
+// --ro, --rw and --hide as typed, with the optional marker removed: a PATH must exist (a typo
+// would otherwise leave out a bind the command needs, or leave visible what --hide was meant to
+// cover, without a word), unless it is written "?PATH", which keeps the skip-if-absent rule the
+// profiles and the launcher's own system paths use. Exists means lstat succeeds: a symlink is
+// bound as a symlink, dangling or not. Fails with kInvalidInput naming the flag and the path.
+Result<ExecOverrides> StrictPaths(ExecOverrides o) {
+  auto check = [](const char* flag, std::vector<std::string>& paths) -> Status {
+    for (std::string& path : paths) {
+      if (path.starts_with('?')) {
+        path.erase(0, 1);
+        if (path.empty()) {
+          return PlainError(std::string(flag) +
+                            " ?: the '?' (skip if absent) needs a path after "
+                            "it, as in " +
+                            flag + " ?/opt/maybe")
+              .WithCode(Error::Code::kInvalidInput);
+        }
+        continue;
+      }
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0) {
+        const int e = errno;
+        return PlainError(std::string(flag) + " " + TerminalSafe(path, TerminalLines::kOne) + ": " +
+                          std::strerror(e) +
+                          (e == ENOENT ? std::string("; check the path, or write ") + flag + " ?" +
+                                             TerminalSafe(path, TerminalLines::kOne) +
+                                             " to skip it when it is absent"
+                                       : std::string()))
+            .WithCode(Error::Code::kInvalidInput);
+      }
+    }
+    return Ok{};
+  };
+  if (auto s = check("--ro", o.ro_paths); !s) return std::move(s.error());
+  if (auto s = check("--rw", o.rw_paths); !s) return std::move(s.error());
+  if (auto s = check("--hide", o.hide_paths); !s) return std::move(s.error());
+  return o;
 }
 
 // The workspace: --workspace, or the current directory; canonical, and accepted by the workspace
@@ -426,13 +467,17 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
                  "No terminal of its own: the command gets cagent's stdin, stdout and stderr as "
                  "they are, and no controlling terminal, even from an interactive terminal.")
       ->excludes(tty_flag);
-  exec->add_option("--ro", o.overrides.ro_paths, "Also bind this host path read-only (repeatable).")
+  exec->add_option("--ro", o.overrides.ro_paths,
+                   "Also bind this host path read-only (repeatable). The path must exist; "
+                   "?PATH (e.g. --ro ?/opt/maybe) skips it when it is absent.")
       ->allow_extra_args(false);
   exec->add_option("--rw", o.overrides.rw_paths,
-                   "Also bind this host path read-write (repeatable).")
+                   "Also bind this host path read-write (repeatable). The path must exist; "
+                   "?PATH skips it when it is absent.")
       ->allow_extra_args(false);
   exec->add_option("--hide", o.overrides.hide_paths,
-                   "Cover this path with an empty read-only file or directory (repeatable).")
+                   "Cover this path with an empty read-only file or directory (repeatable). The "
+                   "path must exist; ?PATH skips it when it is absent.")
       ->allow_extra_args(false);
   exec->add_option("-e,--env", o.overrides.env_set,
                    "Set NAME=VALUE inside the sandbox (repeatable).")
@@ -550,7 +595,9 @@ int RunExecCommand(const ExecOptions& o) {
   auto profile = LoadExecProfile(o, *workspace);
   if (!profile) return Usage(profile.error().Message());
   // With a profile the command line may narrow the sandbox, never widen it (narrow.h).
-  auto narrowed = Narrow(profile->spec, o.overrides, profile->policy.get());
+  auto strict = StrictPaths(o.overrides);
+  if (!strict) return Usage(strict.error().Message());
+  auto narrowed = Narrow(profile->spec, *strict, profile->policy.get());
   if (!narrowed) {
     spdlog::error("{}", narrowed.error().Message());
     return ToInt(ExitCodeFor(narrowed.error(), ExitCode::kUsage));

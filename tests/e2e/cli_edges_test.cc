@@ -98,5 +98,42 @@ TEST(CliEdges, ExecWithoutACommandIsStillAUsageError) {
   EXPECT_EQ(r.out, "");
 }
 
+// --ro, --rw and --hide name paths that must exist: a typo is an error naming the flag and the
+// path, not a sandbox silently without the bind (or, for --hide, with the file still visible).
+TEST(CliEdges, AMissingExecPathIsAUsageError) {
+  const std::string missing = Harness::Get().MakeDir("strict") + "/not-there";
+  for (const char* flag : {"--ro", "--rw", "--hide"}) {
+    const RunResult r = Harness::Get().Run({"exec", flag, missing, "--", "true"});
+    EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(std::string("cagent: ") + flag + " " + missing +
+                                 ": No such file or directory"))
+        << flag;
+    // The hint names the optional form.
+    EXPECT_THAT(r.err, HasSubstr(std::string(flag) + " ?" + missing)) << flag;
+  }
+}
+
+// "?PATH" keeps the old skip-if-absent rule: the command runs, without the bind.
+TEST(CliEdges, AnOptionalExecPathMaySkip) {
+  const std::string dir = Harness::Get().MakeDir("optional");
+  const std::string missing = dir + "/not-there";
+  for (const char* flag : {"--ro", "--rw", "--hide"}) {
+    const RunResult r = Harness::Get().Run(
+        {"exec", "--quiet", flag, "?" + missing, "--", "/bin/sh", "-c", "echo ran"});
+    EXPECT_EQ(r.exit_code, 0) << flag << ": " << r.err;
+    EXPECT_EQ(r.out, "ran\n") << flag;
+  }
+  // An existing path given as optional is bound as usual.
+  WriteFile(dir + "/present.txt", "here\n");
+  const RunResult bound =
+      Harness::Get().Run({"exec", "--quiet", "--ro", "?" + dir, "--", "cat", dir + "/present.txt"});
+  EXPECT_EQ(bound.exit_code, 0) << bound.err;
+  EXPECT_EQ(bound.out, "here\n");
+  // A bare "?" is not a path.
+  const RunResult bare = Harness::Get().Run({"exec", "--ro", "?", "--", "true"});
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_THAT(bare.err, HasSubstr("needs a path after it"));
+}
+
 }  // namespace
 }  // namespace cagent::testing
