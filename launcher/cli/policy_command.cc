@@ -205,6 +205,7 @@ int RunCheck(const PolicyOptions& o) {
   const policy::SearchPath search = Search();
   json results = json::array();
   int failed = 0;
+  int unreadable = 0;
   for (const auto& name : o.profiles) {
     policy::Compiled c = policy::LoadProfile(name, search);
     // Ask rules that cannot ask, or that ask for an install no registry is reachable for, are
@@ -216,6 +217,9 @@ int RunCheck(const PolicyOptions& o) {
     }
     const std::size_t errors = c.diags.ErrorCount();
     const std::size_t warnings = c.diags.list().size() - errors;
+    // Nothing was read at all: the name is not found or its file cannot be read (a usage error,
+    // not a profile with errors).
+    if (!c.ok() && (!c.sources || c.sources->size() == 0)) ++unreadable;
     std::size_t rules = 0, examples = 0;
     if (c.ok()) {
       const auto& p = *c.policy;
@@ -249,6 +253,7 @@ int RunCheck(const PolicyOptions& o) {
   if (o.json) {
     std::cout << JsonText(json{{"ok", failed == 0}, {"profiles", results}}, 2) << std::endl;
   }
+  if (unreadable > 0) return kExitUsage;
   return failed == 0 ? kExitOk : kExitFailed;
 }
 
@@ -688,7 +693,8 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
       "Compile each profile with its parents and includes, run its inline examples, and print "
       "every diagnostic as file:line:col with the source line, a caret and a hint (on stderr). "
       "Prints 'ok: NAME (...; N rules, M examples checked)' for each profile that compiles. Exits "
-      "0 when all compile, 1 when any has an error.");
+      "0 when all compile, 1 when any has an error, 2 when a named profile is not found or its "
+      "file cannot be read.");
   o.check_cmd->add_option("profile", o.profiles, "Profile names or .cagent files.")->required();
   o.check_cmd->add_flag("--json", o.json,
                         "Print {ok, profiles: [{profile, ok, rules, examples, errors, warnings, "

@@ -189,6 +189,26 @@ TEST_F(PolicyCliTest, CheckRendersDiagnosticsWithCaretAndFails) {
   EXPECT_THAT(d["rendered"].get<std::string>(), HasSubstr("^" + std::string(7, '~')));
 }
 
+// A file that cannot be read or a name that is not found is a usage error (2), not a profile with
+// errors (1; the twin is CheckRendersDiagnosticsWithCaretAndFails).
+TEST_F(PolicyCliTest, CheckOfAMissingOrUnreadableFileExitsTwo) {
+  const std::string missing = Profile("gone", "extends base\n");
+  std::filesystem::remove(missing);
+  RunResult r = Run({"policy", "check", missing, "base"});
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("not found"));
+  EXPECT_THAT(r.out, HasSubstr("ok: base"));
+  RunResult n = Run({"policy", "check", "no-such-profile-anywhere"});
+  EXPECT_EQ(n.exit_code, 2) << Describe(n);
+  if (::geteuid() != 0 || h_.as_nobody()) {
+    const std::string locked = Profile("locked", "extends base\n");
+    ASSERT_EQ(::chmod(locked.c_str(), 0), 0);
+    RunResult u = Run({"policy", "check", locked});
+    EXPECT_EQ(u.exit_code, 2) << Describe(u);
+    EXPECT_THAT(u.err, HasSubstr("cannot read"));
+  }
+}
+
 TEST_F(PolicyCliTest, CheckAnExampleThatFails) {
   const std::string p =
       Profile("ex", "extends backend\nexamples {\n  allow command \"git push\"\n}\n");
