@@ -72,7 +72,12 @@ const char* const kTrustRepoProfileHelp =
     "cannot swap the rules you asked for by name); naming the file by path also accepts it.";
 
 Result<ProfileChoice> ChooseProfile(std::string_view requested, const policy::SearchPath& search,
-                                    bool trust_repo_profile, std::string_view repo_dir) {
+                                    bool trust_repo_profile, std::string_view repo_dir_arg) {
+  // By default the repository's entry is the first of the search path, wherever
+  // SearchPath::Default found it (./.cagent, or ../.cagent from a subdirectory).
+  const std::string repo_dir = !repo_dir_arg.empty() ? std::string(repo_dir_arg)
+                               : search.dirs.empty() ? std::string()
+                                                     : search.dirs.front();
   ProfileChoice c;
   std::string name(requested);
   if (name.starts_with(kBuiltinPrefix)) {

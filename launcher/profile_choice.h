@@ -32,11 +32,11 @@ struct ProfileChoice {
 
 // Resolves `requested` (a name, a path, or "<built-in>/NAME") the way LoadProfile does and
 // applies the shadowing rule above. `repo_dir` is the search path entry that belongs to the
-// repository ("./.cagent" for SearchPath::Default). Fails with Error::Code::kInvalidInput and a
-// message that names both files and says how to proceed (or the file that cannot be read).
+// repository; empty means the first entry of `search` (SearchPath::Default puts the repository's
+// .cagent there). Fails with Error::Code::kInvalidInput and a message that names both files and
+// says how to proceed (or the file that cannot be read).
 Result<ProfileChoice> ChooseProfile(std::string_view requested, const policy::SearchPath& search,
-                                    bool trust_repo_profile,
-                                    std::string_view repo_dir = "./.cagent");
+                                    bool trust_repo_profile, std::string_view repo_dir = {});
 
 // The help text of --trust-repo-profile, one place for exec, run and agent.
 extern const char* const kTrustRepoProfileHelp;

@@ -1,9 +1,13 @@
 #include "policy/loader.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -315,10 +319,54 @@ Compiled Finish(Loader& loader, Compiled out, std::string name) {
 
 }  // namespace
 
+std::string ConfigDir(const std::string& home) {
+  auto absolute = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v != nullptr && v[0] == '/' ? std::string(v) : std::string();
+  };
+  if (std::string dir = absolute("CAGENT_CONFIG_DIR"); !dir.empty()) return dir;
+  if (std::string xdg = absolute("XDG_CONFIG_HOME"); !xdg.empty()) return xdg + "/cagent";
+  return home.empty() ? std::string() : home + "/.config/cagent";
+}
+
+std::string ProjectProfileDir() {
+  std::array<char, PATH_MAX> buf{};
+  if (::getcwd(buf.data(), buf.size()) == nullptr) return "./.cagent";
+  std::string dir(buf.data());
+  // The directories from "." up to the repository's top (the one holding .git, a directory or a
+  // worktree's file); none when no .git is found on the way to "/".
+  std::vector<std::string> chain;
+  bool in_repository = false;
+  for (;;) {
+    chain.push_back(dir);
+    struct stat st {};
+    if (::lstat((dir == "/" ? std::string("/.git") : dir + "/.git").c_str(), &st) == 0) {
+      in_repository = true;
+      break;
+    }
+    if (dir == "/") break;
+    const auto slash = dir.rfind('/');
+    dir = slash == 0 ? std::string("/") : dir.substr(0, slash);
+  }
+  if (!in_repository) return "./.cagent";
+  std::string up;
+  for (const std::string& d : chain) {
+    struct stat st {};
+    const std::string candidate = (d == "/" ? std::string() : d) + "/.cagent";
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      return up.empty() ? "./.cagent" : up + ".cagent";
+    }
+    up += "../";
+  }
+  return "./.cagent";
+}
+
 SearchPath SearchPath::Default(const std::string& home, const std::string& installed_dir) {
   SearchPath s;
-  s.dirs.push_back("./.cagent");
-  if (!home.empty()) s.dirs.push_back(home + "/.config/cagent/profiles");
+  s.dirs.push_back(ProjectProfileDir());
+  if (const std::string config = ConfigDir(home); !config.empty()) {
+    s.dirs.push_back(config + "/profiles");
+  }
   if (!installed_dir.empty()) s.dirs.push_back(installed_dir);
   return s;
 }

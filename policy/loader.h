@@ -3,7 +3,8 @@
 //
 // A profile is named by its file stem. Names are looked up, first match wins, in:
 //   1. the directory of the profile that asks (for `extends`), then
-//   2. the search path: ./.cagent/, ~/.config/cagent/profiles/, the installed profile directory —
+//   2. the search path: the repository's .cagent/ (ProjectProfileDir), the user's profiles/ in
+//      ConfigDir (~/.config/cagent/profiles/ by default), the installed profile directory —
 //      for `extends`, only the directories after the child's own (a parent is never looked up in
 //      a less trusted place than its child: a repository's ./.cagent/base.cagent cannot become
 //      the parent of a user's or a built-in profile),
@@ -38,9 +39,21 @@ struct SearchPath {
   std::vector<std::string> dirs;  // searched in order
   bool builtins = true;           // then the embedded profiles
 
-  // ./.cagent, $HOME/.config/cagent/profiles (when home is non-empty), `installed_dir`.
+  // ProjectProfileDir(), ConfigDir(home)/profiles (when that is non-empty), `installed_dir`.
   static SearchPath Default(const std::string& home, const std::string& installed_dir);
 };
+
+// cagent's configuration directory: $CAGENT_CONFIG_DIR, else $XDG_CONFIG_HOME/cagent, else
+// HOME/.config/cagent; "" when none applies. A variable counts only when it is an absolute path
+// (the XDG rule: a relative value is ignored).
+std::string ConfigDir(const std::string& home);
+
+// The repository's profile directory as seen from the current directory, so a name is found from
+// anywhere in the repository: the nearest ".cagent" directory from "." up to the directory that
+// holds ".git", never past it, as a relative path ("./.cagent", "../.cagent", "../../.cagent").
+// "./.cagent" outside a repository (nothing above the current directory is looked at then) or
+// when no directory on the way has one. Only lstat/stat: git is never run, its config never read.
+std::string ProjectProfileDir();
 
 struct ProfileEntry {
   std::string name;

@@ -135,5 +135,81 @@ TEST(CliEdges, AnOptionalExecPathMaySkip) {
   EXPECT_THAT(bare.err, HasSubstr("needs a path after it"));
 }
 
+// ---- Where profiles are found ----
+
+constexpr const char* kProfile = "description \"a test profile\"\nextends base\n";
+
+// `cagent policy check NAME` in `cwd` with HOME at `home` and the given config variables ("" for
+// unset ones: an empty value is ignored like an unset one).
+RunResult CheckProfile(const std::string& name, const std::string& cwd, const std::string& home,
+                       const std::string& xdg = "", const std::string& config_dir = "") {
+  RunOptions o;
+  o.cwd = cwd;
+  o.extra_env = {"HOME=" + home, "XDG_CONFIG_HOME=" + xdg, "CAGENT_CONFIG_DIR=" + config_dir};
+  return Harness::Get().Run({"policy", "check", name}, o);
+}
+
+TEST(CliEdges, ProjectProfilesAreFoundFromASubdirectoryOfTheRepository) {
+  Harness& h = Harness::Get();
+  const std::string home = h.MakeDir("home");
+  const std::string repo = h.MakeDir("repo");
+  WriteFile(repo + "/.git/HEAD", "ref: refs/heads/main\n");
+  WriteFile(repo + "/.cagent/project.cagent", kProfile);
+  WriteFile(repo + "/src/deep/file.txt", "x\n");
+  const RunResult top = CheckProfile("project", repo, home);
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+  const RunResult deep = CheckProfile("project", repo + "/src/deep", home);
+  EXPECT_EQ(deep.exit_code, 0) << deep.err;
+  EXPECT_THAT(deep.out + deep.err, Not(HasSubstr("not found")));
+  // A worktree's .git is a file, and marks the top the same way.
+  const std::string worktree = h.MakeDir("worktree");
+  WriteFile(worktree + "/.git", "gitdir: /nowhere\n");
+  WriteFile(worktree + "/.cagent/project.cagent", kProfile);
+  WriteFile(worktree + "/sub/file.txt", "x\n");
+  const RunResult wt = CheckProfile("project", worktree + "/sub", home);
+  EXPECT_EQ(wt.exit_code, 0) << wt.err;
+}
+
+// The walk stops at the directory holding .git: a .cagent above the repository is not its own.
+// Outside any repository nothing above the current directory is looked at.
+TEST(CliEdges, ProjectProfilesAreNotLookedUpPastTheRepository) {
+  Harness& h = Harness::Get();
+  const std::string home = h.MakeDir("home");
+  const std::string outer = h.MakeDir("outer");
+  WriteFile(outer + "/.cagent/project.cagent", kProfile);
+  WriteFile(outer + "/inner/.git/HEAD", "ref: refs/heads/main\n");
+  WriteFile(outer + "/inner/src/file.txt", "x\n");
+  WriteFile(outer + "/plain/file.txt", "x\n");
+  const RunResult nested = CheckProfile("project", outer + "/inner/src", home);
+  EXPECT_EQ(nested.exit_code, 2) << nested.out << nested.err;
+  const RunResult norepo = CheckProfile("project", outer + "/plain", home);
+  EXPECT_EQ(norepo.exit_code, 2) << norepo.out << norepo.err;
+  // Twin: from the directory that has it, the same profile is found.
+  const RunResult here = CheckProfile("project", outer, home);
+  EXPECT_EQ(here.exit_code, 0) << here.err;
+}
+
+TEST(CliEdges, UserProfilesFollowXdgConfigHomeAndCagentConfigDir) {
+  Harness& h = Harness::Get();
+  const std::string cwd = h.MakeDir("plain");
+  const std::string home = h.MakeDir("home");
+  const std::string xdg = h.MakeDir("xdg");
+  const std::string config = h.MakeDir("config");
+  WriteFile(home + "/.config/cagent/profiles/in-home.cagent", kProfile);
+  WriteFile(xdg + "/cagent/profiles/in-xdg.cagent", kProfile);
+  WriteFile(config + "/profiles/in-config.cagent", kProfile);
+  // Default: ~/.config/cagent.
+  EXPECT_EQ(CheckProfile("in-home", cwd, home).exit_code, 0);
+  EXPECT_EQ(CheckProfile("in-xdg", cwd, home).exit_code, 2);
+  // $XDG_CONFIG_HOME/cagent replaces it.
+  EXPECT_EQ(CheckProfile("in-xdg", cwd, home, xdg).exit_code, 0);
+  EXPECT_EQ(CheckProfile("in-home", cwd, home, xdg).exit_code, 2);
+  // A relative XDG_CONFIG_HOME is ignored (the XDG rule).
+  EXPECT_EQ(CheckProfile("in-home", cwd, home, "relative/dir").exit_code, 0);
+  // $CAGENT_CONFIG_DIR overrides both.
+  EXPECT_EQ(CheckProfile("in-config", cwd, home, xdg, config).exit_code, 0);
+  EXPECT_EQ(CheckProfile("in-xdg", cwd, home, xdg, config).exit_code, 2);
+}
+
 }  // namespace
 }  // namespace cagent::testing
