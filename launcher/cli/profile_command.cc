@@ -7,8 +7,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "common/exit_codes.h"
+#include "common/json_text.h"
 #include "launcher/profile_init.h"
 
 namespace cagent::launcher::cli {
@@ -47,14 +49,30 @@ int RunInit(const ProfileOptions& o) {
     }
     return ToInt(status);
   }
-  if (o.dry_run) {
+  if (o.dry_run && !o.json) {
     std::cout << plan->text;
     return ToInt(ExitCode::kOk);
   }
-  if (auto written = WriteProfile(*plan, o.force); !written) {
-    const Error& e = written.error();
-    spdlog::error("cannot write the profile: {}", e.Message());
-    return ToInt(ExitCode::kFailed);
+  if (!o.dry_run) {
+    if (auto written = WriteProfile(*plan, o.force); !written) {
+      const Error& e = written.error();
+      spdlog::error("cannot write the profile: {}", e.Message());
+      return ToInt(ExitCode::kFailed);
+    }
+  }
+  if (o.json) {
+    nlohmann::json exposed = nlohmann::json::array();
+    for (const Toolchain& t : plan->exposed) exposed.push_back({{"path", t.path}, {"why", t.why}});
+    nlohmann::json out = {{"path", plan->path},
+                          {"written", !o.dry_run},
+                          {"extends", plan->parent},
+                          {"found", plan->found},
+                          {"verify", plan->verify},
+                          {"read_only", exposed},
+                          {"already_shown", plan->already},
+                          {"text", plan->text}};
+    std::cout << JsonText(out, 2) << std::endl;
+    return ToInt(ExitCode::kOk);
   }
   std::cout << "wrote " << plan->path << "\n";
   std::cout << "  extends:   " << plan->parent << "\n";
@@ -100,6 +118,10 @@ CLI::App* AddProfileCommand(CLI::App& app, ProfileOptions& o) {
       ->default_str("project");
   o.init_cmd->add_flag("-f,--force", o.force, "Replace an existing DIR/.cagent/NAME.cagent.");
   o.init_cmd->add_flag("--dry-run", o.dry_run, "Print the profile instead of writing it.");
+  o.init_cmd->add_flag("--json", o.json,
+                       "Print what was found and written as one JSON object on stdout: path, "
+                       "written (false with --dry-run), extends, found, verify, read_only "
+                       "(toolchains added), already_shown and text (the profile).");
   o.init_cmd->footer(
       "EXIT STATUS\n"
       "  0  written (or printed with --dry-run)\n"

@@ -14,6 +14,7 @@ struct ProfileOptions {
   std::string name = "project";
   bool force = false;
   bool dry_run = false;
+  bool json = false;
 
   CLI::App* init_cmd = nullptr;
 };

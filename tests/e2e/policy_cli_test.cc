@@ -569,6 +569,28 @@ class ProfileInitCliTest : public PolicyCliTest {
   }
 };
 
+TEST_F(ProfileInitCliTest, JsonSaysWhatWasFoundAndWritten) {
+  const std::string repo =
+      Repo({{"pyproject.toml", "[tool.pytest.ini_options]\n"}, {"tests/test_a.py", ""}});
+  RunResult dry = Run({"profile", "init", repo, "--dry-run", "--json"});
+  ASSERT_EQ(dry.exit_code, 0) << Describe(dry);
+  json d = Parse(dry);
+  EXPECT_EQ(d["written"], false);
+  EXPECT_EQ(d["extends"], "backend");
+  EXPECT_EQ(d["verify"], "python3 -m pytest -q");
+  EXPECT_THAT(d["text"].get<std::string>(), HasSubstr("extends backend\n"));
+  EXPECT_FALSE(std::filesystem::exists(repo + "/.cagent/project.cagent"));
+
+  RunResult w = Run({"profile", "init", repo, "--json"});
+  ASSERT_EQ(w.exit_code, 0) << Describe(w);
+  json j = Parse(w);
+  EXPECT_EQ(j["written"], true);
+  EXPECT_EQ(j["path"], repo + "/.cagent/project.cagent");
+  EXPECT_EQ(ReadAll(repo + "/.cagent/project.cagent"), j["text"].get<std::string>());
+  EXPECT_TRUE(j["found"].is_array());
+  EXPECT_TRUE(j["read_only"].is_array());
+}
+
 TEST_F(ProfileInitCliTest, Python) {
   InitAndCheck(Repo({{"pyproject.toml", "[tool.pytest.ini_options]\n"}, {"tests/test_a.py", ""}}),
                "backend", "python3 -m pytest -q");
