@@ -189,6 +189,28 @@ TEST(CliEdges, ProjectProfilesAreNotLookedUpPastTheRepository) {
   EXPECT_EQ(here.exit_code, 0) << here.err;
 }
 
+// Found from a subdirectory, a repository's profile is still the repository's: one named like a
+// built-in is refused by name unless trusted, as at the top (RunRecordsTest has the top's case).
+TEST(CliEdges, ARepositoryProfileFoundFromASubdirectoryStillCannotReplaceABuiltIn) {
+  Harness& h = Harness::Get();
+  const std::string home = h.MakeDir("home");
+  const std::string repo = h.MakeDir("repo");
+  WriteFile(repo + "/.git/HEAD", "ref: refs/heads/main\n");
+  WriteFile(repo + "/.cagent/backend.cagent", kProfile);
+  WriteFile(repo + "/sub/file.txt", "x\n");
+  RunOptions o;
+  o.cwd = repo + "/sub";
+  o.extra_env = {"HOME=" + home, "XDG_CONFIG_HOME=", "CAGENT_CONFIG_DIR="};
+  const RunResult by_name = h.Run({"exec", "--quiet", "--profile", "backend", "--", "true"}, o);
+  EXPECT_EQ(by_name.exit_code, 2) << by_name.err;
+  EXPECT_THAT(by_name.err, HasSubstr("the built-in profile 'backend'"));
+  EXPECT_THAT(by_name.err, HasSubstr("--trust-repo-profile"));
+  // Twin: trusted, the repository's profile (found in ../.cagent) is the one used.
+  const RunResult trusted =
+      h.Run({"exec", "--quiet", "--trust-repo-profile", "--profile", "backend", "--", "true"}, o);
+  EXPECT_EQ(trusted.exit_code, 0) << trusted.err;
+}
+
 TEST(CliEdges, UserProfilesFollowXdgConfigHomeAndCagentConfigDir) {
   Harness& h = Harness::Get();
   const std::string cwd = h.MakeDir("plain");
