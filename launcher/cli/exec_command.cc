@@ -420,8 +420,9 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
       "scrubbed environment; a new session. cagent exits with the command's status (128+N when it "
       "is killed by signal N).");
   exec->add_option("--profile", o.profile,
-                   "Profile the sandbox is built from: a name (looked up in ./.cagent/, "
-                   "~/.config/cagent/profiles/, the installed profiles, then the built-in ones: "
+                   "Profile the sandbox is built from: a name (looked up in the repository's "
+                   ".cagent/, ~/.config/cagent/profiles/ or $XDG_CONFIG_HOME/cagent/profiles/, "
+                   "the installed profiles, then the built-in ones: "
                    "base, readonly, docs, frontend, backend) or a .cagent file. Its mounts, deny "
                    "globs, network mode, environment and limits make the sandbox; command-line "
                    "limits may only lower them. 'default' (the default) is the launcher's own "

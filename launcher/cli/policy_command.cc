@@ -671,7 +671,9 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
   policy->require_subcommand(1);
   policy->footer(
       "PROFILES\n"
-      "  A NAME is looked up in ./.cagent/, ~/.config/cagent/profiles/, " CAGENT_PROFILE_DIR
+      "  A NAME is looked up in the repository's .cagent/ (the nearest from here up to the "
+      "directory holding .git), ~/.config/cagent/profiles/ ($CAGENT_CONFIG_DIR/profiles/ or "
+      "$XDG_CONFIG_HOME/cagent/profiles/ when set), " CAGENT_PROFILE_DIR
       ", then the built-in profiles; the first match wins. An argument containing '/' or "
       "ending in .cagent is read as a file.\n\n"
       "EXIT STATUS\n"
