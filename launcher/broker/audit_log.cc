@@ -297,6 +297,7 @@ bool AuditLog::Append(const AuditEvent& event) {
     size_ += out.size();
     Sha256ToHex(Sha256Digest(out.substr(0, out.size() - 1)), prev_.data());
     ++seq_;
+    Stream(out);
     return true;
   }
   if (done > 0) {
@@ -315,6 +316,21 @@ bool AuditLog::Append(const AuditEvent& event) {
         path_, std::strerror(err));
   }
   return false;
+}
+
+void AuditLog::Stream(std::string_view line) {
+  std::size_t done = 0;
+  while (stream_fd_ >= 0 && done < line.size()) {
+    const ssize_t n = write(stream_fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      spdlog::warn("the event stream stopped ({}); the run goes on, and its events.jsonl is whole",
+                   n < 0 ? std::strerror(errno) : "nothing written");
+      stream_fd_ = -1;
+      return;
+    }
+    done += static_cast<std::size_t>(n);
+  }
 }
 
 Result<AuditVerifyReport> VerifyAuditLog(const std::string& path) {

@@ -39,6 +39,11 @@ class AuditLog {
   // cut off again so the chain stays intact, and the next entry written carries "lost": N.
   bool Append(const AuditEvent& event);
 
+  // Also writes every entry appended from now on, the same line, to `fd` (borrowed; -1 = stop),
+  // as it is appended: `cagent run --events-jsonl`. Blocking writes, best effort: when the stream
+  // fails (the reader went away) it is dropped with one warning and the log goes on.
+  void StreamTo(int fd) { stream_fd_ = fd; }
+
   [[nodiscard]] std::uint64_t entries() const { return seq_; }
   [[nodiscard]] std::uint64_t lost() const { return lost_; }
   [[nodiscard]] const std::string& path() const { return path_; }
@@ -49,7 +54,8 @@ class AuditLog {
 
  private:
   AuditLog() = default;
-  void AppendTime();  // "time":"..." of now, into line_
+  void AppendTime();                   // "time":"..." of now, into line_
+  void Stream(std::string_view line);  // to stream_fd_, if any
   UniqueFd fd_;
   std::string path_;
   std::string run_id_;
@@ -65,6 +71,7 @@ class AuditLog {
   std::uint64_t lost_ = 0;
   std::uint64_t size_ = 0;  // bytes of complete lines in the file (a partial line is cut back)
   bool reported_ = false;
+  int stream_fd_ = -1;
 };
 
 // Digest of a JSON value in canonical form (keys sorted, no whitespace): used for args and

@@ -8,11 +8,15 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -200,27 +204,49 @@ std::string StringField(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// The run ids under `dir`, oldest first (ids start with their UTC creation time).
+// The run ids under `dir`, oldest first: by the run's sequence number (state_dir.h), runs made
+// before the counter first and by id (their UTC creation time, to the second). Only directories:
+// a symlink in runs/ is not a run, so nothing below follows one.
 std::vector<std::string> RunIds(const std::string& dir) {
   std::error_code ec;
-  std::vector<std::string> ids;
+  std::vector<std::pair<std::uint64_t, std::string>> keyed;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_directory()) ids.push_back(e.path().filename().string());
+    std::error_code type_ec;
+    if (e.is_symlink(type_ec) || !e.is_directory(type_ec)) continue;
+    const std::string id = e.path().filename().string();
+    keyed.emplace_back(run::RunSequence(dir + "/" + id).value_or(0), id);
   }
-  std::sort(ids.begin(), ids.end());
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<std::string> ids;
+  ids.reserve(keyed.size());
+  for (auto& k : keyed) ids.push_back(std::move(k.second));
   return ids;
 }
 
-int DoRuns(const RunsCommandOptions& o) {
-  const std::string dir = RunsDirectory();
-  const std::vector<std::string> ids = RunIds(dir);
+// A reason for the table: its first line, escaped, at most 80 bytes (not cutting a UTF-8
+// character), with "…" when anything was left out. The whole reason is in `cagent show`.
+std::string OneLineReason(const std::string& reason) {
+  const std::size_t nl = reason.find_first_of("\r\n");
+  const std::string first = TerminalSafe(reason.substr(0, nl), TerminalLines::kOne);
+  std::size_t cut = std::min<std::size_t>(first.size(), 80);
+  while (cut > 0 && cut < first.size() && (static_cast<unsigned char>(first[cut]) & 0xC0) == 0x80) {
+    --cut;
+  }
+  const bool more = cut < first.size() || (nl != std::string::npos && nl + 1 < reason.size());
+  return first.substr(0, cut) + (more ? "\u2026" : "");
+}
+
+// The rows of `cagent runs` (and what `rm` selects from): one per run, from its result.json.
+json RunRows(const std::string& dir) {
   json all = json::array();
-  for (const auto& id : ids) {
+  for (const auto& id : RunIds(dir)) {
     auto r = run::ReadRunResult(dir + "/" + id);
     json row = {{"run_id", id}};
+    if (auto seq = run::RunSequence(dir + "/" + id)) row["sequence"] = *seq;
     if (r) {
       row["status"] = (*r)["status"];
       row["profile"] = (*r)["profile"];
+      row["repo"] = (*r)["repo"];
       row["base_commit"] = (*r)["base_commit"];
       row["created_at"] = (*r)["created_at"];
       row["files"] = (*r)["changed_files"].size();
@@ -231,12 +257,48 @@ int DoRuns(const RunsCommandOptions& o) {
     }
     all.push_back(row);
   }
+  return all;
+}
+
+// --status S: a state name of run_state.h, or "unknown" (no result.json).
+Status CheckStatusFilter(const std::string& status) {
+  if (status.empty() || status == "unknown" || run::ParseRunState(status)) return Ok{};
+  return PlainError("--status " + TerminalSafe(status, TerminalLines::kOne),
+                    "is not a run status (completed, failed, cancelled, needs-approval, "
+                    "preparing, running, verifying, unknown)")
+      .WithCode(Error::Code::kInvalidInput);
+}
+
+// --repo DIR: the repository's top level as runs record it (resolved like `cagent run --repo`);
+// a directory that is no repository (any more) is matched as its absolute path.
+std::string RepoFilter(const std::string& repo) {
+  if (repo.empty()) return {};
+  if (auto info = run::InspectRepo(repo, "")) return info->root;
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(fs::absolute(repo, ec), ec);
+  return p.string();
+}
+
+int DoRuns(const RunsCommandOptions& o) {
+  const std::string dir = RunsDirectory();
+  if (auto s = CheckStatusFilter(o.status); !s) return Usage(s.error().Message());
+  const std::string repo = RepoFilter(o.repo);
+  json all = json::array();
+  for (auto& row : RunRows(dir)) {
+    if (!o.status.empty() && StringField(row, "status") != o.status) continue;
+    if (!repo.empty() && StringField(row, "repo") != repo) continue;
+    all.push_back(std::move(row));
+  }
   if (o.json) {
     std::cout << JsonText(all, 2) << "\n";
     return 0;
   }
   if (all.empty()) {
-    std::cout << "no runs yet (in " << dir << ")\n";
+    if (o.status.empty() && o.repo.empty()) {
+      std::cout << "no runs yet (in " << dir << ")\n";
+    } else {
+      std::cout << "no runs match (in " << dir << ")\n";
+    }
     return 0;
   }
   // One run a line. Every field comes from a result.json under the state directory and may
@@ -246,15 +308,8 @@ int DoRuns(const RunsCommandOptions& o) {
               << TerminalSafe(StringField(row, "status"));
     if (row.contains("profile")) std::cout << "  " << TerminalSafe(StringField(row, "profile"));
     if (row.contains("files")) std::cout << "  " << row["files"].get<std::size_t>() << " files";
-    const std::string reason = TerminalSafe(StringField(row, "reason"));
-    if (!reason.empty()) {
-      std::size_t cut = std::min<std::size_t>(reason.size(), 80);
-      while (cut > 0 && cut < reason.size() &&
-             (static_cast<unsigned char>(reason[cut]) & 0xC0) == 0x80) {
-        --cut;
-      }
-      std::cout << "  " << reason.substr(0, cut) << (cut < reason.size() ? "..." : "");
-    }
+    const std::string reason = OneLineReason(StringField(row, "reason"));
+    if (!reason.empty()) std::cout << "  " << reason;
     std::cout << "\n";
   }
   return 0;
@@ -383,16 +438,110 @@ int DoApply(const RunsCommandOptions& o, const std::string& run_dir) {
   return 0;
 }
 
+// Deletes one run directory. remove_all does not follow symlinks: a link inside the run (the
+// agent's workspace may hold any) is removed as a link, never what it points at.
+Result<std::uintmax_t> RemoveRun(const std::string& run_dir) {
+  std::error_code ec;
+  const auto n = fs::remove_all(run_dir, ec);
+  if (ec) return PlainError("remove " + run_dir, ec.message());
+  return n;
+}
+
 int DoRm(const RunsCommandOptions& o, const std::string& run_dir) {
   auto r = run::ReadRunResult(run_dir);
   if (!r && !o.force) {
     return Usage(r.error().Message() + "; pass --force to remove it anyway");
   }
-  std::error_code ec;
-  const auto n = fs::remove_all(run_dir, ec);
-  if (ec) return Usage("remove " + run_dir + ": " + ec.message());
-  std::cout << "removed " << run_dir << " (" << n << " files)\n";
+  auto n = RemoveRun(run_dir);
+  if (!n) return Usage(n.error().Message());
+  std::cout << "removed " << run_dir << " (" << *n << " files)\n";
   return 0;
+}
+
+// "7d", "12h", "30m", "90s": how old a run must be for `rm --older-than`.
+Result<std::chrono::seconds> ParseAge(const std::string& text) {
+  if (text.size() > 1 && text.back() == 'd' &&
+      text.find_first_not_of("0123456789") == text.size() - 1 && text.size() <= 6) {
+    return std::chrono::seconds(std::stoll(text.substr(0, text.size() - 1)) * 86400);
+  }
+  auto d = ParseDuration(text);
+  if (!d) {
+    return PlainError("--older-than " + TerminalSafe(text, TerminalLines::kOne),
+                      "is not an age (7d, 12h, 30m, 90s)")
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  return std::chrono::duration_cast<std::chrono::seconds>(*d);
+}
+
+// A result.json created_at ("2026-12-03T10:15:00Z") as seconds since the epoch, or nullopt.
+std::optional<std::time_t> ParseCreatedAt(const std::string& text) {
+  std::tm tm{};
+  const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  return ::timegm(&tm);
+}
+
+// `cagent rm --all | --failed | --older-than AGE`: the runs selected (finished ones only — a run
+// without result.json may be going on — unless --force), removed one by one as `rm RUN` removes
+// one, or only listed with --dry-run.
+int DoRmMany(const RunsCommandOptions& o) {
+  std::optional<std::chrono::seconds> age;
+  if (!o.older_than.empty()) {
+    auto a = ParseAge(o.older_than);
+    if (!a) return Usage(a.error().Message());
+    age = *a;
+  }
+  const std::string dir = RunsDirectory();
+  const std::time_t now = std::time(nullptr);
+  json removed = json::array();
+  json kept_unfinished = json::array();
+  int status = 0;
+  for (const auto& row : RunRows(dir)) {
+    const std::string id = StringField(row, "run_id");
+    const std::string state = StringField(row, "status");
+    if (state == "unknown" && !o.force) {
+      kept_unfinished.push_back(id);
+      continue;
+    }
+    if (o.failed && state != "failed") continue;
+    if (age) {
+      const auto created = ParseCreatedAt(StringField(row, "created_at"));
+      if (!created || now - *created < age->count()) continue;
+    }
+    json entry = {{"run_id", id}, {"status", state}};
+    if (!o.dry_run) {
+      auto n = RemoveRun(dir + "/" + id);
+      if (!n) {
+        spdlog::error("{}", TerminalSafe(n.error().Message()));
+        status = ToInt(ExitCode::kFailed);
+        continue;
+      }
+      entry["files"] = *n;
+    }
+    removed.push_back(entry);
+  }
+  if (o.json) {
+    std::cout << JsonText(json{{"dry_run", o.dry_run},
+                               {"removed", removed},
+                               {"count", removed.size()},
+                               {"skipped_unfinished", kept_unfinished}},
+                          2)
+              << "\n";
+    return status;
+  }
+  for (const auto& e : removed) {
+    std::cout << (o.dry_run ? "would remove " : "removed ")
+              << TerminalSafe(e["run_id"].get<std::string>()) << "  "
+              << TerminalSafe(e["status"].get<std::string>()) << "\n";
+  }
+  std::cout << (o.dry_run ? "would remove " : "removed ") << removed.size()
+            << (removed.size() == 1 ? " run" : " runs");
+  if (!kept_unfinished.empty()) {
+    std::cout << "; kept " << kept_unfinished.size()
+              << " without result.json (running or interrupted; --force removes them)";
+  }
+  std::cout << "\n";
+  return status;
 }
 
 }  // namespace
@@ -423,6 +572,12 @@ CLI::App* AddRunCommand(CLI::App& app, RunCommandOptions& o) {
                 "a profile is refused before anything starts.");
   AddSessionFlags(cmd, o.session);
   cmd->add_flag("--json", o.json, "Print result.json on stdout instead of the summary.");
+  cmd->add_option("--events-jsonl", o.events_jsonl,
+                  "Also write each event of the run's log to FILE as it happens, one JSON object "
+                  "per line (the lines of events.jsonl, hash chain included): a FIFO, /dev/stderr "
+                  "or /dev/fd/N for a program following the run. A reader that stops reading "
+                  "holds the run up once its pipe is full; one that closes it ends the stream, "
+                  "with a warning, and the run goes on.");
   cmd->footer(
       "Exit status: 0 completed and verified; 1 verification failed; 3 the run failed (budget, "
       "policy violation in the patch, provider error, agent crash); 4 needs approval; 130 "
@@ -450,6 +605,15 @@ int RunRunCommand(const RunCommandOptions& o) {
   req.budget_overrides = settings->budget_overrides;
   const UniqueFd tty = OpenApprovalTerminal(req.approval);
   req.tty_fd = tty.get();
+  // The caller's own file (a FIFO, /dev/stderr, /dev/fd/N): its links are the caller's to choose.
+  UniqueFd events;
+  if (!o.events_jsonl.empty()) {
+    events.Reset(::open(o.events_jsonl.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (!events.valid()) {
+      return Usage("--events-jsonl: cannot open '" + o.events_jsonl + "': " + std::strerror(errno));
+    }
+    req.events_fd = events.get();
+  }
 
   ProgressDisplay display(o.json);
   auto rec = run::ExecuteRun(req, [&](const run::RunProgress& p) { display.Update(p); });
@@ -489,6 +653,11 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
   std::vector<CLI::App*> out;
   auto* runs = app.add_subcommand("runs", "List the runs (newest last) with their status.");
   runs->add_flag("--json", o.json, "JSON array on stdout.");
+  runs->add_option("--repo", o.repo,
+                   "Only the runs made from this repository (any directory inside it).");
+  runs->add_option("--status", o.status,
+                   "Only the runs in this state: completed, failed, cancelled, needs-approval, "
+                   "or unknown (no result.json: running or interrupted).");
   runs->callback([&o] { o.verb = "runs"; });
   out.push_back(runs);
 
@@ -524,9 +693,19 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
   apply->callback([&o] { o.verb = "apply"; });
   out.push_back(apply);
 
-  auto* rm = app.add_subcommand("rm", "Delete a run's directory (workspace, logs, patch).");
-  rm->add_option("run", o.run, "Run id or a unique prefix of one.")->required();
+  auto* rm = app.add_subcommand(
+      "rm",
+      "Delete a run's directory (workspace, logs, patch), or every run --all, --failed or "
+      "--older-than selects. Links inside a run are removed, never followed.");
+  rm->add_option("run", o.run, "Run id or a unique prefix of one.");
   rm->add_flag("--force", o.force, "Also remove a run without result.json.");
+  rm->add_flag("--all", o.all, "Remove every finished run.");
+  rm->add_flag("--failed", o.failed, "Remove the runs that ended 'failed'.");
+  rm->add_option("--older-than", o.older_than,
+                 "Remove the runs created longer ago than AGE (7d, 12h, 30m); with --failed, "
+                 "both must hold.");
+  rm->add_flag("-n,--dry-run", o.dry_run, "List what would be removed; remove nothing.");
+  rm->add_flag("--json", o.json, "Say what was (or would be) removed as JSON on stdout.");
   rm->callback([&o] { o.verb = "rm"; });
   out.push_back(rm);
   return out;
@@ -534,6 +713,19 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
 
 int RunRunsCommand(const RunsCommandOptions& o) {
   if (o.verb == "runs") return DoRuns(o);
+  if (o.verb == "rm") {
+    const bool many = o.all || o.failed || !o.older_than.empty();
+    if (many == !o.run.empty()) {
+      return Usage(many ? "rm: give a run id or --all/--failed/--older-than, not both"
+                        : "rm: which runs? give a run id, --all, --failed or --older-than AGE");
+    }
+    if (o.all && (o.failed || !o.older_than.empty())) {
+      return Usage("rm: --all takes every finished run; drop --failed/--older-than, or --all");
+    }
+    if (many) return DoRmMany(o);
+    if (o.dry_run || o.json)
+      return Usage("rm RUN: --dry-run and --json go with --all/--failed/--older-than");
+  }
   auto dir = ResolveRunDirectory(o.run);
   if (!dir) return Usage(dir.error().Message());
   if (o.verb == "show") return DoShow(o, *dir);

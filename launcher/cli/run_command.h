@@ -26,15 +26,22 @@ struct RunCommandOptions {
   bool trust_repo_profile = false;
   SessionFlags session;  // --model, --approve, --pre-approve, budgets
   bool json = false;
+  std::string events_jsonl;  // --events-jsonl FILE
 };
 
 struct RunsCommandOptions {
   std::string verb;    // runs | show | diff | apply | rm
   std::string run;     // run id (or unique prefix)
   std::string branch;  // apply --branch
-  std::string repo;    // apply --repo (default: the run's recorded repository)
+  std::string repo;    // apply --repo (default: the run's recorded repository); runs --repo
+  std::string status;  // runs --status
   bool json = false;
   bool force = false;  // rm of a run that is not finished
+  // rm of many runs (issue #20): --all, --failed, --older-than AGE; --dry-run lists them.
+  bool all = false;
+  bool failed = false;
+  std::string older_than;
+  bool dry_run = false;
 };
 
 // Adds `run`; returns it.

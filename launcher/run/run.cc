@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/asio/io_context.hpp>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "common/terminal_text.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/caches.h"
+#include "launcher/model/model_provider.h"
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/agent_session.h"
@@ -139,6 +141,7 @@ json RunRecord::ToJson() const {
   }
   return json{
       {"run_id", run_id},
+      {"sequence", sequence},
       {"status", RunStateName(state)},
       {"reason", reason},
       {"exit_code", ToInt(ExitCodeFor(state, verification_failed()))},
@@ -209,14 +212,36 @@ Result<json> ReadRunResult(const std::string& run_dir) {
 
 namespace {
 
-// What a run starts from, read and checked before anything is created: nothing is left behind
-// for a run whose task, profile or budgets are wrong.
+// What a run starts from, read and checked before anything is created (the pre-flight checks):
+// nothing is left behind for a run that cannot start — a task, profile or budget that is wrong,
+// a directory that is no repository, a dirty tree without --allow-dirty, a model that cannot be
+// set up (a missing API key, an unreadable replay file). Issue #20: the last three used to make
+// a run directory and end there as a "failed" run.
 struct RunInputs {
   std::string task;
   ProfileChoice choice;
   std::shared_ptr<const policy::Policy> policy;
   broker::Budgets budgets;
+  RepoInfo repo;
 };
+
+// The provider is built once here and dropped: building it reads what it needs (the credential
+// variable, the replay file) and sends nothing.
+Status CheckModel(const model::ModelSpec& spec) {
+  model::Environment env;
+  for (const auto& entry : CallerEnviron()) {
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  boost::asio::io_context io;
+  auto made = model::MakeModelProvider(io, spec, env);
+  if (!made) {
+    Error e = std::move(made).Context("set up the model provider").error();
+    e.code = Error::Code::kInvalidInput;
+    return e;
+  }
+  return Ok{};
+}
 
 Result<RunInputs> LoadInputs(const RunRequest& req) {
   RunInputs in;
@@ -253,6 +278,17 @@ Result<RunInputs> LoadInputs(const RunRequest& req) {
                       "examples/fix-add/repo/.cagent/fix-add.cagent does), or pass "
                       "--allow-unverified to run without verification");
   }
+  std::error_code ec;
+  const std::string repo_dir = req.repo.empty() ? fs::current_path(ec).string() : req.repo;
+  auto repo = InspectRepo(repo_dir, req.commit);
+  if (!repo) {
+    Error e = repo.error();
+    e.code = Error::Code::kInvalidInput;
+    return e;
+  }
+  if (auto s = CheckDirty(*repo, req.allow_dirty); !s) return s.error();
+  in.repo = std::move(*repo);
+  if (auto s = CheckModel(req.model); !s) return s.error();
   return in;
 }
 
@@ -264,6 +300,14 @@ Status CreateRunDirectory(const std::string& state_dir, RunRecord& rec, const st
   if (ec) return PlainError("create " + rec.run_dir, ec.message());
   ::chmod((state_dir + "/runs").c_str(), 0700);
   ::chmod(rec.run_dir.c_str(), 0700);
+  // The run's place in the order of runs (state_dir.h), in the run directory from the start so a
+  // run still going sorts right too.
+  auto seq = NextRunSequence(state_dir + "/runs");
+  if (!seq) return std::move(seq).Context("number the run").error();
+  rec.sequence = *seq;
+  if (auto s = WriteFileAtomic(rec.run_dir + "/sequence", std::to_string(*seq) + "\n"); !s) {
+    return s;
+  }
   fs::create_directories(rec.run_dir + "/logs", ec);
   rec.task_file = rec.run_dir + "/task.md";
   return WriteFileAtomic(rec.task_file, task);
@@ -334,12 +378,9 @@ class RunDriver {
  private:
   // preparing: pin the base commit, materialise the disposable workspace.
   StepEnd Prepare() {
-    std::error_code ec;
-    const std::string repo_dir = req_.repo.empty() ? fs::current_path(ec).string() : req_.repo;
-    auto repo = InspectRepo(repo_dir, req_.commit);
-    if (!repo) return {RunEvent::kFailed, repo.error().Message()};
-    rec_.repo = repo->root;
-    auto made = MaterializeWorkspace(*repo, layout_, req_.allow_dirty);
+    const RepoInfo& repo = in_.repo;  // inspected in the pre-flight checks (LoadInputs)
+    rec_.repo = repo.root;
+    auto made = MaterializeWorkspace(repo, layout_, req_.allow_dirty);
     if (!made) return {RunEvent::kFailed, made.error().Message()};
     rec_.base_commit = made->base_commit;
     rec_.carried_dirty = made->carried_dirty;
@@ -702,6 +743,7 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
   auto opened =
       broker::AuditLog::Open(rec.run_dir + "/events.jsonl", rec.run_id, rec.policy_digest);
   if (!opened) return std::move(opened).Context("create the run's event log").error();
+  opened->StreamTo(req.events_fd);
 
   RunDriver driver(req, std::move(*inputs), std::move(rec), std::move(*opened), on_progress,
                    started);

@@ -43,6 +43,7 @@ struct RunRequest {
   std::string pre_approval_file;
   broker::Budgets budget_overrides;
   int tty_fd = -1;        // approvals; -1 = headless
+  int events_fd = -1;     // --events-jsonl: every event line as it is logged; -1 = none
   std::string state_dir;  // "" = StateDirectory() (state_dir.h)
   std::string run_id;     // "" = a new one
 };
@@ -60,6 +61,8 @@ struct RunProgress {
 // The whole record (result.json).
 struct RunRecord {
   std::string run_id;
+  std::uint64_t sequence =
+      0;  // the run's number (state_dir.h NextRunSequence): `cagent runs` order
   RunState state = RunState::kCreated;
   std::string reason;  // why it failed / was cancelled
   std::string run_dir;

@@ -1,10 +1,13 @@
 // `cagent run` end to end: the demo (replayed model, real broker, real sandbox, git capture,
 // verification, apply) and runs whose agent misbehaves — each ends with the right status and the
 // caller's repository is never written.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -174,6 +177,63 @@ TEST_F(RunTest, TheDemoCompletesVerifiedAndApplyBringsThePatchIn) {
   EXPECT_EQ(Harness::Get().Run({"log", "verify", res["event_log"].get<std::string>()}, o).exit_code,
             0)
       << "the cut chain is expected to verify on its own";
+}
+
+// `--events-jsonl FIFO`: a program following the run gets each event as it is logged, the same
+// lines as events.jsonl. The first line arrives while the run is still going (no result.json yet),
+// so the stream is not a copy made at the end.
+TEST_F(RunTest, EventsJsonlStreamsTheLogWhileTheRunGoesOn) {
+  const std::string fifo = dir_ + "/events.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Harness::Get().GiveToRunUser(fifo);
+  // The test holds a writer of its own, so the reader sees the end only after cagent's and this
+  // one are closed.
+  const int read_fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(read_fd, 0);
+  const int hold_fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(hold_fd, 0);
+  std::string streamed;
+  bool first_line_before_the_end = false;
+  std::thread reader([&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+    bool first = true;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd pfd{read_fd, POLLIN, 0};
+      if (::poll(&pfd, 1, 200) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::read(read_fd, buf, sizeof buf);
+      if (n <= 0) break;
+      streamed.append(buf, static_cast<std::size_t>(n));
+      if (first && streamed.find('\n') != std::string::npos) {
+        first = false;
+        bool finished = false;
+        std::error_code ec;
+        for (const auto& e : std::filesystem::recursive_directory_iterator(state_, ec)) {
+          if (e.path().filename() == "result.json") finished = true;
+        }
+        first_line_before_the_end = !finished;
+      }
+    }
+  });
+  const RunResult r =
+      Run(ReadFile(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/session.jsonl"),
+          {"--events-jsonl", fifo});
+  ::close(hold_fd);
+  reader.join();
+  ::close(read_fd);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json res = Result(r);
+  const std::string logged = ReadFile(res["event_log"].get<std::string>());
+  ASSERT_FALSE(logged.empty());
+  EXPECT_EQ(streamed, logged) << "the stream is not the run's event log";
+  EXPECT_TRUE(first_line_before_the_end) << "the first event came after result.json was written";
+}
+
+TEST_F(RunTest, EventsJsonlThatCannotBeOpenedIsAUsageErrorBeforeTheRun) {
+  const RunResult r = Run("", {"--events-jsonl", dir_ + "/no/such/dir/events.jsonl"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--events-jsonl: cannot open"));
+  EXPECT_FALSE(std::filesystem::exists(state_ + "/cagent/runs")) << "a run directory was made";
 }
 
 TEST_F(RunTest, CtrlCCancelsTheRunTearsTheSandboxDownAndKeepsTheWorkspace) {
@@ -380,7 +440,9 @@ TEST_F(RunTest, AClosedOutputPipeDoesNotKillTheRun) {
   cmd += " 2>&1 | head -c 1 > /dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::vector<fs::path> runs;
-  for (const auto& e : fs::directory_iterator(state_ + "/cagent/runs")) runs.push_back(e.path());
+  for (const auto& e : fs::directory_iterator(state_ + "/cagent/runs")) {
+    if (e.is_directory()) runs.push_back(e.path());  // not the run counter, runs/sequence
+  }
   ASSERT_EQ(runs.size(), 1U);
   const json res = json::parse(ReadFile(runs[0].string() + "/result.json"), nullptr, false);
   ASSERT_TRUE(res.is_object()) << "the run ended without its result.json";
@@ -388,13 +450,64 @@ TEST_F(RunTest, AClosedOutputPipeDoesNotKillTheRun) {
   ExpectRepoUntouched();
 }
 
+// The run directories under the state directory (none when runs/ does not exist).
+std::vector<std::string> RunDirs(const std::string& state) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(state + "/cagent/runs", ec)) {
+    if (e.is_directory()) out.push_back(e.path().string());  // not the run counter, runs/sequence
+  }
+  return out;
+}
+
+// Issue #20: a run that cannot start fails in the pre-flight checks, before its run directory
+// exists. A dirty tree used to make one and end there as a "failed" run (so did a missing model
+// key or replay file), cluttering `cagent runs`.
 TEST_F(RunTest, ADirtyRepositoryIsRefusedWithAHint) {
   WriteFile(repo_ + "/calc.py", "dirty\n");
   const RunResult r = Run(Turn(json::array({Call("finish", {{"summary", "x"}})})));
-  const json res = Result(r);
-  ASSERT_TRUE(res.is_object()) << r.out << r.err;
-  EXPECT_EQ(res["status"], "failed");
-  EXPECT_NE(res["reason"].get<std::string>().find("--allow-dirty"), std::string::npos);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("has uncommitted changes"));
+  EXPECT_THAT(r.err, HasSubstr("--allow-dirty"));
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(RunDirs(state_), ::testing::IsEmpty());
+}
+
+TEST_F(RunTest, ARunThatCannotStartLeavesNoRunDirectory) {
+  const std::string session = Turn(json::array({Call("finish", {{"summary", "x"}})}));
+  auto with = [&](const std::string& flag, const std::string& value) {
+    std::vector<std::string> args = RunArgs(session, {});
+    if (flag == "task") {
+      args[args.size() - 1] = value;
+    } else {
+      const auto it = std::find(args.begin(), args.end(), flag);
+      *(it + 1) = value;
+    }
+    return args;
+  };
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> env;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {with("--model", "anthropic:claude-test"), {"ANTHROPIC_API_KEY="}, "ANTHROPIC_API_KEY"},
+      {with("--model", "replay:" + dir_ + "/no-such-session.jsonl"), {}, "no-such-session.jsonl"},
+      {with("task", dir_ + "/no-such-task.md"), {}, "cannot open the task file"},
+      {with("--profile", "no-such-profile-xyz"), {}, "no-such-profile-xyz"},
+  };
+  for (const Case& c : cases) {
+    RunOptions o = StateEnv();
+    o.extra_env.insert(o.extra_env.end(), c.env.begin(), c.env.end());
+    const RunResult r = Harness::Get().Run(c.args, o);
+    SCOPED_TRACE(c.says);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.says));
+    EXPECT_THAT(RunDirs(state_), ::testing::IsEmpty());
+  }
+  // The control: the same arguments with nothing wrong make a run directory.
+  const RunResult ok = Run(session, {"--allow-unverified"});
+  EXPECT_EQ(RunDirs(state_).size(), 1U) << ok.err;
 }
 
 }  // namespace
