@@ -723,8 +723,9 @@ int RunRunsCommand(const RunsCommandOptions& o) {
       return Usage("rm: --all takes every finished run; drop --failed/--older-than, or --all");
     }
     if (many) return DoRmMany(o);
-    if (o.dry_run || o.json)
+    if (o.dry_run || o.json) {
       return Usage("rm RUN: --dry-run and --json go with --all/--failed/--older-than");
+    }
   }
   auto dir = ResolveRunDirectory(o.run);
   if (!dir) return Usage(dir.error().Message());

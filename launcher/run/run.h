@@ -61,8 +61,7 @@ struct RunProgress {
 // The whole record (result.json).
 struct RunRecord {
   std::string run_id;
-  std::uint64_t sequence =
-      0;  // the run's number (state_dir.h NextRunSequence): `cagent runs` order
+  std::uint64_t sequence = 0;  // the run's number (state_dir.h): the order of `cagent runs`
   RunState state = RunState::kCreated;
   std::string reason;  // why it failed / was cancelled
   std::string run_dir;

@@ -1,5 +1,7 @@
 #include "launcher/run/state_dir.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -7,7 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string_view>
 
+#include "common/unique_fd.h"
 #include "launcher/profile_spec.h"
 
 namespace cagent::launcher::run {
@@ -28,6 +32,48 @@ std::string NewRunId() {
   char suffix[8];
   std::snprintf(suffix, sizeof(suffix), "%02x%02x%02x", bytes[0], bytes[1], bytes[2]);
   return std::string(stamp) + "-" + suffix;
+}
+
+namespace {
+
+// A decimal number from a small file read through `fd` (no link followed), or 0 when empty.
+std::optional<std::uint64_t> ReadNumber(int fd) {
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+  if (n < 0) return std::nullopt;
+  std::uint64_t v = 0;
+  for (ssize_t i = 0; i < n; ++i) {
+    if (buf[i] == '\n') break;
+    if (buf[i] < '0' || buf[i] > '9' || v > UINT64_MAX / 10) return std::nullopt;
+    v = v * 10 + static_cast<std::uint64_t>(buf[i] - '0');
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<std::uint64_t> NextRunSequence(const std::string& runs_dir) {
+  const std::string path = runs_dir + "/sequence";
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return ErrnoError("open " + path);
+  if (::flock(fd.get(), LOCK_EX) != 0) return ErrnoError("lock " + path);
+  const std::optional<std::uint64_t> last = ReadNumber(fd.get());
+  if (!last) return PlainError(path, "is not a run counter (a decimal number)");
+  const std::string next = std::to_string(*last + 1) + "\n";
+  if (::pwrite(fd.get(), next.data(), next.size(), 0) != static_cast<ssize_t>(next.size()) ||
+      ::ftruncate(fd.get(), static_cast<off_t>(next.size())) != 0) {
+    return ErrnoError("write " + path);
+  }
+  return *last + 1;  // the lock goes with the descriptor
+}
+
+std::optional<std::uint64_t> RunSequence(const std::string& run_dir) {
+  const std::string path = run_dir + "/sequence";
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return std::nullopt;
+  auto v = ReadNumber(fd.get());
+  if (!v || *v == 0) return std::nullopt;
+  return v;
 }
 
 std::string StateDirectory() {

@@ -196,8 +196,7 @@ WorkspaceLayout LayoutFor(const std::string& run_dir) {
                          run_dir + "/verify-tree"};
 }
 
-Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceLayout& l,
-                                          bool allow_dirty) {
+Status CheckDirty(const RepoInfo& repo, bool allow_dirty) {
   if (!repo.dirty.empty() && !allow_dirty) {
     std::string list;
     for (std::size_t i = 0; i < repo.dirty.size() && i < 5; ++i) list += "\n  " + repo.dirty[i];
@@ -206,14 +205,22 @@ Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceL
     }
     return PlainError(repo.root, "has uncommitted changes:" + list +
                                      "\ncommit or stash them, or pass --allow-dirty to carry them "
-                                     "into the run's workspace (the run records that it did)");
+                                     "into the run's workspace (the run records that it did)")
+        .WithCode(Error::Code::kInvalidInput);
   }
   if (!repo.dirty.empty() && repo.rev != "HEAD") {
     return PlainError("--allow-dirty",
                       "carries changes made on top of HEAD; it cannot be "
                       "combined with --commit " +
-                          repo.rev);
+                          repo.rev)
+        .WithCode(Error::Code::kInvalidInput);
   }
+  return Ok{};
+}
+
+Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceLayout& l,
+                                          bool allow_dirty) {
+  if (auto s = CheckDirty(repo, allow_dirty); !s) return s.error();
   std::error_code ec;
   fs::create_directories(l.git_home, ec);
   if (ec) return PlainError("create " + l.git_home, ec.message());

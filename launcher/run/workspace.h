@@ -33,6 +33,11 @@ struct RepoInfo {
 // Resolves `dir`'s repository and pins `rev` ("" = HEAD) to a full commit id.
 Result<RepoInfo> InspectRepo(const std::string& dir, const std::string& rev);
 
+// Refuses a dirty tree unless `allow_dirty`, naming up to five of the paths, and --allow-dirty
+// with a base other than HEAD (kInvalidInput). MaterializeWorkspace checks it too; `cagent run`
+// calls it before the run directory exists.
+[[nodiscard]] Status CheckDirty(const RepoInfo& repo, bool allow_dirty);
+
 struct WorkspaceLayout {
   std::string run_dir;
   std::string trusted_git;  // run_dir/git

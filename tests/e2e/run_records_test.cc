@@ -6,12 +6,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/e2e/harness.h"
 
@@ -72,6 +74,35 @@ class RunRecordsTest : public ::testing::Test {
     return brace == std::string::npos ? json() : json::parse(out.substr(brace), nullptr, false);
   }
 
+  // A finished run made by hand under the state directory: result.json with `status`, `reason`
+  // and `created_at`, and the run counter's `sequence` file unless it is 0 (a run from before it).
+  std::string FakeRun(const std::string& id, std::uint64_t sequence, const std::string& status,
+                      const std::string& reason = "",
+                      const std::string& created_at = "2026-12-01T10:00:00Z") {
+    const std::string run = state_ + "/cagent/runs/" + id;
+    WriteFile(run + "/result.json", json{{"run_id", id},
+                                         {"status", status},
+                                         {"reason", reason},
+                                         {"repo", repo_},
+                                         {"profile", "fix-add"},
+                                         {"created_at", created_at},
+                                         {"changed_files", json::array()}}
+                                        .dump());
+    if (sequence > 0) WriteFile(run + "/sequence", std::to_string(sequence) + "\n");
+    return run;
+  }
+  std::vector<std::string> ListedIds(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"runs", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const RunResult r = Harness::Get().Run(args, Env());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> ids;
+    const json rows = json::parse(r.out, nullptr, false);
+    if (!rows.is_array()) return ids;
+    for (const auto& row : rows) ids.push_back(row["run_id"].get<std::string>());
+    return ids;
+  }
+
   std::string dir_, repo_, state_;
 };
 
@@ -120,7 +151,9 @@ TEST_F(RunRecordsTest, EscapeSequencesInNamesAndSummaryReachNoTerminalRaw) {
   // The record holds the raw name: the attack text is there to be printed.
   const std::string runs = state_ + "/cagent/runs";
   std::string run_dir;
-  for (const auto& e : fs::directory_iterator(runs)) run_dir = e.path().string();
+  for (const auto& e : fs::directory_iterator(runs)) {
+    if (e.is_directory()) run_dir = e.path().string();  // not the run counter, runs/sequence
+  }
   ASSERT_FALSE(run_dir.empty());
   const json rec = json::parse(ReadFile(run_dir + "/result.json"), nullptr, false);
   ASSERT_TRUE(rec.is_object());
@@ -254,6 +287,115 @@ TEST_F(RunRecordsTest, APreApprovalDoesNotCoverAPathThatNowResolvesElsewhere) {
   EXPECT_EQ(linked_res["status"], "needs-approval") << linked_res.dump(2);
   EXPECT_EQ(linked_res["needs_approval"]["resolved_paths"], json::array({"calc.py"}));
   EXPECT_NE(linked_res["needs_approval"]["pre_approve"], pre);
+}
+
+// ---- listing and removing runs (issue #20) ----
+
+// Two runs of one second have ids whose random tails sort either way: the id of the later run here
+// sorts first. `cagent runs` and `show last` go by the run counter instead.
+TEST_F(RunRecordsTest, RunsAreListedInTheOrderTheyWereStarted) {
+  Commit();
+  FakeRun("20261201T100000Z-ffffff", 1, "failed");
+  FakeRun("20261201T100000Z-000000", 2, "completed");
+  Harness::Get().GiveToRunUser(dir_);
+  EXPECT_THAT(ListedIds(),
+              ::testing::ElementsAre("20261201T100000Z-ffffff", "20261201T100000Z-000000"));
+  const RunResult last = Harness::Get().Run({"show", "--json", "last"}, Env());
+  EXPECT_EQ(Parse(last.out)["run_id"], "20261201T100000Z-000000") << last.err;
+  // Twin: the same two runs without their numbers (as made before the counter) sort by id, which
+  // puts the later one first.
+  fs::remove(state_ + "/cagent/runs/20261201T100000Z-ffffff/sequence");
+  fs::remove(state_ + "/cagent/runs/20261201T100000Z-000000/sequence");
+  EXPECT_THAT(ListedIds(),
+              ::testing::ElementsAre("20261201T100000Z-000000", "20261201T100000Z-ffffff"));
+}
+
+TEST_F(RunRecordsTest, ARealRunIsNumberedInResultJsonAndTheCounter) {
+  Commit();
+  const RunResult a = RunSession(
+      ReadFile(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/session.jsonl"), true);
+  const RunResult b = RunSession(
+      ReadFile(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/session.jsonl"), true);
+  EXPECT_EQ(Parse(a.out)["sequence"], 1) << a.err;
+  EXPECT_EQ(Parse(b.out)["sequence"], 2) << b.err;
+  EXPECT_EQ(ReadFile(state_ + "/cagent/runs/sequence"), "2\n");
+  EXPECT_THAT(ListedIds(), ::testing::ElementsAre(Parse(a.out)["run_id"].get<std::string>(),
+                                                  Parse(b.out)["run_id"].get<std::string>()));
+}
+
+TEST_F(RunRecordsTest, RunsFiltersByStatusAndRepositoryAndShowsAReasonOnOneLine) {
+  Commit();
+  FakeRun("20261201T100000Z-aaaaaa", 1, "failed",
+          "verification failed\nTraceback (most recent call last):\n  File x");
+  FakeRun("20261201T100001Z-bbbbbb", 2, "completed");
+  FakeRun("20261201T100002Z-cccccc", 3, "failed", std::string(200, 'r'));
+  Harness::Get().GiveToRunUser(dir_);
+  EXPECT_THAT(ListedIds({"--status", "failed"}),
+              ::testing::ElementsAre("20261201T100000Z-aaaaaa", "20261201T100002Z-cccccc"));
+  EXPECT_THAT(ListedIds({"--status", "completed", "--repo", repo_}),
+              ::testing::ElementsAre("20261201T100001Z-bbbbbb"));
+  EXPECT_THAT(ListedIds({"--repo", dir_ + "/elsewhere"}), ::testing::IsEmpty());
+  const RunResult bad = Harness::Get().Run({"runs", "--status", "broken"}, Env());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("is not a run status"));
+  const RunResult table = Harness::Get().Run({"runs"}, Env());
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  std::istringstream lines(table.out);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(lines, line);) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 3U) << table.out;  // one line a run, whatever the reasons hold
+  EXPECT_THAT(rows[0], HasSubstr("verification failed\u2026"));
+  EXPECT_THAT(table.out, Not(HasSubstr("Traceback")));
+  EXPECT_THAT(rows[2], HasSubstr(std::string(80, 'r') + "\u2026"));
+  EXPECT_THAT(rows[2], Not(HasSubstr(std::string(81, 'r'))));
+}
+
+TEST_F(RunRecordsTest, RmRemovesTheSelectedRunsAndFollowsNoLink) {
+  Commit();
+  const std::string outside = dir_ + "/outside";
+  WriteFile(outside + "/keep.txt", "keep\n");
+  const std::string old_failed =
+      FakeRun("20261101T100000Z-aaaaaa", 1, "failed", "x", "2026-11-01T10:00:00Z");
+  fs::create_directory_symlink(outside, old_failed + "/link");
+  FakeRun("20261101T100001Z-bbbbbb", 2, "completed", "", "2026-11-01T10:00:01Z");
+  const std::string unfinished = state_ + "/cagent/runs/20261101T100002Z-cccccc";
+  WriteFile(unfinished + "/sequence", "3\n");  // no result.json: running, or interrupted
+  // A link in runs/ is not a run: neither listed nor removed, nor is what it points at.
+  fs::create_directory_symlink(outside, state_ + "/cagent/runs/20261101T100003Z-dddddd");
+  Harness::Get().GiveToRunUser(dir_);
+  EXPECT_THAT(ListedIds(),
+              ::testing::ElementsAre("20261101T100000Z-aaaaaa", "20261101T100001Z-bbbbbb",
+                                     "20261101T100002Z-cccccc"));
+
+  const RunResult dry = Harness::Get().Run({"rm", "--failed", "--dry-run", "--json"}, Env());
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  const json d = json::parse(dry.out, nullptr, false);
+  EXPECT_EQ(d["count"], 1) << dry.out;
+  EXPECT_EQ(d["removed"][0]["run_id"], "20261101T100000Z-aaaaaa");
+  EXPECT_TRUE(fs::exists(old_failed)) << "a dry run removes nothing";
+
+  const RunResult failed = Harness::Get().Run({"rm", "--failed"}, Env());
+  ASSERT_EQ(failed.exit_code, 0) << failed.err;
+  EXPECT_THAT(failed.out, HasSubstr("removed 1 run"));
+  EXPECT_FALSE(fs::exists(old_failed));
+  EXPECT_EQ(ReadFile(outside + "/keep.txt"), "keep\n") << "the link was followed";
+
+  const RunResult older = Harness::Get().Run({"rm", "--older-than", "7d", "--json"}, Env());
+  ASSERT_EQ(older.exit_code, 0) << older.err;
+  const json o = json::parse(older.out, nullptr, false);
+  EXPECT_EQ(o["count"], 1) << older.out;
+  EXPECT_EQ(o["skipped_unfinished"][0], "20261101T100002Z-cccccc");
+  EXPECT_TRUE(fs::exists(unfinished)) << "a run without result.json is kept without --force";
+  EXPECT_TRUE(fs::exists(state_ + "/cagent/runs/20261101T100003Z-dddddd"));
+  EXPECT_EQ(ReadFile(outside + "/keep.txt"), "keep\n");
+
+  const RunResult neither = Harness::Get().Run({"rm"}, Env());
+  EXPECT_EQ(neither.exit_code, 2);
+  EXPECT_THAT(neither.err, HasSubstr("give a run id, --all, --failed or --older-than"));
+  const RunResult all = Harness::Get().Run({"rm", "--all", "--force"}, Env());
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_FALSE(fs::exists(unfinished));
+  EXPECT_EQ(ReadFile(outside + "/keep.txt"), "keep\n");
 }
 
 }  // namespace
