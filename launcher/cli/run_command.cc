@@ -572,6 +572,10 @@ CLI::App* AddRunCommand(CLI::App& app, RunCommandOptions& o) {
                 "a profile is refused before anything starts.");
   AddSessionFlags(cmd, o.session);
   cmd->add_flag("--json", o.json, "Print result.json on stdout instead of the summary.");
+  cmd->add_flag("-q,--quiet", o.quiet,
+                "Do not print the run's downgrades (restrictions the profile accepts as "
+                "best-effort, such as a memory limit without a delegated cgroup) on stderr; "
+                "result.json still records them.");
   cmd->add_option("--events-jsonl", o.events_jsonl,
                   "Also write each event of the run's log to FILE as it happens, one JSON object "
                   "per line (the lines of events.jsonl, hash chain included): a FIFO, /dev/stderr "
@@ -622,6 +626,12 @@ int RunRunCommand(const RunCommandOptions& o) {
     // May quote the repository (the dirty paths git reported): escaped.
     spdlog::error("{}", TerminalSafe(rec.error().Message(), TerminalLines::kMultiple));
     return ToInt(ExitCodeFor(rec.error(), ExitCode::kSetupFailed));
+  }
+  // Once per run, however many sandboxes it launched (result.json: sandbox.downgrades).
+  if (!o.quiet) {
+    for (const auto& d : rec->downgrades) {
+      spdlog::warn("warning: downgrade: {}", TerminalSafe(d, TerminalLines::kOne));
+    }
   }
   if (o.json) {
     std::cout << JsonText(rec->ToJson(), 2) << "\n";

@@ -26,6 +26,7 @@ struct RunCommandOptions {
   bool trust_repo_profile = false;
   SessionFlags session;  // --model, --approve, --pre-approve, budgets
   bool json = false;
+  bool quiet = false;        // -q: no downgrade lines on stderr (still in result.json)
   std::string events_jsonl;  // --events-jsonl FILE
 };
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <ctime>
 #include <filesystem>
@@ -583,7 +584,7 @@ class RunDriver {
       for (const auto& d : session.sandbox.disabled_layers) off = off || d == name;
       if (!off) rec_.layers.push_back(name);
     }
-    rec_.downgrades = session.sandbox.downgrades;
+    AddDowngrades(session.sandbox.downgrades);
     rec_.git_guard = session.sandbox.git_guard;
     rec_.host_findings = session.sandbox.host_findings;
     rec_.planted_repositories = session.sandbox.planted_repositories;
@@ -684,7 +685,20 @@ class RunDriver {
   }
 
   // Ends the run in the final `state`, reached from `from`, and writes result.json.
+  // Issue #20: the run's downgrades, each once, whichever of its sandboxes (setup, the agent's,
+  // verification) it came from; the agent's alone were recorded, the others' nowhere.
+  void AddDowngrades(const std::vector<std::string>& found) {
+    for (const auto& d : found) {
+      if (std::find(rec_.downgrades.begin(), rec_.downgrades.end(), d) == rec_.downgrades.end()) {
+        rec_.downgrades.push_back(d);
+      }
+    }
+  }
+
   Result<RunRecord> Finish(RunState from, RunState state, const std::string& why) {
+    for (const auto* entries : {&rec_.setup, &rec_.verify_setup, &rec_.verification}) {
+      for (const auto& e : *entries) AddDowngrades(e.downgrades);
+    }
     // A run that ends before verifying records the verification it would have run, all not-run,
     // so the result always lists what "verified" would have meant.
     if (from != RunState::kVerifying) rec_.verification = PlannedVerification(policy_);

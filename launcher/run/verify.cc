@@ -114,6 +114,7 @@ VerifyEntry RunTrusted(const policy::Policy& policy, const policy::VerifyCommand
     return e;
   }
   e.duration = outcome->duration;
+  e.downgrades = outcome->downgrades;
   e.exit_code = outcome->exit_code;
   switch (outcome->kind) {
     case SandboxOutcome::Kind::kExited:

@@ -30,6 +30,9 @@ struct VerifyEntry {
   std::string log_path;  // the command's stdout+stderr
   std::string tree;      // the git tree id it ran on (VerifyTree::tree); "" = not run on one
   std::string detail;    // why, in words ("exit status 1", "timed out after 300 s", ...)
+  // What the sandbox applied only in part (SandboxOutcome::downgrades): a run records the union
+  // of its sandboxes' once (RunRecord::downgrades), not per entry.
+  std::vector<std::string> downgrades;
 };
 std::string_view VerifyStatusName(VerifyEntry::Status status);  // "passed", "failed", ...
 

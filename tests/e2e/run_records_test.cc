@@ -398,5 +398,42 @@ TEST_F(RunRecordsTest, RmRemovesTheSelectedRunsAndFollowsNoLink) {
   EXPECT_EQ(ReadFile(outside + "/keep.txt"), "keep\n");
 }
 
+// Issue #20: a downgrade the profile accepts (base: `memory 8G` with `best-effort cgroup`) is
+// reported once per run on stderr and recorded once in result.json, though the run launches a
+// sandbox for the agent and another for each verify command; -q keeps it off the terminal only.
+TEST_F(RunRecordsTest, ADowngradeIsReportedOncePerRunAndQuietOnlySilencesIt) {
+  Commit();
+  const std::string session =
+      ReadFile(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/session.jsonl");
+  const RunResult r = RunSession(session, true);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json res = Parse(r.out);
+  ASSERT_TRUE(res.is_object()) << r.out;
+  const json& downgrades = res["sandbox"]["downgrades"];
+  if (downgrades.empty()) {
+    GTEST_SKIP() << "this machine enforces base's cgroup limits: there is no downgrade to report";
+  }
+  ASSERT_EQ(res["verification"].size(), 1U);  // so two sandboxes: the agent's and the verifier's
+  EXPECT_EQ(downgrades.size(), 1U) << downgrades.dump();
+  std::size_t printed = 0;
+  for (std::size_t at = r.err.find("downgrade: cgroup"); at != std::string::npos;
+       at = r.err.find("downgrade: cgroup", at + 1)) {
+    ++printed;
+  }
+  EXPECT_EQ(printed, 1U) << r.err;
+
+  std::vector<std::string> args = {
+      "run",       "-q",
+      "--profile", repo_ + "/.cagent/fix-add.cagent",
+      "--repo",    repo_,
+      "--model",   "replay:" + dir_ + "/session.jsonl",
+      "--approve", "never",
+      "--json",    std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/task.md"};
+  const RunResult quiet = Harness::Get().Run(args, Env());
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_THAT(quiet.err, Not(HasSubstr("downgrade")));
+  EXPECT_EQ(Parse(quiet.out)["sandbox"]["downgrades"], downgrades);
+}
+
 }  // namespace
 }  // namespace cagent::testing
