@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "common/duration.h"
@@ -34,6 +36,12 @@
 #include "launcher/run/workspace.h"
 
 namespace cagent::launcher::cli {
+bool ProgressRedraws(bool stderr_is_terminal, const char* term, const char* no_color) {
+  if (!stderr_is_terminal) return false;
+  if (term == nullptr || term[0] == '\0' || std::string_view(term) == "dumb") return false;
+  return no_color == nullptr || no_color[0] == '\0';  // no-color.org: set and not empty
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -64,12 +72,15 @@ std::string FormatElapsed(std::chrono::milliseconds ms) {
   return buf;
 }
 
-// The live status: one line redrawn in place on a terminal, and redrawn every second between
-// events so the elapsed time moves while a long command or model call runs; plain lines (state
-// changes and actions) otherwise, so logs stay readable.
+// The live status: one line redrawn in place on a terminal (ProgressRedraws), and redrawn every
+// second between events so the elapsed time moves while a long command or model call runs; plain
+// lines (state changes and actions) otherwise, so logs stay readable.
 class ProgressDisplay {
  public:
-  explicit ProgressDisplay(bool quiet) : enabled_(!quiet), tty_(::isatty(STDERR_FILENO) == 1) {
+  explicit ProgressDisplay(bool quiet)
+      : enabled_(!quiet),
+        tty_(ProgressRedraws(::isatty(STDERR_FILENO) == 1, std::getenv("TERM"),
+                             std::getenv("NO_COLOR"))) {
     if (enabled_ && tty_) ticker_ = std::thread([this] { Tick(); });
   }
   ~ProgressDisplay() { Done(); }

@@ -45,6 +45,11 @@ struct RunsCommandOptions {
   bool dry_run = false;
 };
 
+// Whether `cagent run`'s progress is one line redrawn in place ("\r\033[K") rather than plain
+// lines: only when stderr is a terminal, TERM is set and not "dumb", and NO_COLOR is unset or
+// empty (issue #20: a dumb terminal or a log capturing a pty got the escape sequences).
+[[nodiscard]] bool ProgressRedraws(bool stderr_is_terminal, const char* term, const char* no_color);
+
 // Adds `run`; returns it.
 CLI::App* AddRunCommand(CLI::App& app, RunCommandOptions& options);
 int RunRunCommand(const RunCommandOptions& options);
