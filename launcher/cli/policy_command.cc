@@ -614,7 +614,7 @@ int RunAudit(const PolicyOptions& o) {
     const std::string cwd = std::filesystem::current_path(cwd_error).string();
     policy::SarifOptions sarif;
     sarif.version = CAGENT_VERSION;
-    sarif.source_root = cwd_error ? std::string_view() : std::string_view(cwd);
+    if (!cwd_error) sarif.source_root = cwd;
     std::cout << JsonText(policy::AuditSarif(*p, findings, sarif), 2) << std::endl;
   } else if (o.format == "json") {
     json list = json::array();

@@ -405,11 +405,28 @@ int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
   return ToInt(state ? run::ExitCodeFor(*state, verification_failed) : ExitCode::kRunFailed);
 }
 
-int DoDiff(const std::string& run_dir) {
+int DoDiff(const RunsCommandOptions& o, const std::string& run_dir) {
   bool ok = false;
   const std::string patch = ReadAll(run_dir + "/patch.diff", &ok);
   if (!ok) {
     return Usage(run_dir + " has no patch.diff (the run ended before its change set was captured)");
+  }
+  if (o.json) {
+    // JSON strings hold text: bytes of the patch that are not UTF-8 are replaced (JsonText), and
+    // the digest is of the exact bytes, which plain `cagent diff` prints.
+    auto rec = run::ReadRunResult(run_dir);
+    json changed = json::array();
+    if (rec && rec->contains("changed_files") && (*rec)["changed_files"].is_array()) {
+      changed = (*rec)["changed_files"];
+    }
+    std::cout << JsonText(json{{"run", fs::path(run_dir).filename().string()},
+                               {"sha256", Sha256Hex(patch)},
+                               {"bytes", patch.size()},
+                               {"files", changed},
+                               {"patch", patch}},
+                          2)
+              << "\n";
+    return 0;
   }
   // The patch is the agent's text. Piped (to git apply, a pager that escapes, a file) it goes out
   // byte for byte; on a terminal its control and invisible characters are shown escaped.
@@ -428,10 +445,24 @@ int DoApply(const RunsCommandOptions& o, const std::string& run_dir) {
   req.repo = o.repo;
   req.branch = o.branch;
   auto r = run::ApplyRun(req);
+  if (o.json) {
+    json out = {{"run", fs::path(run_dir).filename().string()}, {"applied", false}};
+    if (!r) {
+      out["error"] = r.error().Message();
+    } else {
+      out["applied"] = !r->nothing_to_apply;
+      out["repo"] = r->repo_root;
+      out["branch"] = r->branch.empty() ? json(nullptr) : json(r->branch);
+      out["paths"] = r->paths;
+      out["unverified"] = r->unverified;
+    }
+    std::cout << JsonText(out, 2) << "\n";
+  }
   if (!r) {
     spdlog::error("{}", TerminalSafe(r.error().Message(), TerminalLines::kMultiple));
     return ToInt(ExitCode::kRunFailed);
   }
+  if (o.json) return 0;
   if (r->nothing_to_apply) {
     std::cout << "the run changed nothing; nothing to apply\n";
     return 0;
@@ -692,6 +723,9 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
   auto* diff =
       app.add_subcommand("diff", "Print a run's captured patch (binary-safe, git format).");
   diff->add_option("run", o.run, "Run id, a unique prefix of one, or 'last'.")->required();
+  diff->add_flag("--json", o.json,
+                 "One JSON object: run, sha256 and bytes of the patch, files (path, status) and "
+                 "patch (as text: bytes that are not UTF-8 are replaced; plain output is exact).");
   diff->callback([&o] { o.verb = "diff"; });
   out.push_back(diff);
 
@@ -711,6 +745,9 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
                     "HEAD is elsewhere the base is checked out with every filter driver of the "
                     "repository's config switched off and no hooks.");
   apply->add_option("--repo", o.repo, "Apply to this repository instead of the recorded one.");
+  apply->add_flag("--json", o.json,
+                  "One JSON object on stdout: run, applied, repo, branch, paths, unverified; or "
+                  "applied false and the error (the exit status is the same).");
   apply->callback([&o] { o.verb = "apply"; });
   out.push_back(apply);
 
@@ -751,7 +788,7 @@ int RunRunsCommand(const RunsCommandOptions& o) {
   auto dir = ResolveRunDirectory(o.run);
   if (!dir) return Usage(dir.error().Message());
   if (o.verb == "show") return DoShow(o, *dir);
-  if (o.verb == "diff") return DoDiff(*dir);
+  if (o.verb == "diff") return DoDiff(o, *dir);
   if (o.verb == "apply") return DoApply(o, *dir);
   if (o.verb == "rm") return DoRm(o, *dir);
   return Usage("unknown command " + o.verb);

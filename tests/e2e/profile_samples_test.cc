@@ -267,10 +267,11 @@ TEST_F(ProfileSampleTest, ARequiredMemoryLimitIsEnforcedOrTheRunIsRefused) {
   std::ofstream(lax) << "extends base\nlimits {\n  memory 1G\n}\n";
   ::chmod(strict.c_str(), 0644);
   ::chmod(lax.c_str(), 0644);
-  RunResult r = h_.Run({"exec", "--profile", strict, "--workspace", ws, "--json", "--", "true"});
+  RunResult r =
+      h_.RunJson({"exec", "--profile", strict, "--workspace", ws, "--json", "--", "true"});
   if (r.exit_code == 0) {
-    EXPECT_THAT(r.out, Not(HasSubstr("memory and pids not enforced"))) << r.err;
-    EXPECT_THAT(r.out, Not(HasSubstr("\"downgrades\":[\"cgroup"))) << r.out;
+    EXPECT_THAT(r.json, Not(HasSubstr("memory and pids not enforced"))) << r.err;
+    EXPECT_THAT(r.json, Not(HasSubstr("\"downgrades\":[\"cgroup"))) << r.json;
   } else {
     EXPECT_EQ(r.exit_code, 125) << r.err;
     EXPECT_THAT(r.err, HasSubstr("memory controller"));

@@ -179,6 +179,40 @@ TEST_F(RunTest, TheDemoCompletesVerifiedAndApplyBringsThePatchIn) {
       << "the cut chain is expected to verify on its own";
 }
 
+TEST_F(RunTest, DiffAndApplySayWhatTheyDidAsJson) {
+  const RunResult r =
+      Run(ReadFile(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/session.jsonl"));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json res = Result(r);
+  const std::string id = res["run_id"];
+  RunOptions o;
+  o.extra_env = {"XDG_STATE_HOME=" + state_};
+  const RunResult diff = Harness::Get().Run({"diff", id, "--json"}, o);
+  ASSERT_EQ(diff.exit_code, 0) << diff.err;
+  const json d = json::parse(diff.out, nullptr, false);
+  ASSERT_TRUE(d.is_object()) << diff.out;
+  EXPECT_EQ(d["run"], id);
+  EXPECT_THAT(d["patch"].get<std::string>(), HasSubstr("+    return a + b"));
+  EXPECT_EQ(d["sha256"], res["patch"]["sha256"]);
+  ASSERT_EQ(d["files"].size(), 1U) << diff.out;
+  EXPECT_EQ(d["files"][0]["path"], "calc.py");
+
+  const RunResult apply = Harness::Get().Run({"apply", id, "--json"}, o);
+  ASSERT_EQ(apply.exit_code, 0) << apply.out << apply.err;
+  const json a = json::parse(apply.out, nullptr, false);
+  ASSERT_TRUE(a.is_object()) << apply.out;
+  EXPECT_EQ(a["applied"], true);
+  EXPECT_THAT(a["paths"], ::testing::Contains("calc.py"));
+  EXPECT_EQ(a["branch"], nullptr);
+  // Refused the second time (the tree is no longer clean): same exit status, and the reason.
+  const RunResult again = Harness::Get().Run({"apply", id, "--json"}, o);
+  EXPECT_EQ(again.exit_code, 3) << again.out << again.err;
+  const json b = json::parse(again.out, nullptr, false);
+  ASSERT_TRUE(b.is_object()) << again.out;
+  EXPECT_EQ(b["applied"], false);
+  EXPECT_FALSE(b["error"].get<std::string>().empty());
+}
+
 // `--events-jsonl FIFO`: a program following the run gets each event as it is logged, the same
 // lines as events.jsonl. The first line arrives while the run is still going (no result.json yet),
 // so the stream is not a copy made at the end.

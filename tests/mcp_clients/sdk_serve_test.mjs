@@ -348,8 +348,13 @@ const cases = {
           .catch((err) => !(err instanceof AssertionFailed));
       }
       check(ended, "cagent ends the session after the budget", s.stderr());
-      check(/tool-calls|budget/i.test(s.stderr().replace(/profile capped/g, "")),
-        "cagent says why on stderr", s.stderr());
+      // The reason is printed when the session's sandbox is gone, which over HTTP may be a little
+      // after the refused call was answered: wait for it (up to 5 s) rather than race it.
+      const says = () => /tool-calls|budget/i.test(s.stderr().replace(/profile capped/g, ""));
+      for (let waited = 0; !says() && waited < 5000; waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      check(says(), "cagent says why on stderr", s.stderr());
     });
   },
 
