@@ -393,15 +393,13 @@ class RunDriver {
     if (!policy_.setup.commands.empty()) {
       // What git sees before setup (the base, plus the caller's carried changes), so that what
       // setup writes to tracked or not-ignored paths cannot ride into the agent's patch.
-      auto before = CapturePatch(layout_, rec_.base_commit);
+      auto before = CaptureTree(layout_, rec_.base_commit);
       if (!before) return {RunEvent::kFailed, "before setup: " + before.error().Message()};
       rec_.setup = Setup(layout_.workspace, "setup", "workspace", "");
       if (auto why = SetupFailure(rec_.setup); !why.empty()) return {RunEvent::kFailed, why};
-      auto after = CapturePatch(layout_, rec_.base_commit);
+      auto after = CaptureTree(layout_, rec_.base_commit);
       if (!after) return {RunEvent::kFailed, "after setup: " + after.error().Message()};
-      if (after->tree != before->tree) {
-        return {RunEvent::kFailed, SetupWroteTracked(before->tree, after->tree)};
-      }
+      if (*after != *before) return {RunEvent::kFailed, SetupWroteTracked(*before, *after)};
     }
     return {RunEvent::kPrepared, ""};
   }

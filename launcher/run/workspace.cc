@@ -309,7 +309,7 @@ Result<std::vector<std::string>> PathsChangedBetween(const WorkspaceLayout& l,
   return paths;
 }
 
-Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& base) {
+Result<std::string> CaptureTree(const WorkspaceLayout& l, const std::string& base) {
   // Refused before any git looks at it: nested repositories and special files (see the contract).
   if (auto scan = ScanWorkspace(l.workspace); !scan) {
     return std::move(scan).Context("check the workspace before capture").error();
@@ -327,7 +327,13 @@ Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& 
   }
   auto tree = GitOutput(Trusted(l, {"write-tree"}));
   if (!tree) return std::move(tree).Context("record the captured tree").error();
-  const std::string tree_id = TrimLine(*tree);
+  return TrimLine(*tree);
+}
+
+Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& base) {
+  auto tree = CaptureTree(l, base);
+  if (!tree) return tree.error();
+  const std::string tree_id = std::move(*tree);
   const std::vector<std::string> diff_opts = {"--cached",      "--no-ext-diff",
                                               "--no-textconv", "--no-color",
                                               "--no-renames",  "--ignore-submodules=none"};

@@ -83,8 +83,13 @@ struct CapturedPatch {
 // (NeutraliseAttributes); git is bounded (RunGit). An error names the path or the git step.
 Result<CapturedPatch> CapturePatch(const WorkspaceLayout& layout, const std::string& base_commit);
 
-// The paths that differ between two trees CapturePatch recorded (CapturedPatch::tree), as git
-// names them; for telling what a step between two captures changed.
+// CapturePatch's first half: the same checks, then the tree git records for the workspace over
+// `base_commit` (as `git write-tree` names it), without computing the patch. For telling whether
+// a step changed what git sees.
+Result<std::string> CaptureTree(const WorkspaceLayout& layout, const std::string& base_commit);
+
+// The paths that differ between two trees CaptureTree (or CapturePatch) recorded, as git names
+// them; for telling what a step between two captures changed.
 Result<std::vector<std::string>> PathsChangedBetween(const WorkspaceLayout& layout,
                                                      const std::string& tree_a,
                                                      const std::string& tree_b);
