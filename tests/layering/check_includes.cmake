@@ -7,12 +7,13 @@ set(rules
   "common|#include \"(launcher|policy|agent)/"
   "policy|#include \"(launcher|agent)/"
   "agent|#include \"launcher/"
-  "launcher|#include \"launcher/(broker|model|run|cli)/"
-  "launcher/model|#include \"launcher/(broker|run|cli)/|#include \"launcher/[a-z_]+\\.h\""
-  "launcher/egress|#include \"(policy|agent)/|#include \"launcher/(broker|model|run|cli)/|#include \"launcher/[a-z_]+\\.h\""
-  "launcher/mcp|#include \"(policy|agent)/|#include \"launcher/(broker|model|egress|run|cli)/|#include \"launcher/[a-z_]+\\.h\""
-  "launcher/broker|#include \"launcher/(mcp|run|cli)/|#include \"launcher/[a-z_]+\\.h\""
-  "launcher/run|#include \"launcher/cli/")
+  "launcher|#include \"launcher/(broker|model|run|batch|cli)/"
+  "launcher/model|#include \"launcher/(broker|run|batch|cli)/|#include \"launcher/[a-z_]+\\.h\""
+  "launcher/egress|#include \"(policy|agent)/|#include \"launcher/(broker|model|run|batch|cli)/|#include \"launcher/[a-z_]+\\.h\""
+  "launcher/mcp|#include \"(policy|agent)/|#include \"launcher/(broker|model|egress|run|batch|cli)/|#include \"launcher/[a-z_]+\\.h\""
+  "launcher/broker|#include \"launcher/(mcp|run|batch|cli)/|#include \"launcher/[a-z_]+\\.h\""
+  "launcher/run|#include \"launcher/(batch|cli)/"
+  "launcher/batch|#include \"launcher/cli/")
 set(violations "")
 foreach(rule IN LISTS rules)
   string(FIND "${rule}" "|" bar)

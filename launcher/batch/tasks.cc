@@ -1,0 +1,402 @@
+#include "launcher/batch/tasks.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <utility>
+
+#include "common/duration.h"
+#include "common/terminal_text.h"
+#include "common/text.h"
+
+namespace cagent::launcher::batch {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Limits on the file itself: a task file is generated, and a generator gone wrong should get an
+// error, not an hour of parsing or a directory of millions of runs.
+constexpr std::uintmax_t kMaxFileBytes = 64U << 20U;
+constexpr std::size_t kMaxLineBytes = 1U << 20U;
+constexpr std::size_t kMaxTasks = 100000;
+constexpr std::size_t kMaxListedProblems = 50;
+constexpr std::size_t kMaxIdLength = 64;
+constexpr std::size_t kMaxRefLength = 256;
+
+// The names in a results directory that are batch's own, not a task's.
+constexpr std::string_view kReservedIds[] = {"summary.jsonl"};
+
+const std::set<std::string, std::less<>> kTopFields = {"id",        "repo",    "commit", "task",
+                                                       "task_file", "profile", "model",  "budgets"};
+const std::set<std::string, std::less<>> kBudgetFields = {"max_turns", "max_tool_calls",
+                                                          "max_tokens", "wall_time"};
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// A task id names DIR/<id>/ on the results filesystem (perhaps shared by a cluster): one path
+// component, never "." or "..", never hidden, never an option to a program it is passed to.
+std::string CheckId(const std::string& id) {
+  if (id.empty()) return "\"id\" is empty";
+  if (id.size() > kMaxIdLength) {
+    return "\"id\" is longer than " + std::to_string(kMaxIdLength) + " characters";
+  }
+  if (std::isalnum(static_cast<unsigned char>(id[0])) == 0) {
+    return "\"id\" must start with a letter or digit (it names a directory; no leading '.' or "
+           "'-'): \"" +
+           TerminalSafe(id) + "\"";
+  }
+  for (char c : id) {
+    const bool ok =
+        std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return "\"id\" may hold only letters, digits, '.', '_' and '-' (it names a directory): \"" +
+             TerminalSafe(id) + "\"";
+    }
+  }
+  if (id.find("..") != std::string::npos) return "\"id\" must not contain \"..\"";
+  for (std::string_view reserved : kReservedIds) {
+    if (Lower(id) == reserved) {
+      return "\"id\" \"" + id + "\" is the name of a file batch writes in the results directory";
+    }
+  }
+  return {};
+}
+
+// A revision as git takes it on the command line: no option (leading '-'), no whitespace or
+// control characters, bounded.
+std::string CheckCommit(const std::string& commit) {
+  if (commit.empty()) return "\"commit\" is empty (leave it out for the repository's HEAD)";
+  if (commit.size() > kMaxRefLength) return "\"commit\" is too long";
+  if (commit[0] == '-') return "\"commit\" must not start with '-'";
+  for (char c : commit) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f || c == '\\' || c == ':' || c == '?' || c == '*' || c == '[') {
+      return "\"commit\" holds a character a revision cannot: \"" + TerminalSafe(commit) + "\"";
+    }
+  }
+  return {};
+}
+
+// Whether `repo` is a git URL, and if it is one a batch may clone. Only the network transports
+// and file://: git's remote-helper syntax ("ext::sh -c ...", "fd::3") runs programs or reads
+// descriptors, and any other "scheme://" would be handed to a git-remote-<scheme> helper.
+struct RepoKind {
+  bool is_url = false;
+  std::string problem;
+};
+RepoKind ClassifyRepo(const std::string& repo) {
+  RepoKind kind;
+  const std::size_t scheme_end = repo.find("://");
+  if (scheme_end != std::string::npos) {
+    const std::string scheme = Lower(repo.substr(0, scheme_end));
+    const bool scheme_chars =
+        !scheme.empty() && std::all_of(scheme.begin(), scheme.end(), [](unsigned char c) {
+          return std::isalnum(c) != 0 || c == '+' || c == '.' || c == '-';
+        });
+    if (scheme_chars) {
+      kind.is_url = true;
+      if (scheme != "https" && scheme != "http" && scheme != "ssh" && scheme != "git" &&
+          scheme != "file") {
+        kind.problem = "\"repo\" URL scheme \"" + TerminalSafe(scheme) +
+                       "\" is not one batch clones (https, http, ssh, git, file)";
+      }
+      return kind;
+    }
+  }
+  const std::size_t helper = repo.find("::");
+  if (helper != std::string::npos && repo.find('/') > helper) {
+    kind.is_url = true;
+    kind.problem = "\"repo\" uses git's remote-helper syntax (\"" +
+                   TerminalSafe(repo.substr(0, helper)) +
+                   "::\"), which batch refuses: give a path or an https/ssh/git/file URL";
+    return kind;
+  }
+  // scp-like "user@host:path" (git's own rule: a ':' before any '/').
+  const std::size_t at = repo.find('@');
+  const std::size_t colon = repo.find(':');
+  if (at != std::string::npos && colon != std::string::npos && at < colon &&
+      repo.find('/') > colon && at > 0) {
+    kind.is_url = true;
+  }
+  return kind;
+}
+
+// `p` made absolute against `base` (the task file's directory) and normalised.
+std::string Resolve(const fs::path& base, const std::string& p) {
+  fs::path path(p);
+  if (path.is_relative()) path = base / path;
+  return path.lexically_normal().string();
+}
+
+bool IsDirectory(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool IsRegularFile(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Parses one line, refusing an object that names a key twice (nlohmann keeps the last one
+// silently: {"profile": "strict", "profile": "wide"} must not mean whichever a reader picks).
+struct Parsed {
+  json value;
+  std::string problem;
+};
+Parsed ParseLine(const std::string& line) {
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
+  json::parser_callback_t cb = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      if (!keys.empty()) keys.pop_back();
+    } else if (event == json::parse_event_t::key && !keys.empty() && parsed.is_string()) {
+      if (!keys.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
+        duplicate = parsed.get<std::string>();
+      }
+    }
+    return true;
+  };
+  Parsed out;
+  out.value = json::parse(line, cb, /*allow_exceptions=*/false);
+  if (out.value.is_discarded()) {
+    out.problem = "not valid JSON";
+  } else if (!duplicate.empty()) {
+    out.problem = "field \"" + TerminalSafe(duplicate) + "\" is given twice";
+  } else if (!out.value.is_object()) {
+    out.problem = "a task is a JSON object, one per line";
+  }
+  return out;
+}
+
+std::optional<std::string> StringField(const json& obj, const char* name, std::string* problem) {
+  auto it = obj.find(name);
+  if (it == obj.end()) return std::nullopt;
+  if (!it->is_string()) {
+    *problem = std::string("\"") + name + "\" must be a string";
+    return std::nullopt;
+  }
+  return it->get<std::string>();
+}
+
+// One line's task, or the first thing wrong with it.
+std::string CheckTask(const json& obj, const fs::path& base, BatchTask& task) {
+  for (const auto& [key, value] : obj.items()) {
+    if (kTopFields.count(key) == 0) {
+      return "unknown field \"" + TerminalSafe(key) +
+             "\" (a task has id, repo, commit, task or task_file, profile, model, budgets)";
+    }
+  }
+  std::string problem;
+  auto id = StringField(obj, "id", &problem);
+  if (!problem.empty()) return problem;
+  if (!id) return "missing field \"id\"";
+  if (std::string p = CheckId(*id); !p.empty()) return p;
+  task.id = *id;
+
+  auto repo = StringField(obj, "repo", &problem);
+  if (!problem.empty()) return problem;
+  if (!repo || repo->empty()) return "missing field \"repo\" (a path or a git URL)";
+  if ((*repo)[0] == '-') return "\"repo\" must not start with '-'";
+  const RepoKind kind = ClassifyRepo(*repo);
+  if (!kind.problem.empty()) return kind.problem;
+  task.repo_is_url = kind.is_url;
+  if (kind.is_url) {
+    task.repo = *repo;
+  } else {
+    task.repo = Resolve(base, *repo);
+    if (!IsDirectory(task.repo)) {
+      return "\"repo\" " + TerminalSafe(task.repo) + " is not a directory";
+    }
+  }
+
+  auto commit = StringField(obj, "commit", &problem);
+  if (!problem.empty()) return problem;
+  if (commit) {
+    if (std::string p = CheckCommit(*commit); !p.empty()) return p;
+    task.commit = *commit;
+  }
+
+  auto text = StringField(obj, "task", &problem);
+  if (!problem.empty()) return problem;
+  auto file = StringField(obj, "task_file", &problem);
+  if (!problem.empty()) return problem;
+  if (text && file) return "give \"task\" or \"task_file\", not both";
+  if (!text && !file) return "missing the task: give \"task\" (the text) or \"task_file\"";
+  if (text) {
+    if (TrimSpace(*text).empty()) return "\"task\" is empty";
+    task.task_text = *text;
+  } else {
+    if (file->empty()) return "\"task_file\" is empty";
+    task.task_file = Resolve(base, *file);
+    if (!IsRegularFile(task.task_file)) {
+      return "\"task_file\" " + TerminalSafe(task.task_file) + " is not a readable file";
+    }
+  }
+
+  auto profile = StringField(obj, "profile", &problem);
+  if (!problem.empty()) return problem;
+  if (!profile || profile->empty()) return "missing field \"profile\"";
+  if ((*profile)[0] == '-') return "\"profile\" must not start with '-'";
+  const bool profile_is_file = profile->find('/') != std::string::npos ||
+                               (profile->size() > 7 && profile->ends_with(".cagent"));
+  if (profile_is_file && !profile->starts_with("<built-in>/")) {
+    task.profile = Resolve(base, *profile);
+    if (!IsRegularFile(task.profile)) {
+      return "\"profile\" " + TerminalSafe(task.profile) + " is not a readable file";
+    }
+  } else {
+    task.profile = *profile;
+  }
+
+  auto model = StringField(obj, "model", &problem);
+  if (!problem.empty()) return problem;
+  if (model) {
+    if (model->empty()) return "\"model\" is empty (leave it out for cagent run's default)";
+    if ((*model)[0] == '-') return "\"model\" must not start with '-'";
+    if (model->starts_with("replay:")) {
+      const std::string file_path = Resolve(base, model->substr(7));
+      if (!IsRegularFile(file_path)) {
+        return "\"model\" replay file " + TerminalSafe(file_path) + " is not a readable file";
+      }
+      task.model = "replay:" + file_path;
+    } else {
+      task.model = *model;
+    }
+  }
+
+  if (auto it = obj.find("budgets"); it != obj.end()) {
+    if (!it->is_object()) return "\"budgets\" must be an object";
+    for (const auto& [key, value] : it->items()) {
+      if (kBudgetFields.count(key) == 0) {
+        return "unknown budget \"" + TerminalSafe(key) +
+               "\" (budgets are max_turns, max_tool_calls, max_tokens, wall_time)";
+      }
+      if (key == "wall_time") {
+        if (!value.is_string()) return "budget \"wall_time\" must be a string such as \"20m\"";
+        const auto text_value = value.get<std::string>();
+        if (!ParseDuration(text_value)) {
+          return "budget \"wall_time\" is not a duration (e.g. \"90s\", \"20m\"): \"" +
+                 TerminalSafe(text_value) + "\"";
+        }
+        task.budgets.wall_time = text_value;
+        continue;
+      }
+      if (!value.is_number_unsigned() || value.get<std::uint64_t>() == 0) {
+        return "budget \"" + key + "\" must be a positive integer";
+      }
+      const auto n = value.get<std::uint64_t>();
+      if (key == "max_turns") {
+        task.budgets.max_turns = n;
+      } else if (key == "max_tool_calls") {
+        task.budgets.max_tool_calls = n;
+      } else {
+        task.budgets.max_tokens = n;
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<BatchTask>> LoadTasks(const std::string& path) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(path, ec);
+  if (ec) return ErrnoError("task file " + path, ec.value()).WithCode(Error::Code::kInvalidInput);
+  struct stat st {};
+  if (::stat(abs.c_str(), &st) != 0) {
+    return ErrnoError("task file " + path).WithCode(Error::Code::kInvalidInput);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return PlainError("task file " + path, "not a regular file")
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  if (static_cast<std::uintmax_t>(st.st_size) > kMaxFileBytes) {
+    return PlainError("task file " + path, "larger than 64 MiB").WithCode(Error::Code::kTooLarge);
+  }
+  std::ifstream in(abs, std::ios::binary);
+  if (!in) return ErrnoError("task file " + path).WithCode(Error::Code::kInvalidInput);
+  const fs::path base = abs.parent_path();
+
+  std::vector<BatchTask> tasks;
+  std::vector<std::string> problems;
+  std::size_t problem_count = 0;
+  auto bad = [&](std::size_t line, const std::string& what) {
+    ++problem_count;
+    if (problems.size() < kMaxListedProblems) {
+      problems.push_back(path + ":" + std::to_string(line) + ": " + what);
+    }
+  };
+  // Lower-cased id -> the line that used it: two ids that differ only in case would share a
+  // directory on a case-insensitive results filesystem.
+  std::map<std::string, std::size_t> seen;
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (TrimSpace(line).empty()) continue;
+    if (line.size() > kMaxLineBytes) {
+      bad(number, "line longer than 1 MiB");
+      continue;
+    }
+    if (tasks.size() + problem_count >= kMaxTasks) {
+      bad(number, "more than " + std::to_string(kMaxTasks) + " tasks in one file");
+      break;
+    }
+    Parsed parsed = ParseLine(line);
+    if (!parsed.problem.empty()) {
+      bad(number, parsed.problem);
+      continue;
+    }
+    BatchTask task;
+    task.line = number;
+    if (std::string p = CheckTask(parsed.value, base, task); !p.empty()) {
+      bad(number, p);
+      continue;
+    }
+    auto [it, fresh] = seen.emplace(Lower(task.id), number);
+    if (!fresh) {
+      bad(number, "duplicate id \"" + task.id + "\" (first on line " + std::to_string(it->second) +
+                      "; ids are compared ignoring case)");
+      continue;
+    }
+    task.index = tasks.size();
+    tasks.push_back(std::move(task));
+  }
+  if (problem_count > 0) {
+    std::string detail;
+    for (const auto& p : problems) {
+      if (!detail.empty()) detail += "\n";
+      detail += p;
+    }
+    if (problem_count > problems.size()) {
+      detail += "\n... and " + std::to_string(problem_count - problems.size()) + " more";
+    }
+    return PlainError("invalid task file", detail).WithCode(Error::Code::kInvalidInput);
+  }
+  if (tasks.empty()) {
+    return PlainError("invalid task file", path + ": no tasks (one JSON object a line)")
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  return tasks;
+}
+
+}  // namespace cagent::launcher::batch
