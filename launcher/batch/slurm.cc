@@ -1,0 +1,121 @@
+#include "launcher/batch/slurm.h"
+
+#include <string>
+#include <vector>
+
+namespace cagent::launcher::batch {
+namespace {
+
+Error Invalid(const std::string& what, const std::string& detail) {
+  return PlainError(what, detail).WithCode(Error::Code::kInvalidInput);
+}
+
+bool HasControl(const std::string& text) {
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) return true;
+  }
+  return false;
+}
+
+// A partition or job name: what Slurm's own names use, nothing a shell or sbatch's line parser
+// would read specially.
+bool IsPlainName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (const char c : name) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<bool> CheckPath(const std::string& flag, const std::string& path) {
+  if (path.empty() || path.front() != '/') {
+    return Invalid(flag, "'" + path + "' is not an absolute path");
+  }
+  if (HasControl(path)) {
+    return Invalid(flag,
+                   "the path holds a newline or another control character, which the batch "
+                   "script cannot carry; use a path without one");
+  }
+  return true;
+}
+
+// DIR inside an #SBATCH line: sbatch reads the double-quoted value literally except for its
+// filename pattern, where "%" starts a replacement ("%%" is a literal %) and a backslash anywhere
+// turns the replacements off (the per-task file names would then collide).
+Result<std::string> OutputPattern(const std::string& dir) {
+  std::string out;
+  for (const char c : dir) {
+    if (c == '"' || c == '\\') {
+      return Invalid("--results", std::string("the path holds '") + c +
+                                      "', which an #SBATCH line cannot carry; use a directory "
+                                      "without quotes or backslashes");
+    }
+    if (c == '%') out += '%';
+    out += c;
+  }
+  if (out.back() != '/') out += '/';
+  return out + kSlurmOutputPattern;
+}
+
+}  // namespace
+
+std::string ShellQuote(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+Result<std::string> SlurmScript(const std::vector<BatchTask>& tasks, const SlurmOptions& options) {
+  if (tasks.empty()) {
+    return Invalid("tasks", "the task file holds no tasks; a Slurm array needs at least one");
+  }
+  if (auto r = CheckPath("--cagent", options.cagent); !r) return r.error();
+  if (auto r = CheckPath("tasks file", options.tasks_file); !r) return r.error();
+  if (auto r = CheckPath("--results", options.results_dir); !r) return r.error();
+  if (!options.partition.empty() && !IsPlainName(options.partition)) {
+    return Invalid("--partition", "'" + options.partition +
+                                      "' is not a partition name (letters, digits, '.', '_' and "
+                                      "'-', at most 64)");
+  }
+  if (!IsPlainName(options.job_name)) {
+    return Invalid("--job-name", "'" + options.job_name +
+                                     "' is not a job name (letters, digits, '.', '_' and '-', at "
+                                     "most 64)");
+  }
+  auto output = OutputPattern(options.results_dir);
+  if (!output) return output.error();
+
+  std::string array = "0-" + std::to_string(tasks.size() - 1);
+  if (options.array_limit > 0) array += "%" + std::to_string(options.array_limit);
+
+  std::string s;
+  s += "#!/bin/sh\n";
+  s += "# Written by `cagent batch slurm`: one Slurm array task per task of the file; array task\n";
+  s += "# i runs task i (0-based, blank lines not counted) with `cagent batch run --index i`.\n";
+  s += "# Results: DIR/<task-id>/result.json; `cagent batch report DIR` summarises them.\n";
+  s += "#SBATCH --job-name=" + options.job_name + "\n";
+  s += "#SBATCH --array=" + array + "\n";
+  s += "#SBATCH --ntasks=1\n";
+  s += "#SBATCH --output=\"" + *output + "\"\n";
+  if (!options.partition.empty()) s += "#SBATCH --partition=" + options.partition + "\n";
+  s += "set -eu\n";
+  s += ": \"${SLURM_ARRAY_TASK_ID:?is not set: submit this script with sbatch}\"\n";
+  s += "# exec: cagent replaces the shell, so Slurm's SIGTERM (scancel, the time limit) reaches "
+       "it\n";
+  s += "# and it cancels the task's run, which ends 'cancelled' with its result.json written.\n";
+  s += "exec " + ShellQuote(options.cagent) + " batch run " + ShellQuote(options.tasks_file) +
+       " --results " + ShellQuote(options.results_dir) +
+       " --index \"$SLURM_ARRAY_TASK_ID\" --jobs 1\n";
+  return s;
+}
+
+}  // namespace cagent::launcher::batch
