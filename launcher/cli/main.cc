@@ -20,6 +20,7 @@
 #include "launcher/cli/exec_command.h"
 #include "launcher/cli/log_command.h"
 #include "launcher/cli/mcp_command.h"
+#include "launcher/cli/parse_hint.h"
 #include "launcher/cli/policy_command.h"
 #include "launcher/cli/profile_command.h"
 #include "launcher/cli/run_command.h"
@@ -152,7 +153,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // Below the top level, the subcommand reached and the nearest name to a misspelt word.
+    const std::string hint = cagent::launcher::cli::ParseErrorHint(app, e);
+    if (hint.empty()) {
+      app.exit(e);
+    } else {
+      std::fprintf(stderr, "cagent: %s\n", hint.c_str());
+    }
     return cagent::ToInt(cagent::ExitCode::kUsage);
   }
   // Last resort: an exception no subcommand caught, or std::terminate (a throw from a thread or a

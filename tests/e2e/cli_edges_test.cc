@@ -42,6 +42,42 @@ TEST(CliEdges, MisspeltGlobalOptionSuggestsTheNearestOption) {
   EXPECT_THAT(far.err, Not(HasSubstr("did you mean")));
 }
 
+// Below the top level CLI11 alone said "The following arguments were not expected: --jsn" or "A
+// subcommand is required", naming neither the subcommand nor what was meant.
+TEST(CliEdges, MisspeltOptionOfASubcommandSuggestsThatSubcommandsOption) {
+  const RunResult r = Harness::Get().Run({"runs", "--stauts", "failed"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "cagent: unknown option '--stauts' for 'cagent runs'; did you mean '--status'?\n");
+  const RunResult nested = Harness::Get().Run({"policy", "check", "--jsno", "base"});
+  EXPECT_EQ(nested.exit_code, 2);
+  EXPECT_THAT(nested.err, HasSubstr("for 'cagent policy check'"));
+  // An option of the value form is matched by its name.
+  const RunResult value = Harness::Get().Run({"exec", "--json-fil=/dev/null", "--", "true"});
+  EXPECT_EQ(value.exit_code, 2);
+  EXPECT_EQ(value.err,
+            "cagent: unknown option '--json-fil' for 'cagent exec'; did you mean '--json-file'?\n");
+  // Nothing close: where to look instead.
+  const RunResult far = Harness::Get().Run({"runs", "--frobnicate"});
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_THAT(far.err, HasSubstr("run 'cagent runs --help' for its options"));
+  EXPECT_THAT(far.err, Not(HasSubstr("did you mean")));
+}
+
+TEST(CliEdges, MisspeltOrMissingNestedSubcommandNamesTheChoices) {
+  const RunResult r = Harness::Get().Run({"policy", "chek", "base"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "cagent: unknown subcommand 'chek' of 'cagent policy'; did you mean 'check'?\n");
+  const RunResult none = Harness::Get().Run({"policy"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.err, HasSubstr("'cagent policy' needs a subcommand: list, check,"));
+  // A hostile word is shown with its control characters replaced.
+  const RunResult hostile = Harness::Get().Run({"policy", "\x1b]0;pwned\x07"});
+  EXPECT_EQ(hostile.exit_code, 2);
+  EXPECT_THAT(hostile.err, Not(HasSubstr("\x1b")));
+  EXPECT_THAT(hostile.err, HasSubstr("unknown subcommand '?]0;pwned?' of 'cagent policy'"));
+}
+
 TEST(CliEdges, GlobalOptionsStillWork) {
   const RunResult v = Harness::Get().Run({"--version"});
   EXPECT_EQ(v.exit_code, 0);
