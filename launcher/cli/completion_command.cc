@@ -149,7 +149,16 @@ std::string Bash(const std::vector<CompletionNode>& nodes) {
          Join(Firsts(n.options)) + "'\n      vals='" + Join(n.value_options) + "' ;;\n";
   }
   s += "  esac\n"
-       "  # The value of an option: file names.\n"
+       "  # --profile: the names on the search path (plain words only, from `cagent policy list\n"
+       "  # --names`), else file names. No word of it is expanded: a name is matched, not run.\n"
+       "  if [[ $prev == --profile ]]; then\n"
+       "    local n\n"
+       "    while IFS= read -r n; do\n"
+       "      [[ $n == \"$cur\"* ]] && COMPREPLY+=(\"$n\")\n"
+       "    done < <(command cagent policy list --names 2>/dev/null)\n"
+       "    return 0\n"
+       "  fi\n"
+       "  # The value of any other option: file names.\n"
        "  [[ -n $prev && \" $vals \" == *\" $prev \"* ]] && return 0\n"
        "  if [[ $cur == -* ]]; then\n"
        "    mapfile -t COMPREPLY < <(compgen -W \"$opts\" -- \"$cur\")\n"
@@ -193,7 +202,12 @@ std::string Zsh(const std::vector<CompletionNode>& nodes) {
     s += " )\n      vals=( " + Join(n.value_options) + " ) ;;\n";
   }
   s += "  esac\n"
-       "  if (( CURRENT > 2 && ${vals[(Ie)${words[CURRENT-1]}]} )); then\n"
+       "  if [[ ${words[CURRENT-1]} == --profile ]]; then\n"
+       "    local -a names\n"
+       "    names=(${(f)\"$(command cagent policy list --names 2>/dev/null)\"})\n"
+       "    compadd -a names\n"
+       "    _files\n"
+       "  elif (( CURRENT > 2 && ${vals[(Ie)${words[CURRENT-1]}]} )); then\n"
        "    _files\n"
        "  elif [[ $PREFIX == -* ]]; then\n"
        "    _describe -t options 'cagent option' opts\n"
@@ -242,9 +256,12 @@ std::string Fish(const std::vector<CompletionNode>& nodes) {
       const bool value =
           std::find(n.value_options.begin(), n.value_options.end(), name) != n.value_options.end();
       const bool is_long = name.rfind("--", 0) == 0;
+      // --profile: the names on the search path, besides files.
+      const std::string names =
+          name == "--profile" ? " -a '(command cagent policy list --names 2>/dev/null)'" : "";
       s += "complete -c cagent" + when +
            (is_long ? " -l " + name.substr(2) : " -s " + name.substr(1)) + (value ? " -r" : "") +
-           " -d " + SingleQuotedFish(desc) + "\n";
+           names + " -d " + SingleQuotedFish(desc) + "\n";
     }
   }
   return s;

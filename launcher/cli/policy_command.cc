@@ -95,6 +95,19 @@ std::string Stem(const std::string& path) {
 int RunList(const PolicyOptions& o) {
   const policy::SearchPath search = Search();
   const auto entries = policy::ListProfiles(search);
+  if (o.names) {
+    // Read by shell completion code (`cagent completion`): a name from a repository's .cagent/
+    // is printed only when it is a plain word, so no file name becomes shell syntax there.
+    for (const auto& e : entries) {
+      const bool plain = !e.name.empty() && e.name.front() != '-' && e.name.front() != '.' &&
+                         std::all_of(e.name.begin(), e.name.end(), [](char c) {
+                           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                  (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+                         });
+      if (plain) std::cout << e.name << "\n";
+    }
+    return kExitOk;
+  }
   if (o.json) {
     json j;
     j["search_path"] = search.dirs;
@@ -689,6 +702,10 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
   o.list_cmd->add_flag("--json", o.json,
                        "Print {search_path, profiles: [{name, path, origin, description, "
                        "shadows}]}.");
+  o.list_cmd->add_flag("--names", o.names,
+                       "Print only the names, one per line, leaving out any that is not a plain "
+                       "word (letters, digits, '.', '-', '_'): what the shell completions offer "
+                       "for --profile.");
 
   o.check_cmd = policy->add_subcommand(
       "check",

@@ -16,6 +16,7 @@ namespace cagent::launcher::cli {
 
 struct PolicyOptions {
   bool json = false;
+  bool names = false;                 // list: names only, for completion scripts
   std::vector<std::string> profiles;  // check
   std::string profile;                // show, explain, test, audit
   // explain: exactly one request.

@@ -42,6 +42,21 @@ case $shell in
       fail "'cagent exec --pro' does not complete to --profile"
     # After --, the sandboxed command's words: nothing of cagent's.
     [ -z "$(complete_words cagent exec -- ex)" ] || fail "'cagent exec -- ex' offers cagent words"
+    # --profile: the names `cagent policy list` finds (here a repository's .cagent/ beside the
+    # built-ins), the cagent on PATH asked. A hostile file name there is neither offered nor run.
+    mkdir -p "$tmp/bin" "$tmp/repo/.git" "$tmp/repo/.cagent"
+    ln -s "$(cd "$(dirname "$cagent")" && pwd)/$(basename "$cagent")" "$tmp/bin/cagent"
+    printf 'profile mine\nextends base\n' > "$tmp/repo/.cagent/mine.cagent"
+    printf 'profile x\nextends base\n' > "$tmp/repo/.cagent/\$(touch pwned).cagent"
+    printf 'profile y\nextends base\n' > "$tmp/repo/.cagent/\`touch pwned2\`.cagent"
+    words=$(cd "$tmp/repo" && PATH=$tmp/bin:$PATH complete_words cagent exec --profile '')
+    grep -qx backend <<<"$words" || fail "'cagent exec --profile ' does not offer backend: $words"
+    grep -qx mine <<<"$words" || fail "'--profile ' does not offer the repository's mine: $words"
+    ! grep -q touch <<<"$words" || fail "'--profile ' offers a name that is shell syntax: $words"
+    words=$(cd "$tmp/repo" && PATH=$tmp/bin:$PATH complete_words cagent run --profile back)
+    [ "$(sort <<<"$words" | tr '\n' ' ')" = "backend backend-registries " ] ||
+      fail "'cagent run --profile back' offers '$words'"
+    ! ls "$tmp/repo" | grep -q pwned || fail "completing --profile ran a planted command"
     ;;
   zsh)
     # Loaded by compinit from a directory on fpath, as the package installs it.
@@ -55,6 +70,10 @@ case $shell in
     grep -q '^exec' <<<"$out" || fail "fish: 'cagent ex' does not complete to exec: $out"
     out=$(HOME=$tmp fish --no-config -c "source $tmp/script; complete -C'cagent policy ch'")
     grep -q '^check' <<<"$out" || fail "fish: 'cagent policy ch' does not complete to check: $out"
+    mkdir -p "$tmp/bin"
+    ln -s "$(cd "$(dirname "$cagent")" && pwd)/$(basename "$cagent")" "$tmp/bin/cagent"
+    out=$(HOME=$tmp PATH=$tmp/bin:$PATH fish --no-config -c "source $tmp/script; complete -C'cagent exec --profile back'")
+    grep -q '^backend-registries' <<<"$out" || fail "fish: '--profile back' does not offer backend-registries: $out"
     ;;
 esac
 echo "ok: $shell completion"
