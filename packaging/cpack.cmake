@@ -49,13 +49,16 @@ set(CPACK_DEBIAN_CAGENT_PACKAGE_CONTROL_EXTRA
     ${CAGENT_DEBIAN_CONTROL_DIR}/conffiles)
 set(CPACK_COMPONENT_CAGENT_DESCRIPTION "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}")
 
-# The SELinux module (selinux/, docs/selinux.md): load it with semodule -i.
+# The SELinux module (selinux/, docs/selinux.md): its postinst loads it with semodule -i where
+# the machine has a policy store; its postrm takes it out.
 set(CPACK_DEBIAN_SELINUX_PACKAGE_NAME cagent-selinux)
 set(CPACK_DEBIAN_SELINUX_PACKAGE_ARCHITECTURE all)
 set(CPACK_DEBIAN_SELINUX_PACKAGE_DEPENDS "cagent (= ${PROJECT_VERSION})")
 set(CPACK_DEBIAN_SELINUX_PACKAGE_SUGGESTS "policycoreutils, selinux-policy-default")
 set(CPACK_DEBIAN_SELINUX_PACKAGE_SHLIBDEPS OFF)
+set(CPACK_DEBIAN_SELINUX_PACKAGE_CONTROL_EXTRA
+    ${CAGENT_DEBIAN_SELINUX_CONTROL_DIR}/postinst ${CAGENT_DEBIAN_SELINUX_CONTROL_DIR}/postrm)
 set(CPACK_COMPONENT_SELINUX_DESCRIPTION
-    "SELinux policy module for cagent (load with semodule -i /usr/share/selinux/packages/cagent/cagent.pp)")
+    "SELinux policy module for cagent (loaded into the policy store on install where semodule works)")
 
 include(CPack)

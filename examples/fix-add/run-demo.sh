@@ -5,14 +5,25 @@
 # applies the verified patch to the scratch repository.
 #
 #   examples/fix-add/run-demo.sh [path/to/cagent]
+#   sh /usr/share/cagent/examples/fix-add/run-demo.sh     (installed: the cagent on PATH)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-cagent=${1:-$here/../../build/launcher/cagent}
+# Default: the source tree's build, else (the installed copy of this script) cagent on PATH.
+if [ $# -ge 1 ]; then
+  cagent=$1
+elif [ -x "$here/../../build/launcher/cagent" ]; then
+  cagent=$here/../../build/launcher/cagent
+else
+  cagent=$(command -v cagent || echo cagent)
+fi
 # Absolute, since the demo runs from inside the scratch repository.
 case $cagent in
   */*) cagent=$(cd "$(dirname "$cagent")" && pwd)/$(basename "$cagent") ;;
 esac
-[ -x "$cagent" ] || { echo "run-demo.sh: $cagent is not built (cmake --build build)" >&2; exit 2; }
+[ -x "$cagent" ] || {
+  echo "run-demo.sh: no cagent at '$cagent' (build it: cmake --build build; or install the package)" >&2
+  exit 2
+}
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/cagent-demo-XXXXXX")
 cp -R "$here/repo/." "$scratch/"
 git -C "$scratch" init -q -b main

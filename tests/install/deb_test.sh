@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `cpack -G DEB` from the build tree: cagent_VERSION_ARCH.deb (and cagent-selinux when the module
 # was built) with the right control fields and files; the cagent it holds runs once extracted.
-# Nothing is installed on this machine (no dpkg -i).
+# Nothing is installed on this machine (no dpkg -i): tests/install/system_install_test.sh, run by
+# CI on its throwaway machine, installs them for real.
 #   deb_test.sh BUILD_DIR PREFIX VERSION
 set -euo pipefail
 build=$1 prefix=$2 version=$3
@@ -32,7 +33,8 @@ for f in "$prefix/bin/cagent" "$prefix/libexec/cagent/cagent-agent" \
          "$prefix/share/man/man1/cagent.1" "$prefix/share/cagent/profiles/base.cagent" \
          "$prefix/share/bash-completion/completions/cagent" \
          "$prefix/share/zsh/vendor-completions/_cagent" \
-         "$prefix/share/fish/vendor_completions.d/cagent.fish" "$sysconf/cagent"; do
+         "$prefix/share/fish/vendor_completions.d/cagent.fish" "$sysconf/cagent" \
+         "$prefix/share/cagent/examples/fix-add/run-demo.sh"; do
   grep -qx -- "$f" "$tmp/files" || fail "$f is not in the package"
 done
 ! grep -q selinux "$tmp/files" || fail "the SELinux module is in cagent, not cagent-selinux"
@@ -53,5 +55,13 @@ if [ -f "$build/selinux/cagent.pp" ]; then
   grep -q "cagent (= $version)" <<<"$(field "$se" Depends)" || fail "cagent-selinux Depends"
   dpkg-deb -c "$se" | grep -q "share/selinux/packages/cagent/cagent.pp" ||
     fail "cagent.pp is not in cagent-selinux"
+  # Its maintainer scripts load the module it ships (the path in the package) and take it out.
+  dpkg-deb -e "$se" "$tmp/se-control"
+  sh -n "$tmp/se-control/postinst" && sh -n "$tmp/se-control/postrm" ||
+    fail "cagent-selinux's maintainer scripts do not parse"
+  grep -q "^module='$prefix/share/selinux/packages/cagent/cagent.pp'" "$tmp/se-control/postinst" ||
+    fail "cagent-selinux's postinst does not name the module it ships"
+  grep -q 'semodule -i "$module"' "$tmp/se-control/postinst" || fail "postinst does not semodule -i"
+  grep -q 'semodule -r cagent' "$tmp/se-control/postrm" || fail "postrm does not semodule -r"
 fi
 echo "ok: $(basename "$deb") (Depends: $depends)"

@@ -14,7 +14,9 @@ root=$tmp/root$prefix
 sysconf=$(sed -n 's/^CAGENT_APPARMOR_DIR:PATH=//p' "$build/CMakeCache.txt")
 for f in bin/cagent libexec/cagent/cagent-agent share/man/man1/cagent.1 \
          share/cagent/profiles/base.cagent share/bash-completion/completions/cagent \
-         share/zsh/vendor-completions/_cagent share/fish/vendor_completions.d/cagent.fish; do
+         share/zsh/vendor-completions/_cagent share/fish/vendor_completions.d/cagent.fish \
+         share/cagent/examples/fix-add/run-demo.sh share/cagent/examples/fix-add/session.jsonl \
+         share/cagent/examples/fix-add/repo/.cagent/fix-add.cagent; do
   [ -f "$root/$f" ] || fail "$prefix/$f is not installed"
 done
 [ -f "$tmp/root$sysconf/cagent" ] || fail "$sysconf/cagent (the AppArmor profile) is not installed"
