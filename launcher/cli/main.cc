@@ -14,6 +14,7 @@
 
 #include "common/exit_codes.h"
 #include "launcher/cli/agent_command.h"
+#include "launcher/cli/batch_command.h"
 #include "launcher/cli/cache_command.h"
 #include "launcher/cli/completion_command.h"
 #include "launcher/cli/doctor_command.h"
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
              want_runs = wants({"runs", "show", "diff", "apply", "rm"}),
              want_agent = wants({"agent"}), want_profile = wants({"profile"}),
              want_mcp = wants({"mcp"}), want_cache = wants({"cache"}),
-             want_completion = wants({"completion"});
+             want_batch = wants({"batch"}), want_completion = wants({"completion"});
   // A first argument that is neither a subcommand nor a global option is an error here, with the
   // nearest name as a hint, before the whole tree is built for CLI11 to say less ("A subcommand
   // is required").
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
   cagent::launcher::cli::ProfileOptions profile_options;
   cagent::launcher::cli::McpOptions mcp_options;
   cagent::launcher::cli::CacheOptions cache_options;
+  cagent::launcher::cli::BatchOptions batch_options;
   cagent::launcher::cli::CompletionOptions completion_options;
   CLI::App *exec = nullptr, *doctor = nullptr, *policy = nullptr, *log_cmd = nullptr,
            *run = nullptr, *agent = nullptr, *profile = nullptr, *mcp = nullptr, *cache = nullptr;
@@ -140,6 +142,8 @@ int main(int argc, char** argv) {
   }
   if (all || want_mcp) mcp = cagent::launcher::cli::AddMcpCommand(app, mcp_options);
   if (all || want_cache) cache = cagent::launcher::cli::AddCacheCommand(app, cache_options);
+  CLI::App* batch =
+      all || want_batch ? cagent::launcher::cli::AddBatchCommand(app, batch_options) : nullptr;
   CLI::App* completion =
       all ? cagent::launcher::cli::AddCompletionCommand(app, completion_options) : nullptr;
   auto parsed = [](const CLI::App* c) { return c != nullptr && c->parsed(); };
@@ -177,6 +181,7 @@ int main(int argc, char** argv) {
     if (parsed(run)) return cagent::launcher::cli::RunRunCommand(run_options);
     if (parsed(mcp)) return cagent::launcher::cli::RunMcpCommand(mcp_options);
     if (parsed(cache)) return cagent::launcher::cli::RunCacheCommand(cache_options);
+    if (parsed(batch)) return cagent::launcher::cli::RunBatchCommand(batch_options);
     if (parsed(completion)) {
       return cagent::launcher::cli::RunCompletionCommand(app, completion_options);
     }

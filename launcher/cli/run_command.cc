@@ -28,6 +28,7 @@
 #include "common/sha256.h"
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
+#include "launcher/cli/transcript.h"
 #include "launcher/profile_choice.h"
 #include "launcher/run/apply.h"
 #include "launcher/run/git.h"
@@ -605,6 +606,10 @@ CLI::App* AddRunCommand(CLI::App& app, RunCommandOptions& o) {
       ->required();
   cmd->add_option("--repo", o.repo, "The repository (default: the current directory's).");
   cmd->add_option("--commit", o.commit, "Base revision (default HEAD), pinned to its full id.");
+  cmd->add_option("--state-dir", o.state_dir,
+                  "Keep the run under DIR/runs/RUN/ instead of $XDG_STATE_HOME/cagent/runs/ "
+                  "('cagent batch' gives each task its own). 'cagent runs' and the commands that "
+                  "take a run id do not look there; 'cagent log verify DIR/runs/RUN' does.");
   cmd->add_flag("--allow-dirty", o.allow_dirty,
                 "Carry uncommitted changes (tracked and untracked, not ignored) into the "
                 "workspace instead of refusing; the run records that it did.");
@@ -624,6 +629,12 @@ CLI::App* AddRunCommand(CLI::App& app, RunCommandOptions& o) {
                   "or /dev/fd/N for a program following the run. A reader that stops reading "
                   "holds the run up once its pipe is full; one that closes it ends the stream, "
                   "with a warning, and the run goes on.");
+  cmd->add_flag("-v,--verbose", o.verbose,
+                "Instead of the progress line, a scrolling transcript on stderr: the run's state "
+                "changes, each model turn's text, each tool call (name and arguments, "
+                "abbreviated), the broker's decision and rule, and the result (status and the "
+                "first lines of output). Every text the model, the agent or the repository wrote "
+                "is shown escaped; secrets are redacted as in the event log.");
   cmd->footer(
       "Exit status: 0 completed and verified; 1 verification failed; 3 the run failed (budget, "
       "policy violation in the patch, provider error, agent crash); 4 needs approval; 130 "
@@ -637,6 +648,10 @@ int RunRunCommand(const RunCommandOptions& o) {
   req.task_file = o.task_file;
   req.repo = o.repo;
   req.commit = o.commit;
+  if (!o.state_dir.empty()) {
+    std::error_code ec;
+    req.state_dir = fs::absolute(o.state_dir, ec).lexically_normal().string();
+  }
   req.allow_dirty = o.allow_dirty;
   req.allow_unverified = o.allow_unverified;
   req.trust_repo_profile = o.trust_repo_profile;
@@ -661,7 +676,13 @@ int RunRunCommand(const RunCommandOptions& o) {
     req.events_fd = events.get();
   }
 
-  ProgressDisplay display(o.json);
+  TranscriptPrinter transcript(std::cerr);
+  if (o.verbose) {
+    req.on_entry = [&transcript](std::string_view line, const nlohmann::json& t) {
+      transcript.Print(line, t);
+    };
+  }
+  ProgressDisplay display(o.json || o.verbose);
   auto rec = run::ExecuteRun(req, [&](const run::RunProgress& p) { display.Update(p); });
   display.Done();
   if (!rec) {

@@ -21,6 +21,7 @@ struct RunCommandOptions {
   std::string task_file;
   std::string repo;
   std::string commit;
+  std::string state_dir;  // --state-dir DIR: runs under DIR/runs/ (cagent batch: DIR/<task>/state)
   bool allow_dirty = false;
   bool allow_unverified = false;
   bool trust_repo_profile = false;
@@ -28,6 +29,7 @@ struct RunCommandOptions {
   bool json = false;
   bool quiet = false;        // -q: no downgrade lines on stderr (still in result.json)
   std::string events_jsonl;  // --events-jsonl FILE
+  bool verbose = false;      // --verbose: the transcript (launcher/cli/transcript.h) on stderr
 };
 
 struct RunsCommandOptions {
