@@ -298,6 +298,7 @@ bool AuditLog::Append(const AuditEvent& event) {
     Sha256ToHex(Sha256Digest(out.substr(0, out.size() - 1)), prev_.data());
     ++seq_;
     Stream(out);
+    if (observer_) observer_(out.substr(0, out.size() - 1), event.transcript);
     return true;
   }
   if (done > 0) {
@@ -308,6 +309,7 @@ bool AuditLog::Append(const AuditEvent& event) {
     }
   }
   ++lost_;
+  if (observer_) observer_(out.substr(0, out.size() - 1), event.transcript);
   if (!reported_) {
     reported_ = true;
     spdlog::warn(

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -44,6 +45,14 @@ class AuditLog {
   // fails (the reader went away) it is dropped with one warning and the log goes on.
   void StreamTo(int fd) { stream_fd_ = fd; }
 
+  // Called with every entry appended from now on (the line without its newline, and the event's
+  // `transcript`, null when it has none), on the appending thread, after the write; also for an
+  // entry that could not be written. `cagent run --verbose` prints a transcript from it. Empty =
+  // none. The broker builds transcripts only when observed() is true.
+  using Observer = std::function<void(std::string_view line, const nlohmann::json& transcript)>;
+  void SetObserver(Observer observer) { observer_ = std::move(observer); }
+  [[nodiscard]] bool observed() const { return static_cast<bool>(observer_); }
+
   [[nodiscard]] std::uint64_t entries() const { return seq_; }
   [[nodiscard]] std::uint64_t lost() const { return lost_; }
   [[nodiscard]] const std::string& path() const { return path_; }
@@ -72,6 +81,7 @@ class AuditLog {
   std::uint64_t size_ = 0;  // bytes of complete lines in the file (a partial line is cut back)
   bool reported_ = false;
   int stream_fd_ = -1;
+  Observer observer_;
 };
 
 // Digest of a JSON value in canonical form (keys sorted, no whitespace): used for args and

@@ -146,6 +146,11 @@ struct AuditEvent {
   // Set instead of `detail` by the per-call builders (Decision, ToolResult): the same fields in
   // the order a json object writes its keys (sorted bytewise), so the line is the same either way.
   std::vector<AuditDetailField> fields{};
+  // Not written to the log: what a transcript (`cagent run --verbose`) shows that the log keeps
+  // only as digests or sizes (a model turn's text and calls, a tool call's arguments, a tool's
+  // output). Set by the broker only when the log has an observer (AuditLog::SetObserver);
+  // redacted like `detail`. null when unset.
+  nlohmann::json transcript = nullptr;
 
   // The detail as one json object, whichever form holds it (for readers and tests; the writer
   // does not need it).

@@ -249,6 +249,9 @@ class Broker::Impl {
     // The request's paths as the agent sent them, for its decision's entry; set only while
     // OnToolRequest runs (the decision entry records the request too).
     const std::vector<std::string>* paths = nullptr;
+    // Its arguments as the agent sent them, for a transcript (AuditEvent::transcript); same
+    // lifetime as `paths`.
+    const json* args = nullptr;
   };
   // For kHeadless, `why` names the setting that denied the ask (AskDeniedReason): it becomes the
   // decision's reason, so the audit log says what decided instead of "the profile asks".
@@ -269,6 +272,8 @@ class Broker::Impl {
   void ProtocolError(ErrorCode code, const std::string& message, std::uint64_t id);
   void BudgetExhausted(std::uint64_t id, const std::string& reason);
   void Audit(AuditEvent event);
+  // Whether entries carry a transcript (AuditEvent::transcript): only when the log is observed.
+  [[nodiscard]] bool Transcribing() const;
   void Emit(std::string kind, std::string text);
   // The budget's elapsed time brought up to now; SyncUsage also copies the counts into outcome_
   // (at the end of the session and when outcome() is read, not per message).
@@ -787,7 +792,7 @@ void Broker::Impl::OnModelDone(std::uint64_t id, std::uint64_t turn, std::uint64
   }
   // The turn as the agent gets it and the provider's own body (redacted by Audit), so the run
   // can be replayed and the provider's answer inspected later.
-  Audit(audit::ModelResult(
+  AuditEvent result_event = audit::ModelResult(
       {.id = id,
        .raw_digest = CanonicalDigest(response.raw),
        .turn = turn,
@@ -796,7 +801,16 @@ void Broker::Impl::OnModelDone(std::uint64_t id, std::uint64_t turn, std::uint64
        .provider_stop_reason = response.provider_stop_reason,
        .text_bytes = response.turn.text.size(),
        .tool_calls = std::move(calls),
-       .body = response.raw}));
+       .body = response.raw});
+  if (Transcribing()) {
+    // The turn as the agent gets it, whatever the provider's wire format (the body is that).
+    json tool_calls = json::array();
+    for (const protocol::ToolCall& c : response.turn.tool_calls) {
+      tool_calls.push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
+    }
+    result_event.transcript = {{"text", response.turn.text}, {"tool_calls", std::move(tool_calls)}};
+  }
+  Audit(std::move(result_event));
   if (exhausted) {
     BudgetExhausted(id, *exhausted);
     SyncUsage();
@@ -869,7 +883,7 @@ std::string Broker::Impl::NarrowerPattern(const MappedTool& call,
 
 void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call,
                                 protocol::Decision decision, const std::string& audit_note) {
-  Audit(audit::Decision(
+  AuditEvent decided = audit::Decision(
       {.id = id,
        .tool = std::string(policy::ToolName(call.request.tool)),
        .args_digest = call.args_digest,
@@ -881,7 +895,11 @@ void Broker::Impl::SendDecision(std::uint64_t id, const MappedTool& call,
        .reason = decision.reason,
        .location = decision.location,
        .pending = decision.pending,
-       .note = audit_note.empty() ? std::nullopt : std::optional<std::string>(audit_note)}));
+       .note = audit_note.empty() ? std::nullopt : std::optional<std::string>(audit_note)});
+  if (Transcribing() && current_.args != nullptr) {
+    decided.transcript = {{"arguments", *current_.args}};
+  }
+  Audit(std::move(decided));
   if (on_event_) {
     Emit("decision", std::string(protocol::VerdictName(decision.verdict)) + ": " +
                          ShortText(call.action, 120) +
@@ -923,15 +941,17 @@ void Broker::Impl::DenyUnmapped(std::uint64_t id, const protocol::ToolRequest& r
   reply.rule = rule;
   reply.reason = reason;
   reply.message = std::move(message);
-  Audit(audit::Decision({.id = id,
-                         .tool = ShortText(request.tool, 64),
-                         .args_digest = args_digest,
-                         .verdict = "deny",
-                         .rule = reply.rule,
-                         .call_id = ShortText(current_.call_id, 128),
-                         .turn = current_.turn,
-                         .paths = request.paths,
-                         .reason = reply.reason}));
+  AuditEvent decided = audit::Decision({.id = id,
+                                        .tool = ShortText(request.tool, 64),
+                                        .args_digest = args_digest,
+                                        .verdict = "deny",
+                                        .rule = reply.rule,
+                                        .call_id = ShortText(current_.call_id, 128),
+                                        .turn = current_.turn,
+                                        .paths = request.paths,
+                                        .reason = reply.reason});
+  if (Transcribing()) decided.transcript = {{"arguments", request.args}};
+  Audit(std::move(decided));
   Emit("decision", "deny: " + ShortText(request.tool, 64) + " (" + reply.reason + ")");
   // A second request for a call that is running or waiting for a person must not answer that
   // call in its place: its own answer is still to come.
@@ -983,11 +1003,14 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
   // The request must be one the model made: a call of its latest turn, named once, with the
   // model's tool and arguments. The agent cannot run a tool the model did not ask for.
   const ModelTurns::Binding binding = turns_.Bind(request.call_id, request.tool, args_digest);
-  current_ = Current{request.call_id, binding.turn, &request.paths};
-  // No decision outlives this call: the paths pointer must not either.
+  current_ = Current{request.call_id, binding.turn, &request.paths, &request.args};
+  // No decision outlives this call: the paths and args pointers must not either.
   struct ClearPaths {
     Current& current;
-    ~ClearPaths() { current.paths = nullptr; }
+    ~ClearPaths() {
+      current.paths = nullptr;
+      current.args = nullptr;
+    }
   } clear_paths{current_};
   if (!binding.ok) {
     DenyUnmapped(id, request, args_digest, "model turn", binding.reason,
@@ -1234,17 +1257,20 @@ void Broker::Impl::OnToolResult(std::uint64_t id, const protocol::ToolResult& re
   outstanding_.erase(it);
   std::string output =
       services_.redactor != nullptr ? services_.redactor->Redact(result.output) : result.output;
-  Audit(audit::ToolResult({.id = id,
-                           .tool = call.tool,
-                           .output_digest = StringDigest(output),
-                           .request = result.request,
-                           .call_id = ShortText(call.call_id, 128),
-                           .turn = call.turn,
-                           .ok = result.ok,
-                           .error_code = ShortText(result.error_code, 64),
-                           .bytes = result.output.size(),
-                           .redacted = output != result.output,
-                           .changed_paths = result.changed_paths}));
+  AuditEvent result_event = audit::ToolResult({.id = id,
+                                               .tool = call.tool,
+                                               .output_digest = StringDigest(output),
+                                               .request = result.request,
+                                               .call_id = ShortText(call.call_id, 128),
+                                               .turn = call.turn,
+                                               .ok = result.ok,
+                                               .error_code = ShortText(result.error_code, 64),
+                                               .bytes = result.output.size(),
+                                               .redacted = output != result.output,
+                                               .changed_paths = result.changed_paths});
+  // The output as the model gets it (already redacted).
+  if (Transcribing()) result_event.transcript = {{"output", output}};
+  Audit(std::move(result_event));
   if (auto exhausted = budget_.AddOutput(result.output.size())) {
     BudgetExhausted(id, *exhausted);
     return;
@@ -1430,10 +1456,16 @@ void Broker::Impl::BudgetExhausted(std::uint64_t id, const std::string& reason) 
   End(BrokerOutcome::Status::kFailed, reason, true);
 }
 
+bool Broker::Impl::Transcribing() const {
+  return services_.audit != nullptr && services_.audit->observed();
+}
+
 void Broker::Impl::Audit(AuditEvent event) {
   if (services_.audit == nullptr) return;
   if (services_.redactor != nullptr) {
     services_.redactor->RedactJson(event.detail);
+    // What a transcript shows is redacted as the log is (the output is already).
+    if (!event.transcript.is_null()) services_.redactor->RedactJson(event.transcript);
     for (AuditDetailField& f : event.fields) {
       if (f.type == AuditDetailField::Type::kString) {
         services_.redactor->RedactMember(f.name, f.text);

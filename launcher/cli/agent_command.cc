@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "common/json_text.h"
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
+#include "launcher/cli/transcript.h"
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/agent_session.h"
@@ -68,7 +70,14 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
                   "Where the audit log goes (must not exist; default "
                   "$XDG_STATE_HOME/cagent/sessions/RUN.audit.jsonl).");
   cmd->add_flag("--json", o.json, "Print the session's outcome as one JSON object on stdout.");
-  cmd->add_flag("-q,--quiet", o.quiet, "Do not print the broker's events on stderr.");
+  cmd->add_flag("-q,--quiet", o.quiet,
+                "Do not print the broker's events, nor the session's downgrades (restrictions "
+                "the profile accepts as best-effort), on stderr.");
+  cmd->add_flag("-v,--verbose", o.verbose,
+                "Instead of one line per broker event, a scrolling transcript on stderr: each "
+                "model turn's text, each tool call (name and arguments, abbreviated), the "
+                "broker's decision and rule, and the result (status and the first lines of "
+                "output), every text the model, the agent or the workspace wrote escaped.");
   cmd->footer(
       "Exit status: 0 the agent finished; 3 the session failed (budget, provider error, the agent "
       "crashed or violated the protocol); 4 stopped for an approval (--approve stop); 130 "
@@ -125,7 +134,12 @@ int RunAgentCommand(const AgentOptions& o) {
 
   const UniqueFd tty = OpenApprovalTerminal(s.approval);
   s.tty_fd = tty.get();
-  if (!o.quiet) {
+  TranscriptPrinter transcript(std::cerr);
+  if (o.verbose) {
+    s.on_entry = [&transcript](std::string_view line, const nlohmann::json& t) {
+      transcript.Print(line, t);
+    };
+  } else if (!o.quiet) {
     // Event texts quote the agent (commands, paths): escaped for the terminal.
     s.on_event = [](const broker::BrokerEvent& e) {
       spdlog::info("{}: {}", TerminalSafe(e.kind), TerminalSafe(e.text));
@@ -140,6 +154,19 @@ int RunAgentCommand(const AgentOptions& o) {
   if (!result) {
     spdlog::error("{}", result.error().Message());
     return ToInt(ExitCodeFor(result.error(), ExitCode::kSetupFailed));
+  }
+  // Once per session (its sandbox's accepted downgrades, each once), as `cagent run` reports its
+  // own; -q keeps them off the terminal, --json has them.
+  std::vector<std::string> downgrades;
+  for (const auto& d : result->sandbox.downgrades) {
+    if (std::find(downgrades.begin(), downgrades.end(), d) == downgrades.end()) {
+      downgrades.push_back(d);
+    }
+  }
+  if (!o.quiet) {
+    for (const auto& d : downgrades) {
+      spdlog::warn("warning: downgrade: {}", TerminalSafe(d, TerminalLines::kOne));
+    }
   }
   const auto& b = result->broker;
   ExitCode code = ExitCode::kRunFailed;
@@ -164,6 +191,7 @@ int RunAgentCommand(const AgentOptions& o) {
                   {"tool_calls", b.used.tool_calls},
                   {"output_bytes", b.used.output_bytes}};
     j["sandbox"] = DescribeOutcome(result->sandbox);
+    j["downgrades"] = downgrades;
     if (b.needs_approval) {
       j["needs_approval"] = {{"tool", b.needs_approval->tool},
                              {"action", b.needs_approval->action},

@@ -27,6 +27,7 @@ struct AgentOptions {
   std::string audit_log;  // default: $XDG_STATE_HOME/cagent/sessions/<id>.audit.jsonl
   bool json = false;
   bool quiet = false;
+  bool verbose = false;  // --verbose: the transcript (launcher/cli/transcript.h) on stderr
 };
 
 // Adds the `agent` subcommand to `app`; the options are written into `options`.

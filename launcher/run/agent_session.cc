@@ -118,6 +118,7 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
                                          o.resume_audit_log);
     if (!opened) return std::move(opened).Context("open the audit log").error();
     own_audit.emplace(std::move(*opened));
+    own_audit->SetObserver(o.on_entry);
     audit = &*own_audit;
   }
 

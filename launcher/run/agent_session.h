@@ -47,6 +47,9 @@ struct AgentSessionOptions {
   // An audit log already open (the run's event log, shared with the run's own state events);
   // when set, audit_log_path is ignored. Not owned.
   broker::AuditLog* audit = nullptr;
+  // Observes the log this session opens (audit_log_path): `cagent agent --verbose`. With `audit`
+  // set, that log's own observer applies instead.
+  broker::AuditLog::Observer on_entry;
   std::string agent_binary;  // "" = FindAgentBinary()
   // Terminal for approval prompts (cagent's /dev/tty); -1 = headless.
   int tty_fd = -1;

@@ -756,6 +756,7 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
       broker::AuditLog::Open(rec.run_dir + "/events.jsonl", rec.run_id, rec.policy_digest);
   if (!opened) return std::move(opened).Context("create the run's event log").error();
   opened->StreamTo(req.events_fd);
+  opened->SetObserver(req.on_entry);
 
   RunDriver driver(req, std::move(*inputs), std::move(rec), std::move(*opened), on_progress,
                    started);

@@ -44,6 +44,9 @@ struct RunRequest {
   broker::Budgets budget_overrides;
   int tty_fd = -1;        // approvals; -1 = headless
   int events_fd = -1;     // --events-jsonl: every event line as it is logged; -1 = none
+  // --verbose: every entry of the event log, with its transcript, as it is logged
+  // (AuditLog::SetObserver); empty = none.
+  broker::AuditLog::Observer on_entry;
   std::string state_dir;  // "" = StateDirectory() (state_dir.h)
   std::string run_id;     // "" = a new one
 };

@@ -1,0 +1,262 @@
+#include "launcher/cli/transcript.h"
+
+#include <cstdint>
+
+#include "common/json_text.h"
+#include "common/terminal_text.h"
+
+namespace cagent::launcher::cli {
+namespace {
+
+using nlohmann::json;
+
+// `safe` (TerminalSafe output: ASCII apart from printable UTF-8) cut to `max` bytes before a UTF-8
+// lead byte, with "…" when anything was left out.
+std::string Cut(std::string safe, std::size_t max = kTranscriptLineBytes) {
+  if (safe.size() <= max) return safe;
+  std::size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(safe[cut]) & 0xC0) == 0x80) --cut;
+  safe.resize(cut);
+  return safe + "\u2026";
+}
+
+// Untrusted text on one line: every control (newline and tab included), ESC, C1, bidi and
+// invisible code point and invalid byte escaped, then cut.
+std::string One(std::string_view text, std::size_t max = kTranscriptLineBytes) {
+  return Cut(TerminalSafe(text, TerminalLines::kOne), max);
+}
+
+std::string Str(const json& j, const char* key) {
+  if (!j.is_object()) return {};
+  const auto it = j.find(key);
+  if (it == j.end()) return {};
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_null()) return {};
+  return JsonText(*it);
+}
+
+bool Flag(const json& j, const char* key) {
+  if (!j.is_object()) return false;
+  const auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+const json& Member(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  const auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+// A multi-line text (the model's, a tool's output), `indent`ed, a line at a time: tabs shown as
+// spaces, every other control escaped on its line (a "\r" overwrite stays visible as \r), at most
+// `max_lines` lines, then "… N more lines".
+void Block(std::vector<std::string>& out, std::string_view text, std::size_t max_lines,
+           const std::string& indent) {
+  std::vector<std::string_view> lines;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t nl = text.find('\n', at);
+    if (nl == std::string_view::npos) {
+      if (at < text.size()) lines.push_back(text.substr(at));
+      break;
+    }
+    lines.push_back(text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  const std::size_t shown = std::min(lines.size(), max_lines);
+  for (std::size_t i = 0; i < shown; ++i) {
+    std::string line(lines[i]);
+    for (char& c : line) {
+      if (c == '\t') c = ' ';
+    }
+    out.push_back(indent + One(line));
+  }
+  if (lines.size() > shown) {
+    const std::size_t more = lines.size() - shown;
+    out.push_back(indent + "\u2026 " + std::to_string(more) +
+                  (more == 1 ? " more line" : " more lines"));
+  }
+}
+
+// A tool call's arguments, abbreviated for one line: the command of run_command, the path of the
+// file tools (with what an edit or a write does), the pattern of a search; any other tool's
+// arguments as compact JSON.
+std::string Arguments(const std::string& tool, const json& args) {
+  if (!args.is_object()) return args.is_null() ? "" : One(JsonText(args));
+  const auto bytes = [&](const char* key) {
+    const json& v = Member(args, key);
+    return v.is_string() ? std::to_string(v.get_ref<const std::string&>().size()) + " bytes"
+                         : std::string("?");
+  };
+  if (tool == "run_command") return One(Str(args, "command"));
+  if (tool == "read_file" || tool == "list_dir") {
+    std::string s = One(Str(args, "path"));
+    for (const char* key : {"offset", "limit", "start_line", "end_line"}) {
+      if (args.contains(key)) s += " " + std::string(key) + "=" + One(Str(args, key), 20);
+    }
+    return s;
+  }
+  if (tool == "write_file") return One(Str(args, "path")) + " (" + bytes("content") + ")";
+  if (tool == "edit_file") {
+    return One(Str(args, "path")) + " (replace " + bytes("old_string") + " with " +
+           bytes("new_string") + ")";
+  }
+  if (tool == "glob" || tool == "grep") {
+    std::string s = One(Str(args, "pattern"), 120);
+    if (args.contains("path")) s += " in " + One(Str(args, "path"), 120);
+    return s;
+  }
+  if (tool == "finish") return One(Str(args, "summary"));
+  return One(JsonText(args));
+}
+
+void State(std::vector<std::string>& out, const json& d) {
+  std::string s = "--- " + One(Str(d, "state"), 40);
+  if (d.contains("profile")) {
+    s += " (profile " + One(Str(d, "profile"), 80) + ", model " + One(Str(d, "model"), 80) + ")";
+  }
+  if (!Str(d, "reason").empty()) s += ": " + One(Str(d, "reason"));
+  out.push_back(std::move(s));
+}
+
+void ModelResult(std::vector<std::string>& out, const json& d, const json& t) {
+  const json& usage = Member(d, "usage");
+  std::string head = "model, turn " + One(Str(d, "turn"), 20) + " (" +
+                     One(Str(d, "stop_reason"), 20) + ", " + One(Str(usage, "input_tokens"), 20) +
+                     " tokens in, " + One(Str(usage, "output_tokens"), 20) + " out)";
+  const json& text = Member(t, "text");
+  if (text.is_string()) {
+    if (text.get_ref<const std::string&>().empty()) {
+      out.push_back(head + ": no text");
+    } else {
+      out.push_back(head + ":");
+      Block(out, text.get_ref<const std::string&>(), kTranscriptTextLines, "  ");
+    }
+  } else {
+    // No transcript (a log read afterwards): the size only; the text is in the provider's body.
+    out.push_back(head + ": " + One(Str(d, "text_bytes"), 20) + " bytes of text");
+  }
+}
+
+void Decision(std::vector<std::string>& out, const json& e, const json& d, const json& t) {
+  const std::string tool = Str(e, "tool");
+  std::string call = "tool " + One(tool, 64);
+  if (!Str(d, "call_id").empty()) call += " [" + One(Str(d, "call_id"), 64) + "]";
+  const json& args = Member(t, "arguments");
+  if (!args.is_null()) call += ": " + Arguments(tool, args);
+  out.push_back(std::move(call));
+  std::string verdict = "  " + One(Str(e, "verdict"), 10);
+  if (!Str(e, "rule").empty()) verdict += " by " + One(Str(e, "rule"), 120);
+  if (!Str(d, "location").empty()) verdict += " (" + One(Str(d, "location"), 120) + ")";
+  // An allow says its rule; a refusal or an ask also why.
+  if (Str(e, "verdict") != "allow" && !Str(d, "reason").empty()) {
+    verdict += ": " + One(Str(d, "reason"));
+  }
+  if (!Str(d, "note").empty()) verdict += " [" + One(Str(d, "note"), 120) + "]";
+  out.push_back(Cut(std::move(verdict), kTranscriptLineBytes + 40));
+}
+
+void ToolResult(std::vector<std::string>& out, const json& e, const json& d, const json& t) {
+  if (Flag(d, "unmatched")) {
+    out.push_back("  result for request " + One(Str(d, "request"), 20) +
+                  ", which awaits none (refused)");
+    return;
+  }
+  std::string s = "  result: ";
+  s += Flag(d, "ok") ? "ok" : "failed (" + One(Str(d, "error_code"), 64) + ")";
+  s += ", " + One(Str(d, "bytes"), 20) + " bytes";
+  if (Flag(d, "redacted")) s += ", secrets redacted";
+  const json& changed = Member(d, "changed_paths");
+  if (changed.is_array() && !changed.empty()) {
+    std::string names;
+    for (const json& p : changed) {
+      names += (names.empty() ? "" : ", ") + (p.is_string() ? p.get<std::string>() : JsonText(p));
+    }
+    s += ", wrote " + One(names, 120);
+  } else if (changed.is_string()) {
+    s += ", wrote " + One(changed.get<std::string>(), 40) + " files";
+  }
+  out.push_back(std::move(s));
+  (void)e;
+  const json& output = Member(t, "output");
+  if (output.is_string())
+    Block(out, output.get_ref<const std::string&>(), kTranscriptOutputLines, "  | ");
+}
+
+}  // namespace
+
+std::vector<std::string> TranscriptLines(const json& e) {
+  std::vector<std::string> out;
+  if (!e.is_object()) return out;
+  const json& d = Member(e, "detail");
+  const json& t = Member(e, "transcript");
+  const std::string event = Str(e, "event");
+  if (event == "state") {
+    State(out, d);
+  } else if (event == "workspace") {
+    out.push_back("--- workspace: base " + One(Str(d, "base_commit").substr(0, 12)) + " of " +
+                  One(Str(d, "repo")) +
+                  (Flag(d, "carried_dirty") ? ", uncommitted changes carried in" : ""));
+  } else if (event == "hello") {
+    out.push_back("agent connected: " + One(Str(d, "agent"), 120));
+  } else if (event == "model_result") {
+    ModelResult(out, d, t);
+  } else if (event == "model_error") {
+    out.push_back("model error, turn " + One(Str(d, "turn"), 20) + ": " + One(Str(d, "code"), 40) +
+                  ": " + One(Str(d, "message")));
+  } else if (event == "tool_request") {
+    // Only a request refused before a decision has an entry of its own.
+    std::string s = "tool " + One(Str(e, "tool"), 64) + " [" + One(Str(d, "call_id"), 64) + "]";
+    const json& args = Member(t, "arguments");
+    if (!args.is_null()) s += ": " + Arguments(Str(e, "tool"), args);
+    out.push_back(s + " (refused before a decision)");
+  } else if (event == "decision") {
+    Decision(out, e, d, t);
+  } else if (event == "loop") {
+    out.push_back("  loop detection: " + One(Str(d, "reason")));
+  } else if (event == "approval") {
+    out.push_back("  " + std::string(Str(e, "verdict") == "allow" ? "approved" : "not approved") +
+                  " (" + One(Str(d, "scope"), 20) + ", by " + One(Str(d, "by"), 60) + ")");
+  } else if (event == "tool_result") {
+    ToolResult(out, e, d, t);
+  } else if (event == "finish") {
+    out.push_back("agent finished (" + One(Str(d, "outcome"), 20) + "):");
+    Block(out, Str(d, "summary"), kTranscriptTextLines, "  ");
+  } else if (event == "protocol_error") {
+    out.push_back("protocol error: " + One(Str(d, "code"), 40) + ": " + One(Str(d, "message")));
+  } else if (event == "budget") {
+    out.push_back("budget: " + One(Str(d, "reason")));
+  } else if (event == "shutdown") {
+    std::string s = "session ended: " + One(Str(d, "status"), 40);
+    if (!Str(d, "reason").empty()) s += ": " + One(Str(d, "reason"));
+    out.push_back(std::move(s));
+  } else if (event == "patch") {
+    out.push_back("--- patch: " + One(Str(d, "files"), 20) + " files, " + One(Str(d, "bytes"), 20) +
+                  " bytes, " + One(Str(d, "violations"), 20) + " rule violations");
+  } else if (event == "verify" || event == "setup") {
+    out.push_back("--- " + event + " " + One(Str(d, "status"), 40) + ": " + One(Str(d, "command")) +
+                  " (exit " + One(Str(d, "exit_code"), 20) + ", " + One(Str(d, "duration_ms"), 20) +
+                  " ms)");
+  } else if (event == "egress") {
+    std::string s = "network " + One(Str(e, "verdict"), 10) + " " + One(Str(d, "host"), 120) + ":" +
+                    One(Str(d, "port"), 10) + " via " + One(Str(d, "via"), 20);
+    if (Str(e, "verdict") != "allow") s += ": " + One(Str(d, "reason"));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void TranscriptPrinter::Print(std::string_view line, const json& transcript) {
+  json entry = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!entry.is_object()) return;
+  if (!transcript.is_null()) entry["transcript"] = transcript;
+  const std::vector<std::string> lines = TranscriptLines(entry);
+  if (lines.empty()) return;
+  std::string text;
+  for (const std::string& l : lines) text += l + "\n";
+  const std::lock_guard<std::mutex> lock(mu_);
+  out_ << text << std::flush;
+}
+
+}  // namespace cagent::launcher::cli
