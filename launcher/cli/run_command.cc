@@ -28,6 +28,7 @@
 #include "common/sha256.h"
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
+#include "launcher/cli/transcript.h"
 #include "launcher/profile_choice.h"
 #include "launcher/run/apply.h"
 #include "launcher/run/git.h"
@@ -628,6 +629,12 @@ CLI::App* AddRunCommand(CLI::App& app, RunCommandOptions& o) {
                   "or /dev/fd/N for a program following the run. A reader that stops reading "
                   "holds the run up once its pipe is full; one that closes it ends the stream, "
                   "with a warning, and the run goes on.");
+  cmd->add_flag("-v,--verbose", o.verbose,
+                "Instead of the progress line, a scrolling transcript on stderr: the run's state "
+                "changes, each model turn's text, each tool call (name and arguments, "
+                "abbreviated), the broker's decision and rule, and the result (status and the "
+                "first lines of output). Every text the model, the agent or the repository wrote "
+                "is shown escaped; secrets are redacted as in the event log.");
   cmd->footer(
       "Exit status: 0 completed and verified; 1 verification failed; 3 the run failed (budget, "
       "policy violation in the patch, provider error, agent crash); 4 needs approval; 130 "
@@ -669,7 +676,13 @@ int RunRunCommand(const RunCommandOptions& o) {
     req.events_fd = events.get();
   }
 
-  ProgressDisplay display(o.json);
+  TranscriptPrinter transcript(std::cerr);
+  if (o.verbose) {
+    req.on_entry = [&transcript](std::string_view line, const nlohmann::json& t) {
+      transcript.Print(line, t);
+    };
+  }
+  ProgressDisplay display(o.json || o.verbose);
   auto rec = run::ExecuteRun(req, [&](const run::RunProgress& p) { display.Update(p); });
   display.Done();
   if (!rec) {

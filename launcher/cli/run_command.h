@@ -29,6 +29,7 @@ struct RunCommandOptions {
   bool json = false;
   bool quiet = false;        // -q: no downgrade lines on stderr (still in result.json)
   std::string events_jsonl;  // --events-jsonl FILE
+  bool verbose = false;      // --verbose: the transcript (launcher/cli/transcript.h) on stderr
 };
 
 struct RunsCommandOptions {
