@@ -24,6 +24,13 @@ esac
   echo "run-demo.sh: no cagent at '$cagent' (build it: cmake --build build; or install the package)" >&2
   exit 2
 }
+for tool in git python3; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "run-demo.sh: the demo needs $tool (the repository is git's; its test is Python):" \
+      "sudo apt-get install git python3" >&2
+    exit 2
+  }
+done
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/cagent-demo-XXXXXX")
 cp -R "$here/repo/." "$scratch/"
 git -C "$scratch" init -q -b main
