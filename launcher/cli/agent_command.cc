@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -22,6 +23,7 @@
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
 #include "launcher/run/agent_session.h"
+#include "launcher/run/session_record.h"
 #include "launcher/run/state_dir.h"
 #include "launcher/workspace_guard.h"
 #include "policy/diagnostics.h"
@@ -34,6 +36,16 @@ namespace fs = std::filesystem;
 int Usage(const std::string& message) {
   spdlog::error("{}", message);
   return ToInt(ExitCode::kUsage);
+}
+
+// Now as RFC 3339 UTC to the second ("2026-12-03T10:15:00Z"), as result.json's created_at.
+std::string NowUtc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 Status MakeDirs(const std::string& path) {
@@ -127,10 +139,39 @@ int RunAgentCommand(const AgentOptions& o) {
   s.pre_approval_file = settings->pre_approval_file;
   s.budget_overrides = settings->budget_overrides;
 
-  const std::string sessions = run::StateDirectory() + "/sessions";
+  const std::string state = run::StateDirectory();
+  const std::string sessions = run::SessionsDirectory(state);
   if (auto st = MakeDirs(sessions); !st) return Usage(st.error().Message());
+  std::error_code exists_ec;
+  if (!o.audit_log.empty() &&
+      fs::symlink_status(o.audit_log, exists_ec).type() != fs::file_type::not_found) {
+    return Usage("--audit-log " + o.audit_log +
+                 ": the file exists; give a new path (a log is never appended to)");
+  }
   s.audit_log_path = o.audit_log.empty() ? sessions + "/" + s.run_id + ".audit.jsonl" : o.audit_log;
   s.agent_log_path = sessions + "/" + s.run_id + ".agent.log";
+
+  // Issue #20: the session is listed by `cagent runs` and found by `cagent log` through its
+  // record (launcher/run/session_record.h), numbered by the counter runs use, so the two sort
+  // together. "unfinished" until it ends; a crash leaves it so.
+  if (auto st = MakeDirs(state + "/runs"); !st) return Usage(st.error().Message());
+  auto sequence = run::NextRunSequence(state + "/runs");
+  if (!sequence) return Usage(sequence.error().Message());
+  const std::string record_path = run::SessionRecordPath(sessions, s.run_id);
+  nlohmann::json record = {{"kind", "agent"},
+                           {"run_id", s.run_id},
+                           {"sequence", *sequence},
+                           {"status", "unfinished"},
+                           {"reason", ""},
+                           {"profile", s.policy->name},
+                           {"model", settings->model_label},
+                           {"workspace", s.binding.workspace},
+                           {"created_at", NowUtc()},
+                           {"audit_log", s.audit_log_path},
+                           {"agent_log", s.agent_log_path}};
+  if (auto st = run::WriteSessionRecord(record_path, record); !st) {
+    return Usage(st.error().Message());
+  }
 
   const UniqueFd tty = OpenApprovalTerminal(s.approval);
   s.tty_fd = tty.get();
@@ -151,7 +192,11 @@ int RunAgentCommand(const AgentOptions& o) {
                  s.policy->name, settings->model_label, s.audit_log_path, s.agent_log_path);
   }
   auto result = run::RunAgentSession(s);
+  record["finished_at"] = NowUtc();
   if (!result) {
+    record["status"] = "failed";
+    record["reason"] = "the session could not start: " + result.error().Message();
+    (void)run::WriteSessionRecord(record_path, record);
     spdlog::error("{}", result.error().Message());
     return ToInt(ExitCodeFor(result.error(), ExitCode::kSetupFailed));
   }
@@ -169,6 +214,16 @@ int RunAgentCommand(const AgentOptions& o) {
     }
   }
   const auto& b = result->broker;
+  record["status"] = run::SessionStatus(broker::BrokerStatusName(b.status));
+  record["reason"] = b.reason;
+  record["summary"] = b.finish ? b.finish->summary : "";
+  record["downgrades"] = downgrades;
+  record["event_log_entries"] = result->audit_entries;
+  record["event_log_head"] = result->audit_head;
+  record["event_log_lost"] = result->audit_lost;
+  if (auto st = run::WriteSessionRecord(record_path, record); !st) {
+    spdlog::warn("warning: {}: the session will be listed as unfinished", st.error().Message());
+  }
   ExitCode code = ExitCode::kRunFailed;
   if (b.status == broker::BrokerOutcome::Status::kFinished) code = ExitCode::kOk;
   if (b.status == broker::BrokerOutcome::Status::kCancelled) code = ExitCode::kCancelled;
@@ -176,6 +231,8 @@ int RunAgentCommand(const AgentOptions& o) {
   if (o.json) {
     nlohmann::json j;
     j["run_id"] = s.run_id;
+    j["kind"] = "agent";
+    j["sequence"] = *sequence;
     j["status"] = broker::BrokerStatusName(b.status);
     j["reason"] = b.reason;
     j["summary"] = b.finish ? b.finish->summary : "";

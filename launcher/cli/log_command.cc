@@ -275,7 +275,37 @@ Result<std::string> ResolveLogDirectory(const std::string& arg) {
       return session;
     }
   }
+  // A `cagent agent` session (issue #20): its record stands for the directory (LogFileOf).
+  auto found = ResolveRunOrSession(arg, /*last_may_be_session=*/true);
+  if (found && found->session) {
+    if (found->session_entry.record_path.empty()) {
+      // A session from before records: its log alone, with nothing to compare it with.
+      return found->session_entry.audit_log;
+    }
+    return found->session_entry.record_path;
+  }
   return ResolveRunDirectory(arg);
+}
+
+// A `cagent agent` session's record (ID.session.json) or its bare audit log, as
+// ResolveLogDirectory gives them for a session.
+bool IsAgentSession(const std::string& target) {
+  return target.ends_with(".session.json") || target.ends_with(".audit.jsonl");
+}
+
+// The log of what ResolveLogDirectory found: a run's or MCP session's events.jsonl, or the
+// audit log a `cagent agent` session's record names.
+std::string LogFileOf(const std::string& target) {
+  if (target.ends_with(".audit.jsonl")) return target;
+  if (target.ends_with(".session.json")) {
+    std::ifstream in(target);
+    const json record = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (record.is_object() && record.contains("audit_log") && record["audit_log"].is_string()) {
+      return record["audit_log"].get<std::string>();
+    }
+    return target.substr(0, target.size() - std::string(".session.json").size()) + ".audit.jsonl";
+  }
+  return target + "/events.jsonl";
 }
 
 // A session directory of `cagent mcp serve|wrap` (no result.json; serve writes session.json).
@@ -299,6 +329,12 @@ Result<LogCheck> CheckLog(const std::string& path, const std::string& run_dir) {
   if (!run_dir.empty()) {
     // What the run recorded when it ended (absent while it runs, or if it was killed).
     auto result = run::ReadRunResult(run_dir);
+    if (!result.ok() && run_dir.ends_with(".session.json")) {
+      // A `cagent agent` session's record, which records the same two fields when it ends.
+      std::ifstream in(run_dir);
+      json record = json::parse(in, nullptr, /*allow_exceptions=*/false);
+      if (record.is_object()) result = std::move(record);
+    }
     if (!result.ok()) {
       // An MCP session's summary (cagent mcp serve) records the same two fields.
       std::ifstream in(run_dir + "/session.json");
@@ -340,7 +376,7 @@ int ShowRunLog(const LogOptions& o) {
     spdlog::error("{}", dir.error().Message());
     return ToInt(ExitCode::kUsage);
   }
-  const std::string path = *dir + "/events.jsonl";
+  const std::string path = LogFileOf(*dir);
   std::ifstream in(path);
   if (!in) {
     spdlog::error("cannot read {}: the run has no event log", path);
@@ -401,8 +437,13 @@ int ShowRunLog(const LogOptions& o) {
     std::cout << text.str();
     if (c.chain_problem.empty()) {
       std::cout << "chain ok: " << r.entries << " entries, head " << r.head
-                << (c.recorded_entries ? (IsMcpSessionDir(*dir) ? ", as recorded in session.json"
-                                                                : ", as recorded in result.json")
+                << (c.recorded_entries
+                        ? (IsAgentSession(*dir)    ? ", as recorded in the session's record"
+                           : IsMcpSessionDir(*dir) ? ", as recorded in session.json"
+                                                   : ", as recorded in result.json")
+                    : IsAgentSession(*dir)
+                        ? " (an agent session whose end is not recorded: lines cut from the end "
+                          "would not show)"
                     : IsMcpSessionDir(*dir)
                         ? " (an MCP session whose summary is not written yet, or wrap's, which "
                           "keeps none: lines cut from the end would not show)"
@@ -441,7 +482,7 @@ int CheckCommand(const LogOptions& o) {
       return ToInt(ExitCode::kUsage);
     }
     run_dir = *dir;
-    path = *dir + "/events.jsonl";
+    path = LogFileOf(*dir);
   }
   Result<LogCheck> checked = CheckLog(path, run_dir);
   if (!checked.ok()) {
@@ -512,7 +553,8 @@ CLI::App* AddLogCommand(CLI::App& app, LogOptions& o) {
   log_cmd->require_subcommand(0, 1);
   log_cmd->add_option("run", o.run,
                       "Show this run's event log (a run id, a unique prefix of one, or 'last'; an "
-                      "MCP session id of cagent mcp, or a directory holding events.jsonl): "
+                      "MCP session id of cagent mcp, a cagent agent session's id, or a "
+                      "directory holding events.jsonl): "
                       "one line per entry with its sequence number, time, actor (cagent, broker, "
                       "agent), event and what it says; tool requests show the arguments the model "
                       "gave. The hash chain is checked first and compared with the entry count "
@@ -545,8 +587,9 @@ CLI::App* AddLogCommand(CLI::App& app, LogOptions& o) {
       "the chain, so keep the run record (or the head digest) somewhere they cannot write.");
   o.verify_cmd
       ->add_option("file", o.file,
-                   "The log file (a run's events.jsonl or a session's .audit.jsonl), or a run "
-                   "directory that holds events.jsonl.")
+                   "The log file (a run's events.jsonl or a session's .audit.jsonl), a run "
+                   "directory that holds events.jsonl, or a run or cagent agent session (id, "
+                   "unique prefix, or 'last').")
       ->required();
   o.verify_cmd->add_flag("--json", o.json,
                          "Print one JSON object {ok, file, entries, run, head, first_bad_line, "
@@ -569,8 +612,8 @@ CLI::App* AddLogCommand(CLI::App& app, LogOptions& o) {
       "entries ...'.");
   o.check_cmd
       ->add_option("target", o.file,
-                   "A log file, a run directory holding events.jsonl, or a run (id, unique "
-                   "prefix, or 'last').")
+                   "A log file, a run directory holding events.jsonl, or a run or cagent agent "
+                   "session (id, unique prefix, or 'last').")
       ->required();
   o.check_cmd->add_flag("--json", o.json,
                         "Print one JSON object {ok, file, entries, run, head, chain_ok, "
@@ -616,6 +659,9 @@ int RunLogCommand(const LogOptions& o) {
       return ToInt(ExitCode::kUsage);
     }
     path = inside;
+  } else if (stat(path.c_str(), &st) != 0 && path.find('/') == std::string::npos) {
+    // Not a file: a run or `cagent agent` session id, a unique prefix of one, or "last".
+    if (auto dir = ResolveLogDirectory(o.file)) path = LogFileOf(*dir);
   }
   Result<broker::AuditVerifyReport> verified = broker::VerifyAuditLog(path);
   if (!verified.ok()) {

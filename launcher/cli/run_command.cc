@@ -33,6 +33,7 @@
 #include "launcher/run/apply.h"
 #include "launcher/run/git.h"
 #include "launcher/run/run.h"
+#include "launcher/run/session_record.h"
 #include "launcher/run/state_dir.h"
 #include "launcher/run/workspace.h"
 
@@ -248,12 +249,35 @@ std::string OneLineReason(const std::string& reason) {
   return first.substr(0, cut) + (more ? "\u2026" : "");
 }
 
-// The rows of `cagent runs` (and what `rm` selects from): one per run, from its result.json.
+// A `cagent agent` session's row (issue #20): kind "agent", from its record.
+json SessionRow(const run::SessionEntry& s) {
+  json row = {{"run_id", s.id}, {"kind", "agent"}, {"status", s.Status()}};
+  if (s.sequence) row["sequence"] = *s.sequence;
+  if (s.record.is_object()) {
+    for (const char* key : {"profile", "workspace", "created_at", "reason"}) {
+      if (s.record.contains(key)) row[key] = s.record[key];
+    }
+  }
+  if (s.Status() == "unfinished" && StringField(row, "reason").empty()) {
+    row["reason"] = s.record_path.empty()
+                        ? "no session record (from a cagent before records, or interrupted)"
+                        : "no end recorded (running, or interrupted)";
+  }
+  row["audit_log"] = s.audit_log;
+  return row;
+}
+
+// The rows of `cagent runs` (and what `rm` selects from): one per run, from its result.json, and
+// one per `cagent agent` session, ordered together by their numbers (state_dir.h's counter;
+// entries from before it first, by id).
 json RunRows(const std::string& dir) {
-  json all = json::array();
+  std::vector<std::pair<std::pair<std::uint64_t, std::string>, json>> keyed;
+  for (const auto& s : run::ListSessions(run::SessionsDirectory(run::StateDirectory()))) {
+    keyed.push_back({{s.sequence.value_or(0), s.id}, SessionRow(s)});
+  }
   for (const auto& id : RunIds(dir)) {
     auto r = run::ReadRunResult(dir + "/" + id);
-    json row = {{"run_id", id}};
+    json row = {{"run_id", id}, {"kind", "run"}};
     if (auto seq = run::RunSequence(dir + "/" + id)) row["sequence"] = *seq;
     if (r) {
       row["status"] = (*r)["status"];
@@ -267,17 +291,30 @@ json RunRows(const std::string& dir) {
       row["status"] = "unknown";
       row["reason"] = "no result.json (running, or interrupted)";
     }
-    all.push_back(row);
+    keyed.push_back({{run::RunSequence(dir + "/" + id).value_or(0), id}, std::move(row)});
   }
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  json all = json::array();
+  for (auto& k : keyed) all.push_back(std::move(k.second));
   return all;
+}
+
+// A session's workspace is inside the --repo filter's directory (or is it).
+bool WithinRepo(const std::string& workspace, const std::string& repo) {
+  return !workspace.empty() &&
+         (workspace == repo || workspace.rfind(repo.ends_with('/') ? repo : repo + "/", 0) == 0);
 }
 
 // --status S: a state name of run_state.h, or "unknown" (no result.json).
 Status CheckStatusFilter(const std::string& status) {
-  if (status.empty() || status == "unknown" || run::ParseRunState(status)) return Ok{};
+  if (status.empty() || status == "unknown" || status == "unfinished" ||
+      run::ParseRunState(status)) {
+    return Ok{};
+  }
   return PlainError("--status " + TerminalSafe(status, TerminalLines::kOne),
                     "is not a run status (completed, failed, cancelled, needs-approval, "
-                    "preparing, running, verifying, unknown)")
+                    "preparing, running, verifying, unknown; unfinished for agent sessions)")
       .WithCode(Error::Code::kInvalidInput);
 }
 
@@ -298,7 +335,11 @@ int DoRuns(const RunsCommandOptions& o) {
   json all = json::array();
   for (auto& row : RunRows(dir)) {
     if (!o.status.empty() && StringField(row, "status") != o.status) continue;
-    if (!repo.empty() && StringField(row, "repo") != repo) continue;
+    if (!repo.empty() && StringField(row, "kind") == "agent") {
+      if (!WithinRepo(StringField(row, "workspace"), repo)) continue;
+    } else if (!repo.empty() && StringField(row, "repo") != repo) {
+      continue;
+    }
     all.push_back(std::move(row));
   }
   if (o.json) {
@@ -320,6 +361,7 @@ int DoRuns(const RunsCommandOptions& o) {
               << TerminalSafe(StringField(row, "status"));
     if (row.contains("profile")) std::cout << "  " << TerminalSafe(StringField(row, "profile"));
     if (row.contains("files")) std::cout << "  " << row["files"].get<std::size_t>() << " files";
+    if (StringField(row, "kind") == "agent") std::cout << "  (agent session)";
     const std::string reason = OneLineReason(StringField(row, "reason"));
     if (!reason.empty()) std::cout << "  " << reason;
     std::cout << "\n";
@@ -490,6 +532,41 @@ Result<std::uintmax_t> RemoveRun(const std::string& run_dir) {
   return n;
 }
 
+// Deletes a `cagent agent` session's files in the sessions directory: its record, agent log and
+// audit log. An audit log that --audit-log put elsewhere is the caller's file and stays; the
+// returned note says so. Links are removed, never followed.
+Result<std::pair<std::uintmax_t, std::string>> RemoveSession(const run::SessionEntry& s) {
+  const std::string dir = run::SessionsDirectory(run::StateDirectory());
+  std::uintmax_t n = 0;
+  std::string note;
+  std::vector<std::string> files = {s.record_path, s.agent_log};
+  if (fs::path(s.audit_log).parent_path() == fs::path(dir)) {
+    files.push_back(s.audit_log);
+  } else {
+    note = "; its audit log " + s.audit_log + " (--audit-log) is kept";
+  }
+  for (const auto& f : files) {
+    if (f.empty()) continue;
+    std::error_code ec;
+    if (fs::remove(f, ec)) ++n;
+    if (ec) return PlainError("remove " + f, ec.message());
+  }
+  return std::make_pair(n, note);
+}
+
+int DoRmSession(const RunsCommandOptions& o, const run::SessionEntry& s) {
+  if (s.Status() == "unfinished" && !o.force) {
+    return Usage("agent session " + s.id +
+                 " has no end recorded (running, or interrupted); pass --force to remove it "
+                 "anyway");
+  }
+  auto n = RemoveSession(s);
+  if (!n) return Usage(n.error().Message());
+  std::cout << "removed agent session " << TerminalSafe(s.id) << " (" << n->first << " files)"
+            << TerminalSafe(n->second) << "\n";
+  return 0;
+}
+
 int DoRm(const RunsCommandOptions& o, const std::string& run_dir) {
   auto r = run::ReadRunResult(run_dir);
   if (!r && !o.force) {
@@ -542,7 +619,8 @@ int DoRmMany(const RunsCommandOptions& o) {
   for (const auto& row : RunRows(dir)) {
     const std::string id = StringField(row, "run_id");
     const std::string state = StringField(row, "status");
-    if (state == "unknown" && !o.force) {
+    const bool session = StringField(row, "kind") == "agent";
+    if ((state == "unknown" || state == "unfinished") && !o.force) {
       kept_unfinished.push_back(id);
       continue;
     }
@@ -551,8 +629,20 @@ int DoRmMany(const RunsCommandOptions& o) {
       const auto created = ParseCreatedAt(StringField(row, "created_at"));
       if (!created || now - *created < age->count()) continue;
     }
-    json entry = {{"run_id", id}, {"status", state}};
-    if (!o.dry_run) {
+    json entry = {{"run_id", id}, {"kind", session ? "agent" : "run"}, {"status", state}};
+    if (!o.dry_run && session) {
+      for (const auto& s : run::ListSessions(run::SessionsDirectory(run::StateDirectory()))) {
+        if (s.id != id) continue;
+        auto n = RemoveSession(s);
+        if (!n) {
+          spdlog::error("{}", TerminalSafe(n.error().Message()));
+          status = ToInt(ExitCode::kFailed);
+        } else {
+          entry["files"] = n->first;
+        }
+      }
+      if (!entry.contains("files")) continue;
+    } else if (!o.dry_run) {
       auto n = RemoveRun(dir + "/" + id);
       if (!n) {
         spdlog::error("{}", TerminalSafe(n.error().Message()));
@@ -704,33 +794,70 @@ int RunRunCommand(const RunCommandOptions& o) {
   return ToInt(run::ExitCodeFor(rec->state, rec->verification_failed()));
 }
 
-Result<std::string> ResolveRunDirectory(const std::string& id) {
+Result<RunOrSession> ResolveRunOrSession(const std::string& id, bool last_may_be_session) {
   const std::string dir = RunsDirectory();
-  const std::vector<std::string> ids = RunIds(dir);
-  if (ids.empty()) return PlainError("find run " + id, "there are no runs in " + dir);
-  if (id == "last" || id == "latest") return dir + "/" + ids.back();
-  std::vector<std::string> matches;
-  for (const auto& r : ids) {
-    if (r == id) return dir + "/" + r;
-    if (r.rfind(id, 0) == 0) matches.push_back(r);
+  std::vector<std::pair<std::pair<std::uint64_t, std::string>, RunOrSession>> all;
+  for (const auto& r : RunIds(dir)) {
+    all.push_back(
+        {{run::RunSequence(dir + "/" + r).value_or(0), r},
+         RunOrSession{.session = false, .id = r, .run_dir = dir + "/" + r, .session_entry = {}}});
   }
-  if (matches.size() == 1) return dir + "/" + matches.front();
+  for (auto& s : run::ListSessions(run::SessionsDirectory(run::StateDirectory()))) {
+    const std::string sid = s.id;
+    all.push_back(
+        {{s.sequence.value_or(0), sid},
+         RunOrSession{.session = true, .id = sid, .run_dir = "", .session_entry = std::move(s)}});
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (all.empty()) return PlainError("find run " + id, "there are no runs in " + dir);
+  if (id == "last" || id == "latest") {
+    for (auto it = all.rbegin(); it != all.rend(); ++it) {
+      if (last_may_be_session || !it->second.session) return it->second;
+    }
+    return PlainError("find run " + id, "there are no runs in " + dir +
+                                            ", only `cagent agent` sessions (see cagent runs)");
+  }
+  std::vector<const RunOrSession*> matches;
+  for (const auto& [key, r] : all) {
+    if (r.id == id) return r;
+    if (!id.empty() && r.id.rfind(id, 0) == 0) matches.push_back(&r);
+  }
+  if (matches.size() == 1) return *matches.front();
   if (matches.empty()) {
-    return PlainError("find run " + id, "no such run in " + dir + " (see cagent runs)");
+    return PlainError("find run " + id, "no such run or agent session in " + run::StateDirectory() +
+                                            " (see cagent runs)");
   }
   return PlainError("find run " + id, "the prefix matches " + std::to_string(matches.size()) +
                                           " runs; give more of the id");
 }
 
+Result<std::string> ResolveRunDirectory(const std::string& id) {
+  auto found = ResolveRunOrSession(id, /*last_may_be_session=*/false);
+  if (!found) return found.error();
+  if (found->session) {
+    return PlainError(found->id + " is a `cagent agent` session",
+                      "it has no patch; see cagent log " + found->id);
+  }
+  return found->run_dir;
+}
+
 std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
   std::vector<CLI::App*> out;
-  auto* runs = app.add_subcommand("runs", "List the runs (newest last) with their status.");
-  runs->add_flag("--json", o.json, "JSON array on stdout.");
+  auto* runs = app.add_subcommand(
+      "runs",
+      "List the runs and the cagent agent sessions (marked '(agent session)'), newest last, with "
+      "their status.");
+  runs->add_flag("--json", o.json,
+                 "JSON array on stdout; each row has kind \"run\" or \"agent\" (a session: its "
+                 "workspace and audit_log instead of repo and files).");
   runs->add_option("--repo", o.repo,
-                   "Only the runs made from this repository (any directory inside it).");
+                   "Only the runs made from this repository (any directory inside it), and the "
+                   "agent sessions whose workspace is in it.");
   runs->add_option("--status", o.status,
                    "Only the runs in this state: completed, failed, cancelled, needs-approval, "
-                   "or unknown (no result.json: running or interrupted).");
+                   "or unknown (no result.json: running or interrupted); an agent session that "
+                   "did not record its end is unfinished.");
   runs->callback([&o] { o.verb = "runs"; });
   out.push_back(runs);
 
@@ -776,7 +903,9 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
       "rm",
       "Delete a run's directory (workspace, logs, patch), or every run --all, --failed or "
       "--older-than selects. Links inside a run are removed, never followed.");
-  rm->add_option("run", o.run, "Run id or a unique prefix of one.");
+  rm->add_option("run", o.run,
+                 "Run id or a unique prefix of one; or a cagent agent session's (its record, "
+                 "agent log and audit log in the sessions directory are removed).");
   rm->add_flag("--force", o.force, "Also remove a run without result.json.");
   rm->add_flag("--all", o.all, "Remove every finished run.");
   rm->add_flag("--failed", o.failed, "Remove the runs that ended 'failed'.");
@@ -805,6 +934,12 @@ int RunRunsCommand(const RunsCommandOptions& o) {
     if (o.dry_run || o.json) {
       return Usage("rm RUN: --dry-run and --json go with --all/--failed/--older-than");
     }
+  }
+  if (o.verb == "rm") {
+    // A `cagent agent` session can be removed too (its record and logs).
+    auto found = ResolveRunOrSession(o.run, /*last_may_be_session=*/true);
+    if (!found) return Usage(found.error().Message());
+    if (found->session) return DoRmSession(o, found->session_entry);
   }
   auto dir = ResolveRunDirectory(o.run);
   if (!dir) return Usage(dir.error().Message());

@@ -9,6 +9,7 @@
 
 #include "common/result.h"
 #include "launcher/cli/session_flags.h"
+#include "launcher/run/session_record.h"
 
 namespace CLI {
 class App;
@@ -56,7 +57,19 @@ struct RunsCommandOptions {
 CLI::App* AddRunCommand(CLI::App& app, RunCommandOptions& options);
 int RunRunCommand(const RunCommandOptions& options);
 
-// The directory of a run given as an exact id, a unique prefix of one, or "last".
+// A run or a `cagent agent` session (issue #20), as `cagent runs` lists them.
+struct RunOrSession {
+  bool session = false;
+  std::string id;
+  std::string run_dir;                // a run's directory
+  run::SessionEntry session_entry{};  // a session's files and record
+};
+// The run or session given as an exact id, a unique prefix of one, or "last" (the newest run, or
+// with `last_may_be_session` the newest of both).
+Result<RunOrSession> ResolveRunOrSession(const std::string& id, bool last_may_be_session);
+
+// The directory of a run given as an exact id, a unique prefix of one, or "last" (the newest
+// run); a session's id is an error that says to use `cagent log`.
 Result<std::string> ResolveRunDirectory(const std::string& id);
 
 // Adds runs, show, diff, apply, rm (`log RUN` is registered with `log verify`); each parsed

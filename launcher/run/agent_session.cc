@@ -306,6 +306,7 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   result.broker = session.outcome();
   result.audit_entries = audit->entries();
   result.audit_lost = audit->lost();
+  result.audit_head = audit->head();
   if (egress) {
     result.egress = true;
     result.egress_connections = egress->records();

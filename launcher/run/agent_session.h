@@ -86,6 +86,7 @@ struct AgentSessionResult {
   std::vector<std::string> notes;  // from the profile's launch spec
   std::uint64_t audit_entries = 0;
   std::uint64_t audit_lost = 0;
+  std::string audit_head;  // AuditLog::head() at the end: the digest of the log's last line
   std::string policy_digest;
   // Filtered egress (a profile with a hosts section): every connection, and why the proxy
   // stopped early ("" = it did not).

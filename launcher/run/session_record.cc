@@ -1,0 +1,130 @@
+#include "launcher/run/session_record.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "common/json_text.h"
+
+namespace cagent::launcher::run {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr std::string_view kRecordSuffix = ".session.json";
+constexpr std::string_view kAuditSuffix = ".audit.jsonl";
+
+// A regular file (not a link) read whole, or nullopt.
+std::optional<std::string> ReadRegular(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::nullopt;
+  std::string data;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+    if (data.size() > (1U << 20)) break;  // a record is small; a huge file is not one
+  }
+  ::close(fd);
+  return data;
+}
+
+}  // namespace
+
+std::string SessionsDirectory(const std::string& state_dir) { return state_dir + "/sessions"; }
+
+std::string SessionRecordPath(const std::string& sessions_dir, const std::string& id) {
+  return sessions_dir + "/" + id + std::string(kRecordSuffix);
+}
+
+Status WriteSessionRecord(const std::string& path, const json& record) {
+  const std::string text = JsonText(record, 2) + "\n";
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return ErrnoError("open " + tmp);
+  std::size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const Error e = ErrnoError("write " + tmp);
+      ::close(fd);
+      return e;
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const Error e = ErrnoError("write " + tmp);
+    ::close(fd);
+    return e;
+  }
+  if (::close(fd) != 0) return ErrnoError("write " + tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError("rename " + tmp);
+  return Ok{};
+}
+
+std::string SessionStatus(std::string_view broker_status) {
+  if (broker_status == "finished") return "completed";
+  return std::string(broker_status);
+}
+
+std::string SessionEntry::Status() const {
+  if (record.is_object()) {
+    const auto it = record.find("status");
+    if (it != record.end() && it->is_string() && !it->get<std::string>().empty()) {
+      return it->get<std::string>();
+    }
+  }
+  return "unfinished";
+}
+
+std::vector<SessionEntry> ListSessions(const std::string& sessions_dir) {
+  std::map<std::string, SessionEntry> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(sessions_dir, ec)) {
+    std::error_code type_ec;
+    if (e.is_symlink(type_ec) || !e.is_regular_file(type_ec)) continue;
+    const std::string name = e.path().filename().string();
+    for (const std::string_view suffix : {kRecordSuffix, kAuditSuffix}) {
+      if (name.size() <= suffix.size() || !name.ends_with(suffix)) continue;
+      const std::string id = name.substr(0, name.size() - suffix.size());
+      SessionEntry& s = found[id];
+      s.id = id;
+      if (suffix == kRecordSuffix) s.record_path = sessions_dir + "/" + name;
+    }
+  }
+  std::vector<SessionEntry> out;
+  out.reserve(found.size());
+  for (auto& [id, s] : found) {
+    s.audit_log = sessions_dir + "/" + id + std::string(kAuditSuffix);
+    s.agent_log = sessions_dir + "/" + id + ".agent.log";
+    if (!s.record_path.empty()) {
+      if (auto text = ReadRegular(s.record_path)) {
+        json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+        if (j.is_object()) s.record = std::move(j);
+      }
+    }
+    if (s.record.is_object()) {
+      const auto seq = s.record.find("sequence");
+      if (seq != s.record.end() && seq->is_number_unsigned() && seq->get<std::uint64_t>() > 0) {
+        s.sequence = seq->get<std::uint64_t>();
+      }
+      const auto log = s.record.find("audit_log");
+      if (log != s.record.end() && log->is_string() && !log->get<std::string>().empty()) {
+        s.audit_log = log->get<std::string>();
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace cagent::launcher::run
