@@ -147,8 +147,10 @@ int RunSlurm(const BatchClusterOptions& o) {
   auto id = Submit(path);
   if (!id) return Fail("slurm", id.error().Message(), ExitCode::kFailed);
   // stdout: the job id alone (`job=$(cagent batch slurm ...)`); the rest is for the reader.
+  // A stdout that cannot take it (closed, full) does not undo the submission; stderr names the
+  // job too.
   std::printf("%s\n", id->c_str());
-  std::fflush(stdout);
+  (void)std::fflush(stdout);
   std::fprintf(stderr,
                "cagent batch slurm: submitted job %s: %zu array task%s, results in %s\n"
                "  watch:  squeue -j %s\n"
