@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -118,7 +119,7 @@ std::string FindInPath(const std::string& name) {
   std::string dir;
   while (std::getline(ss, dir, ':')) {
     if (dir.empty() || dir[0] != '/') continue;  // a relative PATH entry means the cwd: skipped
-    const std::string candidate = dir + "/" + name;
+    std::string candidate = dir + "/" + name;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return {};
@@ -357,8 +358,9 @@ Status Batch::Prepare() {
     queue_.emplace_back(i, why);
   }
   if (existing_count > 0) {
-    if (existing_count > 3)
+    if (existing_count > 3) {
       existing += "\n  ... and " + std::to_string(existing_count - 3) + " more";
+    }
     return PlainError("results of an earlier batch are in the way:" + existing,
                       "pass --resume to keep the finished tasks and run the rest, or give "
                       "another --results directory")
@@ -738,10 +740,10 @@ Result<BatchRunOutcome> Batch::Run() {
 std::size_t DefaultJobs() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  long cpus = 0;
+  std::int64_t cpus = 0;
   if (::sched_getaffinity(0, sizeof(set), &set) == 0) cpus = CPU_COUNT(&set);
   if (cpus <= 0) cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return static_cast<std::size_t>(std::max(1L, cpus / 2));
+  return static_cast<std::size_t>(std::max<std::int64_t>(1, cpus / 2));
 }
 
 Result<BatchRunOutcome> RunBatch(const std::vector<BatchTask>& tasks,
