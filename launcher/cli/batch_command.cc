@@ -139,18 +139,14 @@ CLI::App* AddBatchCommand(CLI::App& app, BatchOptions& o) {
       "no batch results.");
   report->callback([&o] { o.action = "report"; });
 
-#ifdef CAGENT_BATCH_CLUSTER
   AddBatchClusterCommands(cmd, o.cluster);
-#endif
   return cmd;
 }
 
 int RunBatchCommand(const BatchOptions& o) {
   if (o.action == "run") return DoRun(o);
   if (o.action == "report") return DoReport(o);
-#ifdef CAGENT_BATCH_CLUSTER
   if (!o.cluster.action.empty()) return RunBatchClusterCommand(o.cluster);
-#endif
   return ToInt(ExitCode::kUsage);
 }
 

@@ -6,11 +6,7 @@
 #include <string>
 #include <vector>
 
-// The cluster children come from batch_cluster_command.{h,cc}, written alongside.
-#if __has_include("launcher/cli/batch_cluster_command.h")
 #include "launcher/cli/batch_cluster_command.h"
-#define CAGENT_BATCH_CLUSTER 1
-#endif
 
 namespace CLI {
 class App;
@@ -28,9 +24,7 @@ struct BatchOptions {
   bool quiet = false;
   bool json = false;            // report --json
   bool csv = false;             // report --csv
-#ifdef CAGENT_BATCH_CLUSTER
-  BatchClusterOptions cluster;  // slurm, k8s
-#endif
+  BatchClusterOptions cluster;  // slurm, k8s (batch_cluster_command.h)
 };
 
 // Adds `batch` with run, report, slurm and k8s; returns it.
