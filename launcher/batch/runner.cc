@@ -303,11 +303,12 @@ Status Batch::Prepare() {
   while (o_.results_dir.size() > 1 && o_.results_dir.back() == '/') o_.results_dir.pop_back();
   if (ec) return PlainError("--results " + o_.results_dir, ec.message());
   if (!fs::exists(o_.results_dir, ec)) {
-    if (!fs::create_directories(o_.results_dir, ec) || ec) {
-      return PlainError("create " + o_.results_dir, ec.message());
-    }
-    ::chmod(o_.results_dir.c_str(), 0700);
-  } else if (!fs::is_directory(o_.results_dir, ec)) {
+    // Array tasks on several nodes may race to make it: "already there" is not an error.
+    const bool made = fs::create_directories(o_.results_dir, ec);
+    if (ec) return PlainError("create " + o_.results_dir, ec.message());
+    if (made) ::chmod(o_.results_dir.c_str(), 0700);
+  }
+  if (!fs::is_directory(o_.results_dir, ec)) {
     return PlainError("--results " + o_.results_dir, "is not a directory")
         .WithCode(Error::Code::kInvalidInput);
   }
