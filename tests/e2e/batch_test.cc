@@ -165,8 +165,12 @@ TEST_F(BatchTest, RunsEachTaskInItsOwnRunAndRecordsAVerificationFailure) {
   // untouched tasks keep their run ids).
   const std::string tampered = Result("same-2")["batch"]["run_dir"].get<std::string>();
   ASSERT_EQ(Harness::Get().ShAsUser(dir_, "echo '+evil' >> '" + tampered + "/patch.diff'"), 0);
+  // And one whose event log lost its last line (the chain alone still verifies).
+  const std::string cut = Result("url")["batch"]["run_dir"].get<std::string>();
+  ASSERT_EQ(Harness::Get().ShAsUser(dir_, "sed -i '$d' '" + cut + "/events.jsonl'"), 0);
   const std::string kept = Result("same-1")["run_id"];
   const std::string was = Result("same-2")["run_id"];
+  const std::string url_was = Result("url")["run_id"];
   const RunResult resumed =
       Batch({"run", dir_ + "/tasks.jsonl", "--results", results_, "--resume", "--jobs", "2"});
   SCOPED_TRACE(resumed.err);
@@ -177,10 +181,41 @@ TEST_F(BatchTest, RunsEachTaskInItsOwnRunAndRecordsAVerificationFailure) {
   EXPECT_NE(rerun["run_id"], was);
   EXPECT_EQ(rerun["status"], "completed");
   EXPECT_THAT(rerun["batch"]["rerun_reason"].get<std::string>(), HasSubstr("patch.diff"));
-  EXPECT_EQ(Summary().size(), 5U) << "one more line: the rerun";
+  const json url_rerun = Result("url");
+  EXPECT_NE(url_rerun["run_id"], url_was);
+  EXPECT_THAT(url_rerun["batch"]["rerun_reason"].get<std::string>(), HasSubstr("event log"));
+  EXPECT_EQ(Summary().size(), 6U) << "two more lines: the reruns";
   EXPECT_TRUE(fs::is_directory(results_ + "/.previous")) << "the altered attempt is kept aside";
   const json after = json::parse(Batch({"report", results_, "--json"}).out, nullptr, false);
   EXPECT_THAT(after["rows"][1]["rerun_reason"].get<std::string>(), HasSubstr("sha256"));
+}
+
+TEST_F(BatchTest, CloningARepositoryRunsNothingItsAttributesAskFor) {
+  // A repository whose .gitattributes names a filter, and a caller whose git configuration
+  // defines one (as git-lfs installs do): the caller's config plus the repository's attributes
+  // run a program on checkout.
+  const std::string evil = Repo("evil", "echo '*.py filter=evil' > .gitattributes");
+  const std::string home = dir_ + "/home";
+  const std::string marker = dir_ + "/smudged";
+  // Quoted: git's config reads an unquoted ';' as the start of a comment.
+  WriteFile(home + "/.gitconfig",
+            "[filter \"evil\"]\n\tsmudge = \"touch " + marker + " && cat\"\n\tclean = cat\n");
+  WriteTasks(Task("cloned", "file://" + evil));
+  // Twin: a plain clone with that configuration runs the filter.
+  ASSERT_EQ(
+      Harness::Get().ShAsUser(dir_, "HOME='" + home + "' git clone -q 'file://" + evil + "' twin"),
+      0);
+  ASSERT_TRUE(fs::exists(marker)) << "the twin clone did not run the filter";
+  fs::remove(marker);
+  RunOptions o;
+  o.timeout = std::chrono::seconds(110);
+  o.extra_env = {"HOME=" + home};
+  const RunResult r =
+      Harness::Get().Run({"batch", "run", dir_ + "/tasks.jsonl", "--results", results_}, o);
+  SCOPED_TRACE(r.err);
+  EXPECT_FALSE(fs::exists(marker)) << "batch's clone ran the repository's filter";
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(Result("cloned")["status"], "completed");
 }
 
 TEST_F(BatchTest, AnInvalidTaskFileRunsNothingAndNamesEveryBadLine) {
@@ -245,10 +280,20 @@ TEST_F(BatchTest, SigintCancelsTheRunningTaskAndRecordsTheRestNotRun) {
   o.timeout = std::chrono::seconds(110);
   Harness::Running running =
       h.Start({"batch", "run", dir_ + "/tasks.jsonl", "--results", results_, "--jobs", "1"}, o);
-  // Until the hanging command runs in the first task's sandbox.
+  // Until the first task's agent has asked for the hanging command (its run's event log says so:
+  // a process list would also see other tests' sandboxes running the same command).
+  auto asked = [&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(results_ + "/first/state/runs", ec)) {
+      if (ReadFile(e.path().string() + "/events.jsonl").find("unittest") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
   bool started = false;
   for (int i = 0; i < 600 && !started; ++i) {
-    started = !FindProcesses("unittest").empty() && !FindProcesses(hang).empty();
+    started = asked();
     if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_TRUE(started) << "the first task never reached its tests";
