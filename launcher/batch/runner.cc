@@ -298,6 +298,20 @@ class Batch {
 };
 
 Status Batch::Prepare() {
+  std::vector<std::size_t> selected;
+  if (o_.indices.empty()) {
+    for (std::size_t i = 0; i < tasks_.size(); ++i) selected.push_back(i);
+  } else {
+    for (std::size_t i : o_.indices) {
+      if (i >= tasks_.size()) {
+        return PlainError("--index " + std::to_string(i),
+                          o_.tasks_file + " has " + std::to_string(tasks_.size()) +
+                              " tasks (indices 0 to " + std::to_string(tasks_.size() - 1) + ")")
+            .WithCode(Error::Code::kInvalidInput);
+      }
+      if (std::find(selected.begin(), selected.end(), i) == selected.end()) selected.push_back(i);
+    }
+  }
   std::error_code ec;
   o_.results_dir = fs::absolute(o_.results_dir, ec).lexically_normal().string();
   while (o_.results_dir.size() > 1 && o_.results_dir.back() == '/') o_.results_dir.pop_back();
@@ -313,20 +327,6 @@ Status Batch::Prepare() {
         .WithCode(Error::Code::kInvalidInput);
   }
 
-  std::vector<std::size_t> selected;
-  if (o_.indices.empty()) {
-    for (std::size_t i = 0; i < tasks_.size(); ++i) selected.push_back(i);
-  } else {
-    for (std::size_t i : o_.indices) {
-      if (i >= tasks_.size()) {
-        return PlainError("--index " + std::to_string(i),
-                          o_.tasks_file + " has " + std::to_string(tasks_.size()) +
-                              " tasks (indices 0 to " + std::to_string(tasks_.size() - 1) + ")")
-            .WithCode(Error::Code::kInvalidInput);
-      }
-      if (std::find(selected.begin(), selected.end(), i) == selected.end()) selected.push_back(i);
-    }
-  }
   out_.selected = selected.size();
 
   std::string existing;

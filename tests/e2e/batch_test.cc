@@ -231,6 +231,29 @@ TEST_F(BatchTest, AnInvalidTaskFileRunsNothingAndNamesEveryBadLine) {
   EXPECT_EQ(idx.exit_code, 2) << "an invalid file is refused whatever --index selects";
 }
 
+TEST_F(BatchTest, IndexRunsOnlyThatTaskAsAnArrayTaskWould) {
+  const std::string calc = Repo("calc");
+  WriteTasks(Task("zero", calc) + "\n" + Task("one", calc));  // a blank line is not a task
+  const RunResult out_of_range =
+      Batch({"run", dir_ + "/tasks.jsonl", "--results", results_, "--index", "2", "--jobs", "1"});
+  EXPECT_EQ(out_of_range.exit_code, 2);
+  EXPECT_THAT(out_of_range.err, HasSubstr("has 2 tasks"));
+  EXPECT_FALSE(fs::exists(results_)) << "nothing is made for a command line that is wrong";
+  const RunResult r =
+      Batch({"run", dir_ + "/tasks.jsonl", "--results", results_, "--index", "1", "--jobs", "1"});
+  SCOPED_TRACE(r.err);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_FALSE(fs::exists(results_ + "/zero")) << "only the selected task runs";
+  const json one = Result("one");
+  EXPECT_EQ(one["status"], "completed");
+  EXPECT_EQ(one["batch"]["index"], 1);
+  EXPECT_EQ(one["batch"]["line"], 3);
+  // Another array task's index adds to the same DIR.
+  EXPECT_EQ(Batch({"run", dir_ + "/tasks.jsonl", "--results", results_, "--index", "0"}).exit_code,
+            0);
+  EXPECT_EQ(Summary().size(), 2U);
+}
+
 // A repository whose tests hang: the replayed session's first command runs them, so the task is
 // still running when the test acts on it.
 std::string HangEdit() { return "sed -i '1i import time; time.sleep(90)' test_calc.py"; }
