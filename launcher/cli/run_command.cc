@@ -291,7 +291,8 @@ json RunRows(const std::string& dir) {
       row["status"] = "unknown";
       row["reason"] = "no result.json (running, or interrupted)";
     }
-    keyed.push_back({{run::RunSequence(dir + "/" + id).value_or(0), id}, std::move(row)});
+    keyed.emplace_back(std::make_pair(run::RunSequence(dir + "/" + id).value_or(0), id),
+                       std::move(row));
   }
   std::stable_sort(keyed.begin(), keyed.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -804,9 +805,10 @@ Result<RunOrSession> ResolveRunOrSession(const std::string& id, bool last_may_be
   }
   for (auto& s : run::ListSessions(run::SessionsDirectory(run::StateDirectory()))) {
     const std::string sid = s.id;
-    all.push_back(
-        {{s.sequence.value_or(0), sid},
-         RunOrSession{.session = true, .id = sid, .run_dir = "", .session_entry = std::move(s)}});
+    const std::uint64_t seq = s.sequence.value_or(0);
+    all.emplace_back(
+        std::make_pair(seq, sid),
+        RunOrSession{.session = true, .id = sid, .run_dir = "", .session_entry = std::move(s)});
   }
   std::stable_sort(all.begin(), all.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -157,7 +157,7 @@ void Decision(std::vector<std::string>& out, const json& e, const json& d, const
   out.push_back(Cut(std::move(verdict), kTranscriptLineBytes + 40));
 }
 
-void ToolResult(std::vector<std::string>& out, const json& e, const json& d, const json& t) {
+void ToolResult(std::vector<std::string>& out, const json& d, const json& t) {
   if (Flag(d, "unmatched")) {
     out.push_back("  result for request " + One(Str(d, "request"), 20) +
                   ", which awaits none (refused)");
@@ -178,10 +178,10 @@ void ToolResult(std::vector<std::string>& out, const json& e, const json& d, con
     s += ", wrote " + One(changed.get<std::string>(), 40) + " files";
   }
   out.push_back(std::move(s));
-  (void)e;
   const json& output = Member(t, "output");
-  if (output.is_string())
+  if (output.is_string()) {
     Block(out, output.get_ref<const std::string&>(), kTranscriptOutputLines, "  | ");
+  }
 }
 
 }  // namespace
@@ -219,7 +219,7 @@ std::vector<std::string> TranscriptLines(const json& e) {
     out.push_back("  " + std::string(Str(e, "verdict") == "allow" ? "approved" : "not approved") +
                   " (" + One(Str(d, "scope"), 20) + ", by " + One(Str(d, "by"), 60) + ")");
   } else if (event == "tool_result") {
-    ToolResult(out, e, d, t);
+    ToolResult(out, d, t);
   } else if (event == "finish") {
     out.push_back("agent finished (" + One(Str(d, "outcome"), 20) + "):");
     Block(out, Str(d, "summary"), kTranscriptTextLines, "  ");
