@@ -101,6 +101,12 @@ daemons+=($!)
 wait_for 20 test -S "$socket" || fail "munged did not create its socket"
 
 # ---- slurm.conf: one node (this host), private ports, everything under $tmp ----
+# proctrack/pgid: a job's processes are its process group, so scancel's SIGTERM reaches the batch
+# script's cagent (exec'd) and cagent batch run passes it to its child cagent run, which cancels
+# the run. With proctrack/linuxproc or cgroup, Slurm signals every process of the job at once,
+# the sandboxed agent included, and a run sometimes records the agent's death ("the agent closed
+# the connection without finishing", failed) before its own SIGTERM (cancelled): a race in cagent
+# run, not in the script (docs/batch.md, "Slurm"), which this test would turn into a flaky failure.
 node=$(hostname -s)
 read -r ctld_port slurmd_port < <(python3 -c '
 import socket
@@ -125,7 +131,7 @@ SlurmctldPidFile=$tmp/slurmctld.pid
 SlurmdPidFile=$tmp/slurmd.pid
 SlurmctldLogFile=$tmp/log/slurmctld.log
 SlurmdLogFile=$tmp/log/slurmd.log
-ProctrackType=proctrack/linuxproc
+ProctrackType=proctrack/pgid
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
@@ -206,10 +212,11 @@ grep -q 'bad.jsonl:2' "$tmp/bad.out" || fail "the error does not name line 2: $(
 [ -z "$(squeue -h)" ] || fail "a bad task file submitted a job"
 
 # ---- --dry-run: the script, nothing submitted, no directory ----
-results="$tmp/slurm results"
+# '%' is special in Slurm's file name patterns and '$' to a shell: both must reach cagent as they are.
+results="$tmp/slurm results \$HOME 100%"
 "$cagent" batch slurm "$tasks" --results "$results" --array-limit 2 --dry-run >"$tmp/dry.sh"
 grep -qx '#SBATCH --array=0-4%2' "$tmp/dry.sh" || fail "dry run: no array line: $(cat "$tmp/dry.sh")"
-grep -q "^exec '$cagent' batch run '$tasks' --results '$results'" "$tmp/dry.sh" ||
+grep -qF "exec '$cagent' batch run '$tasks' --results '$results' --index" "$tmp/dry.sh" ||
   fail "dry run: not the per-task command: $(cat "$tmp/dry.sh")"
 [ ! -e "$results" ] || fail "--dry-run created the results directory"
 [ -z "$(squeue -h)" ] || fail "--dry-run submitted a job"
