@@ -13,7 +13,8 @@
 # usage: tests/batch/slurm_test.sh CAGENT_BINARY SOURCE_DIR
 # Exit 77 (skipped) when Slurm or munge is not installed, or not run as root (slurmd runs jobs as
 # their user), unless CAGENT_REQUIRE_SLURM=1 (CI), where that is a failure.
-# CAGENT_SLURM_TEST_KEEP=1 keeps the temporary directory.
+# CAGENT_SLURM_TEST_KEEP=1 keeps the temporary directory; CAGENT_SLURM_PROCTRACK (default pgid)
+# picks Slurm's process tracking (below).
 set -euo pipefail
 cagent=$(realpath "${1:?usage: slurm_test.sh CAGENT_BINARY SOURCE_DIR}")
 src=$(realpath "${2:?usage: slurm_test.sh CAGENT_BINARY SOURCE_DIR}")
@@ -107,6 +108,7 @@ wait_for 20 test -S "$socket" || fail "munged did not create its socket"
 # the sandboxed agent included, and a run sometimes records the agent's death ("the agent closed
 # the connection without finishing", failed) before its own SIGTERM (cancelled): a race in cagent
 # run, not in the script (docs/batch.md, "Slurm"), which this test would turn into a flaky failure.
+# CAGENT_SLURM_PROCTRACK=linuxproc runs it that way (to reproduce the race: loop it).
 node=$(hostname -s)
 read -r ctld_port slurmd_port < <(python3 -c '
 import socket
@@ -131,7 +133,7 @@ SlurmctldPidFile=$tmp/slurmctld.pid
 SlurmdPidFile=$tmp/slurmd.pid
 SlurmctldLogFile=$tmp/log/slurmctld.log
 SlurmdLogFile=$tmp/log/slurmd.log
-ProctrackType=proctrack/pgid
+ProctrackType=proctrack/${CAGENT_SLURM_PROCTRACK:-pgid}
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
