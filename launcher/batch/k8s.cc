@@ -191,6 +191,13 @@ Result<std::string> K8sManifest(const std::vector<BatchTask>& tasks, const std::
     }
     if (auto r = CheckVolumePath(v.path); !r) return r.error();
   }
+  for (const std::string& secret : options.secrets) {
+    if (!IsDnsSubdomain(secret)) {
+      return Invalid("--secret", "'" + secret +
+                                     "' is not a Secret name (lower-case letters, "
+                                     "digits, '-' and '.')");
+    }
+  }
   std::string unreachable;
   for (const BatchTask& t : tasks) {
     for (const auto& [field, path] : LocalPaths(t)) {
@@ -286,9 +293,16 @@ Result<std::string> K8sManifest(const std::vector<BatchTask>& tasks, const std::
       {"seccompProfile", {{"type", "Unconfined"}}},
       {"appArmorProfile", {{"type", "Unconfined"}}},
   };
-  const json container = {{"name", "cagent"},       {"image", options.image},
-                          {"command", command},     {"env", env},
-                          {"volumeMounts", mounts}, {"securityContext", container_security}};
+  json container = {{"name", "cagent"},       {"image", options.image},
+                    {"command", command},     {"env", env},
+                    {"volumeMounts", mounts}, {"securityContext", container_security}};
+  if (!options.secrets.empty()) {
+    json from = json::array();
+    for (const std::string& secret : options.secrets) {
+      from.push_back({{"secretRef", {{"name", secret}}}});
+    }
+    container["envFrom"] = from;
+  }
   const json pod_spec = {{"restartPolicy", "Never"},
                          {"hostUsers", false},
                          {"automountServiceAccountToken", false},

@@ -36,12 +36,15 @@ struct K8sOptions {
   std::string cagent = "cagent";      // cagent in the image: a name on its PATH or absolute
   std::string results_pvc;            // mounted read-write at /results
   std::vector<K8sVolume> volumes;
+  // Secrets whose keys become the container's environment (envFrom): the model's credentials
+  // (OPENAI_API_KEY, ...), which cagent keeps out of the sandbox as it always does.
+  std::vector<std::string> secrets;
   std::size_t parallelism = 0;  // pods at once; 0 = all tasks
   std::int64_t run_as_user = 1000;
 };
 
 // The manifest. kInvalidInput, naming the flag or "PATH:LINE", when there are no tasks; a name,
-// image or claim is not what Kubernetes accepts (DNS-1123 names; an image reference of
+// image, claim or secret is not what Kubernetes accepts (DNS-1123 names; an image reference of
 // [A-Za-z0-9._/:@-]); a volume path is not absolute, holds a control character, or is /results,
 // /tasks or a system directory; or a task names a local path (repository, task file, replay
 // session, profile file) under none of the volumes: the pod could not see it. `tasks_path` is

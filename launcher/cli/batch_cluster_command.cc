@@ -175,6 +175,7 @@ int RunK8s(const BatchClusterOptions& o) {
   ko.results_pvc = o.results_pvc;
   ko.parallelism = o.parallelism;
   ko.run_as_user = o.run_as_user;
+  ko.secrets = o.secrets;
   for (const std::string& v : o.volumes) {
     const std::size_t colon = v.find(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == v.size()) {
@@ -262,6 +263,9 @@ void AddBatchClusterCommands(CLI::App* batch, BatchClusterOptions& o) {
                   "CLAIM:PATH: mount a PersistentVolumeClaim read-only at PATH, the path it has "
                   "here, so the task file's absolute paths (repositories, task files, replay "
                   "sessions, profile files) mean the same in the pod. Repeatable.");
+  k8s->add_option("--secret", o.secrets,
+                  "A Secret whose keys become the container's environment (envFrom): the "
+                  "model's credentials, such as OPENAI_API_KEY. Repeatable.");
   k8s->add_option("--name", o.name,
                   "The Job's and ConfigMap's name (a DNS-1123 label; default cagent-batch).");
   k8s->add_option("--namespace", o.name_space,

@@ -32,6 +32,7 @@ struct BatchClusterOptions {
   std::string name = "cagent-batch";
   std::string name_space;
   std::vector<std::string> volumes;  // CLAIM:PATH
+  std::vector<std::string> secrets;
   std::size_t parallelism = 0;
   std::int64_t run_as_user = 1000;
   std::string output;  // -o FILE; "" or "-" = stdout

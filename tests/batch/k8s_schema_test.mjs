@@ -150,7 +150,7 @@ try {
   const run = spawnSync(
     cagent,
     ["batch", "k8s", tasks, "--image", "registry.example/cagent:1.0", "--results-pvc", "batch-results",
-     "--volume", `batch-data:${data}`, "--namespace", "agents", "--parallelism", "2", "-o", out],
+     "--volume", `batch-data:${data}`, "--secret", "model-keys", "--namespace", "agents", "--parallelism", "2", "-o", out],
     { encoding: "utf8" },
   );
   check("cagent batch k8s exits 0", run.status === 0, `${run.status} ${run.stderr}`);

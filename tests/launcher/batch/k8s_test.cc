@@ -238,6 +238,21 @@ TEST_F(K8sManifestTest, HostileNamesImagesAndClaimsAreRefused) {
             "/usr/local/bin/cagent");
 }
 
+TEST_F(K8sManifestTest, SecretsBecomeTheContainersEnvironment) {
+  K8sOptions o = Options();
+  EXPECT_FALSE(
+      Manifest(Three(), o)["items"][1]["spec"]["template"]["spec"]["containers"][0].contains(
+          "envFrom"));
+  o.secrets = {"openai-key", "anthropic.key"};
+  const json c = Manifest(Three(), o)["items"][1]["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c["envFrom"], json::parse(R"([{"secretRef": {"name": "openai-key"}},
+                                          {"secretRef": {"name": "anthropic.key"}}])"));
+  for (const std::string secret : {"", "Key", "key\nx", "key name", "$(id)"}) {
+    o.secrets = {secret};
+    EXPECT_THAT(ErrorOf(Three(), o), HasSubstr("--secret")) << secret;
+  }
+}
+
 TEST_F(K8sManifestTest, VolumePathsThePodNeedsOrThatAreNotPathsAreRefused) {
   const std::vector<BatchTask> tasks = Three();
   for (const std::string path : {"relative", "/", "/results", "/results/x", "/tasks", "/proc/x",
