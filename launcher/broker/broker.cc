@@ -213,6 +213,8 @@ class Broker::Impl {
   void Send(Kind kind, std::uint64_t id, protocol::Body body);
   void DoWrite();
   void End(BrokerOutcome::Status status, std::string reason, bool notify_peer);
+  // End(kFailed) because the agent's end of the connection went away (BrokerOutcome::agent_gone).
+  void AgentGone(std::string reason);
   void Close();
 
   // ---- requests ----
@@ -391,7 +393,7 @@ void Broker::Impl::OnRead(const boost::system::error_code& ec, std::size_t n) {
     if (ec == asio::error::eof) {
       OnEof();
     } else if (!ended_) {
-      End(BrokerOutcome::Status::kFailed, "reading from the agent failed: " + ec.message(), false);
+      AgentGone("reading from the agent failed: " + ec.message());
     }
     return;
   }
@@ -450,10 +452,10 @@ void Broker::Impl::OnEof() {
                                 " bytes of an incomplete frame)";
     ++outcome_.protocol_errors;
     Audit(audit::ProtocolError({.id = 0, .code = "malformed", .message = message}));
-    End(BrokerOutcome::Status::kFailed, "agent disconnected mid-frame: " + message, false);
+    AgentGone("agent disconnected mid-frame: " + message);
     return;
   }
-  End(BrokerOutcome::Status::kFailed, "the agent closed the connection without finishing", false);
+  AgentGone("the agent closed the connection without finishing");
 }
 
 void Broker::Impl::Send(Kind kind, std::uint64_t id, protocol::Body body) {
@@ -510,6 +512,12 @@ void Broker::Impl::DoWrite() {
                         Close();
                       }
                     });
+}
+
+void Broker::Impl::AgentGone(std::string reason) {
+  if (ended_) return;
+  outcome_.agent_gone = true;
+  End(BrokerOutcome::Status::kFailed, std::move(reason), false);
 }
 
 void Broker::Impl::End(BrokerOutcome::Status status, std::string reason, bool notify_peer) {
@@ -572,7 +580,7 @@ void Broker::Impl::Close() {
   socket_.close(ec);
   queue_.clear();
   queued_bytes_ = 0;
-  if (!ended_) End(BrokerOutcome::Status::kFailed, "the connection to the agent was closed", false);
+  if (!ended_) AgentGone("the connection to the agent was closed");
   if (on_end_posted_) return;
   on_end_posted_ = true;
   // Posted, so the owner may destroy the Broker from on_end without pulling it out from under

@@ -176,6 +176,10 @@ struct BrokerOutcome {
   enum class Status { kRunning, kFinished, kFailed, kCancelled, kNeedsApproval };
   Status status = Status::kRunning;
   std::string reason;  // for kFailed/kCancelled: "model-turn budget (40) reached", ...
+  // kFailed because the agent's end of the connection went away (end of file, a read error, a
+  // half frame), not by a decision of the broker: the agent died or was killed. The session's
+  // owner may learn why later (a cancel signal that reached the agent first).
+  bool agent_gone = false;
   std::optional<protocol::Finish> finish;  // what the agent said when it finished
   BudgetUsage used;
   std::uint64_t protocol_errors = 0;

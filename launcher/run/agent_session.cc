@@ -6,10 +6,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +33,14 @@ namespace {
 
 namespace fs = std::filesystem;
 using broker::BrokerOutcome;
+
+// How long an agent killed by a stop signal waits for the operator's signal to cagent (the same
+// request, sent to each process of the job in turn) before its death counts as the agent's own.
+constexpr std::chrono::milliseconds kCancelSignalGrace{500};
+
+bool IsStopSignal(int sig) {
+  return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+}
 
 model::Environment EnvironmentMap(const std::vector<std::string>& env) {
   model::Environment out;
@@ -245,9 +255,11 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   ::pthread_sigmask(SIG_BLOCK, &cancel_signals, &old_mask);
   boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   signals.add(SIGQUIT);
+  std::atomic<int> cancel_signal{0};  // the operator's request, once one arrived
   if (o.handle_signals) {
     signals.async_wait([&](const boost::system::error_code& ec, int sig) {
       if (ec) return;
+      cancel_signal.store(sig);
       session.Stop(BrokerOutcome::Status::kCancelled,
                    std::string("cancelled by the operator (") + sigabbrev_np(sig) + ")");
     });
@@ -284,6 +296,18 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   agent_end.Reset();
   // The proxy's last records are posted to the broker's thread, which is still running.
   if (egress) egress->Stop();
+  // A stop signal sent to every process of a job (Slurm's linuxproc and cgroup process tracking,
+  // systemd's control-group kill) reaches the agent as well as cagent, one process after the
+  // other: the agent may die, and the broker see its connection go, before cagent's own signal is
+  // handled. An agent killed by such a signal gives that request a moment to arrive (below, a
+  // cancel that did is what ended the session); any other death is final at once.
+  if (o.handle_signals && sandbox && sandbox->kind == SandboxOutcome::Kind::kSignaled &&
+      IsStopSignal(sandbox->signal)) {
+    const auto until = std::chrono::steady_clock::now() + kCancelSignalGrace;
+    while (cancel_signal.load() == 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
 
   // The sandbox is gone. If the broker is still waiting, the agent ended without finishing.
   std::string why = "the agent exited without finishing";
@@ -304,6 +328,15 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   if (!sandbox) return sandbox.error();
   result.sandbox = std::move(*sandbox);
   result.broker = session.outcome();
+  if (result.broker.status == BrokerOutcome::Status::kFailed && result.broker.agent_gone &&
+      cancel_signal.load() != 0) {
+    // The broker ended the session when the agent's connection went; the operator's request,
+    // which reached the agent first, is why. The event log keeps the broker's own record.
+    result.broker.status = BrokerOutcome::Status::kCancelled;
+    result.broker.reason =
+        std::string("cancelled by the operator (") + sigabbrev_np(cancel_signal.load()) +
+        "; the signal reached the agent too, which ended first: " + result.broker.reason + ")";
+  }
   result.audit_entries = audit->entries();
   result.audit_lost = audit->lost();
   result.audit_head = audit->head();

@@ -13,8 +13,8 @@
 # usage: tests/batch/slurm_test.sh CAGENT_BINARY SOURCE_DIR
 # Exit 77 (skipped) when Slurm or munge is not installed, or not run as root (slurmd runs jobs as
 # their user), unless CAGENT_REQUIRE_SLURM=1 (CI), where that is a failure.
-# CAGENT_SLURM_TEST_KEEP=1 keeps the temporary directory; CAGENT_SLURM_PROCTRACK (default pgid)
-# picks Slurm's process tracking (below).
+# CAGENT_SLURM_TEST_KEEP=1 keeps the temporary directory; CAGENT_SLURM_PROCTRACK (default
+# linuxproc) picks Slurm's process tracking (below).
 set -euo pipefail
 cagent=$(realpath "${1:?usage: slurm_test.sh CAGENT_BINARY SOURCE_DIR}")
 src=$(realpath "${2:?usage: slurm_test.sh CAGENT_BINARY SOURCE_DIR}")
@@ -102,13 +102,13 @@ daemons+=($!)
 wait_for 20 test -S "$socket" || fail "munged did not create its socket"
 
 # ---- slurm.conf: one node (this host), private ports, everything under $tmp ----
-# proctrack/pgid: a job's processes are its process group, so scancel's SIGTERM reaches the batch
-# script's cagent (exec'd) and cagent batch run passes it to its child cagent run, which cancels
-# the run. With proctrack/linuxproc or cgroup, Slurm signals every process of the job at once,
-# the sandboxed agent included, and a run sometimes records the agent's death ("the agent closed
-# the connection without finishing", failed) before its own SIGTERM (cancelled): a race in cagent
-# run, not in the script (docs/batch.md, "Slurm"), which this test would turn into a flaky failure.
-# CAGENT_SLURM_PROCTRACK=linuxproc runs it that way (to reproduce the race: loop it).
+# proctrack/linuxproc (default; what clusters without cgroup tracking use): scancel's SIGTERM
+# reaches every process of the job, one after the other — cagent batch run, its child cagent run
+# and the sandboxed agent. The agent may die, and the broker see its connection go, before cagent
+# run handles its own SIGTERM; cagent run still records the run cancelled (agent_session.cc, and
+# tests/e2e/run_test.cc's ATerminateSignalThatReachesTheAgentFirstStillCancelsTheRun). Before
+# that fix this test failed about one run in six here. CAGENT_SLURM_PROCTRACK=pgid signals only
+# the job's process group (the batch script's cagent, which passes it on).
 node=$(hostname -s)
 read -r ctld_port slurmd_port < <(python3 -c '
 import socket
@@ -133,7 +133,7 @@ SlurmctldPidFile=$tmp/slurmctld.pid
 SlurmdPidFile=$tmp/slurmd.pid
 SlurmctldLogFile=$tmp/log/slurmctld.log
 SlurmdLogFile=$tmp/log/slurmd.log
-ProctrackType=proctrack/${CAGENT_SLURM_PROCTRACK:-pgid}
+ProctrackType=proctrack/${CAGENT_SLURM_PROCTRACK:-linuxproc}
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none

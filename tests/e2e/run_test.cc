@@ -310,6 +310,102 @@ TEST_F(RunTest, CtrlCCancelsTheRunTearsTheSandboxDownAndKeepsTheWorkspace) {
   ExpectRepoUntouched();
 }
 
+// The processes below `root` (children, grandchildren, ...) whose command name is `comm`.
+std::vector<pid_t> DescendantsNamed(pid_t root, const std::string& comm) {
+  std::vector<std::pair<pid_t, pid_t>> parent_of;  // pid, ppid
+  std::vector<pid_t> named;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    const pid_t pid = std::stoi(name);
+    std::ifstream status(e.path() / "status");
+    std::string line, process_name;
+    pid_t ppid = 0;
+    while (std::getline(status, line)) {
+      if (line.rfind("Name:\t", 0) == 0) process_name = line.substr(6);
+      if (line.rfind("PPid:\t", 0) == 0) ppid = std::stoi(line.substr(6));
+    }
+    parent_of.emplace_back(pid, ppid);
+    if (process_name == comm) named.push_back(pid);
+  }
+  std::vector<pid_t> out;
+  for (const pid_t p : named) {
+    pid_t cur = p;
+    for (int depth = 0; depth < 16 && cur > 1; ++depth) {
+      auto it = std::find_if(parent_of.begin(), parent_of.end(),
+                             [cur](const auto& pp) { return pp.first == cur; });
+      if (it == parent_of.end()) break;
+      cur = it->second;
+      if (cur == root) {
+        out.push_back(p);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// A session whose agent runs a long command (python3: the profile allows it, not sleep), marked
+// by an argument of its own for FindProcesses.
+std::string LongCommandSession(const std::string& token) {
+  return Turn(json::array(
+             {Call("run_command",
+                   {{"command", "python3 -c 'import sys, time; time.sleep(float(sys.argv[1]))' " +
+                                    token}})})) +
+         Turn(json::array({Call("finish", {{"summary", "never reached"}})}));
+}
+
+// What Slurm (proctrack linuxproc/cgroup) and systemd (KillMode=control-group) do to stop a job:
+// SIGTERM to every process of it, the sandboxed agent included, one after the other. The agent
+// dies first here, and the broker sees its connection close, 100 ms before cagent's own signal
+// arrives: before the fix the run ended `failed` ("the agent closed the connection without
+// finishing") although it was stopped on request.
+TEST_F(RunTest, ATerminateSignalThatReachesTheAgentFirstStillCancelsTheRun) {
+  const std::string token = "77.4322";
+  Harness::Running running =
+      Harness::Get().Start(RunArgs(LongCommandSession(token), {}), StateEnv());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (FindProcesses(token).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(FindProcesses(token).empty()) << "the agent's command never started";
+  const std::vector<pid_t> agents = DescendantsNamed(running.pid, "cagent-agent");
+  ASSERT_EQ(agents.size(), 1U) << "cannot find the sandboxed agent below cagent";
+  ASSERT_EQ(::kill(agents.front(), SIGTERM), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(::kill(running.pid, SIGTERM), 0);
+  const RunResult r = Harness::Get().Wait(running, std::chrono::seconds(60));
+  SCOPED_TRACE(r.err);
+  const json res = Result(r);
+  ASSERT_TRUE(res.is_object()) << r.out;
+  EXPECT_EQ(res["status"], "cancelled");
+  EXPECT_THAT(res["reason"].get<std::string>(), HasSubstr("cancelled by the operator (TERM"));
+  EXPECT_EQ(r.exit_code, 130);
+  EXPECT_THAT(WaitForNoProcesses(token, std::chrono::seconds(10)), ::testing::IsEmpty());
+}
+
+// Its twin: the agent killed by the same signal with no request to cagent is the agent's death,
+// not a cancel — the run fails as before.
+TEST_F(RunTest, AnAgentKilledWithoutACancelRequestStillFailsTheRun) {
+  const std::string token = "77.4323";
+  Harness::Running running =
+      Harness::Get().Start(RunArgs(LongCommandSession(token), {}), StateEnv());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (FindProcesses(token).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(FindProcesses(token).empty()) << "the agent's command never started";
+  const std::vector<pid_t> agents = DescendantsNamed(running.pid, "cagent-agent");
+  ASSERT_EQ(agents.size(), 1U) << "cannot find the sandboxed agent below cagent";
+  ASSERT_EQ(::kill(agents.front(), SIGTERM), 0);
+  const RunResult r = Harness::Get().Wait(running, std::chrono::seconds(60));
+  SCOPED_TRACE(r.err);
+  const json res = Result(r);
+  ASSERT_TRUE(res.is_object()) << r.out;
+  EXPECT_EQ(res["status"], "failed");
+  EXPECT_EQ(r.exit_code, 3);
+}
+
 TEST_F(RunTest, EditingAProtectedTestFailsTheRunNamingTheRule) {
   // (b)/(f): the agent goes for the tests instead of the code. edit_file is refused by the tool
   // rules, deleting the existing test fails (the sandbox binds it read-only), so it writes a new
