@@ -254,11 +254,12 @@ Result<std::string> K8sManifest(const std::vector<BatchTask>& tasks, const std::
   // The command, with the index from the pod's own annotation: the Job controller sets it on
   // every pod of an Indexed Job, and Kubernetes expands $(JOB_COMPLETION_INDEX) in the command
   // from the container's env (no shell: nothing here is parsed by one).
-  const json command = {options.cagent, "batch",
-                        "run",          std::string(kTasksMount) + "/tasks.jsonl",
-                        "--results",    kResultsMount,
-                        "--index",      "$(JOB_COMPLETION_INDEX)",
-                        "--jobs",       "1"};
+  const json command = {options.cagent, "batch", "run", std::string(kTasksMount) + "/tasks.jsonl",
+                        "--results", kResultsMount, "--index", "$(JOB_COMPLETION_INDEX)", "--jobs",
+                        "1",
+                        // A pod started again for the same index (eviction, a lost node) keeps a
+                        // finished, verified result and reruns an interrupted one.
+                        "--resume"};
   const json env = json::array({
       {{"name", "JOB_COMPLETION_INDEX"},
        {"valueFrom",

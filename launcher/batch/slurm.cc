@@ -112,9 +112,10 @@ Result<std::string> SlurmScript(const std::vector<BatchTask>& tasks, const Slurm
   s += "# exec: cagent replaces the shell, so Slurm's SIGTERM (scancel, the time limit) reaches "
        "it\n";
   s += "# and it cancels the task's run, which ends 'cancelled' with its result.json written.\n";
+  s += "# --resume: a requeued array task keeps a finished, verified result and reruns the rest.\n";
   s += "exec " + ShellQuote(options.cagent) + " batch run " + ShellQuote(options.tasks_file) +
        " --results " + ShellQuote(options.results_dir) +
-       " --index \"$SLURM_ARRAY_TASK_ID\" --jobs 1\n";
+       " --index \"$SLURM_ARRAY_TASK_ID\" --jobs 1 --resume\n";
   return s;
 }
 

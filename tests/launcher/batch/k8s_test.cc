@@ -96,8 +96,9 @@ TEST_F(K8sManifestTest, AListOfAConfigMapAndAnIndexedJob) {
   EXPECT_EQ(pod["restartPolicy"], "Never");
   const json& c = pod["containers"][0];
   EXPECT_EQ(c["image"], "registry.example/cagent:1.0");
-  EXPECT_EQ(c["command"], json({"cagent", "batch", "run", "/tasks/tasks.jsonl", "--results",
-                                "/results", "--index", "$(JOB_COMPLETION_INDEX)", "--jobs", "1"}));
+  EXPECT_EQ(c["command"],
+            json({"cagent", "batch", "run", "/tasks/tasks.jsonl", "--results", "/results",
+                  "--index", "$(JOB_COMPLETION_INDEX)", "--jobs", "1", "--resume"}));
   EXPECT_EQ(c["env"][0]["name"], "JOB_COMPLETION_INDEX");
   EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"],
             "metadata.annotations['batch.kubernetes.io/job-completion-index']");

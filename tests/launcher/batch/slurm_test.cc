@@ -111,7 +111,7 @@ TEST_F(SlurmScriptTest, OneArrayTaskPerTaskWithTheLimitOutputAndPartition) {
                                      "#SBATCH --partition=gpu-short"));
   EXPECT_THAT(*script, HasSubstr("\nexec '/opt/cagent/bin/cagent' batch run "
                                  "'/shared/batch/tasks.jsonl' --results '/shared/batch/results' "
-                                 "--index \"$SLURM_ARRAY_TASK_ID\" --jobs 1\n"));
+                                 "--index \"$SLURM_ARRAY_TASK_ID\" --jobs 1 --resume\n"));
 }
 
 TEST_F(SlurmScriptTest, NoLimitNoPartitionAndOneTask) {
@@ -136,9 +136,9 @@ TEST_F(SlurmScriptTest, TheScriptExecsTheTaskCommandWithTheArrayIndex) {
   auto script = SlurmScript(Tasks(3), o);
   ASSERT_TRUE(script.ok()) << script.error().Message();
   ASSERT_EQ(RunScript(*script, "2"), 0);
-  EXPECT_THAT(Args(),
-              ::testing::ElementsAre("batch", "run", "/shared/batch/tasks.jsonl", "--results",
-                                     "/shared/batch/results", "--index", "2", "--jobs", "1"));
+  EXPECT_THAT(Args(), ::testing::ElementsAre("batch", "run", "/shared/batch/tasks.jsonl",
+                                             "--results", "/shared/batch/results", "--index", "2",
+                                             "--jobs", "1", "--resume"));
 }
 
 TEST_F(SlurmScriptTest, OutsideAnArrayTheScriptStopsBeforeCagent) {
@@ -175,8 +175,9 @@ TEST_F(SlurmScriptTest, HostilePathsAreQuotedForTheShell) {
   ASSERT_EQ(RunScript(*script, "0"), 0);
   EXPECT_FALSE(fs::exists(root_ + "/pwned"));
   EXPECT_FALSE(fs::exists(root_ + "/pwned2"));
-  EXPECT_THAT(Args(), ::testing::ElementsAre("batch", "run", o.tasks_file, "--results",
-                                             o.results_dir, "--index", "0", "--jobs", "1"));
+  EXPECT_THAT(Args(),
+              ::testing::ElementsAre("batch", "run", o.tasks_file, "--results", o.results_dir,
+                                     "--index", "0", "--jobs", "1", "--resume"));
   // In the #SBATCH line DIR is one double-quoted value ('$' and '`' are literal to sbatch).
   EXPECT_THAT(*script, HasSubstr("#SBATCH --output=\"" + o.results_dir + "/_slurm-%A_%a.out\"\n"));
 }
