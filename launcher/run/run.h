@@ -42,8 +42,8 @@ struct RunRequest {
   std::vector<egress::ResolveOverride> resolve;  // --resolve, for the egress proxy
   std::string pre_approval_file;
   broker::Budgets budget_overrides;
-  int tty_fd = -1;        // approvals; -1 = headless
-  int events_fd = -1;     // --events-jsonl: every event line as it is logged; -1 = none
+  int tty_fd = -1;     // approvals; -1 = headless
+  int events_fd = -1;  // --events-jsonl: every event line as it is logged; -1 = none
   // --verbose: every entry of the event log, with its transcript, as it is logged
   // (AuditLog::SetObserver); empty = none.
   broker::AuditLog::Observer on_entry;
