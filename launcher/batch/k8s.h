@@ -1,6 +1,6 @@
 // `cagent batch k8s`: a Kubernetes manifest (a v1 List) holding a ConfigMap with the task file and
 // an Indexed Job whose completion index i runs task i (`cagent batch run /tasks/tasks.jsonl
-// --results /results --index $(JOB_COMPLETION_INDEX) --jobs 1`), the results on a
+// --results /results --index $(JOB_COMPLETION_INDEX) --jobs 1 --resume`), the results on a
 // PersistentVolumeClaim mounted at /results. A pure generator: tasks + options -> JSON, which
 // `kubectl apply -f` takes; nothing here talks to a cluster.
 //

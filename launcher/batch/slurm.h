@@ -1,7 +1,7 @@
 // `cagent batch slurm`: the batch script of one Slurm job array whose array task i runs task i of
-// the file (`cagent batch run TASKS --results DIR --index i --jobs 1`) on whatever node Slurm
-// picks. A pure generator: tasks + options -> script text; submitting it is the CLI's business
-// (launcher/cli/batch_cluster_command.cc).
+// the file (`cagent batch run TASKS --results DIR --index i --jobs 1 --resume`) on whatever node
+// Slurm picks. A pure generator: tasks + options -> script text; submitting it is the CLI's
+// business (launcher/cli/batch_cluster_command.cc).
 //
 // The script is run by /bin/sh on a cluster node as the submitting user, so everything taken from
 // the command line is either checked against a strict alphabet (partition, job name) or quoted:

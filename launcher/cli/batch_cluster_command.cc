@@ -215,7 +215,7 @@ void AddBatchClusterCommands(CLI::App* batch, BatchClusterOptions& o) {
   CLI::App* slurm = batch->add_subcommand(
       "slurm",
       "Run a task file on a Slurm cluster: writes one sbatch job array whose array task i runs "
-      "task i (0-based) with `cagent batch run TASKS --results DIR --index i --jobs 1` on "
+      "task i (0-based) with `cagent batch run TASKS --results DIR --index i --jobs 1 --resume` on "
       "whatever node Slurm picks, and submits it with `sbatch --parsable`. The task file is "
       "checked first (every bad line listed, exit 2) and DIR is created; the job id goes to "
       "stdout, how to watch it (squeue -j, cagent batch report DIR) to stderr. The task file, "
@@ -245,8 +245,8 @@ void AddBatchClusterCommands(CLI::App* batch, BatchClusterOptions& o) {
       "k8s",
       "Write a Kubernetes manifest for a task file: a List of a ConfigMap holding the tasks and "
       "an Indexed Job whose completion index i runs task i with `cagent batch run "
-      "/tasks/tasks.jsonl --results /results --index $(JOB_COMPLETION_INDEX) --jobs 1`, the "
-      "results on a PersistentVolumeClaim at /results; apply it with `kubectl apply -f`. The "
+      "/tasks/tasks.jsonl --results /results --index $(JOB_COMPLETION_INDEX) --jobs 1 --resume`, "
+      "the results on a PersistentVolumeClaim at /results; apply it with `kubectl apply -f`. The "
       "pod runs as a non-root user in its own user namespace with no capabilities; the cluster "
       "must allow user namespaces (hostUsers: false), procMount Unmasked and seccomp and "
       "AppArmor Unconfined (docs/batch.md, \"Kubernetes\"). Repositories must be git URLs or "
