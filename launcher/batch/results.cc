@@ -16,6 +16,7 @@
 #include "common/sha256.h"
 #include "common/unique_fd.h"
 #include "launcher/broker/audit_log.h"
+#include "launcher/run/state_dir.h"
 
 namespace cagent::launcher::batch {
 namespace {
@@ -32,17 +33,6 @@ Status WriteAll(int fd, const std::string& text, const std::string& what) {
     if (n <= 0) return ErrnoError("write " + what);
     off += static_cast<std::size_t>(n);
   }
-  return Ok{};
-}
-
-Status WriteFileAtomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd.valid()) return ErrnoError("open " + tmp);
-  if (auto s = WriteAll(fd.get(), text, tmp); !s) return s;
-  if (::fsync(fd.get()) != 0) return ErrnoError("fsync " + tmp);
-  fd.Reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError("rename " + tmp);
   return Ok{};
 }
 
@@ -157,7 +147,7 @@ json SummaryLine(const json& result) {
 
 Status RecordResult(const std::string& results_dir, const BatchTask& task, const json& result) {
   const std::string dir = TaskDir(results_dir, task);
-  if (auto s = WriteFileAtomic(dir + "/result.json", JsonText(result, 2) + "\n"); !s) {
+  if (auto s = run::WriteFileAtomic(dir + "/result.json", JsonText(result, 2) + "\n"); !s) {
     return std::move(s).Context("record the result of task " + task.id);
   }
   const std::string path = results_dir + "/" + kSummaryFile;

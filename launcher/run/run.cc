@@ -46,28 +46,6 @@ std::string NowRfc3339() {
   return buf;
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) return ErrnoError("open " + tmp);
-    std::size_t off = 0;
-    while (off < text.size()) {
-      const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        const Error e = ErrnoError("write " + tmp);
-        ::close(fd);
-        return e;
-      }
-      off += static_cast<std::size_t>(n);
-    }
-    if (::fsync(fd) != 0 || ::close(fd) != 0) return ErrnoError("write " + tmp);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError("rename " + tmp);
-  return Ok{};
-}
-
 json UsageJson(const broker::BudgetUsage& u) {
   json by_kind = json::object();
   for (const auto& [k, v] : u.tool_calls_by_kind) by_kind[k] = v;

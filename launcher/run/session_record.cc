@@ -10,6 +10,7 @@
 #include <map>
 
 #include "common/json_text.h"
+#include "launcher/run/state_dir.h"
 
 namespace cagent::launcher::run {
 namespace {
@@ -46,29 +47,7 @@ std::string SessionRecordPath(const std::string& sessions_dir, const std::string
 }
 
 Status WriteSessionRecord(const std::string& path, const json& record) {
-  const std::string text = JsonText(record, 2) + "\n";
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return ErrnoError("open " + tmp);
-  std::size_t off = 0;
-  while (off < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const Error e = ErrnoError("write " + tmp);
-      ::close(fd);
-      return e;
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    const Error e = ErrnoError("write " + tmp);
-    ::close(fd);
-    return e;
-  }
-  if (::close(fd) != 0) return ErrnoError("write " + tmp);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError("rename " + tmp);
-  return Ok{};
+  return WriteFileAtomic(path, JsonText(record, 2) + "\n");
 }
 
 std::string SessionStatus(std::string_view broker_status) {

@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -74,6 +75,22 @@ std::optional<std::uint64_t> RunSequence(const std::string& run_dir) {
   auto v = ReadNumber(fd.get());
   if (!v || *v == 0) return std::nullopt;
   return v;
+}
+
+Status WriteFileAtomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return ErrnoError("open " + tmp);
+  std::size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::write(fd.get(), text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ErrnoError("write " + tmp);
+    off += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd.get()) != 0 || ::close(fd.Release()) != 0) return ErrnoError("write " + tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError("rename " + tmp);
+  return Ok{};
 }
 
 std::string StateDirectory() {

@@ -29,4 +29,9 @@ namespace cagent::launcher::run {
 // the subdirectory they write (runs/, sessions/) with mode 0700.
 [[nodiscard]] std::string StateDirectory();
 
+// Writes `text` to `path` whole or not at all: into path.tmp (made 0600, no link followed), synced,
+// closed, then renamed over `path`. For the records a reader must never see half written
+// (result.json, a session record, a batch result).
+[[nodiscard]] Status WriteFileAtomic(const std::string& path, const std::string& text);
+
 }  // namespace cagent::launcher::run
