@@ -125,26 +125,6 @@ std::string FindInPath(const std::string& name) {
   return {};
 }
 
-// The environment of the git that clones: launcher/run/git.cc's, so nothing of the caller's git
-// configuration (filters, helpers, hooks paths) meets the hostile repository.
-std::vector<std::string> GitEnvironment() {
-  std::vector<std::string> env = {"GIT_CONFIG_NOSYSTEM=1",
-                                  "GIT_CONFIG_GLOBAL=/dev/null",
-                                  "GIT_TERMINAL_PROMPT=0",
-                                  "GIT_OPTIONAL_LOCKS=0",
-                                  "GIT_PAGER=cat",
-                                  "PAGER=cat",
-                                  "GIT_ATTR_NOSYSTEM=1",
-                                  "GIT_NO_REPLACE_OBJECTS=1",
-                                  "GIT_ASKPASS=/bin/false",
-                                  "SSH_ASKPASS=/bin/false",
-                                  "GIT_PROTOCOL_FROM_USER=0",
-                                  "HOME=/nonexistent"};
-  const char* path = std::getenv("PATH");
-  env.push_back(std::string("PATH=") + (path != nullptr ? path : "/usr/bin:/bin"));
-  return env;
-}
-
 // The URL's protocol for git's protocol.<name>.allow ("ssh" for scp-like user@host:path).
 std::string UrlProtocol(const std::string& url) {
   const std::size_t end = url.find("://");
@@ -433,7 +413,9 @@ bool Batch::StartStage(Active& a, Stage stage) {
       return false;
     }
     s.path = git_;
-    s.env = GitEnvironment();
+    // launcher/run/git.cc's, so nothing of the caller's git configuration (filters, helpers,
+    // hooks paths) meets the hostile repository.
+    s.env = run::GitEnvironment();
     s.limit_files = true;
     s.argv = GitArgs(git_, UrlProtocol(t.repo));
     s.argv[0] = "git";

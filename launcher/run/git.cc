@@ -183,6 +183,38 @@ Status NeutraliseAttributes(const std::string& git_dir) {
   return Ok{};
 }
 
+namespace {
+
+// The caller's PATH, or /usr/bin:/bin without one.
+std::string CallerPath() {
+  const char* path = std::getenv("PATH");
+  return path != nullptr && *path != '\0' ? path : "/usr/bin:/bin";
+}
+
+}  // namespace
+
+// A fixed environment: nothing of the caller's git configuration or hooks, nothing of a
+// workspace's. PATH comes from the caller so the caller's git is found.
+std::vector<std::string> GitEnvironment(const std::string& home) {
+  std::vector<std::string> env = {"GIT_CONFIG_NOSYSTEM=1",
+                                  "GIT_CONFIG_GLOBAL=/dev/null",
+                                  "GIT_TERMINAL_PROMPT=0",
+                                  "GIT_OPTIONAL_LOCKS=0",
+                                  "GIT_PAGER=cat",
+                                  "PAGER=cat",
+                                  "GIT_ATTR_NOSYSTEM=1",
+                                  "GIT_NO_REPLACE_OBJECTS=1",
+                                  "GIT_ASKPASS=/bin/false",
+                                  "SSH_ASKPASS=/bin/false",
+                                  "LC_ALL=C",
+                                  "TZ=UTC",
+                                  "GIT_PROTOCOL_FROM_USER=0",
+                                  "GIT_NO_LAZY_FETCH=1",
+                                  "HOME=" + (home.empty() ? std::string("/nonexistent") : home)};
+  env.push_back("PATH=" + CallerPath());
+  return env;
+}
+
 Result<GitResult> RunGit(const GitInvocation& inv) {
   std::vector<std::string> argv = {"git"};
   for (auto& opt : HardeningOptions()) argv.push_back(std::move(opt));
@@ -190,28 +222,9 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
   if (!inv.work_tree.empty()) argv.push_back("--work-tree=" + inv.work_tree);
   argv.insert(argv.end(), inv.args.begin(), inv.args.end());
 
-  // A fixed environment: nothing of the caller's git configuration or hooks, nothing of a
-  // workspace's. PATH comes from the caller so the caller's git is found.
-  std::vector<std::string> env = {
-      "GIT_CONFIG_NOSYSTEM=1",
-      "GIT_CONFIG_GLOBAL=/dev/null",
-      "GIT_TERMINAL_PROMPT=0",
-      "GIT_OPTIONAL_LOCKS=0",
-      "GIT_PAGER=cat",
-      "PAGER=cat",
-      "GIT_ATTR_NOSYSTEM=1",
-      "GIT_NO_REPLACE_OBJECTS=1",
-      "GIT_ASKPASS=/bin/false",
-      "SSH_ASKPASS=/bin/false",
-      "LC_ALL=C",
-      "TZ=UTC",
-      "GIT_PROTOCOL_FROM_USER=0",
-      "GIT_NO_LAZY_FETCH=1",
-      "HOME=" + (inv.home.empty() ? std::string("/nonexistent") : inv.home)};
+  std::vector<std::string> env = GitEnvironment(inv.home);
   if (!inv.index_file.empty()) env.push_back("GIT_INDEX_FILE=" + inv.index_file);
-  const char* path_env = std::getenv("PATH");
-  const std::string path = path_env != nullptr && *path_env != '\0' ? path_env : "/usr/bin:/bin";
-  env.push_back("PATH=" + path);
+  const std::string path = CallerPath();
   auto git_path = FindGit(path);
   if (!git_path) return git_path.error();
 

@@ -76,6 +76,11 @@ std::string TrimLine(std::string out);
 // The options RunGit puts before the caller's arguments (exposed for tests and the docs).
 std::vector<std::string> HardeningOptions();
 
+// The fixed environment RunGit gives git: nothing of the caller's git configuration, hooks,
+// prompts or locale; HOME = `home` ("" = /nonexistent); PATH from the caller, so its git is found.
+// For a git cagent starts itself (the batch clone) with the same isolation.
+std::vector<std::string> GitEnvironment(const std::string& home = "");
+
 // The line NeutraliseAttributes writes: every attribute that changes content, checkout or the
 // patch check, set to "unspecified" (git's defaults, core.autocrlf is not set).
 std::string_view NeutralAttributesLine();
