@@ -17,12 +17,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/e2e/harness.h"
@@ -75,12 +78,29 @@ class ApplyHostileTest : public ::testing::Test {
     auto& h = Harness::Get();
     if (!h.skip_reason().empty()) GTEST_SKIP() << h.skip_reason();
     if (std::system("git --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "git is not installed";
+    // For this suite's own git commands; put back in TearDown, so the suites that run after it
+    // in one process (a twin that needs the caller's git configuration) see the caller's.
+    for (const char* name : {"GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL"}) {
+      const char* was = std::getenv(name);
+      saved_env_.emplace_back(name,
+                              was != nullptr ? std::optional<std::string>(was) : std::nullopt);
+    }
     ::setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
     ::setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
     dir_ = h.MakeDir("apply");
     state_ = dir_ + "/state";
     outside_ = dir_ + "/outside";
     fs::create_directories(outside_);
+  }
+
+  void TearDown() override {
+    for (const auto& [name, value] : saved_env_) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
   }
 
   // The repository at dir_/NAME with `files` committed and .gitignore = `ignored`.
@@ -173,6 +193,7 @@ class ApplyHostileTest : public ::testing::Test {
   }
 
   std::string dir_, state_, outside_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_env_;
 };
 
 TEST_F(ApplyHostileTest, AnIgnoredSymlinkOnThePatchsPathIsRefusedNothingWrittenOutside) {

@@ -355,6 +355,20 @@ std::string LongCommandSession(const std::string& token) {
          Turn(json::array({Call("finish", {{"summary", "never reached"}})}));
 }
 
+// Waits for the session's long command (marked by `token`) to run, then SIGTERMs the sandboxed
+// agent below `running` — from outside, as a job-wide kill would.
+void TerminateTheAgentWhileItsCommandRuns(const Harness::Running& running,
+                                          const std::string& token) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (FindProcesses(token).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(FindProcesses(token).empty()) << "the agent's command never started";
+  const std::vector<pid_t> agents = DescendantsNamed(running.pid, "cagent-agent");
+  ASSERT_EQ(agents.size(), 1U) << "cannot find the sandboxed agent below cagent";
+  ASSERT_EQ(::kill(agents.front(), SIGTERM), 0);
+}
+
 // What Slurm (proctrack linuxproc/cgroup) and systemd (KillMode=control-group) do to stop a job:
 // SIGTERM to every process of it, the sandboxed agent included, one after the other. The agent
 // dies first here, and the broker sees its connection close, 100 ms before cagent's own signal
@@ -364,14 +378,7 @@ TEST_F(RunTest, ATerminateSignalThatReachesTheAgentFirstStillCancelsTheRun) {
   const std::string token = "77.4322";
   Harness::Running running =
       Harness::Get().Start(RunArgs(LongCommandSession(token), {}), StateEnv());
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (FindProcesses(token).empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_FALSE(FindProcesses(token).empty()) << "the agent's command never started";
-  const std::vector<pid_t> agents = DescendantsNamed(running.pid, "cagent-agent");
-  ASSERT_EQ(agents.size(), 1U) << "cannot find the sandboxed agent below cagent";
-  ASSERT_EQ(::kill(agents.front(), SIGTERM), 0);
+  ASSERT_NO_FATAL_FAILURE(TerminateTheAgentWhileItsCommandRuns(running, token));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ASSERT_EQ(::kill(running.pid, SIGTERM), 0);
   const RunResult r = Harness::Get().Wait(running, std::chrono::seconds(60));
@@ -390,14 +397,7 @@ TEST_F(RunTest, AnAgentKilledWithoutACancelRequestStillFailsTheRun) {
   const std::string token = "77.4323";
   Harness::Running running =
       Harness::Get().Start(RunArgs(LongCommandSession(token), {}), StateEnv());
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (FindProcesses(token).empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_FALSE(FindProcesses(token).empty()) << "the agent's command never started";
-  const std::vector<pid_t> agents = DescendantsNamed(running.pid, "cagent-agent");
-  ASSERT_EQ(agents.size(), 1U) << "cannot find the sandboxed agent below cagent";
-  ASSERT_EQ(::kill(agents.front(), SIGTERM), 0);
+  ASSERT_NO_FATAL_FAILURE(TerminateTheAgentWhileItsCommandRuns(running, token));
   const RunResult r = Harness::Get().Wait(running, std::chrono::seconds(60));
   SCOPED_TRACE(r.err);
   const json res = Result(r);
