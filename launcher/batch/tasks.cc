@@ -35,10 +35,17 @@ constexpr std::size_t kMaxRefLength = 256;
 // The names in a results directory that are batch's own, not a task's.
 constexpr std::string_view kReservedIds[] = {"summary.jsonl"};
 
-const std::set<std::string, std::less<>> kTopFields = {"id",        "repo",    "commit", "task",
-                                                       "task_file", "profile", "model",  "budgets"};
-const std::set<std::string, std::less<>> kBudgetFields = {"max_turns", "max_tool_calls",
-                                                          "max_tokens", "wall_time"};
+// Constant tables, not std::sets: this file is linked into every cagent, and a namespace-scope
+// set is built at start-up of every command, `cagent exec` included.
+constexpr std::string_view kTopFields[] = {"id",        "repo",    "commit", "task",
+                                           "task_file", "profile", "model",  "budgets"};
+constexpr std::string_view kBudgetFields[] = {"max_turns", "max_tool_calls", "max_tokens",
+                                              "wall_time"};
+
+template <std::size_t N>
+bool OneOf(const std::string_view (&names)[N], std::string_view key) {
+  return std::find(std::begin(names), std::end(names), key) != std::end(names);
+}
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -198,7 +205,7 @@ std::optional<std::string> StringField(const json& obj, const char* name, std::s
 // One line's task, or the first thing wrong with it.
 std::string CheckTask(const json& obj, const fs::path& base, BatchTask& task) {
   for (const auto& [key, value] : obj.items()) {
-    if (kTopFields.count(key) == 0) {
+    if (!OneOf(kTopFields, key)) {
       return "unknown field \"" + TerminalSafe(key) +
              "\" (a task has id, repo, commit, task or task_file, profile, model, budgets)";
     }
@@ -284,7 +291,7 @@ std::string CheckTask(const json& obj, const fs::path& base, BatchTask& task) {
   if (auto it = obj.find("budgets"); it != obj.end()) {
     if (!it->is_object()) return "\"budgets\" must be an object";
     for (const auto& [key, value] : it->items()) {
-      if (kBudgetFields.count(key) == 0) {
+      if (!OneOf(kBudgetFields, key)) {
         return "unknown budget \"" + TerminalSafe(key) +
                "\" (budgets are max_turns, max_tool_calls, max_tokens, wall_time)";
       }
