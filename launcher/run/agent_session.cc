@@ -331,11 +331,13 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   if (result.broker.status == BrokerOutcome::Status::kFailed && result.broker.agent_gone &&
       cancel_signal.load() != 0) {
     // The broker ended the session when the agent's connection went; the operator's request,
-    // which reached the agent first, is why. The event log keeps the broker's own record.
+    // which reached the agent first, is why. The reason is the one a cancel that reached cagent
+    // first gives, word for word: which process a job-wide signal reached first is a race, and
+    // the same stop must read the same in result.json whatever its order (batch reports compare
+    // them). The event log keeps the broker's own record of the connection closing.
     result.broker.status = BrokerOutcome::Status::kCancelled;
     result.broker.reason =
-        std::string("cancelled by the operator (") + sigabbrev_np(cancel_signal.load()) +
-        "; the signal reached the agent too, which ended first: " + result.broker.reason + ")";
+        std::string("cancelled by the operator (") + sigabbrev_np(cancel_signal.load()) + ")";
   }
   result.audit_entries = audit->entries();
   result.audit_lost = audit->lost();
