@@ -42,4 +42,23 @@ std::size_t Utf8SequenceLength(std::string_view s, std::size_t i) {
   return len;
 }
 
+std::string ShellQuote(std::string_view text) {
+  std::string out = "'";
+  for (const char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string ShellWord(std::string_view word) {
+  if (!word.empty() && word.find_first_of(" \t\n'\"\\$`|&;<>()*?[]#~{}") == std::string::npos) {
+    return std::string(word);
+  }
+  return ShellQuote(word);
+}
+
 }  // namespace cagent

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "common/text.h"
+
 namespace cagent::launcher::batch {
 namespace {
 
@@ -61,18 +63,6 @@ Result<std::string> OutputPattern(const std::string& dir) {
 }
 
 }  // namespace
-
-std::string ShellQuote(const std::string& text) {
-  std::string out = "'";
-  for (const char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 Result<std::string> SlurmScript(const std::vector<BatchTask>& tasks, const SlurmOptions& options) {
   if (tasks.empty()) {

@@ -38,7 +38,4 @@ inline constexpr const char* kSlurmOutputPattern = "_slurm-%A_%a.out";
 // not [A-Za-z0-9._-]{1,64} (partition may be empty).
 Result<std::string> SlurmScript(const std::vector<BatchTask>& tasks, const SlurmOptions& options);
 
-// `text` as one word of POSIX sh: single-quoted, each ' written as '\''. Any byte but NUL survives.
-std::string ShellQuote(const std::string& text);
-
 }  // namespace cagent::launcher::batch

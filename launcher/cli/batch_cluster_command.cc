@@ -17,6 +17,7 @@
 
 #include "common/exit_codes.h"
 #include "common/terminal_text.h"
+#include "common/text.h"
 #include "launcher/batch/k8s.h"
 #include "launcher/batch/slurm.h"
 #include "launcher/batch/tasks.h"
@@ -158,8 +159,7 @@ int RunSlurm(const BatchClusterOptions& o) {
                "  report: cagent batch report %s\n",
                id->c_str(), tasks.size(), tasks.size() == 1 ? "" : "s",
                TerminalSafe(so.results_dir, TerminalLines::kOne).c_str(), id->c_str(), id->c_str(),
-               id->c_str(),
-               TerminalSafe(batch::ShellQuote(so.results_dir), TerminalLines::kOne).c_str());
+               id->c_str(), TerminalSafe(ShellQuote(so.results_dir), TerminalLines::kOne).c_str());
   return ToInt(ExitCode::kOk);
 }
 
@@ -205,7 +205,7 @@ int RunK8s(const BatchClusterOptions& o) {
                "cagent batch k8s: wrote %s (%zu task%s); apply it with: kubectl apply -f %s\n",
                TerminalSafe(o.output, TerminalLines::kOne).c_str(), tasks.size(),
                tasks.size() == 1 ? "" : "s",
-               TerminalSafe(batch::ShellQuote(o.output), TerminalLines::kOne).c_str());
+               TerminalSafe(ShellQuote(o.output), TerminalLines::kOne).c_str());
   return ToInt(ExitCode::kOk);
 }
 

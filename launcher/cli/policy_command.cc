@@ -18,6 +18,7 @@
 #include "common/exit_codes.h"
 #include "common/json_text.h"
 #include "common/terminal_text.h"
+#include "common/text.h"
 #include "launcher/profile_spec.h"
 #include "policy/audit.h"
 #include "policy/cases.h"
@@ -295,20 +296,6 @@ std::string ToolList() {
     s += (s.empty() ? "" : ", ") + std::string(policy::ToolName(static_cast<policy::Tool>(i)));
   }
   return s;
-}
-
-// A word for a shell command line: quoted only when it must be.
-std::string ShellWord(const std::string& w) {
-  if (!w.empty() && w.find_first_of(" \t\n'\"\\$`|&;<>()*?[]#~{}") == std::string::npos) return w;
-  std::string out = "'";
-  for (char c : w) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
 }
 
 // Why the effective verdict differs from the profile's, when it does: an ask the approval mode

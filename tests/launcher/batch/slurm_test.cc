@@ -253,12 +253,5 @@ TEST_F(SlurmScriptTest, HostilePartitionsAndJobNamesAreRefused) {
   EXPECT_THAT(SbatchLines(*r), ::testing::Contains("#SBATCH --job-name=swe.bench-1"));
 }
 
-TEST(ShellQuoteTest, SingleQuotesWithEmbeddedQuotes) {
-  EXPECT_EQ(ShellQuote("plain"), "'plain'");
-  EXPECT_EQ(ShellQuote(""), "''");
-  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
-  EXPECT_EQ(ShellQuote("$(x) `y` \"z\""), "'$(x) `y` \"z\"'");
-}
-
 }  // namespace
 }  // namespace cagent::launcher::batch
