@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -27,6 +28,7 @@
 #include "common/json_text.h"
 #include "common/sha256.h"
 #include "common/terminal_text.h"
+#include "common/text.h"
 #include "common/unique_fd.h"
 #include "launcher/cli/transcript.h"
 #include "launcher/profile_choice.h"
@@ -170,6 +172,15 @@ class ProgressDisplay {
   std::string last_action_;
 };
 
+// How the commands that take a run id name the run in `run_dir`: its id, after --state-dir DIR
+// when the run is not in the state directory they look in (cagent run --state-dir DIR; a batch
+// task's run). Printed through TerminalSafe by the callers.
+std::string RunArgument(const std::string& run_id, const std::string& run_dir) {
+  const fs::path state = fs::path(run_dir).parent_path().parent_path();
+  if (run_dir.empty() || state == fs::path(run::StateDirectory())) return run_id;
+  return "--state-dir " + ShellWord(state.string()) + " " + run_id;
+}
+
 // Everything here that the workspace, the agent or the model could have written (reason, paths,
 // violations, verify details, the agent's summary) goes through TerminalSafe: an escape sequence
 // in a file name must not rewrite the lines above it.
@@ -192,7 +203,8 @@ void PrintSummary(const run::RunRecord& r) {
     o << "                 " << f.status << " " << t(f.path) << "\n";
   }
   if (!r.patch.check_clean) {
-    o << "  diff --check reports problems (see cagent diff " << r.run_id << ")\n";
+    o << "  diff --check reports problems (see cagent diff " << t(RunArgument(r.run_id, r.run_dir))
+      << ")\n";
   }
   for (const auto& v : r.violations) o << "  violation    " << t(v.message) << "\n";
   for (const auto& v : r.verification) {
@@ -201,10 +213,11 @@ void PrintSummary(const run::RunRecord& r) {
   }
   if (!r.agent_summary.empty()) o << "  agent says   " << t(r.agent_summary) << "\n";
   o << "  run dir      " << t(r.run_dir) << "\n";
-  o << "  workspace    written by the agent: inspect it as 'cagent show " << r.run_id
-    << "' says, never with git or make on the host\n";
+  const std::string ref = t(RunArgument(r.run_id, r.run_dir));
+  o << "  workspace    written by the agent: inspect it as cagent show " << ref
+    << " says, never with git or make on the host\n";
   if (r.state == run::RunState::kCompleted && !r.patch.files.empty()) {
-    o << "next: cagent diff " << r.run_id << "   then   cagent apply " << r.run_id << "\n";
+    o << "next: cagent diff " << ref << "   then   cagent apply " << ref << "\n";
   }
 }
 
@@ -376,8 +389,9 @@ int DoRuns(const RunsCommandOptions& o) {
 void PrintSafeInspection(std::ostream& o, const std::string& run_id, const std::string& run_dir) {
   const std::string ws = TerminalSafe(run_dir + "/workspace");
   o << "  workspace    " << ws << " (kept; written by the agent: treat it as hostile)\n"
-    << "    the change:   cagent diff " << run_id << "\n"
-    << "    look inside:  cagent exec --profile readonly --workspace " << ws << " -- sh\n"
+    << "    the change:   cagent diff " << TerminalSafe(RunArgument(run_id, run_dir)) << "\n"
+    << "    look inside:  cagent exec --profile readonly --workspace "
+    << TerminalSafe(ShellWord(run_dir + "/workspace")) << " -- sh\n"
     << "    do not run git, make, npm or the tests in it on the host: its .git (config, hooks,\n"
     << "    commondir), .gitattributes and build files are the agent's and can run code\n";
 }
@@ -844,6 +858,18 @@ Result<std::string> ResolveRunDirectory(const std::string& id) {
   return found->run_dir;
 }
 
+namespace {
+// --state-dir on each command that looks at runs (one option per subcommand: CLI11 keeps options
+// apart, and `cagent show --state-dir DIR last` reads as a user writes it).
+void AddStateDirOption(CLI::App& cmd, RunsCommandOptions& o) {
+  cmd.add_option(
+      "--state-dir", o.state_dir,
+      "Look at the runs under DIR/runs/ instead of the caller's state directory: where "
+      "cagent run --state-dir DIR put them (a cagent batch task's: RESULTS/<id>/state).");
+}
+
+}  // namespace
+
 std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
   std::vector<CLI::App*> out;
   auto* runs = app.add_subcommand(
@@ -860,6 +886,7 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
                    "Only the runs in this state: completed, failed, cancelled, needs-approval, "
                    "or unknown (no result.json: running or interrupted); an agent session that "
                    "did not record its end is unfinished.");
+  AddStateDirOption(*runs, o);
   runs->callback([&o] { o.verb = "runs"; });
   out.push_back(runs);
 
@@ -867,6 +894,7 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
       app.add_subcommand("show", "Show a run's result (status, base, patch, verification).");
   show->add_option("run", o.run, "Run id, a unique prefix of one, or 'last'.")->required();
   show->add_flag("--json", o.json, "Print result.json.");
+  AddStateDirOption(*show, o);
   show->callback([&o] { o.verb = "show"; });
   out.push_back(show);
 
@@ -876,6 +904,7 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
   diff->add_flag("--json", o.json,
                  "One JSON object: run, sha256 and bytes of the patch, files (path, status) and "
                  "patch (as text: bytes that are not UTF-8 are replaced; plain output is exact).");
+  AddStateDirOption(*diff, o);
   diff->callback([&o] { o.verb = "diff"; });
   out.push_back(diff);
 
@@ -898,6 +927,7 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
   apply->add_flag("--json", o.json,
                   "One JSON object on stdout: run, applied, repo, branch, paths, unverified; or "
                   "applied false and the error (the exit status is the same).");
+  AddStateDirOption(*apply, o);
   apply->callback([&o] { o.verb = "apply"; });
   out.push_back(apply);
 
@@ -916,12 +946,30 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
                  "both must hold.");
   rm->add_flag("-n,--dry-run", o.dry_run, "List what would be removed; remove nothing.");
   rm->add_flag("--json", o.json, "Say what was (or would be) removed as JSON on stdout.");
+  AddStateDirOption(*rm, o);
   rm->callback([&o] { o.verb = "rm"; });
   out.push_back(rm);
   return out;
 }
 
 int RunRunsCommand(const RunsCommandOptions& o) {
+  if (!o.state_dir.empty()) {
+    // Checked here, so that a mistyped directory is named as such and not reported as "there
+    // are no runs".
+    std::error_code ec;
+    const std::string dir = fs::absolute(o.state_dir, ec).lexically_normal().string();
+    struct stat st {};
+    if (ec || ::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Usage("--state-dir " + TerminalSafe(o.state_dir) + ": not a directory");
+    }
+    struct stat sub {};
+    if (::stat((dir + "/runs").c_str(), &sub) != 0 || !S_ISDIR(sub.st_mode)) {
+      return Usage("--state-dir " + TerminalSafe(o.state_dir) +
+                   ": it holds no runs/ directory (give the directory cagent run --state-dir "
+                   "was given; for a batch task, RESULTS/<id>/state)");
+    }
+    run::UseStateDirectory(dir);
+  }
   if (o.verb == "runs") return DoRuns(o);
   if (o.verb == "rm") {
     const bool many = o.all || o.failed || !o.older_than.empty();

@@ -39,6 +39,9 @@ struct RunsCommandOptions {
   std::string branch;  // apply --branch
   std::string repo;    // apply --repo (default: the run's recorded repository); runs --repo
   std::string status;  // runs --status
+  // --state-dir DIR: the runs under DIR/runs/ (where `cagent run --state-dir DIR` put them; a
+  // batch task's: RESULTS/<id>/state), not the caller's state directory.
+  std::string state_dir;
   bool json = false;
   bool force = false;  // rm of a run that is not finished
   // rm of many runs (issue #20): --all, --failed, --older-than AGE; --dry-run lists them.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <string_view>
+#include <utility>
 
 #include "common/unique_fd.h"
 #include "launcher/profile_spec.h"
@@ -93,7 +94,18 @@ Status WriteFileAtomic(const std::string& path, const std::string& text) {
   return Ok{};
 }
 
+namespace {
+// Set by the command (cli/run_command.cc) before it reads the state directory, on its one thread.
+std::string& StateDirectoryOverride() {
+  static std::string dir;
+  return dir;
+}
+}  // namespace
+
+void UseStateDirectory(std::string dir) { StateDirectoryOverride() = std::move(dir); }
+
 std::string StateDirectory() {
+  if (const std::string& dir = StateDirectoryOverride(); !dir.empty()) return dir;
   if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg != nullptr && xdg[0] == '/') {
     return std::string(xdg) + "/cagent";
   }

@@ -25,9 +25,15 @@ namespace cagent::launcher::run {
 [[nodiscard]] std::optional<std::uint64_t> RunSequence(const std::string& run_dir);
 
 // $XDG_STATE_HOME/cagent when XDG_STATE_HOME is an absolute path, else ~/.local/state/cagent
-// (~ the caller's home), or /tmp/cagent when there is no home. Not created here: the callers make
-// the subdirectory they write (runs/, sessions/) with mode 0700.
+// (~ the caller's home), or /tmp/cagent when there is no home; or, once UseStateDirectory was
+// called, the directory it named. Not created here: the callers make the subdirectory they write
+// (runs/, sessions/) with mode 0700.
 [[nodiscard]] std::string StateDirectory();
+
+// From now on StateDirectory() is `dir` (absolute), for the rest of this process: the commands
+// that look at runs (runs, show, diff, apply, rm) with --state-dir DIR, which is where
+// `cagent run --state-dir DIR` (a batch task: RESULTS/<id>/state) put its run.
+void UseStateDirectory(std::string dir);
 
 // Writes `text` to `path` whole or not at all: into path.tmp (made 0600, no link followed), synced,
 // closed, then renamed over `path`. For the records a reader must never see half written

@@ -254,6 +254,43 @@ TEST_F(BatchTest, IndexRunsOnlyThatTaskAsAnArrayTaskWould) {
   EXPECT_EQ(Summary().size(), 2U);
 }
 
+// The commands that look at runs reach a batch task's run with --state-dir, as its run.log's hint
+// says; without it they look in the caller's state directory, where the run is not (the twin).
+TEST_F(BatchTest, StateDirShowsATaskRunToRunsShowAndDiff) {
+  const std::string calc = Repo("calc");
+  WriteTasks(Task("t", calc));
+  const RunResult r = Batch({"run", dir_ + "/tasks.jsonl", "--results", results_, "--jobs", "1"});
+  SCOPED_TRACE(r.err);
+  ASSERT_EQ(r.exit_code, 0);
+  const std::string run_id = Result("t")["run_id"];
+  const std::string state = results_ + "/t/state";
+  auto& h = Harness::Get();
+
+  const RunResult runs = h.Run({"runs", "--state-dir", state, "--json"});
+  EXPECT_EQ(runs.exit_code, 0) << runs.err;
+  const json rows = json::parse(runs.out, nullptr, false);
+  ASSERT_TRUE(rows.is_array()) << runs.out;
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0]["run_id"], run_id) << rows.dump();
+
+  const RunResult show = h.Run({"show", "--state-dir", state, "last", "--json"});
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_EQ(json::parse(show.out, nullptr, false).value("run_id", ""), run_id);
+  const RunResult diff = h.Run({"diff", "--state-dir", state, run_id.substr(0, 12)});
+  EXPECT_EQ(diff.exit_code, 0) << diff.err;
+  EXPECT_THAT(diff.out, HasSubstr("+    return a + b"));
+
+  const RunResult elsewhere = h.Run({"show", run_id});
+  EXPECT_NE(elsewhere.exit_code, 0) << "the caller's state directory holds the task's run";
+
+  const RunResult missing = h.Run({"runs", "--state-dir", dir_ + "/no-such-dir"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("not a directory"));
+  const RunResult not_state = h.Run({"show", "--state-dir", results_, "last"});
+  EXPECT_EQ(not_state.exit_code, 2);
+  EXPECT_THAT(not_state.err, HasSubstr("holds no runs/ directory"));
+}
+
 // A repository whose tests hang: the replayed session's first command runs them, so the task is
 // still running when the test acts on it.
 std::string HangEdit() { return "sed -i '1i import time; time.sleep(90)' test_calc.py"; }
