@@ -1,6 +1,8 @@
 #include "launcher/batch/slurm.h"
 
+#include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/text.h"
@@ -22,6 +24,8 @@ bool HasControl(const std::string& text) {
 
 // A partition or job name: what Slurm's own names use, nothing a shell or sbatch's line parser
 // would read specially.
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
 bool IsPlainName(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
   for (const char c : name) {
@@ -64,6 +68,28 @@ Result<std::string> OutputPattern(const std::string& dir) {
 
 }  // namespace
 
+bool IsSlurmTimeLimit(const std::string& text) {
+  std::string_view rest = text;
+  if (const std::size_t dash = rest.find('-'); dash != std::string_view::npos) {
+    const std::string_view days = rest.substr(0, dash);
+    if (days.empty() || days.size() > 6 || !std::all_of(days.begin(), days.end(), IsDigit)) {
+      return false;
+    }
+    rest.remove_prefix(dash + 1);
+  }
+  std::size_t groups = 0;
+  while (true) {
+    const std::size_t colon = rest.find(':');
+    const std::string_view group = rest.substr(0, colon);
+    if (group.empty() || group.size() > 6 || !std::all_of(group.begin(), group.end(), IsDigit)) {
+      return false;
+    }
+    if (++groups > 3) return false;
+    if (colon == std::string_view::npos) return true;
+    rest.remove_prefix(colon + 1);
+  }
+}
+
 Result<std::string> SlurmScript(const std::vector<BatchTask>& tasks, const SlurmOptions& options) {
   if (tasks.empty()) {
     return Invalid("tasks", "the task file holds no tasks; a Slurm array needs at least one");
@@ -81,6 +107,21 @@ Result<std::string> SlurmScript(const std::vector<BatchTask>& tasks, const Slurm
                                      "' is not a job name (letters, digits, '.', '_' and '-', at "
                                      "most 64)");
   }
+  if (!options.account.empty() && !IsPlainName(options.account)) {
+    return Invalid("--account", "'" + options.account +
+                                    "' is not an account name (letters, digits, '.', '_' and '-', "
+                                    "at most 64)");
+  }
+  if (!options.qos.empty() && !IsPlainName(options.qos)) {
+    return Invalid("--qos", "'" + options.qos +
+                                "' is not a QOS name (letters, digits, '.', '_' and '-', at most "
+                                "64)");
+  }
+  if (!options.time_limit.empty() && !IsSlurmTimeLimit(options.time_limit)) {
+    return Invalid("--time", "'" + options.time_limit +
+                                 "' is not a time limit (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or "
+                                 "D-HH:MM:SS)");
+  }
   auto output = OutputPattern(options.results_dir);
   if (!output) return output.error();
 
@@ -97,6 +138,9 @@ Result<std::string> SlurmScript(const std::vector<BatchTask>& tasks, const Slurm
   s += "#SBATCH --ntasks=1\n";
   s += "#SBATCH --output=\"" + *output + "\"\n";
   if (!options.partition.empty()) s += "#SBATCH --partition=" + options.partition + "\n";
+  if (!options.account.empty()) s += "#SBATCH --account=" + options.account + "\n";
+  if (!options.qos.empty()) s += "#SBATCH --qos=" + options.qos + "\n";
+  if (!options.time_limit.empty()) s += "#SBATCH --time=" + options.time_limit + "\n";
   s += "set -eu\n";
   s += ": \"${SLURM_ARRAY_TASK_ID:?is not set: submit this script with sbatch}\"\n";
   s += "# exec: cagent replaces the shell, so Slurm's SIGTERM (scancel, the time limit) reaches "

@@ -25,6 +25,12 @@ struct SlurmOptions {
   std::string partition;    // "" = the cluster's default partition
   std::string job_name = "cagent-batch";
   std::size_t array_limit = 0;  // at most this many array tasks at once; 0 = no limit
+  // Each array task's time limit (#SBATCH --time) in one of Slurm's forms: MM, MM:SS, HH:MM:SS,
+  // D-HH, D-HH:MM, D-HH:MM:SS; "" = the partition's default. At the limit Slurm sends SIGTERM,
+  // which cancels the task's run (recorded `cancelled`).
+  std::string time_limit;
+  std::string account;  // #SBATCH --account; "" = the user's default
+  std::string qos;      // #SBATCH --qos; "" = the default
 };
 
 // The name of array task i's output file (stdout and stderr of `cagent batch run`), relative to
@@ -34,8 +40,14 @@ inline constexpr const char* kSlurmOutputPattern = "_slurm-%A_%a.out";
 
 // Checks the options and returns the script. kInvalidInput when there are no tasks, a path is not
 // absolute or holds a character the script cannot carry (a newline or other control character
-// anywhere; '"' or '\' in DIR, which goes into an #SBATCH line), or the partition or job name is
-// not [A-Za-z0-9._-]{1,64} (partition may be empty).
+// anywhere; '"' or '\' in DIR, which goes into an #SBATCH line), the partition, job name,
+// account or QOS is not [A-Za-z0-9._-]{1,64} (all but the job name may be empty), or the time
+// limit is not one of the forms above.
 Result<std::string> SlurmScript(const std::vector<BatchTask>& tasks, const SlurmOptions& options);
+
+// Whether `text` is a time limit sbatch --time reads the way written here: 1 to 3 ':'-separated
+// groups of 1 to 6 digits (MM, MM:SS, HH:MM:SS), optionally after "D-" (then HH, HH:MM or
+// HH:MM:SS). Nothing else: no spaces, signs or words.
+[[nodiscard]] bool IsSlurmTimeLimit(const std::string& text);
 
 }  // namespace cagent::launcher::batch

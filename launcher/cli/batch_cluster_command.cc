@@ -123,6 +123,9 @@ int RunSlurm(const BatchClusterOptions& o) {
   so.partition = o.partition;
   so.job_name = o.job_name;
   so.array_limit = o.array_limit;
+  so.time_limit = o.time_limit;
+  so.account = o.account;
+  so.qos = o.qos;
   auto script = batch::SlurmScript(tasks, so);
   if (!script) return Fail("slurm", script.error().Message(), ExitCode::kUsage);
   if (o.dry_run) {
@@ -235,6 +238,15 @@ void AddBatchClusterCommands(CLI::App* batch, BatchClusterOptions& o) {
       ->check(CLI::PositiveNumber);
   slurm->add_option("--job-name", o.job_name,
                     "The Slurm job name (letters, digits, '.', '_', '-'; default cagent-batch).");
+  slurm->add_option("--time", o.time_limit,
+                    "Each array task's time limit (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, "
+                    "D-HH:MM:SS; default: the partition's). At the limit Slurm's SIGTERM cancels "
+                    "the task's run, recorded cancelled.");
+  slurm->add_option("--account", o.account,
+                    "The account to charge (letters, digits, '.', '_', '-'; default: yours).");
+  slurm->add_option("--qos", o.qos,
+                    "The quality of service (letters, digits, '.', '_', '-'; default: the "
+                    "account's).");
   slurm->add_option("--cagent", o.cagent,
                     "cagent's absolute path on the nodes (default: this cagent's own path).");
   slurm->add_flag("--dry-run", o.dry_run,

@@ -26,6 +26,9 @@ struct BatchClusterOptions {
   std::string partition;
   std::string job_name = "cagent-batch";
   std::size_t array_limit = 0;
+  std::string time_limit;  // --time
+  std::string account;
+  std::string qos;
   // k8s
   std::string image;
   std::string results_pvc;

@@ -216,8 +216,12 @@ grep -q 'bad.jsonl:2' "$tmp/bad.out" || fail "the error does not name line 2: $(
 # ---- --dry-run: the script, nothing submitted, no directory ----
 # '%' is special in Slurm's file name patterns and '$' to a shell: both must reach cagent as they are.
 results="$tmp/slurm results \$HOME 100%"
-"$cagent" batch slurm "$tasks" --results "$results" --array-limit 2 --dry-run >"$tmp/dry.sh"
+"$cagent" batch slurm "$tasks" --results "$results" --array-limit 2 --time 10 \
+  --account lab-1 --qos normal --dry-run >"$tmp/dry.sh"
 grep -qx '#SBATCH --array=0-4%2' "$tmp/dry.sh" || fail "dry run: no array line: $(cat "$tmp/dry.sh")"
+for line in '#SBATCH --time=10' '#SBATCH --account=lab-1' '#SBATCH --qos=normal'; do
+  grep -qx -- "$line" "$tmp/dry.sh" || fail "dry run: no '$line' line: $(cat "$tmp/dry.sh")"
+done
 grep -qF "exec '$cagent' batch run '$tasks' --results '$results' --index" "$tmp/dry.sh" ||
   fail "dry run: not the per-task command: $(cat "$tmp/dry.sh")"
 [ ! -e "$results" ] || fail "--dry-run created the results directory"
@@ -225,9 +229,12 @@ grep -qF "exec '$cagent' batch run '$tasks' --results '$results' --index" "$tmp/
 
 # ---- the array ----
 start=$SECONDS
-job=$("$cagent" batch slurm "$tasks" --results "$results" --array-limit 2)
+job=$("$cagent" batch slurm "$tasks" --results "$results" --array-limit 2 --time 10)
 [[ "$job" =~ ^[0-9]+$ ]] || fail "batch slurm printed '$job', not a job id"
 say "submitted job $job"
+# The time limit reached Slurm as sbatch read it: 10 minutes for each array task.
+limit=$(scontrol show job "${job}_0" | grep -o 'TimeLimit=[0-9:-]*' | head -1)
+[ "$limit" = TimeLimit=00:10:00 ] || fail "Slurm gives array task 0 '$limit', not 10 minutes"
 slow_running() { pgrep -f -- "$marker" >/dev/null; }
 slow_started_or_over() { slow_running || [ -z "$(squeue -h -j "${job}_$slow_index" 2>/dev/null)" ]; }
 wait_for 180 slow_started_or_over && slow_running ||

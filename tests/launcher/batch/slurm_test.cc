@@ -120,6 +120,9 @@ TEST_F(SlurmScriptTest, NoLimitNoPartitionAndOneTask) {
   EXPECT_THAT(*script, HasSubstr("#SBATCH --array=0-0\n"));
   EXPECT_THAT(*script, Not(HasSubstr("--partition")));
   EXPECT_THAT(*script, Not(HasSubstr("%2")));
+  EXPECT_THAT(*script, Not(HasSubstr("--time")));
+  EXPECT_THAT(*script, Not(HasSubstr("--account")));
+  EXPECT_THAT(*script, Not(HasSubstr("--qos")));
 }
 
 TEST_F(SlurmScriptTest, NoTasksIsRefused) {
@@ -217,9 +220,9 @@ TEST_F(SlurmScriptTest, ControlCharactersInTheOtherPathsAreRefused) {
   EXPECT_THAT(r.error().Message(), HasSubstr("--cagent"));
 }
 
-// A partition or job name goes into an #SBATCH line unquoted: anything but a plain name is
-// refused, so none can add a line or an option. Twin: the one plain name is accepted.
-TEST_F(SlurmScriptTest, HostilePartitionsAndJobNamesAreRefused) {
+// A partition, job name, account or QOS goes into an #SBATCH line unquoted: anything but a plain
+// name is refused, so none can add a line or an option. Twin: the one plain name is accepted.
+TEST_F(SlurmScriptTest, HostilePartitionsJobNamesAccountsAndQosAreRefused) {
   const std::vector<std::string> hostile = {"debug\n#SBATCH --uid=0",
                                             "a b",
                                             "x;rm -rf /",
@@ -244,13 +247,55 @@ TEST_F(SlurmScriptTest, HostilePartitionsAndJobNamesAreRefused) {
     ASSERT_FALSE(r.ok()) << name;
     EXPECT_THAT(r.error().Message(), HasSubstr("--job-name"));
   }
+  for (const std::string& name : hostile) {
+    SlurmOptions o = Options();
+    o.account = name;
+    auto r = SlurmScript(Tasks(2), o);
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_THAT(r.error().Message(), HasSubstr("--account"));
+    o = Options();
+    o.qos = name;
+    r = SlurmScript(Tasks(2), o);
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_THAT(r.error().Message(), HasSubstr("--qos"));
+  }
   SlurmOptions o = Options();
   o.partition = "debug_2.x-y";
   o.job_name = "swe.bench-1";
+  o.account = "lab-1";
+  o.qos = "high.prio";
   auto r = SlurmScript(Tasks(2), o);
   ASSERT_TRUE(r.ok()) << r.error().Message();
   EXPECT_THAT(SbatchLines(*r), ::testing::Contains("#SBATCH --partition=debug_2.x-y"));
   EXPECT_THAT(SbatchLines(*r), ::testing::Contains("#SBATCH --job-name=swe.bench-1"));
+  EXPECT_THAT(SbatchLines(*r), ::testing::Contains("#SBATCH --account=lab-1"));
+  EXPECT_THAT(SbatchLines(*r), ::testing::Contains("#SBATCH --qos=high.prio"));
+}
+
+// Every form of Slurm's time limit is written as given; anything else is refused before an
+// #SBATCH line carries it (a newline would add a line, a space another option).
+TEST_F(SlurmScriptTest, TimeLimitsInSlurmsFormsOnly) {
+  for (const std::string t :
+       {"30", "30:00", "2:30:00", "1-0", "1-12", "1-12:30", "7-12:30:15", "0", "999999"}) {
+    EXPECT_TRUE(IsSlurmTimeLimit(t)) << t;
+    SlurmOptions o = Options();
+    o.time_limit = t;
+    auto r = SlurmScript(Tasks(2), o);
+    ASSERT_TRUE(r.ok()) << t << ": " << r.error().Message();
+    EXPECT_THAT(SbatchLines(*r), ::testing::Contains("#SBATCH --time=" + t));
+  }
+  for (const std::string t :
+       {"", "-", "1-", "-1", ":", "1:", ":1", "1::2", "1:2:3:4", "1-2:3:4:5", "1-2-3", "1 h",
+        "10\n#SBATCH --uid=0", "+5", "1h", "UNLIMITED", "1234567", "１２", "1.5"}) {
+    EXPECT_FALSE(IsSlurmTimeLimit(t)) << t;
+    if (t.empty()) continue;  // "" is no limit given, not a bad one
+    SlurmOptions o = Options();
+    o.time_limit = t;
+    auto r = SlurmScript(Tasks(2), o);
+    ASSERT_FALSE(r.ok()) << t;
+    EXPECT_EQ(r.error().code, Error::Code::kInvalidInput);
+    EXPECT_THAT(r.error().Message(), HasSubstr("--time"));
+  }
 }
 
 }  // namespace
