@@ -1,8 +1,10 @@
 #include "launcher/batch/slurm.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "common/text.h"
@@ -97,25 +99,17 @@ Result<std::string> SlurmScript(const std::vector<BatchTask>& tasks, const Slurm
   if (auto r = CheckPath("--cagent", options.cagent); !r) return r.error();
   if (auto r = CheckPath("tasks file", options.tasks_file); !r) return r.error();
   if (auto r = CheckPath("--results", options.results_dir); !r) return r.error();
-  if (!options.partition.empty() && !IsPlainName(options.partition)) {
-    return Invalid("--partition", "'" + options.partition +
-                                      "' is not a partition name (letters, digits, '.', '_' and "
-                                      "'-', at most 64)");
-  }
-  if (!IsPlainName(options.job_name)) {
-    return Invalid("--job-name", "'" + options.job_name +
-                                     "' is not a job name (letters, digits, '.', '_' and '-', at "
-                                     "most 64)");
-  }
-  if (!options.account.empty() && !IsPlainName(options.account)) {
-    return Invalid("--account", "'" + options.account +
-                                    "' is not an account name (letters, digits, '.', '_' and '-', "
-                                    "at most 64)");
-  }
-  if (!options.qos.empty() && !IsPlainName(options.qos)) {
-    return Invalid("--qos", "'" + options.qos +
-                                "' is not a QOS name (letters, digits, '.', '_' and '-', at most "
-                                "64)");
+  // (flag, value, what it names, whether it may be left out)
+  const std::array<std::tuple<const char*, const std::string*, const char*, bool>, 4> names = {{
+      {"--partition", &options.partition, "a partition name", true},
+      {"--job-name", &options.job_name, "a job name", false},
+      {"--account", &options.account, "an account name", true},
+      {"--qos", &options.qos, "a QOS name", true},
+  }};
+  for (const auto& [flag, value, what, optional] : names) {
+    if ((optional && value->empty()) || IsPlainName(*value)) continue;
+    return Invalid(flag, "'" + *value + "' is not " + what +
+                             " (letters, digits, '.', '_' and '-', at most 64)");
   }
   if (!options.time_limit.empty() && !IsSlurmTimeLimit(options.time_limit)) {
     return Invalid("--time", "'" + options.time_limit +
