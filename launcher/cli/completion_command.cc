@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/exit_codes.h"
+#include "common/text.h"
 
 namespace cagent::launcher::cli {
 namespace {
@@ -98,13 +99,8 @@ std::vector<std::string> Firsts(const Pairs& pairs) {
   return out;
 }
 
-// `text` inside single quotes, for zsh and fish: ' closes, \' (fish) or '\'' (zsh) is a quote.
-std::string SingleQuotedZsh(const std::string& text) {
-  std::string out = "'";
-  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
+// `text` inside single quotes for fish, where \' is a quote and \\ a backslash. (zsh reads
+// POSIX sh's quoting: common/text.h's ShellQuote.)
 std::string SingleQuotedFish(const std::string& text) {
   std::string out = "'";
   for (const char c : text) {
@@ -196,9 +192,9 @@ std::string Zsh(const std::vector<CompletionNode>& nodes) {
       "  case $cmdpath in\n";
   for (const auto& n : nodes) {
     s += "    ('" + n.path + "')\n      subs=(";
-    for (const auto& [name, desc] : n.subcommands) s += " " + SingleQuotedZsh(name + ":" + desc);
+    for (const auto& [name, desc] : n.subcommands) s += " " + ShellQuote(name + ":" + desc);
     s += " )\n      opts=(";
-    for (const auto& [name, desc] : n.options) s += " " + SingleQuotedZsh(name + ":" + desc);
+    for (const auto& [name, desc] : n.options) s += " " + ShellQuote(name + ":" + desc);
     s += " )\n      vals=( " + Join(n.value_options) + " ) ;;\n";
   }
   s += "  esac\n"
