@@ -12,7 +12,7 @@
 namespace cagent::policy {
 namespace {
 
-constexpr std::array<AuditRule, 16> kRules = {{
+constexpr std::array<AuditRule, 17> kRules = {{
     {"CAGENT001", "network", "The sandbox has network access (network is not 'none')", Risk::kLow,
      "Use `network none` unless the tools need sockets; `network loopback` keeps traffic on the "
      "sandbox's own interface, and a `hosts` section lets out only the hosts it names, through "
@@ -80,6 +80,12 @@ constexpr std::array<AuditRule, 16> kRules = {{
      Risk::kMedium,
      "Pass only the variables the tools need by name, and keep base's scrub patterns; the agent "
      "can read every variable it is given."},
+    // issue 32
+    {"CAGENT017", "outputs",
+     "An outputs glob leaves the files git does not track below it out of the agent's patch",
+     Risk::kInfo,
+     "Name only what builds write (build/, target/, dist/, **/__pycache__/); a new source file "
+     "below an outputs glob is left out of the patch (the run names it with a warning)."},
 }};
 
 constexpr std::string_view kNetwork = "CAGENT001";
@@ -98,6 +104,7 @@ constexpr std::string_view kSharedHosting = "CAGENT013";
 constexpr std::string_view kInternalAddress = "CAGENT014";
 constexpr std::string_view kAnyMcpTool = "CAGENT015";
 constexpr std::string_view kEnvSecrets = "CAGENT016";
+constexpr std::string_view kOutputs = "CAGENT017";  // issue 32
 
 // Host paths whose contents are credentials (or, for ~, contain them and the shell's start-up
 // files). Probed through the engine, so a `hide` or `deny` that covers one clears it.
@@ -229,6 +236,7 @@ class Auditor {
     Limits();
     Layers();
     if (parent_ != nullptr) WeakensParent();
+    Outputs();  // issue 32
     std::stable_sort(out_.begin(), out_.end(), [](const Finding& a, const Finding& b) {
       return std::tie(a.risk, a.rule_id) < std::tie(b.risk, b.rule_id);
     });
@@ -420,6 +428,35 @@ class Auditor {
           "the names the tools need, or add `scrub` patterns (base scrubs *_TOKEN, *_KEY, "
           "*SECRET*, *PASSWORD*, ...)";
       Add(kEnvSecrets, Risk::kMedium, std::move(message), pass.loc);
+    }
+  }
+
+  // ---- outputs (issue 32) ----
+
+  // Each outputs glob, info; low when it also covers where a project keeps its sources (a new
+  // file the agent writes there would be left out of the patch).
+  void Outputs() {
+    static constexpr std::string_view kSourceProbes[] = {
+        "src/main.c", "src/lib.rs", "main.go", "app.py", "lib/index.js", "src/Main.java",
+    };
+    for (const OutputRule& o : p_.outputs) {
+      std::string covered;
+      for (std::string_view probe : kSourceProbes) {
+        if (UnderOutputs({o}, probe)) covered += (covered.empty() ? "" : ", ") + std::string(probe);
+      }
+      if (covered.empty()) {
+        Add(kOutputs, Risk::kInfo,
+            "'outputs " + o.pattern +
+                "': files git does not track at or below it are left out of the agent's patch; "
+                "each run reports how many and where (result.json: left_out)",
+            o.loc);
+      } else {
+        Add(kOutputs, Risk::kLow,
+            "'outputs " + o.pattern + "' also covers source files (" + covered +
+                "): a new file the agent writes there is left out of the patch (the run names "
+                "it with a warning); name only the directories builds write",
+            o.loc);
+      }
     }
   }
 

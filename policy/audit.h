@@ -23,6 +23,8 @@
 //                         cloud-metadata space (the proxy runs outside the sandbox)
 //   CAGENT015 any-mcp-tool  a tools rule allowing (low) or asking for (info) `mcp:*`, every tool
 //                         of a server run by `cagent mcp wrap`
+//   CAGENT017 outputs     an `outputs` glob (info), or one that covers source paths (low):
+//                         untracked files below it are left out of the agent's patch
 // CAGENT001 says what a hosts section opens; CAGENT008 reports a missing egress budget (info)
 // only while some hosts rule allows or asks.
 // Pure: it asks the engine (with its default bindings) and the diff (diff.h) and reads nothing.

@@ -15,6 +15,7 @@ constexpr std::string_view kTopLevelKeys[] = {
     "description", "workspace", "filesystem", "network", "commands",    "tools",        "limits",
     "environment", "approval",  "verify",     "require", "best-effort", "examples",     "extends",
     "include",     "hosts",     "setup",      "cache",   "carry",       "git-identity",
+    "outputs",  // issue 32
 };
 constexpr std::string_view kFilesystemKeys[] = {"read-only", "read-write", "hide",
                                                 "deny",      "ask",        "allow"};
@@ -243,6 +244,8 @@ class Checker {
       if (NeedBlock(st)) {
         for (const auto& s : st.block) ExampleStatement(s);
       }
+    } else if (k == "outputs") {  // issue 32
+      OutputsStatement(st);
     } else if (k == "extends" || k == "include") {
       // The loader consumes these at the top level of a file; reaching here means an included
       // fragment used one where the loader does not allow it (it reports that itself).
@@ -973,6 +976,42 @@ class Checker {
         continue;
       }
       out_.layer.carry.push_back({ref->rel, v.loc});
+    }
+  }
+
+  // ---- outputs (issue 32) ----
+
+  // `outputs GLOB...`: workspace-relative path globs of what builds leave behind.
+  void OutputsStatement(const Statement& st) {
+    if (!NoBlock(st) ||
+        !AtLeastOne(st, "one or more workspace path globs, e.g. build/ target/ **/__pycache__/") ||
+        !NoGroups(st)) {
+      return;
+    }
+    for (const Value& v : st.args) {
+      if (v.text.starts_with('/') || v.text.starts_with('~')) {
+        ErrAt(v, "outputs are paths of the workspace, relative to its top level",
+              "e.g. outputs build/ dist/ **/__pycache__/");
+        continue;
+      }
+      // "build/" and "build" mean the same: the path and everything below it.
+      std::string pattern = v.text;
+      if (pattern.size() > 1 && pattern.ends_with('/')) pattern.pop_back();
+      auto glob = PathGlob::Compile(pattern);
+      if (!glob) {
+        ErrAt(v, "invalid glob " + Describe(v) + ": " + glob.error().op, glob.error().detail);
+        continue;
+      }
+      if (pattern == ".git" || pattern.starts_with(".git/")) {
+        ErrAt(v, "git's own directory is never part of a change set; it needs no outputs rule");
+        continue;
+      }
+      if (std::any_of(out_.layer.outputs.begin(), out_.layer.outputs.end(),
+                      [&](const OutputRule& o) { return o.pattern == pattern; })) {
+        ErrAt(v, "outputs " + pattern + " is listed twice in this profile");
+        continue;
+      }
+      out_.layer.outputs.push_back({pattern, std::move(*glob), v.loc});
     }
   }
 

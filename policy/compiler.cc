@@ -94,6 +94,8 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
     }
     for (auto& r : layer.requirements) out.requirements.push_back(r);
     for (auto& r : layer.best_effort) out.best_effort.push_back(r);
+    // outputs (issue 32): every profile of the chain adds; sorted and de-duplicated below.
+    for (auto& o : layer.outputs) out.outputs.push_back(std::move(o));
   }
 
   for (auto& [path, m] : mounts) out.mounts.push_back(std::move(m));
@@ -118,6 +120,7 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
   sort_unique(out.hosts, [](const HostRule& r) { return std::make_tuple(r.text, r.verdict); });
   sort_unique(out.setup.hosts,
               [](const HostRule& r) { return std::make_tuple(r.text, r.verdict); });
+  sort_unique(out.outputs, [](const OutputRule& o) { return o.pattern; });  // issue 32
 
   // An allow or ask of exactly what a deny (of this profile or a parent) names never decides.
   for (const HostRule& r : out.hosts) {

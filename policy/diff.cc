@@ -425,6 +425,18 @@ class Differ {
               " -> " + (to_.git_identity.value ? "caller" : "none"),
           to_.git_identity.loc, DiffSide::kTo);
     }
+    // outputs (issue 32): what the capture leaves out of the patch, reported by every run; it
+    // neither grants nor removes reach.
+    auto output = [](const OutputRule& o) { return o.pattern; };
+    SetDiff(
+        from_.outputs, to_.outputs, output,
+        [&](const OutputRule& o) {
+          Add(Direction::kNeutral, "outputs", "added: outputs " + o.pattern, o.loc, DiffSide::kTo);
+        },
+        [&](const OutputRule& o) {
+          Add(Direction::kNeutral, "outputs", "removed: outputs " + o.pattern, o.loc,
+              DiffSide::kFrom);
+        });
   }
 
   // Calls `added` for each element of `b` whose key is not in `a` (in b's order), then `removed`

@@ -34,7 +34,8 @@ struct DiffEntry {
   Direction direction = Direction::kNeutral;
   Change change = Change::kChanged;  // a rule or path added or removed, or a value changed
   // "network", "approval", "workspace", "mounts", "filesystem", "commands", "tools", "hosts",
-  // "limits", "environment", "requirements", "verify", "setup", "cache", "carry", "git-identity".
+  // "limits", "environment", "requirements", "verify", "setup", "cache", "carry", "git-identity",
+  // "outputs".
   std::string area;
   // One line, in the language where possible: "network none -> loopback",
   // "added: allow (python | python3)", "memory 8G -> unlimited (now unbounded)".

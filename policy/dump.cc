@@ -147,6 +147,8 @@ std::string Dump(const Policy& p, bool with_locations) {
         c.loc);
   }
   for (const auto& c : p.carry) w.Line(0, "carry " + QuoteWord(c.rel), c.loc);
+  // outputs (issue 32)
+  for (const auto& o : p.outputs) w.Line(0, "outputs " + QuoteWord(o.pattern), o.loc);
   if (!p.setup.commands.empty()) {
     w.Line(0, "setup {", p.setup.loc);
     for (const auto& v : p.setup.commands) {
@@ -266,6 +268,11 @@ nlohmann::json ToJson(const Policy& p) {
   }
   j["carry"] = json::array();
   for (const auto& c : p.carry) j["carry"].push_back({{"path", c.rel}, {"at", where(c.loc)}});
+  // outputs (issue 32)
+  j["outputs"] = json::array();
+  for (const auto& o : p.outputs) {
+    j["outputs"].push_back({{"pattern", o.pattern}, {"at", where(o.loc)}});
+  }
   json setup = {{"commands", json::array()}, {"hosts", nullptr}};
   for (const auto& v : p.setup.commands) {
     setup["commands"].push_back({{"command", v.command},

@@ -316,4 +316,21 @@ std::string Policy::ChainText() const {
   return s;
 }
 
+// ---- outputs (issue 32) ----
+
+bool UnderOutputs(const std::vector<OutputRule>& outputs, std::string_view rel) {
+  if (outputs.empty() || rel.empty()) return false;
+  // The path itself and each directory above it: a rule naming build matches build/a/b.o.
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t slash = rel.find('/', from);
+    const std::string_view prefix = rel.substr(0, slash);
+    for (const OutputRule& o : outputs) {
+      if (o.glob.Match(prefix)) return true;
+    }
+    if (slash == std::string_view::npos) return false;
+    from = slash + 1;
+  }
+}
+
 }  // namespace cagent::policy

@@ -287,6 +287,19 @@ struct CarryRule {
   Location loc;
 };
 
+// `outputs GLOB…` (issue 32): what a build leaves in the workspace (build/, target/, dist/,
+// node_modules/, __pycache__/). The capture leaves out the paths git does not track that are at or
+// below a match (a tracked file there that changed stays the agent's change), and the run reports
+// what it left out. Globs are workspace-relative path globs (glob.h); a child adds, never removes.
+struct OutputRule {
+  std::string pattern;  // as written, without a trailing '/'
+  PathGlob glob;
+  Location loc;
+};
+
+// Whether `rel` (a workspace-relative path) is at or below a path some rule of `outputs` matches.
+[[nodiscard]] bool UnderOutputs(const std::vector<OutputRule>& outputs, std::string_view rel);
+
 // `require X`: refuse to run when X cannot be applied. `best-effort X`: accept its absence,
 // reported as a downgrade.
 enum class Requirement : std::uint8_t {
@@ -334,6 +347,8 @@ struct Policy {
   Setting<bool> git_identity{true, false, {}};
   std::vector<Setting<Requirement>> requirements;  // sorted, unique
   std::vector<Setting<Requirement>> best_effort;   // sorted, unique
+  // `outputs`: sorted by pattern, unique (issue 32).
+  std::vector<OutputRule> outputs;
 
   // The files the locations point into.
   std::shared_ptr<const SourceSet> sources;

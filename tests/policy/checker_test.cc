@@ -76,7 +76,7 @@ TEST(CheckerUnknownKey, TopLevelWithoutAGuessListsTheKeys) {
             "  ^~~~~~\n"
             "  hint: valid keys here: description workspace filesystem network commands tools "
             "limits environment approval verify require best-effort examples extends include "
-            "hosts setup cache carry git-identity\n");
+            "hosts setup cache carry git-identity outputs\n");
 }
 
 TEST(CheckerUnknownKey, InLimits) {
