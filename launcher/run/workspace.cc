@@ -5,15 +5,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "common/sha256.h"
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
 #include "launcher/run/git.h"
+#include "launcher/run/state_dir.h"
 #include "policy/dump.h"
 
 namespace cagent::launcher::run {
@@ -309,7 +312,84 @@ Result<std::vector<std::string>> PathsChangedBetween(const WorkspaceLayout& l,
   return paths;
 }
 
-Result<std::string> CaptureTree(const WorkspaceLayout& l, const std::string& base) {
+bool LooksLikeSource(std::string_view rel) {
+  static constexpr std::string_view kExtensions[] = {
+      ".c",   ".h",    ".cc",   ".cpp", ".cxx",    ".hh",    ".hpp",   ".hxx", ".py",
+      ".rs",  ".go",   ".js",   ".ts",  ".jsx",    ".tsx",   ".mjs",   ".cjs", ".java",
+      ".kt",  ".kts",  ".rb",   ".php", ".cs",     ".swift", ".scala", ".m",   ".mm",
+      ".sh",  ".bash", ".pl",   ".lua", ".zig",    ".hs",    ".ml",    ".ex",  ".exs",
+      ".erl", ".clj",  ".dart", ".vue", ".svelte", ".sql",   ".proto",
+  };
+  const auto slash = rel.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? rel : rel.substr(slash + 1);
+  const auto dot = name.rfind('.');
+  if (dot == std::string_view::npos || dot == 0) return false;
+  const std::string_view ext = name.substr(dot);
+  for (std::string_view e : kExtensions) {
+    if (ext == e) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The covered path nearest the top for `rel` (UnderOutputs said it is covered): "build" for
+// "build/CMakeFiles/x.o".
+std::string OutputRoot(const std::vector<policy::OutputRule>& outputs, const std::string& rel) {
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t slash = rel.find('/', from);
+    const std::string prefix = rel.substr(0, slash);
+    if (policy::UnderOutputs(outputs, prefix)) return prefix;
+    if (slash == std::string::npos) return rel;
+    from = slash + 1;
+  }
+}
+
+// Stages the workspace into the trusted index (reset to `base` by the caller): every change git
+// sees, except the untracked, not ignored paths `outputs` cover, which go into `left_out`. The
+// untracked list comes from git itself (ls-files --others --exclude-standard: what `add --all`
+// would take); the ones left out are handed back to git as ":(exclude,literal)" pathspecs through
+// a NUL-separated file, so no name from the workspace is ever a glob, an option or a shell word.
+Status StageWorkspace(const WorkspaceLayout& l, const std::vector<policy::OutputRule>& outputs,
+                      LeftOut& left_out) {
+  if (outputs.empty()) {
+    if (auto r = GitOutput(Trusted(l, {"add", "--all", "--", "."})); !r) return r.error();
+    return Ok{};
+  }
+  auto untracked = GitOutput(Trusted(l, {"ls-files", "-z", "--others", "--exclude-standard"}));
+  if (!untracked) return std::move(untracked).Context("list the untracked files").error();
+  std::string pathspecs = std::string(".") + '\0';
+  std::map<std::string, std::size_t> roots;
+  for (const std::string& rel : SplitNul(*untracked)) {
+    if (rel.empty() || !policy::UnderOutputs(outputs, rel)) continue;
+    ++left_out.files;
+    ++roots[OutputRoot(outputs, rel)];
+    if (LooksLikeSource(rel)) {
+      ++left_out.sources_total;
+      if (left_out.sources.size() < LeftOut::kMaxNamed) left_out.sources.push_back(rel);
+    }
+    pathspecs += ":(exclude,literal)" + rel + '\0';
+  }
+  for (auto& [path, files] : roots) left_out.roots.push_back({path, files});
+  std::sort(left_out.sources.begin(), left_out.sources.end());
+  if (left_out.files == 0) {
+    if (auto r = GitOutput(Trusted(l, {"add", "--all", "--", "."})); !r) return r.error();
+    return Ok{};
+  }
+  const std::string file = l.run_dir + "/capture-pathspecs";
+  if (auto s = WriteFileAtomic(file, pathspecs); !s) return s;
+  auto added = GitOutput(
+      Trusted(l, {"add", "--all", "--pathspec-from-file=" + file, "--pathspec-file-nul"}));
+  ::unlink(file.c_str());
+  if (!added) return added.error();
+  return Ok{};
+}
+
+}  // namespace
+
+Result<std::string> CaptureTree(const WorkspaceLayout& l, const std::string& base,
+                                const std::vector<policy::OutputRule>& outputs, LeftOut* left_out) {
   // Refused before any git looks at it: nested repositories and special files (see the contract).
   if (auto scan = ScanWorkspace(l.workspace); !scan) {
     return std::move(scan).Context("check the workspace before capture").error();
@@ -322,16 +402,19 @@ Result<std::string> CaptureTree(const WorkspaceLayout& l, const std::string& bas
   if (auto r = GitOutput(Trusted(l, {"read-tree", base})); !r) {
     return std::move(r).Context("reset the capture index").error();
   }
-  if (auto r = GitOutput(Trusted(l, {"add", "--all", "--", "."})); !r) {
-    return std::move(r).Context("record the workspace's changes").error();
+  LeftOut ignored;
+  if (auto s = StageWorkspace(l, outputs, left_out != nullptr ? *left_out : ignored); !s) {
+    return std::move(s).Context("record the workspace's changes").error();
   }
   auto tree = GitOutput(Trusted(l, {"write-tree"}));
   if (!tree) return std::move(tree).Context("record the captured tree").error();
   return TrimLine(*tree);
 }
 
-Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& base) {
-  auto tree = CaptureTree(l, base);
+Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& base,
+                                   const std::vector<policy::OutputRule>& outputs) {
+  LeftOut left_out;
+  auto tree = CaptureTree(l, base, outputs, &left_out);
   if (!tree) return tree.error();
   const std::string tree_id = std::move(*tree);
   const std::vector<std::string> diff_opts = {"--cached",      "--no-ext-diff",
@@ -347,6 +430,7 @@ Result<CapturedPatch> CapturePatch(const WorkspaceLayout& l, const std::string& 
   };
   CapturedPatch out;
   out.tree = tree_id;
+  out.left_out = std::move(left_out);
   auto patch = GitOutput(Trusted(l, with({"--binary", "--full-index"})));
   if (!patch) return std::move(patch).Context("compute the patch").error();
   out.patch = std::move(*patch);

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -67,6 +68,24 @@ struct ChangedFile {
   bool submodule = false;  // a gitlink (mode 160000) appeared, changed or went away
 };
 
+// What the capture left out of the change set because the profile's `outputs` cover it
+// (issue 32): files git does not track and does not ignore, at or below an outputs glob.
+struct LeftOut {
+  struct Root {
+    std::string path;  // the covered path nearest the top ("build", "src/a/__pycache__")
+    std::size_t files = 0;
+  };
+  std::size_t files = 0;    // every file left out
+  std::vector<Root> roots;  // sorted by path
+  // Left-out files that look like source code (*.c, *.py, *.go, *.rs, *.js, *.ts, *.java, ...):
+  // a new source file below a build directory is more likely the agent's work than a build's, so
+  // each is named (the first kMaxNamed) with a warning. Sorted.
+  std::vector<std::string> sources;
+  std::size_t sources_total = 0;
+  static constexpr std::size_t kMaxNamed = 100;
+  [[nodiscard]] bool empty() const { return files == 0; }
+};
+
 struct CapturedPatch {
   std::string patch;   // binary-safe (git diff --binary --full-index), a/ b/ prefixes
   std::string sha256;  // of `patch`
@@ -74,19 +93,30 @@ struct CapturedPatch {
   std::vector<ChangedFile> files;
   std::string check_output;  // git diff --check (whitespace errors, conflict markers)
   bool check_clean = true;
+  LeftOut left_out;  // what `outputs` kept out of the change set (issue 32)
 };
 
+// Whether `rel` looks like a source file by its extension (.c, .h, .cc, .py, .rs, .go, .js, .ts,
+// .java, .kt, .rb, .sh, ...): the left-out files named with a warning.
+[[nodiscard]] bool LooksLikeSource(std::string_view rel);
+
 // Asks git (from the trusted git dir, over the workspace as --work-tree) what changed since
-// `base_commit`: tracked and untracked paths (ignored files are not part of a change set). Runs in
-// cagent after the sandbox is gone (nothing can change the workspace meanwhile). The workspace is
-// hostile: ScanWorkspace() refuses it first; in-tree attributes are neutralised
-// (NeutraliseAttributes); git is bounded (RunGit). An error names the path or the git step.
-Result<CapturedPatch> CapturePatch(const WorkspaceLayout& layout, const std::string& base_commit);
+// `base_commit`: tracked and untracked paths (ignored files are not part of a change set), except
+// the untracked ones at or below an `outputs` glob, which are left out and counted in
+// CapturedPatch::left_out (a tracked file there that changed stays in). Runs in cagent after the
+// sandbox is gone (nothing can change the workspace meanwhile). The workspace is hostile:
+// ScanWorkspace() refuses it first; in-tree attributes are neutralised (NeutraliseAttributes); git
+// is bounded (RunGit); the left-out names reach git only as literal pathspecs in a NUL-separated
+// file of the run directory. An error names the path or the git step.
+Result<CapturedPatch> CapturePatch(const WorkspaceLayout& layout, const std::string& base_commit,
+                                   const std::vector<policy::OutputRule>& outputs = {});
 
 // CapturePatch's first half: the same checks, then the tree git records for the workspace over
 // `base_commit` (as `git write-tree` names it), without computing the patch. For telling whether
-// a step changed what git sees.
-Result<std::string> CaptureTree(const WorkspaceLayout& layout, const std::string& base_commit);
+// a step changed what git sees. `left_out`, when given, receives what `outputs` kept out.
+Result<std::string> CaptureTree(const WorkspaceLayout& layout, const std::string& base_commit,
+                                const std::vector<policy::OutputRule>& outputs = {},
+                                LeftOut* left_out = nullptr);
 
 // The paths that differ between two trees CaptureTree (or CapturePatch) recorded, as git names
 // them; for telling what a step between two captures changed.

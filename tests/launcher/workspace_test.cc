@@ -14,11 +14,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "common/sha256.h"
 #include "launcher/run/checkout.h"
 #include "launcher/run/git.h"
+#include "policy/diagnostics.h"
 #include "policy/loader.h"
 
 namespace cagent::launcher::run {
@@ -577,6 +579,110 @@ TEST_F(WorkspaceTest, APatchThatDoesNotReproduceTheCapturedTreeIsRefused) {
   EXPECT_NE(t.error().Message().find("does not reproduce the captured tree"), std::string::npos)
       << t.error().Message();
   EXPECT_FALSE(fs::exists(layout_.verify_tree)) << "nothing is checked out for verification";
+}
+
+// ---- outputs (issue 32) ----
+
+std::vector<policy::OutputRule> Outputs(const std::string& text) {
+  policy::SearchPath search;
+  policy::Compiled c = policy::CompileText("o.cagent", text, search);
+  EXPECT_TRUE(c.ok()) << policy::RenderAll(*c.sources, c.diags);
+  return c.ok() ? c.policy->outputs : std::vector<policy::OutputRule>{};
+}
+
+std::set<std::string> Paths(const CapturedPatch& p) {
+  std::set<std::string> out;
+  for (const auto& f : p.files) out.insert(f.path);
+  return out;
+}
+
+// Twin of the test below: without outputs, everything a build leaves that git does not ignore is
+// in the patch (the 222 files of issue 32's CMake run).
+TEST_F(WorkspaceTest, WithoutOutputsABuildTreeIsCapturedAsTheAgentsChange) {
+  const Materialized m = MakeWorkspace();
+  const fs::path ws = layout_.workspace;
+  Write(ws / "src/calc.py", "def add(a, b):\n    return a + b\n");
+  Write(ws / "build/CMakeCache.txt", "x\n");
+  Write(ws / "build/CMakeFiles/calc.o", "obj\n");
+  auto p = CapturePatch(layout_, m.base_commit);
+  ASSERT_TRUE(p.ok()) << p.error().Message();
+  EXPECT_EQ(Paths(*p), (std::set<std::string>{"build/CMakeCache.txt", "build/CMakeFiles/calc.o",
+                                              "src/calc.py"}));
+  EXPECT_TRUE(p->left_out.empty());
+}
+
+TEST_F(WorkspaceTest, OutputsLeaveUntrackedBuildFilesOutAndSayWhat) {
+  // A tracked file under build/ (checked in on purpose) stays the agent's change when it changes.
+  Write(repo_ / "build/README", "build here\n");
+  Sh("cd " + repo_.string() +
+     " && git -c user.name=t -c user.email=t@t add -A && "
+     "git -c user.name=t -c user.email=t@t commit -q -m build-readme");
+  const Materialized m = MakeWorkspace();
+  const fs::path ws = layout_.workspace;
+  Write(ws / "src/calc.py", "def add(a, b):\n    return a + b\n");
+  Write(ws / "build/README", "changed by the agent\n");
+  Write(ws / "build/CMakeCache.txt", "x\n");
+  Write(ws / "build/CMakeFiles/calc.o", "obj\n");
+  Write(ws / "build/generated.c", "int generated;\n");  // source-looking: named
+  Write(ws / "src/pkg/__pycache__/calc.cpython-311.pyc", "pyc");
+  Write(ws / "build.log", "ignored by .gitignore: neither captured nor counted\n");
+  // Names a pathspec or an option would read differently: each is left out as itself, and
+  // nothing else with them.
+  Write(ws / "build/*", "star\n");
+  Write(ws / "build/:(glob)x", "magic\n");
+  Write(ws / "build/--all", "option\n");
+  Write(ws / "build/line\nbreak.o", "newline\n");
+  Write(ws / "buildx.txt", "not under build\n");
+
+  auto p = CapturePatch(layout_, m.base_commit, Outputs("outputs build/ **/__pycache__\n"));
+  ASSERT_TRUE(p.ok()) << p.error().Message();
+  EXPECT_EQ(Paths(*p), (std::set<std::string>{"build/README", "buildx.txt", "src/calc.py"}));
+  const LeftOut& l = p->left_out;
+  EXPECT_EQ(l.files, 8U);
+  ASSERT_EQ(l.roots.size(), 2U);
+  EXPECT_EQ(l.roots[0].path, "build");
+  EXPECT_EQ(l.roots[0].files, 7U);
+  EXPECT_EQ(l.roots[1].path, "src/pkg/__pycache__");
+  EXPECT_EQ(l.roots[1].files, 1U);
+  EXPECT_EQ(l.sources, (std::vector<std::string>{"build/generated.c"}));
+  EXPECT_EQ(l.sources_total, 1U);
+  // The patch applies to the caller's repository and holds nothing left out.
+  EXPECT_EQ(p->patch.find("CMakeCache"), std::string::npos);
+  Write(base_ / "p.patch", p->patch);
+  Sh("cd " + repo_.string() + " && git apply --check " + (base_ / "p.patch").string());
+  EXPECT_FALSE(fs::exists(run_dir_ / "capture-pathspecs")) << "the pathspec file is removed";
+
+  // CaptureTree with the same outputs records the same tree.
+  auto tree = CaptureTree(layout_, m.base_commit, Outputs("outputs build/ **/__pycache__\n"));
+  ASSERT_TRUE(tree.ok());
+  EXPECT_EQ(*tree, p->tree);
+}
+
+TEST_F(WorkspaceTest, OutputsNeverHideADeletedOrModifiedTrackedFile) {
+  Write(repo_ / "dist/keep.js", "tracked\n");
+  Sh("cd " + repo_.string() +
+     " && git -c user.name=t -c user.email=t@t add -A && "
+     "git -c user.name=t -c user.email=t@t commit -q -m dist");
+  const Materialized m = MakeWorkspace();
+  fs::remove(fs::path(layout_.workspace) / "dist/keep.js");
+  auto p = CapturePatch(layout_, m.base_commit, Outputs("outputs dist\n"));
+  ASSERT_TRUE(p.ok()) << p.error().Message();
+  ASSERT_EQ(p->files.size(), 1U);
+  EXPECT_EQ(p->files[0].path, "dist/keep.js");
+  EXPECT_EQ(p->files[0].status, 'D');
+  EXPECT_TRUE(p->left_out.empty());
+}
+
+TEST(LooksLikeSource, ByExtension) {
+  EXPECT_TRUE(LooksLikeSource("build/gen.c"));
+  EXPECT_TRUE(LooksLikeSource("dist/app.ts"));
+  EXPECT_TRUE(LooksLikeSource("target/Main.java"));
+  EXPECT_TRUE(LooksLikeSource("x.py"));
+  EXPECT_FALSE(LooksLikeSource("build/calc.o"));
+  EXPECT_FALSE(LooksLikeSource("build/CMakeCache.txt"));
+  EXPECT_FALSE(LooksLikeSource("__pycache__/a.pyc"));
+  EXPECT_FALSE(LooksLikeSource("build/.c"));
+  EXPECT_FALSE(LooksLikeSource("build/c"));
 }
 
 }  // namespace
