@@ -109,6 +109,11 @@ struct DirBind {
   std::string source;  // absolute host path of a directory (not a symlink)
   std::string target;  // absolute, normalised path in the view, below `home` or `workspace`
   bool writable = false;
+  // Not writable, but with a private writable layer (issue 32): overlayfs with `source` as its
+  // read-only lower layer and a tmpfs of the sandbox's own as the upper one, so tools that write
+  // into their cache on every run (npm's _cacache/tmp, Go's build cache) work while nothing they
+  // write reaches `source`; the layer dies with the sandbox. Ignored when `writable`.
+  bool scratch = false;
 };
 
 struct LaunchSpec {

@@ -40,6 +40,7 @@ struct Entry {
     kHideDir,
     kHideFile,
     kBindOver,  // LaunchSpec::file_binds: a host file over an existing file of the view
+    kOverlay,   // DirBind::scratch: the host directory read-only under a private writable layer
   };
   What what;
   std::string dest;    // absolute path in the view
@@ -49,8 +50,20 @@ struct Entry {
   std::string description;
   bool optional = false;
   FileIdentity id{};  // what prepare saw at `dest` on the host (binds: the source; hides: the path)
-  FileIdentity dest_id{};  // kBindOver: what prepare saw at `dest`
+  FileIdentity dest_id{};       // kBindOver: what prepare saw at `dest`
+  std::string layer_options{};  // kOverlay: the upper layer's tmpfs options
 };
+
+// A path in overlayfs's mount options: ',' ends an option and ':' separates lower layers unless
+// escaped with '\\' (as is '\\' itself).
+std::string OverlayPath(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == ',' || c == ':' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
 
 FileIdentity IdentityOf(const struct stat& st) {
   return {st.st_dev, st.st_ino, st.st_mode & S_IFMT};
@@ -165,6 +178,7 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root, const FileIdentity&
   const std::string src_prefix = fresh_root ? kOldRoot : "";
   std::set<std::string> made;      // view paths known to exist as directories
   std::vector<std::string> bound;  // bind destinations: their contents come from the host
+  std::size_t layers = 0;          // kOverlay ops so far, naming their layer directories
   // Every mount so far, in order, with whether what it shows comes from the host: a path whose
   // innermost covering mount is a host bind is the host's file, so prepare's identity of it is
   // what the child must find there. Without a fresh root every path is the host's.
@@ -232,6 +246,32 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root, const FileIdentity&
       case Entry::What::kSymlink:
         plan.ops.push_back({MountOp::Kind::kSymlink, target, e.source, "", 0, 0, 0, e.description});
         break;
+      case Entry::What::kOverlay: {
+        if (!made.count(e.dest)) {
+          plan.ops.push_back({MountOp::Kind::kMkdir, target, "", "", 0, 0, 0755, e.description});
+          made.insert(e.dest);
+        }
+        // The layer's tmpfs is mounted on a directory of the staging root, which only this mount
+        // namespace has and which goes with it; the overlay keeps its own reference to it.
+        const std::string layer = "/cagent-layer-" + std::to_string(++layers);
+        MountOp op{MountOp::Kind::kOverlay,
+                   target,
+                   src_prefix + e.source,
+                   "lowerdir=" + OverlayPath(src_prefix + e.source) + ",upperdir=" + layer +
+                       "/upper,workdir=" + layer + "/work",
+                   MS_NOSUID | MS_NODEV,
+                   0,
+                   0,
+                   e.description};
+        op.source_id = e.id;
+        op.layer = layer;
+        op.layer_options = e.layer_options;
+        plan.ops.push_back(std::move(op));
+        // Not the host's files any more (overlayfs reports its own device): hides below it are
+        // made without an identity check, like those below a tmpfs.
+        regions.emplace_back(e.dest, false);
+        break;
+      }
       case Entry::What::kTmpfs:
         if (!made.count(e.dest)) {
           plan.ops.push_back({MountOp::Kind::kMkdir, target, "", "", 0, 0, 0755, e.description});
@@ -488,6 +528,38 @@ OpStatus FilesystemOp(const MountOp& op, const char* scratch, bool verify) {
   return Done();
 }
 
+// DirBind::scratch (issue 32): a tmpfs of its own on op.layer (a directory of the staging root,
+// created here) holds overlayfs's upper and work directories; overlayfs over the host directory
+// (checked to be the one prepare saw) is mounted on the scratch point and moved onto the target's
+// checked fd. overlayfs takes its layers by path: the lower one is a cache directory cagent made
+// (0700, the caller's, never a link: launcher/caches.h) that no sandbox sees the parent of, so
+// nothing inside a sandbox can swap it between the check and the mount.
+OpStatus OverlayOp(const MountOp& op, const char* scratch, bool verify) {
+  if (scratch == nullptr) return Failed(EINVAL);
+  int raw = -1;
+  const OpStatus lower_opened = OpenChecked(op.source.c_str(), op.source_id, verify, false, raw);
+  ChildFd lower(raw);
+  if (lower_opened.err != 0) return lower_opened;
+  if (::mkdir(op.layer.c_str(), 0700) != 0) return Failed(errno);
+  if (::mount("tmpfs", op.layer.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, op.layer_options.c_str()) !=
+      0) {
+    return Failed(errno);
+  }
+  ChildFd layer(::open(op.layer.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (layer.get() < 0) return Failed(errno);
+  if (::mkdirat(layer.get(), "upper", 0755) != 0 || ::mkdirat(layer.get(), "work", 0700) != 0) {
+    return Failed(errno);
+  }
+  raw = -1;
+  const OpStatus dst_opened =
+      OpenChecked(op.target.c_str(), op.target_id, verify, op.optional, raw);
+  ChildFd dst(raw);
+  if (dst_opened.err != 0 || dst_opened.skipped) return dst_opened;
+  if (::mount("overlay", scratch, "overlay", op.flags, op.data.c_str()) != 0) return Failed(errno);
+  if (MoveMount(AT_FDCWD, scratch, dst.get(), 0) != 0) return Failed(errno);
+  return Done();
+}
+
 OpStatus SetAttrOp(const MountOp& op, bool verify) {
   int raw = -1;
   const OpStatus opened = OpenChecked(op.target.c_str(), op.target_id, verify, op.optional, raw);
@@ -516,6 +588,8 @@ OpStatus RunOp(const MountOp& op, const MountPlan& plan) {
       return FilesystemOp(op, plan.scratch.empty() ? nullptr : plan.scratch.c_str(), verify);
     case MountOp::Kind::kSetAttr:
       return SetAttrOp(op, verify);
+    case MountOp::Kind::kOverlay:
+      return OverlayOp(op, plan.scratch.empty() ? nullptr : plan.scratch.c_str(), verify);
   }
   return Failed(EINVAL);
 }
@@ -566,14 +640,20 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
         return PlainError("cannot show " + b.source + " at " + b.target,
                           "it is not a directory (or is a symlink)");
       }
-      Entry e{Entry::What::kBindDir,
+      const bool overlay = b.scratch && !b.writable;
+      Entry e{overlay ? Entry::What::kOverlay : Entry::What::kBindDir,
               b.target,
               b.source,
               static_cast<std::uint64_t>(MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
                                          (b.writable ? 0 : MOUNT_ATTR_RDONLY)),
               0,
-              "show " + b.source + " at " + b.target + (b.writable ? " read-write" : " read-only")};
+              "show " + b.source + " at " + b.target +
+                  (b.writable ? " read-write"
+                   : overlay  ? " read-only under a private writable layer"
+                              : " read-only")};
       e.id = IdentityOf(src);
+      // The layer may hold as much as HOME may.
+      if (overlay) e.layer_options = "mode=0755,size=" + std::to_string(spec.home_size_bytes);
       if (IsUnder(b.target, spec.workspace)) {
         // A mount point cagent made in the workspace: it must still be that directory when the
         // child binds over it (never a link the workspace put in its place).

@@ -73,6 +73,7 @@ struct MountOp {
     kProc,     // a new procfs instance
     kDevpts,   // a new devpts instance with `data` options
     kSetAttr,  // mount_setattr(target, attr_set), not recursive
+    kOverlay,  // overlayfs (`data`) over `source` read-only, its upper layer on a tmpfs (`layer`)
   };
   Kind kind;
   std::string target;          // full path in the child's namespace at the time the op runs
@@ -91,6 +92,10 @@ struct MountOp {
   // dirname / basename of `target`, for the ops that create it beneath the parent's fd.
   std::string parent{};
   std::string name{};
+  // kOverlay: the staging root's directory where the tmpfs holding the upper and work directories
+  // is mounted, and that tmpfs's options.
+  std::string layer{};
+  std::string layer_options{};
 };
 
 struct MountPlan {

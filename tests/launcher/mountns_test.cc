@@ -53,6 +53,39 @@ TEST(MountPlanTest, DefaultViewHasTheExpectedMounts) {
   EXPECT_NE(plan->ops.back().attr_set & MOUNT_ATTR_RDONLY, 0U);
 }
 
+// issue 32: a read-only cache with a private writable layer is an overlay over the host
+// directory, its upper layer on a tmpfs of the staging root; its twin, a plain read-only bind.
+TEST(MountPlanTest, AScratchDirBindIsAnOverlayWithItsOwnLayer) {
+  char tmpl[] = "/tmp/cagent-ovl-plan-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string cache = std::string(tmpl) + "/a,b:c";
+  ASSERT_EQ(::mkdir(cache.c_str(), 0700), 0);
+  LaunchSpec spec = DefaultLaunchSpec("/tmp", {"true"});
+  spec.dir_binds = {{cache, spec.home + "/.npm", false, /*scratch=*/true}};
+  auto plan = PrepareMountPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.error().Message();
+  const MountOp* ovl = Find(*plan, Kind::kOverlay, "/newroot" + spec.home + "/.npm");
+  ASSERT_NE(ovl, nullptr);
+  EXPECT_EQ(ovl->source, "/oldroot" + cache);
+  // ',' and ':' in the lower path are escaped for overlayfs's option parser.
+  EXPECT_EQ(ovl->data,
+            "lowerdir=/oldroot" + std::string(tmpl) +
+                "/a\\,b\\:c,upperdir=/cagent-layer-1/upper,workdir=/cagent-layer-1/work");
+  EXPECT_EQ(ovl->layer, "/cagent-layer-1");
+  EXPECT_EQ(ovl->layer_options, "mode=0755,size=" + std::to_string(spec.home_size_bytes));
+  EXPECT_TRUE(ovl->source_id.Known());
+  EXPECT_EQ(Find(*plan, Kind::kBind, "/newroot" + spec.home + "/.npm"), nullptr);
+
+  spec.dir_binds[0].scratch = false;
+  auto plain = PrepareMountPlan(spec);
+  ASSERT_TRUE(plain.ok());
+  const MountOp* bind = Find(*plain, Kind::kBind, "/newroot" + spec.home + "/.npm");
+  ASSERT_NE(bind, nullptr);
+  EXPECT_NE(bind->attr_set & MOUNT_ATTR_RDONLY, 0U);
+  EXPECT_EQ(Find(*plain, Kind::kOverlay, "/newroot" + spec.home + "/.npm"), nullptr);
+  std::filesystem::remove_all(tmpl);
+}
+
 TEST(MountPlanTest, TmpfsComesBeforeAWorkspaceInsideIt) {
   // A workspace under /tmp must be bound after the private /tmp is mounted, or the tmpfs would
   // cover it.

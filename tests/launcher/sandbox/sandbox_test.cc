@@ -3,7 +3,9 @@
 #include "launcher/sandbox.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -88,3 +90,72 @@ TEST(SandboxTest, TimeoutStopsTheSandbox) {
 
 }  // namespace
 }  // namespace cagent::launcher
+
+// ---- issue 32: a cache read-only to the sandbox, with a private writable layer ----
+
+namespace overlay {
+
+std::string Read(const std::string& path) {
+  std::string out;
+  if (FILE* f = std::fopen(path.c_str(), "r")) {
+    char buf[256];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+    std::fclose(f);
+  }
+  return out;
+}
+
+// A host directory shown at ~/.cache/tool with one file in it, and a command that reads it,
+// writes a new file and overwrites the old one there, and reports both into the workspace.
+struct Fixture {
+  std::string cache;
+  LaunchSpec spec;
+  explicit Fixture(bool scratch) {
+    char tmpl[] = "/tmp/cagent-overlay-test-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) std::abort();
+    cache = tmpl;
+    if (FILE* f = std::fopen((cache + "/seed").c_str(), "w")) {
+      std::fputs("from setup\n", f);
+      std::fclose(f);
+    }
+    const std::string out = Workspace() + (scratch ? "/overlay" : "/plain");
+    spec = Spec({"/bin/sh", "-c",
+                 "cat ~/.cache/tool/seed > " + out +
+                     ".seen; "
+                     "echo new > ~/.cache/tool/new && echo changed > ~/.cache/tool/seed; "
+                     "echo $? > " +
+                     out + ".status; cat ~/.cache/tool/seed >> " + out + ".seen"});
+    spec.dir_binds = {{cache, spec.home + "/.cache/tool", false, scratch}};
+  }
+  ~Fixture() { [[maybe_unused]] int rc = std::system(("rm -rf '" + cache + "'").c_str()); }
+};
+
+}  // namespace overlay
+
+TEST(SandboxTest, AReadOnlyCacheWithAPrivateLayerTakesWritesThatNeverReachTheHost) {
+  overlay::Fixture f(/*scratch=*/true);
+  auto out = RunSandbox(f.spec);
+  ASSERT_TRUE(out.ok()) << out.error().Message();
+  if (out->kind == SandboxOutcome::Kind::kSetupFailed) {
+    GTEST_SKIP() << "overlayfs cannot be mounted in a user namespace here: " << out->failed_step
+                 << ": " << out->error;
+  }
+  EXPECT_EQ(out->exit_code, 0);
+  // Inside: the cache's content, and the writes succeeded.
+  EXPECT_EQ(overlay::Read(Workspace() + "/overlay.seen"), "from setup\nchanged\n");
+  EXPECT_EQ(overlay::Read(Workspace() + "/overlay.status"), "0\n");
+  // Outside: the cache as it was.
+  EXPECT_EQ(overlay::Read(f.cache + "/seed"), "from setup\n");
+  EXPECT_NE(::access((f.cache + "/new").c_str(), F_OK), 0);
+}
+
+TEST(SandboxTest, AReadOnlyCacheWithoutTheLayerRefusesWrites) {
+  // Twin: the same bind without the layer is what npm met (EROFS), and the host is safe too.
+  overlay::Fixture f(/*scratch=*/false);
+  auto out = RunSandbox(f.spec);
+  ASSERT_TRUE(out.ok()) << out.error().Message();
+  EXPECT_EQ(overlay::Read(Workspace() + "/plain.seen"), "from setup\nfrom setup\n");
+  EXPECT_NE(overlay::Read(Workspace() + "/plain.status"), "0\n");
+  EXPECT_EQ(overlay::Read(f.cache + "/seed"), "from setup\n");
+}
