@@ -201,9 +201,15 @@ std::string UnescapeCachePath(const std::string& name) {
   return out;
 }
 
+std::string CacheDirName(const std::string& profile, const std::string& scope) {
+  const std::string name = CacheProfileDirName(profile);
+  if (name.empty() || scope.empty()) return name;
+  return name + "@" + CacheProfileDirName(scope);
+}
+
 Result<std::string> EnsureCacheDir(const std::string& root, const std::string& profile,
-                                   const std::string& rel) {
-  const std::string profile_dir = CacheProfileDirName(profile);
+                                   const std::string& scope, const std::string& rel) {
+  const std::string profile_dir = CacheDirName(profile, scope);
   if (profile_dir.empty() || rel.empty()) {
     return PlainError("no cache directory", "a cache needs a profile name and a path");
   }
@@ -265,7 +271,10 @@ Result<std::vector<CacheEntry>> ListCaches(const std::string& root) {
       UniqueFd cdir(OpenDirNoFollow(pdir.get(), name.c_str()));
       if (!cdir.valid()) continue;
       CacheEntry e;
-      e.profile = profile;
+      // PROFILE@REPO: profile names have no '@' (CacheProfileDirName keeps none).
+      const auto at = profile.find('@');
+      e.profile = profile.substr(0, at);
+      e.repository = at == std::string::npos ? std::string() : profile.substr(at + 1);
       e.path = "~/" + UnescapeCachePath(name);
       e.dir = caches + "/" + profile + "/" + name;
       CountTree(cdir.get(), 0, e);
@@ -286,7 +295,11 @@ Result<std::size_t> ClearCaches(const std::string& root, const std::string& prof
   if (profile.empty()) {
     profiles = DirNames(top.get());
   } else {
-    profiles.push_back(CacheProfileDirName(profile));
+    // The profile's directories for every repository (PROFILE@REPO), and one made without a key.
+    const std::string name = CacheProfileDirName(profile);
+    for (const std::string& d : DirNames(top.get())) {
+      if (d == name || d.starts_with(name + "@")) profiles.push_back(d);
+    }
   }
   std::size_t removed = 0;
   for (const std::string& p : profiles) {

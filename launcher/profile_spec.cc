@@ -6,14 +6,17 @@
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <memory>
 #include <set>
 
@@ -21,6 +24,7 @@
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
 #include "launcher/caches.h"
+#include "launcher/repo_profiles.h"
 #include "policy/host_secrets.h"
 
 namespace cagent::launcher {
@@ -851,19 +855,53 @@ Status CarryMountPoint(int ws_fd, const std::string& rel, const std::string& sho
   return Ok{};
 }
 
+// Whether overlayfs can be mounted in the sandbox's user namespace (Linux 5.11 and later, with
+// the filesystem available): the private writable layer over read-only caches (issue 32).
+bool OverlayLayersWork() {
+  static const bool works = [] {
+    utsname u{};
+    if (::uname(&u) != 0) return false;
+    unsigned major = 0, minor = 0;
+    if (std::sscanf(u.release, "%u.%u", &major, &minor) != 2) return false;
+    if (major < 5 || (major == 5 && minor < 11)) return false;
+    std::ifstream in("/proc/filesystems");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.ends_with("\toverlay")) return true;
+    }
+    return false;
+  }();
+  return works;
+}
+
 // `cache` and `carry`: host directories bound into the view at paths of HOME and the workspace.
 Status AddCachesAndCarry(const policy::Policy& p, const ProfileContext& ctx, int ws_fd,
                          LaunchSpec& spec, std::vector<std::string>& notes,
                          std::vector<std::pair<std::string, UniqueFd>>& carried) {
+  const std::string scope = ctx.cache_scope.empty() && !p.caches.empty()
+                                ? CacheScope(ctx.binding.workspace)
+                                : ctx.cache_scope;
   for (const policy::CacheRule& c : p.caches) {
     if (ctx.cache_root.empty()) {
       notes.push_back("skipped cache ~/" + c.rel + ": no cache directory");
       continue;
     }
-    auto dir = EnsureCacheDir(ctx.cache_root, p.name, c.rel);
+    auto dir = EnsureCacheDir(ctx.cache_root, p.name, scope, c.rel);
     if (!dir) return std::move(dir.error()).Context("cache ~/" + c.rel);
-    spec.dir_binds.push_back(
-        {*dir, spec.home + "/" + c.rel, ctx.caches_writable || c.agent_writable});
+    const bool writable = ctx.caches_writable || c.agent_writable;
+    // Read-only to this sandbox (the agent, verification and its setup: what they write must not
+    // reach the next run), yet writable to the tools that run in it: npm writes _cacache/tmp and
+    // its logs into ~/.npm on every command and fails with EROFS on a read-only cache; Go refuses
+    // a read-only build cache. A private layer over the cache takes their writes and is thrown
+    // away with the sandbox (issue 32). Without overlayfs the cache stays plainly read-only.
+    const bool scratch = !writable && OverlayLayersWork();
+    if (!writable && !scratch) {
+      notes.push_back("cache ~/" + c.rel +
+                      " is read-only without a private writable layer (no overlayfs in a user "
+                      "namespace on this kernel: Linux 5.11 or later, `overlay` in "
+                      "/proc/filesystems); tools that write into it fail");
+    }
+    spec.dir_binds.push_back({*dir, spec.home + "/" + c.rel, writable, scratch});
   }
   for (const policy::CarryRule& c : p.carry) {
     const std::string shown = Shown(c.rel);

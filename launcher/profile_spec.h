@@ -57,6 +57,10 @@ struct ProfileContext {
   // Where the profile's `cache` directories live on the host (launcher/caches.h, CacheRoot());
   // "" = caches are not mounted (noted).
   std::string cache_root;
+  // The caches' per-repository key (launcher/repo_profiles.h, CacheScope); "" = the key of the
+  // repository holding binding.workspace. A run sets the caller's repository's: its workspace is
+  // a copy under the state directory (issue 32).
+  std::string cache_scope;
   // Setup (trusted commands before the agent): every cache writable. Otherwise only the caches
   // the profile marks `read-write` are, the rest read-only.
   bool caches_writable = false;

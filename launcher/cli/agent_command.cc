@@ -22,6 +22,7 @@
 #include "launcher/cli/transcript.h"
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
+#include "launcher/repo_profiles.h"
 #include "launcher/run/agent_session.h"
 #include "launcher/run/session_record.h"
 #include "launcher/run/state_dir.h"
@@ -123,7 +124,7 @@ int RunAgentCommand(const AgentOptions& o) {
   s.model = settings->model;
 
   const std::string home = CallerHome();
-  const auto search = policy::SearchPath::Default(home, CAGENT_PROFILE_DIR);
+  const auto search = ProfileSearchPath(home, CAGENT_PROFILE_DIR, *workspace);
   auto choice = ChooseProfile(o.profile, search, o.trust_repo_profile);
   if (!choice) return Usage(choice.error().Message());
   auto compiled = policy::LoadProfile(choice->path, search);

@@ -25,7 +25,8 @@ CLI::App* AddCacheCommand(CLI::App& app, CacheOptions& o) {
   ls->add_flag("--json", o.json, "Print the list as one JSON array.");
   ls->callback([&o] { o.action = "ls"; });
   CLI::App* clear = cache->add_subcommand(
-      "clear", "Remove one profile's caches (PROFILE), or every profile's (--all).");
+      "clear",
+      "Remove one profile's caches (PROFILE, for every repository), or every profile's (--all).");
   clear->add_option("profile", o.profile, "The profile whose caches to remove.");
   clear->add_flag("--all", o.all, "Remove the caches of every profile.");
   clear->add_flag("--json", o.json, "Print what was removed as one JSON object.");
@@ -45,6 +46,7 @@ int RunCacheCommand(const CacheOptions& o) {
       nlohmann::json j = nlohmann::json::array();
       for (const CacheEntry& e : *list) {
         j.push_back({{"profile", e.profile},
+                     {"repository", e.repository},
                      {"path", e.path},
                      {"dir", e.dir},
                      {"bytes", e.bytes},
@@ -58,10 +60,11 @@ int RunCacheCommand(const CacheOptions& o) {
       std::printf("No caches under %s\n", TerminalSafe(root, TerminalLines::kOne).c_str());
       return ToInt(ExitCode::kOk);
     }
-    std::printf("%-20s %-28s %10s %8s\n", "PROFILE", "PATH", "SIZE", "FILES");
+    std::printf("%-20s %-30s %-28s %10s %8s\n", "PROFILE", "REPOSITORY", "PATH", "SIZE", "FILES");
     for (const CacheEntry& e : *list) {
       std::printf(
-          "%-20s %-28s %10s %8llu%s\n", TerminalSafe(e.profile, TerminalLines::kOne).c_str(),
+          "%-20s %-30s %-28s %10s %8llu%s\n", TerminalSafe(e.profile, TerminalLines::kOne).c_str(),
+          TerminalSafe(e.repository.empty() ? "-" : e.repository, TerminalLines::kOne).c_str(),
           TerminalSafe(e.path, TerminalLines::kOne).c_str(), HumanReadableSize(e.bytes).c_str(),
           static_cast<unsigned long long>(e.files), e.complete ? "" : " (partial count)");
     }

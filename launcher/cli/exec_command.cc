@@ -31,6 +31,7 @@
 #include "launcher/narrow.h"
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
+#include "launcher/repo_profiles.h"
 #include "launcher/run/egress_session.h"
 #include "launcher/run/git_identity.h"
 #include "launcher/sandbox.h"
@@ -266,7 +267,7 @@ Result<ExecProfile> LoadExecProfile(const ExecOptions& o, const std::string& wor
     return out;
   }
   const std::string home = CallerHome();
-  const auto search = policy::SearchPath::Default(home, CAGENT_PROFILE_DIR);
+  const auto search = ProfileSearchPath(home, CAGENT_PROFILE_DIR, workspace);
   auto choice = ChooseProfile(o.profile, search, o.trust_repo_profile);
   if (!choice) return PlainError(choice.error().Message()).WithCode(Error::Code::kInvalidInput);
   out.chosen = *choice;

@@ -21,6 +21,7 @@
 #include "launcher/launch_spec.h"
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
+#include "launcher/repo_profiles.h"
 #include "launcher/run/mcp_serve.h"
 #include "launcher/run/mcp_wrap.h"
 #include "launcher/workspace_guard.h"
@@ -66,7 +67,7 @@ Result<Common> LoadCommon(const McpOptions& o) {
   if (auto s = CheckWorkspace(*workspace, named); !s) return s.error();
   c.binding = RunBinding(*workspace);
 
-  const auto search = policy::SearchPath::Default(home, CAGENT_PROFILE_DIR);
+  const auto search = ProfileSearchPath(home, CAGENT_PROFILE_DIR, *workspace);
   auto choice = ChooseProfile(o.profile, search, o.trust_repo_profile);
   if (!choice) return std::move(choice.error()).WithCode(Error::Code::kInvalidInput);
   auto compiled = policy::LoadProfile(choice->path, search);

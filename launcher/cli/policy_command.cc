@@ -20,6 +20,7 @@
 #include "common/terminal_text.h"
 #include "common/text.h"
 #include "launcher/profile_spec.h"
+#include "launcher/repo_profiles.h"
 #include "policy/audit.h"
 #include "policy/cases.h"
 #include "policy/coherence.h"
@@ -50,9 +51,7 @@ int Usage(const std::string& message) {
   return kExitUsage;
 }
 
-policy::SearchPath Search() {
-  return policy::SearchPath::Default(CallerHome(), CAGENT_PROFILE_DIR);
-}
+policy::SearchPath Search() { return ProfileSearchPath(CallerHome(), CAGENT_PROFILE_DIR, "."); }
 
 std::string CurrentDir() {
   char buf[4096];

@@ -32,6 +32,7 @@
 #include "common/unique_fd.h"
 #include "launcher/cli/transcript.h"
 #include "launcher/profile_choice.h"
+#include "launcher/profile_spec.h"
 #include "launcher/run/apply.h"
 #include "launcher/run/git.h"
 #include "launcher/run/run.h"
@@ -202,6 +203,26 @@ void PrintSummary(const run::RunRecord& r) {
   for (const auto& f : r.patch.files) {
     o << "                 " << f.status << " " << t(f.path) << "\n";
   }
+  // issue 32: what the profile's `outputs` kept out of the patch, never silently.
+  if (!r.patch.left_out.empty()) {
+    const run::LeftOut& l = r.patch.left_out;
+    o << "  left out     " << l.files << " untracked file" << (l.files == 1 ? "" : "s")
+      << " under the profile's outputs:";
+    for (std::size_t i = 0; i < l.roots.size() && i < 10; ++i) {
+      o << (i ? ", " : " ") << t(l.roots[i].path) << "/ (" << l.roots[i].files << ")";
+    }
+    if (l.roots.size() > 10) o << ", ... " << l.roots.size() - 10 << " more";
+    o << "
+         ";
+        for (const auto& src : l.sources) {
+      o << "  warning      left out a source-looking file: " << t(src)
+        << " (below an outputs glob; if it is the agent's work, take it from the workspace)\n";
+    }
+    if (l.sources_total > l.sources.size()) {
+      o << "  warning      ... and " << l.sources_total - l.sources.size()
+        << " more source-looking files left out (result.json: left_out)\n";
+    }
+  }
   if (!r.patch.check_clean) {
     o << "  diff --check reports problems (see cagent diff " << t(RunArgument(r.run_id, r.run_dir))
       << ")\n";
@@ -342,6 +363,16 @@ std::string RepoFilter(const std::string& repo) {
   return p.string();
 }
 
+// `path` with the caller's home directory written as "~".
+std::string ShortHome(const std::string& path) {
+  const std::string home = CallerHome();
+  if (home.size() > 1 && path.starts_with(home) &&
+      (path.size() == home.size() || path[home.size()] == '/')) {
+    return "~" + path.substr(home.size());
+  }
+  return path;
+}
+
 int DoRuns(const RunsCommandOptions& o) {
   const std::string dir = RunsDirectory();
   if (auto s = CheckStatusFilter(o.status); !s) return Usage(s.error().Message());
@@ -374,6 +405,11 @@ int DoRuns(const RunsCommandOptions& o) {
     std::cout << TerminalSafe(StringField(row, "run_id")) << "  "
               << TerminalSafe(StringField(row, "status"));
     if (row.contains("profile")) std::cout << "  " << TerminalSafe(StringField(row, "profile"));
+    // Which repository (issue 32: runs of several repositories with same-named profiles), with
+    // the caller's home written ~.
+    if (const std::string repo = StringField(row, "repo"); !repo.empty()) {
+      std::cout << "  " << TerminalSafe(ShortHome(repo));
+    }
     if (row.contains("files")) std::cout << "  " << row["files"].get<std::size_t>() << " files";
     if (StringField(row, "kind") == "agent") std::cout << "  (agent session)";
     const std::string reason = OneLineReason(StringField(row, "reason"));
@@ -425,6 +461,31 @@ int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
               << " bytes, sha256 " << t(patch, "sha256") << "\n";
     for (const auto& f : list("changed_files")) {
       std::cout << "               " << t(f, "status") << " " << t(f, "path") << "\n";
+    }
+    // issue 32: what the profile's outputs kept out of the patch.
+    if (j.contains("left_out") && j["left_out"].is_object()) {
+      const json& l = j["left_out"];
+      if (l.contains("files") && l["files"].is_number_unsigned() && l["files"].get<std::size_t>()) {
+        std::cout << "  left out     " << JsonText(l["files"]) << " untracked files under outputs:";
+        if (l.contains("paths") && l["paths"].is_array()) {
+          for (const auto& r : l["paths"]) {
+            if (!r.is_object()) continue;
+            std::cout << " " << t(r, "path") << "/ ("
+                      << (r.contains("files") && r["files"].is_number() ? JsonText(r["files"])
+                                                                        : std::string("?"))
+                      << ")";
+          }
+        }
+        std::cout << "\n";
+        if (l.contains("source_files") && l["source_files"].is_array()) {
+          for (const auto& f : l["source_files"]) {
+            if (f.is_string()) {
+              std::cout << "  warning      left out a source-looking file: "
+                        << TerminalSafe(f.get<std::string>()) << "\n";
+            }
+          }
+        }
+      }
     }
     for (const auto& v : list("verification")) {
       std::cout << "  verify       " << t(v, "status") << ": " << t(v, "command") << " ("

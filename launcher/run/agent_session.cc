@@ -152,6 +152,7 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   ctx.binding = o.binding;
   ctx.environ = caller_env;
   ctx.cache_root = o.cache_root;
+  ctx.cache_scope = o.cache_scope;
   ctx.carry_from = o.carry_from;
   // git inside commits as the caller (unless the profile says `git-identity none`).
   ctx.git_identity = CallerGitIdentity().Env();

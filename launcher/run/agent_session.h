@@ -35,6 +35,8 @@ struct AgentSessionOptions {
   // The profile's caches (launcher/caches.h) and carried paths (`carry`): ProfileContext's
   // cache_root and carry_from for the agent's sandbox. "" = not mounted.
   std::string cache_root;
+  // The caches' per-repository key (ProfileContext::cache_scope); "" = the workspace's repository.
+  std::string cache_scope;
   std::string carry_from;
   std::string task;  // the task text (untrusted)
   model::ModelSpec model;

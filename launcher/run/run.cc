@@ -20,6 +20,7 @@
 #include "launcher/model/model_provider.h"
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
+#include "launcher/repo_profiles.h"
 #include "launcher/run/agent_session.h"
 #include "launcher/run/git_identity.h"
 #include "launcher/run/last_resort.h"
@@ -62,6 +63,16 @@ json BudgetsJson(const broker::Budgets& b) {
               {"tool_calls", opt(b.tool_calls)},
               {"output_bytes", opt(b.output_bytes)},
               {"wall_time_ms", b.wall_time ? json(b.wall_time->count()) : json(nullptr)}};
+}
+
+// What `outputs` kept out of the patch (issue 32).
+json LeftOutJson(const LeftOut& l) {
+  json roots = json::array();
+  for (const auto& r : l.roots) roots.push_back({{"path", r.path}, {"files", r.files}});
+  return json{{"files", l.files},
+              {"paths", roots},
+              {"source_files", l.sources},
+              {"source_files_total", l.sources_total}};
 }
 
 }  // namespace
@@ -146,6 +157,7 @@ json RunRecord::ToJson() const {
         {"diff_check", patch.check_output},
         {"tree", patch.tree}}},
       {"changed_files", files},
+      {"left_out", LeftOutJson(patch.left_out)},
       {"violations", broken},
       {"setup", {{"workspace", entries(setup)}, {"verify_tree", entries(verify_setup)}}},
       {"verification", verify},
@@ -236,7 +248,9 @@ Result<RunInputs> LoadInputs(const RunRequest& req) {
     return PlainError(req.task_file, "the task file is empty").WithCode(Error::Code::kInvalidInput);
   }
   const std::string home = CallerHome();
-  const auto search = policy::SearchPath::Default(home, CAGENT_PROFILE_DIR);
+  // The repository's own profiles (CONFIG/repos/KEY/, issue 32) are those of the repository run on.
+  const auto search =
+      ProfileSearchPath(home, CAGENT_PROFILE_DIR, req.repo.empty() ? std::string(".") : req.repo);
   auto choice = ChooseProfile(req.profile, search, req.trust_repo_profile);
   if (!choice) return choice.error();
   in.choice = *choice;
@@ -371,11 +385,11 @@ class RunDriver {
     if (!policy_.setup.commands.empty()) {
       // What git sees before setup (the base, plus the caller's carried changes), so that what
       // setup writes to tracked or not-ignored paths cannot ride into the agent's patch.
-      auto before = CaptureTree(layout_, rec_.base_commit);
+      auto before = CaptureTree(layout_, rec_.base_commit, policy_.outputs);
       if (!before) return {RunEvent::kFailed, "before setup: " + before.error().Message()};
       rec_.setup = Setup(layout_.workspace, "setup", "workspace", "");
       if (auto why = SetupFailure(rec_.setup); !why.empty()) return {RunEvent::kFailed, why};
-      auto after = CaptureTree(layout_, rec_.base_commit);
+      auto after = CaptureTree(layout_, rec_.base_commit, policy_.outputs);
       if (!after) return {RunEvent::kFailed, "after setup: " + after.error().Message()};
       if (*after != *before) return {RunEvent::kFailed, SetupWroteTracked(*before, *after)};
     }
@@ -405,6 +419,7 @@ class RunDriver {
   ProfileContext Context() const {
     ProfileContext ctx{binding_, CallerEnviron()};
     ctx.cache_root = CacheRoot();
+    ctx.cache_scope = CacheScope(rec_.repo);  // the caller's repository, not this copy of it
     ctx.carry_from = rec_.repo;
     ctx.git_identity = git_identity_;
     return ctx;
@@ -454,6 +469,7 @@ class RunDriver {
     s.policy = in_.policy;
     s.binding = binding_;
     s.cache_root = CacheRoot();
+    s.cache_scope = CacheScope(rec_.repo);
     s.carry_from = rec_.repo;
     s.task = in_.task;
     s.model = req_.model;
@@ -482,7 +498,7 @@ class RunDriver {
     const broker::BrokerOutcome& b = session->broker;
     RecordSession(*session);
 
-    auto captured = CapturePatch(layout_, rec_.base_commit);
+    auto captured = CapturePatch(layout_, rec_.base_commit, policy_.outputs);
     if (captured) {
       rec_.patch = std::move(*captured);
       if (auto w = WriteFileAtomic(rec_.run_dir + "/patch.diff", rec_.patch.patch); !w) {

@@ -65,7 +65,7 @@ TEST(CacheNames, PathsAreEscapedFlatAndBack) {
 }
 
 TEST_F(CachesTest, ACacheDirectoryIsMadeFlatAndPrivate) {
-  auto dir = EnsureCacheDir(cache_, "backend", ".cache/pip");
+  auto dir = EnsureCacheDir(cache_, "backend", "", ".cache/pip");
   ASSERT_TRUE(dir.ok()) << dir.error().Message();
   EXPECT_EQ(*dir, cache_ + "/caches/backend/.cache%2Fpip");
   struct stat st {};
@@ -73,7 +73,7 @@ TEST_F(CachesTest, ACacheDirectoryIsMadeFlatAndPrivate) {
   EXPECT_TRUE(S_ISDIR(st.st_mode));
   EXPECT_EQ(st.st_mode & 07777, 0700U);
   // Again: the same directory.
-  auto again = EnsureCacheDir(cache_, "backend", ".cache/pip");
+  auto again = EnsureCacheDir(cache_, "backend", "", ".cache/pip");
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, *dir);
 }
@@ -82,21 +82,21 @@ TEST_F(CachesTest, ACacheDirectoryReplacedByALinkIsRefused) {
   fs::create_directories(root_ + "/elsewhere");
   fs::create_directories(cache_ + "/caches/backend");
   // Twin: a real directory is accepted, the same name as a link to another directory is not.
-  ASSERT_TRUE(EnsureCacheDir(cache_, "backend", ".npm").ok());
+  ASSERT_TRUE(EnsureCacheDir(cache_, "backend", "", ".npm").ok());
   fs::remove(cache_ + "/caches/backend/.npm");
   fs::create_directory_symlink(root_ + "/elsewhere", cache_ + "/caches/backend/.npm");
-  auto linked = EnsureCacheDir(cache_, "backend", ".npm");
+  auto linked = EnsureCacheDir(cache_, "backend", "", ".npm");
   ASSERT_FALSE(linked.ok());
   EXPECT_THAT(linked.error().Message(), HasSubstr("not a directory"));
   // And the profile level too.
   fs::remove_all(cache_ + "/caches/backend");
   fs::create_directory_symlink(root_ + "/elsewhere", cache_ + "/caches/backend");
-  EXPECT_FALSE(EnsureCacheDir(cache_, "backend", ".npm").ok());
+  EXPECT_FALSE(EnsureCacheDir(cache_, "backend", "", ".npm").ok());
 }
 
 TEST_F(CachesTest, ListCountsAndClearRemovesWithoutFollowingLinks) {
-  auto npm = EnsureCacheDir(cache_, "frontend", ".npm");
-  auto pip = EnsureCacheDir(cache_, "backend", ".cache/pip");
+  auto npm = EnsureCacheDir(cache_, "frontend", "", ".npm");
+  auto pip = EnsureCacheDir(cache_, "backend", "", ".cache/pip");
   ASSERT_TRUE(npm.ok() && pip.ok());
   fs::create_directories(*npm + "/_cacache/index");
   std::ofstream(*npm + "/_cacache/index/a") << std::string(5000, 'x');
@@ -135,12 +135,48 @@ TEST_F(CachesTest, CachesAreBoundReadOnlyToTheAgentAndWritableInSetup) {
   ASSERT_EQ(agent->spec.dir_binds.size(), 2U);
   for (const DirBind& b : agent->spec.dir_binds) {
     EXPECT_EQ(b.writable, b.target == agent->spec.home + "/.ccache") << b.target;
-    EXPECT_TRUE(b.source.starts_with(cache_ + "/caches/p/")) << b.source;
+    // Read-only caches get a private writable layer where overlayfs works (issue 32).
+    if (!b.writable) EXPECT_TRUE(b.scratch || !agent->notes.empty()) << b.target;
+    // Keyed by the workspace's repository (here the workspace directory itself).
+    EXPECT_TRUE(b.source.starts_with(cache_ + "/caches/p@ws-")) << b.source;
   }
   auto setup = Build(*p, /*setup=*/true);
   ASSERT_TRUE(setup.ok());
   for (const DirBind& b : setup->spec.dir_binds) EXPECT_TRUE(b.writable) << b.target;
   EXPECT_TRUE(ValidateLaunchSpec(setup->spec).ok());
+}
+
+TEST_F(CachesTest, EachRepositoryHasItsOwnCachesAndClearTakesAllOfAProfiles) {
+  auto a = EnsureCacheDir(cache_, "node", "app-111111111111", ".npm");
+  auto b = EnsureCacheDir(cache_, "node", "lib-222222222222", ".npm");
+  auto other = EnsureCacheDir(cache_, "nodex", "app-111111111111", ".npm");
+  ASSERT_TRUE(a.ok() && b.ok() && other.ok());
+  EXPECT_EQ(*a, cache_ + "/caches/node@app-111111111111/.npm");
+  EXPECT_NE(*a, *b);
+  EXPECT_EQ(CacheDirName("node", ""), "node");
+  EXPECT_EQ(CacheDirName("n@de", "k/../x"), "n_de@k_.._x");
+  auto list = ListCaches(cache_);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 3U);
+  EXPECT_EQ((*list)[0].profile, "node");
+  EXPECT_EQ((*list)[0].repository, "app-111111111111");
+  EXPECT_EQ((*list)[1].repository, "lib-222222222222");
+  auto removed = ClearCaches(cache_, "node");
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, 2U);
+  EXPECT_TRUE(fs::exists(*other)) << "nodex is another profile";
+
+  // A sandbox's cache is keyed by the context's scope when given (a run: the caller's
+  // repository, not the run's copy of it).
+  auto p = Compile("cache ~/.npm\n");
+  ASSERT_TRUE(p);
+  ProfileContext ctx{policy::Binding{ws_, root_ + "/home"}, {}};
+  ctx.cache_root = cache_;
+  ctx.cache_scope = "callers-repo-333333333333";
+  auto built = SpecFromPolicy(*p, {"true"}, ctx);
+  ASSERT_TRUE(built.ok()) << built.error().Message();
+  ASSERT_EQ(built->spec.dir_binds.size(), 1U);
+  EXPECT_EQ(built->spec.dir_binds[0].source, cache_ + "/caches/p@callers-repo-333333333333/.npm");
 }
 
 TEST_F(CachesTest, CarryBindsAnIgnoredCheckoutDirectoryReadOnly) {
