@@ -532,6 +532,8 @@ TEST_F(PolicyCliTest, AuditDeliberatelyBadProfile) {
 
 // ---- profile init ----
 
+// The profile written into the repository (--in-repo), as before issue 32; the default (outside
+// it) is tested end to end in profile_init_run_test.cc.
 class ProfileInitCliTest : public PolicyCliTest {
  protected:
   std::string Repo(const std::vector<std::pair<std::string, std::string>>& files) {
@@ -548,7 +550,7 @@ class ProfileInitCliTest : public PolicyCliTest {
   // init, then check the file it wrote with `cagent policy check`.
   std::string InitAndCheck(const std::string& repo, const std::string& parent,
                            const std::string& verify) {
-    RunResult r = Run({"profile", "init", repo});
+    RunResult r = Run({"profile", "init", repo, "--in-repo", "--name", "project"});
     EXPECT_EQ(r.exit_code, 0) << Describe(r);
     const std::string path = repo + "/.cagent/project.cagent";
     EXPECT_THAT(r.out, HasSubstr("wrote " + path));
@@ -572,7 +574,8 @@ class ProfileInitCliTest : public PolicyCliTest {
 TEST_F(ProfileInitCliTest, JsonSaysWhatWasFoundAndWritten) {
   const std::string repo =
       Repo({{"pyproject.toml", "[tool.pytest.ini_options]\n"}, {"tests/test_a.py", ""}});
-  RunResult dry = Run({"profile", "init", repo, "--dry-run", "--json"});
+  RunResult dry =
+      Run({"profile", "init", repo, "--in-repo", "--name", "project", "--dry-run", "--json"});
   ASSERT_EQ(dry.exit_code, 0) << Describe(dry);
   json d = Parse(dry);
   EXPECT_EQ(d["written"], false);
@@ -581,7 +584,7 @@ TEST_F(ProfileInitCliTest, JsonSaysWhatWasFoundAndWritten) {
   EXPECT_THAT(d["text"].get<std::string>(), HasSubstr("extends backend\n"));
   EXPECT_FALSE(std::filesystem::exists(repo + "/.cagent/project.cagent"));
 
-  RunResult w = Run({"profile", "init", repo, "--json"});
+  RunResult w = Run({"profile", "init", repo, "--in-repo", "--name", "project", "--json"});
   ASSERT_EQ(w.exit_code, 0) << Describe(w);
   json j = Parse(w);
   EXPECT_EQ(j["written"], true);
@@ -614,11 +617,11 @@ TEST_F(ProfileInitCliTest, NeverOverwritesWithoutForce) {
   const std::string repo = Repo({{"go.mod", "module a\n"}});
   const std::string path = InitAndCheck(repo, "backend", "go test ./...");
   Write(path, "# edited by hand\nextends backend\n");
-  RunResult again = Run({"profile", "init", repo});
+  RunResult again = Run({"profile", "init", repo, "--in-repo", "--name", "project"});
   EXPECT_EQ(again.exit_code, 1) << Describe(again);
   EXPECT_THAT(again.err, HasSubstr("already exists"));
   EXPECT_EQ(ReadAll(path), "# edited by hand\nextends backend\n");
-  RunResult forced = Run({"profile", "init", repo, "--force"});
+  RunResult forced = Run({"profile", "init", repo, "--in-repo", "--name", "project", "--force"});
   EXPECT_EQ(forced.exit_code, 0) << Describe(forced);
   EXPECT_THAT(ReadAll(path), HasSubstr("go test ./..."));
 

@@ -40,6 +40,8 @@ class ProfileInitHostileTest : public ::testing::Test {
   InitOptions Options(const std::string& path_env = "") const {
     InitOptions o;
     o.dir = repo_;
+    o.name = "project";
+    o.in_repository = true;
     o.home = home_;
     o.path_env = path_env;
     o.search.dirs = {repo_ + "/.cagent"};
@@ -138,6 +140,32 @@ TEST_F(ProfileInitHostileTest, ARepositoryNameCannotAddLinesToTheProfile) {
   std::string line;
   while (std::getline(lines, line)) EXPECT_FALSE(line.starts_with("read-write")) << plan->text;
   EXPECT_THAT(plan->text, HasSubstr("for r\\nread-write ~."));
+}
+
+// Issue 32: a profile written outside the repository goes where the caller's own path to the
+// repository says, whatever the repository holds: a .cagent that is a link, a .git file naming
+// another repository, a hostile directory name.
+TEST_F(ProfileInitHostileTest, TheProfileOutsideTheRepositoryIsPlacedByTheCallersPathAlone) {
+  const std::string evil = root_ + "/r\nread-write ~";
+  fs::create_directories(evil);
+  Write(evil + "/Makefile", "test:\n\ttrue\n");
+  Write(evil + "/.git", "gitdir: " + outside_ + "\n");
+  fs::create_directory_symlink(outside_, evil + "/.cagent");
+  InitOptions o;
+  o.dir = evil;
+  o.home = home_;
+  o.config_dir = root_ + "/config";
+  o.search.dirs = {evil + "/.cagent"};
+  auto plan = PlanProfile(o);
+  ASSERT_TRUE(plan.ok()) << plan.error().Message();
+  EXPECT_EQ(plan->name, "r-read-write");
+  EXPECT_THAT(plan->path, ::testing::StartsWith(root_ + "/config/repos/r-read-write-"));
+  EXPECT_EQ(fs::path(plan->path).filename(), "r-read-write.cagent");
+  ASSERT_TRUE(WriteProfile(*plan, false).ok());
+  EXPECT_TRUE(fs::is_empty(outside_));
+  std::istringstream lines(plan->text);
+  std::string line;
+  while (std::getline(lines, line)) EXPECT_FALSE(line.starts_with("read-write")) << plan->text;
 }
 
 }  // namespace
