@@ -1,0 +1,7 @@
+// Package calc is a small calculator.
+package calc
+
+// Add returns the sum of a and b.
+func Add(a, b int) int {
+	return a + b
+}

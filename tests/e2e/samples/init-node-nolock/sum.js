@@ -1,0 +1,4 @@
+"use strict";
+
+// The sum of two numbers.
+exports.sum = (a, b) => a + b;
