@@ -775,8 +775,25 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
   // later; from CONFIG/repos/KEY/ the repository's .cagent/ is never a parent. Compiled through a
   // one-line child so that it resolves exactly like the profile written below.
   const std::string& workspace = dir;
+  // Outside the repository the parent is looked up after the profile's own directory only. The
+  // loader knows that order by the directory's inode, and CONFIG/repos/KEY may not exist yet (it
+  // is made when the profile is written): without its entries before that directory the search
+  // path says the same now.
+  policy::SearchPath search = o.search;
+  if (!o.in_repository) {
+    const std::string own = Dirname(plan.path);
+    const auto at = std::find(search.dirs.begin(), search.dirs.end(), own);
+    if (at != search.dirs.end()) {
+      search.dirs.erase(search.dirs.begin(), at);
+    } else {
+      std::erase_if(search.dirs, [&](const std::string& d) {
+        const std::string real = Absolute(d);
+        return Under(real, dir) || Under(Absolute(Dirname(d)), dir);
+      });
+    }
+  }
   policy::Compiled parent =
-      policy::CompileText(plan.path, "extends " + plan.parent + "\n", o.search);
+      policy::CompileText(plan.path, "extends " + plan.parent + "\n", search);
   const policy::Policy* parent_policy = parent.ok() ? parent.policy.get() : nullptr;
   std::string home_abs = o.home.empty() ? "" : Absolute(o.home);
   for (auto& t : FindToolchains(f, o.home, o.path_env, dir)) {
@@ -890,7 +907,7 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
   }
 
   // Refuse to hand over a profile that `cagent policy check` would reject.
-  policy::Compiled check = policy::CompileText(plan.path, plan.text, o.search);
+  policy::Compiled check = policy::CompileText(plan.path, plan.text, search);
   if (!check.ok()) {
     return PlainError(
                "the generated profile does not compile (" + plan.path + "); nothing was written",

@@ -212,9 +212,8 @@ void PrintSummary(const run::RunRecord& r) {
       o << (i ? ", " : " ") << t(l.roots[i].path) << "/ (" << l.roots[i].files << ")";
     }
     if (l.roots.size() > 10) o << ", ... " << l.roots.size() - 10 << " more";
-    o << "
-         ";
-        for (const auto& src : l.sources) {
+    o << "\n";
+    for (const auto& src : l.sources) {
       o << "  warning      left out a source-looking file: " << t(src)
         << " (below an outputs glob; if it is the agent's work, take it from the workspace)\n";
     }
@@ -407,8 +406,8 @@ int DoRuns(const RunsCommandOptions& o) {
     if (row.contains("profile")) std::cout << "  " << TerminalSafe(StringField(row, "profile"));
     // Which repository (issue 32: runs of several repositories with same-named profiles), with
     // the caller's home written ~.
-    if (const std::string repo = StringField(row, "repo"); !repo.empty()) {
-      std::cout << "  " << TerminalSafe(ShortHome(repo));
+    if (const std::string from = StringField(row, "repo"); !from.empty()) {
+      std::cout << "  " << TerminalSafe(ShortHome(from));
     }
     if (row.contains("files")) std::cout << "  " << row["files"].get<std::size_t>() << " files";
     if (StringField(row, "kind") == "agent") std::cout << "  (agent session)";
@@ -468,11 +467,12 @@ int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
       if (l.contains("files") && l["files"].is_number_unsigned() && l["files"].get<std::size_t>()) {
         std::cout << "  left out     " << JsonText(l["files"]) << " untracked files under outputs:";
         if (l.contains("paths") && l["paths"].is_array()) {
-          for (const auto& r : l["paths"]) {
-            if (!r.is_object()) continue;
-            std::cout << " " << t(r, "path") << "/ ("
-                      << (r.contains("files") && r["files"].is_number() ? JsonText(r["files"])
-                                                                        : std::string("?"))
+          for (const auto& root : l["paths"]) {
+            if (!root.is_object()) continue;
+            std::cout << " " << t(root, "path") << "/ ("
+                      << (root.contains("files") && root["files"].is_number()
+                              ? JsonText(root["files"])
+                              : std::string("?"))
                       << ")";
           }
         }

@@ -137,7 +137,9 @@ class ProfileInitRun : public ::testing::Test {
       for (const json& v : res["verification"]) EXPECT_EQ(v["status"], "passed") << v.dump();
     }
     EXPECT_EQ(res["changed_files"].size(), 1U) << res.dump(2);
-    if (res["changed_files"].size() == 1U) EXPECT_EQ(res["changed_files"][0]["path"], file);
+    if (res["changed_files"].size() == 1U) {
+      EXPECT_EQ(res["changed_files"][0]["path"], file);
+    }
 
     // `cagent runs` says which repository each run was made from.
     const RunResult runs = h_.Run({"runs"}, Env());

@@ -136,7 +136,9 @@ TEST_F(CachesTest, CachesAreBoundReadOnlyToTheAgentAndWritableInSetup) {
   for (const DirBind& b : agent->spec.dir_binds) {
     EXPECT_EQ(b.writable, b.target == agent->spec.home + "/.ccache") << b.target;
     // Read-only caches get a private writable layer where overlayfs works (issue 32).
-    if (!b.writable) EXPECT_TRUE(b.scratch || !agent->notes.empty()) << b.target;
+    if (!b.writable) {
+      EXPECT_TRUE(b.scratch || !agent->notes.empty()) << b.target;
+    }
     // Keyed by the workspace's repository (here the workspace directory itself).
     EXPECT_TRUE(b.source.starts_with(cache_ + "/caches/p@ws-")) << b.source;
   }

@@ -88,9 +88,6 @@ TEST(SandboxTest, TimeoutStopsTheSandbox) {
   EXPECT_EQ(out->exit_code, kExitTimedOut);
 }
 
-}  // namespace
-}  // namespace cagent::launcher
-
 // ---- issue 32: a cache read-only to the sandbox, with a private writable layer ----
 
 namespace overlay {
@@ -159,3 +156,6 @@ TEST(SandboxTest, AReadOnlyCacheWithoutTheLayerRefusesWrites) {
   EXPECT_NE(overlay::Read(Workspace() + "/plain.status"), "0\n");
   EXPECT_EQ(overlay::Read(f.cache + "/seed"), "from setup\n");
 }
+
+}  // namespace
+}  // namespace cagent::launcher
