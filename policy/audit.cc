@@ -188,10 +188,9 @@ constexpr Runner kRunners[] = {
     {"Rscript", "interpreter", Risk::kLow},
     {"awk", "runner: system()", Risk::kLow},
     {"gawk", "runner: system()", Risk::kLow},
-    // env, timeout, nice, nohup, stdbuf, time, ionice, command and exec are not here: in a shell
-    // line the engine judges the command they run (policy/shell.h), as it does for sh -c.
-    {"xargs", "runner", Risk::kLow},
-    {"find", "runner: -exec", Risk::kLow},
+    // env, timeout, nice, nohup, stdbuf, time, ionice, command, exec, xargs and find -exec are not
+    // here: in a shell line the engine judges the command they run (policy/shell.h), as it does
+    // for sh -c.
     {"setsid", "runner", Risk::kLow},
     {"make", "runner: Makefile recipes", Risk::kLow},
     {"npm", "runner: package.json scripts", Risk::kLow},
@@ -441,7 +440,15 @@ class Auditor {
   void Interpreters() {
     const std::vector<std::string> any = {"cagent-audit-any-command"};
     Decision d_any = engine_.Command(any);
-    if (Allowed(d_any)) {
+    if (Allowed(d_any) && p_.command_default.value == Verdict::kAllow &&
+        d_any.loc == p_.command_default.loc) {
+      // Deliberate and documented (docs/policy-language.md, `commands`): said once, plainly.
+      Add(kInterpreter, Risk::kLow,
+          "'commands: default allow' lets every program no rule names run: the sandbox (its "
+          "filesystem view, network and limits), not the command list, is the boundary; the deny "
+          "rules name intents, which a program the agent writes itself can still carry out",
+          d_any.loc);
+    } else if (Allowed(d_any)) {
       Add(kInterpreter, Risk::kMedium,
           "'" + d_any.rule +
               "' allows every command: the command list no longer restricts anything, only the "
@@ -456,10 +463,7 @@ class Auditor {
     };
     std::vector<Group> groups;
     for (const auto& r : kRunners) {
-      // find runs code through -exec, which a profile may deny on its own (base does).
-      const std::vector<std::string> argv =
-          r.name == "find" ? std::vector<std::string>{"find", ".", "-exec", "true", ";"}
-                           : std::vector<std::string>{std::string(r.name), "-c", "true"};
+      const std::vector<std::string> argv = {std::string(r.name), "-c", "true"};
       Decision d = engine_.Command(argv);
       if (!Allowed(d) || (d.rule == d_any.rule && d.loc == d_any.loc)) continue;
       auto it = std::find_if(groups.begin(), groups.end(),
@@ -573,14 +577,36 @@ class Auditor {
   // see first.
   void WeakensParent() {
     const std::string parent = parent_->name;
+    // One finding per statement: the words a rule adds (`allow (make | cmake | ninja)`) are one
+    // widening written once, not one each.
+    struct Group {
+      Risk risk;
+      std::string area;
+      Location loc;
+      std::vector<std::string> texts;
+    };
+    std::vector<Group> groups;
     for (const DiffEntry& e : Diff(*parent_, p_)) {
       if (e.direction != Direction::kWider) continue;
       bool addition = e.change == Change::kAdded &&
                       (e.area == "mounts" || e.area == "commands" || e.area == "tools" ||
                        e.area == "environment" || e.area == "hosts");
-      Add(kWeakensParent, addition ? Risk::kInfo : Risk::kMedium,
-          "'" + p_.name + "' widens its parent '" + parent + "': " + e.area + ": " + e.text,
-          e.side == DiffSide::kTo ? e.loc : Location{});
+      const Risk risk = addition ? Risk::kInfo : Risk::kMedium;
+      const Location loc = e.side == DiffSide::kTo ? e.loc : Location{};
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+        return loc.valid() && g.loc == loc && g.area == e.area && g.risk == risk;
+      });
+      if (it == groups.end()) {
+        groups.push_back({risk, e.area, loc, {}});
+        it = groups.end() - 1;
+      }
+      it->texts.push_back(e.text);
+    }
+    for (const Group& g : groups) {
+      std::string list;
+      for (const std::string& t : g.texts) list += (list.empty() ? "" : "; ") + t;
+      Add(kWeakensParent, g.risk,
+          "'" + p_.name + "' widens its parent '" + parent + "': " + g.area + ": " + list, g.loc);
     }
   }
 };

@@ -100,6 +100,20 @@ class Differ {
               std::string(ApprovalName(to_.approval.value)) + why,
           to_.approval.loc, DiffSide::kTo);
     }
+    if (from_.command_default.value != to_.command_default.value) {
+      // deny < ask < allow: what a command no rule names gets.
+      Add(ByRank(static_cast<int>(Verdict::kDeny) - static_cast<int>(from_.command_default.value),
+                 static_cast<int>(Verdict::kDeny) - static_cast<int>(to_.command_default.value)),
+          "commands",
+          "commands default " + std::string(VerdictName(from_.command_default.value)) + " -> " +
+              std::string(VerdictName(to_.command_default.value)) +
+              " (a command no rule names is now " +
+              (to_.command_default.value == Verdict::kAllow ? "allowed"
+               : to_.command_default.value == Verdict::kAsk ? "asked"
+                                                            : "denied") +
+              ")",
+          to_.command_default.loc, DiffSide::kTo);
+    }
     if (from_.workspace_writable.value != to_.workspace_writable.value) {
       auto name = [](bool w) { return w ? "read-write" : "read-only"; };
       Add(to_.workspace_writable.value ? Direction::kWider : Direction::kNarrower, "workspace",

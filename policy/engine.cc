@@ -331,6 +331,8 @@ Engine::Engine(const Policy& policy, Binding binding)
   for (const auto& r : policy_.commands) {
     command_rule_.push_back("commands: " + std::string(VerdictName(r.verdict)) + " " + r.text);
   }
+  command_default_rule_ =
+      "commands: default " + std::string(VerdictName(policy_.command_default.value));
   for (const auto& r : policy_.path_rules) {
     path_rule_.push_back("filesystem: " + std::string(VerdictName(r.verdict)) +
                          (r.access == Access::kWrite ? " write " : " ") + r.text);
@@ -395,6 +397,12 @@ Decision Engine::Command(std::span<const std::string> argv) const {
 }
 
 Decision Engine::Shell(std::string_view script) const { return DecideShell(script).ToDecision(); }
+
+std::vector<Engine::ShellPart> Engine::ShellParts(std::string_view script) const {
+  std::vector<ShellPart> parts;
+  (void)DecideShell(script, &parts);
+  return parts;
+}
 
 Decision Engine::Path(Access access, std::string_view path) const {
   return DecidePath(access, path).ToDecision();
@@ -540,17 +548,19 @@ Engine::Outcome Engine::DecideArgv(std::span<const Word> argv, bool in_workspace
     }
     if (matched && rule.verdict <= best.verdict) return;
     matched = true;
-    std::string_view reason;
-    switch (rule.verdict) {
-      case Verdict::kAllow:
-        reason = "the profile allows this command";
-        break;
-      case Verdict::kAsk:
-        reason = "the profile asks a person before running this command";
-        break;
-      case Verdict::kDeny:
-        reason = "the profile forbids this command";
-        break;
+    std::string_view reason = rule.reason;
+    if (reason.empty()) {
+      switch (rule.verdict) {
+        case Verdict::kAllow:
+          reason = "the profile allows this command";
+          break;
+        case Verdict::kAsk:
+          reason = "the profile asks a person before running this command";
+          break;
+        case Verdict::kDeny:
+          reason = "the profile forbids this command";
+          break;
+      }
     }
     best = Outcome::Rule(rule.verdict, command_rule_[index], rule.loc, reason);
   };
@@ -581,6 +591,17 @@ Engine::Outcome Engine::DecideArgv(std::span<const Word> argv, bool in_workspace
           "' is run after a cd that may leave the workspace, so it may not be a program in the "
           "workspace; run it from the workspace (without the cd, or with a path from the top)");
     }
+    if (policy_.command_default.value != Verdict::kDeny) {
+      // `commands { default allow | ask }`: the kernel sandbox is the boundary for programs no
+      // rule names; the rules are spent on the intents that matter.
+      return Outcome::Rule(policy_.command_default.value, command_default_rule_,
+                           policy_.command_default.loc,
+                           policy_.command_default.value == Verdict::kAllow
+                               ? "no commands rule names it, and the profile allows what the "
+                                 "sandbox confines (commands default allow)"
+                               : "no commands rule names it, and the profile asks a person "
+                                 "about such commands (commands default ask)");
+    }
     return Outcome::DefaultBecause("no commands rule allows '" + std::string(argv[0]) + "'");
   }
   return best;
@@ -595,11 +616,16 @@ Engine::Outcome Engine::DecideCommand(std::span<const std::string_view> argv,
   return DecideArgv(argv, in_workspace);
 }
 
-Engine::Outcome Engine::DecideShell(std::string_view script) const {
+Engine::Outcome Engine::DecideShell(std::string_view script, std::vector<ShellPart>* parts) const {
   ShellParseView parsed = ParseShellView(script);
   if (parsed.opaque) {
-    Outcome o = Outcome::Rule(Verdict::kDeny, kShellRule, {}, {});
-    o.detail = std::move(parsed.opaque_reason) + "; run the commands it contains directly instead";
+    // What cannot be read before it runs is never allowed unseen: denied under an allow-list,
+    // asked (a person reads it) when the profile lets unnamed programs run.
+    const bool ask = policy_.command_default.value != Verdict::kDeny;
+    Outcome o = Outcome::Rule(ask ? Verdict::kAsk : Verdict::kDeny, kShellRule, {}, {});
+    o.detail = std::move(parsed.opaque_reason) +
+               (ask ? "; a person must read it, or run the commands it contains directly"
+                    : "; run the commands it contains directly instead");
     return o;
   }
   if (parsed.commands.empty()) return Outcome::Default("empty command");
@@ -610,7 +636,12 @@ Engine::Outcome Engine::DecideShell(std::string_view script) const {
   // of the line (an over-approximation: subshells and || branches are not told apart).
   bool in_workspace = true;
   for (const SimpleCommandView& cmd : parsed.commands) {
-    for (const std::string_view assignment : cmd.assignments) {
+    // Under `commands { default allow }` a program no rule names runs anyway, so a variable that
+    // changes which program or code runs gains nothing a workspace script would not: only an
+    // allow-list (default deny or ask) needs the check.
+    for (const std::string_view assignment : policy_.command_default.value == Verdict::kAllow
+                                                 ? std::span<const std::string_view>{}
+                                                 : std::span(cmd.assignments)) {
       std::string_view name = assignment.substr(0, assignment.find('='));
       if (ChangesWhatRuns(name)) {
         Outcome o = Outcome::Rule(Verdict::kDeny, kShellRule, {}, {});
@@ -621,6 +652,16 @@ Engine::Outcome Engine::DecideShell(std::string_view script) const {
       }
     }
     Outcome d = DecideCommand(cmd.argv, in_workspace);
+    if (parts != nullptr) {
+      std::string text;
+      for (const std::string_view w : cmd.argv) {
+        if (!text.empty()) text += ' ';
+        text += w;
+      }
+      Outcome copy = d;
+      parts->push_back(
+          {"command", std::move(text), std::string(cmd.run_by), std::move(copy).ToDecision()});
+    }
     if (first) {
       acc = std::move(d);
       first = false;
@@ -637,9 +678,24 @@ Engine::Outcome Engine::DecideShell(std::string_view script) const {
     if (in_workspace && !cmd.argv.empty() && !StaysInWorkspace(cmd.argv)) {
       in_workspace = false;
     }
-    for (const auto& w : cmd.writes) acc.KeepStronger(DecidePath(Access::kWrite, w));
-    for (const auto& r : cmd.reads) acc.KeepStronger(DecidePath(Access::kRead, r));
-    if (acc.verdict == Verdict::kDeny) break;
+    for (const auto& w : cmd.writes) {
+      Outcome o = DecidePath(Access::kWrite, w);
+      if (parts != nullptr) {
+        Outcome copy = o;
+        parts->push_back({"write", std::string(w), {}, std::move(copy).ToDecision()});
+      }
+      acc.KeepStronger(std::move(o));
+    }
+    for (const auto& r : cmd.reads) {
+      Outcome o = DecidePath(Access::kRead, r);
+      if (parts != nullptr) {
+        Outcome copy = o;
+        parts->push_back({"read", std::string(r), {}, std::move(copy).ToDecision()});
+      }
+      acc.KeepStronger(std::move(o));
+    }
+    // `policy explain` shows every part; a decision stops at the first denial.
+    if (acc.verdict == Verdict::kDeny && parts == nullptr) break;
   }
   return acc;
 }

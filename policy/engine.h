@@ -59,6 +59,17 @@ class Engine {
   //     filesystem rules.
   [[nodiscard]] Decision Command(std::span<const std::string> argv) const;
   [[nodiscard]] Decision Shell(std::string_view script) const;
+  //   ShellParts: how Shell() read `script`: one entry per simple command (its words, what ran it,
+  //     the decision of that command alone) and per redirection target, in the order Shell()
+  //     judges them. Empty when the line is opaque (Shell()'s decision says why). For `policy
+  //     explain`; the same code path as Shell().
+  struct ShellPart {
+    std::string what;    // "command", "write" or "read"
+    std::string text;    // the command's words joined with spaces, or the path
+    std::string run_by;  // the wrapper, runner or construct that runs the command ("" for none)
+    Decision decision;
+  };
+  [[nodiscard]] std::vector<ShellPart> ShellParts(std::string_view script) const;
   [[nodiscard]] Decision Path(Access access, std::string_view path) const;
   //   Host: a connection to `host` (a name or an IP literal, IPv6 with or without brackets) on
   //     `port` through the egress proxy. The host is normalised (policy/hosts.h: lowercase, one
@@ -118,7 +129,8 @@ class Engine {
                                       bool in_workspace) const;
   template <typename Word>
   [[nodiscard]] Outcome DecideArgv(std::span<const Word> argv, bool in_workspace) const;
-  [[nodiscard]] Outcome DecideShell(std::string_view script) const;
+  [[nodiscard]] Outcome DecideShell(std::string_view script,
+                                    std::vector<ShellPart>* parts = nullptr) const;
   [[nodiscard]] Outcome DecidePath(Access access, std::string_view path) const;
   // The view and the filesystem rules for `abs`, an absolute normalised path.
   [[nodiscard]] Outcome DecideAbsolutePath(Access access, std::string_view abs) const;
@@ -159,6 +171,7 @@ class Engine {
   std::unordered_map<std::string, ViewsAt, BaseHash, std::equal_to<>> view_at_;
   std::vector<bool> base_length_;
   std::vector<std::string> command_rule_;
+  std::string command_default_rule_;  // "commands: default allow"
   std::vector<std::string> path_rule_;
   std::vector<std::string> tool_rule_;
   std::vector<std::string> host_rule_;

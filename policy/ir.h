@@ -102,6 +102,9 @@ struct CommandRule {
   std::vector<ArgPattern> pattern;
   std::string text;  // the pattern as it is dumped: git (diff | status) *
   Location loc;
+  // `reason "…"` in the rule's block: why the rule exists, in words the agent can act on (what to
+  // do instead). Shown in the decision's reason; "" for the generic text.
+  std::string reason;
 
   // Prefix match. argv[0] containing '/' matches an allow rule only through a pattern element
   // containing '/' (a workspace script named ./git is not `git`); deny and ask rules match it by
@@ -313,8 +316,12 @@ struct Policy {
   std::vector<MountRule> mounts;      // sorted by (base, path); one entry per path
   std::vector<PathRule> path_rules;   // sorted by (text, verdict, access)
   std::vector<CommandRule> commands;  // sorted by (text, verdict)
-  std::vector<ToolRule> tools;        // sorted by (text, verdict)
-  std::vector<HostRule> hosts;        // sorted by (text, verdict)
+  // `commands { default allow | ask | deny }`: the verdict for a command no rule matches. Unset:
+  // deny (a strict allow-list). The nearest profile of the chain that says it decides; `policy
+  // diff` and `policy audit` report a child that widens it.
+  Setting<Verdict> command_default{Verdict::kDeny, false, {}};
+  std::vector<ToolRule> tools;  // sorted by (text, verdict)
+  std::vector<HostRule> hosts;  // sorted by (text, verdict)
   // True when some profile of the chain has a `hosts` section (even an empty one): the run's
   // connections go through cagent's egress proxy, which the hosts rules decide. loc: the first
   // such section.
