@@ -23,12 +23,16 @@ constexpr const char* kBaseLook =
 constexpr const char* kBaseGit =
     "commands: allow git (add | blame | branch | diff | grep | log | ls-files | rev-parse | show "
     "| status)";
-constexpr const char* kBaseGitDeny =
-    "commands: deny git (clone | config | credential | daemon | fetch | pull | push | remote | "
-    "submodule)";
-constexpr const char* kBaseNetDeny =
-    "commands: deny (curl | ftp | nc | ncat | netcat | rsync | scp | sftp | socat | ssh | telnet "
-    "| wget)";
+constexpr const char* kBaseGitDeny = "commands: deny git push";
+constexpr const char* kBaseGitFetchDeny = "commands: deny git (clone | fetch)";
+constexpr const char* kBaseRmOutside =
+    "commands: deny rm ... (\"${HOME}\" | \"${HOME}/*\" | $HOME | $HOME/* | */../* | .. | ../* | / "
+    "| /bin* | /boot* | /dev* | /etc* | /home | /home/* | /lib* | /media* | /mnt* | /opt* | "
+    "/proc* | /root | /root/* | /run* | /sbin* | /srv* | /sys* | /usr* | /var* | ~ | ~/*)";
+constexpr const char* kBaseNetDeny = "commands: deny (curl | fetch | wget)";
+constexpr const char* kBasePrivilegeDeny =
+    "commands: deny (chroot | doas | mount | nsenter | pkexec | setpriv | su | sudo | umount | "
+    "unshare)";
 constexpr const char* kBaseFileOps =
     "commands: allow (awk | chmod | cp | du | ln | mkdir | mv | od | rm | sed | tee | touch | "
     "tree | xxd)";
@@ -43,6 +47,30 @@ constexpr const char* kBaseToolsAllow =
     "tools: allow read_file list_dir glob grep run_command finish";
 constexpr const char* kBaseGitToolsDeny = "tools: deny write_file edit_file on .git/**";
 constexpr const char* kOutside = "default";
+
+// An allow-list profile shaped like the built-in backend before it said `commands { default
+// allow }` (issue #32): the engine's mechanisms under a strict default, which readonly, docs and
+// any profile that wants one keep. The built-ins themselves are judged in BuiltinBackend below.
+constexpr const char* kStrictBackend = R"(extends base
+network loopback
+approval on-request
+tools {
+  allow write_file edit_file
+  ask write_file edit_file on **/Cargo.lock **/go.sum **/poetry.lock **/Pipfile.lock **/uv.lock
+}
+commands {
+  allow (python | python3 | pytest | tox | nox | uv | poetry | ruff | mypy | black)
+  allow (go | gofmt | cargo | rustc | rustfmt | clippy-driver)
+  allow (java | javac | jar | mvn | gradle | ./gradlew | ./mvnw)
+  allow (make | cmake | ctest | ninja | meson | gcc | g++ | cc | c++ | clang | clang++ | ld)
+  allow (pip | pip3) (list | show | freeze | check | --version)
+  allow workspace:*
+  deny cargo (publish | login | owner | yank)
+  deny (twine | gem) *
+  deny (curl | wget | fetch)
+  deny git (fetch | clone)
+}
+)";
 constexpr const char* kWorkspaceRw = "workspace read-write";
 
 // ---------------------------------------------------------------------------------------------
@@ -246,13 +274,14 @@ commands {
 }
 
 TEST(CommandPrecedence, ParentDenyStandsAgainstChildAllow) {
-  // base denies `git push`; the child allows all of git. The union keeps the parent's deny.
-  auto p = MustCompile("extends base\ncommands {\n  allow git\n  allow curl\n}\n");
+  // base denies `git push` and sudo; the child allows all of git and sudo. The union keeps the
+  // parent's denies.
+  auto p = MustCompile("extends base\ncommands {\n  allow git\n  allow sudo\n}\n");
   ASSERT_NE(p, nullptr);
   Engine e(*p, PortableBinding());
   EXPECT_ALLOW(e.Command(Argv({"git", "gc"})), "commands: allow git");
   EXPECT_DENY(e.Command(Argv({"git", "push"})), kBaseGitDeny);
-  EXPECT_DENY(e.Command(Argv({"curl", "https://example.com"})), kBaseNetDeny);
+  EXPECT_DENY(e.Command(Argv({"sudo", "make"})), kBasePrivilegeDeny);
 }
 
 TEST(CommandPrecedence, ChildDenyOverridesParentAllow) {
@@ -282,7 +311,7 @@ TEST(CommandPrecedence, AskFromParentAndAllowFromChild) {
 }
 
 TEST(BackendCommands, RealisticRequests) {
-  auto p = MustCompile("extends backend\n");
+  auto p = MustCompile(kStrictBackend);
   ASSERT_NE(p, nullptr);
   Engine e(*p, PortableBinding());
   EXPECT_ALLOW(e.Command(Argv({"cargo", "test", "--offline"})), kBackendBuild);
@@ -310,17 +339,98 @@ TEST(BackendCommands, RealisticRequests) {
   EXPECT_ASK(r.Command(Argv({"python3", "-m", "pip", "install", "x"})),
              "commands: ask (python | python3) -m pip install");
   EXPECT_ASK(r.Command(Argv({"go", "get", "x"})), "commands: ask go (get | install)");
+  // base's publishing rules decide first (a tie keeps the first rule found; both are denials).
   EXPECT_DENY(e.Command(Argv({"cargo", "publish"})),
-              "commands: deny cargo (login | owner | publish | yank)");
-  EXPECT_DENY(e.Command(Argv({"twine", "upload", "dist/*"})), "commands: deny (gem | twine) *");
+              "commands: deny cargo (login | logout | owner | publish | yank)");
+  EXPECT_DENY(e.Command(Argv({"twine", "upload", "dist/*"})),
+              "commands: deny (gem | twine) (push | upload)");
+  EXPECT_DENY(e.Command(Argv({"twine", "check", "dist/*"})), "commands: deny (gem | twine) *");
   // `deny (twine | gem) *` needs an argument: bare `gem` is only not allowed.
   EXPECT_DENY(e.Command(Argv({"gem"})), kOutside);
-  EXPECT_DENY(e.Command(Argv({"sudo", "make"})),
-              "commands: deny (chroot | doas | mount | nsenter | pkexec | setpriv | su | sudo | "
-              "umount | unshare)");
-  EXPECT_DENY(e.Command(Argv({"rm", "-rf", "/", "--no-preserve-root"})), "commands: deny rm -rf /");
+  EXPECT_DENY(e.Command(Argv({"sudo", "make"})), kBasePrivilegeDeny);
+  EXPECT_DENY(e.Command(Argv({"rm", "-rf", "/", "--no-preserve-root"})), kBaseRmOutside);
   EXPECT_ALLOW(e.Command(Argv({"rm", "-rf", "build"})), kBaseFileOps);
   EXPECT_DENY(e.Command(Argv({"bash"})), kOutside);
+}
+
+// `commands { default … }`: what a command no rule names gets.
+TEST(CommandDefault, AllowAskAndTheStrictDefault) {
+  auto strict = MustCompile("commands {\n  allow make\n}\n");
+  ASSERT_NE(strict, nullptr);
+  Engine s(*strict, PortableBinding());
+  EXPECT_DENY(s.Command(Argv({"node", "x.js"})), kOutside);
+  EXPECT_EQ(s.Command(Argv({"node", "x.js"})).reason, "no commands rule allows 'node'");
+
+  auto open = MustCompile(
+      "commands {\n  default allow\n  deny git push {\n    reason \"finish instead\"\n  }\n"
+      "  ask npm publish\n}\n");
+  ASSERT_NE(open, nullptr);
+  Engine o(*open, PortableBinding());
+  EXPECT_ALLOW(o.Command(Argv({"node", "x.js"})), "commands: default allow");
+  EXPECT_ALLOW(o.Command(Argv({"./run_tests.sh"})), "commands: default allow");
+  EXPECT_ALLOW(o.Command(Argv({"/opt/tool/bin/x"})), "commands: default allow");
+  // The rules still decide what they name; a rule's reason is what the agent reads.
+  EXPECT_DENY(o.Command(Argv({"git", "push", "-f"})), "commands: deny git push");
+  EXPECT_EQ(o.Command(Argv({"git", "push"})).reason, "finish instead");
+  EXPECT_ASK(o.Command(Argv({"npm", "publish"})), "commands: ask npm publish");
+  EXPECT_EQ(o.Command(Argv({"npm", "publish"})).reason,
+            "the profile asks a person before running this command");
+
+  auto ask = MustCompile("commands {\n  default ask\n  allow ls\n}\n");
+  ASSERT_NE(ask, nullptr);
+  Engine a(*ask, PortableBinding());
+  EXPECT_ASK(a.Command(Argv({"node"})), "commands: default ask");
+  EXPECT_ALLOW(a.Command(Argv({"ls"})), "commands: allow ls");
+
+  // The nearest profile of the chain that says it decides: a child of a default-allow profile
+  // can go back to an allow-list.
+  auto back = MustCompile("extends backend\ncommands {\n  default deny\n  allow make\n}\n");
+  ASSERT_NE(back, nullptr);
+  Engine b(*back, PortableBinding());
+  EXPECT_DENY(b.Command(Argv({"node"})), kOutside);
+  EXPECT_ALLOW(b.Command(Argv({"make"})), "commands: allow make");
+}
+
+// Under `default allow`, what the reader cannot see through is asked, never allowed unseen;
+// under an allow-list it is denied, as before.
+TEST(CommandDefault, OpaqueLinesAreAskedUnderDefaultAllowAndDeniedOtherwise) {
+  auto open = MustCompile("commands {\n  default allow\n}\n");
+  auto strict = MustCompile("commands {\n  allow eval\n  allow echo\n}\n");
+  ASSERT_NE(open, nullptr);
+  ASSERT_NE(strict, nullptr);
+  Engine o(*open, PortableBinding());
+  Engine s(*strict, PortableBinding());
+  for (const char* line : {"$CMD x", "eval \"$X\"", "f() { ls; }"}) {
+    SCOPED_TRACE(line);
+    const Decision asked = o.Shell(line);
+    EXPECT_ASK(asked, "shell");
+    EXPECT_TRUE(
+        asked.reason.ends_with("; a person must read it, or run the commands it contains "
+                               "directly"))
+        << asked.reason;
+    const Decision denied = s.Shell(line);
+    EXPECT_DENY(denied, "shell");
+    EXPECT_TRUE(denied.reason.ends_with("; run the commands it contains directly instead"))
+        << denied.reason;
+  }
+}
+
+// A variable that changes which program runs is refused under an allow-list (the name would no
+// longer say what runs) and not under `default allow` (the program it would change to could run
+// anyway), where `PYTHONPATH=src python3 -m unittest` is everyday work.
+TEST(CommandDefault, AssignmentsThatChangeWhatRunsMatterOnlyUnderAnAllowList) {
+  auto open = MustCompile("commands {\n  default allow\n  deny git push\n}\n");
+  auto strict = MustCompile("commands {\n  allow python3\n  allow git\n  deny git push\n}\n");
+  ASSERT_NE(open, nullptr);
+  ASSERT_NE(strict, nullptr);
+  Engine o(*open, PortableBinding());
+  Engine s(*strict, PortableBinding());
+  EXPECT_ALLOW(o.Shell("PYTHONPATH=src python3 -m unittest -q"), "commands: default allow");
+  EXPECT_ALLOW(o.Shell("env PYTHONPATH=src python3 -m pytest"), "commands: default allow");
+  EXPECT_DENY(s.Shell("PYTHONPATH=src python3 -m unittest -q"), "shell");
+  EXPECT_DENY(s.Shell("PATH=./bin git status"), "shell");
+  // The deny rules still see the command itself.
+  EXPECT_DENY(o.Shell("PATH=./bin git push"), "commands: deny git push");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,7 +440,7 @@ TEST(BackendCommands, RealisticRequests) {
 class BackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    policy_ = MustCompile("extends backend\n");
+    policy_ = MustCompile(kStrictBackend);
     ASSERT_NE(policy_, nullptr);
     engine_ = std::make_unique<Engine>(*policy_, PortableBinding());
   }
@@ -381,7 +491,7 @@ TEST_F(ShellTest, EveryPartOfACompoundCommandMustBeAllowed) {
 TEST_F(ShellTest, SubshellsGroupsAndNestedShStringsAreLookedInto) {
   EXPECT_ALLOW(engine_->Shell("(cd_ok=1 cargo build)"), kBackendBuild);
   EXPECT_DENY(engine_->Shell("(ls; git push)"), kBaseGitDeny);
-  EXPECT_DENY(engine_->Shell("{ ls; git fetch; }"), kBaseGitDeny);
+  EXPECT_DENY(engine_->Shell("{ ls; git fetch; }"), kBaseGitFetchDeny);
   // The outer `sh` is itself a command no rule allows.
   EXPECT_DENY(engine_->Shell("sh -c 'git status'"), kOutside);
 }
