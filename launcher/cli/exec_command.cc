@@ -26,6 +26,7 @@
 #include "launcher/broker/approver.h"
 #include "launcher/caches.h"
 #include "launcher/child_report.h"
+#include "launcher/cli/downgrade_notes.h"
 #include "launcher/egress/proxy.h"
 #include "launcher/launch_spec.h"
 #include "launcher/narrow.h"
@@ -739,7 +740,8 @@ int RunExecCommand(const ExecOptions& o) {
     spdlog::error("{}", outcome.error().Message());
     return ToInt(ExitCodeFor(outcome.error(), ExitCode::kSetupFailed));
   }
-  for (const auto& d : outcome->downgrades) spdlog::warn("warning: downgrade: {}", d);
+  // Each once, unless the caller acknowledged it (cli/downgrade_notes.h); --json has them all.
+  (void)WarnDowngrades(outcome->downgrades, CallerHome());
   ReportOutcome(o, *outcome);
   if (egress && !o.quiet && !egress->budget_exhausted().empty()) {
     spdlog::warn("warning: egress stopped: {}", egress->budget_exhausted());

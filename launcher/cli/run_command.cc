@@ -30,8 +30,10 @@
 #include "common/terminal_text.h"
 #include "common/text.h"
 #include "common/unique_fd.h"
+#include "launcher/cli/downgrade_notes.h"
 #include "launcher/cli/transcript.h"
 #include "launcher/profile_choice.h"
+#include "launcher/profile_spec.h"
 #include "launcher/run/apply.h"
 #include "launcher/run/git.h"
 #include "launcher/run/run.h"
@@ -796,11 +798,8 @@ int RunRunCommand(const RunCommandOptions& o) {
     return ToInt(ExitCodeFor(rec.error(), ExitCode::kSetupFailed));
   }
   // Once per run, however many sandboxes it launched (result.json: sandbox.downgrades).
-  if (!o.quiet) {
-    for (const auto& d : rec->downgrades) {
-      spdlog::warn("warning: downgrade: {}", TerminalSafe(d, TerminalLines::kOne));
-    }
-  }
+  // Unless the caller acknowledged them (cli/downgrade_notes.h); result.json has them all.
+  if (!o.quiet) (void)WarnDowngrades(rec->downgrades, CallerHome());
   if (o.json) {
     std::cout << JsonText(rec->ToJson(), 2) << "\n";
   } else {
