@@ -330,7 +330,8 @@ Status CheckStatusFilter(const std::string& status) {
   }
   return PlainError("--status " + TerminalSafe(status, TerminalLines::kOne),
                     "is not a run status (completed, failed, cancelled, needs-approval, "
-                    "preparing, running, verifying, unknown; unfinished for agent sessions)")
+                    "no-change, preparing, running, verifying, unknown; unfinished for agent "
+                    "sessions)")
       .WithCode(Error::Code::kInvalidInput);
 }
 
@@ -881,10 +882,11 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
   runs->add_option("--repo", o.repo,
                    "Only the runs made from this repository (any directory inside it), and the "
                    "agent sessions whose workspace is in it.");
-  runs->add_option("--status", o.status,
-                   "Only the runs in this state: completed, failed, cancelled, needs-approval, "
-                   "or unknown (no result.json: running or interrupted); an agent session that "
-                   "did not record its end is unfinished.");
+  runs->add_option(
+      "--status", o.status,
+      "Only the runs in this state: completed, failed, cancelled, needs-approval, "
+      "no-change, or unknown (no result.json: running or interrupted); an agent session that "
+      "did not record its end is unfinished.");
   AddStateDirOption(*runs, o);
   runs->callback([&o] { o.verb = "runs"; });
   out.push_back(runs);

@@ -521,6 +521,16 @@ class RunDriver {
       }
       return {RunEvent::kFailed, why};
     }
+    if (rec_.patch.files.empty()) {
+      // Nothing to verify or apply: said as such, not as a verified run with an empty patch.
+      std::string why = "the agent finished without changing any file";
+      if (b.denials > 0) {
+        why += "; " + std::to_string(b.denials) + " of its requests " +
+               (b.denials == 1 ? "was" : "were") +
+               " refused by the profile (`cagent log` shows which, and the rule that decided)";
+      }
+      return {RunEvent::kNoChange, why};
+    }
     return {RunEvent::kAgentDone, ""};
   }
 
