@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <optional>
 
 #include "policy/host_secrets.h"
@@ -225,6 +226,80 @@ std::string PrintableName(std::string_view name) {
   return out;
 }
 
+// Programs that fetch a URL given as an argument (curl URL, wget URL, http GET URL).
+bool IsUrlClient(std::string_view name) {
+  constexpr std::string_view kClients[] = {"curl", "wget",   "http",   "https", "xh",
+                                           "xhs",  "httpie", "aria2c", "lynx",  "links"};
+  return std::find(std::begin(kClients), std::end(kClients), name) != std::end(kClients);
+}
+
+// Programs that look a name up or probe a host given as an argument; a name they are given is a
+// DNS query, which can carry data out by itself.
+bool IsNameProbe(std::string_view name) {
+  constexpr std::string_view kProbes[] = {"nslookup", "dig",   "host",      "ping",
+                                          "ping6",    "drill", "traceroute"};
+  return std::find(std::begin(kProbes), std::end(kProbes), name) != std::end(kProbes);
+}
+
+// The host and port of an argument that is a URL ("https://u@h:8443/p", "--url=http://h/"),
+// or nullopt when the argument is not one. `host` may hold an expansion ("$X.evil.example").
+struct UrlTarget {
+  std::string host;
+  std::uint16_t port = 0;
+};
+std::optional<UrlTarget> UrlIn(std::string_view arg) {
+  if (arg.starts_with("--url=")) arg.remove_prefix(6);
+  const std::size_t sep = arg.find("://");
+  if (sep == std::string_view::npos || sep == 0 || sep > 8) return std::nullopt;
+  std::string scheme(arg.substr(0, sep));
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::uint16_t port = 0;
+  if (scheme == "http" || scheme == "ws") {
+    port = 80;
+  } else if (scheme == "https" || scheme == "wss") {
+    port = 443;
+  } else if (scheme == "ftp") {
+    port = 21;
+  } else if (scheme == "file") {
+    return std::nullopt;  // a local file
+  } else if (std::all_of(scheme.begin(), scheme.end(), [](char c) { return std::isalpha(c); })) {
+    port = 443;  // another scheme: judged as a connection all the same
+  } else {
+    return std::nullopt;
+  }
+  std::string_view authority = arg.substr(sep + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    authority.remove_prefix(at + 1);
+  }
+  std::string_view host = authority;
+  if (authority.starts_with('[')) {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) return UrlTarget{std::string(authority), port};
+    host = authority.substr(1, close - 1);
+    authority.remove_prefix(close + 1);
+  } else {
+    const std::size_t colon = authority.rfind(':');
+    host = authority.substr(0, colon);
+    authority = colon == std::string_view::npos ? std::string_view{} : authority.substr(colon);
+  }
+  if (authority.starts_with(':')) {
+    unsigned value = 0;
+    const std::string_view digits = authority.substr(1);
+    bool ok = !digits.empty() && digits.size() <= 5;
+    for (char c : digits) {
+      ok = ok && c >= '0' && c <= '9';
+      value = value * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (ok && value > 0 && value <= 65535) port = static_cast<std::uint16_t>(value);
+  }
+  return UrlTarget{std::string(host), port};
+}
+
+bool HasExpansion(std::string_view word) {
+  return word.find('$') != std::string_view::npos || word.find('`') != std::string_view::npos;
+}
+
 }  // namespace
 
 struct Engine::Outcome {
@@ -333,6 +408,7 @@ Engine::Engine(const Policy& policy, Binding binding)
   }
   command_default_rule_ =
       "commands: default " + std::string(VerdictName(policy_.command_default.value));
+  network_rule_ = "network " + std::string(NetworkName(policy_.network.value));
   for (const auto& r : policy_.path_rules) {
     path_rule_.push_back("filesystem: " + std::string(VerdictName(r.verdict)) +
                          (r.access == Access::kWrite ? " write " : " ") + r.text);
@@ -608,12 +684,87 @@ Engine::Outcome Engine::DecideArgv(std::span<const Word> argv, bool in_workspace
 }
 
 Engine::Outcome Engine::DecideCommand(std::span<const std::string> argv) const {
-  return DecideArgv(argv, true);
+  Outcome o = DecideArgv(argv, true);
+  if (o.verdict != Verdict::kDeny) o.KeepStronger(DecideTargets(argv));
+  return o;
 }
 
 Engine::Outcome Engine::DecideCommand(std::span<const std::string_view> argv,
                                       bool in_workspace) const {
-  return DecideArgv(argv, in_workspace);
+  Outcome o = DecideArgv(argv, in_workspace);
+  if (o.verdict != Verdict::kDeny) o.KeepStronger(DecideTargets(argv));
+  return o;
+}
+
+template <typename Word>
+Engine::Outcome Engine::DecideTargets(std::span<const Word> argv) const {
+  if (argv.empty()) return Outcome::Rule(Verdict::kAllow, {}, {}, {});
+  std::string_view name = argv[0];
+  if (auto slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+  Outcome acc = Outcome::Rule(Verdict::kAllow, {}, {}, {});
+  if (IsUrlClient(name)) {
+    // Only a host built from an expansion is refused here: a literal host the sandbox cannot
+    // reach fails at once in the sandbox (the DNS stub answers "no such name" and cagent says
+    // which network the profile has), and the egress proxy decides the ones it can.
+    for (std::size_t k = 1; k < argv.size(); ++k) {
+      auto target = UrlIn(argv[k]);
+      if (!target || !(target->host.empty() || HasExpansion(target->host))) continue;
+      return DecideTarget(target->host, target->port);
+    }
+  } else if (IsNameProbe(name)) {
+    for (std::size_t k = 1; k < argv.size(); ++k) {
+      const std::string_view arg = argv[k];
+      if (arg.starts_with('-') || !HasExpansion(arg)) continue;
+      Outcome o = Outcome::Rule(Verdict::kDeny, network_rule_, policy_.network.loc, {});
+      o.detail = "'" + std::string(name) +
+                 "' of a name built from an expansion ($X, $( )): the name itself is a DNS query "
+                 "that can carry data out; look up names written literally";
+      return o;
+    }
+  }
+  return acc;
+}
+
+Engine::Outcome Engine::DecideTarget(std::string_view host, std::uint16_t port) const {
+  if (host.empty() || HasExpansion(host)) {
+    Outcome o = Outcome::Rule(Verdict::kDeny, network_rule_, policy_.network.loc, {});
+    o.detail =
+        "a connection to a host built from an expansion ($X, $( )) cannot be checked, and the "
+        "name itself can carry data out; write the host literally";
+    return o;
+  }
+  const std::optional<std::string> normalized = NormalizeHost(host);
+  if (!normalized) {
+    return Outcome::DefaultBecause("'" + PrintableName(host) +
+                                   "' is not a valid host name or IP address");
+  }
+  const bool local = *normalized == "localhost" || normalized->ends_with(".localhost") ||
+                     RestrictedRange(*normalized) == "loopback" ||
+                     RestrictedRange(*normalized) == "unspecified";
+  if (local && policy_.network.value != NetworkMode::kNone) {
+    return Outcome::Rule(Verdict::kAllow, {}, {}, {});  // the sandbox's own loopback
+  }
+  if (!local && policy_.egress.value) {
+    Outcome o = DecideNormalizedHost(*normalized, port);
+    if (o.verdict == Verdict::kDeny) {
+      std::string why = o.detail.empty() ? std::string(o.reason) : std::move(o.detail);
+      o.detail = "the command connects to " + HostPortText(*normalized, port) +
+                 ", which cagent's "
+                 "egress proxy refuses: " +
+                 why;
+    }
+    return o;
+  }
+  Outcome o = Outcome::Rule(Verdict::kDeny, network_rule_, policy_.network.loc, {});
+  o.detail = "the command connects to " + HostPortText(*normalized, port) +
+             ", which this sandbox " +
+             (policy_.network.value == NetworkMode::kNone
+                  ? std::string("cannot reach: it has no network at all (network none)")
+                  : std::string("cannot reach: its network is loopback only (servers started "
+                                "inside it), with no route to other machines")) +
+             "; the command would fail. Work offline, or use a profile with a hosts section "
+             "(backend-registries, frontend-registries; `cagent exec --allow-host HOST`)";
+  return o;
 }
 
 Engine::Outcome Engine::DecideShell(std::string_view script, std::vector<ShellPart>* parts) const {
@@ -679,7 +830,7 @@ Engine::Outcome Engine::DecideShell(std::string_view script, std::vector<ShellPa
       in_workspace = false;
     }
     for (const auto& w : cmd.writes) {
-      Outcome o = DecidePath(Access::kWrite, w);
+      Outcome o = DecideRedirect(Access::kWrite, w);
       if (parts != nullptr) {
         Outcome copy = o;
         parts->push_back({"write", std::string(w), {}, std::move(copy).ToDecision()});
@@ -687,7 +838,7 @@ Engine::Outcome Engine::DecideShell(std::string_view script, std::vector<ShellPa
       acc.KeepStronger(std::move(o));
     }
     for (const auto& r : cmd.reads) {
-      Outcome o = DecidePath(Access::kRead, r);
+      Outcome o = DecideRedirect(Access::kRead, r);
       if (parts != nullptr) {
         Outcome copy = o;
         parts->push_back({"read", std::string(r), {}, std::move(copy).ToDecision()});
@@ -698,6 +849,29 @@ Engine::Outcome Engine::DecideShell(std::string_view script, std::vector<ShellPa
     if (acc.verdict == Verdict::kDeny && parts == nullptr) break;
   }
   return acc;
+}
+
+Engine::Outcome Engine::DecideRedirect(Access access, std::string_view target) const {
+  // bash (not dash) opens a socket for /dev/tcp/HOST/PORT and /dev/udp/HOST/PORT: a connection.
+  for (const std::string_view prefix : {"/dev/tcp/", "/dev/udp/"}) {
+    if (!target.starts_with(prefix)) continue;
+    const std::string_view rest = target.substr(prefix.size());
+    const std::size_t slash = rest.find('/');
+    unsigned port = 0;
+    if (slash != std::string_view::npos) {
+      for (char c : rest.substr(slash + 1)) {
+        port = (c >= '0' && c <= '9' && port < 65536) ? port * 10 + (c - '0') : 65536;
+      }
+    }
+    if (port == 0 || port > 65535) {
+      Outcome o = Outcome::Rule(Verdict::kDeny, network_rule_, policy_.network.loc, {});
+      o.detail = "a redirection to " + std::string(prefix) +
+                 " opens a network connection, and this one names no port cagent can check";
+      return o;
+    }
+    return DecideTarget(rest.substr(0, slash), static_cast<std::uint16_t>(port));
+  }
+  return DecidePath(access, target);
 }
 
 Engine::Outcome Engine::DecidePath(Access access, std::string_view path) const {

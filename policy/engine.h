@@ -129,8 +129,21 @@ class Engine {
                                       bool in_workspace) const;
   template <typename Word>
   [[nodiscard]] Outcome DecideArgv(std::span<const Word> argv, bool in_workspace) const;
+  // What a command's own arguments ask of the network: a URL given to curl or wget, a name given
+  // to nslookup or ping, whose host is built from an expansion, is denied (the name itself is a
+  // DNS query that can carry data out, and cannot be checked). Allowed (with no rule) otherwise:
+  // the sandbox's network and the egress proxy decide literal hosts.
+  template <typename Word>
+  [[nodiscard]] Outcome DecideTargets(std::span<const Word> argv) const;
+  // A connection to `host`:`port` named on a command line (not yet normalised): denied when it is
+  // built from an expansion, or when this sandbox cannot make it (no network; no hosts rule, or
+  // one that refuses it), with the profile's network statement or that hosts rule as the rule.
+  // Used for /dev/tcp redirections, which bash turns into sockets.
+  [[nodiscard]] Outcome DecideTarget(std::string_view host, std::uint16_t port) const;
   [[nodiscard]] Outcome DecideShell(std::string_view script,
                                     std::vector<ShellPart>* parts = nullptr) const;
+  // A redirection target: a path, or (/dev/tcp/H/P, /dev/udp/H/P) a connection bash opens.
+  [[nodiscard]] Outcome DecideRedirect(Access access, std::string_view target) const;
   [[nodiscard]] Outcome DecidePath(Access access, std::string_view path) const;
   // The view and the filesystem rules for `abs`, an absolute normalised path.
   [[nodiscard]] Outcome DecideAbsolutePath(Access access, std::string_view abs) const;
@@ -172,6 +185,7 @@ class Engine {
   std::vector<bool> base_length_;
   std::vector<std::string> command_rule_;
   std::string command_default_rule_;  // "commands: default allow"
+  std::string network_rule_;          // "network loopback"
   std::vector<std::string> path_rule_;
   std::vector<std::string> tool_rule_;
   std::vector<std::string> host_rule_;
