@@ -343,6 +343,13 @@ class Auditor {
   }
 
   void Writable() {
+    // One finding per statement (`read-write ~/.claude ~/.codex` is one decision), at its risk.
+    struct Group {
+      Risk risk = Risk::kInfo;
+      Location loc;
+      std::vector<std::string> paths;
+    };
+    std::vector<Group> groups;
     for (const MountRule& m : p_.mounts) {
       if (m.mode != MountMode::kReadWrite || m.path.base == PathBase::kWorkspace) continue;
       // The home directory and system trees hold what runs next time the user logs in or builds
@@ -351,12 +358,29 @@ class Auditor {
       bool system = m.path.base == PathBase::kAbsolute;
       bool dot = home && (m.path.rel.empty() || m.path.rel.starts_with('.'));
       Risk risk = (home && m.path.rel.empty()) || dot || system ? Risk::kHigh : Risk::kMedium;
-      Add(kWritable, risk,
-          "read-write " + m.path.Text() +
-              ": the agent can change files outside the workspace, and the changes outlive the "
-              "run; mount it read-only, or copy what the task needs into the workspace",
-          m.loc);
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const Group& g) { return SameStatement(g.loc, m.loc); });
+      if (it == groups.end()) {
+        groups.push_back({risk, m.loc, {}});
+        it = groups.end() - 1;
+      }
+      it->risk = Stronger(it->risk, risk);
+      it->paths.push_back(m.path.Text());
     }
+    for (const Group& g : groups) {
+      std::string list;
+      for (const auto& path : g.paths) list += (list.empty() ? "" : " ") + path;
+      Add(kWritable, g.risk,
+          "read-write " + list +
+              ": the agent can change files outside the workspace, and the changes outlive the "
+              "run; mount them read-only, or copy what the task needs into the workspace",
+          g.loc);
+    }
+  }
+
+  // Two locations in the same statement line of the same file (the words of one statement).
+  static bool SameStatement(const Location& a, const Location& b) {
+    return a.valid() && b.valid() && a.file == b.file && a.line == b.line;
   }
 
   void Secrets() {
@@ -400,25 +424,50 @@ class Auditor {
       return std::any_of(p_.env_scrub.begin(), p_.env_scrub.end(),
                          [&](const EnvPattern& e) { return e.name.Match(name); });
     };
+    // One finding per `pass` statement, naming each of its patterns that lets credentials in.
+    struct Group {
+      Location loc;
+      bool any = false;
+      std::vector<std::string> patterns;
+      std::vector<std::string> names;
+    };
+    std::vector<Group> groups;
     for (const EnvPattern& pass : p_.env_pass) {
-      std::string list;
+      std::vector<std::string> names;
       for (std::string_view name : kSecretVariables) {
-        if (pass.name.Match(name) && !scrubbed(name)) {
-          list += (list.empty() ? "" : ", ") + std::string(name);
-        }
+        if (pass.name.Match(name) && !scrubbed(name)) names.emplace_back(name);
       }
       const bool any = pass.name.Match("CAGENT_AUDIT_ANY_VARIABLE") && pass.name.Match("x");
-      if (list.empty() && !any) continue;
-      std::string message = "'pass " + pass.name.pattern() + "' ";
-      message += any ? "passes every variable of the caller's environment that no scrub pattern "
-                       "removes"
-                     : "passes credential variables";
+      if (names.empty() && !any) continue;
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const Group& g) { return SameStatement(g.loc, pass.loc); });
+      if (it == groups.end()) {
+        groups.push_back({pass.loc, false, {}, {}});
+        it = groups.end() - 1;
+      }
+      it->any = it->any || any;
+      it->patterns.push_back(pass.name.pattern());
+      for (auto& n : names) {
+        if (std::find(it->names.begin(), it->names.end(), n) == it->names.end()) {
+          it->names.push_back(std::move(n));
+        }
+      }
+    }
+    for (const Group& g : groups) {
+      std::string patterns;
+      for (const auto& p : g.patterns) patterns += (patterns.empty() ? "" : " ") + p;
+      std::string list;
+      for (const auto& n : g.names) list += (list.empty() ? "" : ", ") + n;
+      std::string message = "'pass " + patterns + "' ";
+      message += g.any ? "passes every variable of the caller's environment that no scrub "
+                         "pattern removes"
+                       : "passes credential variables";
       if (!list.empty()) message += "; not scrubbed: " + list;
       message +=
           "; the agent can read them and copy them into the workspace or its output. Pass only "
           "the names the tools need, or add `scrub` patterns (base scrubs *_TOKEN, *_KEY, "
           "*SECRET*, *PASSWORD*, ...)";
-      Add(kEnvSecrets, Risk::kMedium, std::move(message), pass.loc);
+      Add(kEnvSecrets, Risk::kMedium, std::move(message), g.loc);
     }
   }
 
@@ -594,7 +643,7 @@ class Auditor {
       const Risk risk = addition ? Risk::kInfo : Risk::kMedium;
       const Location loc = e.side == DiffSide::kTo ? e.loc : Location{};
       auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-        return loc.valid() && g.loc == loc && g.area == e.area && g.risk == risk;
+        return SameStatement(g.loc, loc) && g.area == e.area && g.risk == risk;
       });
       if (it == groups.end()) {
         groups.push_back({risk, e.area, loc, {}});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "policy/dump.h"
@@ -212,6 +213,13 @@ class Differ {
                              : to_.approval.value == ApprovalMode::kAuto
                                  ? " (approval auto: allowed without asking)"
                                  : " (a person decides; wider than deny, narrower than allow)";
+          if constexpr (std::is_same_v<Rule, CommandRule>) {
+            // An allow rule added where `from` already allowed every unnamed command adds nothing.
+            if (r.verdict == Verdict::kAllow && from_.command_default.value == Verdict::kAllow) {
+              d = Direction::kNeutral;
+              note = " (already allowed: commands default allow)";
+            }
+          }
           Add(d, area, "added: " + text(r) + note, r.loc, DiffSide::kTo);
         },
         [&](const Rule& r) {
@@ -219,7 +227,15 @@ class Differ {
                         : r.verdict == Verdict::kDeny                 ? Direction::kWider
                         : from_.approval.value == ApprovalMode::kAuto ? Direction::kNarrower
                                                                       : Direction::kNeutral;
-          Add(d, area, "removed: " + text(r), r.loc, DiffSide::kFrom);
+          std::string note;
+          if constexpr (std::is_same_v<Rule, CommandRule>) {
+            // An allow rule dropped where `to` allows every unnamed command takes nothing away.
+            if (r.verdict == Verdict::kAllow && to_.command_default.value == Verdict::kAllow) {
+              d = Direction::kNeutral;
+              note = " (covered by commands default allow)";
+            }
+          }
+          Add(d, area, "removed: " + text(r) + note, r.loc, DiffSide::kFrom);
         });
   }
 

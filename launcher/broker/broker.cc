@@ -113,14 +113,20 @@ std::string PolicySummary(const policy::Policy& p) {
   // Commands: under `default allow` the refusals are the news; under an allow-list, the list.
   std::vector<std::string> command_allows;
   std::vector<std::string> command_denies;
+  // Each rule as a short pattern (a long list of alternatives is cut): the agent reads the reason
+  // when a refusal happens; here it needs to know what kind of command is refused.
+  const auto shorter = [](const std::string& text) {
+    constexpr std::size_t kMax = 48;
+    return text.size() <= kMax ? text : text.substr(0, kMax - 3) + "...";
+  };
   for (const policy::CommandRule& r : p.commands) {
-    if (r.verdict == policy::Verdict::kAllow) command_allows.push_back(r.text);
-    if (r.verdict == policy::Verdict::kDeny) command_denies.push_back(r.text);
+    if (r.verdict == policy::Verdict::kAllow) command_allows.push_back(shorter(r.text));
+    if (r.verdict == policy::Verdict::kDeny) command_denies.push_back(shorter(r.text));
   }
   switch (p.command_default.value) {
     case policy::Verdict::kAllow:
       out += "commands: any program may run (the sandbox confines it), shell syntax included";
-      if (!command_denies.empty()) out += ", except: " + JoinSome(command_denies, 12);
+      if (!command_denies.empty()) out += ", except: " + JoinSome(command_denies, 32);
       out += "\n";
       break;
     case policy::Verdict::kAsk:

@@ -92,7 +92,7 @@ Status AcknowledgeDowngrades(const std::string& home, const std::vector<std::str
   for (const std::string& l : all) text += l + "\n";
   if (auto s = run::WriteFileAtomic(file, text); !s) return s;
   ::chmod(file.c_str(), 0600);
-  return {};
+  return Ok{};
 }
 
 std::size_t WarnDowngrades(const std::vector<std::string>& downgrades, const std::string& home) {

@@ -220,6 +220,15 @@ TEST(DiffTest, CommandsDefaultAllowIsWider) {
   auto lines = Lines(Diff(*strict, *open));
   EXPECT_THAT(lines, ::testing::Contains("wider commands: commands default deny -> allow (a "
                                          "command no rule names is now allowed)"));
+  // Allow rules a default-allow profile drops, or a child of one adds, change nothing.
+  auto bare = MustCompile("commands {\n  default allow\n}\n");
+  ASSERT_NE(bare, nullptr);
+  EXPECT_THAT(Lines(Diff(*open, *bare)),
+              ::testing::Contains("neutral commands: removed: allow make (covered by commands "
+                                  "default allow)"));
+  EXPECT_THAT(Lines(Diff(*bare, *open)),
+              ::testing::Contains("neutral commands: added: allow make (already allowed: commands "
+                                  "default allow)"));
   auto back = Lines(Diff(*open, *strict));
   EXPECT_THAT(back, ::testing::Contains("narrower commands: commands default allow -> deny (a "
                                         "command no rule names is now denied)"));

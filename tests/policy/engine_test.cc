@@ -26,9 +26,11 @@ constexpr const char* kBaseGit =
 constexpr const char* kBaseGitDeny = "commands: deny git push";
 constexpr const char* kBaseGitFetchDeny = "commands: deny git (clone | fetch)";
 constexpr const char* kBaseRmOutside =
-    "commands: deny rm ... (\"${HOME}\" | \"${HOME}/*\" | $HOME | $HOME/* | */../* | .. | ../* | / "
-    "| /bin* | /boot* | /dev* | /etc* | /home | /home/* | /lib* | /media* | /mnt* | /opt* | "
-    "/proc* | /root | /root/* | /run* | /sbin* | /srv* | /sys* | /usr* | /var* | ~ | ~/*)";
+    "commands: deny rm ... (\"${HOME}\" | \"${HOME}/*\" | \"/\\\\*\" | $HOME | $HOME/* | */../* | "
+    ".. | "
+    "../* | / | /Users* | /Volumes* | /bin* | /boot* | /dev* | /etc* | /home | /home/* | /lib* | "
+    "/media* | /mnt* | /opt* | /private* | /proc* | /root | /root/* | /run* | /sbin* | /srv* | "
+    "/sys* | /usr* | /var* | ~ | ~/*)";
 constexpr const char* kBaseNetDeny = "commands: deny (curl | fetch | wget)";
 constexpr const char* kBasePrivilegeDeny =
     "commands: deny (chroot | doas | mount | nsenter | pkexec | setpriv | su | sudo | umount | "
