@@ -296,6 +296,36 @@ std::optional<UrlTarget> UrlIn(std::string_view arg) {
   return UrlTarget{std::string(host), port};
 }
 
+std::string_view BaseName(std::string_view path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// An interpreter that runs the program on its stdin: `python3`, `python3 -`, `node -`, `perl`,
+// `ruby`, `php` with no script (options aside). Shells are marked by the parser
+// (SimpleCommandView::stdin_is_code).
+bool ReadsCodeFromStdin(std::span<const std::string_view> argv) {
+  const std::string_view name = BaseName(argv[0]);
+  constexpr std::string_view kInterpreters[] = {"python", "python2", "python3", "node", "nodejs",
+                                                "perl",   "ruby",    "php",     "lua",  "deno",
+                                                "bun",    "Rscript", "tclsh",   "pwsh"};
+  const bool interpreter = std::find(std::begin(kInterpreters), std::end(kInterpreters), name) !=
+                               std::end(kInterpreters) ||
+                           (name.starts_with("python3.") && name.size() <= 10);
+  if (!interpreter) return false;
+  for (std::size_t k = 1; k < argv.size(); ++k) {
+    const std::string_view a = argv[k];
+    if (a == "-") return true;
+    // Code given on the command line, or a module to run: not stdin.
+    if (a == "-c" || a == "-e" || a == "-m" || a == "--eval" || a == "-p" || a == "--print" ||
+        a == "-r" || a == "run" || a == "x") {
+      return false;
+    }
+    if (!a.starts_with('-')) return false;  // a script file
+  }
+  return true;  // options only: the program is read from stdin
+}
+
 bool HasExpansion(std::string_view word) {
   return word.find('$') != std::string_view::npos || word.find('`') != std::string_view::npos;
 }
@@ -767,6 +797,71 @@ Engine::Outcome Engine::DecideTarget(std::string_view host, std::uint16_t port) 
   return o;
 }
 
+Engine::Outcome Engine::DecidePipelines(std::span<const SimpleCommandView> commands) const {
+  constexpr std::string_view kPipeRule = "shell: piped";
+  // Producers: a downloader, or a command that prints the environment.
+  struct Producer {
+    std::uint32_t pipeline;
+    std::uint16_t stage;
+    bool download;  // else: prints the environment
+    std::string_view name;
+  };
+  std::vector<Producer> producers;
+  for (const SimpleCommandView& cmd : commands) {
+    if (cmd.pipeline == 0 || cmd.argv.empty()) continue;
+    const std::string_view name = BaseName(cmd.argv[0]);
+    const bool download = IsUrlClient(name) || name == "fetch";
+    const bool environment =
+        (name == "env" || name == "printenv") && cmd.argv.size() == 1 && cmd.run_by.empty();
+    const bool shell_vars = (name == "set" || name == "export" || name == "declare") &&
+                            (cmd.argv.size() == 1 || cmd.argv[1] == "-p");
+    if (download || environment || shell_vars) {
+      producers.push_back({cmd.pipeline, cmd.stage, download, name});
+    }
+  }
+  // eval "$(CMD)" runs CMD's output as code, as `CMD | sh` does.
+  const bool evals_output =
+      std::any_of(commands.begin(), commands.end(),
+                  [](const SimpleCommandView& c) { return c.code_from_output; });
+  if (evals_output) {
+    for (const SimpleCommandView& cmd : commands) {
+      if (cmd.run_by != "$( )" || cmd.argv.empty()) continue;
+      const std::string_view name = BaseName(cmd.argv[0]);
+      if (!IsUrlClient(name) && name != "fetch") continue;
+      Outcome o = Outcome::Rule(Verdict::kDeny, kPipeRule, {}, {});
+      o.detail = "a download ('" + std::string(name) +
+                 "') run as code by eval runs code nobody has read; download it to a file in "
+                 "the workspace, read it, then run it";
+      return o;
+    }
+  }
+  if (producers.empty()) return Outcome::Rule(Verdict::kAllow, {}, {}, {});
+  for (const SimpleCommandView& cmd : commands) {
+    if (cmd.pipeline == 0 || cmd.stdin_from != StdinSource::kPipe || cmd.argv.empty()) continue;
+    const std::string_view name = BaseName(cmd.argv[0]);
+    const bool runs_stdin = cmd.stdin_is_code || ReadsCodeFromStdin(cmd.argv);
+    const bool sends = IsUrlClient(name);
+    for (const Producer& p : producers) {
+      if (p.pipeline != cmd.pipeline || p.stage >= cmd.stage) continue;
+      if (p.download && runs_stdin) {
+        Outcome o = Outcome::Rule(Verdict::kDeny, kPipeRule, {}, {});
+        o.detail = "a download ('" + std::string(p.name) + "') piped into '" + std::string(name) +
+                   "' runs code nobody has read; download it to a file in the workspace, read "
+                   "it, then run it";
+        return o;
+      }
+      if (!p.download && sends) {
+        Outcome o = Outcome::Rule(Verdict::kDeny, kPipeRule, {}, {});
+        o.detail = "the environment ('" + std::string(p.name) + "') piped into '" +
+                   std::string(name) +
+                   "' sends variables to another machine; a task never needs that";
+        return o;
+      }
+    }
+  }
+  return Outcome::Rule(Verdict::kAllow, {}, {}, {});
+}
+
 Engine::Outcome Engine::DecideShell(std::string_view script, std::vector<ShellPart>* parts) const {
   ShellParseView parsed = ParseShellView(script);
   if (parsed.opaque) {
@@ -780,6 +875,15 @@ Engine::Outcome Engine::DecideShell(std::string_view script, std::vector<ShellPa
     return o;
   }
   if (parsed.commands.empty()) return Outcome::Default("empty command");
+  // Intents no profile allows, read from the pipelines: a download piped into a shell or an
+  // interpreter, and the environment piped into a network client.
+  if (Outcome piped = DecidePipelines(parsed.commands); piped.verdict == Verdict::kDeny) {
+    if (parts != nullptr) {
+      Outcome copy = piped;
+      parts->push_back({"pipeline", std::string(script), {}, std::move(copy).ToDecision()});
+    }
+    if (parts == nullptr) return piped;
+  }
   Outcome acc;
   bool first = true;
   // Whether the shell's directory is still the workspace (where run_command starts), as far as
@@ -803,6 +907,17 @@ Engine::Outcome Engine::DecideShell(std::string_view script, std::vector<ShellPa
       }
     }
     Outcome d = DecideCommand(cmd.argv, in_workspace);
+    if (cmd.code_from_output && policy_.command_default.value != Verdict::kAllow) {
+      // Code produced at run time: an allow-list cannot judge it (under default allow it is what
+      // `CMD | sh` is, and the pipeline check above refused a download).
+      const bool ask = policy_.command_default.value == Verdict::kAsk;
+      Outcome o = Outcome::Rule(ask ? Verdict::kAsk : Verdict::kDeny, kShellRule, {}, {});
+      o.detail = std::string(
+                     "eval of a command's output runs code that cannot be checked before "
+                     "it runs; ") +
+                 (ask ? "a person must read it" : "run the commands it prints directly instead");
+      d.KeepStronger(std::move(o));
+    }
     if (parts != nullptr) {
       std::string text;
       for (const std::string_view w : cmd.argv) {

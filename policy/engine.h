@@ -20,6 +20,7 @@
 #include "policy/binding.h"
 #include "policy/ir.h"
 #include "policy/request.h"
+#include "policy/shell.h"
 
 namespace cagent::policy {
 
@@ -140,6 +141,11 @@ class Engine {
   // one that refuses it), with the profile's network statement or that hosts rule as the rule.
   // Used for /dev/tcp redirections, which bash turns into sockets.
   [[nodiscard]] Outcome DecideTarget(std::string_view host, std::uint16_t port) const;
+  // The intents a pipeline shows and no profile allows: a download piped into a shell or an
+  // interpreter that runs its stdin (`curl … | sh`, `wget -qO- … | python3 -`), and the
+  // environment piped into a network client (`env | curl -d @- …`). Denied with rule
+  // "shell: piped"; allowed (with no rule) otherwise.
+  [[nodiscard]] Outcome DecidePipelines(std::span<const SimpleCommandView> commands) const;
   [[nodiscard]] Outcome DecideShell(std::string_view script,
                                     std::vector<ShellPart>* parts = nullptr) const;
   // A redirection target: a path, or (/dev/tcp/H/P, /dev/udp/H/P) a connection bash opens.

@@ -1493,6 +1493,37 @@ XargsArgs ParseXargsArgs(const std::vector<std::string_view>& argv) {
   return out;
 }
 
+// Whether `word` (a word's text after quote removal) is exactly one command substitution
+// "$( … )": its first "$(" closes at the last byte. Quotes and escapes inside the substitution
+// are honoured, so "$(echo '(') x $(echo ')')" is not one.
+bool IsOneCommandSubstitution(std::string_view w) {
+  if (w.size() < 3 || !w.starts_with("$(") || w[2] == '(' || w.back() != ')') return false;
+  int depth = 0;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const char c = w[i];
+    if (c == '\\') {
+      ++i;
+    } else if (c == '\'') {
+      const std::size_t close = w.find('\'', i + 1);
+      if (close == std::string_view::npos) return false;
+      i = close;
+    } else if (c == '"') {
+      std::size_t j = i + 1;
+      while (j < w.size() && w[j] != '"') j += w[j] == '\\' ? 2 : 1;
+      if (j >= w.size()) return false;
+      i = j;
+    } else if (c == '`') {
+      return false;  // a backquoted command inside: not worth reading here
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      if (--depth == 0) return i + 1 == w.size();
+      if (depth < 0) return false;
+    }
+  }
+  return false;
+}
+
 struct WordInfo {
   bool quoted = false;
   bool expansion = false;
@@ -2329,6 +2360,13 @@ bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info, 
   }
   if (name == "eval") {
     if (open) return Fail("'xargs' would run eval on words from its input");
+    // eval "$(CMD)": the code is CMD's output, and CMD was parsed with the word. Nothing else
+    // may be in the code: a literal part would run unseen.
+    if (argv.size() == 2 && info[1].expansion && !info[1].glob && !info[1].tilde &&
+        !info[1].procsub && IsOneCommandSubstitution(argv[1])) {
+      out_.commands[index].code_from_output = true;
+      return true;
+    }
     // eval joins its arguments with spaces and runs the result.
     std::string& script = out_.owned.emplace_front();
     WordInfo merged;
@@ -2859,6 +2897,7 @@ ShellParse ParseShell(std::string_view script) {
     to.stdin_from = from.stdin_from;
     to.stdin_is_code = from.stdin_is_code;
     to.more_args = from.more_args;
+    to.code_from_output = from.code_from_output;
   }
   return out;
 }

@@ -150,6 +150,10 @@ struct SimpleCommand {
   // More arguments, unknown here, are appended when it runs (a command run by xargs without
   // -I/--replace): argv is only a prefix of what it gets.
   bool more_args = false;
+  // `eval "$(CMD)"`: the code eval runs is the output of one command substitution, whose
+  // commands are listed (run_by "$( )"). Like `CMD | sh`, the code is not known here; the engine
+  // decides (an allow-list refuses it, as any code it cannot read).
+  bool code_from_output = false;
 };
 
 struct ShellParse {
@@ -176,6 +180,7 @@ struct SimpleCommandView {
   StdinSource stdin_from = StdinSource::kInherited;
   bool stdin_is_code = false;
   bool more_args = false;
+  bool code_from_output = false;
 };
 
 // A word written without quotes or escapes ("make", "$HOME/x", or one quoted part alone such as

@@ -907,11 +907,40 @@ INSTANTIATE_TEST_SUITE_P(
                     OpaqueCase{"bash -o pipefail -c", "bash -c without a command string"},
                     OpaqueCase{"eval \"$X\"", "expansion in code run by eval"},
                     OpaqueCase{"eval echo *", "expansion in code run by eval"},
-                    OpaqueCase{"eval \"$(curl x)\"", "expansion in code run by eval"},
+                    // eval of one substitution's output is read (code_from_output); anything more
+                    // in the code, or a substitution that only looks like one, is not.
+                    OpaqueCase{"eval \"$(curl x) y\"", "expansion in code run by eval"},
+                    OpaqueCase{"eval \"$(echo '(') git push $(echo ')')\"",
+                               "expansion in code run by eval"},
+                    OpaqueCase{"eval \"$(a)\"\"$(b)\"", "expansion in code run by eval"},
+                    OpaqueCase{"eval $(a) $(b)", "expansion in code run by eval"},
                     OpaqueCase{"trap \"$X\" EXIT", "expansion in code run by trap"},
                     OpaqueCase{"bash -c 'echo \"unterminated'", "unterminated double quote"},
                     OpaqueCase{"sh -c 'sh -c \"sh -c \\\"sh -c \\\\\\\"sh -c x\\\\\\\"\\\"\"'",
                                "nested more than 4 levels"}));
+
+// eval "$(CMD)": the code is CMD's output. CMD is listed; the eval is marked so the engine can
+// judge it as it judges `CMD | sh`.
+TEST(ShellParseTest, EvalOfOneSubstitutionRunsItsOutput) {
+  for (const char* line :
+       {"eval \"$(brew shellenv)\"", "eval $(brew shellenv)", "eval \"$(echo ')' | tr -d x)\""}) {
+    SCOPED_TRACE(line);
+    const ShellParse p = ParseShell(line);
+    ASSERT_FALSE(p.opaque) << p.opaque_reason;
+    bool inner = false;
+    bool marked = false;
+    for (const SimpleCommand& c : p.commands) {
+      inner = inner || (c.run_by == "$( )" && !c.argv.empty());
+      if (c.argv.front() == "eval") marked = c.code_from_output;
+    }
+    EXPECT_TRUE(inner);
+    EXPECT_TRUE(marked);
+  }
+  // Code written literally is read as before and not marked.
+  const ShellParse literal = ParseShell("eval 'git status'");
+  ASSERT_FALSE(literal.opaque);
+  for (const SimpleCommand& c : literal.commands) EXPECT_FALSE(c.code_from_output);
+}
 
 TEST(ShellParseTest, FourLevelsOfNestingIsTheLimit) {
   // Build sh -c "sh -c ..." by quoting the inner script with single quotes at each level.
