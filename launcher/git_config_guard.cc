@@ -377,12 +377,13 @@ Result<std::vector<GitConfigEntry>> ListGitConfig(std::string_view bytes) {
   }
   (void)::setpgid(pid, pid);
   const auto deadline = Clock::now() + kListTimeout;
-  int status = 0;
+  // Waits without reaping (WNOWAIT), so the group id is still git's when it is killed below.
   bool exited = false;
   long sleep_ns = 200000;  // NOLINT(google-runtime-int): timespec's type
-  while (!exited) {
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) {
+  for (;;) {
+    siginfo_t info{};
+    const int w = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (w == 0 && info.si_pid == pid) {
       exited = true;
       break;
     }
@@ -395,11 +396,10 @@ Result<std::vector<GitConfigEntry>> ListGitConfig(std::string_view bytes) {
     sleep_ns = std::min(sleep_ns * 2, 20000000L);
   }
   ::kill(-pid, SIGKILL);  // whatever it started goes with it
-  if (!exited) {
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return PlainError("git config --list", "did not finish within 10 s; it was killed");
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (!exited) return PlainError("git config --list", "did not finish within 10 s; it was killed");
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::string why = ReadAllFrom(err.get(), 512);
     while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();

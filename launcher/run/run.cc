@@ -495,10 +495,16 @@ class RunDriver {
         return {RunEvent::kFailed, w.error().Message()};
       }
       rec_.violations = CheckPatch(rec_.patch, policy_, binding_);
+      std::vector<std::string> dropped;
+      for (const GitConfigRewrite& r : rec_.git_config_rewrites) {
+        if (!r.reason.empty()) dropped.push_back(r.path + ": (whole file)");
+        for (const std::string& k : r.dropped) dropped.push_back(r.path + ": " + k);
+      }
       log_.Append(broker::audit::Patch({.patch_digest = rec_.patch.sha256,
                                         .files = rec_.patch.files.size(),
                                         .bytes = rec_.patch.patch.size(),
-                                        .violations = rec_.violations.size()}));
+                                        .violations = rec_.violations.size(),
+                                        .git_config_dropped = std::move(dropped)}));
     }
 
     if (b.status == broker::BrokerOutcome::Status::kCancelled) {
