@@ -343,7 +343,10 @@ std::vector<AuditEventSpec> BuildSpecs() {
        {kRequired, "SHA-256 of patch.diff"},
        {{"files", kAuditCount, true, "files changed"},
         {"bytes", kAuditCount, true, "bytes of the patch"},
-        {"violations", kAuditCount, true, "changes that break the profile's path and size rules"}}},
+        {"violations", kAuditCount, true, "changes that break the profile's path and size rules"},
+        {"git_config_dropped", kAuditStringList, false,
+         "keys cagent removed from git configs the sandbox changed, before capture, as "
+         "\"FILE: KEY\" (a replaced unreadable file as \"FILE: (whole file)\")"}}},
       {K::kVerifyTree,
        "verify_tree",
        {A::kCagent},
@@ -861,6 +864,7 @@ AuditEvent Patch(PatchFields f) {
   AuditEvent e = Make(AuditKind::kPatch);
   e.result_digest = std::move(f.patch_digest);
   e.detail = {{"files", f.files}, {"bytes", f.bytes}, {"violations", f.violations}};
+  if (!f.git_config_dropped.empty()) e.detail["git_config_dropped"] = f.git_config_dropped;
   return e;
 }
 

@@ -80,6 +80,9 @@ const char* LayerConsequence(Layer l) {
     case Layer::kGitGuard:
       return "the command can change the workspace's git configuration, hooks and discovery "
              "files, so a later git on the host may run code it planted";
+    case Layer::kGitConfig:
+      return "git configuration the command writes (core.fsmonitor, aliases, filters, hooksPath) "
+             "stays in the workspace's repositories, so a later git on the host may run it";
     case Layer::kSetuidGuard:
       return "setuid/setgid files and file capabilities the command makes stay behind, for a "
              "host step to run";
@@ -103,6 +106,15 @@ std::string StatusName(SandboxOutcome::Kind k) {
       return "exec_failed";
   }
   return "unknown";
+}
+
+// What the git config guard rewrote: the file, the keys it dropped, why it replaced the file whole.
+nlohmann::json GitConfigRewritesJson(const std::vector<GitConfigRewrite>& rewrites) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const GitConfigRewrite& r : rewrites) {
+    out.push_back({{"path", r.path}, {"dropped_keys", r.dropped}, {"reason", r.reason}});
+  }
+  return out;
 }
 
 nlohmann::json LayersJson(const LaunchSpec& spec) {
@@ -358,6 +370,7 @@ nlohmann::json OutcomeJson(const ExecOptions& o, const ExecProfile& profile, con
   j["host_findings"] = out.host_findings;
   j["planted_repositories"] = out.planted_repositories;
   j["cleared_files"] = out.cleared_files;
+  j["git_config_rewrites"] = GitConfigRewritesJson(out.git_config_rewrites);
   j["network"] = std::string(NetworkModeName(spec.network));
   j["details"] = {{"landlock", out.landlock},
                   {"seccomp", out.seccomp},
@@ -555,7 +568,8 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
           "Switch off one layer of confinement, for debugging only (repeatable): fs, pid, "
           "net, ipc, uts, cgroupns, session, die-with-parent, env, fds, caps, rlimits, cgroup, "
           "landlock, seccomp, git-guard (the workspace's git metadata read-only), "
-          "setuid-guard (no setuid/setgid modes, and the sweep after exit). Each is "
+          "setuid-guard (no setuid/setgid modes, and the sweep after exit), git-config (the "
+          "check of git configuration after exit). Each is "
           "reported on stderr and in --json.")
       ->group("Debugging")
       ->allow_extra_args(false);

@@ -76,6 +76,11 @@ bool RunRecord::verification_failed() const {
 }
 
 json RunRecord::ToJson() const {
+  json config_rewrites = json::array();
+  for (const GitConfigRewrite& r : git_config_rewrites) {
+    config_rewrites.push_back(
+        {{"path", r.path}, {"dropped_keys", r.dropped}, {"reason", r.reason}});
+  }
   json files = json::array();
   for (const auto& f : patch.files) {
     files.push_back({{"path", f.path},
@@ -163,7 +168,8 @@ json RunRecord::ToJson() const {
         {"git_guard", git_guard},
         {"host_findings", host_findings},
         {"planted_repositories", planted_repositories},
-        {"cleared_files", cleared_files}}},
+        {"cleared_files", cleared_files},
+        {"git_config_rewrites", config_rewrites}}},
       {"event_log", run_dir + "/events.jsonl"},
       {"event_log_entries", event_log_entries},
       {"event_log_head", event_log_head},
@@ -489,10 +495,16 @@ class RunDriver {
         return {RunEvent::kFailed, w.error().Message()};
       }
       rec_.violations = CheckPatch(rec_.patch, policy_, binding_);
+      std::vector<std::string> dropped;
+      for (const GitConfigRewrite& r : rec_.git_config_rewrites) {
+        if (!r.reason.empty()) dropped.push_back(r.path + ": (whole file)");
+        for (const std::string& k : r.dropped) dropped.push_back(r.path + ": " + k);
+      }
       log_.Append(broker::audit::Patch({.patch_digest = rec_.patch.sha256,
                                         .files = rec_.patch.files.size(),
                                         .bytes = rec_.patch.patch.size(),
-                                        .violations = rec_.violations.size()}));
+                                        .violations = rec_.violations.size(),
+                                        .git_config_dropped = std::move(dropped)}));
     }
 
     if (b.status == broker::BrokerOutcome::Status::kCancelled) {
@@ -575,6 +587,7 @@ class RunDriver {
     rec_.host_findings = session.sandbox.host_findings;
     rec_.planted_repositories = session.sandbox.planted_repositories;
     rec_.cleared_files = session.sandbox.cleared_files;
+    rec_.git_config_rewrites = session.sandbox.git_config_rewrites;
   }
 
   // verifying: the profile's commands on a fresh checkout of base + patch, never the agent's

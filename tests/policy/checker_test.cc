@@ -698,7 +698,7 @@ TEST(CheckerExamples, FailedExampleSaysWhereTheDecidingRuleIs) {
             "deny\n"
             "    allow command \"git push\"\n"
             "          ^~~~~~~\n"
-            "  hint: decided by rule 'commands: deny git push' at <built-in>/base.cagent:56:8: "
+            "  hint: decided by rule 'commands: deny git push' at <built-in>/base.cagent:58:8: "
             "pushing publishes the work; cagent captures your change as a patch that the user "
             "reviews and applies, so commit locally and finish\n"
             "test.cagent:7:8: error: example failed: expected deny for command \"git gc\", got "

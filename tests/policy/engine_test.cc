@@ -583,30 +583,23 @@ TEST_F(ShellTest, EmptyScriptIsDenied) {
 }
 
 TEST_F(ShellTest, RedirectionTargetsAreCheckedAsWrites) {
-  const char* git_config = "filesystem: deny write .git/config";
-  EXPECT_DENY(engine_->Shell("echo x > .git/config"), git_config);
-  EXPECT_DENY(engine_->Shell("echo x >> .git/config"), git_config);
-  EXPECT_DENY(engine_->Shell("echo x 2> .git/config"), git_config);
-  EXPECT_DENY(engine_->Shell("echo x &> .git/config"), git_config);
-  EXPECT_DENY(engine_->Shell("echo x >| .git/config"), git_config);
+  const char* attributes = "filesystem: deny write .git/info/attributes";
+  EXPECT_DENY(engine_->Shell("echo x > .git/info/attributes"), attributes);
+  EXPECT_DENY(engine_->Shell("echo x >> .git/info/attributes"), attributes);
+  EXPECT_DENY(engine_->Shell("echo x 2> .git/info/attributes"), attributes);
+  EXPECT_DENY(engine_->Shell("echo x &> .git/info/attributes"), attributes);
+  EXPECT_DENY(engine_->Shell("echo x >| .git/info/attributes"), attributes);
   // Spelled differently, the same path.
-  EXPECT_DENY(engine_->Shell("echo x > ./.git/config"), git_config);
-  EXPECT_DENY(engine_->Shell("echo x > .git//config"), git_config);
-  EXPECT_DENY(engine_->Shell("echo x > src/../.git/config"), git_config);
-  EXPECT_DENY(engine_->Shell("echo x > /workspace/.git/config"), git_config);
+  EXPECT_DENY(engine_->Shell("echo x > ./.git/info/attributes"), attributes);
+  EXPECT_DENY(engine_->Shell("echo x > .git//info/attributes"), attributes);
+  EXPECT_DENY(engine_->Shell("echo x > src/../.git/info/attributes"), attributes);
+  EXPECT_DENY(engine_->Shell("echo x > /workspace/.git/info/attributes"), attributes);
   EXPECT_DENY(engine_->Shell("echo x > .git/hooks/pre-commit"),
               "filesystem: deny write .git/hooks/**");
   EXPECT_DENY(engine_->Shell("ls && echo x > .gitmodules"), "filesystem: deny write .gitmodules");
-  // Where the mount view forbids writing.
-  EXPECT_DENY(engine_->Shell("echo x > /usr/bin/ls"), "filesystem: read-only /usr");
-  EXPECT_DENY(engine_->Shell("echo x > /etc/shadow"), "filesystem: hide /etc/shadow");
-  EXPECT_DENY(engine_->Shell("echo x > ../outside"), kOutside);
-  EXPECT_DENY(engine_->Shell("echo x > /root/x"), kOutside);
-  // Allowed targets leave the command's decision standing.
-  EXPECT_ALLOW(engine_->Shell("echo x > notes.txt"), kBaseLook);
-  EXPECT_ALLOW(engine_->Shell("cargo test > /tmp/log 2>&1"), kBackendBuild);
-  EXPECT_ALLOW(engine_->Shell("cargo test 2> /dev/null"), kBackendBuild);
-  EXPECT_ALLOW(engine_->Shell("git status > .git/status.txt"), kBaseGit);
+  // .git/config is git's to rewrite (git config, git branch -D); cagent checks it after the
+  // sandbox instead (launcher/git_config_guard.h).
+  EXPECT_EQ(engine_->Shell("echo x > .git/config").verdict, Verdict::kAllow);
 }
 
 TEST_F(ShellTest, RedirectionSourcesAreCheckedAsReads) {
@@ -827,8 +820,8 @@ TEST(Bindings, WorkspaceAndHomeComeFromTheRun) {
   EXPECT_DENY(e.Path(Access::kRead, "../other/x"), kOutside);
   // Workspace globs are relative to the bound workspace.
   EXPECT_DENY(e.Path(Access::kRead, "/home/alice/src/proj/.env"), "filesystem: deny **/.env");
-  EXPECT_DENY(e.Path(Access::kWrite, "/home/alice/src/proj/.git/config"),
-              "filesystem: deny write .git/config");
+  EXPECT_DENY(e.Path(Access::kWrite, "/home/alice/src/proj/.git/hooks/pre-commit"),
+              "filesystem: deny write .git/hooks/**");
   EXPECT_DENY(e.Decide(Request::ToolCall(Tool::kWriteFile, "/workspace/a.rs")), kOutside);
   EXPECT_ALLOW(e.Decide(Request::ToolCall(Tool::kWriteFile, "/home/alice/src/proj/a.rs")),
                kWorkspaceRw);
@@ -978,8 +971,8 @@ TEST_F(BackendTest, RunCommandIsJudgedAsAShellString) {
   EXPECT_ALLOW(Tool(Tool::kRunCommand, {}, "git diff | grep fn"), kBaseGit);
   EXPECT_DENY(Tool(Tool::kRunCommand, {}, "git push"), kBaseGitDeny);
   EXPECT_DENY(Tool(Tool::kRunCommand, {}, "pip install x"), kOutside);
-  EXPECT_DENY(Tool(Tool::kRunCommand, {}, "ls > .git/config"),
-              "filesystem: deny write .git/config");
+  EXPECT_DENY(Tool(Tool::kRunCommand, {}, "ls > .git/info/attributes"),
+              "filesystem: deny write .git/info/attributes");
   // The command inside a substitution is judged: reading .env is denied by its path rule only
   // through a redirection; `cat .env` itself is a cat (the view decides what it can read).
   EXPECT_ALLOW(Tool(Tool::kRunCommand, {}, "echo $(cat README)"), kBaseLook);
