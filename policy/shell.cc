@@ -81,9 +81,9 @@ constexpr std::array<bool, 256> kPlainWordByte = [] {
 }();
 bool IsPlainWordByte(char c) { return kPlainWordByte[static_cast<unsigned char>(c)]; }
 
-enum class TokKind { kWord, kSeparator, kLParen, kRParen, kRedirect, kEnd };
+enum class TokKind : std::uint8_t { kWord, kSeparator, kLParen, kRParen, kRedirect, kEnd };
 
-enum class RedirKind {
+enum class RedirKind : std::uint8_t {
   kRead,        // <
   kWrite,       // > >> >| &> &>>
   kReadWrite,   // <>
@@ -107,7 +107,6 @@ struct ShellToken {
   bool adjacent = false;    // no blank between this token and the previous one
   bool procsub = false;     // the word is one process substitution <( ) or >( )
   bool brace = false;       // brace expansion: its words are brace_words[brace_begin, brace_end)
-  bool untrusted = false;   // holds '[' or an expansion: not a plain literal (arithmetic check)
   bool other_fd = false;    // kRedirect: of a descriptor other than 0/1 (3<file), given by number
   // Substitutions run when the word is expanded: LexedScript::subs[sub_begin, sub_end). For a
   // here-document delimiter, those of its body.
@@ -612,7 +611,6 @@ bool ShellLexer::LexProcessSubstitution(bool adjacent) {
   tok.kind = TokKind::kWord;
   tok.adjacent = adjacent;
   tok.expansion = true;
-  tok.untrusted = true;
   tok.procsub = true;
   const std::size_t begin = i_;
   tok.sub_begin = static_cast<std::uint32_t>(lx_->subs.size());
@@ -730,9 +728,6 @@ bool ShellLexer::LexWord(ShellToken& tok) {
   }
   tok.text = text.view();
   tok.sub_end = static_cast<std::uint32_t>(lx_->subs.size());
-  if (tok.expansion || tok.glob || tok.text.find('[') != std::string_view::npos) {
-    tok.untrusted = true;
-  }
   // NAME=value or NAME+=value, with NAME and '=' unquoted.
   std::size_t eq = tok.text.find('=');
   if (eq != std::string::npos && eq > 0 && (special_at == std::string::npos || eq < special_at)) {
@@ -1179,6 +1174,15 @@ bool ShellLexer::ExpandBraces(std::size_t begin, bool substitutes, ShellToken& t
   return true;
 }
 
+// The first bytes of the wrappers' names (FindWrapper) and of the shells' (IsShellName).
+constexpr std::array<bool, 256> StartTable(std::string_view firsts) {
+  std::array<bool, 256> t{};
+  for (const char c : firsts) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}
+constexpr std::array<bool, 256> kWrapperStart = StartTable("tnsiec");
+constexpr std::array<bool, 256> kShellStart = StartTable("sbdakmzr");
+
 bool IsShellName(std::string_view argv0) {
   const std::size_t slash = argv0.rfind('/');
   const std::string_view base = slash == std::string_view::npos ? argv0 : argv0.substr(slash + 1);
@@ -1582,6 +1586,7 @@ class ShellParser {
   ShellParser(const LexedScript& script, int string_depth, ParseState& st, bool bash)
       : lx_(script),
         toks_(script.tokens),
+        end_(script.tokens.size()),
         string_depth_(string_depth),
         bash_(bash),
         st_(st),
@@ -1605,7 +1610,7 @@ class ShellParser {
   }
   [[nodiscard]] const ShellToken& Peek(std::size_t ahead = 0) const {
     const std::size_t k = pos_ + ahead;
-    return k < toks_.size() && k < limit_ ? toks_[k] : toks_.back();
+    return k < end_ ? toks_[k] : toks_.back();
   }
   [[nodiscard]] bool PeekBareWord(std::string_view w) const {
     return Peek().kind == TokKind::kWord && !Peek().quoted && Peek().text == w;
@@ -1635,9 +1640,16 @@ class ShellParser {
   bool ParseRedirect(SimpleCommandView& cmd);
   bool ParseSimpleCommand();
   // Parses the substitutions a word holds; their commands are added with run_by naming them.
-  bool RunSubstitutions(const ShellToken& t);
+  bool RunSubstitutions(const ShellToken& t) {
+    return t.sub_begin == t.sub_end || dash_reading_ || ParseSubstitutions(t);
+  }
+  bool ParseSubstitutions(const ShellToken& t);
   bool Inspect(std::size_t index, const std::vector<WordInfo>& info, bool open);
   bool InspectDeclaration(std::size_t index, const std::vector<WordInfo>& info);
+  bool InspectLet(const std::vector<std::string_view>& argv);
+  bool InspectTest(const std::vector<std::string_view>& argv);
+  bool InspectEval(std::size_t index, const std::vector<WordInfo>& info, bool open);
+  bool InspectTrap(std::size_t index, const std::vector<WordInfo>& info);
   bool InspectReaders(std::size_t index);
   bool InspectShell(std::size_t index, const std::vector<WordInfo>& info, bool open);
   // Adds the command a wrapper at `index` runs (timeout 60 make: make) after it, and inspects it.
@@ -1714,8 +1726,8 @@ class ShellParser {
   const LexedScript& lx_;
   const std::vector<ShellToken>& toks_;
   std::size_t pos_ = 0;
-  // Tokens from here on read as the end (the sh reading of a [[ ]] test).
-  std::size_t limit_ = std::numeric_limits<std::size_t>::max();
+  // Tokens from here on read as the end: toks_.size(), or less while reading a [[ ]] test as sh.
+  std::size_t end_;
   // The words of the simple command being parsed, kept from one command to the next to save
   // allocating it for each (Inspect is done with it before the next command starts).
   std::vector<WordInfo> info_;
@@ -1737,6 +1749,7 @@ bool ShellParser::StickAssigned(std::size_t from) {
 }
 
 bool ShellParser::CheckArithmeticNames() {
+  if (st_.names.arithmetic.empty() || st_.names.untrusted.empty()) return true;
   std::vector<std::string_view> read = st_.names.arithmetic;
   std::vector<std::string_view> set = st_.names.untrusted;
   std::sort(read.begin(), read.end());
@@ -1798,7 +1811,9 @@ bool ShellParser::ParseList(unsigned ends, unsigned* stop) {
     }
     const std::size_t first = out_.commands.size();
     if (!ParseCommand()) return false;
-    const bool piped = PeekSeparator("|") || PeekSeparator("|&");
+    const ShellToken& sep = Peek();
+    const bool piped = sep.kind == TokKind::kSeparator && sep.text[0] == '|' &&
+                       (sep.text.size() == 1 || sep.text[1] == '&');
     if (pipeline == 0 && piped) {
       pipeline = ++st_.pipelines;
       stage = 0;
@@ -1834,14 +1849,31 @@ bool ShellParser::ParseCommand() {
     }
     return ParseGroup(kStopParen);
   }
-  if (t.kind == TokKind::kWord && !t.quoted && t.text.size() <= 5) {
+  if (t.kind == TokKind::kWord && !t.quoted && !t.text.empty() && t.text.size() <= 5) {
     const std::string_view w = t.text;
-    if (w == "{") return ParseGroup(kStopBrace);
-    if (w == "if") return ParseIf();
-    if (w == "while" || w == "until") return ParseLoop();
-    if (w == "for") return ParseFor();
-    if (w == "case") return ParseCase();
-    if (w == "[[" && !dash_reading_) return ParseTest();
+    switch (w[0]) {
+      case '{':
+        if (w.size() == 1) return ParseGroup(kStopBrace);
+        break;
+      case 'i':
+        if (w == "if") return ParseIf();
+        break;
+      case 'w':
+      case 'u':
+        if (w == "while" || w == "until") return ParseLoop();
+        break;
+      case 'f':
+        if (w == "for") return ParseFor();
+        break;
+      case 'c':
+        if (w == "case") return ParseCase();
+        break;
+      case '[':
+        if (w == "[[" && !dash_reading_) return ParseTest();
+        break;
+      default:
+        break;
+    }
   }
   return ParseSimpleCommand();
 }
@@ -1915,7 +1947,8 @@ bool ShellParser::ParseFor() {
     while (Peek().kind == TokKind::kWord) {
       const ShellToken& w = Peek();
       if (!RunSubstitutions(w)) return false;
-      untrusted = untrusted || w.untrusted || w.brace || w.tilde;
+      untrusted = untrusted || w.expansion || w.glob || w.brace || w.tilde ||
+                  w.text.find('[') != std::string_view::npos;
       ++pos_;
     }
     if (!PeekSeparator(";") && !PeekSeparator("\n")) {
@@ -1984,7 +2017,7 @@ bool ShellParser::ParseTest() {
   bool redirections = false;
   bool parens = false;
   for (;; ++close) {
-    if (close >= limit_ || close >= toks_.size() || toks_[close].kind == TokKind::kEnd) {
+    if (close >= end_ || toks_[close].kind == TokKind::kEnd) {
       return Fail("unterminated [[ ]] test: missing ']]'");
     }
     const ShellToken& t = toks_[close];
@@ -2029,14 +2062,14 @@ bool ShellParser::ParseTest() {
   if (!bash_ && (separators || redirections)) {
     // sh (dash) has no [[: `[[ a || b ]]` runs `[[ a` and then `b ]]`.
     const std::size_t dash_first = out_.commands.size();
-    const std::size_t saved_limit = limit_;
+    const std::size_t saved_end = end_;
     pos_ = open;
-    limit_ = close + 1;
+    end_ = close + 1;
     dash_reading_ = true;
     unsigned stop = 0;
     const bool ok = ParseList(kStopEnd, &stop);
     dash_reading_ = false;
-    limit_ = saved_limit;
+    end_ = saved_end;
     pos_ = close + 1;
     if (!ok) return false;
     for (std::size_t k = dash_first; k < out_.commands.size(); ++k) {
@@ -2179,8 +2212,7 @@ bool ShellParser::ParseRedirect(SimpleCommandView& cmd) {
   return true;
 }
 
-bool ShellParser::RunSubstitutions(const ShellToken& t) {
-  if (t.sub_begin == t.sub_end || dash_reading_) return true;
+bool ShellParser::ParseSubstitutions(const ShellToken& t) {
   for (std::uint32_t k = t.sub_begin; k < t.sub_end; ++k) {
     const Substitution& sub = lx_.subs[k];
     const std::size_t first = out_.commands.size();
@@ -2205,7 +2237,7 @@ bool ShellParser::ParseSimpleCommand() {
   // At most this many words (arguments, assignments, redirection targets) before the next
   // separator; reserving for them saves growing argv and info one word at a time.
   std::size_t words = 0;
-  for (std::size_t k = pos_; k < toks_.size() && k < limit_; ++k) {
+  for (std::size_t k = pos_; k < end_; ++k) {
     if (toks_[k].kind == TokKind::kWord) {
       ++words;
     } else if (toks_[k].kind != TokKind::kRedirect) {
@@ -2302,18 +2334,18 @@ bool ShellParser::ParseSimpleCommand() {
   if (!Charge(cmd.argv.size() + cmd.assignments.size() + cmd.writes.size() + cmd.reads.size())) {
     return Fail(kTooComplex);
   }
-  SimpleCommandView as_written;
-  if (braces) {
-    as_written = cmd;
-    as_written.argv = std::move(literal);
-    if (!Charge(as_written.argv.size() + as_written.assignments.size() + as_written.writes.size() +
-                as_written.reads.size())) {
-      return Fail(kTooComplex);
-    }
+  if (!braces) {
+    out_.commands.push_back(std::move(cmd));
+    return Inspect(out_.commands.size() - 1, info, false);
+  }
+  SimpleCommandView as_written = cmd;
+  as_written.argv = std::move(literal);
+  if (!Charge(as_written.argv.size() + as_written.assignments.size() + as_written.writes.size() +
+              as_written.reads.size())) {
+    return Fail(kTooComplex);
   }
   out_.commands.push_back(std::move(cmd));
   if (!Inspect(out_.commands.size() - 1, info, false)) return false;
-  if (!braces) return true;
   out_.commands.push_back(std::move(as_written));
   return Inspect(out_.commands.size() - 1, literal_info, false);
 }
@@ -2328,74 +2360,130 @@ bool ShellParser::Inspect(std::size_t index, const std::vector<WordInfo>& info, 
   if (open) out_.commands[index].more_args = true;
   const std::vector<std::string_view>& argv = out_.commands[index].argv;
   const std::string_view name = argv[0];
-  if (name == "export" || name == "readonly" || name == "declare" || name == "typeset" ||
-      name == "local" || name == "unset") {
-    return InspectDeclaration(index, info);
-  }
-  if (name == "read" || name == "mapfile" || name == "readarray" || name == "getopts" ||
-      name == "printf") {
-    return InspectReaders(index);
-  }
-  if (name == "let") {
-    const std::size_t assigned = st_.names.assigned.size();
-    for (std::size_t k = 1; k < argv.size(); ++k) {
-      if (!CheckArithmeticWord(argv[k])) return false;
-    }
-    return StickAssigned(assigned);
-  }
-  if (name == "test" || name == "[") {
-    // bash's test -v NAME[i] evaluates the subscript.
-    for (std::size_t k = 1; k + 1 < argv.size(); ++k) {
-      if (argv[k] == "-v" && !CheckSubscript(argv[k + 1])) return false;
-    }
-    return true;
-  }
-  if (name == "alias") {
-    for (std::size_t k = 1; k < argv.size(); ++k) {
-      if (argv[k].find('=') != std::string_view::npos) {
-        return Fail("alias definitions change how later commands are parsed");
-      }
-    }
-    return true;
-  }
-  if (name == "eval") {
-    if (open) return Fail("'xargs' would run eval on words from its input");
-    // eval "$(CMD)": the code is CMD's output, and CMD was parsed with the word. Nothing else
-    // may be in the code: a literal part would run unseen.
-    if (argv.size() == 2 && info[1].expansion && !info[1].glob && !info[1].tilde &&
-        !info[1].procsub && IsOneCommandSubstitution(argv[1])) {
-      out_.commands[index].code_from_output = true;
-      return true;
-    }
-    // eval joins its arguments with spaces and runs the result.
-    std::string& script = out_.owned.emplace_front();
-    WordInfo merged;
-    for (std::size_t k = 1; k < argv.size(); ++k) {
-      if (k > 1) script += ' ';
-      script += argv[k];
-      merged.expansion = merged.expansion || info[k].expansion;
-      merged.glob = merged.glob || info[k].glob;
-      merged.tilde = merged.tilde || info[k].tilde;
-    }
-    return ParseString(script, merged, "eval", bash_);
-  }
-  if (name == "trap") {
-    // trap [--] action condition...: the action runs later as shell code.
-    std::size_t k = 1;
-    if (k < argv.size() && argv[k] == "--") ++k;
-    if (k + 1 < argv.size() && argv[k] != "-" && !(argv[k].size() > 1 && argv[k][0] == '-')) {
-      return ParseString(argv[k], info[k], "trap", bash_);
-    }
-    return true;
-  }
-  if (name == "source" || name == ".") return LookThroughSource(index, info, open);
   const std::string_view base = BaseName(name);
-  if (const WrapperSpec* wrapper = FindWrapper(base)) {
-    return LookThrough(index, info, *wrapper, open);
+  if (base.empty()) return true;
+  // Builtins by their exact name; commands looked through by name or by a path ending in it.
+  // Told apart by the first byte first: most commands are none of them.
+  const bool path = base.size() != name.size();
+  switch (base[0]) {
+    case 'e':
+      if (!path && base == "export") return InspectDeclaration(index, info);
+      if (!path && base == "eval") return InspectEval(index, info, open);
+      break;
+    case 'r':
+      if (!path && (base == "readonly")) return InspectDeclaration(index, info);
+      if (!path && (base == "read" || base == "readarray")) return InspectReaders(index);
+      break;
+    case 'd':
+      if (!path && base == "declare") return InspectDeclaration(index, info);
+      break;
+    case 't':
+      if (!path && base == "typeset") return InspectDeclaration(index, info);
+      if (!path && base == "test") return InspectTest(argv);
+      if (!path && base == "trap") return InspectTrap(index, info);
+      break;
+    case 'l':
+      if (!path && base == "local") return InspectDeclaration(index, info);
+      if (!path && base == "let") return InspectLet(argv);
+      break;
+    case 'u':
+      if (!path && base == "unset") return InspectDeclaration(index, info);
+      break;
+    case 'm':
+      if (!path && base == "mapfile") return InspectReaders(index);
+      break;
+    case 'g':
+      if (!path && base == "getopts") return InspectReaders(index);
+      break;
+    case 'p':
+      if (!path && base == "printf") return InspectReaders(index);
+      break;
+    case '[':
+      if (!path && base == "[") return InspectTest(argv);
+      break;
+    case 'a':
+      if (!path && base == "alias") {
+        for (std::size_t k = 1; k < argv.size(); ++k) {
+          if (argv[k].find('=') != std::string_view::npos) {
+            return Fail("alias definitions change how later commands are parsed");
+          }
+        }
+        return true;
+      }
+      break;
+    case 's':
+      if (!path && base == "source") return LookThroughSource(index, info, open);
+      break;
+    case '.':
+      if (!path && base == ".") return LookThroughSource(index, info, open);
+      break;
+    case 'x':
+      if (base == "xargs") return LookThroughXargs(index, info, open);
+      break;
+    case 'f':
+      if (base == "find") return LookThroughFind(index, info, open);
+      break;
+    default:
+      break;
   }
-  if (base == "xargs") return LookThroughXargs(index, info, open);
-  if (base == "find") return LookThroughFind(index, info, open);
-  if (IsShellName(name)) return InspectShell(index, info, open);
+  if (std::string_view("tnsiec").find(base[0]) != std::string_view::npos) {
+    if (const WrapperSpec* wrapper = FindWrapper(base)) {
+      return LookThrough(index, info, *wrapper, open);
+    }
+  }
+  if (std::string_view("sbdakmzr").find(base[0]) != std::string_view::npos && IsShellName(base)) {
+    return InspectShell(index, info, open);
+  }
+  return true;
+}
+
+bool ShellParser::InspectLet(const std::vector<std::string_view>& argv) {
+  const std::size_t assigned = st_.names.assigned.size();
+  for (std::size_t k = 1; k < argv.size(); ++k) {
+    if (!CheckArithmeticWord(argv[k])) return false;
+  }
+  return StickAssigned(assigned);
+}
+
+// bash's test -v NAME[i] evaluates the subscript.
+bool ShellParser::InspectTest(const std::vector<std::string_view>& argv) {
+  for (std::size_t k = 1; k + 1 < argv.size(); ++k) {
+    if (argv[k] == "-v" && !CheckSubscript(argv[k + 1])) return false;
+  }
+  return true;
+}
+
+// eval joins its arguments with spaces and runs the result.
+bool ShellParser::InspectEval(std::size_t index, const std::vector<WordInfo>& info, bool open) {
+  if (open) return Fail("'xargs' would run eval on words from its input");
+  const std::vector<std::string_view>& argv = out_.commands[index].argv;
+  // eval "$(CMD)": the code is CMD's output, and CMD was parsed with the word. Nothing else may
+  // be in the code: a literal part would run unseen.
+  if (argv.size() == 2 && info[1].expansion && !info[1].glob && !info[1].tilde &&
+      !info[1].procsub && IsOneCommandSubstitution(argv[1])) {
+    out_.commands[index].code_from_output = true;
+    return true;
+  }
+  std::string& script = out_.owned.emplace_front();
+  WordInfo merged;
+  for (std::size_t k = 1; k < argv.size(); ++k) {
+    if (k > 1) script += ' ';
+    script += argv[k];
+    merged.expansion = merged.expansion || info[k].expansion;
+    merged.glob = merged.glob || info[k].glob;
+    merged.tilde = merged.tilde || info[k].tilde;
+  }
+  return ParseString(script, merged, "eval", bash_);
+}
+
+// trap [--] action condition...: the action runs later as shell code.
+bool ShellParser::InspectTrap(std::size_t index, const std::vector<WordInfo>& info) {
+  const std::vector<std::string_view>& argv = out_.commands[index].argv;
+  std::size_t k = 1;
+  if (k < argv.size() && argv[k] == "--") ++k;
+  if (k + 1 < argv.size() && argv[k] != "-" && !(argv[k].size() > 1 && argv[k][0] == '-')) {
+    return ParseString(argv[k], info[k], "trap", bash_);
+  }
   return true;
 }
 
