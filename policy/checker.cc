@@ -1161,6 +1161,19 @@ Result<ArgPattern> CompileArgPattern(const Value& value) {
   } else if (auto st = add(value); !st) {
     return st.error();
   }
+  // A byte every alternative needs lets a word be rejected with one memchr; the rarer in
+  // command lines the better, so these are tried first.
+  if (out.alternatives.size() > 1 || !out.alternatives.front().IsLiteral()) {
+    constexpr std::string_view kCandidates = "$~@/.=_-:";
+    for (const char c : kCandidates) {
+      const auto b = static_cast<unsigned char>(c);
+      if (std::all_of(out.alternatives.begin(), out.alternatives.end(),
+                      [b](const WordGlob& g) { return g.RequiresByte(b); })) {
+        out.required = b;
+        break;
+      }
+    }
+  }
   return out;
 }
 

@@ -83,6 +83,9 @@ struct ArgPattern {
   // element, never the last, never two in a row (the checker refuses them). `deny find ... -delete`
   // matches find with -delete at any position after the name.
   bool any_run = false;
+  // A byte every alternative requires ('/' for `(*/.ssh | */.aws/*)`), or 0: a word without it
+  // cannot match, which one memchr tells before any glob runs. Set by CompileArgPattern.
+  unsigned char required = 0;
   // `workspace:GLOB` as the first element: a program inside the workspace, run by a relative path
   // (it contains '/', does not start with '/' or '~', has no ".." component). The one alternative
   // matches that path normalised: "./build//t" is "build/t". The engine also requires that no
