@@ -650,6 +650,8 @@ class Auditor {
         it = groups.end() - 1;
       }
       it->texts.push_back(e.text);
+      // The statement's first word, not whichever word's change came first.
+      if (loc.valid() && loc.col < it->loc.col) it->loc = loc;
     }
     for (const Group& g : groups) {
       std::string list;
