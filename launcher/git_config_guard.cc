@@ -532,7 +532,7 @@ Status ReplaceAt(int dfd, const std::string& dir, const char* name, const std::s
       ::openat(dfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (!fd.valid()) return ErrnoError("create '" + dir + "/" + tmp + "'");
   auto fail = [&](const std::string& what) {
-    const Error e = ErrnoError(what);
+    Error e = ErrnoError(what);
     ::unlinkat(dfd, tmp.c_str(), 0);
     return e;
   };

@@ -84,8 +84,9 @@ Status AcknowledgeDowngrades(const std::string& home, const std::vector<std::str
   }
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ec);
-  if (ec)
+  if (ec) {
     return PlainError("create " + std::filesystem::path(file).parent_path().string(), ec.message());
+  }
   std::string text =
       "# Downgrades cagent no longer warns about on the terminal (`cagent doctor --acknowledge "
       "LAYER`).\n# They are still recorded in --json output, result.json and session records.\n";
