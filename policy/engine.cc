@@ -260,20 +260,14 @@ std::optional<UrlTarget> UrlIn(std::string_view arg) {
   if (sep == std::string_view::npos || sep == 0 || sep > 8) return std::nullopt;
   std::string scheme(arg.substr(0, sep));
   for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::uint16_t port = 0;
-  if (scheme == "http" || scheme == "ws") {
-    port = 80;
-  } else if (scheme == "https" || scheme == "wss") {
-    port = 443;
-  } else if (scheme == "ftp") {
-    port = 21;
-  } else if (scheme == "file") {
-    return std::nullopt;  // a local file
-  } else if (std::all_of(scheme.begin(), scheme.end(), [](char c) { return std::isalpha(c); })) {
-    port = 443;  // another scheme: judged as a connection all the same
-  } else {
-    return std::nullopt;
+  if (scheme == "file" ||
+      !std::all_of(scheme.begin(), scheme.end(), [](char c) { return std::isalpha(c) != 0; })) {
+    return std::nullopt;  // a local file, or not a URL
   }
+  // http and ws on 80, ftp on 21; every other scheme (https, wss, ...) is judged on 443.
+  std::uint16_t port = 443;
+  if (scheme == "http" || scheme == "ws") port = 80;
+  if (scheme == "ftp") port = 21;
   std::string_view authority = arg.substr(sep + 3);
   authority = authority.substr(0, authority.find_first_of("/?#"));
   if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {

@@ -283,7 +283,8 @@ bool CheckArithmetic(std::string_view e, NameLists& names, std::string& why) {
     return false;
   }
   if (assigns) {
-    names.assigned.insert(names.assigned.end(), names.arithmetic.begin() + first_name,
+    names.assigned.insert(names.assigned.end(),
+                          names.arithmetic.begin() + static_cast<std::ptrdiff_t>(first_name),
                           names.arithmetic.end());
   }
   return true;
@@ -977,11 +978,11 @@ bool BraceSequence(std::string_view inner, std::vector<std::string>* items, bool
       at = dots + 2;
     }
   };
-  const auto integer = [](std::string_view s, long long* v) {
+  const auto integer = [](std::string_view s, std::int64_t* v) {
     if (s.empty() || s.size() > 18) return false;
     std::size_t k = (s[0] == '-' || s[0] == '+') ? 1 : 0;
     if (k == s.size()) return false;
-    long long n = 0;
+    std::int64_t n = 0;
     for (std::size_t j = k; j < s.size(); ++j) {
       if (!IsDigit(s[j])) return false;
       n = n * 10 + (s[j] - '0');
@@ -993,25 +994,25 @@ bool BraceSequence(std::string_view inner, std::vector<std::string>* items, bool
   std::vector<std::string_view> parts;
   split(inner, parts);
   if (parts.size() != 2 && parts.size() != 3) return false;
-  long long step = 1;
+  std::int64_t step = 1;
   if (parts.size() == 3 && !integer(parts[2], &step)) return false;
-  step = std::llabs(step);
+  step = (step < 0 ? -step : step);
   if (step == 0) step = 1;
-  long long from = 0;
-  long long to = 0;
+  std::int64_t from = 0;
+  std::int64_t to = 0;
   const bool letters = parts[0].size() == 1 && parts[1].size() == 1 && IsNameStart(parts[0][0]) &&
                        IsNameStart(parts[1][0]) && parts[0][0] != '_' && parts[1][0] != '_';
   if (letters) {
     const bool lower0 = parts[0][0] >= 'a';
     const bool lower1 = parts[1][0] >= 'a';
     if (lower0 != lower1) return false;  // {Z..a} passes through [ \ ] ^ _ `
-    from = parts[0][0];
-    to = parts[1][0];
+    from = static_cast<unsigned char>(parts[0][0]);
+    to = static_cast<unsigned char>(parts[1][0]);
   } else if (!integer(parts[0], &from) || !integer(parts[1], &to)) {
     return false;
   }
-  const long long count = (from <= to ? to - from : from - to) / step + 1;
-  if (count > static_cast<long long>(kMaxBraceWords)) {
+  const std::int64_t count = (from <= to ? to - from : from - to) / step + 1;
+  if (count > static_cast<std::int64_t>(kMaxBraceWords)) {
     *too_many = true;
     return true;
   }
@@ -1020,11 +1021,12 @@ bool BraceSequence(std::string_view inner, std::vector<std::string>* items, bool
   for (int e = 0; e < 2 && !letters; ++e) {
     const std::string_view p = parts[e];
     const std::size_t digits = p[0] == '-' || p[0] == '+' ? 1 : 0;
-    if (p.size() > digits + 1 && p[digits] == '0')
+    if (p.size() > digits + 1 && p[digits] == '0') {
       width = std::max({width, parts[0].size(), parts[1].size()});
+    }
   }
-  for (long long k = 0; k < count; ++k) {
-    const long long v = from <= to ? from + k * step : from - k * step;
+  for (std::int64_t k = 0; k < count; ++k) {
+    const std::int64_t v = from <= to ? from + k * step : from - k * step;
     if (letters) {
       items->emplace_back(1, static_cast<char>(v));
       continue;
@@ -1930,8 +1932,9 @@ bool ShellParser::ParseFor() {
   if (!Enter()) return false;
   const std::size_t first = out_.commands.size();
   ++pos_;
-  if (Peek().kind == TokKind::kLParen)
+  if (Peek().kind == TokKind::kLParen) {
     return Fail("arithmetic for loop for (( )) is not supported");
+  }
   const ShellToken& var = Peek();
   if (var.kind != TokKind::kWord || var.quoted || !IsName(var.text)) {
     return Fail("a for loop's variable must be a plain name");
