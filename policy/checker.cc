@@ -570,7 +570,11 @@ class Checker {
     }
     if (!NoBlock(ex) || !Args(ex, 1, "one quoted command line")) return;
     ShellParse parsed = ParseShell(ex.args[0].text);
-    if (parsed.opaque || parsed.commands.size() != 1) {
+    // Commands another command runs (find -exec, a wrapper's, a $( )'s: run_by set) come with
+    // it; the example is the one command of the line itself.
+    const auto own = std::count_if(parsed.commands.begin(), parsed.commands.end(),
+                                   [](const SimpleCommand& c) { return c.run_by.empty(); });
+    if (parsed.opaque || own != 1) {
       ErrAt(ex.args[0], "an example must be one simple command",
             parsed.opaque ? parsed.opaque_reason : "write one command without ; && || |");
       return;

@@ -2580,7 +2580,8 @@ bool ShellParser::InspectReaders(std::size_t index) {
       return Fail(std::string(cmd) + " into '" + std::string(n) +
                   "': only plain variable names can be checked");
     }
-    if (!StickUnknown(n) || !NoteSet(n, true)) return false;
+    // getopts sets OPTIND to a number; everything else here is text from input or arguments.
+    if (!StickUnknown(n) || !NoteSet(n, n != "OPTIND")) return false;
   }
   return true;
 }

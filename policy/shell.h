@@ -99,8 +99,11 @@
 //     variables (above); read/mapfile/getopts/printf -v into anything but a plain name;
 //   - a here-document inside $( ) that does not end before its ')'; a shell reading a here-
 //     document or here-string as code through a group or an sh -c string; a shell running a
-//     process substitution as its script or stdin; [[ ]] with parentheses outside bash -c, or
-//     with here-documents inside;
+//     process substitution as its script or stdin; [[ ]] with parentheses (and && || < >)
+//     outside bash -c, or with here-documents inside, or whose sh reading is opaque itself
+//     ([[ $a < $b ]]: sh redirects to a file named by an expansion);
+//   - a shell whose code comes from a pipe or a file (`curl x | sh`, `bash < f`) is NOT opaque:
+//     it is listed with stdin_is_code and stdin_from, and the engine decides;
 //   - unterminated quotes, substitutions, compound commands or [[ ]]; unbalanced parentheses;
 //     nesting deeper than the limits; too many words (brace expansion, carried assignments).
 #pragma once
@@ -185,10 +188,11 @@ struct SimpleCommandView {
 
 // A word written without quotes or escapes ("make", "$HOME/x", or one quoted part alone such as
 // 'a b') is a view into the script; the others ("a'b'c", a\ b, the joined arguments of eval,
-// brace-expanded words, unescaped `...` code) are views into `owned`, whose strings never move.
-// run_by values are string literals. So the views stay valid as long as both the script passed
-// to ParseShellView and this object (or the one it is moved into) live. Not copyable: a copy's
-// views would still point into the original.
+// brace-expanded words, unescaped `...` code, here-document code, "NAME=" assignments the parser
+// makes) are views into `owned`, whose strings never move; run_by is a string literal or a word.
+// So the views stay valid as long as both the script passed to ParseShellView and this object
+// (or the one it is moved into) live. Not copyable: a copy's views would still point into the
+// original.
 struct ShellParseView {
   ShellParseView() = default;
   ShellParseView(const ShellParseView&) = delete;

@@ -610,6 +610,80 @@ INSTANTIATE_TEST_SUITE_P(
         ParseCase{"sh -c 'ls' | bash -x -",
                   "argv[sh,-c,ls] p1.0 ; argv[ls] p1.0 ; argv[bash,-x,-] p1.1 in[pipe] code"}));
 
+// Lines agents type, and how they split.
+INSTANTIATE_TEST_SUITE_P(
+    AgentLines, ShellReadTest,
+    testing::Values(
+        ParseCase{"PYTHONPATH=src python3 -m unittest -q",
+                  "env[PYTHONPATH=src] argv[python3,-m,unittest,-q]"},
+        ParseCase{"for f in *.c; do gcc -c $f; done", "env[f=] argv[gcc,-c,$f]"},
+        ParseCase{"source .venv/bin/activate && pytest",
+                  "argv[source,.venv/bin/activate] ; argv[sh,.venv/bin/activate] by[source] ; "
+                  "env[PATH=] argv[pytest]"},
+        ParseCase{"find . -name '*.py' | xargs grep -n foo",
+                  "argv[find,.,-name,*.py] p1.0 ; argv[xargs,grep,-n,foo] p1.1 in[pipe] ; "
+                  "argv[grep,-n,foo] by[xargs] p1.1 in[pipe] more"},
+        ParseCase{"echo $((40+2))", "argv[echo,$((40+2))]"},
+        ParseCase{"cat > a.py <<'EOF'\nprint(1)\nEOF\npython3 a.py",
+                  "argv[cat] w[a.py] in[<<] ; argv[python3,a.py]"},
+        ParseCase{"if [ -f x ]; then make; else echo no; fi",
+                  "argv[[,-f,x,]] ; argv[make] ; argv[echo,no]"},
+        ParseCase{"while read f; do echo \"$f\"; done < list.txt",
+                  "argv[read,f] r[list.txt] in[file] ; env[f=] argv[echo,$f] r[list.txt] in[file]"},
+        ParseCase{"python3 -c \"$(cat <<'EOF'\nprint(1)\nEOF\n)\"",
+                  "argv[cat] by[$( )] in[<<] ; argv[python3,-c,$(cat <<'EOF'\nprint(1)\nEOF\n)]"},
+        ParseCase{"git log --oneline | head -$(( 5 * 2 ))",
+                  "argv[git,log,--oneline] p1.0 ; argv[head,-$(( 5 * 2 ))] p1.1 in[pipe]"},
+        ParseCase{"[[ -f x && -d y ]] && echo ok",
+                  "argv[[[,-f,x,&&,-d,y,]]] ; argv[[[,-f,x] by[[[ (sh)] ; argv[-d,y,]]] by[[[ "
+                  "(sh)] ; argv[echo,ok]"},
+        ParseCase{"case $1 in a|b) echo ab;; *) echo other;; esac",
+                  "argv[echo,ab] ; argv[echo,other]"},
+        ParseCase{
+            "mkdir -p src/{a,b} && touch src/{a,b}/__init__.py",
+            "argv[mkdir,-p,src/a,src/b] ; argv[mkdir,-p,src/{a,b}] ; "
+            "argv[touch,src/a/__init__.py,src/b/__init__.py] ; argv[touch,src/{a,b}/__init__.py]"},
+        ParseCase{"ls `pwd`", "argv[pwd] by[$( )] ; argv[ls,`pwd`]"},
+        ParseCase{"cd build && cmake .. && make -j$(nproc) 2>&1 | tail -20",
+                  "argv[cd,build] ; argv[cmake,..] ; argv[nproc] by[$( )] p1.0 ; "
+                  "argv[make,-j$(nproc)] p1.0 ; argv[tail,-20] p1.1 in[pipe]"},
+        ParseCase{"for t in tests/test_*.py; do python3 -m pytest -q \"$t\" || exit 1; done",
+                  "env[t=] argv[python3,-m,pytest,-q,$t] ; env[t=] argv[exit,1]"},
+        ParseCase{"git diff --name-only | xargs -r ruff check",
+                  "argv[git,diff,--name-only] p1.0 ; argv[xargs,-r,ruff,check] p1.1 in[pipe] ; "
+                  "argv[ruff,check] by[xargs] p1.1 in[pipe] more"},
+        ParseCase{"test -d .venv || python3 -m venv .venv",
+                  "argv[test,-d,.venv] ; argv[python3,-m,venv,.venv]"},
+        ParseCase{"export PATH=\"$PWD/bin:$PATH\"; make",
+                  "argv[export,PATH=$PWD/bin:$PATH] ; env[PATH=$PWD/bin:$PATH] argv[make]"}));
+
+// Soundness traps: every command that runs is listed, every variable set is carried.
+INSTANTIATE_TEST_SUITE_P(
+    Traps, ShellReadTest,
+    testing::Values(
+        ParseCase{"for PATH in ./bin; do git status; done", "env[PATH=] argv[git,status]"},
+        ParseCase{"echo $(curl x | sh)",
+                  "argv[curl,x] by[$( )] p1.0 ; argv[sh] by[$( )] p1.1 in[pipe] code ; "
+                  "argv[echo,$(curl x | sh)]"},
+        ParseCase{"cat <<EOF\n$(rm -rf ~)\nEOF", "argv[rm,-rf,~] by[$( )] ; argv[cat] in[<<]"},
+        ParseCase{"bash <<'EOF'\ncurl x | sh\nEOF",
+                  "argv[bash] in[<<] code ; argv[curl,x] p1.0 ; argv[sh] p1.1 in[pipe] code"},
+        ParseCase{"git {push,status}", "argv[git,push,status] ; argv[git,{push,status}]"},
+        ParseCase{"find . -exec rm -rf {} +",
+                  "argv[find,.,-exec,rm,-rf,{},+] ; argv[rm,-rf,{}] by[find -exec]"},
+        ParseCase{"ls | xargs --process-slot-var=PATH git status",
+                  "argv[ls] p1.0 ; argv[xargs,--process-slot-var=PATH,git,status] p1.1 in[pipe] ; "
+                  "env[PATH=] argv[git,status] by[xargs] p1.1 in[pipe] more"},
+        ParseCase{"echo {1..$((n))}", "argv[echo,{1..$((n))}]"},
+        ParseCase{"x=1; echo $((x))", "env[x=1] argv[echo,$((x))]"},
+        ParseCase{"timeout 5 {rm,-rf,/tmp/x}",
+                  "argv[timeout,5,rm,-rf,/tmp/x] ; argv[rm,-rf,/tmp/x] by[timeout] ; "
+                  "argv[timeout,5,{rm,-rf,/tmp/x}] ; argv[{rm,-rf,/tmp/x}] by[timeout]"},
+        ParseCase{"[[ a ]] || { curl x | sh; }",
+                  "argv[[[,a,]]] ; argv[curl,x] p1.0 ; argv[sh] p1.1 in[pipe] code"},
+        ParseCase{"getopts ab o; echo $((OPTIND))",
+                  "argv[getopts,ab,o] ; env[o=,OPTARG=,OPTIND=] argv[echo,$((OPTIND))]"}));
+
 struct OpaqueCase {
   std::string_view script;
   std::string_view reason;  // a substring of opaque_reason
@@ -856,7 +930,11 @@ INSTANTIATE_TEST_SUITE_P(
         OpaqueCase{"[[ a <<x ]]\nx", "here-document or here-string inside [[ ]]"},
         OpaqueCase{"[[ a || $X ]]", "parameter expansion in the command name"},
         OpaqueCase{"[[ a || bash -c $X ]]", "expansion in code run by bash -c"},
-        OpaqueCase{"[[ a > $F ]]", "in a redirection target"}));
+        OpaqueCase{"[[ a > $F ]]", "in a redirection target"},
+        // sh reads < > in [[ ]] as redirections, of files named by expansions here.
+        OpaqueCase{"[[ $a < $b ]]", "in a redirection target"},
+        // Without bash -c, the sh reading runs the command `${#a[@]}`.
+        OpaqueCase{"[[ x || ${#a[@]} -gt 0 ]]", "parameter expansion in the command name"}));
 
 INSTANTIATE_TEST_SUITE_P(
     Malformed, ShellOpaqueTest,
@@ -1115,6 +1193,94 @@ TEST(ShellParseViewTest, TheSameAsParseShellForMixedWords) {
     EXPECT_EQ(Render(p), expected) << script;
     EXPECT_EQ(Render(v), expected) << script;
   }
+}
+
+TEST(ShellParseViewTest, WordsMadeByTheParserSurviveAMove) {
+  // Brace-expanded words, unescaped `...` code, here-document code without its tabs and the
+  // "NAME=" of loops and readers are strings of the parse's own.
+  const std::string script =
+      "echo {a,'b c'}; echo `echo \\`id\\``; for v in x; do read w; done; "
+      "sh <<-'EOF'\n\tgit st{a,b}\n\tEOF\n";
+  ShellParseView v = ParseShellView(script);
+  ASSERT_FALSE(v.opaque) << v.opaque_reason;
+  const std::string before = RenderFull(v);
+  EXPECT_EQ(before,
+            "argv[echo,a,b c] ; argv[echo,{a,b c}] ; argv[id] by[$( )] ; argv[echo,`id`] by[$( )] "
+            "; argv[echo,`echo \\`id\\``] ; env[v=] argv[read,w] ; env[v=,w=] argv[sh] in[<<] "
+            "code ; env[v=,w=] argv[git,sta,stb] ; env[v=,w=] argv[git,st{a,b}]");
+  ShellParseView moved = std::move(v);
+  const std::vector<std::string> filler(64, std::string(100, '#'));  // reuses freed memory, if any
+  EXPECT_EQ(RenderFull(moved), before);
+  EXPECT_EQ(RenderFull(ParseShell(script)), before);
+}
+
+TEST(ShellParseTest, NewFieldsOfACommand) {
+  ShellParse p = ParseShell("curl -fsSL x | xargs -I{} sh -c 'cat' <<< y");
+  ASSERT_FALSE(p.opaque) << p.opaque_reason;
+  ASSERT_EQ(p.commands.size(), 4U);
+  const SimpleCommand& curl = p.commands[0];
+  EXPECT_EQ(curl.pipeline, 1U);
+  EXPECT_EQ(curl.stage, 0U);
+  EXPECT_EQ(curl.stdin_from, StdinSource::kInherited);
+  const SimpleCommand& xargs = p.commands[1];
+  EXPECT_EQ(xargs.pipeline, 1U);
+  EXPECT_EQ(xargs.stage, 1U);
+  EXPECT_EQ(xargs.stdin_from, StdinSource::kHereString);  // its own redirection wins
+  const SimpleCommand& sh = p.commands[2];
+  EXPECT_EQ(sh.argv, (std::vector<std::string>{"sh", "-c", "cat"}));
+  EXPECT_EQ(sh.run_by, "xargs");
+  EXPECT_FALSE(sh.more_args);  // -I: the input replaces {}, nothing is appended
+  EXPECT_FALSE(sh.stdin_is_code);
+  EXPECT_EQ(p.commands[3].argv, std::vector<std::string>{"cat"});
+  EXPECT_EQ(p.commands[3].stage, 1U);  // the sh -c string is part of the stage
+}
+
+TEST(ShellParseTest, NewConstructsAreLinearAndBounded) {
+  // Long but legal inputs of the new constructs finish, and deep or huge ones are refused.
+  std::string loops;
+  while (loops.size() < kMaxShellScript - 64) loops += "for i in a b; do echo $i; done; ";
+  ShellParse p = ParseShell(loops);
+  ASSERT_FALSE(p.opaque) << p.opaque_reason;
+  std::string docs;
+  // One line of 2000 here-documents, then their bodies.
+  for (int k = 0; k < 2'000; ++k) docs += "cat <<E" + std::to_string(k) + ";";
+  docs += "\n";
+  for (int k = 0; k < 2'000; ++k) docs += "x\nE" + std::to_string(k) + "\n";
+  p = ParseShell(docs);
+  ASSERT_FALSE(p.opaque) << p.opaque_reason;
+  EXPECT_EQ(p.commands.size(), 2'000U);
+  std::string operators = "cat";
+  while (operators.size() < kMaxShellScript - 8) operators += " <<a";
+  EXPECT_FALSE(ParseShell(operators).opaque);
+  std::string subs = "echo";
+  while (subs.size() < kMaxShellScript - 16) subs += " $(a) `b` $((1))";
+  p = ParseShell(subs);
+  ASSERT_FALSE(p.opaque) << p.opaque_reason;
+  std::string open = "echo ";
+  while (open.size() < kMaxShellScript - 4) open += "$((";
+  EXPECT_TRUE(ParseShell(open).opaque);
+  std::string brackets = "echo $[";
+  while (brackets.size() < kMaxShellScript - 4) brackets += "[";
+  EXPECT_TRUE(ParseShell(brackets).opaque);
+  std::string tests;
+  while (tests.size() < kMaxShellScript - 32) tests += "[[ a && b ]] && ";
+  EXPECT_FALSE(ParseShell(tests + "x").opaque);
+  std::string braces = "echo ";
+  while (braces.size() < kMaxShellScript - 4) braces += "{a}";
+  EXPECT_FALSE(ParseShell(braces).opaque);
+  std::string nested_braces = "echo x";
+  for (int k = 0; k < 20'000; ++k) nested_braces += "{";
+  for (int k = 0; k < 20'000; ++k) nested_braces += "}";
+  EXPECT_FALSE(ParseShell(nested_braces).opaque);
+  std::string steps = "echo ";
+  for (int k = 0; k < 300; ++k) steps += "{1..1}";
+  EXPECT_TRUE(ParseShell(steps).opaque);  // too many expansion steps
+  std::string deep_compound;
+  for (int k = 0; k < 100; ++k) deep_compound += "if a; then ";
+  EXPECT_EQ(ParseShell(deep_compound).opaque_reason, "( ) or { } groups nested too deep");
+  std::string deep_subs = "echo ";
+  for (int k = 0; k < 100; ++k) deep_subs += "$(";
+  EXPECT_TRUE(ParseShell(deep_subs).opaque);
 }
 
 }  // namespace
