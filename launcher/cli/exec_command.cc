@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -401,6 +402,34 @@ Result<std::shared_ptr<const policy::Policy>> ExecEgressPolicy(
   return run::PolicyAllowingHosts(o.allow_hosts);
 }
 
+// The hint lines' context for exec: the profile as named ("" for the default view); --allow-host
+// applies without a profile, --resolve always.
+run::NetworkHintContext ExecHintContext(const ExecOptions& o) {
+  run::NetworkHintContext ctx;
+  ctx.profile = o.profile == "default" ? "" : o.profile;
+  ctx.allow_host_flag = o.profile == "default" && !o.allow_hosts.empty();
+  ctx.exec = true;
+  ctx.resolve_flag = true;
+  return ctx;
+}
+
+// Prints each hint line at once on stderr, even with -q (it is why the command failed); with the
+// command on its own terminal nothing is printed now (it would land in the command's screen): the
+// lines are printed after the terminal is given back.
+std::function<void(const std::string&)> ExecHintPrinter(bool command_has_terminal) {
+  if (command_has_terminal) return nullptr;
+  return
+      [](const std::string& hint) { spdlog::warn("{}", TerminalSafe(hint, TerminalLines::kOne)); };
+}
+
+// What the sandbox's network refused: the hint lines, the refused names and hosts, the count of
+// refused lookups.
+nlohmann::json RefusalsJson(const run::RefusalTally& tally) {
+  return {{"hints", tally.hints()},
+          {"refused", tally.refused()},
+          {"lookups_refused", tally.lookups_refused()}};
+}
+
 nlohmann::json EgressJson(const run::EgressSession& egress) {
   nlohmann::json conns = nlohmann::json::array();
   for (const egress::ConnectionRecord& r : egress.records()) {
@@ -706,6 +735,8 @@ int RunExecCommand(const ExecOptions& o) {
         spdlog::info("egress: {}", TerminalSafe(run::DescribeConnection(r), TerminalLines::kOne));
       };
     }
+    config.hint = ExecHintContext(o);
+    services.on_hint = ExecHintPrinter(terminal != nullptr);
     auto session = run::EgressSession::Prepare(launch, std::move(config), std::move(services));
     if (!session) return Usage(session.error().Message());
     egress = std::move(*session);
@@ -713,6 +744,17 @@ int RunExecCommand(const ExecOptions& o) {
     return Usage(
         "--resolve and --pre-approve need filtered egress: --allow-host, or a profile "
         "with a hosts section");
+  } else if (run::EgressSession::Applies(launch)) {
+    // No network beyond loopback (or none): lookups fail at once with "no such name", and the
+    // first one is explained (launcher/egress_view.h, launcher/run/network_hint.h).
+    run::EgressSessionConfig config;
+    config.phase = "exec";
+    config.hint = ExecHintContext(o);
+    run::EgressSessionServices services;
+    services.on_hint = ExecHintPrinter(terminal != nullptr);
+    auto session = run::EgressSession::Prepare(launch, std::move(config), std::move(services));
+    if (!session) return Usage(session.error().Message());
+    egress = std::move(*session);
   }
 
   std::optional<std::thread> approver_thread;
@@ -722,7 +764,7 @@ int RunExecCommand(const ExecOptions& o) {
     approver_thread.emplace([io = approver_io.get()] { io->run(); });
   }
   SandboxControl control;
-  if (egress) {
+  if (egress && !launch.net_listeners.empty()) {
     control.on_listeners = [&egress](std::vector<UniqueFd> fds) {
       return egress->Start(std::move(fds));
     };
@@ -756,13 +798,21 @@ int RunExecCommand(const ExecOptions& o) {
   }
   // Each once, unless the caller acknowledged it (cli/downgrade_notes.h); --json has them all.
   (void)WarnDowngrades(outcome->downgrades, CallerHome());
+  // With --tty the hint waited for the terminal to be the caller's again; -q keeps it (it is why
+  // the command failed).
+  if (egress && terminal) {
+    for (const std::string& h : egress->refusals().hints()) {
+      spdlog::warn("{}", TerminalSafe(h, TerminalLines::kOne));
+    }
+  }
   ReportOutcome(o, *outcome);
   if (egress && !o.quiet && !egress->budget_exhausted().empty()) {
     spdlog::warn("warning: egress stopped: {}", egress->budget_exhausted());
   }
   if (json_out->valid()) {
     nlohmann::json j = OutcomeJson(o, *profile, launch, *outcome);
-    j["egress"] = egress ? EgressJson(*egress) : nlohmann::json();
+    j["egress"] = egress && egress->filtered() ? EgressJson(*egress) : nlohmann::json();
+    j["network_refusals"] = egress ? RefusalsJson(egress->refusals()) : nlohmann::json();
     if (auto s = WriteJsonRecord(json_out->get(), JsonText(j) + "\n"); !s) {
       spdlog::error("{}", s.error().Message());
     }

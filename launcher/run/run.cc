@@ -420,7 +420,7 @@ class RunDriver {
   std::vector<VerifyEntry> Setup(const std::string& dir, const char* log_kind, const char* where,
                                  const std::string& tree) {
     VerifyEgress egress{in_.policy, req_.resolve,
-                        [this](const broker::AuditEvent& e) { log_.Append(e); }};
+                        [this](const broker::AuditEvent& e) { log_.Append(e); }, rec_.profile};
     std::vector<VerifyEntry> out = RunSetup(
         setup_policy_, dir, rec_.run_dir + "/logs", log_kind, Context(),
         [&](const std::string& command) {
@@ -436,7 +436,9 @@ class RunDriver {
                                         .exit_code = v.exit_code,
                                         .duration_ms = v.duration.count(),
                                         .where = where,
-                                        .log = log}));
+                                        .log = log,
+                                        .refused = v.network_refused,
+                                        .network_hints = v.network_hints}));
     }
     return out;
   }
@@ -620,7 +622,7 @@ class RunDriver {
     }
     ProfileContext ctx = Context();
     VerifyEgress egress{in_.policy, req_.resolve,
-                        [this](const broker::AuditEvent& e) { log_.Append(e); }};
+                        [this](const broker::AuditEvent& e) { log_.Append(e); }, rec_.profile};
     rec_.verification = RunVerification(
         policy_, *tree, rec_.run_dir + "/logs", ctx,
         [&](const std::string& command) {
@@ -632,7 +634,9 @@ class RunDriver {
                                          .status = std::string(VerifyStatusName(v.status)),
                                          .exit_code = v.exit_code,
                                          .duration_ms = v.duration.count(),
-                                         .tree = v.tree}));
+                                         .tree = v.tree,
+                                         .refused = v.network_refused,
+                                         .network_hints = v.network_hints}));
     }
     for (const auto& v : rec_.verification) {
       if (v.status != VerifyEntry::Status::kPassed) {
