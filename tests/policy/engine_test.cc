@@ -26,7 +26,8 @@ constexpr const char* kBaseGit =
 constexpr const char* kBaseGitDeny = "commands: deny git push";
 constexpr const char* kBaseGitFetchDeny = "commands: deny git (clone | fetch)";
 constexpr const char* kBaseRmOutside =
-    "commands: deny rm ... (\"${HOME}\" | \"${HOME}/*\" | \"/\\\\*\" | $HOME | $HOME/* | */../* | .. | "
+    "commands: deny rm ... (\"${HOME}\" | \"${HOME}/*\" | \"/\\\\*\" | $HOME | $HOME/* | */../* | "
+    ".. | "
     "../* | / | /Users | /Users/*/.* | /Volumes* | /bin* | /boot* | /dev* | /etc* | /home | "
     "/home/*/.* | /lib* | /media* | /mnt* | /opt* | /private* | /proc* | /root | /root/* | /run* "
     "| /sbin* | /srv* | /sys* | /usr* | /var* | ~ | ~/*)";
