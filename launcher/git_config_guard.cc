@@ -652,7 +652,7 @@ std::vector<GitConfigRewrite> GitConfigGuard::Neutralise(std::vector<std::string
       } else {
         auto listed = ListGitConfig(now.bytes);
         if (!listed) {
-          r.reason = "git cannot read it (" + listed.error().Message() + ")";
+          r.reason = "is no configuration git can read (" + listed.error().Message() + ")";
         } else {
           GitConfigFilter f = FilterGitConfig(*listed, before_entries ? &*before_entries : nullptr);
           if (f.dropped.empty()) continue;  // everything in it may stay: left as it is

@@ -335,8 +335,8 @@ std::vector<std::string> GitDirsOf(const TreeSnapshot& snap,
 // One line for host_findings about a file the git config guard rewrote.
 std::string DescribeRewrite(const GitConfigRewrite& r) {
   if (!r.reason.empty()) {
-    return "cagent replaced '" + r.path + "', which the sandboxed command changed and which " +
-           r.reason + ", with what it held before the launch (or a minimal configuration)";
+    return "cagent replaced '" + r.path + "', which the sandboxed command changed: it " + r.reason +
+           ". It now holds what it held before the launch (or a minimal configuration)";
   }
   std::string keys;
   for (const std::string& k : r.dropped) keys += (keys.empty() ? "" : ", ") + k;

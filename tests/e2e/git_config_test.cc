@@ -97,7 +97,7 @@ class GitConfigTest : public ::testing::Test {
            "git init -q --bare bare.git && git -C bare.git config alias.st '!" +
            touch +
            "' && echo bare=ok; "
-           "mkdir -p linked && git init -q --separate-git-dir=.hidden-gitdir linked && "
+           "mkdir -p linked && git init -q --separate-git-dir=\"$PWD/.hidden-gitdir\" linked && "
            "git -C linked config core.fsmonitor '" +
            touch + "; false' && echo linked=ok";
   }

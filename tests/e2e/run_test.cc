@@ -468,7 +468,7 @@ TEST_F(RunTest, PlantedGitConfigurationExecutesNothingDuringCapture) {
   const json res = Result(r);
   ASSERT_TRUE(res.is_object()) << r.out;
   EXPECT_FALSE(fs::exists(marker)) << "cagent executed the workspace's git configuration";
-  // The run fails: the profile's base forbids writing .git/config, and the change broke the tests.
+  // The run fails: the profile's base forbids writing .git/hooks, and the change broke the tests.
   EXPECT_NE(res["status"], "completed");
   ExpectRepoUntouched();
 }

@@ -336,9 +336,9 @@ TEST_F(GitConfigGuardTest, FilesGitCannotReadAreReplacedByWhatWasThereBefore) {
   Spit(outside, "[core]\n\tfsmonitor = touch /tmp/m\n");
   const std::vector<Case> cases = {
       {"binary", [](const std::string& p) { Spit(p, std::string("\0\1\2\3[core", 9)); },
-       "git cannot read it"},
+       "is no configuration git can read"},
       {"malformed", [](const std::string& p) { Spit(p, "[core\n\tfsmonitor = x\n"); },
-       "git cannot read it"},
+       "is no configuration git can read"},
       {"huge",
        [](const std::string& p) {
          Spit(p, "[core]\n\tfsmonitor = x\n" + std::string(kMaxGitConfigBytes, '#'));
