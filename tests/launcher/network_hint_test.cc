@@ -205,6 +205,16 @@ TEST(RefusalTallyTest, OneLinePerCauseHoweverManyRefusals) {
   EXPECT_EQ(tally.hints().size(), 2U);
 }
 
+TEST(RefusalTallyTest, LocalNamesAreNotRefusalsToExplain) {
+  run::RefusalTally tally(run::NetworkHintContext{.profile = "frontend", .exec = true});
+  EXPECT_EQ(tally.OnLookupRefused("localhost"), "") << "its AAAA when /etc/hosts has only its A";
+  EXPECT_EQ(tally.OnLookupRefused("cagent"), "") << "the sandbox's own hostname";
+  EXPECT_EQ(tally.OnLookupRefused("app.localhost"), "");
+  EXPECT_TRUE(tally.refused().empty());
+  EXPECT_TRUE(tally.hints().empty());
+  EXPECT_NE(tally.OnLookupRefused("registry.npmjs.org"), "");
+}
+
 TEST(RefusalTallyTest, WithRefusalsAppendsWhatWasRefusedAndTheHint) {
   run::RefusalTally none(run::NetworkHintContext{.profile = "backend"});
   EXPECT_EQ(run::WithRefusals("exit status 1", none), "exit status 1");
