@@ -106,6 +106,9 @@ std::string RefusalTally::Note(const std::string& what, int cause, const std::st
 }
 
 std::string RefusalTally::OnLookupRefused(const std::string& name) {
+  // A name without a dot (localhost's AAAA when /etc/hosts has only its A, the sandbox's own
+  // hostname, a search for a bare word) is no host beyond the sandbox: not a refusal to explain.
+  if (name.find('.') == std::string::npos || name.ends_with(".localhost")) return "";
   {
     const std::lock_guard<std::mutex> lock(mu_);
     ++lookups_;

@@ -55,7 +55,8 @@ class RefusalTally {
   explicit RefusalTally(NetworkHintContext ctx) : ctx_(std::move(ctx)) {}
 
   // Notes a refused lookup / a finished connection; returns the hint line when this refusal is
-  // the first of its cause (no route to the host, or a non-public address), else "".
+  // the first of its cause (no route to the host, or a non-public address), else "". A lookup of
+  // a name without a dot, or below .localhost, is not noted (no host beyond the sandbox).
   std::string OnLookupRefused(const std::string& name);
   std::string OnConnection(const egress::ConnectionRecord& record);
 

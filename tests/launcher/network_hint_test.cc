@@ -4,6 +4,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "launcher/egress_view.h"
 
@@ -32,6 +37,79 @@ TEST(NsswitchWithoutDnsTest, TakesDnsAndResolveOutOfTheHostsLineOnly) {
   EXPECT_EQ(NsswitchWithoutDns("hosts: files dns\nhosts: dns\n"), "hosts: files\n")
       << "glibc reads the first hosts line; a second one would only confuse a reader";
   EXPECT_EQ(NsswitchWithoutDns(""), "hosts: files\n");
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string EnvValue(const LaunchSpec& spec, const std::string& name) {
+  for (const EnvVar& v : spec.env_set) {
+    if (v.name == name) return v.value;  // the first of a name wins
+  }
+  return "(unset)";
+}
+
+TEST(NoNetworkViewTest, LoopbackGetsTheStubsListenersAResolvConfAndNoRetries) {
+  LaunchSpec spec;
+  spec.network = NetworkMode::kLoopback;
+  spec.env_set.push_back({"PIP_RETRIES", "2"});  // the profile's own: kept
+  std::string file;
+  {
+    auto view = AddNoNetworkView(spec);
+    ASSERT_TRUE(view.ok()) << view.error().Message();
+    ASSERT_EQ(spec.net_listeners.size(), 2U);
+    EXPECT_EQ(view->proxy_index, kNoListener);
+    const NetListener& udp = spec.net_listeners[view->dns_index];
+    const NetListener& tcp = spec.net_listeners[view->dns_tcp_index];
+    EXPECT_EQ(udp.kind, NetListener::Kind::kUdp);
+    EXPECT_EQ(tcp.kind, NetListener::Kind::kTcp);
+    EXPECT_EQ(udp.address, "127.0.0.1");
+    EXPECT_EQ(tcp.address, "127.0.0.1");
+    EXPECT_EQ(udp.port, 53);
+    EXPECT_EQ(tcp.port, 53);
+    ASSERT_EQ(spec.file_binds.size(), 1U);
+    EXPECT_EQ(spec.file_binds[0].target, "/etc/resolv.conf");
+    file = spec.file_binds[0].source;
+    const std::string text = ReadAll(file);
+    EXPECT_THAT(text, HasSubstr("\nnameserver 127.0.0.1\n"));
+    EXPECT_THAT(text, HasSubstr("no network beyond loopback"));
+    EXPECT_EQ(EnvValue(spec, "npm_config_fetch_retries"), "0");
+    EXPECT_EQ(EnvValue(spec, "PIP_RETRIES"), "2");
+  }
+  EXPECT_NE(::access(file.c_str(), F_OK), 0) << "the view's files are removed with it";
+}
+
+TEST(NoNetworkViewTest, NoneGetsNoListenersAndAnNsswitchWithoutDns) {
+  LaunchSpec spec;
+  spec.network = NetworkMode::kNone;
+  spec.env_pass.push_back("NPM_CONFIG_FETCH_RETRIES");  // the caller's, passed: kept
+  auto view = AddNoNetworkView(spec);
+  ASSERT_TRUE(view.ok()) << view.error().Message();
+  EXPECT_TRUE(spec.net_listeners.empty());
+  EXPECT_EQ(view->dns_index, kNoListener);
+  ASSERT_GE(spec.file_binds.size(), 1U);
+  EXPECT_EQ(spec.file_binds[0].target, "/etc/resolv.conf");
+  EXPECT_THAT(ReadAll(spec.file_binds[0].source), Not(HasSubstr("nameserver")));
+  if (::access("/etc/nsswitch.conf", R_OK) == 0) {
+    ASSERT_EQ(spec.file_binds.size(), 2U);
+    EXPECT_EQ(spec.file_binds[1].target, "/etc/nsswitch.conf");
+    EXPECT_THAT(ReadAll(spec.file_binds[1].source), Not(HasSubstr(" dns")));
+  }
+  EXPECT_EQ(EnvValue(spec, "npm_config_fetch_retries"), "(unset)");
+  EXPECT_EQ(EnvValue(spec, "PIP_RETRIES"), "0");
+}
+
+TEST(NoNetworkViewTest, RefusedWhenTheSandboxSharesTheHostsNetwork) {
+  LaunchSpec spec;
+  spec.disabled.Add(Layer::kNetNamespace);
+  auto view = AddNoNetworkView(spec);
+  ASSERT_FALSE(view.ok());
+  EXPECT_THAT(view.error().Message(), HasSubstr("shares the host's network"));
+  EXPECT_TRUE(spec.file_binds.empty());
 }
 
 egress::ConnectionRecord Refused(const std::string& host, std::uint16_t port, egress::RefusedBy by,
@@ -125,6 +203,16 @@ TEST(RefusalTallyTest, OneLinePerCauseHoweverManyRefusals) {
   EXPECT_NE(tally.OnConnection(Refused("a.test", 80, egress::RefusedBy::kAddress, "10.0.0.1")), "");
   EXPECT_EQ(tally.OnConnection(Refused("b.test", 80, egress::RefusedBy::kAddress, "10.0.0.2")), "");
   EXPECT_EQ(tally.hints().size(), 2U);
+}
+
+TEST(RefusalTallyTest, LocalNamesAreNotRefusalsToExplain) {
+  run::RefusalTally tally(run::NetworkHintContext{.profile = "frontend", .exec = true});
+  EXPECT_EQ(tally.OnLookupRefused("localhost"), "") << "its AAAA when /etc/hosts has only its A";
+  EXPECT_EQ(tally.OnLookupRefused("cagent"), "") << "the sandbox's own hostname";
+  EXPECT_EQ(tally.OnLookupRefused("app.localhost"), "");
+  EXPECT_TRUE(tally.refused().empty());
+  EXPECT_TRUE(tally.hints().empty());
+  EXPECT_NE(tally.OnLookupRefused("registry.npmjs.org"), "");
 }
 
 TEST(RefusalTallyTest, WithRefusalsAppendsWhatWasRefusedAndTheHint) {
