@@ -16,8 +16,10 @@ std::string BuildSystemPrompt(const protocol::Welcome& welcome,
   out += "- The repository is checked out at " + welcome.workspace +
          ". Tool paths are relative to it; paths outside it are refused.\n";
   out +=
-      "- You run inside a sandbox WITHOUT network access: package downloads, git fetch/push and "
-      "web requests will fail. Work with what is installed.\n";
+      "- You run inside a sandbox. What it allows (network, commands, environment, how your "
+      "change is verified) is in the Policy section below; without a policy section, assume no "
+      "network: package downloads, git fetch/push and web requests will fail, so work with what "
+      "is installed.\n";
   out +=
       "- Every tool call is checked against a policy before it runs; some may need a human's "
       "approval and some are refused. A refusal explains itself: do not retry the same call, do "

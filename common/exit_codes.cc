@@ -18,6 +18,8 @@ std::string_view ExitCodeName(int status) {
       return "denied";
     case ExitCode::kAsk:
       return "ask";
+    case ExitCode::kNoChange:
+      return "no-change";
     case ExitCode::kTimedOut:
       return "timed-out";
     case ExitCode::kSetupFailed:

@@ -30,6 +30,9 @@ enum class ExitCode : int {
   kDenied = 5,
   // `policy explain`: the request would be asked.
   kAsk = 6,
+  // A run or an agent session ended normally and changed nothing: no patch to verify or apply
+  // (the agent found nothing to do, gave up, or every change it tried was refused).
+  kNoChange = 7,
   // `exec --timeout` (and a run's wall-clock budget for its commands) expired.
   kTimedOut = 124,
   // The sandbox could not be built, or a restriction the profile requires is missing on this

@@ -19,8 +19,10 @@ struct ProtectedFile {
   const char* name;
   std::string_view placeholder;
 };
+// Not `config`: git rewrites it (lock file renamed over it) for `git config`, `git branch -D`,
+// `git remote add` ..., which a mount point refuses with EBUSY. It stays writable and the git
+// config guard (git_config_guard.h) checks it after the sandbox has exited.
 constexpr ProtectedFile kProtectedFiles[] = {
-    {"config", ""},
     {"config.worktree", ""},
     {"commondir", ".\n"},
 };

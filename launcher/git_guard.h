@@ -8,18 +8,19 @@
 // them from inside — `.git/commondir` pointing at a directory whose config sets core.fsmonitor —
 // makes a plain `git status` on the host run the sandbox's code.
 //
-// The design: every such name is made a read-only mount point inside the sandbox, so it can be
-// neither written, created, unlinked nor renamed over (a mount point answers EBUSY), while the
-// git dir itself stays writable for what `git add`, `git commit`, `git checkout -b` and
+// The design: every such name but `config` is made a read-only mount point inside the sandbox, so
+// it can be neither written, created, unlinked nor renamed over (a mount point answers EBUSY),
+// while the git dir itself stays writable for what `git add`, `git commit`, `git checkout -b` and
 // `git stash` write (index, HEAD, refs/, logs/, objects/, ORIG_HEAD, COMMIT_EDITMSG, *.lock and
-// their renames). The git dir, objects/ and objects/info/ are bound onto themselves (writable) so
-// that they cannot be renamed away and re-created either. A name that does not exist cannot be
-// mounted on, so cagent creates a placeholder on the host first, each one equivalent to its
-// absence for git 2.39 (checked by tests/launcher/git_guard_test.cc):
+// their renames). `config` stays writable too — git renames config.lock over it for
+// `git config user.email`, `git branch -D`, `git remote add` — and the git config guard
+// (git_config_guard.h) rewrites it after the sandbox, keeping only allow-listed keys. The git dir,
+// objects/ and objects/info/ are bound onto themselves (writable) so that they cannot be renamed
+// away and re-created either. A name that does not exist cannot be mounted on, so cagent creates a
+// placeholder on the host first, each one equivalent to its absence for git 2.39 (checked by
+// tests/launcher/git_guard_test.cc):
 //   commondir        a file containing "." — setup.c resolves it to the git dir itself
-//   config,
-//   config.worktree  empty files — an empty configuration; worktreeConfig is read from the
-//                    read-only config anyway
+//   config.worktree  an empty file — an empty configuration
 //   objects/info/alternates, objects/info/http-alternates   empty files — no alternates
 //   hooks/, info/, worktrees/, modules/, objects/info/       empty directories — git's defaults
 // and removes the placeholders it created once the sandbox has exited (and no other cagent is

@@ -13,9 +13,11 @@ namespace cagent::launcher {
 namespace {
 
 constexpr std::array<std::string_view, static_cast<size_t>(Layer::kCount)> kLayerNames = {
-    "fs",           "pid", "net",  "ipc",     "uts",    "cgroupns", "session", "die-with-parent",
-    "env",          "fds", "caps", "rlimits", "cgroup", "landlock", "seccomp", "git-guard",
-    "setuid-guard",
+    "fs",           "pid",        "net",     "ipc",
+    "uts",          "cgroupns",   "session", "die-with-parent",
+    "env",          "fds",        "caps",    "rlimits",
+    "cgroup",       "landlock",   "seccomp", "git-guard",
+    "setuid-guard", "git-config",
 };
 
 bool IsAbsoluteNormal(const std::string& p) {

@@ -44,6 +44,7 @@ enum class Layer : std::uint8_t {
   // to show in tests what they stop.
   kGitGuard,     // the workspace's git metadata read-only inside ("git-guard")
   kSetuidGuard,  // no setuid/setgid modes inside, and the sweep after exit ("setuid-guard")
+  kGitConfig,    // the git config guard's check after exit ("git-config"); git-guard off = off too
   kCount,
 };
 
@@ -170,11 +171,14 @@ struct LaunchSpec {
   // before the launch and after the exit, not on the sandbox's kernel view.
   //
   // guard_git_metadata (launcher/git_guard.h): in each writable tree, the git metadata through
-  // which a later host git finds its repository and configuration (commondir, config,
-  // config.worktree, info/, hooks/, worktrees/, modules/, objects/info/alternates; `.git` files)
-  // is a read-only mount point inside, placeholders created where the names are absent; `.git`
-  // entries the command created or replaced are reported (SandboxOutcome::planted_repositories).
-  // Needs the mount view: with the fs layer off there is nothing to mount into.
+  // which a later host git finds its repository and configuration (commondir, config.worktree,
+  // info/, hooks/, worktrees/, modules/, objects/info/alternates; `.git` files) is a read-only
+  // mount point inside, placeholders created where the names are absent; `.git` entries the
+  // command created or replaced are reported (SandboxOutcome::planted_repositories). The mounts
+  // need the mount view: with the fs layer off there is nothing to mount into. Each git dir's
+  // `config` stays writable (git rewrites it for `git config`, `git branch -D`, `git remote add`)
+  // and is checked after the exit instead (launcher/git_config_guard.h; layer kGitConfig), for
+  // every git dir in the writable trees, planted ones included; that needs no mount.
   bool guard_git_metadata = true;
   // guard_privileged_files (launcher/leftovers.h): regular files in the writable trees that gained
   // S_ISUID/S_ISGID or a security.capability attribute while the sandbox ran lose them after it

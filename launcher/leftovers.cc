@@ -54,6 +54,19 @@ struct Visit {
   int fd;
 };
 
+// The names that make a directory a git dir for git's discovery (setup.c, is_git_directory):
+// HEAD with objects/ and refs/, or HEAD with a commondir file naming where those are.
+bool LooksLikeGitDir(const std::vector<std::pair<std::string, unsigned char>>& names) {
+  bool head = false, objects = false, refs = false, commondir = false;
+  for (const auto& [name, type] : names) {
+    head = head || name == "HEAD";
+    objects = objects || name == "objects";
+    refs = refs || name == "refs";
+    commondir = commondir || name == "commondir";
+  }
+  return head && ((objects && refs) || commondir);
+}
+
 class Walker {
  public:
   // `modes`: stat every entry (the privilege sweep needs each file's mode). Without it only the
@@ -63,6 +76,12 @@ class Walker {
   // workspace (the walk runs before and after every launch).
   Walker(std::size_t max_entries, bool modes, std::function<void(const Visit&)> visit)
       : max_entries_(max_entries), modes_(modes), visit_(std::move(visit)) {}
+
+  // Calls `f` with each directory outside any .git whose entries make it a git dir
+  // (LooksLikeGitDir), and that directory's own identity.
+  void OnGitLayout(std::function<void(const std::string&, const EntryId&)> f) {
+    git_layout_ = std::move(f);
+  }
 
   // Walks one root; ENOENT is not an error (the root went away or never existed).
   Status Root(const std::string& root) {
@@ -99,6 +118,10 @@ class Walker {
       names.emplace_back(name, e->d_type);
     }
     ::closedir(d);
+    if (git_layout_ && !inside_git && LooksLikeGitDir(names)) {
+      struct stat st {};
+      if (::fstat(dirfd, &st) == 0) git_layout_(path, IdOf(st));
+    }
     for (const auto& [name, type] : names) {
       if (++entries_ > max_entries_) {
         truncated_ = true;
@@ -147,6 +170,7 @@ class Walker {
   std::size_t entries_ = 0;
   bool truncated_ = false;
   std::function<void(const Visit&)> visit_;
+  std::function<void(const std::string&, const EntryId&)> git_layout_;
 };
 
 bool IsPrivileged(const EntryId& id) {
@@ -179,6 +203,9 @@ Result<TreeSnapshot> SnapshotTrees(const std::vector<std::string>& roots, bool p
     if (v.name == ".git" && !v.inside_git) snap.git_entries.emplace(v.path, v.id);
     if (IsPrivileged(v.id)) snap.privileged.emplace(v.path, v.id);
   });
+  walker.OnGitLayout([&snap](const std::string& path, const EntryId& id) {
+    snap.bare_git_dirs.emplace(path, id);
+  });
   for (const std::string& root : roots) {
     // The root's own .git is visited as an entry of the root; nothing else about the root is.
     if (auto s = walker.Root(root); !s) return s.error();
@@ -198,6 +225,8 @@ LeftoverReport SweepLeftovers(const TreeSnapshot& before, bool report_repositori
 
   Walker walker(max_entries, clear_privileges, [&](const Visit& v) {
     if (report_repositories && v.name == ".git" && !v.inside_git) {
+      if (S_ISDIR(v.id.mode)) report.git_dirs.push_back(v.path);
+      if (S_ISREG(v.id.mode)) report.gitdir_links.push_back(v.path);
       const auto it = before.git_entries.find(v.path);
       if (it == before.git_entries.end() || Replaced(it->second, v.id)) {
         report.planted_repositories.push_back(v.path);
@@ -249,6 +278,10 @@ LeftoverReport SweepLeftovers(const TreeSnapshot& before, bool report_repositori
     if (ok) report.cleared_files.push_back(v.path);
     report.findings.push_back(what + ", which the sandboxed command set");
   });
+  if (report_repositories) {
+    walker.OnGitLayout(
+        [&report](const std::string& path, const EntryId&) { report.git_dirs.push_back(path); });
+  }
   for (const std::string& root : before.roots) {
     if (auto s = walker.Root(root); !s) {
       report.findings.push_back("could not check what the sandbox left behind: " +

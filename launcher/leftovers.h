@@ -48,6 +48,10 @@ struct TreeSnapshot {
   // Every entry named ".git" (directory, file or symlink), by absolute path, roots' own included,
   // except those inside another .git directory (git's internals).
   std::map<std::string, EntryId> git_entries;
+  // Directories not named .git (and not inside one) laid out like a git dir — entries HEAD and
+  // objects + refs, or HEAD and commondir: what git's discovery accepts as a bare repository or a
+  // worktree's git dir. By absolute path; the entry is the directory's own.
+  std::map<std::string, EntryId> bare_git_dirs;
   // Regular files with S_ISUID/S_ISGID or a security.capability attribute, by absolute path.
   std::map<std::string, EntryId> privileged;
   std::size_t entries = 0;
@@ -68,6 +72,11 @@ struct LeftoverReport {
   std::vector<std::string> planted_repositories;
   // Absolute paths of files whose privilege bits or capability attribute were removed.
   std::vector<std::string> cleared_files;
+  // With `report_repositories`: every git dir in the trees after the sandbox, by absolute path —
+  // `.git` directories and directories laid out like one (TreeSnapshot::bare_git_dirs) — and
+  // every `.git` that is a regular file (a `gitdir:` link), for the git config guard.
+  std::vector<std::string> git_dirs;
+  std::vector<std::string> gitdir_links;
 };
 
 // Parent, after the sandbox has exited: walks `before.roots` again. `report_repositories`: list

@@ -53,6 +53,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,6 +67,7 @@
 #include "common/unique_fd.h"
 #include "launcher/caps.h"
 #include "launcher/cgroup.h"
+#include "launcher/git_config_guard.h"
 #include "launcher/git_guard.h"
 #include "launcher/init.h"
 #include "launcher/landlock.h"
@@ -315,6 +317,34 @@ std::vector<std::string> WritableRoots(const LaunchSpec& spec) {
   return roots;
 }
 
+// The git dirs of a snapshot of the writable trees, for the git config guard: `.git` directories,
+// directories laid out like a git dir, and what `.git` files inside the trees point at.
+std::vector<std::string> GitDirsOf(const TreeSnapshot& snap,
+                                   const std::vector<std::string>& roots) {
+  std::vector<std::string> dirs;
+  for (const auto& [path, id] : snap.git_entries) {
+    if (S_ISDIR(id.mode)) dirs.push_back(path);
+    if (S_ISREG(id.mode)) {
+      if (auto target = GitConfigGuard::GitdirTarget(path, roots)) dirs.push_back(*target);
+    }
+  }
+  for (const auto& [path, id] : snap.bare_git_dirs) dirs.push_back(path);
+  return dirs;
+}
+
+// One line for host_findings about a file the git config guard rewrote.
+std::string DescribeRewrite(const GitConfigRewrite& r) {
+  if (!r.reason.empty()) {
+    return "cagent replaced '" + r.path + "', which the sandboxed command changed: it " + r.reason +
+           ". It now holds what it held before the launch (or a minimal configuration)";
+  }
+  std::string keys;
+  for (const std::string& k : r.dropped) keys += (keys.empty() ? "" : ", ") + k;
+  return "cagent rewrote '" + r.path + "', which the sandboxed command changed, without " + keys +
+         ": keys a repository's own git configuration may not set after a sandbox (they can run "
+         "programs or reach other machines; docs/threat-model.md, git metadata)";
+}
+
 // `spec` with the git guard's binds added: protected names read-only onto themselves, git dirs
 // and objects/ read-write onto themselves.
 LaunchSpec WithGitGuard(const LaunchSpec& spec, const GitGuard& guard) {
@@ -486,6 +516,8 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   if (auto s = ValidateLaunchSpec(spec); !s) return fail("validate launch spec", s.error());
   // Host-side guards first: the git guard's binds are part of the mount plan.
   const bool guard_git = spec.guard_git_metadata && !spec.disabled.Has(Layer::kGitGuard);
+  // The config check needs no mount: it runs with the fs layer off too.
+  const bool guard_git_config = guard_git && !spec.disabled.Has(Layer::kGitConfig);
   // The sweep is for root callers: the sandbox is uid 0 over the files it makes, so a set-user-ID
   // bit there is a setuid-root program for the host. Any other caller's sandbox runs as that
   // caller, and a set-user-ID file it leaves runs as the same caller — no privilege gained — so
@@ -498,6 +530,12 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
     auto snap = SnapshotTrees(WritableRoots(spec), guard_privileged);
     if (!snap) return fail("inspect the writable trees", snap.error());
     before.emplace(std::move(*snap));
+  }
+  // Before the git guard makes its placeholders: what each git dir's config says now.
+  std::optional<GitConfigGuard> config_guard;
+  if (guard_git_config) {
+    config_guard.emplace(
+        GitConfigGuard::Snapshot(GitDirsOf(*before, before->roots), before->roots));
   }
   GitGuard git_guard;  // removes its placeholders on every return below
   std::string git_guard_summary = "off";
@@ -739,6 +777,21 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
     out.planted_repositories = std::move(leftovers.planted_repositories);
     out.cleared_files = std::move(leftovers.cleared_files);
     out.host_findings = std::move(leftovers.findings);
+    // Before anything on the host runs git there: git dirs found now, planted ones included.
+    if (config_guard) {
+      std::vector<std::string> dirs = std::move(leftovers.git_dirs);
+      for (const std::string& link : leftovers.gitdir_links) {
+        if (auto target = GitConfigGuard::GitdirTarget(link, before->roots)) {
+          dirs.push_back(*target);
+        }
+      }
+      std::vector<std::string> notes;
+      out.git_config_rewrites = config_guard->Neutralise(std::move(dirs), before->roots, notes);
+      for (const GitConfigRewrite& r : out.git_config_rewrites) {
+        out.host_findings.push_back(DescribeRewrite(r));
+      }
+      for (std::string& n : notes) out.host_findings.push_back(std::move(n));
+    }
   }
   for (const std::string& finding : out.host_findings) {
     spdlog::warn("warning: {}", TerminalSafe(finding, TerminalLines::kOne));

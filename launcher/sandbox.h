@@ -13,6 +13,7 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "launcher/child_report.h"
+#include "launcher/git_config_guard.h"
 #include "launcher/launch_spec.h"
 #include "launcher/tty.h"
 
@@ -59,6 +60,9 @@ struct SandboxOutcome {
   std::vector<std::string> planted_repositories;
   // Files whose setuid/setgid bits or file capabilities were removed (absolute paths).
   std::vector<std::string> cleared_files;
+  // Git configuration files the command changed that cagent rewrote after it exited, with the
+  // keys it dropped (launcher/git_config_guard.h); each is a host_findings line too.
+  std::vector<GitConfigRewrite> git_config_rewrites;
 };
 
 // The status of an outcome of kind kTimedOut (LaunchSpec's wall-clock limit expired): the table's

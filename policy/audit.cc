@@ -195,10 +195,9 @@ constexpr Runner kRunners[] = {
     {"Rscript", "interpreter", Risk::kLow},
     {"awk", "runner: system()", Risk::kLow},
     {"gawk", "runner: system()", Risk::kLow},
-    // env, timeout, nice, nohup, stdbuf, time, ionice, command and exec are not here: in a shell
-    // line the engine judges the command they run (policy/shell.h), as it does for sh -c.
-    {"xargs", "runner", Risk::kLow},
-    {"find", "runner: -exec", Risk::kLow},
+    // env, timeout, nice, nohup, stdbuf, time, ionice, command, exec, xargs and find -exec are not
+    // here: in a shell line the engine judges the command they run (policy/shell.h), as it does
+    // for sh -c.
     {"setsid", "runner", Risk::kLow},
     {"make", "runner: Makefile recipes", Risk::kLow},
     {"npm", "runner: package.json scripts", Risk::kLow},
@@ -352,6 +351,13 @@ class Auditor {
   }
 
   void Writable() {
+    // One finding per statement (`read-write ~/.claude ~/.codex` is one decision), at its risk.
+    struct Group {
+      Risk risk = Risk::kInfo;
+      Location loc;
+      std::vector<std::string> paths;
+    };
+    std::vector<Group> groups;
     for (const MountRule& m : p_.mounts) {
       if (m.mode != MountMode::kReadWrite || m.path.base == PathBase::kWorkspace) continue;
       // The home directory and system trees hold what runs next time the user logs in or builds
@@ -360,12 +366,29 @@ class Auditor {
       bool system = m.path.base == PathBase::kAbsolute;
       bool dot = home && (m.path.rel.empty() || m.path.rel.starts_with('.'));
       Risk risk = (home && m.path.rel.empty()) || dot || system ? Risk::kHigh : Risk::kMedium;
-      Add(kWritable, risk,
-          "read-write " + m.path.Text() +
-              ": the agent can change files outside the workspace, and the changes outlive the "
-              "run; mount it read-only, or copy what the task needs into the workspace",
-          m.loc);
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const Group& g) { return SameStatement(g.loc, m.loc); });
+      if (it == groups.end()) {
+        groups.push_back({risk, m.loc, {}});
+        it = groups.end() - 1;
+      }
+      it->risk = Stronger(it->risk, risk);
+      it->paths.push_back(m.path.Text());
     }
+    for (const Group& g : groups) {
+      std::string list;
+      for (const auto& path : g.paths) list += (list.empty() ? "" : " ") + path;
+      Add(kWritable, g.risk,
+          "read-write " + list +
+              ": the agent can change files outside the workspace, and the changes outlive the "
+              "run; mount them read-only, or copy what the task needs into the workspace",
+          g.loc);
+    }
+  }
+
+  // Two locations in the same statement line of the same file (the words of one statement).
+  static bool SameStatement(const Location& a, const Location& b) {
+    return a.valid() && b.valid() && a.file == b.file && a.line == b.line;
   }
 
   void Secrets() {
@@ -409,25 +432,50 @@ class Auditor {
       return std::any_of(p_.env_scrub.begin(), p_.env_scrub.end(),
                          [&](const EnvPattern& e) { return e.name.Match(name); });
     };
+    // One finding per `pass` statement, naming each of its patterns that lets credentials in.
+    struct Group {
+      Location loc;
+      bool any = false;
+      std::vector<std::string> patterns;
+      std::vector<std::string> names;
+    };
+    std::vector<Group> groups;
     for (const EnvPattern& pass : p_.env_pass) {
-      std::string list;
+      std::vector<std::string> names;
       for (std::string_view name : kSecretVariables) {
-        if (pass.name.Match(name) && !scrubbed(name)) {
-          list += (list.empty() ? "" : ", ") + std::string(name);
-        }
+        if (pass.name.Match(name) && !scrubbed(name)) names.emplace_back(name);
       }
       const bool any = pass.name.Match("CAGENT_AUDIT_ANY_VARIABLE") && pass.name.Match("x");
-      if (list.empty() && !any) continue;
-      std::string message = "'pass " + pass.name.pattern() + "' ";
-      message += any ? "passes every variable of the caller's environment that no scrub pattern "
-                       "removes"
-                     : "passes credential variables";
+      if (names.empty() && !any) continue;
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const Group& g) { return SameStatement(g.loc, pass.loc); });
+      if (it == groups.end()) {
+        groups.push_back({pass.loc, false, {}, {}});
+        it = groups.end() - 1;
+      }
+      it->any = it->any || any;
+      it->patterns.push_back(pass.name.pattern());
+      for (auto& n : names) {
+        if (std::find(it->names.begin(), it->names.end(), n) == it->names.end()) {
+          it->names.push_back(std::move(n));
+        }
+      }
+    }
+    for (const Group& g : groups) {
+      std::string patterns;
+      for (const auto& p : g.patterns) patterns += (patterns.empty() ? "" : " ") + p;
+      std::string list;
+      for (const auto& n : g.names) list += (list.empty() ? "" : ", ") + n;
+      std::string message = "'pass " + patterns + "' ";
+      message += g.any ? "passes every variable of the caller's environment that no scrub "
+                         "pattern removes"
+                       : "passes credential variables";
       if (!list.empty()) message += "; not scrubbed: " + list;
       message +=
           "; the agent can read them and copy them into the workspace or its output. Pass only "
           "the names the tools need, or add `scrub` patterns (base scrubs *_TOKEN, *_KEY, "
           "*SECRET*, *PASSWORD*, ...)";
-      Add(kEnvSecrets, Risk::kMedium, std::move(message), pass.loc);
+      Add(kEnvSecrets, Risk::kMedium, std::move(message), g.loc);
     }
   }
 
@@ -478,7 +526,15 @@ class Auditor {
   void Interpreters() {
     const std::vector<std::string> any = {"cagent-audit-any-command"};
     Decision d_any = engine_.Command(any);
-    if (Allowed(d_any)) {
+    if (Allowed(d_any) && p_.command_default.value == Verdict::kAllow &&
+        d_any.loc == p_.command_default.loc) {
+      // Deliberate and documented (docs/policy-language.md, `commands`): said once, plainly.
+      Add(kInterpreter, Risk::kLow,
+          "'commands: default allow' lets every program no rule names run: the sandbox (its "
+          "filesystem view, network and limits), not the command list, is the boundary; the deny "
+          "rules name intents, which a program the agent writes itself can still carry out",
+          d_any.loc);
+    } else if (Allowed(d_any)) {
       Add(kInterpreter, Risk::kMedium,
           "'" + d_any.rule +
               "' allows every command: the command list no longer restricts anything, only the "
@@ -493,10 +549,7 @@ class Auditor {
     };
     std::vector<Group> groups;
     for (const auto& r : kRunners) {
-      // find runs code through -exec, which a profile may deny on its own (base does).
-      const std::vector<std::string> argv =
-          r.name == "find" ? std::vector<std::string>{"find", ".", "-exec", "true", ";"}
-                           : std::vector<std::string>{std::string(r.name), "-c", "true"};
+      const std::vector<std::string> argv = {std::string(r.name), "-c", "true"};
       Decision d = engine_.Command(argv);
       if (!Allowed(d) || (d.rule == d_any.rule && d.loc == d_any.loc)) continue;
       auto it = std::find_if(groups.begin(), groups.end(),
@@ -610,14 +663,38 @@ class Auditor {
   // see first.
   void WeakensParent() {
     const std::string parent = parent_->name;
+    // One finding per statement: the words a rule adds (`allow (make | cmake | ninja)`) are one
+    // widening written once, not one each.
+    struct Group {
+      Risk risk;
+      std::string area;
+      Location loc;
+      std::vector<std::string> texts;
+    };
+    std::vector<Group> groups;
     for (const DiffEntry& e : Diff(*parent_, p_)) {
       if (e.direction != Direction::kWider) continue;
       bool addition = e.change == Change::kAdded &&
                       (e.area == "mounts" || e.area == "commands" || e.area == "tools" ||
                        e.area == "environment" || e.area == "hosts");
-      Add(kWeakensParent, addition ? Risk::kInfo : Risk::kMedium,
-          "'" + p_.name + "' widens its parent '" + parent + "': " + e.area + ": " + e.text,
-          e.side == DiffSide::kTo ? e.loc : Location{});
+      const Risk risk = addition ? Risk::kInfo : Risk::kMedium;
+      const Location loc = e.side == DiffSide::kTo ? e.loc : Location{};
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+        return SameStatement(g.loc, loc) && g.area == e.area && g.risk == risk;
+      });
+      if (it == groups.end()) {
+        groups.push_back({risk, e.area, loc, {}});
+        it = groups.end() - 1;
+      }
+      it->texts.push_back(e.text);
+      // The statement's first word, not whichever word's change came first.
+      if (loc.valid() && loc.col < it->loc.col) it->loc = loc;
+    }
+    for (const Group& g : groups) {
+      std::string list;
+      for (const std::string& t : g.texts) list += (list.empty() ? "" : "; ") + t;
+      Add(kWeakensParent, g.risk,
+          "'" + p_.name + "' widens its parent '" + parent + "': " + g.area + ": " + list, g.loc);
     }
   }
 };

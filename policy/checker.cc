@@ -20,8 +20,10 @@ constexpr std::string_view kTopLevelKeys[] = {
 constexpr std::string_view kFilesystemKeys[] = {"read-only", "read-write", "hide",
                                                 "deny",      "ask",        "allow"};
 constexpr std::string_view kRuleKeys[] = {"allow", "ask", "deny"};
+constexpr std::string_view kCommandKeys[] = {"allow", "ask", "deny", "default"};
 constexpr std::string_view kEnvironmentKeys[] = {"pass", "scrub", "set"};
 constexpr std::string_view kExampleKeys[] = {"match", "not_match"};
+constexpr std::string_view kCommandBlockKeys[] = {"match", "not_match", "reason"};
 // A tools rule word naming an MCP tool of a wrapped server: mcp:GLOB.
 constexpr std::string_view kMcpPrefix = "mcp:";
 
@@ -444,9 +446,13 @@ class Checker {
   // ---- commands ----
 
   void CommandStatement(const Statement& st) {
+    if (st.keyword == "default") {
+      CommandDefault(st);
+      return;
+    }
     auto verdict = ParseVerdict(st.keyword);
     if (!verdict) {
-      Unknown(st, "in commands", kRuleKeys);
+      Unknown(st, "in commands", kCommandKeys);
       return;
     }
     if (!AtLeastOne(st, "a command pattern, e.g. 'git status'")) return;
@@ -510,20 +516,68 @@ class Checker {
     }
     if (!ok) return;
     if (st.has_block) {
-      for (const Statement& ex : st.block) CommandExample(ex, rule);
+      for (const Statement& ex : st.block) {
+        if (ex.keyword == "reason") {
+          CommandReason(ex, rule);
+        } else {
+          CommandExample(ex, rule);
+        }
+      }
     }
     out_.layer.commands.push_back(std::move(rule));
+  }
+
+  // `reason "TEXT"` in a command rule's block: what the decision tells the agent.
+  void CommandReason(const Statement& st, CommandRule& rule) {
+    if (!NoBlock(st) || !Args(st, 1, "one quoted string")) return;
+    const Value& v = st.args[0];
+    if (v.kind != Value::Kind::kString || v.text.empty()) {
+      ErrAt(v, "a reason is a non-empty quoted string",
+            "e.g.: reason \"pushing is your decision: cagent captures a patch you apply\"");
+      return;
+    }
+    if (!rule.reason.empty()) {
+      ErrAt(st, "'reason' is given twice for this rule", "keep one");
+      return;
+    }
+    constexpr std::size_t kMaxReason = 400;
+    if (v.text.size() > kMaxReason || v.text.find('\n') != std::string::npos) {
+      ErrAt(v, "a reason is one line of at most " + std::to_string(kMaxReason) + " bytes", "");
+      return;
+    }
+    rule.reason = v.text;
+  }
+
+  // `default allow | ask | deny`: the verdict for a command that no rule matches.
+  void CommandDefault(const Statement& st) {
+    if (!NoBlock(st) || !Args(st, 1, "allow, ask or deny") || !FirstTime(st, "commands default")) {
+      return;
+    }
+    const Value& v = st.args[0];
+    auto verdict = v.kind == Value::Kind::kWord ? ParseVerdict(v.text) : std::nullopt;
+    if (!verdict) {
+      std::string guess = DidYouMean(v.text, {"allow", "ask", "deny"});
+      ErrAt(v, "unknown default verdict " + Describe(v),
+            guess.empty() ? "use allow (the sandbox is the boundary), ask or deny (an allow-list)"
+                          : "did you mean '" + guess + "'?");
+      return;
+    }
+    out_.layer.command_default = {*verdict, true, st.loc};
   }
 
   void CommandExample(const Statement& ex, const CommandRule& rule) {
     bool want = ex.keyword == "match";
     if (!want && ex.keyword != "not_match") {
-      Unknown(ex, "in a rule's examples", kExampleKeys);
+      Unknown(ex, "in a command rule's block", kCommandBlockKeys);
       return;
     }
     if (!NoBlock(ex) || !Args(ex, 1, "one quoted command line")) return;
     ShellParse parsed = ParseShell(ex.args[0].text);
-    if (parsed.opaque || parsed.commands.size() != 1) {
+    // Commands another command runs (find -exec, a wrapper's, a $( )'s: run_by set) come with
+    // it; the example is the one command of the line itself.
+    const auto own = std::count_if(parsed.commands.begin(), parsed.commands.end(),
+                                   [](const SimpleCommand& c) { return c.run_by.empty(); });
+    if (parsed.opaque || own != 1) {
       ErrAt(ex.args[0], "an example must be one simple command",
             parsed.opaque ? parsed.opaque_reason : "write one command without ; && || |");
       return;
@@ -1149,6 +1203,19 @@ Result<ArgPattern> CompileArgPattern(const Value& value) {
               [](const WordGlob& a, const WordGlob& b) { return a.pattern() < b.pattern(); });
   } else if (auto st = add(value); !st) {
     return st.error();
+  }
+  // A byte every alternative needs lets a word be rejected with one memchr; the rarer in
+  // command lines the better, so these are tried first.
+  if (out.alternatives.size() > 1 || !out.alternatives.front().IsLiteral()) {
+    constexpr std::string_view kCandidates = "$~@/.=_-:";
+    for (const char c : kCandidates) {
+      const auto b = static_cast<unsigned char>(c);
+      if (std::all_of(out.alternatives.begin(), out.alternatives.end(),
+                      [b](const WordGlob& g) { return g.RequiresByte(b); })) {
+        out.required = b;
+        break;
+      }
+    }
   }
   return out;
 }

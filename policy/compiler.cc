@@ -63,6 +63,7 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
     for (auto& m : layer.mounts) mounts[m.path] = m;
     for (auto& r : layer.path_rules) out.path_rules.push_back(std::move(r));
     for (auto& r : layer.commands) out.commands.push_back(std::move(r));
+    Override(out.command_default, layer.command_default);
     for (auto& r : layer.tools) out.tools.push_back(std::move(r));
     for (std::size_t i = 0; i < out.limits.size(); ++i) {
       if (layer.limits[i].set) out.limits[i] = layer.limits[i];

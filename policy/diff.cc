@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "policy/dump.h"
@@ -99,6 +100,20 @@ class Differ {
           "approval " + std::string(ApprovalName(from_.approval.value)) + " -> " +
               std::string(ApprovalName(to_.approval.value)) + why,
           to_.approval.loc, DiffSide::kTo);
+    }
+    if (from_.command_default.value != to_.command_default.value) {
+      // deny < ask < allow: what a command no rule names gets.
+      Add(ByRank(static_cast<int>(Verdict::kDeny) - static_cast<int>(from_.command_default.value),
+                 static_cast<int>(Verdict::kDeny) - static_cast<int>(to_.command_default.value)),
+          "commands",
+          "commands default " + std::string(VerdictName(from_.command_default.value)) + " -> " +
+              std::string(VerdictName(to_.command_default.value)) +
+              " (a command no rule names is now " +
+              (to_.command_default.value == Verdict::kAllow ? "allowed"
+               : to_.command_default.value == Verdict::kAsk ? "asked"
+                                                            : "denied") +
+              ")",
+          to_.command_default.loc, DiffSide::kTo);
     }
     if (from_.workspace_writable.value != to_.workspace_writable.value) {
       auto name = [](bool w) { return w ? "read-write" : "read-only"; };
@@ -198,6 +213,13 @@ class Differ {
                              : to_.approval.value == ApprovalMode::kAuto
                                  ? " (approval auto: allowed without asking)"
                                  : " (a person decides; wider than deny, narrower than allow)";
+          if constexpr (std::is_same_v<Rule, CommandRule>) {
+            // An allow rule added where `from` already allowed every unnamed command adds nothing.
+            if (r.verdict == Verdict::kAllow && from_.command_default.value == Verdict::kAllow) {
+              d = Direction::kNeutral;
+              note = " (already allowed: commands default allow)";
+            }
+          }
           Add(d, area, "added: " + text(r) + note, r.loc, DiffSide::kTo);
         },
         [&](const Rule& r) {
@@ -205,7 +227,15 @@ class Differ {
                         : r.verdict == Verdict::kDeny                 ? Direction::kWider
                         : from_.approval.value == ApprovalMode::kAuto ? Direction::kNarrower
                                                                       : Direction::kNeutral;
-          Add(d, area, "removed: " + text(r), r.loc, DiffSide::kFrom);
+          std::string note;
+          if constexpr (std::is_same_v<Rule, CommandRule>) {
+            // An allow rule dropped where `to` allows every unnamed command takes nothing away.
+            if (r.verdict == Verdict::kAllow && to_.command_default.value == Verdict::kAllow) {
+              d = Direction::kNeutral;
+              note = " (covered by commands default allow)";
+            }
+          }
+          Add(d, area, "removed: " + text(r) + note, r.loc, DiffSide::kFrom);
         });
   }
 

@@ -80,7 +80,8 @@ std::string FormatLimit(Limit limit, const LimitValue& v) {
 std::string Dump(const Policy& p, bool with_locations) {
   Writer w(p, with_locations);
   w.Plain("# The effective profile '" + p.name + "' (" + p.ChainText() + "), as compiled.");
-  w.Plain("# Rules are sorted; deny beats ask beats allow; anything not allowed is denied.");
+  w.Plain("# Rules are sorted; deny beats ask beats allow; what no rule matches is denied");
+  w.Plain("# (a command no rule matches gets the commands default).");
   if (!p.description.empty()) w.Plain("description " + QuoteWord(p.description));
   w.Line(0, std::string("workspace ") + (p.workspace_writable.value ? "read-write" : "read-only"),
          p.workspace_writable.loc);
@@ -103,8 +104,15 @@ std::string Dump(const Policy& p, bool with_locations) {
   w.Plain("}");
 
   w.Plain("commands {");
+  if (p.command_default.set) {
+    w.Line(1, "default " + std::string(VerdictName(p.command_default.value)),
+           p.command_default.loc);
+  }
   for (const auto& r : p.commands) {
-    w.Line(1, std::string(VerdictName(r.verdict)) + " " + r.text, r.loc);
+    w.Line(1,
+           std::string(VerdictName(r.verdict)) + " " + r.text +
+               (r.reason.empty() ? "" : " { reason " + QuoteString(r.reason) + " }"),
+           r.loc);
   }
   w.Plain("}");
 
@@ -216,9 +224,13 @@ nlohmann::json ToJson(const Policy& p) {
   }
   j["commands"] = json::array();
   for (const auto& r : p.commands) {
-    j["commands"].push_back(
-        {{"verdict", VerdictName(r.verdict)}, {"pattern", r.text}, {"at", where(r.loc)}});
+    j["commands"].push_back({{"verdict", VerdictName(r.verdict)},
+                             {"pattern", r.text},
+                             {"reason", r.reason.empty() ? json(nullptr) : json(r.reason)},
+                             {"at", where(r.loc)}});
   }
+  j["commands_default"] = {{"verdict", VerdictName(p.command_default.value)},
+                           {"at", where(p.command_default.loc)}};
   j["tools"] = json::array();
   for (const auto& r : p.tools) {
     json tools = json::array();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <optional>
 
 #include "policy/host_secrets.h"
@@ -225,6 +226,111 @@ std::string PrintableName(std::string_view name) {
   return out;
 }
 
+// Programs that fetch a URL given as an argument (curl URL, wget URL, http GET URL).
+bool IsUrlClient(std::string_view name) {
+  // Asked of every command: most names are told apart by their first byte.
+  if (name.size() < 2 || std::string_view("cwhxal").find(name[0]) == std::string_view::npos) {
+    return false;
+  }
+  constexpr std::string_view kClients[] = {"curl", "wget",   "http",   "https", "xh",
+                                           "xhs",  "httpie", "aria2c", "lynx",  "links"};
+  return std::find(std::begin(kClients), std::end(kClients), name) != std::end(kClients);
+}
+
+// Programs that look a name up or probe a host given as an argument; a name they are given is a
+// DNS query, which can carry data out by itself.
+bool IsNameProbe(std::string_view name) {
+  if (name.size() < 3 || std::string_view("ndhpt").find(name[0]) == std::string_view::npos) {
+    return false;
+  }
+  constexpr std::string_view kProbes[] = {"nslookup", "dig",   "host",      "ping",
+                                          "ping6",    "drill", "traceroute"};
+  return std::find(std::begin(kProbes), std::end(kProbes), name) != std::end(kProbes);
+}
+
+// The host and port of an argument that is a URL ("https://u@h:8443/p", "--url=http://h/"),
+// or nullopt when the argument is not one. `host` may hold an expansion ("$X.evil.example").
+struct UrlTarget {
+  std::string host;
+  std::uint16_t port = 0;
+};
+std::optional<UrlTarget> UrlIn(std::string_view arg) {
+  if (arg.starts_with("--url=")) arg.remove_prefix(6);
+  const std::size_t sep = arg.find("://");
+  if (sep == std::string_view::npos || sep == 0 || sep > 8) return std::nullopt;
+  std::string scheme(arg.substr(0, sep));
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme == "file" ||
+      !std::all_of(scheme.begin(), scheme.end(), [](char c) { return std::isalpha(c) != 0; })) {
+    return std::nullopt;  // a local file, or not a URL
+  }
+  // http and ws on 80, ftp on 21; every other scheme (https, wss, ...) is judged on 443.
+  std::uint16_t port = 443;
+  if (scheme == "http" || scheme == "ws") port = 80;
+  if (scheme == "ftp") port = 21;
+  std::string_view authority = arg.substr(sep + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    authority.remove_prefix(at + 1);
+  }
+  std::string_view host = authority;
+  if (authority.starts_with('[')) {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) return UrlTarget{std::string(authority), port};
+    host = authority.substr(1, close - 1);
+    authority.remove_prefix(close + 1);
+  } else {
+    const std::size_t colon = authority.rfind(':');
+    host = authority.substr(0, colon);
+    authority = colon == std::string_view::npos ? std::string_view{} : authority.substr(colon);
+  }
+  if (authority.starts_with(':')) {
+    unsigned value = 0;
+    const std::string_view digits = authority.substr(1);
+    bool ok = !digits.empty() && digits.size() <= 5;
+    for (char c : digits) {
+      ok = ok && c >= '0' && c <= '9';
+      value = value * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (ok && value > 0 && value <= 65535) port = static_cast<std::uint16_t>(value);
+  }
+  return UrlTarget{std::string(host), port};
+}
+
+std::string_view BaseName(std::string_view path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// An interpreter that runs the program on its stdin: `python3`, `python3 -`, `node -`, `perl`,
+// `ruby`, `php` with no script (options aside). Shells are marked by the parser
+// (SimpleCommandView::stdin_is_code).
+bool ReadsCodeFromStdin(std::span<const std::string_view> argv) {
+  const std::string_view name = BaseName(argv[0]);
+  constexpr std::string_view kInterpreters[] = {"python", "python2", "python3", "node", "nodejs",
+                                                "perl",   "ruby",    "php",     "lua",  "deno",
+                                                "bun",    "Rscript", "tclsh",   "pwsh"};
+  const bool interpreter = std::find(std::begin(kInterpreters), std::end(kInterpreters), name) !=
+                               std::end(kInterpreters) ||
+                           (name.starts_with("python3.") && name.size() <= 10);
+  if (!interpreter) return false;
+  for (std::size_t k = 1; k < argv.size(); ++k) {
+    const std::string_view a = argv[k];
+    if (a == "-") return true;
+    // Code given on the command line, or a module to run: not stdin.
+    if (a == "-c" || a == "-e" || a == "-m" || a == "--eval" || a == "-p" || a == "--print" ||
+        a == "-r" || a == "run" || a == "x") {
+      return false;
+    }
+    if (!a.starts_with('-')) return false;  // a script file
+  }
+  return true;  // options only: the program is read from stdin
+}
+
+bool HasExpansion(std::string_view word) {
+  return word.find('$') != std::string_view::npos || word.find('`') != std::string_view::npos;
+}
+
 }  // namespace
 
 struct Engine::Outcome {
@@ -331,6 +437,9 @@ Engine::Engine(const Policy& policy, Binding binding)
   for (const auto& r : policy_.commands) {
     command_rule_.push_back("commands: " + std::string(VerdictName(r.verdict)) + " " + r.text);
   }
+  command_default_rule_ =
+      "commands: default " + std::string(VerdictName(policy_.command_default.value));
+  network_rule_ = "network " + std::string(NetworkName(policy_.network.value));
   for (const auto& r : policy_.path_rules) {
     path_rule_.push_back("filesystem: " + std::string(VerdictName(r.verdict)) +
                          (r.access == Access::kWrite ? " write " : " ") + r.text);
@@ -395,6 +504,12 @@ Decision Engine::Command(std::span<const std::string> argv) const {
 }
 
 Decision Engine::Shell(std::string_view script) const { return DecideShell(script).ToDecision(); }
+
+std::vector<Engine::ShellPart> Engine::ShellParts(std::string_view script) const {
+  std::vector<ShellPart> parts;
+  (void)DecideShell(script, &parts);
+  return parts;
+}
 
 Decision Engine::Path(Access access, std::string_view path) const {
   return DecidePath(access, path).ToDecision();
@@ -540,17 +655,19 @@ Engine::Outcome Engine::DecideArgv(std::span<const Word> argv, bool in_workspace
     }
     if (matched && rule.verdict <= best.verdict) return;
     matched = true;
-    std::string_view reason;
-    switch (rule.verdict) {
-      case Verdict::kAllow:
-        reason = "the profile allows this command";
-        break;
-      case Verdict::kAsk:
-        reason = "the profile asks a person before running this command";
-        break;
-      case Verdict::kDeny:
-        reason = "the profile forbids this command";
-        break;
+    std::string_view reason = rule.reason;
+    if (reason.empty()) {
+      switch (rule.verdict) {
+        case Verdict::kAllow:
+          reason = "the profile allows this command";
+          break;
+        case Verdict::kAsk:
+          reason = "the profile asks a person before running this command";
+          break;
+        case Verdict::kDeny:
+          reason = "the profile forbids this command";
+          break;
+      }
     }
     best = Outcome::Rule(rule.verdict, command_rule_[index], rule.loc, reason);
   };
@@ -581,28 +698,193 @@ Engine::Outcome Engine::DecideArgv(std::span<const Word> argv, bool in_workspace
           "' is run after a cd that may leave the workspace, so it may not be a program in the "
           "workspace; run it from the workspace (without the cd, or with a path from the top)");
     }
+    if (policy_.command_default.value != Verdict::kDeny) {
+      // `commands { default allow | ask }`: the kernel sandbox is the boundary for programs no
+      // rule names; the rules are spent on the intents that matter.
+      return Outcome::Rule(policy_.command_default.value, command_default_rule_,
+                           policy_.command_default.loc,
+                           policy_.command_default.value == Verdict::kAllow
+                               ? "no commands rule names it, and the profile allows what the "
+                                 "sandbox confines (commands default allow)"
+                               : "no commands rule names it, and the profile asks a person "
+                                 "about such commands (commands default ask)");
+    }
     return Outcome::DefaultBecause("no commands rule allows '" + std::string(argv[0]) + "'");
   }
   return best;
 }
 
 Engine::Outcome Engine::DecideCommand(std::span<const std::string> argv) const {
-  return DecideArgv(argv, true);
+  Outcome o = DecideArgv(argv, true);
+  if (o.verdict != Verdict::kDeny) o.KeepStronger(DecideTargets(argv));
+  return o;
 }
 
 Engine::Outcome Engine::DecideCommand(std::span<const std::string_view> argv,
                                       bool in_workspace) const {
-  return DecideArgv(argv, in_workspace);
+  Outcome o = DecideArgv(argv, in_workspace);
+  if (o.verdict != Verdict::kDeny) o.KeepStronger(DecideTargets(argv));
+  return o;
 }
 
-Engine::Outcome Engine::DecideShell(std::string_view script) const {
+template <typename Word>
+Engine::Outcome Engine::DecideTargets(std::span<const Word> argv) const {
+  if (argv.empty()) return Outcome::Rule(Verdict::kAllow, {}, {}, {});
+  std::string_view name = argv[0];
+  if (auto slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+  Outcome acc = Outcome::Rule(Verdict::kAllow, {}, {}, {});
+  if (IsUrlClient(name)) {
+    // Only a host built from an expansion is refused here: a literal host the sandbox cannot
+    // reach fails at once in the sandbox (the DNS stub answers "no such name" and cagent says
+    // which network the profile has), and the egress proxy decides the ones it can.
+    for (std::size_t k = 1; k < argv.size(); ++k) {
+      auto target = UrlIn(argv[k]);
+      if (!target || !(target->host.empty() || HasExpansion(target->host))) continue;
+      return DecideTarget(target->host, target->port);
+    }
+  } else if (IsNameProbe(name)) {
+    for (std::size_t k = 1; k < argv.size(); ++k) {
+      const std::string_view arg = argv[k];
+      if (arg.starts_with('-') || !HasExpansion(arg)) continue;
+      Outcome o = Outcome::Rule(Verdict::kDeny, network_rule_, policy_.network.loc, {});
+      o.detail = "'" + std::string(name) +
+                 "' of a name built from an expansion ($X, $( )): the name itself is a DNS query "
+                 "that can carry data out; look up names written literally";
+      return o;
+    }
+  }
+  return acc;
+}
+
+Engine::Outcome Engine::DecideTarget(std::string_view host, std::uint16_t port) const {
+  if (host.empty() || HasExpansion(host)) {
+    Outcome o = Outcome::Rule(Verdict::kDeny, network_rule_, policy_.network.loc, {});
+    o.detail =
+        "a connection to a host built from an expansion ($X, $( )) cannot be checked, and the "
+        "name itself can carry data out; write the host literally";
+    return o;
+  }
+  const std::optional<std::string> normalized = NormalizeHost(host);
+  if (!normalized) {
+    return Outcome::DefaultBecause("'" + PrintableName(host) +
+                                   "' is not a valid host name or IP address");
+  }
+  const bool local = *normalized == "localhost" || normalized->ends_with(".localhost") ||
+                     RestrictedRange(*normalized) == "loopback" ||
+                     RestrictedRange(*normalized) == "unspecified";
+  if (local && policy_.network.value != NetworkMode::kNone) {
+    return Outcome::Rule(Verdict::kAllow, {}, {}, {});  // the sandbox's own loopback
+  }
+  if (!local && policy_.egress.value) {
+    Outcome o = DecideNormalizedHost(*normalized, port);
+    if (o.verdict == Verdict::kDeny) {
+      std::string why = o.detail.empty() ? std::string(o.reason) : std::move(o.detail);
+      o.detail = "the command connects to " + HostPortText(*normalized, port) +
+                 ", which cagent's "
+                 "egress proxy refuses: " +
+                 why;
+    }
+    return o;
+  }
+  Outcome o = Outcome::Rule(Verdict::kDeny, network_rule_, policy_.network.loc, {});
+  o.detail = "the command connects to " + HostPortText(*normalized, port) +
+             ", which this sandbox " +
+             (policy_.network.value == NetworkMode::kNone
+                  ? std::string("cannot reach: it has no network at all (network none)")
+                  : std::string("cannot reach: its network is loopback only (servers started "
+                                "inside it), with no route to other machines")) +
+             "; the command would fail. Work offline, or use a profile with a hosts section "
+             "(backend-registries, frontend-registries; `cagent exec --allow-host HOST`)";
+  return o;
+}
+
+Engine::Outcome Engine::DecidePipelines(std::span<const SimpleCommandView> commands) const {
+  constexpr std::string_view kPipeRule = "shell: piped";
+  // Producers: a downloader, or a command that prints the environment.
+  struct Producer {
+    std::uint32_t pipeline;
+    std::uint16_t stage;
+    bool download;  // else: prints the environment
+    std::string_view name;
+  };
+  std::vector<Producer> producers;
+  for (const SimpleCommandView& cmd : commands) {
+    if (cmd.pipeline == 0 || cmd.argv.empty()) continue;
+    const std::string_view name = BaseName(cmd.argv[0]);
+    const bool download = IsUrlClient(name) || name == "fetch";
+    const bool environment =
+        (name == "env" || name == "printenv") && cmd.argv.size() == 1 && cmd.run_by.empty();
+    const bool shell_vars = (name == "set" || name == "export" || name == "declare") &&
+                            (cmd.argv.size() == 1 || cmd.argv[1] == "-p");
+    if (download || environment || shell_vars) {
+      producers.push_back({cmd.pipeline, cmd.stage, download, name});
+    }
+  }
+  // eval "$(CMD)" runs CMD's output as code, as `CMD | sh` does.
+  const bool evals_output =
+      std::any_of(commands.begin(), commands.end(),
+                  [](const SimpleCommandView& c) { return c.code_from_output; });
+  if (evals_output) {
+    for (const SimpleCommandView& cmd : commands) {
+      if (cmd.run_by != "$( )" || cmd.argv.empty()) continue;
+      const std::string_view name = BaseName(cmd.argv[0]);
+      if (!IsUrlClient(name) && name != "fetch") continue;
+      Outcome o = Outcome::Rule(Verdict::kDeny, kPipeRule, {}, {});
+      o.detail = "a download ('" + std::string(name) +
+                 "') run as code by eval runs code nobody has read; download it to a file in "
+                 "the workspace, read it, then run it";
+      return o;
+    }
+  }
+  if (producers.empty()) return Outcome::Rule(Verdict::kAllow, {}, {}, {});
+  for (const SimpleCommandView& cmd : commands) {
+    if (cmd.pipeline == 0 || cmd.stdin_from != StdinSource::kPipe || cmd.argv.empty()) continue;
+    const std::string_view name = BaseName(cmd.argv[0]);
+    const bool runs_stdin = cmd.stdin_is_code || ReadsCodeFromStdin(cmd.argv);
+    const bool sends = IsUrlClient(name);
+    for (const Producer& p : producers) {
+      if (p.pipeline != cmd.pipeline || p.stage >= cmd.stage) continue;
+      if (p.download && runs_stdin) {
+        Outcome o = Outcome::Rule(Verdict::kDeny, kPipeRule, {}, {});
+        o.detail = "a download ('" + std::string(p.name) + "') piped into '" + std::string(name) +
+                   "' runs code nobody has read; download it to a file in the workspace, read "
+                   "it, then run it";
+        return o;
+      }
+      if (!p.download && sends) {
+        Outcome o = Outcome::Rule(Verdict::kDeny, kPipeRule, {}, {});
+        o.detail = "the environment ('" + std::string(p.name) + "') piped into '" +
+                   std::string(name) +
+                   "' sends variables to another machine; a task never needs that";
+        return o;
+      }
+    }
+  }
+  return Outcome::Rule(Verdict::kAllow, {}, {}, {});
+}
+
+Engine::Outcome Engine::DecideShell(std::string_view script, std::vector<ShellPart>* parts) const {
   ShellParseView parsed = ParseShellView(script);
   if (parsed.opaque) {
-    Outcome o = Outcome::Rule(Verdict::kDeny, kShellRule, {}, {});
-    o.detail = std::move(parsed.opaque_reason) + "; run the commands it contains directly instead";
+    // What cannot be read before it runs is never allowed unseen: denied under an allow-list,
+    // asked (a person reads it) when the profile lets unnamed programs run.
+    const bool ask = policy_.command_default.value != Verdict::kDeny;
+    Outcome o = Outcome::Rule(ask ? Verdict::kAsk : Verdict::kDeny, kShellRule, {}, {});
+    o.detail = std::move(parsed.opaque_reason) +
+               (ask ? "; a person must read it, or run the commands it contains directly"
+                    : "; run the commands it contains directly instead");
     return o;
   }
   if (parsed.commands.empty()) return Outcome::Default("empty command");
+  // Intents no profile allows, read from the pipelines: a download piped into a shell or an
+  // interpreter, and the environment piped into a network client.
+  if (Outcome piped = DecidePipelines(parsed.commands); piped.verdict == Verdict::kDeny) {
+    if (parts != nullptr) {
+      Outcome copy = piped;
+      parts->push_back({"pipeline", std::string(script), {}, std::move(copy).ToDecision()});
+    }
+    if (parts == nullptr) return piped;
+  }
   Outcome acc;
   bool first = true;
   // Whether the shell's directory is still the workspace (where run_command starts), as far as
@@ -610,7 +892,12 @@ Engine::Outcome Engine::DecideShell(std::string_view script) const {
   // of the line (an over-approximation: subshells and || branches are not told apart).
   bool in_workspace = true;
   for (const SimpleCommandView& cmd : parsed.commands) {
-    for (const std::string_view assignment : cmd.assignments) {
+    // Under `commands { default allow }` a program no rule names runs anyway, so a variable that
+    // changes which program or code runs gains nothing a workspace script would not: only an
+    // allow-list (default deny or ask) needs the check.
+    for (const std::string_view assignment : policy_.command_default.value == Verdict::kAllow
+                                                 ? std::span<const std::string_view>{}
+                                                 : std::span(cmd.assignments)) {
       std::string_view name = assignment.substr(0, assignment.find('='));
       if (ChangesWhatRuns(name)) {
         Outcome o = Outcome::Rule(Verdict::kDeny, kShellRule, {}, {});
@@ -621,6 +908,27 @@ Engine::Outcome Engine::DecideShell(std::string_view script) const {
       }
     }
     Outcome d = DecideCommand(cmd.argv, in_workspace);
+    if (cmd.code_from_output && policy_.command_default.value != Verdict::kAllow) {
+      // Code produced at run time: an allow-list cannot judge it (under default allow it is what
+      // `CMD | sh` is, and the pipeline check above refused a download).
+      const bool ask = policy_.command_default.value == Verdict::kAsk;
+      Outcome o = Outcome::Rule(ask ? Verdict::kAsk : Verdict::kDeny, kShellRule, {}, {});
+      o.detail = std::string(
+                     "eval of a command's output runs code that cannot be checked before "
+                     "it runs; ") +
+                 (ask ? "a person must read it" : "run the commands it prints directly instead");
+      d.KeepStronger(std::move(o));
+    }
+    if (parts != nullptr) {
+      std::string text;
+      for (const std::string_view w : cmd.argv) {
+        if (!text.empty()) text += ' ';
+        text += w;
+      }
+      Outcome copy = d;
+      parts->push_back(
+          {"command", std::move(text), std::string(cmd.run_by), std::move(copy).ToDecision()});
+    }
     if (first) {
       acc = std::move(d);
       first = false;
@@ -637,11 +945,49 @@ Engine::Outcome Engine::DecideShell(std::string_view script) const {
     if (in_workspace && !cmd.argv.empty() && !StaysInWorkspace(cmd.argv)) {
       in_workspace = false;
     }
-    for (const auto& w : cmd.writes) acc.KeepStronger(DecidePath(Access::kWrite, w));
-    for (const auto& r : cmd.reads) acc.KeepStronger(DecidePath(Access::kRead, r));
-    if (acc.verdict == Verdict::kDeny) break;
+    for (const auto& w : cmd.writes) {
+      Outcome o = DecideRedirect(Access::kWrite, w);
+      if (parts != nullptr) {
+        Outcome copy = o;
+        parts->push_back({"write", std::string(w), {}, std::move(copy).ToDecision()});
+      }
+      acc.KeepStronger(std::move(o));
+    }
+    for (const auto& r : cmd.reads) {
+      Outcome o = DecideRedirect(Access::kRead, r);
+      if (parts != nullptr) {
+        Outcome copy = o;
+        parts->push_back({"read", std::string(r), {}, std::move(copy).ToDecision()});
+      }
+      acc.KeepStronger(std::move(o));
+    }
+    // `policy explain` shows every part; a decision stops at the first denial.
+    if (acc.verdict == Verdict::kDeny && parts == nullptr) break;
   }
   return acc;
+}
+
+Engine::Outcome Engine::DecideRedirect(Access access, std::string_view target) const {
+  // bash (not dash) opens a socket for /dev/tcp/HOST/PORT and /dev/udp/HOST/PORT: a connection.
+  for (const std::string_view prefix : {"/dev/tcp/", "/dev/udp/"}) {
+    if (!target.starts_with(prefix)) continue;
+    const std::string_view rest = target.substr(prefix.size());
+    const std::size_t slash = rest.find('/');
+    unsigned port = 0;
+    if (slash != std::string_view::npos) {
+      for (char c : rest.substr(slash + 1)) {
+        port = (c >= '0' && c <= '9' && port < 65536) ? port * 10 + (c - '0') : 65536;
+      }
+    }
+    if (port == 0 || port > 65535) {
+      Outcome o = Outcome::Rule(Verdict::kDeny, network_rule_, policy_.network.loc, {});
+      o.detail = "a redirection to " + std::string(prefix) +
+                 " opens a network connection, and this one names no port cagent can check";
+      return o;
+    }
+    return DecideTarget(rest.substr(0, slash), static_cast<std::uint16_t>(port));
+  }
+  return DecidePath(access, target);
 }
 
 Engine::Outcome Engine::DecidePath(Access access, std::string_view path) const {

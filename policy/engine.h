@@ -20,6 +20,7 @@
 #include "policy/binding.h"
 #include "policy/ir.h"
 #include "policy/request.h"
+#include "policy/shell.h"
 
 namespace cagent::policy {
 
@@ -59,6 +60,17 @@ class Engine {
   //     filesystem rules.
   [[nodiscard]] Decision Command(std::span<const std::string> argv) const;
   [[nodiscard]] Decision Shell(std::string_view script) const;
+  //   ShellParts: how Shell() read `script`: one entry per simple command (its words, what ran it,
+  //     the decision of that command alone) and per redirection target, in the order Shell()
+  //     judges them. Empty when the line is opaque (Shell()'s decision says why). For `policy
+  //     explain`; the same code path as Shell().
+  struct ShellPart {
+    std::string what;    // "command", "write" or "read"
+    std::string text;    // the command's words joined with spaces, or the path
+    std::string run_by;  // the wrapper, runner or construct that runs the command ("" for none)
+    Decision decision;
+  };
+  [[nodiscard]] std::vector<ShellPart> ShellParts(std::string_view script) const;
   [[nodiscard]] Decision Path(Access access, std::string_view path) const;
   //   Host: a connection to `host` (a name or an IP literal, IPv6 with or without brackets) on
   //     `port` through the egress proxy. The host is normalised (policy/hosts.h: lowercase, one
@@ -118,7 +130,26 @@ class Engine {
                                       bool in_workspace) const;
   template <typename Word>
   [[nodiscard]] Outcome DecideArgv(std::span<const Word> argv, bool in_workspace) const;
-  [[nodiscard]] Outcome DecideShell(std::string_view script) const;
+  // What a command's own arguments ask of the network: a URL given to curl or wget, a name given
+  // to nslookup or ping, whose host is built from an expansion, is denied (the name itself is a
+  // DNS query that can carry data out, and cannot be checked). Allowed (with no rule) otherwise:
+  // the sandbox's network and the egress proxy decide literal hosts.
+  template <typename Word>
+  [[nodiscard]] Outcome DecideTargets(std::span<const Word> argv) const;
+  // A connection to `host`:`port` named on a command line (not yet normalised): denied when it is
+  // built from an expansion, or when this sandbox cannot make it (no network; no hosts rule, or
+  // one that refuses it), with the profile's network statement or that hosts rule as the rule.
+  // Used for /dev/tcp redirections, which bash turns into sockets.
+  [[nodiscard]] Outcome DecideTarget(std::string_view host, std::uint16_t port) const;
+  // The intents a pipeline shows and no profile allows: a download piped into a shell or an
+  // interpreter that runs its stdin (`curl … | sh`, `wget -qO- … | python3 -`), and the
+  // environment piped into a network client (`env | curl -d @- …`). Denied with rule
+  // "shell: piped"; allowed (with no rule) otherwise.
+  [[nodiscard]] Outcome DecidePipelines(std::span<const SimpleCommandView> commands) const;
+  [[nodiscard]] Outcome DecideShell(std::string_view script,
+                                    std::vector<ShellPart>* parts = nullptr) const;
+  // A redirection target: a path, or (/dev/tcp/H/P, /dev/udp/H/P) a connection bash opens.
+  [[nodiscard]] Outcome DecideRedirect(Access access, std::string_view target) const;
   [[nodiscard]] Outcome DecidePath(Access access, std::string_view path) const;
   // The view and the filesystem rules for `abs`, an absolute normalised path.
   [[nodiscard]] Outcome DecideAbsolutePath(Access access, std::string_view abs) const;
@@ -159,6 +190,8 @@ class Engine {
   std::unordered_map<std::string, ViewsAt, BaseHash, std::equal_to<>> view_at_;
   std::vector<bool> base_length_;
   std::vector<std::string> command_rule_;
+  std::string command_default_rule_;  // "commands: default allow"
+  std::string network_rule_;          // "network loopback"
   std::vector<std::string> path_rule_;
   std::vector<std::string> tool_rule_;
   std::vector<std::string> host_rule_;

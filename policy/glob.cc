@@ -224,6 +224,12 @@ Result<WordGlob> WordGlob::Compile(std::string_view pattern) {
 // The classic iterative matcher: on a mismatch, return to the last '*' and let it swallow one
 // more byte. Only the last star needs remembering (an earlier star can absorb whatever a later
 // one would), so this is O(pattern * word) with no recursion and no allocation.
+bool WordGlob::RequiresByte(unsigned char c) const {
+  if (literal_) return unescaped_.find(static_cast<char>(c)) != std::string::npos;
+  return std::any_of(tokens_.begin(), tokens_.end(),
+                     [c](const Token& t) { return t.op == Op::kChar && t.ch == c; });
+}
+
 bool WordGlob::Match(std::string_view word) const {
   if (literal_) return word == unescaped_;
   const std::size_t n = word.size();

@@ -31,6 +31,9 @@ class WordGlob {
   [[nodiscard]] bool Match(std::string_view word) const;
   // True if the pattern has no wildcard at all (then Match is string equality).
   [[nodiscard]] bool IsLiteral() const { return literal_; }
+  // Whether every word the pattern matches contains the byte `c` (it is one of the pattern's
+  // literal characters, outside any [...] set).
+  [[nodiscard]] bool RequiresByte(unsigned char c) const;
   [[nodiscard]] const std::string& pattern() const { return pattern_; }
 
  private:

@@ -19,6 +19,9 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Requirement::kCo
     kRequirementNames = {"landlock", "seccomp", "cgroup", "memory-limit", "pids-limit"};
 
 bool ArgMatches(const ArgPattern& p, std::string_view arg) {
+  if (p.required != 0 && arg.find(static_cast<char>(p.required)) == std::string_view::npos) {
+    return false;
+  }
   for (const auto& alt : p.alternatives) {
     if (alt.Match(arg)) return true;
   }

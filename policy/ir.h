@@ -83,6 +83,9 @@ struct ArgPattern {
   // element, never the last, never two in a row (the checker refuses them). `deny find ... -delete`
   // matches find with -delete at any position after the name.
   bool any_run = false;
+  // A byte every alternative requires ('/' for `(*/.ssh | */.aws/*)`), or 0: a word without it
+  // cannot match, which one memchr tells before any glob runs. Set by CompileArgPattern.
+  unsigned char required = 0;
   // `workspace:GLOB` as the first element: a program inside the workspace, run by a relative path
   // (it contains '/', does not start with '/' or '~', has no ".." component). The one alternative
   // matches that path normalised: "./build//t" is "build/t". The engine also requires that no
@@ -102,6 +105,9 @@ struct CommandRule {
   std::vector<ArgPattern> pattern;
   std::string text;  // the pattern as it is dumped: git (diff | status) *
   Location loc;
+  // `reason "…"` in the rule's block: why the rule exists, in words the agent can act on (what to
+  // do instead). Shown in the decision's reason; "" for the generic text.
+  std::string reason;
 
   // Prefix match. argv[0] containing '/' matches an allow rule only through a pattern element
   // containing '/' (a workspace script named ./git is not `git`); deny and ask rules match it by
@@ -326,8 +332,12 @@ struct Policy {
   std::vector<MountRule> mounts;      // sorted by (base, path); one entry per path
   std::vector<PathRule> path_rules;   // sorted by (text, verdict, access)
   std::vector<CommandRule> commands;  // sorted by (text, verdict)
-  std::vector<ToolRule> tools;        // sorted by (text, verdict)
-  std::vector<HostRule> hosts;        // sorted by (text, verdict)
+  // `commands { default allow | ask | deny }`: the verdict for a command no rule matches. Unset:
+  // deny (a strict allow-list). The nearest profile of the chain that says it decides; `policy
+  // diff` and `policy audit` report a child that widens it.
+  Setting<Verdict> command_default{Verdict::kDeny, false, {}};
+  std::vector<ToolRule> tools;  // sorted by (text, verdict)
+  std::vector<HostRule> hosts;  // sorted by (text, verdict)
   // True when some profile of the chain has a `hosts` section (even an empty one): the run's
   // connections go through cagent's egress proxy, which the hosts rules decide. loc: the first
   // such section.

@@ -191,7 +191,8 @@ std::string CheckComplete(const std::string& results_dir, const BatchTask& task)
   const json& b = res["batch"];
   if (Str(b, "task_id") != task.id) return "result.json is of another task";
   const std::string status = Str(res, "status");
-  if (status != "completed" && status != "failed" && status != "needs-approval") {
+  if (status != "completed" && status != "failed" && status != "needs-approval" &&
+      status != "no-change") {
     return "the previous attempt ended " +
            (status.empty() ? std::string("without a status") : "'" + status + "'");
   }

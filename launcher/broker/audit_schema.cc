@@ -343,7 +343,10 @@ std::vector<AuditEventSpec> BuildSpecs() {
        {kRequired, "SHA-256 of patch.diff"},
        {{"files", kAuditCount, true, "files changed"},
         {"bytes", kAuditCount, true, "bytes of the patch"},
-        {"violations", kAuditCount, true, "changes that break the profile's path and size rules"}}},
+        {"violations", kAuditCount, true, "changes that break the profile's path and size rules"},
+        {"git_config_dropped", kAuditStringList, false,
+         "keys cagent removed from git configs the sandbox changed, before capture, as "
+         "\"FILE: KEY\" (a replaced unreadable file as \"FILE: (whole file)\")"}}},
       {K::kVerifyTree,
        "verify_tree",
        {A::kCagent},
@@ -370,7 +373,12 @@ std::vector<AuditEventSpec> BuildSpecs() {
          "`passed`, `failed`, `timed-out`, `infrastructure-error` or `not-run`"},
         {"exit_code", kAuditInteger, true, "its exit status (-1 when none)"},
         {"duration_ms", kAuditInteger, true, "how long it ran"},
-        {"tree", kAuditString, true, "the tree it ran on (\"\" = not run on one)"}}},
+        {"tree", kAuditString, true, "the tree it ran on (\"\" = not run on one)"},
+        {"refused", kAuditStringList, false,
+         "what its sandbox's network refused, when the command did not pass: `HOST:PORT`, or "
+         "`NAME (lookup)` for a name lookup answered \"no such name\" (at most 16)"},
+        {"network_hints", kAuditStringList, false,
+         "with `refused`: cagent's one-line explanations of why and how to allow a host"}}},
       {K::kEgress,
        "egress",
        {A::kBroker},
@@ -454,7 +462,12 @@ std::vector<AuditEventSpec> BuildSpecs() {
         {"duration_ms", kAuditInteger, true, "how long it ran"},
         {"where", kAuditString, true,
          "`workspace` (before the agent) or `verify-tree` (before the verify commands)"},
-        {"log", kAuditString, true, "its output, relative to the run directory"}}},
+        {"log", kAuditString, true, "its output, relative to the run directory"},
+        {"refused", kAuditStringList, false,
+         "what its sandbox's network refused, when the command did not pass: `HOST:PORT`, or "
+         "`NAME (lookup)` for a name lookup answered \"no such name\" (at most 16)"},
+        {"network_hints", kAuditStringList, false,
+         "with `refused`: cagent's one-line explanations of why and how to allow a host"}}},
   };
 }
 
@@ -861,6 +874,7 @@ AuditEvent Patch(PatchFields f) {
   AuditEvent e = Make(AuditKind::kPatch);
   e.result_digest = std::move(f.patch_digest);
   e.detail = {{"files", f.files}, {"bytes", f.bytes}, {"violations", f.violations}};
+  if (!f.git_config_dropped.empty()) e.detail["git_config_dropped"] = f.git_config_dropped;
   return e;
 }
 
@@ -879,6 +893,10 @@ AuditEvent Verify(VerifyFields f) {
               {"exit_code", f.exit_code},
               {"duration_ms", f.duration_ms},
               {"tree", std::move(f.tree)}};
+  if (!f.refused.empty()) {
+    e.detail["refused"] = std::move(f.refused);
+    e.detail["network_hints"] = std::move(f.network_hints);
+  }
   return e;
 }
 
@@ -887,6 +905,10 @@ AuditEvent Setup(SetupFields f) {
   e.detail = {{"command", std::move(f.command)}, {"status", std::move(f.status)},
               {"exit_code", f.exit_code},        {"duration_ms", f.duration_ms},
               {"where", std::move(f.where)},     {"log", std::move(f.log)}};
+  if (!f.refused.empty()) {
+    e.detail["refused"] = std::move(f.refused);
+    e.detail["network_hints"] = std::move(f.network_hints);
+  }
   return e;
 }
 

@@ -351,6 +351,9 @@ struct PatchFields {
   std::uint64_t files = 0;
   std::uint64_t bytes = 0;
   std::uint64_t violations = 0;
+  // What the git config guard dropped from configs the agent's sandbox changed, one "FILE: KEY"
+  // each, recorded only when there is any (launcher/git_config_guard.h).
+  std::vector<std::string> git_config_dropped{};
 };
 AuditEvent Patch(PatchFields f);
 
@@ -367,6 +370,9 @@ struct VerifyFields {
   std::int64_t exit_code = -1;
   std::int64_t duration_ms = 0;
   std::string tree{};
+  // What its sandbox's network refused and the hint lines (network_hint.h); only when it failed.
+  std::vector<std::string> refused{};
+  std::vector<std::string> network_hints{};
 };
 AuditEvent Verify(VerifyFields f);
 
@@ -377,6 +383,8 @@ struct SetupFields {
   std::int64_t duration_ms = 0;
   std::string where{};  // "workspace" (before the agent) or "verify-tree" (before verifying)
   std::string log{};    // the log file, relative to the run directory
+  std::vector<std::string> refused{};        // as VerifyFields
+  std::vector<std::string> network_hints{};  // as VerifyFields
 };
 AuditEvent Setup(SetupFields f);
 

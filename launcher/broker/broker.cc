@@ -69,12 +69,29 @@ std::string JoinSome(const std::vector<std::string>& items, std::size_t max = 10
   return out;
 }
 
-// A few lines the agent's system prompt quotes: what this run may and may not do.
+// A few lines the agent's system prompt quotes: what this run may and may not do, and what it
+// means for the agent's work (the network it has, the commands it may run, the environment the
+// profile sets, how its change is verified), so that it does not learn them by being refused.
 std::string PolicySummary(const policy::Policy& p) {
   std::string out;
-  out += p.network.value == policy::NetworkMode::kNone
-             ? "network: none (no network access of any kind)\n"
-             : "network: loopback only (servers started inside the sandbox; no other host)\n";
+  if (p.egress.value) {
+    std::vector<std::string> hosts;
+    for (const policy::HostRule& r : p.hosts) {
+      if (r.verdict == policy::Verdict::kAllow) hosts.push_back(r.text);
+    }
+    out += "network: only through cagent's proxy (HTTP_PROXY/HTTPS_PROXY are set), to: " +
+           (hosts.empty() ? std::string("no host") : JoinSome(hosts, 16)) +
+           "; every other host is refused at once\n";
+  } else if (p.network.value == policy::NetworkMode::kNone) {
+    out +=
+        "network: none (no network access of any kind; name lookups fail at once): package "
+        "installs, downloads and git fetch cannot work, so use what is installed\n";
+  } else {
+    out +=
+        "network: loopback only (servers you start inside the sandbox; no other host, name "
+        "lookups of other hosts fail at once): package installs, downloads and git fetch cannot "
+        "work, so use what is installed\n";
+  }
   out +=
       std::string("workspace: ") + (p.workspace_writable.value ? "read-write" : "read-only") + "\n";
   std::vector<std::string> writable;
@@ -93,6 +110,45 @@ std::string PolicySummary(const policy::Policy& p) {
     }
   }
   if (!denied.empty()) out += "denied paths: " + JoinSome(denied) + "\n";
+  // Commands: under `default allow` the refusals are the news; under an allow-list, the list.
+  std::vector<std::string> command_allows;
+  std::vector<std::string> command_denies;
+  // Each rule as a short pattern (a long list of alternatives is cut): the agent reads the reason
+  // when a refusal happens; here it needs to know what kind of command is refused.
+  const auto shorter = [](const std::string& text) {
+    constexpr std::size_t kMax = 48;
+    return text.size() <= kMax ? text : text.substr(0, kMax - 3) + "...";
+  };
+  for (const policy::CommandRule& r : p.commands) {
+    if (r.verdict == policy::Verdict::kAllow) command_allows.push_back(shorter(r.text));
+    if (r.verdict == policy::Verdict::kDeny) command_denies.push_back(shorter(r.text));
+  }
+  switch (p.command_default.value) {
+    case policy::Verdict::kAllow:
+      out += "commands: any program may run (the sandbox confines it), shell syntax included";
+      if (!command_denies.empty()) out += ", except: " + JoinSome(command_denies, 32);
+      out += "\n";
+      break;
+    case policy::Verdict::kAsk:
+      out += "commands: programs not named below need a person's approval; allowed: " +
+             JoinSome(command_allows, 24) + "\n";
+      break;
+    case policy::Verdict::kDeny:
+      out += "commands: only these may run: " + JoinSome(command_allows, 24) + "\n";
+      break;
+  }
+  if (!p.env_set.empty()) {
+    std::vector<std::string> env;
+    for (const policy::EnvSetting& e : p.env_set) env.push_back(e.name + "=" + e.value);
+    out += "environment set by the profile: " + JoinSome(env, 16) + "\n";
+  }
+  if (!p.verify.empty()) {
+    std::vector<std::string> verify;
+    for (const policy::VerifyCommand& v : p.verify) verify.push_back("`" + v.command + "`");
+    out += "verification: after you finish, cagent runs " + JoinSome(verify, 8) +
+           " on a fresh checkout with your change applied; make them pass (you may run them "
+           "yourself)\n";
+  }
   for (const policy::ToolRule& r : p.tools) {
     if (r.verdict == policy::Verdict::kAsk) asks.push_back(r.text);
   }

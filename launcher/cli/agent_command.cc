@@ -19,6 +19,7 @@
 #include "common/json_text.h"
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
+#include "launcher/cli/downgrade_notes.h"
 #include "launcher/cli/transcript.h"
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
@@ -209,11 +210,7 @@ int RunAgentCommand(const AgentOptions& o) {
       downgrades.push_back(d);
     }
   }
-  if (!o.quiet) {
-    for (const auto& d : downgrades) {
-      spdlog::warn("warning: downgrade: {}", TerminalSafe(d, TerminalLines::kOne));
-    }
-  }
+  if (!o.quiet) (void)WarnDowngrades(downgrades, CallerHome());
   const auto& b = result->broker;
   record["status"] = run::SessionStatus(broker::BrokerStatusName(b.status));
   record["reason"] = b.reason;

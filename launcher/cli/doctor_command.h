@@ -1,6 +1,9 @@
 // `cagent doctor`: what this kernel and machine support, and what a sandbox started now gets.
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace CLI {
 class App;
 }
@@ -9,6 +12,8 @@ namespace cagent::launcher::cli {
 
 struct DoctorOptions {
   bool json = false;
+  // --acknowledge LAYER: stop warning about that downgrade (cli/downgrade_notes.h).
+  std::vector<std::string> acknowledge;
 };
 
 CLI::App* AddDoctorCommand(CLI::App& app, DoctorOptions& options);

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -26,6 +27,7 @@
 #include "launcher/broker/approver.h"
 #include "launcher/caches.h"
 #include "launcher/child_report.h"
+#include "launcher/cli/downgrade_notes.h"
 #include "launcher/egress/proxy.h"
 #include "launcher/launch_spec.h"
 #include "launcher/narrow.h"
@@ -80,6 +82,9 @@ const char* LayerConsequence(Layer l) {
     case Layer::kGitGuard:
       return "the command can change the workspace's git configuration, hooks and discovery "
              "files, so a later git on the host may run code it planted";
+    case Layer::kGitConfig:
+      return "git configuration the command writes (core.fsmonitor, aliases, filters, hooksPath) "
+             "stays in the workspace's repositories, so a later git on the host may run it";
     case Layer::kSetuidGuard:
       return "setuid/setgid files and file capabilities the command makes stay behind, for a "
              "host step to run";
@@ -103,6 +108,15 @@ std::string StatusName(SandboxOutcome::Kind k) {
       return "exec_failed";
   }
   return "unknown";
+}
+
+// What the git config guard rewrote: the file, the keys it dropped, why it replaced the file whole.
+nlohmann::json GitConfigRewritesJson(const std::vector<GitConfigRewrite>& rewrites) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const GitConfigRewrite& r : rewrites) {
+    out.push_back({{"path", r.path}, {"dropped_keys", r.dropped}, {"reason", r.reason}});
+  }
+  return out;
 }
 
 nlohmann::json LayersJson(const LaunchSpec& spec) {
@@ -358,6 +372,7 @@ nlohmann::json OutcomeJson(const ExecOptions& o, const ExecProfile& profile, con
   j["host_findings"] = out.host_findings;
   j["planted_repositories"] = out.planted_repositories;
   j["cleared_files"] = out.cleared_files;
+  j["git_config_rewrites"] = GitConfigRewritesJson(out.git_config_rewrites);
   j["network"] = std::string(NetworkModeName(spec.network));
   j["details"] = {{"landlock", out.landlock},
                   {"seccomp", out.seccomp},
@@ -386,6 +401,34 @@ Result<std::shared_ptr<const policy::Policy>> ExecEgressPolicy(
   }
   if (o.allow_hosts.empty()) return std::shared_ptr<const policy::Policy>();
   return run::PolicyAllowingHosts(o.allow_hosts);
+}
+
+// The hint lines' context for exec: the profile as named ("" for the default view); --allow-host
+// applies without a profile, --resolve always.
+run::NetworkHintContext ExecHintContext(const ExecOptions& o) {
+  run::NetworkHintContext ctx;
+  ctx.profile = o.profile == "default" ? "" : o.profile;
+  ctx.allow_host_flag = o.profile == "default" && !o.allow_hosts.empty();
+  ctx.exec = true;
+  ctx.resolve_flag = true;
+  return ctx;
+}
+
+// Prints each hint line at once on stderr, even with -q (it is why the command failed); with the
+// command on its own terminal nothing is printed now (it would land in the command's screen): the
+// lines are printed after the terminal is given back.
+std::function<void(const std::string&)> ExecHintPrinter(bool command_has_terminal) {
+  if (command_has_terminal) return nullptr;
+  return
+      [](const std::string& hint) { spdlog::warn("{}", TerminalSafe(hint, TerminalLines::kOne)); };
+}
+
+// What the sandbox's network refused: the hint lines, the refused names and hosts, the count of
+// refused lookups.
+nlohmann::json RefusalsJson(const run::RefusalTally& tally) {
+  return {{"hints", tally.hints()},
+          {"refused", tally.refused()},
+          {"lookups_refused", tally.lookups_refused()}};
 }
 
 nlohmann::json EgressJson(const run::EgressSession& egress) {
@@ -555,7 +598,8 @@ CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
           "Switch off one layer of confinement, for debugging only (repeatable): fs, pid, "
           "net, ipc, uts, cgroupns, session, die-with-parent, env, fds, caps, rlimits, cgroup, "
           "landlock, seccomp, git-guard (the workspace's git metadata read-only), "
-          "setuid-guard (no setuid/setgid modes, and the sweep after exit). Each is "
+          "setuid-guard (no setuid/setgid modes, and the sweep after exit), git-config (the "
+          "check of git configuration after exit). Each is "
           "reported on stderr and in --json.")
       ->group("Debugging")
       ->allow_extra_args(false);
@@ -692,6 +736,8 @@ int RunExecCommand(const ExecOptions& o) {
         spdlog::info("egress: {}", TerminalSafe(run::DescribeConnection(r), TerminalLines::kOne));
       };
     }
+    config.hint = ExecHintContext(o);
+    services.on_hint = ExecHintPrinter(terminal != nullptr);
     auto session = run::EgressSession::Prepare(launch, std::move(config), std::move(services));
     if (!session) return Usage(session.error().Message());
     egress = std::move(*session);
@@ -699,6 +745,17 @@ int RunExecCommand(const ExecOptions& o) {
     return Usage(
         "--resolve and --pre-approve need filtered egress: --allow-host, or a profile "
         "with a hosts section");
+  } else if (run::EgressSession::Applies(launch)) {
+    // No network beyond loopback (or none): lookups fail at once with "no such name", and the
+    // first one is explained (launcher/egress_view.h, launcher/run/network_hint.h).
+    run::EgressSessionConfig config;
+    config.phase = "exec";
+    config.hint = ExecHintContext(o);
+    run::EgressSessionServices services;
+    services.on_hint = ExecHintPrinter(terminal != nullptr);
+    auto session = run::EgressSession::Prepare(launch, std::move(config), std::move(services));
+    if (!session) return Usage(session.error().Message());
+    egress = std::move(*session);
   }
 
   std::optional<std::thread> approver_thread;
@@ -708,7 +765,7 @@ int RunExecCommand(const ExecOptions& o) {
     approver_thread.emplace([io = approver_io.get()] { io->run(); });
   }
   SandboxControl control;
-  if (egress) {
+  if (egress && !launch.net_listeners.empty()) {
     control.on_listeners = [&egress](std::vector<UniqueFd> fds) {
       return egress->Start(std::move(fds));
     };
@@ -740,14 +797,23 @@ int RunExecCommand(const ExecOptions& o) {
     spdlog::error("{}", outcome.error().Message());
     return ToInt(ExitCodeFor(outcome.error(), ExitCode::kSetupFailed));
   }
-  for (const auto& d : outcome->downgrades) spdlog::warn("warning: downgrade: {}", d);
+  // Each once, unless the caller acknowledged it (cli/downgrade_notes.h); --json has them all.
+  (void)WarnDowngrades(outcome->downgrades, CallerHome());
+  // With --tty the hint waited for the terminal to be the caller's again; -q keeps it (it is why
+  // the command failed).
+  if (egress && terminal) {
+    for (const std::string& h : egress->refusals().hints()) {
+      spdlog::warn("{}", TerminalSafe(h, TerminalLines::kOne));
+    }
+  }
   ReportOutcome(o, *outcome);
   if (egress && !o.quiet && !egress->budget_exhausted().empty()) {
     spdlog::warn("warning: egress stopped: {}", egress->budget_exhausted());
   }
   if (json_out->valid()) {
     nlohmann::json j = OutcomeJson(o, *profile, launch, *outcome);
-    j["egress"] = egress ? EgressJson(*egress) : nlohmann::json();
+    j["egress"] = egress && egress->filtered() ? EgressJson(*egress) : nlohmann::json();
+    j["network_refusals"] = egress ? RefusalsJson(egress->refusals()) : nlohmann::json();
     if (auto s = WriteJsonRecord(json_out->get(), JsonText(j) + "\n"); !s) {
       spdlog::error("{}", s.error().Message());
     }

@@ -374,6 +374,12 @@ int RunExplain(const PolicyOptions& o) {
   policy::Decision d = engine.Decide(r);
   policy::Verdict effective = engine.Effective(d.verdict);
   const std::string approval(policy::ApprovalName(p->approval.value));
+  // A shell line: how it was split, and what decided each part.
+  const bool shell_line =
+      r.kind == policy::Request::Kind::kShell ||
+      (r.kind == policy::Request::Kind::kTool && r.tool == policy::Tool::kRunCommand);
+  const std::vector<policy::Engine::ShellPart> parts =
+      shell_line ? engine.ShellParts(r.script) : std::vector<policy::Engine::ShellPart>{};
 
   if (o.json) {
     json j = {{"profile", p->name},
@@ -398,6 +404,18 @@ int RunExplain(const PolicyOptions& o) {
     if (r.kind == Kind::kHost) j["request"]["host"] = r.host;
     if (r.kind == Kind::kHost) j["request"]["port"] = r.port;
     if (r.kind == Kind::kMcpTool) j["request"]["mcp_tool"] = r.mcp_tool;
+    if (shell_line) {
+      j["parts"] = json::array();
+      for (const auto& part : parts) {
+        j["parts"].push_back({{"kind", part.what},
+                              {"text", part.text},
+                              {"run_by", part.run_by},
+                              {"verdict", policy::VerdictName(part.decision.verdict)},
+                              {"rule", part.decision.rule},
+                              {"at", At(*p, part.decision.loc)},
+                              {"reason", part.decision.reason}});
+      }
+    }
     std::cout << JsonText(j, 2) << std::endl;
   } else {
     std::cout << "profile:   " << p->name << " (" << p->ChainText() << ")\n";
@@ -419,11 +437,24 @@ int RunExplain(const PolicyOptions& o) {
       if (!line.empty()) std::cout << "           " << line << "\n";
     } else {
       std::cout << "at:        "
-                << (d.rule == "default" ? "(no rule matched: anything not allowed is denied)"
+                << (d.rule == "default" ? "(no rule matched: what no rule allows is denied)"
                                         : "(built into cagent)")
                 << "\n";
     }
     std::cout << "reason:    " << d.reason << "\n";
+    if (!parts.empty()) {
+      // Every simple command and redirection the line holds, each with its own decision; the
+      // line's verdict is the strongest of them.
+      std::cout << "parts:\n";
+      for (const auto& part : parts) {
+        std::cout << "  " << policy::VerdictName(part.decision.verdict) << "\t" << part.what << " "
+                  << TerminalSafe(part.text);
+        if (!part.run_by.empty()) std::cout << "  (run by " << TerminalSafe(part.run_by) << ")";
+        std::cout << "\n    by " << TerminalSafe(part.decision.rule);
+        if (part.decision.loc.valid()) std::cout << " at " << p->Where(part.decision.loc);
+        std::cout << "\n";
+      }
+    }
   }
   switch (effective) {
     case policy::Verdict::kAllow:

@@ -30,6 +30,7 @@
 #include "common/terminal_text.h"
 #include "common/text.h"
 #include "common/unique_fd.h"
+#include "launcher/cli/downgrade_notes.h"
 #include "launcher/cli/transcript.h"
 #include "launcher/profile_choice.h"
 #include "launcher/profile_spec.h"
@@ -348,7 +349,8 @@ Status CheckStatusFilter(const std::string& status) {
   }
   return PlainError("--status " + TerminalSafe(status, TerminalLines::kOne),
                     "is not a run status (completed, failed, cancelled, needs-approval, "
-                    "preparing, running, verifying, unknown; unfinished for agent sessions)")
+                    "no-change, preparing, running, verifying, unknown; unfinished for agent "
+                    "sessions)")
       .WithCode(Error::Code::kInvalidInput);
 }
 
@@ -857,11 +859,8 @@ int RunRunCommand(const RunCommandOptions& o) {
     return ToInt(ExitCodeFor(rec.error(), ExitCode::kSetupFailed));
   }
   // Once per run, however many sandboxes it launched (result.json: sandbox.downgrades).
-  if (!o.quiet) {
-    for (const auto& d : rec->downgrades) {
-      spdlog::warn("warning: downgrade: {}", TerminalSafe(d, TerminalLines::kOne));
-    }
-  }
+  // Unless the caller acknowledged them (cli/downgrade_notes.h); result.json has them all.
+  if (!o.quiet) (void)WarnDowngrades(rec->downgrades, CallerHome());
   if (o.json) {
     std::cout << JsonText(rec->ToJson(), 2) << "\n";
   } else {
@@ -943,10 +942,11 @@ std::vector<CLI::App*> AddRunsCommands(CLI::App& app, RunsCommandOptions& o) {
   runs->add_option("--repo", o.repo,
                    "Only the runs made from this repository (any directory inside it), and the "
                    "agent sessions whose workspace is in it.");
-  runs->add_option("--status", o.status,
-                   "Only the runs in this state: completed, failed, cancelled, needs-approval, "
-                   "or unknown (no result.json: running or interrupted); an agent session that "
-                   "did not record its end is unfinished.");
+  runs->add_option(
+      "--status", o.status,
+      "Only the runs in this state: completed, failed, cancelled, needs-approval, "
+      "no-change, or unknown (no result.json: running or interrupted); an agent session that "
+      "did not record its end is unfinished.");
   AddStateDirOption(*runs, o);
   runs->callback([&o] { o.verb = "runs"; });
   out.push_back(runs);

@@ -10,6 +10,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <cerrno>
@@ -151,6 +152,7 @@ struct Gate {
 };
 
 class Session;
+class DnsTcpConnection;
 
 }  // namespace
 
@@ -169,7 +171,7 @@ class Proxy::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  enum class Kind : std::uint8_t { kProxy, kTransparent };
+  enum class Kind : std::uint8_t { kProxy, kTransparent, kDnsTcp };
   struct Listener {
     Listener(asio::io_context& io, Kind k) : acceptor(io), backoff(io), kind(k) {}
     tcp::acceptor acceptor;
@@ -183,10 +185,14 @@ class Proxy::Impl {
 
   void Accept(Listener& l);
   void ReadDns();
+  // The stub's reply to one query (UDP or TCP), or nullopt to drop it; reports NXDOMAIN for a
+  // name the policy may not resolve through config_.on_lookup_refused. Io thread.
+  std::optional<std::string> AnswerDns(std::string_view query);
 
   // The io thread's side of a session's end.
   void Record(const ConnectionRecord& rec);
   void Remove(Session* s);
+  void RemoveDns(DnsTcpConnection* c);
   // Counts `n` relayed bytes against the budget; false (and every session cut) when it is over.
   bool Spend(std::uint64_t n, bool up);
   // A new destination against the connection budget; false: refuse it, reason in *why.
@@ -217,6 +223,7 @@ class Proxy::Impl {
   std::array<char, 4096> dns_buf_{};
   udp::endpoint dns_peer_;
   std::unordered_map<Session*, std::shared_ptr<Session>> sessions_;
+  std::unordered_map<DnsTcpConnection*, std::shared_ptr<DnsTcpConnection>> dns_tcp_;
   std::uint64_t attempts_ = 0;  // io thread
   std::uint64_t spent_ = 0;     // io thread
   bool closing_ = false;        // io thread
@@ -321,6 +328,111 @@ class Session : public std::enable_shared_from_this<Session> {
   // Chunks moved per direction since the last wait for readiness (see SpliceOut).
   std::array<unsigned, 2> burst_{0, 0};
   bool splice_ = false;
+};
+
+// One TCP connection to the DNS stub (RFC 7766): a two-byte length, then that many bytes of
+// query, answered the same way, until the client closes, sends something that is not a query, or
+// stays silent for the head timeout. Lives on the io thread; owned by the proxy's table of them
+// and by its pending handlers.
+class DnsTcpConnection : public std::enable_shared_from_this<DnsTcpConnection> {
+ public:
+  DnsTcpConnection(Proxy::Impl* impl, tcp::socket socket)
+      : impl_(impl), socket_(std::move(socket)), timer_(impl->io_) {}
+  void Begin() { ReadLength(); }
+  // Closes the socket; the pending handlers then end without doing anything.
+  void Close() {
+    if (closed_) {
+      return;
+    }
+    closed_ = true;
+    error_code ignored;
+    timer_.cancel();
+    socket_.close(ignored);
+  }
+
+ private:
+  // A query longer than this is not one the stub answers (a name is at most 255 bytes; EDNS
+  // options add little): the connection is closed.
+  static constexpr std::size_t kMaxQuery = 4096;
+
+  void End() {
+    Close();
+    impl_->RemoveDns(this);
+  }
+  void Arm() {
+    const std::uint64_t gen = ++gen_;
+    timer_.expires_after(impl_->config_.head_timeout);
+    timer_.async_wait([self = shared_from_this(), gen](const error_code& ec) {
+      if (!ec && !self->closed_ && gen == self->gen_) {
+        self->End();
+      }
+    });
+  }
+  void ReadLength() {
+    Arm();
+    asio::async_read(socket_, asio::buffer(length_),
+                     [self = shared_from_this()](const error_code& ec, std::size_t) {
+                       if (self->closed_) {
+                         return;
+                       }
+                       if (ec) {
+                         self->End();
+                         return;
+                       }
+                       const std::size_t n =
+                           (static_cast<std::size_t>(self->length_[0]) << 8U) | self->length_[1];
+                       if (n == 0 || n > kMaxQuery) {
+                         self->End();
+                         return;
+                       }
+                       self->query_.resize(n);
+                       self->ReadQuery();
+                     });
+  }
+  void ReadQuery() {
+    asio::async_read(socket_, asio::buffer(query_),
+                     [self = shared_from_this()](const error_code& ec, std::size_t) {
+                       if (self->closed_) {
+                         return;
+                       }
+                       if (ec) {
+                         self->End();
+                         return;
+                       }
+                       self->Answer();
+                     });
+  }
+  void Answer() {
+    const auto reply = impl_->AnswerDns(std::string_view(query_.data(), query_.size()));
+    if (!reply) {
+      End();  // a response, or shorter than a header: not a client worth keeping
+      return;
+    }
+    out_.clear();
+    out_.push_back(static_cast<char>((reply->size() >> 8U) & 0xffU));
+    out_.push_back(static_cast<char>(reply->size() & 0xffU));
+    out_.append(*reply);
+    asio::async_write(socket_, asio::buffer(out_),
+                      [self = shared_from_this()](const error_code& ec, std::size_t) {
+                        if (self->closed_) {
+                          return;
+                        }
+                        if (ec) {
+                          self->End();
+                          return;
+                        }
+                        self->ReadLength();
+                      });
+  }
+
+  Proxy::Impl* impl_;
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  std::array<std::uint8_t, 2> length_{};
+  std::vector<char> query_;
+  std::string out_;
+  std::uint64_t gen_ = 0;
+  bool closed_ = false;
 };
 
 void Session::Begin() {
@@ -569,6 +681,9 @@ bool Session::Usable(const asio::ip::address& a, std::string* why, std::string_v
   if (c == AddressClass::kPublic || impl_->policy_->AddressNamed(a.to_string(), rec_.dest.port)) {
     return true;
   }
+  if (rec_.refused_address.empty()) {
+    rec_.refused_address = a.to_string();
+  }
   if (why->empty()) {
     if (name.empty()) {
       *why = a.to_string() + " is " + std::string(AddressClassPhrase(c)) +
@@ -598,6 +713,7 @@ void Session::Resolve() {
   if (!ec) {
     std::string why;
     if (!Usable(literal, &why, "")) {
+      rec_.refused_by = RefusedBy::kAddress;
       Refuse(why, false);
       return;
     }
@@ -628,9 +744,13 @@ void Session::Resolve() {
           }
         }
         if (self->endpoints_.empty()) {
+          if (!why.empty()) {
+            self->rec_.refused_by = RefusedBy::kAddress;
+          }
           self->Refuse(why.empty() ? self->rec_.dest.host + " has no address" : why, false);
           return;
         }
+        self->rec_.refused_address.clear();  // a usable address was found: nothing was refused
         self->TryConnect();
       });
 }
@@ -979,6 +1099,9 @@ void Session::Forward(bool up, const char* data, std::size_t n) {
 void Session::Refuse(const std::string& reason, bool policy_rule) {
   rec_.allowed = false;
   rec_.reason = reason;
+  if (rec_.refused_by == RefusedBy::kNone) {
+    rec_.refused_by = policy_rule ? RefusedBy::kPolicy : RefusedBy::kProxy;
+  }
   const std::string where = HostPort(rec_.dest.host, rec_.dest.port);
   switch (rec_.dest.via) {
     case Via::kHttpConnect:
@@ -1062,6 +1185,9 @@ void Session::Finish(const std::string& error) {
   }
   client_.close(ignored);
   upstream_.close(ignored);
+  if (!rec_.allowed && rec_.refused_by == RefusedBy::kNone && !rec_.reason.empty()) {
+    rec_.refused_by = RefusedBy::kProxy;  // a malformed request, a TLS name, a timeout, ...
+  }
   rec_.error = error;
   rec_.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - start_);
@@ -1146,8 +1272,14 @@ void Proxy::Impl::Accept(Listener& l) {
       Accept(l);
       return;
     }
-    if (sessions_.size() >= config_.max_concurrent) {
-      refused_++;  // before the close, which the client sees
+    if (l.kind == Kind::kDnsTcp && dns_tcp_.size() < config_.max_concurrent) {
+      auto c = std::make_shared<DnsTcpConnection>(this, std::move(socket));
+      dns_tcp_.emplace(c.get(), c);
+      c->Begin();
+    } else if (sessions_.size() >= config_.max_concurrent || l.kind == Kind::kDnsTcp) {
+      if (l.kind != Kind::kDnsTcp) {
+        refused_++;  // before the close, which the client sees
+      }
       const ::linger lg{1, 0};
       ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
       error_code ignored;
@@ -1161,23 +1293,34 @@ void Proxy::Impl::Accept(Listener& l) {
   });
 }
 
+std::optional<std::string> Proxy::Impl::AnswerDns(std::string_view query) {
+  return AnswerDnsQuery(
+      query,
+      [this](std::string_view host) {
+        const bool may = policy_->MayResolve(host);
+        if (!may && config_.on_lookup_refused) {
+          config_.on_lookup_refused(std::string(host));
+        }
+        return may;
+      },
+      synthetic_);
+}
+
 void Proxy::Impl::ReadDns() {
-  dns_->async_receive_from(
-      asio::buffer(dns_buf_), dns_peer_, [this](const error_code& ec, std::size_t n) {
-        if (closing_ || ec == asio::error::operation_aborted) {
-          return;
-        }
-        if (!ec) {
-          const auto reply = AnswerDnsQuery(
-              std::string_view(dns_buf_.data(), n),
-              [this](std::string_view host) { return policy_->MayResolve(host); }, synthetic_);
-          if (reply) {
-            error_code ignored;
-            dns_->send_to(asio::buffer(*reply), dns_peer_, 0, ignored);
-          }
-        }
-        ReadDns();
-      });
+  dns_->async_receive_from(asio::buffer(dns_buf_), dns_peer_,
+                           [this](const error_code& ec, std::size_t n) {
+                             if (closing_ || ec == asio::error::operation_aborted) {
+                               return;
+                             }
+                             if (!ec) {
+                               const auto reply = AnswerDns(std::string_view(dns_buf_.data(), n));
+                               if (reply) {
+                                 error_code ignored;
+                                 dns_->send_to(asio::buffer(*reply), dns_peer_, 0, ignored);
+                               }
+                             }
+                             ReadDns();
+                           });
 }
 
 void Proxy::Impl::Record(const ConnectionRecord& rec) {
@@ -1193,6 +1336,8 @@ void Proxy::Impl::Record(const ConnectionRecord& rec) {
 }
 
 void Proxy::Impl::Remove(Session* s) { sessions_.erase(s); }
+
+void Proxy::Impl::RemoveDns(DnsTcpConnection* c) { dns_tcp_.erase(c); }
 
 bool Proxy::Impl::Spend(std::uint64_t n, bool up) {
   if (config_.max_bytes != 0 && spent_ + n > config_.max_bytes) {
@@ -1255,6 +1400,10 @@ void Proxy::Impl::CloseAll() {
     s->Abort("proxy stopped");
   }
   sessions_.clear();
+  for (auto& [ptr, c] : dns_tcp_) {
+    c->Close();
+  }
+  dns_tcp_.clear();
 }
 
 void Proxy::Impl::Stop() {
@@ -1305,6 +1454,10 @@ Result<std::unique_ptr<Proxy>> Proxy::Start(
   for (int& fd : config.transparent_fds) {
     tcp_fds.emplace_back(std::exchange(fd, -1));
     kinds.push_back(Impl::Kind::kTransparent);
+  }
+  if (config.dns_tcp_fd >= 0) {
+    tcp_fds.emplace_back(std::exchange(config.dns_tcp_fd, -1));
+    kinds.push_back(Impl::Kind::kDnsTcp);
   }
   UniqueFd dns_fd(std::exchange(config.dns_fd, -1));
   if (!policy) {

@@ -62,6 +62,14 @@ struct ResolveOverride {
 // Parses "pkgs.test:8080:127.0.0.2" or "h:443:[::1]". kInvalidInput, saying what is wrong.
 [[nodiscard]] Result<ResolveOverride> ParseResolveOverride(std::string_view text);
 
+// Who refused a connection, for the hint that says how to allow it (launcher/run/network_hint.h).
+enum class RefusedBy : std::uint8_t {
+  kNone,     // not refused (allowed), or ended before anything was decided
+  kPolicy,   // the policy's decision: no rule allows the host, or a deny rule
+  kAddress,  // the proxy: the destination is (or resolves to) a non-public address no rule names
+  kProxy,    // the proxy, for another reason: malformed request, TLS name mismatch, budget, ...
+};
+
 // One per connection, reported when it ends (or is refused).
 struct ConnectionRecord {
   Destination dest;     // host "" when the client never named one (a malformed request)
@@ -72,6 +80,9 @@ struct ConnectionRecord {
   std::string rule;
   std::string reason;  // the policy's, or the proxy's own refusal (private address, SNI mismatch,
                        // budget, malformed request)
+  RefusedBy refused_by = RefusedBy::kNone;  // set when allowed is false and something refused it
+  // RefusedBy::kAddress: the non-public address refused (the first, when a name has several).
+  std::string refused_address;
   std::uint64_t bytes_up = 0;    // client -> upstream, relayed
   std::uint64_t bytes_down = 0;  // upstream -> client, relayed
   std::chrono::milliseconds duration{0};
@@ -83,6 +94,13 @@ struct ProxyConfig {
   // same port, told apart by the first byte (0x05 = SOCKS5). -1 = none.
   int proxy_fd = -1;
   int dns_fd = -1;  // a bound UDP socket: the DNS stub; -1 = none
+  // A listening TCP socket: the same stub over TCP (RFC 7766 framing: a two-byte length before
+  // each message, several queries per connection); -1 = none.
+  int dns_tcp_fd = -1;
+  // Called on the io thread for each query the stub answers NXDOMAIN because Policy::MayResolve
+  // said no, with the normalized name (queries for it, A and AAAA alike, each call it). May be
+  // empty. It must not block and must not call Stop().
+  std::function<void(const std::string& name)> on_lookup_refused;
   // Listening TCP sockets bound to 0.0.0.0:PORT (one per port): connections to a synthetic address
   // on that port.
   std::vector<int> transparent_fds;

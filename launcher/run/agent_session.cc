@@ -176,11 +176,14 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   if (::fcntl(agent_end.get(), F_SETFD, 0) != 0) return ErrnoError("fcntl F_SETFD");
   spec.keep_fds.push_back(agent_end.get());
   // Filtered egress: the profile's hosts rules, asked through the same approver, audited in the
-  // same log (on the broker's thread).
+  // same log (on the broker's thread). Without a hosts section: no network, where a name lookup
+  // answers "no such name" at once (launcher/egress_view.h).
   std::unique_ptr<EgressSession> egress;
-  if (o.policy->egress.value && spec.network == NetworkMode::kLoopback) {
+  const bool filtered = o.policy->egress.value && spec.network == NetworkMode::kLoopback;
+  if (filtered || EgressSession::Applies(spec)) {
     EgressSessionConfig ec;
-    ec.policy = o.policy;
+    if (filtered) ec.policy = o.policy;
+    ec.hint.profile = o.policy->name;
     ec.binding = o.binding;
     ec.overrides = o.resolve;
     ec.approval = o.approval;
@@ -191,7 +194,11 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
     es.approvals = &approvals;
     es.audit = [audit](const broker::AuditEvent& e) { audit->Append(e); };
     auto prepared = EgressSession::Prepare(spec, std::move(ec), std::move(es));
-    if (!prepared) return std::move(prepared).Context("set up filtered egress").error();
+    if (!prepared) {
+      return std::move(prepared)
+          .Context(filtered ? "set up filtered egress" : "set up the sandbox's name lookups")
+          .error();
+    }
     egress = std::move(*prepared);
   }
   spec.env_set.push_back({protocol::kBrokerFdEnv, std::to_string(agent_end.get())});
@@ -288,7 +295,7 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   control.after_clone = [&agent_end, agent_fd] {
     if (agent_end.get() == agent_fd) agent_end.Reset();
   };
-  if (egress) {
+  if (egress && !spec.net_listeners.empty()) {
     control.on_listeners = [&egress](std::vector<UniqueFd> fds) {
       return egress->Start(std::move(fds));
     };
@@ -343,7 +350,7 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   result.audit_entries = audit->entries();
   result.audit_lost = audit->lost();
   result.audit_head = audit->head();
-  if (egress) {
+  if (egress && egress->filtered()) {
     result.egress = true;
     result.egress_connections = egress->records();
     result.egress_budget_exhausted = egress->budget_exhausted();

@@ -12,11 +12,42 @@
 
 namespace cagent::launcher::run {
 
+namespace {
+
+// The policy of a sandbox without network: every name is NXDOMAIN and nothing is decided (the
+// stub is served without the proxy's listeners, so Decide is never asked).
+class NoNetworkPolicy : public egress::Policy {
+ public:
+  void Decide(const egress::Destination&, std::function<void(egress::Decision)> done) override {
+    done({false, "", "the sandbox has no network beyond loopback"});
+  }
+  [[nodiscard]] bool AddressNamed(std::string_view, std::uint16_t) const override { return false; }
+  [[nodiscard]] bool MayResolve(std::string_view) const override { return false; }
+};
+
+}  // namespace
+
+bool EgressSession::Applies(const LaunchSpec& spec) {
+  return !spec.disabled.Has(Layer::kNetNamespace);
+}
+
 Result<std::unique_ptr<EgressSession>> EgressSession::Prepare(LaunchSpec& spec,
                                                               EgressSessionConfig config,
                                                               EgressSessionServices services) {
-  if (!config.policy) return PlainError("filtered egress needs a policy with a hosts section");
   std::unique_ptr<EgressSession> s(new EgressSession());
+  s->filtered_ = config.policy != nullptr && config.policy->egress.value;
+  config.hint.filtered = s->filtered_;
+  s->tally_ = std::make_unique<RefusalTally>(config.hint);
+  if (!s->filtered_) {
+    // No network beyond loopback (or none): the no-network view, and the DNS stub alone once the
+    // sandbox hands its sockets over. No io thread, gate or approver: nothing is ever asked.
+    auto view = AddNoNetworkView(spec);
+    if (!view) return view.error();
+    s->view_ = std::move(*view);
+    s->config_ = std::move(config);
+    s->services_ = std::move(services);
+    return s;
+  }
   auto view = AddEgressView(spec, policy::HostPorts(*config.policy));
   if (!view) return view.error();
   s->view_ = std::move(*view);
@@ -45,10 +76,28 @@ Result<std::unique_ptr<EgressSession>> EgressSession::Prepare(LaunchSpec& spec,
 EgressSession::~EgressSession() { Stop(); }
 
 Status EgressSession::Start(std::vector<UniqueFd> fds) {
+  auto lookup_refused = [this](const std::string& name) {
+    const std::string hint = tally_->OnLookupRefused(name);
+    if (!hint.empty() && services_.on_hint) services_.on_hint(hint);
+  };
+  if (!filtered_) {
+    if (fds.size() <= view_.dns_index || fds.size() <= view_.dns_tcp_index) {
+      return PlainError("the sandbox handed over fewer sockets than the no-network view made");
+    }
+    egress::ProxyConfig pc;
+    pc.dns_fd = fds[view_.dns_index].Release();
+    pc.dns_tcp_fd = fds[view_.dns_tcp_index].Release();
+    pc.on_lookup_refused = lookup_refused;
+    auto proxy = egress::Proxy::Start(std::move(pc), std::make_shared<NoNetworkPolicy>(), nullptr);
+    if (!proxy) return proxy.error();
+    proxy_ = std::move(*proxy);
+    return Ok{};
+  }
   if (fds.size() <= view_.dns_index || fds.size() <= view_.proxy_index) {
     return PlainError("the sandbox handed over fewer sockets than the egress view made");
   }
   egress::ProxyConfig pc;
+  pc.on_lookup_refused = lookup_refused;
   pc.proxy_fd = fds[view_.proxy_index].Release();
   pc.dns_fd = fds[view_.dns_index].Release();
   for (const std::size_t i : view_.transparent_indexes) {
@@ -71,6 +120,8 @@ Status EgressSession::Start(std::vector<UniqueFd> fds) {
         }
         gate_->Record(record);
         if (services_.on_record) services_.on_record(record);
+        const std::string hint = tally_->OnConnection(record);
+        if (!hint.empty() && services_.on_hint) services_.on_hint(hint);
       });
   if (!proxy) return proxy.error();
   proxy_ = std::move(*proxy);

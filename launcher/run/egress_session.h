@@ -1,8 +1,12 @@
-// One sandbox's filtered egress, end to end: the view (launcher/egress_view.h: listeners inside,
-// the environment, resolv.conf), the gate (launcher/broker/egress_gate.h: hosts rules, approvals,
+// One sandbox's network beyond its own loopback, end to end. With filtered egress (a hosts
+// section, or exec's --allow-host): the view (launcher/egress_view.h: listeners inside, the
+// environment, resolv.conf), the gate (launcher/broker/egress_gate.h: hosts rules, approvals,
 // audit) and the proxy (launcher/egress/proxy.h), started on the listeners when the sandbox hands
-// them over and stopped after it ends. Used by `cagent exec`, the agent's sandbox of `cagent run`
-// and `cagent agent`, and verification.
+// them over and stopped after it ends. Without (network loopback or none, issue #32): the
+// no-network view (AddNoNetworkView: name lookups fail at once with "no such name"), with the DNS
+// stub alone served for network loopback. Either way each refusal is tallied and the first of
+// each cause is explained in one line (launcher/run/network_hint.h). Used by `cagent exec`, the
+// agent's sandbox of `cagent run` and `cagent agent`, setup and verification.
 #pragma once
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -22,18 +26,23 @@
 #include "launcher/egress/proxy.h"
 #include "launcher/egress_view.h"
 #include "launcher/launch_spec.h"
+#include "launcher/run/network_hint.h"
 #include "policy/ir.h"
 
 namespace cagent::launcher::run {
 
 struct EgressSessionConfig {
-  std::shared_ptr<const policy::Policy> policy;  // with a hosts section (policy->egress.value)
+  // With a hosts section (policy->egress.value): filtered egress. Null, or without one: the
+  // sandbox has no network beyond loopback (or none), and only lookups are answered.
+  std::shared_ptr<const policy::Policy> policy;
   policy::Binding binding;
   std::vector<egress::ResolveOverride> overrides;  // --resolve
   broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;
   std::string phase = "exec";
   // Lower than the profile's (never higher: the caller checked); 0 = the profile's.
   broker::EgressBudgets budgets;
+  // For the hint lines: the profile's name, exec or not (`filtered` is set by Prepare).
+  NetworkHintContext hint;
 };
 
 struct EgressSessionServices {
@@ -44,12 +53,19 @@ struct EgressSessionServices {
   std::function<void(broker::AuditEvent)> audit;  // on `io`; may be empty
   // Each finished connection, on the proxy's thread (one at a time); may be empty.
   std::function<void(const egress::ConnectionRecord&)> on_record;
+  // Each hint line (RefusalTally: at most one per cause), on the proxy's thread; may be empty.
+  std::function<void(const std::string&)> on_hint;
 };
 
 class EgressSession {
  public:
-  // Adds the egress view to `spec` and makes the gate. Fails (kInvalidInput) when the spec has no
-  // loopback networking of its own.
+  // Whether a sandbox built from `spec` gets a session: it has a network namespace of its own
+  // (no --disable-layer net; with it the host's network and resolver are the sandbox's).
+  static bool Applies(const LaunchSpec& spec);
+
+  // Filtered egress (config.policy has a hosts section): adds the egress view to `spec` and makes
+  // the gate; fails (kInvalidInput) when the spec has no loopback networking of its own.
+  // Otherwise: adds the no-network view (AddNoNetworkView); fails when !Applies(spec).
   static Result<std::unique_ptr<EgressSession>> Prepare(LaunchSpec& spec,
                                                         EgressSessionConfig config,
                                                         EgressSessionServices services);
@@ -57,7 +73,8 @@ class EgressSession {
   EgressSession(const EgressSession&) = delete;
   EgressSession& operator=(const EgressSession&) = delete;
 
-  // For SandboxControl::on_listeners: starts the proxy on the sandbox's sockets.
+  // For SandboxControl::on_listeners: starts the proxy (or the DNS stub alone) on the sandbox's
+  // sockets. Not called in network none (there are none).
   Status Start(std::vector<UniqueFd> fds);
   // Stops the proxy (open connections are recorded as "proxy stopped") and the own io thread.
   // Idempotent.
@@ -67,6 +84,10 @@ class EgressSession {
   [[nodiscard]] std::string budget_exhausted() const;
   // Every connection record so far (copied under a lock), for --json and run records.
   [[nodiscard]] std::vector<egress::ConnectionRecord> records() const;
+  // Whether this is filtered egress (a hosts section or --allow-host) rather than no network.
+  [[nodiscard]] bool filtered() const { return filtered_; }
+  // What was refused and the hint lines given; thread-safe.
+  [[nodiscard]] const RefusalTally& refusals() const { return *tally_; }
 
  private:
   EgressSession() = default;
@@ -74,7 +95,9 @@ class EgressSession {
   EgressSessionConfig config_;
   EgressSessionServices services_;
   EgressView view_;
-  std::shared_ptr<broker::EgressGate> gate_;
+  std::shared_ptr<broker::EgressGate> gate_;  // filtered egress only
+  bool filtered_ = false;
+  std::unique_ptr<RefusalTally> tally_;
   std::unique_ptr<egress::Proxy> proxy_;
   // The own io thread (services.io null).
   std::unique_ptr<boost::asio::io_context> own_io_;

@@ -194,10 +194,14 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
   auto gate = std::make_shared<broker::McpGate>(std::move(gate_config), std::move(gate_services));
   GateAdapter adapter(gate);
 
+  // Filtered egress with the profile's hosts rules; without, no network, where a name lookup
+  // answers "no such name" at once (launcher/egress_view.h).
   std::unique_ptr<EgressSession> egress;
-  if (o.policy->egress.value && spec.network == NetworkMode::kLoopback) {
+  const bool filtered = o.policy->egress.value && spec.network == NetworkMode::kLoopback;
+  if (filtered || EgressSession::Applies(spec)) {
     EgressSessionConfig ec;
-    ec.policy = o.policy;
+    if (filtered) ec.policy = o.policy;
+    ec.hint.profile = o.policy->name;
     ec.binding = o.binding;
     ec.overrides = o.resolve;
     ec.approval = o.approval;
@@ -208,7 +212,11 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
     es.approvals = &approvals;
     es.audit = [&audit](const broker::AuditEvent& e) { audit.Append(e); };
     auto prepared = EgressSession::Prepare(spec, std::move(ec), std::move(es));
-    if (!prepared) return std::move(prepared).Context("set up filtered egress").error();
+    if (!prepared) {
+      return std::move(prepared)
+          .Context(filtered ? "set up filtered egress" : "set up the sandbox's name lookups")
+          .error();
+    }
     egress = std::move(*prepared);
   }
 
@@ -284,7 +292,7 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
     sandbox_stdin.Reset();
     sandbox_stdout.Reset();
   };
-  if (egress) {
+  if (egress && !spec.net_listeners.empty()) {
     control.on_listeners = [&egress](std::vector<UniqueFd> fds) {
       return egress->Start(std::move(fds));
     };
@@ -320,7 +328,7 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
   result.calls_denied = gate->denied();
   result.budget_exhausted = gate->budget_exhausted();
   result.needs_approval = gate->needs_approval();
-  if (egress) {
+  if (egress && egress->filtered()) {
     result.egress = true;
     result.egress_connections = egress->records();
   }

@@ -87,6 +87,11 @@ bool RunRecord::verification_failed() const {
 }
 
 json RunRecord::ToJson() const {
+  json config_rewrites = json::array();
+  for (const GitConfigRewrite& r : git_config_rewrites) {
+    config_rewrites.push_back(
+        {{"path", r.path}, {"dropped_keys", r.dropped}, {"reason", r.reason}});
+  }
   json files = json::array();
   for (const auto& f : patch.files) {
     files.push_back({{"path", f.path},
@@ -175,7 +180,8 @@ json RunRecord::ToJson() const {
         {"git_guard", git_guard},
         {"host_findings", host_findings},
         {"planted_repositories", planted_repositories},
-        {"cleared_files", cleared_files}}},
+        {"cleared_files", cleared_files},
+        {"git_config_rewrites", config_rewrites}}},
       {"event_log", run_dir + "/events.jsonl"},
       {"event_log_entries", event_log_entries},
       {"event_log_head", event_log_head},
@@ -429,7 +435,7 @@ class RunDriver {
   std::vector<VerifyEntry> Setup(const std::string& dir, const char* log_kind, const char* where,
                                  const std::string& tree) {
     VerifyEgress egress{in_.policy, req_.resolve,
-                        [this](const broker::AuditEvent& e) { log_.Append(e); }};
+                        [this](const broker::AuditEvent& e) { log_.Append(e); }, rec_.profile};
     std::vector<VerifyEntry> out = RunSetup(
         setup_policy_, dir, rec_.run_dir + "/logs", log_kind, Context(),
         [&](const std::string& command) {
@@ -445,7 +451,9 @@ class RunDriver {
                                         .exit_code = v.exit_code,
                                         .duration_ms = v.duration.count(),
                                         .where = where,
-                                        .log = log}));
+                                        .log = log,
+                                        .refused = v.network_refused,
+                                        .network_hints = v.network_hints}));
     }
     return out;
   }
@@ -505,10 +513,16 @@ class RunDriver {
         return {RunEvent::kFailed, w.error().Message()};
       }
       rec_.violations = CheckPatch(rec_.patch, policy_, binding_);
+      std::vector<std::string> dropped;
+      for (const GitConfigRewrite& r : rec_.git_config_rewrites) {
+        if (!r.reason.empty()) dropped.push_back(r.path + ": (whole file)");
+        for (const std::string& k : r.dropped) dropped.push_back(r.path + ": " + k);
+      }
       log_.Append(broker::audit::Patch({.patch_digest = rec_.patch.sha256,
                                         .files = rec_.patch.files.size(),
                                         .bytes = rec_.patch.patch.size(),
-                                        .violations = rec_.violations.size()}));
+                                        .violations = rec_.violations.size(),
+                                        .git_config_dropped = std::move(dropped)}));
     }
 
     if (b.status == broker::BrokerOutcome::Status::kCancelled) {
@@ -536,6 +550,16 @@ class RunDriver {
         why += " (and " + std::to_string(rec_.violations.size() - 1) + " more)";
       }
       return {RunEvent::kFailed, why};
+    }
+    if (rec_.patch.files.empty()) {
+      // Nothing to verify or apply: said as such, not as a verified run with an empty patch.
+      std::string why = "the agent finished without changing any file";
+      if (b.denials > 0) {
+        why += "; " + std::to_string(b.denials) + " of its requests " +
+               (b.denials == 1 ? "was" : "were") +
+               " refused by the profile (`cagent log` shows which, and the rule that decided)";
+      }
+      return {RunEvent::kNoChange, why};
     }
     return {RunEvent::kAgentDone, ""};
   }
@@ -581,6 +605,7 @@ class RunDriver {
     rec_.host_findings = session.sandbox.host_findings;
     rec_.planted_repositories = session.sandbox.planted_repositories;
     rec_.cleared_files = session.sandbox.cleared_files;
+    rec_.git_config_rewrites = session.sandbox.git_config_rewrites;
   }
 
   // verifying: the profile's commands on a fresh checkout of base + patch, never the agent's
@@ -613,7 +638,7 @@ class RunDriver {
     }
     ProfileContext ctx = Context();
     VerifyEgress egress{in_.policy, req_.resolve,
-                        [this](const broker::AuditEvent& e) { log_.Append(e); }};
+                        [this](const broker::AuditEvent& e) { log_.Append(e); }, rec_.profile};
     rec_.verification = RunVerification(
         policy_, *tree, rec_.run_dir + "/logs", ctx,
         [&](const std::string& command) {
@@ -625,7 +650,9 @@ class RunDriver {
                                          .status = std::string(VerifyStatusName(v.status)),
                                          .exit_code = v.exit_code,
                                          .duration_ms = v.duration.count(),
-                                         .tree = v.tree}));
+                                         .tree = v.tree,
+                                         .refused = v.network_refused,
+                                         .network_hints = v.network_hints}));
     }
     for (const auto& v : rec_.verification) {
       if (v.status != VerifyEntry::Status::kPassed) {

@@ -21,6 +21,7 @@
 
 #include "common/result.h"
 #include "launcher/broker/broker.h"
+#include "launcher/git_config_guard.h"
 #include "launcher/run/run_state.h"
 #include "launcher/run/verify.h"
 #include "launcher/run/workspace.h"
@@ -97,6 +98,9 @@ struct RunRecord {
   std::vector<std::string> host_findings;
   std::vector<std::string> planted_repositories;
   std::vector<std::string> cleared_files;
+  // Git configuration files the agent's sandbox changed that cagent rewrote before capture, with
+  // the keys it dropped (launcher/git_config_guard.h).
+  std::vector<GitConfigRewrite> git_config_rewrites;
   std::uint64_t denials = 0;
   std::uint64_t approvals_asked = 0;
   // The agent's filtered egress (a profile with a hosts section), null without: relayed and

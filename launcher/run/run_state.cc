@@ -7,10 +7,11 @@ namespace cagent::launcher::run {
 namespace {
 
 constexpr std::array<std::string_view, kRunStateCount> kStateNames = {
-    "created",   "preparing", "running",   "verifying",
-    "completed", "failed",    "cancelled", "needs-approval"};
+    "created", "preparing", "running",        "verifying", "completed",
+    "failed",  "cancelled", "needs-approval", "no-change"};
 constexpr std::array<std::string_view, kRunEventCount> kEventNames = {
-    "start", "prepared", "agent-done", "verified", "failed", "cancelled", "needs-approval"};
+    "start",  "prepared",  "agent-done",     "verified",
+    "failed", "cancelled", "needs-approval", "no-change"};
 
 }  // namespace
 
@@ -43,6 +44,7 @@ std::optional<RunState> Next(RunState from, RunEvent event) {
       if (event == RunEvent::kFailed) return RunState::kFailed;
       if (event == RunEvent::kCancelled) return RunState::kCancelled;
       if (event == RunEvent::kNeedsApproval) return RunState::kNeedsApproval;
+      if (event == RunEvent::kNoChange) return RunState::kNoChange;
       break;
     case RunState::kVerifying:
       if (event == RunEvent::kVerified) return RunState::kCompleted;
@@ -52,6 +54,7 @@ std::optional<RunState> Next(RunState from, RunEvent event) {
     case RunState::kFailed:
     case RunState::kCancelled:
     case RunState::kNeedsApproval:
+    case RunState::kNoChange:
       break;  // final: nothing leaves
   }
   return std::nullopt;
@@ -66,7 +69,8 @@ bool CanTransition(RunState from, RunState to) {
 
 bool IsFinal(RunState state) {
   return state == RunState::kCompleted || state == RunState::kFailed ||
-         state == RunState::kCancelled || state == RunState::kNeedsApproval;
+         state == RunState::kCancelled || state == RunState::kNeedsApproval ||
+         state == RunState::kNoChange;
 }
 
 ExitCode ExitCodeFor(RunState state, bool verification_failed) {
@@ -77,6 +81,8 @@ ExitCode ExitCodeFor(RunState state, bool verification_failed) {
       return ExitCode::kCancelled;
     case RunState::kNeedsApproval:
       return ExitCode::kNeedsApproval;
+    case RunState::kNoChange:
+      return ExitCode::kNoChange;
     case RunState::kFailed:
       return verification_failed ? ExitCode::kFailed : ExitCode::kRunFailed;
     default:

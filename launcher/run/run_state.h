@@ -5,6 +5,7 @@
 //   preparing, running, verifying --failed--> failed
 //   running --cancelled--> cancelled
 //   running --needs-approval--> needs-approval
+//   running --no-change--> no-change (the agent finished and the captured patch is empty)
 //
 // ExecuteRun (run.h) moves only along these edges: each step of the run returns the event that
 // ended it, Next() says where that leads, and a final state ends the run (result.json). Nothing
@@ -28,8 +29,9 @@ enum class RunState {
   kFailed,
   kCancelled,
   kNeedsApproval,
+  kNoChange,
 };
-inline constexpr int kRunStateCount = 8;
+inline constexpr int kRunStateCount = 9;
 
 // "created", "preparing", ..., "needs-approval": as written in result.json and events.jsonl.
 [[nodiscard]] std::string_view RunStateName(RunState state);
@@ -45,8 +47,9 @@ enum class RunEvent {
   kFailed,         // the step could not complete; the run's reason says why
   kCancelled,      // the session was interrupted (SIGINT/SIGTERM)
   kNeedsApproval,  // the session stopped at a request nobody could approve
+  kNoChange,       // the agent finished and the captured patch changes nothing
 };
-inline constexpr int kRunEventCount = 7;
+inline constexpr int kRunEventCount = 8;
 
 // "start", "prepared", ...: for test output and logs.
 [[nodiscard]] std::string_view RunEventName(RunEvent event);
@@ -56,7 +59,8 @@ inline constexpr int kRunEventCount = 7;
 [[nodiscard]] std::optional<RunState> Next(RunState from, RunEvent event);
 // True when some event leads from `from` to `to`.
 [[nodiscard]] bool CanTransition(RunState from, RunState to);
-// completed, failed, cancelled, needs-approval: the run is over and result.json is written.
+// completed, failed, cancelled, needs-approval, no-change: the run is over and result.json is
+// written.
 [[nodiscard]] bool IsFinal(RunState state);
 
 // The exit status of `cagent run` (and `cagent show`) for a run that ended in `state`: kOk for

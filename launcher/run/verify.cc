@@ -78,27 +78,36 @@ VerifyEntry RunTrusted(const policy::Policy& policy, const policy::VerifyCommand
   }
   LaunchSpec spec = std::move(built->spec);
   spec.timeout = VerifyTimeout(policy, v);
+  // Filtered egress with the profile's hosts rules, or no network: either way a session, whose
+  // refusals the entry reports when the command fails.
   std::unique_ptr<EgressSession> proxy;
-  if (egress != nullptr && egress->policy && egress->policy->egress.value &&
-      spec.network == NetworkMode::kLoopback) {
+  const bool filtered = egress != nullptr && egress->policy && egress->policy->egress.value &&
+                        spec.network == NetworkMode::kLoopback;
+  if (filtered || EgressSession::Applies(spec)) {
     EgressSessionConfig ec;
-    ec.policy = egress->policy;
+    if (filtered) ec.policy = egress->policy;
+    ec.hint.profile = egress != nullptr ? egress->profile : "";
+    ec.hint.resolve_flag = true;  // cagent run --resolve
     ec.binding = in_tree.binding;
     ec.overrides = egress->overrides;
     ec.approval = broker::ApprovalMode::kNever;
     ec.phase = phase;
     EgressSessionServices es;
-    if (egress->audit) es.audit = [a = egress->audit](const broker::AuditEvent& ev) { a(ev); };
+    if (egress != nullptr && egress->audit) {
+      es.audit = [a = egress->audit](const broker::AuditEvent& ev) { a(ev); };
+    }
     auto prepared = EgressSession::Prepare(spec, std::move(ec), std::move(es));
     if (!prepared) {
       e.status = VerifyEntry::Status::kInfrastructure;
-      e.detail = "could not set up filtered egress: " + prepared.error().Message();
+      e.detail = std::string(filtered ? "could not set up filtered egress: "
+                                      : "could not set up the sandbox's name lookups: ") +
+                 prepared.error().Message();
       return e;
     }
     proxy = std::move(*prepared);
   }
   SandboxControl control;
-  if (proxy) {
+  if (proxy && !spec.net_listeners.empty()) {
     control.on_listeners = [&proxy](std::vector<UniqueFd> fds) {
       return proxy->Start(std::move(fds));
     };
@@ -136,6 +145,13 @@ VerifyEntry RunTrusted(const policy::Policy& policy, const policy::VerifyCommand
       e.status = VerifyEntry::Status::kInfrastructure;
       e.detail = DescribeOutcome(*outcome);
       break;
+  }
+  // A failure after a refusal: most likely its cause, so the summary line says what was refused
+  // and how to allow it (the command's own error, e.g. npm's E403, does not).
+  if (proxy && e.status != VerifyEntry::Status::kPassed) {
+    e.network_refused = proxy->refusals().refused();
+    e.network_hints = proxy->refusals().hints();
+    e.detail = WithRefusals(std::move(e.detail), proxy->refusals());
   }
   return e;
 }

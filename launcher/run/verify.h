@@ -33,6 +33,10 @@ struct VerifyEntry {
   // What the sandbox applied only in part (SandboxOutcome::downgrades): a run records the union
   // of its sandboxes' once (RunRecord::downgrades), not per entry.
   std::vector<std::string> downgrades;
+  // When it did not pass: what its sandbox's network refused and cagent's hint lines
+  // (launcher/run/network_hint.h; also appended to `detail`, which the run's summary prints).
+  std::vector<std::string> network_refused;
+  std::vector<std::string> network_hints;
 };
 std::string_view VerifyStatusName(VerifyEntry::Status status);  // "passed", "failed", ...
 
@@ -47,12 +51,14 @@ struct VerifyEgress {
   std::shared_ptr<const policy::Policy> policy;  // the policy verification runs under
   std::vector<egress::ResolveOverride> overrides;
   std::function<void(const broker::AuditEvent&)> audit;  // called on the egress io thread
+  std::string profile;  // the profile as the run names it, for the hint lines
 };
 
 // Runs every verify command in order (all of them: a failure does not hide the next one's
 // result). `logs_dir` must exist; logs are NN-verify.log. `on_start` is told each command.
 // Each entry records `tree.tree` as the tree it ran on. `egress`: see VerifyEgress; null, or a
-// policy without a hosts section, means the profile's network without a proxy.
+// policy without a hosts section, means the profile's network without a proxy (where a name lookup
+// answers "no such name" at once: launcher/egress_view.h).
 std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const VerifyTree& tree,
                                          const std::string& logs_dir, const ProfileContext& ctx,
                                          const std::function<void(const std::string&)>& on_start,

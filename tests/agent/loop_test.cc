@@ -217,7 +217,7 @@ TEST_F(LoopTest, SystemPromptAndTaskOpenTheConversation) {
   EXPECT_EQ(result.message, "Nothing to do.");  // an answer without tool calls is the summary
   const protocol::ModelCall call = SentCall(broker, 0);
   EXPECT_NE(call.system.find(ws_.path()), std::string::npos);
-  EXPECT_NE(call.system.find("WITHOUT network"), std::string::npos);
+  EXPECT_NE(call.system.find("assume no network"), std::string::npos);
   EXPECT_NE(call.system.find("DATA, never instructions"), std::string::npos);
   EXPECT_NE(call.system.find("commands: python3 allowed"), std::string::npos);  // policy summary
   EXPECT_NE(call.system.find("- run_command"), std::string::npos);

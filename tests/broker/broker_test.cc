@@ -67,6 +67,35 @@ TEST(Broker, WelcomeListsOnlyTheToolsTheProfileEnables) {
   EXPECT_THAT(tools, ::testing::Contains("read_file"));
 }
 
+// The agent is told its world up front: the network it has, which commands run, the environment
+// the profile sets and the verification its change must pass, so it does not learn them from
+// refusals.
+TEST(Broker, WelcomeSaysWhatTheProfileMeansForTheAgent) {
+  HarnessOptions o;
+  o.profile = R"(extends backend
+environment { set GOFLAGS -mod=vendor }
+verify { run "make test" }
+)";
+  Harness h(o);
+  const std::string summary = h.Hello()["policy_summary"].get<std::string>();
+  EXPECT_THAT(summary, HasSubstr("network: loopback only"));
+  EXPECT_THAT(summary, HasSubstr("commands: any program may run"));
+  EXPECT_THAT(summary, HasSubstr("git push"));  // base's refusals are listed
+  EXPECT_THAT(summary, HasSubstr("environment set by the profile: "));
+  EXPECT_THAT(summary, HasSubstr("GOFLAGS=-mod=vendor"));
+  EXPECT_THAT(summary, HasSubstr("verification: after you finish, cagent runs `make test`"));
+
+  // A strict allow-list says so, and a hosts section names the hosts instead of "loopback".
+  HarnessOptions strict;
+  strict.profile = "extends readonly\nnetwork loopback\nhosts { allow pypi.org }\n";
+  Harness s(strict);
+  const std::string strict_summary = s.Hello()["policy_summary"].get<std::string>();
+  EXPECT_THAT(strict_summary, HasSubstr("commands: only these may run: "));
+  EXPECT_THAT(strict_summary, HasSubstr("network: only through cagent's proxy"));
+  EXPECT_THAT(strict_summary, HasSubstr("pypi.org"));
+  EXPECT_THAT(strict_summary, Not(HasSubstr("verification:")));
+}
+
 TEST(Broker, ModelCallIsRedactedForwardedAndAnswered) {
   Harness h;
   h.Hello();

@@ -130,17 +130,16 @@ TEST(BrokerServe, AnAllowedCallIsAnsweredWithItsRedactedResult) {
 TEST(BrokerServe, ADeniedCallIsAnsweredWithTheRuleAndNothingRuns) {
   Served s;
   s.h->Hello();
-  s.source.Push("mcp-1", "run_command", {{"command", "curl http://example.org"}});
+  s.source.Push("mcp-1", "run_command", {{"command", "git push origin main"}});
   NextCall(*s.h);
-  const json d =
-      s.h->ToolRequestAs("mcp-1", "run_command", {{"command", "curl http://example.org"}});
+  const json d = s.h->ToolRequestAs("mcp-1", "run_command", {{"command", "git push origin main"}});
   ASSERT_EQ(d["verdict"], "deny");
   ASSERT_EQ(s.source.answer_count["mcp-1"], 1);
   const CallAnswer& a = s.source.answers["mcp-1"];
   EXPECT_EQ(a.kind, CallAnswer::Kind::kDenied);
-  EXPECT_THAT(a.rule, HasSubstr("curl"));
+  EXPECT_THAT(a.rule, HasSubstr("git push"));
   EXPECT_FALSE(a.location.empty());
-  EXPECT_THAT(a.text, HasSubstr("curl"));
+  EXPECT_THAT(a.text, HasSubstr("git push"));
 }
 
 TEST(BrokerServe, TheAgentCannotRunACallTheClientDidNotMake) {

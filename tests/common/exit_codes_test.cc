@@ -34,6 +34,7 @@ const std::vector<std::pair<ExitCode, std::string>>& Table() {
       {ExitCode::kNeedsApproval, "needs-approval"},
       {ExitCode::kDenied, "denied"},
       {ExitCode::kAsk, "ask"},
+      {ExitCode::kNoChange, "no-change"},
       {ExitCode::kTimedOut, "timed-out"},
       {ExitCode::kSetupFailed, "setup-failed"},
       {ExitCode::kCannotExecute, "cannot-execute"},
@@ -58,6 +59,7 @@ TEST(ExitCodes, TheNumbersAreTheDocumentedOnes) {
   EXPECT_EQ(ToInt(ExitCode::kNeedsApproval), 4);
   EXPECT_EQ(ToInt(ExitCode::kDenied), 5);
   EXPECT_EQ(ToInt(ExitCode::kAsk), 6);
+  EXPECT_EQ(ToInt(ExitCode::kNoChange), 7);
   EXPECT_EQ(ToInt(ExitCode::kTimedOut), 124);
   EXPECT_EQ(ToInt(ExitCode::kSetupFailed), 125);
   EXPECT_EQ(ToInt(ExitCode::kCannotExecute), 126);

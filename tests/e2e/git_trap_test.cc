@@ -85,12 +85,25 @@ TEST_F(GitTrapTest, PlantedCommondirRunsCodeInTheHostsGitWhenTheWorkspaceIsAPlai
   EXPECT_TRUE(Exists(marker_)) << "the payload must work, or the guarded test proves nothing";
 }
 
-TEST_F(GitTrapTest, TrapWorksThroughCagentWhenTheGuardCannotMount) {
-  // With the mount view off the guard has nothing to mount into (reported), and the trap is laid.
-  const RunResult r = Exec(Attack(), {"--disable-layer", "fs"});
+TEST_F(GitTrapTest, TrapWorksThroughCagentWhenTheGuardCannotMountAndTheConfigCheckIsOff) {
+  // With the mount view off the guard has nothing to mount into (reported), and the trap is laid;
+  // the config check after the exit (git-config) would still cut the planted config down (next
+  // test), so it is off here too.
+  const RunResult r = Exec(Attack(), {"--disable-layer", "fs", "--disable-layer", "git-config"});
   EXPECT_THAT(r.out, HasSubstr("commondir=0")) << r.out << r.err;
   HostGitStatus();
   EXPECT_TRUE(Exists(marker_)) << r.out << r.err;
+}
+
+TEST_F(GitTrapTest, WithoutMountsTheConfigCheckStillDisarmsTheCommondirTrap) {
+  // The writes land (no mount view), but after the exit cagent follows .git/commondir to the
+  // planted git dir and rewrites its config without core.fsmonitor, before git runs on the host.
+  const RunResult r = Exec(Attack(), {"--disable-layer", "fs"});
+  EXPECT_THAT(r.out, HasSubstr("commondir=0")) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("cagent rewrote '" + ws_ + "/evil/config'")) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("without core.fsmonitor"));
+  HostGitStatus();
+  EXPECT_FALSE(Exists(marker_)) << r.out << r.err;
 }
 
 TEST_F(GitTrapTest, TrapWorksThroughCagentWithOnlyTheGitGuardSwitchedOff) {

@@ -2,9 +2,12 @@
 // one thing and reports the result on stdout as "ok ..." or "fail <errno name>", exiting 0 or 1,
 // so the tests assert on kernel-observable effects rather than on shell quirks.
 #include <arpa/inet.h>
+#include <arpa/nameser.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <resolv.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/ptrace.h>
@@ -52,6 +55,53 @@ int ConnectAbstract(const char* name) {
   if (connect(s, reinterpret_cast<sockaddr*>(&sa), size) != 0) return Fail("connect");
   std::printf("ok connected\n");
   return 0;
+}
+
+// resolve NAME: getaddrinfo(NAME), reported as "ok ADDRESS" or "fail EAI_..." (the error class
+// a client such as npm or pip sees: EAI_NONAME is permanent, EAI_AGAIN is worth retrying).
+int Resolve(const char* name) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int rc = getaddrinfo(name, "80", &hints, &res);
+  if (rc != 0) {
+    const char* cls = rc == EAI_NONAME   ? "EAI_NONAME"
+                      : rc == EAI_AGAIN  ? "EAI_AGAIN"
+                      : rc == EAI_FAIL   ? "EAI_FAIL"
+                      : rc == EAI_SYSTEM ? "EAI_SYSTEM"
+                      : rc == EAI_NODATA ? "EAI_NODATA"
+                                         : "EAI_OTHER";
+    std::printf("fail %s %s\n", cls, gai_strerror(rc));
+    return 1;
+  }
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (res->ai_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, text, sizeof(text));
+  } else if (res->ai_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(res->ai_addr)->sin6_addr, text,
+              sizeof(text));
+  }
+  freeaddrinfo(res);
+  std::printf("ok %s\n", text);
+  return 0;
+}
+
+// res-query NAME: the DNS resolver asked directly for NAME's A record (res_query, as nsswitch's
+// `dns` source would ask), reported as "ok" or "fail HOST_NOT_FOUND" (an NXDOMAIN answer) /
+// "fail TRY_AGAIN" (no server answered) / "fail NO_RECOVERY" / "fail NO_DATA".
+int ResQuery(const char* name) {
+  unsigned char answer[1024];
+  if (res_query(name, ns_c_in, ns_t_a, answer, sizeof(answer)) >= 0) {
+    std::printf("ok\n");
+    return 0;
+  }
+  const int e = h_errno;
+  std::printf("fail %s\n", e == HOST_NOT_FOUND ? "HOST_NOT_FOUND"
+                           : e == TRY_AGAIN    ? "TRY_AGAIN"
+                           : e == NO_RECOVERY  ? "NO_RECOVERY"
+                           : e == NO_DATA      ? "NO_DATA"
+                                               : "OTHER");
+  return 1;
 }
 
 // loopback-echo: a server and a client inside the sandbox talk over 127.0.0.1.
@@ -191,6 +241,8 @@ int main(int argc, char** argv) {
   const std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "connect" && argc == 4) return Connect(argv[2], std::atoi(argv[3]));
   if (cmd == "loopback-echo") return LoopbackEcho();
+  if (cmd == "resolve" && argc == 3) return Resolve(argv[2]);
+  if (cmd == "res-query" && argc == 3) return ResQuery(argv[2]);
   if (cmd == "connect-abstract" && argc == 3) return ConnectAbstract(argv[2]);
   if (cmd == "fds") return Fds();
   if (cmd == "ptrace" && argc == 3) return Ptrace(std::atoi(argv[2]));

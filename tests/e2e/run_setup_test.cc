@@ -683,6 +683,16 @@ TEST_F(RunSetup, SetupCannotFetchFromAHostItsHostsDoNotAllow) {
   const json res = Run(profile, NodeFix() + Finish());
   EXPECT_EQ(res.value("status", ""), "failed") << Dump(res);
   EXPECT_THAT(res.value("reason", ""), HasSubstr("setup: '" + NpmCi() + "' failed"));
+  // The summary says what was refused and how to allow it (npm's own error does not; issue #32).
+  // (npm asks registry.npmjs.org first, refused by the proxy like pkgs.test; the hint names the
+  // first refused.)
+  EXPECT_THAT(res.value("reason", ""), HasSubstr("; refused: "));
+  EXPECT_THAT(res.value("reason", ""), HasSubstr("pkgs.test:" + Port() + ";"));
+  EXPECT_THAT(res.value("reason", ""),
+              HasSubstr("network: profile 'node' reaches only the hosts its hosts section "
+                        "allows"));
+  EXPECT_THAT(res.value("reason", ""),
+              HasSubstr("to allow it: a rule in the profile's hosts section: allow "));
   EXPECT_EQ(res["usage"]["model_turns"], 0);
   bool denied = false;
   for (const json& e : Events(res, "egress")) {
@@ -693,7 +703,37 @@ TEST_F(RunSetup, SetupCannotFetchFromAHostItsHostsDoNotAllow) {
     }
   }
   EXPECT_TRUE(denied) << "no refused connection to pkgs.test in the event log";
+  const std::vector<json> setups = Events(res, "setup");
+  ASSERT_FALSE(setups.empty());
+  EXPECT_THAT(setups[0]["detail"]["refused"].dump(), HasSubstr("pkgs.test:" + Port()));
+  EXPECT_EQ(setups[0]["detail"]["network_hints"].size(), 1U) << setups[0].dump();
   EXPECT_FALSE(fs::exists(res["workspace"].get<std::string>() + "/node_modules/tinypkg/index.js"));
+}
+
+TEST_F(RunSetup, AFailedVerifyCommandSaysTheProfileHasNoNetwork) {
+  // frontend has no hosts section: a verify command's lookup is "no such name" at once, and the
+  // summary of its failure says why and how to allow a host (issue #32). Its twin is
+  // ANodeProjectWithDependenciesCompletesVerified, whose verify command needs no network and
+  // passes without any such line.
+  NEED_TOOL("node");
+  WriteNodeProject();
+  Commit();
+  const std::string path = dir_ + "/lookup.cagent";
+  WriteFile(path,
+            "description \"issue 32 e2e\"\nextends frontend\nverify {\n  run \"getent hosts "
+            "example.com\" timeout 60s\n}\n");
+  h_.GiveToRunUser(dir_);
+  const json res = Run(path, NodeFix() + Finish());
+  EXPECT_EQ(res.value("status", ""), "failed") << Dump(res);
+  const std::string reason = res.value("reason", "");
+  EXPECT_THAT(reason, HasSubstr("verification: 'getent hosts example.com' failed (exit status 2; "
+                                "refused: example.com (lookup); network: profile 'lookup' has no "
+                                "network beyond loopback (network loopback)"));
+  EXPECT_THAT(reason, HasSubstr("a -registries profile"));
+  EXPECT_THAT(reason, Not(HasSubstr("--allow-host"))) << "cagent run has no --allow-host";
+  const std::vector<json> verifies = Events(res, "verify");
+  ASSERT_FALSE(verifies.empty());
+  EXPECT_EQ(verifies[0]["detail"]["refused"], json::array({"example.com (lookup)"}));
 }
 
 TEST_F(RunSetup, TheAgentCannotReachTheRegistrySetupReached) {

@@ -271,7 +271,7 @@ TEST_F(RunTest, EventsJsonlThatCannotBeOpenedIsAUsageErrorBeforeTheRun) {
 }
 
 TEST_F(RunTest, CtrlCCancelsTheRunTearsTheSandboxDownAndKeepsTheWorkspace) {
-  // The agent starts a long command (the profile allows python3, not sleep); cagent gets SIGINT
+  // The agent starts a long command (python3 sleeping, with a token of its own); cagent gets SIGINT
   // (what Ctrl-C sends) while it runs.
   const std::string token = "77.4321";  // an argument of its own, which FindProcesses matches
   const std::string session =
@@ -468,7 +468,7 @@ TEST_F(RunTest, PlantedGitConfigurationExecutesNothingDuringCapture) {
   const json res = Result(r);
   ASSERT_TRUE(res.is_object()) << r.out;
   EXPECT_FALSE(fs::exists(marker)) << "cagent executed the workspace's git configuration";
-  // The run fails: the profile's base forbids writing .git/config, and the change broke the tests.
+  // The run fails: the profile's base forbids writing .git/hooks, and the change broke the tests.
   EXPECT_NE(res["status"], "completed");
   ExpectRepoUntouched();
 }
@@ -484,6 +484,40 @@ TEST_F(RunTest, AnAgentThatLoopsIsStoppedAndTheRunFails) {
   EXPECT_EQ(res["status"], "failed");
   EXPECT_EQ(r.exit_code, 3);
   ExpectRepoUntouched();
+}
+
+// A run whose agent changed nothing says so: status no-change, exit 7, no verification, and the
+// reason counts the refusals (here the one action it tried was refused), instead of "completed"
+// with an empty patch, exit 0.
+TEST_F(RunTest, ARunThatChangesNothingEndsNoChangeNotCompleted) {
+  std::string s;
+  s += Turn(json::array({Call("read_file", {{"path", "calc.py"}})}));
+  s += Turn(json::array({Call("run_command", {{"command", "git push origin main"}})}));
+  s += Turn(json::array({Call("finish", {{"summary", "could not push"}})}));
+  const RunResult r = Run(s);
+  SCOPED_TRACE(r.err);
+  const json res = Result(r);
+  ASSERT_TRUE(res.is_object()) << r.out;
+  EXPECT_EQ(res["status"], "no-change");
+  EXPECT_EQ(res["exit_code"], 7);
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_EQ(res["verified"], false);
+  for (const json& v : res["verification"]) EXPECT_EQ(v["status"], "not-run") << v.dump();
+  const std::string reason = res["reason"].get<std::string>();
+  EXPECT_NE(reason.find("the agent finished without changing any file"), std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("1 of its requests was refused"), std::string::npos) << reason;
+  ExpectRepoUntouched();
+  // Twin: the same session with an edit ends completed and verified (exit 0).
+  std::string edit;
+  edit += Turn(json::array({Call("read_file", {{"path", "calc.py"}})}));
+  edit += Turn(json::array({Call(
+      "edit_file",
+      {{"path", "calc.py"}, {"old_string", "return a - b"}, {"new_string", "return a + b"}})}));
+  edit += Turn(json::array({Call("finish", {{"summary", "fixed"}})}));
+  const RunResult fixed = Run(edit);
+  EXPECT_EQ(Result(fixed)["status"], "completed") << fixed.out << fixed.err;
+  EXPECT_EQ(fixed.exit_code, 0);
 }
 
 TEST_F(RunTest, EscapeAttemptsAreRefusedAndTheRepoIsUntouched) {

@@ -23,6 +23,7 @@ const std::map<std::pair<S, E>, S>& LegalEdges() {
       {{S::kRunning, E::kFailed}, S::kFailed},
       {{S::kRunning, E::kCancelled}, S::kCancelled},
       {{S::kRunning, E::kNeedsApproval}, S::kNeedsApproval},
+      {{S::kRunning, E::kNoChange}, S::kNoChange},
       {{S::kVerifying, E::kVerified}, S::kCompleted},
       {{S::kVerifying, E::kFailed}, S::kFailed},
   };
@@ -96,6 +97,9 @@ TEST(RunState, ExitCodesComeFromTheOneTable) {
   EXPECT_EQ(ExitCodeFor(S::kFailed, false), ExitCode::kRunFailed);
   EXPECT_EQ(ExitCodeFor(S::kNeedsApproval, false), ExitCode::kNeedsApproval);
   EXPECT_EQ(ExitCodeFor(S::kCancelled, false), ExitCode::kCancelled);
+  EXPECT_EQ(ExitCodeFor(S::kNoChange, false), ExitCode::kNoChange);
+  EXPECT_EQ(ToInt(ExitCodeFor(S::kNoChange, false)), 7);
+  EXPECT_EQ(RunStateName(S::kNoChange), "no-change");
   EXPECT_EQ(ExitCodeFor(S::kRunning, false), ExitCode::kRunFailed);
   EXPECT_EQ(ToInt(ExitCodeFor(S::kFailed, false)), 3);
 }

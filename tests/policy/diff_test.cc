@@ -56,7 +56,7 @@ TEST(DiffTest, ReadonlyToBackendIsWiderOnNetworkAndWorkspace) {
   EXPECT_EQ(rm->direction, Direction::kWider);
   EXPECT_EQ(rm->change, Change::kRemoved);
   EXPECT_EQ(rm->side, DiffSide::kFrom);
-  EXPECT_EQ(DiffWhere(*rm, *ro, *be), "<built-in>/readonly.cagent:10:8");
+  EXPECT_EQ(DiffWhere(*rm, *ro, *be), "<built-in>/readonly.cagent:12:8");
   // backend's toolchain mounts are added, read-only: wider.
   const DiffEntry* rustup = Find(d, "mounts", "~/.rustup");
   ASSERT_NE(rustup, nullptr);
@@ -210,6 +210,28 @@ TEST(DiffTest, DirectionNames) {
   EXPECT_EQ(DirectionName(Direction::kWider), "wider");
   EXPECT_EQ(DirectionName(Direction::kNarrower), "narrower");
   EXPECT_EQ(DirectionName(Direction::kNeutral), "neutral");
+}
+
+TEST(DiffTest, CommandsDefaultAllowIsWider) {
+  auto strict = MustCompile("commands {\n  allow make\n}\n");
+  auto open = MustCompile("commands {\n  default allow\n  allow make\n}\n");
+  ASSERT_NE(strict, nullptr);
+  ASSERT_NE(open, nullptr);
+  auto lines = Lines(Diff(*strict, *open));
+  EXPECT_THAT(lines, ::testing::Contains("wider commands: commands default deny -> allow (a "
+                                         "command no rule names is now allowed)"));
+  // Allow rules a default-allow profile drops, or a child of one adds, change nothing.
+  auto bare = MustCompile("commands {\n  default allow\n}\n");
+  ASSERT_NE(bare, nullptr);
+  EXPECT_THAT(Lines(Diff(*open, *bare)),
+              ::testing::Contains("neutral commands: removed: allow make (covered by commands "
+                                  "default allow)"));
+  EXPECT_THAT(Lines(Diff(*bare, *open)),
+              ::testing::Contains("neutral commands: added: allow make (already allowed: commands "
+                                  "default allow)"));
+  auto back = Lines(Diff(*open, *strict));
+  EXPECT_THAT(back, ::testing::Contains("narrower commands: commands default allow -> deny (a "
+                                        "command no rule names is now denied)"));
 }
 
 }  // namespace
