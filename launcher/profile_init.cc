@@ -378,7 +378,9 @@ std::vector<Toolchain> FindToolchains(const RepoFacts& facts, const std::string&
       if (!IsExecutableFile(candidate)) continue;
       std::string real = Absolute(candidate);
       std::string bin = Dirname(real);
-      std::string root = Basename(bin) == "bin" ? Dirname(bin) : bin;
+      // bin/ of an install root; shims/ of a version manager (pyenv, rbenv, nodenv, asdf): its
+      // shims are scripts that run ROOT/libexec and ROOT/versions, so the root is the toolchain.
+      std::string root = Basename(bin) == "bin" || Basename(bin) == "shims" ? Dirname(bin) : bin;
       if (root == "/" || (!home_abs.empty() && root == home_abs)) root = bin;
       if (root == "/" || (!home_abs.empty() && (root == home_abs || Under(home_abs, root)))) break;
       if (HasPathChars(root)) break;
@@ -792,8 +794,7 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
       });
     }
   }
-  policy::Compiled parent =
-      policy::CompileText(plan.path, "extends " + plan.parent + "\n", search);
+  policy::Compiled parent = policy::CompileText(plan.path, "extends " + plan.parent + "\n", search);
   const policy::Policy* parent_policy = parent.ok() ? parent.policy.get() : nullptr;
   std::string home_abs = o.home.empty() ? "" : Absolute(o.home);
   for (auto& t : FindToolchains(f, o.home, o.path_env, dir)) {

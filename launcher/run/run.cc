@@ -285,6 +285,7 @@ Result<RunInputs> LoadInputs(const RunRequest& req) {
     e.code = Error::Code::kInvalidInput;
     return e;
   }
+  LeaveOutUntrackedOutputs(*repo, in.policy->outputs);
   if (auto s = CheckDirty(*repo, req.allow_dirty); !s) return s.error();
   in.repo = std::move(*repo);
   if (auto s = CheckModel(req.model); !s) return s.error();

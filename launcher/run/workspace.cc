@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "common/sha256.h"
 #include "common/terminal_text.h"
@@ -199,6 +200,22 @@ WorkspaceLayout LayoutFor(const std::string& run_dir) {
                          run_dir + "/verify-tree"};
 }
 
+std::size_t LeaveOutUntrackedOutputs(RepoInfo& repo,
+                                     const std::vector<policy::OutputRule>& outputs) {
+  if (outputs.empty()) return 0;
+  std::size_t moved = 0;
+  std::erase_if(repo.dirty, [&](const std::string& entry) {
+    // porcelain v1: "XY PATH"; "??" is untracked.
+    if (!entry.starts_with("?? ")) return false;
+    std::string rel = entry.substr(3);
+    if (!policy::UnderOutputs(outputs, rel)) return false;
+    repo.untracked_outputs.push_back(std::move(rel));
+    ++moved;
+    return true;
+  });
+  return moved;
+}
+
 Status CheckDirty(const RepoInfo& repo, bool allow_dirty) {
   if (!repo.dirty.empty() && !allow_dirty) {
     std::string list;
@@ -291,8 +308,9 @@ Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceL
   auto untracked =
       GitOutput(InRepo(repo.root, {"ls-files", "--others", "--exclude-standard", "-z"}));
   if (!untracked) return untracked.error();
+  const std::set<std::string> outputs(repo.untracked_outputs.begin(), repo.untracked_outputs.end());
   for (const auto& rel : SplitNul(*untracked)) {
-    if (rel.empty()) continue;
+    if (rel.empty() || outputs.contains(rel)) continue;
     if (auto s = CopyUntracked(repo.root, l.workspace, rel); !s) return s.error();
   }
   for (const auto& d : repo.dirty) m.carried_paths.push_back(d);

@@ -29,10 +29,20 @@ struct RepoInfo {
   std::string commit;              // the full base commit id
   std::string rev;                 // what the caller asked for ("HEAD", a branch, a sha)
   std::vector<std::string> dirty;  // uncommitted paths ("M src/x.c", "?? new.txt")
+  // Untracked paths under the profile's `outputs` (LeaveOutUntrackedOutputs): not dirt, and
+  // never carried into the workspace.
+  std::vector<std::string> untracked_outputs;
 };
 
 // Resolves `dir`'s repository and pins `rev` ("" = HEAD) to a full commit id.
 Result<RepoInfo> InspectRepo(const std::string& dir, const std::string& rev);
+
+// Moves the untracked paths `outputs` cover (a build/ left by an earlier in-tree build) from
+// `repo.dirty` to `repo.untracked_outputs`: what a build leaves is not an uncommitted change, so it
+// neither makes the tree dirty nor rides into the run (issue 32). Tracked changes there stay
+// dirt. Returns how many were moved.
+std::size_t LeaveOutUntrackedOutputs(RepoInfo& repo,
+                                     const std::vector<policy::OutputRule>& outputs);
 
 // Refuses a dirty tree unless `allow_dirty`, naming up to five of the paths, and --allow-dirty
 // with a base other than HEAD (kInvalidInput). MaterializeWorkspace checks it too; `cagent run`

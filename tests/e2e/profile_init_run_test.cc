@@ -121,9 +121,17 @@ class ProfileInitRun : public ::testing::Test {
 
   // The whole walk for one sample: init, run, verification passed, apply; `file` is what the
   // agent changed (from `from` to `to`), and all the patch holds.
+  //
+  // `stale`: an untracked file under the profile's outputs that an earlier build left in the
+  // caller's tree; it does not make the tree dirty, never rides into the run, and stays.
   json InitRunApply(const std::string& file, const std::string& from, const std::string& to,
-                    const std::string& before_edit = "") {
+                    const std::string& before_edit = "", const std::string& stale = "") {
     const json init = Init();
+    if (!stale.empty()) {
+      fs::create_directories(fs::path(repo_ + "/" + stale).parent_path());
+      WriteFile(repo_ + "/" + stale, "left by an earlier build\n");
+      h_.GiveToRunUser(repo_);
+    }
     const std::string name = init.value("name", "");
     EXPECT_EQ(name, fs::path(repo_).filename().string());
     const json res = Run(name, before_edit + Edit(file, from, to) + Finish());
@@ -152,7 +160,7 @@ class ProfileInitRun : public ::testing::Test {
     EXPECT_EQ(apply.exit_code, 0) << apply.out << apply.err;
     EXPECT_THAT(ReadFile(repo_ + "/" + file), HasSubstr(to));
     // Only the agent's file, staged; no .cagent and nothing the build left.
-    EXPECT_EQ(Status(), "M  " + file + "\n");
+    EXPECT_EQ(Status(), "M  " + file + "\n" + (stale.empty() ? "" : "?? " + stale + "\n"));
     EXPECT_FALSE(fs::exists(repo_ + "/.cagent"));
     return res;
   }
@@ -243,8 +251,10 @@ TEST_F(ProfileInitRun, CMakeBuiltInTheTreeByTheAgentLeavesItsBuildOutOfThePatch)
   if (!HostHas("cmake") || !HostHas("cc")) GTEST_SKIP() << "cmake or a C compiler is missing";
   Repository("init-cmake");
   const std::string build = "cmake -S . -B build && cmake --build build && ctest --test-dir build";
-  const json res = InitRunApply("calc.c", "/* The sum of a and b. */", "/* a + b */",
-                                ToolTurn("run_command", {{"command", build}}));
+  // A build/ from an earlier in-tree build is in the caller's tree: no --allow-dirty needed.
+  const json res =
+      InitRunApply("calc.c", "/* The sum of a and b. */", "/* a + b */",
+                   ToolTurn("run_command", {{"command", build}}), "build/CMakeCache.txt");
   ASSERT_FALSE(HasFailure());
   const json& left = res["left_out"];
   EXPECT_GT(left["files"].get<int>(), 5) << left.dump(2);
@@ -267,7 +277,8 @@ TEST_F(ProfileInitRun, CMakeBuiltInTheTreeByTheAgentLeavesItsBuildOutOfThePatch)
   const std::string twin = dir_ + "/no-outputs.cagent";
   WriteFile(twin, text + "limits {\n  changed-files 50\n}\n");
   h_.GiveToRunUser(dir_);
-  ASSERT_EQ(h_.ShAsUser(repo_, "HOME='" + dir_ + "/home' git reset -q --hard"), 0);
+  ASSERT_EQ(h_.ShAsUser(repo_, "HOME='" + dir_ + "/home' git reset -q --hard && git clean -fdq"),
+            0);
   const json failed =
       Run(twin, ToolTurn("run_command", {{"command", build}}) +
                     Edit("calc.c", "/* The sum of a and b. */", "/* a + b */") + Finish());

@@ -186,6 +186,22 @@ TEST_F(ProfileInitTest, BackendWithPackageJsonAllowsNodeAndItsToolchains) {
   EXPECT_THAT(plan.text, HasSubstr("allow (node | npm | npx)"));
 }
 
+// A version manager's shim (pyenv, rbenv, nodenv, asdf) is a script that runs ROOT/libexec and
+// ROOT/versions: the shims directory alone gives a python3 that exits 127 inside (found on a
+// machine with pyenv, issue 32). The manager's root is the toolchain.
+TEST_F(ProfileInitTest, AVersionManagersShimExposesTheManagersRoot) {
+  Write("pyproject.toml", "[project]\nname = \"x\"\n");
+  const std::string shims = root_ + "/tools/.pyenv/shims";
+  MakeParents(shims + "/python3");
+  MakeParents(root_ + "/tools/.pyenv/libexec/pyenv");
+  std::ofstream(shims + "/python3") << "#!/bin/sh\nexec ROOT/libexec/pyenv exec python3\n";
+  ::chmod((shims + "/python3").c_str(), 0755);
+  InitPlan plan = InitAndCheck(Options("/nonexistent:" + shims));
+  ASSERT_EQ(plan.exposed.size(), 1u);
+  EXPECT_EQ(plan.exposed[0].path, root_ + "/tools/.pyenv");
+  EXPECT_THAT(plan.exposed[0].why, HasSubstr("python3 on PATH"));
+}
+
 TEST_F(ProfileInitTest, BinaryOnPathOutsideTheParentExposesItsInstallRoot) {
   Write("package.json", R"({"scripts": {"test": "jest"}})");
   const std::string bin = root_ + "/opt-tools/node-v20/bin";

@@ -685,5 +685,39 @@ TEST(LooksLikeSource, ByExtension) {
   EXPECT_FALSE(LooksLikeSource("build/c"));
 }
 
+// A build/ that an earlier in-tree build left in the caller's tree is not an uncommitted change:
+// the run starts without --allow-dirty and the build never rides into the workspace. A tracked
+// change under outputs, and an untracked file elsewhere, still make the tree dirty.
+TEST_F(WorkspaceTest, UntrackedOutputsInTheCallersTreeAreNotDirt) {
+  Write(repo_ / "build/CMakeCache.txt", "stale\n");
+  Write(repo_ / "build/obj/calc.o", "stale\n");
+  auto info = InspectRepo(repo_.string(), "");
+  ASSERT_TRUE(info.ok());
+  // Twin: without outputs the same tree is dirty.
+  RepoInfo plain = *info;
+  EXPECT_EQ(LeaveOutUntrackedOutputs(plain, {}), 0U);
+  EXPECT_FALSE(CheckDirty(plain, false).ok());
+
+  EXPECT_EQ(LeaveOutUntrackedOutputs(*info, Outputs("outputs build\n")), 2U);
+  EXPECT_TRUE(info->dirty.empty());
+  EXPECT_TRUE(CheckDirty(*info, false).ok());
+  auto m = MaterializeWorkspace(*info, layout_, false);
+  ASSERT_TRUE(m.ok()) << m.error().Message();
+  EXPECT_FALSE(fs::exists(fs::path(layout_.workspace) / "build"));
+
+  // With other dirt and --allow-dirty, the outputs still stay behind.
+  Write(repo_ / "notes/new.txt", "untracked\n");
+  fs::remove_all(run_dir_);
+  fs::create_directories(run_dir_);
+  auto again = InspectRepo(repo_.string(), "");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(LeaveOutUntrackedOutputs(*again, Outputs("outputs build\n")), 2U);
+  EXPECT_FALSE(CheckDirty(*again, false).ok());
+  auto carried = MaterializeWorkspace(*again, layout_, true);
+  ASSERT_TRUE(carried.ok()) << carried.error().Message();
+  EXPECT_EQ(Read(fs::path(layout_.workspace) / "notes/new.txt"), "untracked\n");
+  EXPECT_FALSE(fs::exists(fs::path(layout_.workspace) / "build"));
+}
+
 }  // namespace
 }  // namespace cagent::launcher::run
