@@ -846,6 +846,21 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
   };
   auto dirty = dirty_paths();
   if (!dirty) return dirty.error();
+  // Untracked files under the profile's outputs (a build/ the caller's own build left) are not
+  // uncommitted changes (issue 32); the patch never adds a path there (the capture left such
+  // paths out), and a patch that adds a file where one exists is refused by the collision checks.
+  if (const auto it = j.find("outputs"); it != j.end() && it->is_array()) {
+    std::vector<policy::OutputRule> outputs;
+    for (const auto& o : *it) {
+      if (!o.is_string()) continue;
+      auto glob = policy::PathGlob::Compile(o.get<std::string>());
+      if (glob) outputs.push_back({o.get<std::string>(), std::move(*glob), {}});
+    }
+    RepoInfo status;
+    status.dirty = std::move(*dirty);
+    LeaveOutUntrackedOutputs(status, outputs);
+    *dirty = std::move(status.dirty);
+  }
   if (!dirty->empty()) {
     std::string list;
     for (std::size_t i = 0; i < dirty->size() && i < 5; ++i) list += " " + Shown((*dirty)[i]);

@@ -163,6 +163,7 @@ json RunRecord::ToJson() const {
         {"tree", patch.tree}}},
       {"changed_files", files},
       {"left_out", LeftOutJson(patch.left_out)},
+      {"outputs", outputs},
       {"violations", broken},
       {"setup", {{"workspace", entries(setup)}, {"verify_tree", entries(verify_setup)}}},
       {"verification", verify},
@@ -768,6 +769,7 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
   rec.profile = policy.name;
   rec.profile_file = inputs->choice.file;
   rec.profile_sha256 = inputs->choice.sha256;
+  for (const auto& o : policy.outputs) rec.outputs.push_back(o.pattern);
   rec.profile_from_repository = inputs->choice.from_repository;
   rec.policy_digest = PolicyDigest(policy);
   rec.budgets = inputs->budgets;

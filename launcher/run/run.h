@@ -72,6 +72,8 @@ struct RunRecord {
   std::string profile;
   std::string profile_file;    // the file compiled (absolute, or "<built-in>/NAME.cagent")
   std::string profile_sha256;  // of that file's text
+  // The profile's `outputs` globs as written: `cagent apply` lets untracked files there be.
+  std::vector<std::string> outputs;
   bool profile_from_repository = false;
   std::string policy_digest;
   std::string repo;
