@@ -7,7 +7,7 @@
 // repository and finds nothing of cagent's in it. The CMake run also shows `outputs`: the build/
 // tree the agent leaves is left out of the patch and reported (its twin in the same test: the
 // profile without outputs fails the run on the changed-files limit, here some 40 files, 222 in the
-// issue.s project).
+// issue's project).
 //
 // Everything the run writes is under the test's directory (HOME, XDG_CONFIG_HOME,
 // XDG_STATE_HOME, XDG_CACHE_HOME), so the tests also run as `nobody`.
