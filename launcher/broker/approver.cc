@@ -236,13 +236,7 @@ std::string Prompt(const ApprovalRequest& r, std::size_t waiting) {
           ? "\ncagent: the sandbox asks to connect to a host the policy wants a person to "
             "approve\n"
           : "\ncagent: the agent asks to run something the policy wants a person to approve\n";
-  out += "  tool:    " + Printable(r.tool) + "\n";
-  out += "  action:  " + Printable(r.action) + "\n";
-  out += ResolvedLines(r);
-  out += "  rule:    " + Printable(r.rule);
-  if (!r.location.empty()) out += "  (" + Printable(r.location) + ")";
-  out += "\n";
-  if (!r.reason.empty()) out += "  reason:  " + Printable(r.reason) + "\n";
+  out += ApprovalDetails(r);
   if (waiting > 0) out += "  (" + std::to_string(waiting) + " more waiting after this one)\n";
   out += Choices(r) + "\n> ";
   return out;
@@ -447,6 +441,21 @@ int OwnTerminalFd(int tty_fd) {
 }
 
 }  // namespace
+
+std::string ApprovalDetails(const ApprovalRequest& request) {
+  std::string out = "  tool:    " + Printable(request.tool) + "\n";
+  out += "  action:  " + Printable(request.action) + "\n";
+  out += ResolvedLines(request);
+  out += "  rule:    " + Printable(request.rule);
+  if (!request.location.empty()) out += "  (" + Printable(request.location) + ")";
+  out += "\n";
+  if (!request.reason.empty()) out += "  reason:  " + Printable(request.reason) + "\n";
+  return out;
+}
+
+std::string TerminalPrompt(const ApprovalRequest& request, std::size_t waiting) {
+  return Prompt(request, waiting);
+}
 
 std::unique_ptr<Approver> MakeTerminalApprover(boost::asio::io_context& io, int tty_fd) {
   const int fd = OwnTerminalFd(tty_fd);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -57,6 +58,21 @@ class Approver {
   virtual void Ask(const ApprovalRequest& request, std::function<void(ApprovalOutcome)> done) = 0;
   virtual void Cancel() = 0;  // run ending: pending asks complete as denied
 };
+
+// What a person is shown about one request, on every channel that asks one (the terminal prompt,
+// an MCP client's elicitation form in `cagent mcp serve`): the tool, the exact action, the paths it
+// resolves to (marked when they differ from the path it names), the rule and its location, and the
+// reason, one field per line ("  tool:    run_command\n", "  action:  ...\n", ...). Every field
+// that came from the agent, a client or the profile goes through TerminalSafe
+// (common/terminal_text.h) on one line: newlines, control characters, ESC, C1, bidirectional
+// overrides and invisible code points are shown as escapes, so an action cannot forge a "rule:"
+// line, redraw a screen or read differently from what it is. The one rendering every approver
+// uses, so the channels cannot drift apart. Pure.
+std::string ApprovalDetails(const ApprovalRequest& request);
+
+// The terminal approver's whole prompt for `request` with `waiting` more queued after it: a
+// header line, ApprovalDetails(request), the queue, the choices and "> ". Pure; exposed for tests.
+std::string TerminalPrompt(const ApprovalRequest& request, std::size_t waiting);
 
 // Prompts on a terminal fd (cagent's /dev/tty, outside the sandbox): shows the tool, the exact
 // action, the paths it resolves to (marked when they differ from the path it names), the rule and

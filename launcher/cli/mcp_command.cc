@@ -273,6 +273,13 @@ int RunWrap(const McpOptions& o) {
     std::cerr << "cagent: the session ended (" << TerminalSafe(result->end_reason)
               << "): " << result->calls_allowed << " calls allowed, " << result->calls_denied
               << " denied; the server " << TerminalSafe(DescribeOutcome(result->sandbox)) << "\n";
+    if (result->relay.methods_refused != 0 || result->relay.notifications_dropped != 0) {
+      // Gated by method, not by id (issue #33): what never reached the server, said once.
+      std::cerr << "cagent: not forwarded to the server: " << result->relay.methods_refused
+                << " messages of methods cagent does not relay, "
+                << result->relay.notifications_dropped
+                << " messages without an id (denied id-less tools/call included)\n";
+    }
   }
   if (!result->needs_approval.empty()) {
     spdlog::info("needs approval: {}", TerminalSafe(result->needs_approval));

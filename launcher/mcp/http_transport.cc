@@ -280,10 +280,17 @@ class HttpTransport::State : public std::enable_shared_from_this<HttpTransport::
 
   Status Open(const asio::ip::address& address);
   void Accept();
+  // Closes the oldest unauthenticated connection when max_unauthenticated are open.
+  void MakeRoomForUnauthenticated();
   void Sweep();
   void Stop();
   void EndSession(const std::string& id, int code, std::string message);
-  // A request read off `conn`; answers it (now or, for a stream, later). Never throws.
+  // A request head read off `conn`, before its body: Host, Origin and the bearer token. True when
+  // the request may go on (the connection is then authenticated); false when it was refused
+  // (answered, and the connection closes after the answer).
+  bool Admit(const std::shared_ptr<Connection>& conn, const http::request<http::string_body>& head);
+  // A request read off `conn` (its head admitted); answers it (now or, for a stream, later).
+  // Never throws.
   void Handle(const std::shared_ptr<Connection>& conn, http::request<http::string_body>& request);
   void Unregister(std::uint64_t id) { connections_.erase(id); }
 
@@ -344,6 +351,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
         state_(std::move(state)),
         id_(id),
         read_timeout_(options.read_timeout),
+        head_timeout_(options.head_timeout),
+        unauthenticated_budget_(options.unauthenticated_budget),
         max_body_bytes_(options.max_body_bytes) {}
 
   void Start() {
@@ -354,6 +363,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   [[nodiscard]] bool closed() const { return closed_; }
+  // Whether a request head carrying the bearer token was read on this connection.
+  [[nodiscard]] bool authenticated() const { return authenticated_; }
+  void set_authenticated() { authenticated_ = true; }
 
   // A complete answer; then the next request (keep_alive) or a lingering close.
   void Respond(std::string raw, bool keep_alive) {
@@ -407,7 +419,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
     parser_->body_limit(max_body_bytes_);
-    Arm(read_timeout_);  // one deadline for the whole request, head and body
+    // One deadline for the whole request, head and body; before the token was seen, a short one
+    // for the head alone (the body is read only once the head is admitted).
+    Arm(authenticated_ || !unauthenticated_budget_ ? Clock::duration(read_timeout_)
+                                                   : Clock::duration(head_timeout_));
     http::async_read_header(
         socket_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, std::size_t /*bytes*/) {
@@ -418,7 +433,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The head is in. A client that sent `Expect: 100-continue` (curl does for bodies over 1 KiB)
   // waits for a 100 before it sends the body; the rest of the request is then read.
   void OnHeader(beast::error_code ec) {
-    if (ec || closed_ || parser_->is_done()) {
+    if (ec || closed_) {
+      OnRead(ec);
+      return;
+    }
+    // Checked before the body is read or invited: a request without the token costs its head
+    // only. (A refusal is answered by Admit; the connection then closes.)
+    auto state = state_.lock();
+    if (!state) {
+      Close();
+      return;
+    }
+    const bool was_authenticated = authenticated_;
+    if (!state->Admit(shared_from_this(), parser_->get())) {
+      return;
+    }
+    if (!was_authenticated && unauthenticated_budget_) {
+      Arm(read_timeout_);  // the token holder's body: the ordinary deadline from here
+    }
+    if (parser_->is_done()) {
       OnRead(ec);
       return;
     }
@@ -606,6 +639,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::weak_ptr<HttpTransport::State> state_;
   std::uint64_t id_;
   std::chrono::seconds read_timeout_;
+  std::chrono::milliseconds head_timeout_;
+  bool unauthenticated_budget_;
+  bool authenticated_ = false;
   std::size_t max_body_bytes_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -669,17 +705,46 @@ void HttpTransport::State::Accept() {
           });
           return;
         }
-        if (self->connections_.size() >= self->options_.max_connections) {
-          boost::system::error_code ignored;
-          socket.close(ignored);  // over the limit: refused before a byte is read
+        if (!self->options_.unauthenticated_budget) {
+          // The single cap (the guard's twin test only): every connection counts from its accept.
+          if (self->connections_.size() >= self->options_.max_connections) {
+            boost::system::error_code ignored;
+            socket.close(ignored);  // over the limit: refused before a byte is read
+            self->Accept();
+            return;
+          }
         } else {
-          const std::uint64_t id = self->next_connection_++;
-          auto conn = std::make_shared<Connection>(std::move(socket), weak, id, self->options_);
-          self->connections_.emplace(id, conn);
-          conn->Start();
+          self->MakeRoomForUnauthenticated();
         }
+        const std::uint64_t id = self->next_connection_++;
+        auto conn = std::make_shared<Connection>(std::move(socket), weak, id, self->options_);
+        self->connections_.emplace(id, conn);
+        conn->Start();
         self->Accept();
       });
+}
+
+void HttpTransport::State::MakeRoomForUnauthenticated() {
+  // A new connection has not shown the token. At the cap of those, the oldest of them goes: a
+  // newcomer is never refused, so connections that sit idle or half-sent (a local process without
+  // the token) cannot keep out a client that has it; the authenticated ones are never touched.
+  std::size_t unauthenticated = 0;
+  std::shared_ptr<Connection> oldest;
+  std::uint64_t oldest_id = 0;
+  for (const auto& [id, weak] : connections_) {
+    auto conn = weak.lock();
+    if (!conn || conn->closed() || conn->authenticated()) {
+      continue;
+    }
+    ++unauthenticated;
+    if (!oldest || id < oldest_id) {
+      oldest = std::move(conn);
+      oldest_id = id;
+    }
+  }
+  if (oldest && unauthenticated >= std::max<std::size_t>(1, options_.max_unauthenticated)) {
+    oldest->Close();  // unregisters it
+  }
 }
 
 void HttpTransport::State::Sweep() {
@@ -846,17 +911,17 @@ void HttpTransport::State::Refuse(const std::shared_ptr<Connection>& conn, int s
                 false);
 }
 
-void HttpTransport::State::Handle(const std::shared_ptr<Connection>& conn,
-                                  http::request<http::string_body>& request) {
+bool HttpTransport::State::Admit(const std::shared_ptr<Connection>& conn,
+                                 const http::request<http::string_body>& head) {
   if (stopped_) {
     conn->Close();
-    return;
+    return false;
   }
   // DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends Host: evil.example.
-  const auto host_field = request.find(http::field::host);
-  if (host_field == request.end()) {
+  const auto host_field = head.find(http::field::host);
+  if (host_field == head.end()) {
     Refuse(conn, 400, kTransportError, "the request has no Host header");
-    return;
+    return false;
   }
   const std::optional<HostPort> host = SplitHostPort(Trim(View(host_field->value())));
   if (!host || !HostAllowed(host->host) || (host->port && *host->port != std::to_string(port_))) {
@@ -864,17 +929,17 @@ void HttpTransport::State::Handle(const std::shared_ptr<Connection>& conn,
            "forbidden Host header: this server answers only to 127.0.0.1, localhost or [::1] on "
            "port " +
                std::to_string(port_));
-    return;
+    return false;
   }
-  const auto origin = request.find(http::field::origin);
-  if (origin != request.end() && !OriginAllowed(Trim(View(origin->value())))) {
+  const auto origin = head.find(http::field::origin);
+  if (origin != head.end() && !OriginAllowed(Trim(View(origin->value())))) {
     Refuse(conn, 403, kTransportError,
            "forbidden Origin: only pages of this server's own loopback origin may call it");
-    return;
+    return false;
   }
-  const auto auth = request.find(http::field::authorization);
+  const auto auth = head.find(http::field::authorization);
   bool authorized = false;
-  if (auth != request.end()) {
+  if (auth != head.end()) {
     const std::string_view value = Trim(View(auth->value()));
     const std::size_t space = value.find(' ');
     if (space != std::string_view::npos && Lower(value.substr(0, space)) == "bearer") {
@@ -885,8 +950,34 @@ void HttpTransport::State::Handle(const std::shared_ptr<Connection>& conn,
     Refuse(conn, 401, kTransportError,
            "unauthorized: send the bearer token cagent printed (Authorization: Bearer <token>)",
            nullptr, {{"WWW-Authenticate", "Bearer"}});
+    return false;
+  }
+  if (!conn->authenticated()) {
+    if (options_.unauthenticated_budget) {
+      std::size_t authenticated = 0;
+      for (const auto& [id, weak] : connections_) {
+        const auto other = weak.lock();
+        authenticated += other && !other->closed() && other->authenticated() ? 1 : 0;
+      }
+      if (authenticated >= options_.max_connections) {
+        Refuse(conn, 503, kTransportError,
+               "too many connections (" + std::to_string(options_.max_connections) +
+                   "); close one or reuse it (keep-alive)");
+        return false;
+      }
+    }
+    conn->set_authenticated();
+  }
+  return true;
+}
+
+void HttpTransport::State::Handle(const std::shared_ptr<Connection>& conn,
+                                  http::request<http::string_body>& request) {
+  if (stopped_) {
+    conn->Close();
     return;
   }
+  // Host, Origin and the token were checked on the head (Admit), before the body was read.
   const std::string_view target = View(request.target());
   if (target.substr(0, target.find('?')) != options_.path) {
     Refuse(conn, 404, kTransportError, "no such endpoint; the MCP endpoint is " + options_.path);

@@ -32,10 +32,20 @@
 //
 // Limits (hostile input never crashes it, nothing throws out of a handler): body ≤
 // max_body_bytes (413), request head ≤ 16 KiB (431), malformed HTTP → 400 and close,
-// max_connections at once (more are closed at accept), max_sessions (one more initialize → 503
-// with a JSON-RPC error), read_timeout for reading a request and for each write (a slowloris
-// client or one that never reads is cut), sessions idle (no request, no stream, no call in
-// progress) longer than session_idle_timeout are ended.
+// max_sessions (one more initialize → 503 with a JSON-RPC error), read_timeout for reading a
+// request and for each write (a slowloris client or one that never reads is cut), sessions idle (no
+// request, no stream, no call in progress) longer than session_idle_timeout are ended.
+//
+// Connections before authentication: Host, Origin and Authorization are checked as soon as a
+// request's head is in, before its body is read (or a 100 Continue invites it). A connection
+// counts as unauthenticated until a head carrying the token has been read on it; those have their
+// own small budget (max_unauthenticated: at the cap a new connection closes the oldest of them)
+// and a short deadline for the head (head_timeout). Authenticated connections (max_connections;
+// one more gets 503 and is closed) are never closed to make room for unauthenticated ones, so a
+// local process without the token can neither fill the token holder's slots nor hold a
+// half-sent head for the whole read_timeout. It can still keep opening connections to close the
+// oldest unauthenticated one; a client with the token sends its head at once, so that takes a
+// flood of max_unauthenticated connections within the moment between its connect and its head.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -62,7 +72,22 @@ struct HttpOptions {
   std::string path = "/mcp";          // the one endpoint; must start with '/'
   std::string bearer_token;           // required (empty → Listen fails)
   std::size_t max_sessions = 4;
+  // Connections that have shown the token (a request head carrying it was read on them).
   std::size_t max_connections = 32;
+  // Connections that have not (yet) shown the token: every new one until the head of its first
+  // request is read and authorised. They have their own budget: at this cap a new connection
+  // closes the oldest of them instead of being refused, so idle or half-sent connections of a
+  // local process without the token cannot keep the token holder out (issue #33).
+  std::size_t max_unauthenticated = 8;
+  // How long a connection that has not shown the token may take to send a request head (from
+  // its accept, or from the end of its previous answer) before it is closed; a body is read only
+  // after its head was authorised, under read_timeout.
+  std::chrono::milliseconds head_timeout{5000};
+  // Test hook for the twin of the guard above, never false elsewhere: false restores the single
+  // cap cagent had (every connection counts against max_connections from its accept, one more
+  // is closed at accept, unauthenticated heads get the whole read_timeout), under which a process
+  // without the token could lock the token holder out.
+  bool unauthenticated_budget = true;
   std::size_t max_body_bytes = 4U << 20;
   std::chrono::seconds read_timeout{30};
   std::chrono::seconds session_idle_timeout{3600};

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <span>
 #include <utility>
 
 #include "common/json_text.h"
@@ -22,6 +23,7 @@ using stream = boost::asio::posix::stream_descriptor;
 
 constexpr int kParseErrorCode = -32700;
 constexpr int kInvalidRequestCode = -32600;
+constexpr int kMethodNotFoundCode = -32601;
 constexpr int kInvalidParamsCode = -32602;
 constexpr int kInternalErrorCode = -32603;
 
@@ -136,6 +138,42 @@ FrameHint ScanFrameHint(std::string_view text) {
   return hint;
 }
 
+ClientMethod ClassifyClientMethod(std::string_view method, bool has_id) {
+  // The MCP client -> server methods of the revisions the relay speaks (2024-11-05 to 2025-11-25).
+  // None of them runs a tool but tools/call; each is forwarded only in the form the specification
+  // gives it (a request with an id, or a notification without one).
+  static constexpr std::array<std::string_view, 16> kRequests = {
+      "initialize",
+      "ping",
+      "tools/list",
+      "resources/list",
+      "resources/templates/list",
+      "resources/read",
+      "resources/subscribe",
+      "resources/unsubscribe",
+      "prompts/list",
+      "prompts/get",
+      "completion/complete",
+      "logging/setLevel",
+      "tasks/get",
+      "tasks/list",
+      "tasks/result",
+      "tasks/cancel",
+  };
+  static constexpr std::array<std::string_view, 5> kNotifications = {
+      "notifications/initialized",        "notifications/cancelled",    "notifications/progress",
+      "notifications/roots/list_changed", "notifications/tasks/status",
+  };
+  if (method == "tools/call") return ClientMethod::kToolsCall;
+  const std::span<const std::string_view> known =
+      has_id ? std::span<const std::string_view>(kRequests)
+             : std::span<const std::string_view>(kNotifications);
+  for (const std::string_view m : known) {
+    if (m == method) return ClientMethod::kForwarded;
+  }
+  return ClientMethod::kRefused;
+}
+
 class Relay::Impl : public std::enable_shared_from_this<Relay::Impl> {
  public:
   Impl(boost::asio::io_context& io, RelayGate& gate, RelayOptions options)
@@ -214,6 +252,7 @@ class Relay::Impl : public std::enable_shared_from_this<Relay::Impl> {
   void RefuseClient(const FrameHint& hint, int code, const std::string& message);
   void ClientRequest(const json& message, const std::string& method);
   void ClientToolsCall(const json& message, const std::string& key);
+  void ClientToolsCallNotification(const json& message);
   void ClientNotification(const json& message, const std::string& method);
   void ClientResponse(const json& message);
   void Verdict(const std::string& key, std::uint64_t serial, const GateVerdict& verdict);
@@ -541,12 +580,41 @@ void Relay::Impl::FromClient(std::string_view line, bool oversized) {
       return;
     }
     const std::string name = method->get<std::string>();
-    if (id == message.end()) {
-      ClientNotification(message, name);
+    if (id != message.end() && !UsableId(*id)) {
+      RefuseClient({}, kInvalidRequestCode, "a request id must be a string or an integer");
       return;
     }
-    if (!UsableId(*id)) {
-      RefuseClient({}, kInvalidRequestCode, "a request id must be a string or an integer");
+    // Gated by what the message is (its method), never by whether it has an id: an id-less
+    // tools/call reaches a server that dispatches by method just as a request does.
+    switch (ClassifyClientMethod(name, id != message.end())) {
+      case ClientMethod::kToolsCall:
+        if (id == message.end()) {
+          ClientToolsCallNotification(message);
+        } else {
+          ClientRequest(message, name);
+        }
+        return;
+      case ClientMethod::kRefused:
+        ++stats_.methods_refused;
+        if (id == message.end()) {
+          ++stats_.client_refused;  // a notification gets no answer: dropped
+          ++stats_.notifications_dropped;
+          return;
+        }
+        RefuseClient(hint, kMethodNotFoundCode,
+                     "method not found: cagent forwards only the MCP methods it knows to the "
+                     "wrapped server (\"" +
+                         name + "\" is not one of them" +
+                         (ClassifyClientMethod(name, false) == ClientMethod::kForwarded
+                              ? ", as a request: it is a notification"
+                              : "") +
+                         ")");
+        return;
+      case ClientMethod::kForwarded:
+        break;
+    }
+    if (id == message.end()) {
+      ClientNotification(message, name);
       return;
     }
     ClientRequest(message, name);
@@ -587,8 +655,11 @@ void Relay::Impl::ClientRequest(const json& message, const std::string& method) 
   Send(kServer, message);
 }
 
-void Relay::Impl::ClientToolsCall(const json& message, const std::string& key) {
-  const json& id = message["id"];
+namespace {
+
+// The tool name and the arguments of a tools/call; nullopt (with `why`) when params has no string
+// name or its arguments are not an object.
+std::optional<std::pair<std::string, json>> ToolsCallParams(const json& message, std::string& why) {
   const auto params = message.find("params");
   const json* name = nullptr;
   const json* arguments = nullptr;
@@ -597,14 +668,26 @@ void Relay::Impl::ClientToolsCall(const json& message, const std::string& key) {
     if (auto a = params->find("arguments"); a != params->end()) arguments = &*a;
   }
   if (name == nullptr || !name->is_string()) {
-    ++stats_.client_refused;
-    Send(kClient, ErrorResponse(id, kInvalidParamsCode, "tools/call needs params.name (a string)"));
-    return;
+    why = "tools/call needs params.name (a string)";
+    return std::nullopt;
   }
   if (arguments != nullptr && !arguments->is_object()) {
+    why = "tools/call params.arguments must be an object";
+    return std::nullopt;
+  }
+  return std::make_pair(name->get<std::string>(),
+                        arguments != nullptr ? *arguments : json::object());
+}
+
+}  // namespace
+
+void Relay::Impl::ClientToolsCall(const json& message, const std::string& key) {
+  const json& id = message["id"];
+  std::string why;
+  auto call = ToolsCallParams(message, why);
+  if (!call) {
     ++stats_.client_refused;
-    Send(kClient,
-         ErrorResponse(id, kInvalidParamsCode, "tools/call params.arguments must be an object"));
+    Send(kClient, ErrorResponse(id, kInvalidParamsCode, why));
     return;
   }
   if (checking_.size() >= options_.max_checks) {
@@ -615,9 +698,9 @@ void Relay::Impl::ClientToolsCall(const json& message, const std::string& key) {
     return;
   }
   const std::uint64_t serial = next_serial_++;
-  const std::string tool = name->get<std::string>();
+  const std::string tool = call->first;
   checking_[key] = Checking{message, tool, serial, false};
-  const json args = arguments != nullptr ? *arguments : json::object();
+  const json args = std::move(call->second);
   gate_.Check(tool, args, id, [weak = weak_from_this(), key, serial](const GateVerdict& verdict) {
     auto self = weak.lock();
     if (!self) return;
@@ -627,6 +710,31 @@ void Relay::Impl::ClientToolsCall(const json& message, const std::string& key) {
   });
 }
 
+void Relay::Impl::ClientToolsCallNotification(const json& message) {
+  // A tools/call without an id: not a request MCP knows, but a server that dispatches by method
+  // runs it all the same. So the gate decides it as any tools/call; allowed, it is forwarded as it
+  // came (the server's answer, if any, has no id to go back to and is dropped as unmatched);
+  // denied or malformed it is dropped, and with no id nobody can be told.
+  std::string why;
+  auto call = ToolsCallParams(message, why);
+  if (!call || checking_.size() >= options_.max_checks) {
+    ++stats_.client_refused;
+    ++stats_.notifications_dropped;
+    return;
+  }
+  const std::uint64_t serial = next_serial_++;
+  // Not a JSON text, so it never collides with the key of a client id, and a
+  // notifications/cancelled cannot name it.
+  const std::string key = "#notification " + std::to_string(serial);
+  checking_[key] = Checking{message, call->first, serial, false};
+  gate_.Check(call->first, call->second, json(),
+              [weak = weak_from_this(), key, serial](const GateVerdict& verdict) {
+                auto self = weak.lock();
+                if (!self) return;
+                self->Verdict(key, serial, verdict);
+              });
+}
+
 void Relay::Impl::Verdict(const std::string& key, std::uint64_t serial,
                           const GateVerdict& verdict) {
   if (ended_) return;
@@ -634,10 +742,20 @@ void Relay::Impl::Verdict(const std::string& key, std::uint64_t serial,
   if (it == checking_.end() || it->second.serial != serial) return;  // a second answer
   Checking check = std::move(it->second);
   checking_.erase(it);
-  const json& id = check.message["id"];
   if (verdict.allow) ++stats_.calls_allowed;
   if (!verdict.allow) ++stats_.calls_denied;
   if (check.cancelled) return;  // the client no longer wants an answer
+  if (!check.message.contains("id")) {
+    // An id-less tools/call: forwarded when allowed (nothing to track), dropped when denied.
+    if (verdict.allow && !readers_[kServer].eof) {
+      Send(kServer, check.message);
+    } else {
+      ++stats_.client_refused;
+      ++stats_.notifications_dropped;
+    }
+    return;
+  }
+  const json& id = check.message.at("id");
   if (!verdict.allow) {
     json result = {{"content", json::array({{{"type", "text"}, {"text", verdict.message}}})},
                    {"isError", true}};

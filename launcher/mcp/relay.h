@@ -15,15 +15,27 @@
 //   oversized / not a valid  -32600 to the client; nothing is forwarded. When the line looks like
 //   JSON-RPC message         a response to a request the server is waiting for (no "method", an
 //                            id the server used), the server gets -32603 for that id instead.
+// Every message is gated by what it is (its method, ClassifyClientMethod), never by whether it
+// has an id: a server that dispatches by method runs an id-less tools/call as readily as a request.
 //   tools/call               to RelayGate::Check (asynchronously; several at once, up to
 //                            max_checks); allow: forwarded; deny: answered by the relay with a
 //                            CallToolResult {content: [{type: text, text: MESSAGE}], isError: true}
 //                            and never forwarded; cancelled by the client while being checked:
 //                            neither forwarded nor answered (as notifications/cancelled says).
 //                            Without a string params.name or with non-object arguments: -32602.
-//   other requests           forwarded and remembered until the server answers them
-//   notifications            forwarded (notifications/cancelled of a call still being checked is
-//                            not: the server never saw that id)
+//   tools/call without an id to RelayGate::Check as well (request_id null); allow: forwarded as
+//                            it came; deny (or malformed params): dropped and counted, never
+//                            forwarded; with no id there is nobody to answer. The gate's own
+//                            record (the audit log's mcp_call) is its trace.
+//   other requests           of a method on the list (ClassifyClientMethod): forwarded and
+//                            remembered until the server answers them; any other method: -32601
+//                            "method not found", not forwarded
+//   notifications            of a method on the list: forwarded (notifications/cancelled of a call
+//                            still being checked is not: the server never saw that id); any other
+//                            method (a request's method without an id included): dropped
+//   batches (JSON arrays)    refused as a whole with -32600 (id null), no element forwarded: MCP
+//                            2025-06-18 removed batching, and answering part of a batch would need
+//                            a batch response the relay does not build
 //   responses                forwarded only when they answer a request the server sent and has
 //                            not had answered; others are dropped
 //   an id already in use by a request of the client still in progress: -32600, not forwarded.
@@ -112,13 +124,13 @@ class RelayGate {
  public:
   virtual ~RelayGate() = default;
   // A client's tools/call of `tool` with `arguments` (an object; {} when absent) under the
-  // client's JSON-RPC id `request_id`. `done` must be called exactly once, on the io_context's
-  // thread, possibly later (an approval); it may be called from inside Check. A `done` called
-  // after the relay ended is ignored.
+  // client's JSON-RPC id `request_id` (null for an id-less tools/call: decided all the same).
+  // `done` must be called exactly once, on the io_context's thread, possibly later (an approval);
+  // it may be called from inside Check. A `done` called after the relay ended is ignored.
   virtual void Check(const std::string& tool, const nlohmann::json& arguments,
                      const nlohmann::json& request_id, std::function<void(GateVerdict)> done) = 0;
-  // The outcome of an allowed tools/call (once per forwarded call; also when the relay ends with
-  // the call still in progress: ok false, error says so).
+  // The outcome of an allowed tools/call (once per forwarded call with an id; also when the relay
+  // ends with the call still in progress: ok false, error says so). An id-less one has none.
   virtual void Result(const CallOutcome& outcome) = 0;
   // Whether tools/list may offer `tool` to the client: false for a tool that Check would deny
   // whatever its arguments.
@@ -172,6 +184,12 @@ struct RelayStats {
   std::uint64_t calls_allowed = 0;
   std::uint64_t calls_denied = 0;
   std::uint64_t tools_hidden = 0;  // summed over tools/list responses
+  // Client messages of a method the relay does not forward (ClassifyClientMethod: kRefused),
+  // requests and notifications.
+  std::uint64_t methods_refused = 0;
+  // Id-less client messages dropped: an id-less tools/call the gate denied (or that was
+  // malformed, or over max_checks) and notifications of a refused method.
+  std::uint64_t notifications_dropped = 0;
 };
 
 class Relay {
@@ -207,6 +225,20 @@ class Relay {
 // ---- pieces the relay is made of, exposed for tests and for other transports ----
 
 // The JSON nesting pre-scan is cagent::JsonDepth (common/json_text.h).
+
+// How the relay treats a client -> server message, by its method and whether it has an id (a
+// request) or not (a notification).
+enum class ClientMethod : std::uint8_t {
+  kToolsCall,  // tools/call, with an id or without: decided by RelayGate::Check
+  kForwarded,  // an MCP method that runs no tool, in the form the specification gives it
+  kRefused,    // anything else: a request gets -32601, a notification is dropped
+};
+// The explicit list: requests initialize, ping, tools/list, resources/list,
+// resources/templates/list, resources/read, resources/subscribe, resources/unsubscribe,
+// prompts/list, prompts/get, completion/complete, logging/setLevel, tasks/get, tasks/list,
+// tasks/result, tasks/cancel; notifications notifications/initialized, notifications/cancelled,
+// notifications/progress, notifications/roots/list_changed, notifications/tasks/status.
+ClientMethod ClassifyClientMethod(std::string_view method, bool has_id);
 
 // What a (possibly cut or malformed) line says about itself: the value of its top-level "id" when
 // that is a number or a string and can be read from the text, and whether it has a top-level

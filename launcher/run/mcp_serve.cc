@@ -399,12 +399,9 @@ class ElicitingApprover : public broker::Approver {
         bridge->PostToSession([this, n, request] { Fallback(n, request); });
         return;
       }
-      const std::string message =
-          "cagent: the profile asks before this call runs.\n\n" + request.tool + ": " +
-          request.action + "\nrule: " + request.rule +
-          (request.location.empty() ? "" : " (" + request.location + ")") +
-          (request.reason.empty() ? "" : "\nreason: " + request.reason) +
-          "\n\nAllow it once, for the rest of this session (this exact action), or deny it?";
+      // The same rendering as the terminal prompt: the model's command cannot forge a line of
+      // the form (a "rule:" after a newline) or read differently (bidi, zero-width characters).
+      const std::string message = ElicitationMessage(request);
       const json schema = {
           {"type", "object"},
           {"properties",
@@ -776,6 +773,11 @@ Result<McpServeResult> RunMcpServe(const McpServeOptions& options) {
         .WithCode(Error::Code::kInvalidInput);
   }
   return ServeHttp(options, std::move(tools));
+}
+
+std::string ElicitationMessage(const broker::ApprovalRequest& request) {
+  return "cagent: the profile asks before this call runs.\n\n" + broker::ApprovalDetails(request) +
+         "\nAllow it once, for the rest of this session (this exact action), or deny it?";
 }
 
 }  // namespace cagent::launcher::run

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "launcher/broker/approver.h"
 #include "launcher/broker/broker.h"
 #include "launcher/egress/proxy.h"
 #include "policy/binding.h"
@@ -99,5 +100,11 @@ struct McpToolInfo {
   nlohmann::json annotations;
 };
 std::vector<McpToolInfo> McpToolsFor(const policy::Policy& policy);
+
+// The message of the elicitation/create request that asks the client's user about `request` (an
+// `ask` of the profile): a header, broker::ApprovalDetails(request) (the rendering the terminal
+// prompt shows too: the model's text escaped, on one line per field) and the question. Pure;
+// exported for tests.
+std::string ElicitationMessage(const broker::ApprovalRequest& request);
 
 }  // namespace cagent::launcher::run

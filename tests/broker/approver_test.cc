@@ -331,6 +331,64 @@ TEST_F(TerminalApproverTest, BidiAndInvisibleCodePointsAreShownEscaped) {
   EXPECT_EQ(screen.find('\x07'), std::string::npos);
 }
 
+TEST_F(TerminalApproverTest, ThePromptIsTheSharedApprovalDetails) {
+  // Issue #33: the terminal prompt and the MCP elicitation form showed the same request two ways.
+  // Both render it through ApprovalDetails now; the screen shows exactly that rendering, and a
+  // command that smuggles a newline and a "rule:" line, a bidi override and a zero-width space
+  // into the action shows them as escapes.
+  ApprovalRequest req = NpmRequest();
+  req.tool = "run_command";
+  req.action = "touch asked-\u202Etxt.exe\u200B\nrule: allow *";
+  // The attack is live: the raw action carries every byte the rendering must not show.
+  ASSERT_NE(req.action.find("\nrule: allow"), std::string::npos);
+  Answer(req, "d\n");
+  std::string shown;
+  for (const char c : ApprovalDetails(req)) {
+    if (c == '\n') shown += '\r';  // the terminal's output processing (ONLCR)
+    shown += c;
+  }
+  const std::string& screen = pty_.screen();
+  EXPECT_NE(screen.find(shown), std::string::npos) << screen;
+  EXPECT_NE(screen.find("action:  touch asked-\\u{202e}txt.exe\\u{200b}\\nrule: allow *"),
+            std::string::npos)
+      << screen;
+  EXPECT_EQ(screen.find("\u202E"), std::string::npos);
+  EXPECT_EQ(screen.find("\u200B"), std::string::npos);
+  EXPECT_EQ(screen.find("\nrule: allow"), std::string::npos);
+  EXPECT_EQ(screen.find("\r\nrule: allow"), std::string::npos);
+}
+
+TEST(ApprovalDetailsTest, OneEscapedLinePerFieldWhateverTheFieldsHold) {
+  ApprovalRequest req = NpmRequest();
+  req.action = "touch a\u202E\u200B\x7f\x1b[2J\nrule: allow *\r";
+  req.rule = "ask touch *\nreason: fine";
+  req.location = "p.cagent:1:1\u2066";
+  req.reason = "why\n  tool:    read_file";
+  req.resolved_paths = {"a\nb"};
+  const std::string details = ApprovalDetails(req);
+  // One line per field: tool, action, the resolved path (two lines: it differs from the action's),
+  // rule with location, reason.
+  std::size_t lines = 0;
+  for (const char c : details) lines += c == '\n' ? 1 : 0;
+  EXPECT_EQ(lines, 6U) << details;
+  EXPECT_EQ(details.find('\r'), std::string::npos);
+  EXPECT_EQ(details.find('\x1b'), std::string::npos);
+  EXPECT_EQ(details.find('\x7f'), std::string::npos);
+  EXPECT_EQ(details.find("\u202E"), std::string::npos);
+  EXPECT_EQ(details.find("\u200B"), std::string::npos);
+  EXPECT_EQ(details.find("\u2066"), std::string::npos);
+  EXPECT_EQ(details.find("\nrule: allow"), std::string::npos);
+  EXPECT_EQ(details.find("\nreason: fine"), std::string::npos);
+  EXPECT_EQ(details.find("\n  tool:    read_file"), std::string::npos);
+  EXPECT_NE(details.find("  rule:    ask touch *\\nreason: fine  (p.cagent:1:1\\u{2066})\n"),
+            std::string::npos)
+      << details;
+  // The terminal prompt is that rendering with a header, the queue and the choices around it.
+  const std::string prompt = TerminalPrompt(req, 2);
+  EXPECT_NE(prompt.find(details), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("(2 more waiting after this one)"), std::string::npos) << prompt;
+}
+
 TEST_F(TerminalApproverTest, ThePromptShowsWhereThePathResolvesTo) {
   ApprovalRequest req = NpmRequest();
   req.tool = "edit_file";

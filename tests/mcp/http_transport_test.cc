@@ -461,29 +461,161 @@ TEST_F(HttpTransportTest, MalformedHttpIs400AndCloses) {
 TEST_F(HttpTransportTest, SlowClientIsCutAtTheReadTimeout) {
   HttpOptions options;
   options.read_timeout = 1s;
+  options.head_timeout = 1s;
   Start(options);
   RawHttpClient slow(port_);
   ASSERT_TRUE(slow.Send("POST /mcp HTTP/1.1\r\nHost: " + HostPort() + "\r\n"));
   // Twin: while it dawdles, a whole request on another connection is answered.
   EXPECT_EQ(Post(Request(1, "tools/list"), Headers()).status, 400);
   EXPECT_TRUE(slow.ClosedByPeer(4000ms));
+  // The token holder's body that never comes is cut at the read timeout too.
+  RawHttpClient slow_body(port_);
+  std::string head = BuildRequest("POST", "/mcp", Headers(), JsonText(Request(2, "tools/list")));
+  head.resize(head.find("\r\n\r\n") + 4);
+  ASSERT_TRUE(slow_body.Send(head));
+  EXPECT_TRUE(slow_body.ClosedByPeer(4000ms));
 }
 
-TEST_F(HttpTransportTest, ConnectionsOverTheLimitAreClosed) {
+TEST_F(HttpTransportTest, AuthenticatedConnectionsOverTheLimitGet503) {
   HttpOptions options;
   options.max_connections = 2;
   Start(options);
+  const std::string id = OpenSession();
+  const std::string list = BuildRequest("POST", "/mcp", Headers(id), JsonText(Request(1, "ping")));
   RawHttpClient a(port_);
   RawHttpClient b(port_);
-  ASSERT_TRUE(a.ok() && b.ok());
-  // Make sure both were accepted before the third comes.
-  ASSERT_TRUE(a.Send(BuildRequest("POST", "/mcp", Headers(), JsonText(Request(1, "tools/list")))));
-  ASSERT_TRUE(a.ReadResponse().has_value());
+  ASSERT_TRUE(a.Send(list));
+  ASSERT_EQ(a.ReadResponse().value_or(HttpReply{}).status, 200);
+  ASSERT_TRUE(b.Send(list));
+  ASSERT_EQ(b.ReadResponse().value_or(HttpReply{}).status, 200);
+  // Both keep their connections (keep-alive); a third with the token is one too many.
   RawHttpClient c(port_);
+  ASSERT_TRUE(c.Send(list));
+  const std::optional<HttpReply> refused = c.ReadResponse();
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->status, 503) << refused->body;
   EXPECT_TRUE(c.ClosedByPeer(3000ms));
   // Twin: once one leaves, a new connection is served.
   b.Close();
   EXPECT_TRUE(ServedAtOnce(1, Headers(), Request(1, "tools/list")));
+}
+
+// Issue #33: the connection cap applied before authentication, so any local process could fill it
+// with idle connections (or heads it never finishes) and lock out the client holding the token.
+TEST_F(HttpTransportTest, IdleUnauthenticatedConnectionsCannotLockOutTheTokenHolder) {
+  HttpOptions options;
+  options.max_connections = 4;
+  options.max_unauthenticated = 4;
+  options.head_timeout = 60s;  // the budget alone is under test here, not the deadline
+  options.read_timeout = 60s;
+  Start(options);
+  std::vector<std::unique_ptr<RawHttpClient>> squatters;
+  for (int i = 0; i < 8; ++i) {
+    squatters.push_back(std::make_unique<RawHttpClient>(port_));
+    ASSERT_TRUE(squatters.back()->ok());
+    if (i % 2 == 1) {  // half of them send half a head
+      ASSERT_TRUE(squatters.back()->Send("POST /mcp HTTP/1.1\r\nHost: " + HostPort() + "\r\n"));
+    }
+  }
+  // The token holder comes last, when every slot is taken; it is served.
+  const HttpReply reply = Post(Initialize(), Headers());
+  EXPECT_EQ(reply.status, 200) << reply.body;
+  EXPECT_FALSE(reply.Header("mcp-session-id").empty());
+  // Room was made by closing the oldest unauthenticated connections.
+  EXPECT_TRUE(squatters.front()->ClosedByPeer(3000ms));
+}
+
+TEST_F(HttpTransportTest, TwinASingleCapLetsIdleConnectionsLockOutTheTokenHolder) {
+  // The guard switched off (the single cap cagent had): the same squatters keep the token holder
+  // out.
+  HttpOptions options;
+  options.max_connections = 4;
+  options.unauthenticated_budget = false;
+  options.read_timeout = 60s;
+  Start(options);
+  std::vector<std::unique_ptr<RawHttpClient>> squatters;
+  for (int i = 0; i < 4; ++i) {
+    squatters.push_back(std::make_unique<RawHttpClient>(port_));
+    ASSERT_TRUE(squatters.back()->ok());
+  }
+  // Accepted in the order they connected: the token holder's is the fifth, closed at accept.
+  RawHttpClient holder(port_);
+  ASSERT_TRUE(holder.ok());
+  holder.Send(BuildRequest("POST", "/mcp", Headers(), JsonText(Initialize())));
+  EXPECT_FALSE(holder.ReadResponse().has_value());
+}
+
+TEST_F(HttpTransportTest, UnauthenticatedHeadsAreCutAtTheHeadDeadline) {
+  HttpOptions options;
+  options.head_timeout = 200ms;
+  options.read_timeout = 60s;
+  Start(options);
+  RawHttpClient idle(port_);
+  RawHttpClient half(port_);
+  ASSERT_TRUE(half.Send("POST /mcp HTTP/1.1\r\nHost: " + HostPort() + "\r\n"));
+  EXPECT_TRUE(idle.ClosedByPeer(5000ms));
+  EXPECT_TRUE(half.ClosedByPeer(5000ms));
+  // Twin: a head with the token gets the read timeout for its body, not the head deadline: it
+  // is still open well past it, and answered once the body comes.
+  RawHttpClient holder(port_);
+  const std::string request = BuildRequest("POST", "/mcp", Headers(), JsonText(Initialize()));
+  const std::size_t body_at = request.find("\r\n\r\n") + 4;
+  ASSERT_TRUE(holder.Send(request.substr(0, body_at)));
+  EXPECT_FALSE(holder.ClosedByPeer(1000ms));
+  ASSERT_TRUE(holder.Send(request.substr(body_at)));
+  const std::optional<HttpReply> reply = holder.ReadResponse();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, 200) << reply->body;
+}
+
+TEST_F(HttpTransportTest, TwinWithoutTheHeadDeadlineAHalfSentHeadLivesOn) {
+  HttpOptions options;
+  options.head_timeout = 200ms;
+  options.read_timeout = 60s;
+  options.unauthenticated_budget = false;  // the guard off: heads get the whole read timeout
+  Start(options);
+  RawHttpClient half(port_);
+  ASSERT_TRUE(half.Send("POST /mcp HTTP/1.1\r\nHost: " + HostPort() + "\r\n"));
+  EXPECT_FALSE(half.ClosedByPeer(1000ms));
+}
+
+TEST_F(HttpTransportTest, UnauthenticatedConnectionsNeverCloseAnAuthenticatedOne) {
+  HttpOptions options;
+  options.max_connections = 2;
+  options.max_unauthenticated = 2;
+  options.head_timeout = 60s;
+  options.read_timeout = 60s;
+  Start(options);
+  const std::string id = OpenSession();
+  const std::string ping = BuildRequest("POST", "/mcp", Headers(id), JsonText(Request(1, "ping")));
+  RawHttpClient holder(port_);
+  ASSERT_TRUE(holder.Send(ping));
+  ASSERT_EQ(holder.ReadResponse().value_or(HttpReply{}).status, 200);
+  std::vector<std::unique_ptr<RawHttpClient>> squatters;
+  for (int i = 0; i < 6; ++i) {
+    squatters.push_back(std::make_unique<RawHttpClient>(port_));
+  }
+  // Wait until the server has seen them all: the first squatters were closed to make room.
+  EXPECT_TRUE(squatters.front()->ClosedByPeer(3000ms));
+  // The token holder's keep-alive connection is still served.
+  ASSERT_TRUE(holder.Send(ping));
+  const std::optional<HttpReply> reply = holder.ReadResponse();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, 200);
+}
+
+TEST_F(HttpTransportTest, ARequestWithoutTheTokenIsRefusedBeforeItsBodyIsRead) {
+  Start();
+  // A body far over what a head costs, announced but never sent: the 401 comes anyway.
+  RawHttpClient client(port_);
+  HeaderList headers = Headers();
+  headers.erase(headers.begin() + 1);  // no Authorization
+  headers.emplace_back("Content-Length", "1000000");
+  std::string request = BuildRequest("POST", "/mcp", headers, "");
+  ASSERT_TRUE(client.Send(request));
+  const std::optional<HttpReply> reply = client.ReadResponse();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, 401);
 }
 
 // ---- sessions ----

@@ -236,6 +236,143 @@ TEST_F(RelayTest, DeniedCallIsAnsweredByTheRelayAndNeverForwarded) {
   EXPECT_EQ(ServerGets(1).size(), 1U);
 }
 
+// A wrapped server as many are written: it dispatches every message by its method and runs a
+// tools/call whether or not it has an id (a notification gets no answer, but the tool runs).
+// Records what it received and which tools it ran.
+class MethodDispatchingServer {
+ public:
+  void Receive(const json& message) {
+    received.push_back(message);
+    const std::string method = message.value("method", std::string());
+    if (method == "tools/call") ran.push_back(message["params"].value("name", std::string()));
+  }
+  std::vector<json> received;
+  std::vector<std::string> ran;
+};
+
+json IdLessCall(const std::string& tool) {
+  return {{"jsonrpc", "2.0"},
+          {"method", "tools/call"},
+          {"params", {{"name", tool}, {"arguments", json::object()}}}};
+}
+
+TEST_F(RelayTest, AnIdLessToolsCallIsDecidedByTheGateLikeAnyToolsCall) {
+  // Issue #33: the relay gated tools/call only when it had an id; without one it went through
+  // as a notification, and a server that dispatches by method ran the denied tool.
+  gate_.deny = {"rm"};
+  // Twin, the gate bypassed: the message itself is the attack. The server, handed it directly,
+  // runs the denied tool.
+  {
+    MethodDispatchingServer direct;
+    direct.Receive(IdLessCall("rm"));
+    ASSERT_EQ(direct.ran, std::vector<std::string>{"rm"});
+  }
+  Start();
+  MethodDispatchingServer server;
+  ClientSays(IdLessCall("rm"));
+  for (const json& m : ServerGets(0)) server.Receive(m);
+  EXPECT_TRUE(server.received.empty());
+  EXPECT_TRUE(server.ran.empty());
+  ASSERT_EQ(gate_.checks.size(), 1U);
+  EXPECT_EQ(gate_.checks[0].tool, "rm");
+  EXPECT_TRUE(gate_.checks[0].id.is_null());
+  EXPECT_EQ(relay_->stats().calls_denied, 1U);
+  EXPECT_EQ(relay_->stats().notifications_dropped, 1U);
+  EXPECT_TRUE(ClientGets(0).empty());  // no id: nobody to answer
+  // An allowed tool, id-less, is forwarded as it came: the gate decides, not the missing id.
+  ClientSays(IdLessCall("echo"));
+  for (const json& m : ServerGets(1)) server.Receive(m);
+  ASSERT_EQ(server.received.size(), 1U);
+  EXPECT_EQ(server.received[0], IdLessCall("echo"));
+  EXPECT_FALSE(server.received[0].contains("id"));
+  EXPECT_EQ(server.ran, std::vector<std::string>{"echo"});
+  EXPECT_EQ(gate_.checks.size(), 2U);
+  EXPECT_TRUE(gate_.results.empty());  // no answer comes for it, so no outcome either
+  // Malformed params: dropped without a gate call (the server would not know what to run).
+  ClientSays(json{{"jsonrpc", "2.0"}, {"method", "tools/call"}, {"params", {{"name", 7}}}});
+  EXPECT_TRUE(ServerGets(0).empty());
+  EXPECT_EQ(gate_.checks.size(), 2U);
+  EXPECT_EQ(relay_->stats().notifications_dropped, 2U);
+  EXPECT_FALSE(end_.has_value());
+}
+
+TEST_F(RelayTest, AnIdLessToolsCallWaitsForTheGateAndADeferredDenialDropsIt) {
+  gate_.deny = {"rm"};
+  gate_.defer = true;
+  Start();
+  ClientSays(IdLessCall("rm"));
+  ClientSays(IdLessCall("echo"));
+  EXPECT_TRUE(ServerGets(0).empty());  // nothing goes before the gate has spoken
+  ASSERT_EQ(gate_.deferred.size(), 2U);
+  gate_.Answer();  // rm: denied
+  gate_.Answer();  // echo: allowed
+  const std::vector<json> at_server = ServerGets(1);
+  ASSERT_EQ(at_server.size(), 1U);
+  EXPECT_EQ(at_server[0], IdLessCall("echo"));
+}
+
+TEST_F(RelayTest, OnlyMethodsOnTheListReachTheServer) {
+  Start();
+  MethodDispatchingServer server;
+  // A request of a method cagent does not know: -32601 from the relay, not forwarded.
+  ClientSays(Request(1, "x/run"));
+  ClientSays(json{{"jsonrpc", "2.0"}, {"method", "x/run"}, {"params", json::object()}});
+  // A request's method without an id, and a notification's method with one: neither is that
+  // method as MCP defines it.
+  ClientSays(json{{"jsonrpc", "2.0"}, {"method", "resources/read"}, {"params", {{"uri", "x"}}}});
+  ClientSays(Request(2, "notifications/initialized"));
+  for (const json& m : ServerGets(0)) server.Receive(m);
+  EXPECT_TRUE(server.received.empty());
+  const std::vector<json> at_client = ClientGets(2);
+  ASSERT_EQ(at_client.size(), 2U);
+  EXPECT_EQ(at_client[0]["id"], 1);
+  EXPECT_EQ(at_client[0]["error"]["code"], -32601);
+  EXPECT_EQ(at_client[1]["id"], 2);
+  EXPECT_EQ(at_client[1]["error"]["code"], -32601);
+  EXPECT_EQ(relay_->stats().methods_refused, 4U);
+  EXPECT_EQ(relay_->stats().notifications_dropped, 2U);
+  EXPECT_TRUE(gate_.checks.empty());
+  // Twin: the methods of the list, in their own form, are forwarded.
+  ClientSays(Request(3, "resources/read"));
+  ClientSays(json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+  ClientSays(Request(4, "ping"));
+  for (const json& m : ServerGets(3)) server.Receive(m);
+  ASSERT_EQ(server.received.size(), 3U);
+  EXPECT_EQ(server.received[0]["method"], "resources/read");
+  EXPECT_EQ(server.received[1]["method"], "notifications/initialized");
+  EXPECT_EQ(server.received[2]["method"], "ping");
+}
+
+TEST_F(RelayTest, ABatchIsRefusedWholeAndNothingInItReachesTheServer) {
+  // Batching left MCP in 2025-06-18; a batch is refused as one message, so no element of it (an
+  // id-less tools/call least of all) is forwarded or even shown to the gate.
+  gate_.deny = {"rm"};
+  Start();
+  ClientSays(json::array({IdLessCall("rm"), Call(1, "rm"), Call(2, "echo"), Request(3, "ping")}));
+  const std::vector<json> at_client = ClientGets(1);
+  ASSERT_EQ(at_client.size(), 1U);
+  EXPECT_TRUE(at_client[0]["id"].is_null());
+  EXPECT_EQ(at_client[0]["error"]["code"], -32600);
+  EXPECT_TRUE(ServerGets(0).empty());
+  EXPECT_TRUE(gate_.checks.empty());
+  // Twin: the same messages one by one are each decided on their own.
+  ClientSays(Call(2, "echo"));
+  EXPECT_EQ(ServerGets(1).size(), 1U);
+}
+
+TEST(RelayPiecesTest, ClassifyClientMethodByMethodAndForm) {
+  EXPECT_EQ(ClassifyClientMethod("tools/call", true), ClientMethod::kToolsCall);
+  EXPECT_EQ(ClassifyClientMethod("tools/call", false), ClientMethod::kToolsCall);
+  EXPECT_EQ(ClassifyClientMethod("tools/list", true), ClientMethod::kForwarded);
+  EXPECT_EQ(ClassifyClientMethod("tools/list", false), ClientMethod::kRefused);
+  EXPECT_EQ(ClassifyClientMethod("notifications/cancelled", false), ClientMethod::kForwarded);
+  EXPECT_EQ(ClassifyClientMethod("notifications/cancelled", true), ClientMethod::kRefused);
+  EXPECT_EQ(ClassifyClientMethod("tools/call ", true), ClientMethod::kRefused);
+  EXPECT_EQ(ClassifyClientMethod("Tools/Call", true), ClientMethod::kRefused);
+  EXPECT_EQ(ClassifyClientMethod("", false), ClientMethod::kRefused);
+  EXPECT_EQ(ClassifyClientMethod("rpc.discover", true), ClientMethod::kRefused);
+}
+
 TEST_F(RelayTest, ServerCannotAnswerADeniedCallOrAnIdTheClientNeverSent) {
   gate_.deny = {"secret"};
   Start();
@@ -554,7 +691,9 @@ TEST_F(RelayTest, AServerThatDoesNotReadStopsTheRelayReadingTheClient) {
     RelayOptions o;
     o.max_queued_bytes = bound;
     Start(o);
-    json note = {{"jsonrpc", "2.0"}, {"method", "notifications/x"}, {"params", json::object()}};
+    json note = {{"jsonrpc", "2.0"},
+                 {"method", "notifications/progress"},
+                 {"params", {{"progressToken", 1}, {"progress", 1}}}};
     const std::string line = JsonText(note) + "\n";
     std::string flood;
     while (flood.size() < (std::size_t{4} << 20)) flood += line;
