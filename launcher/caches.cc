@@ -202,7 +202,7 @@ std::string UnescapeCachePath(const std::string& name) {
 }
 
 std::string CacheDirName(const std::string& profile, const std::string& scope) {
-  const std::string name = CacheProfileDirName(profile);
+  std::string name = CacheProfileDirName(profile);
   if (name.empty() || scope.empty()) return name;
   return name + "@" + CacheProfileDirName(scope);
 }
