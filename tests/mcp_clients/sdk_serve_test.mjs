@@ -178,13 +178,22 @@ const cases = {
       check(!text(env).includes("planted-secret"), "the secret is not in the refusal", env);
       check(text(env).includes("deny **/.env"), "the refusal names the rule (deny **/.env)", env);
 
+      const push = await client.callTool({
+        name: "run_command",
+        arguments: { command: "git push origin main" },
+      });
+      check(push.isError === true, "run_command git push is refused with isError", push);
+      check(text(push).includes("commands: deny git push"),
+        "the refusal names the deny rule (commands: deny git push)", push);
+      check(text(push).includes("commit locally"), "and gives the rule's reason", push);
+      // A program no rule names: base's default (deny), said so.
       const curl = await client.callTool({
         name: "run_command",
         arguments: { command: "curl http://127.0.0.1:9/" },
       });
       check(curl.isError === true, "run_command curl is refused with isError", curl);
-      check(/commands: deny \([^)]*\bcurl\b/.test(text(curl)),
-        "the refusal names the deny rule (commands: deny (… curl …))", curl);
+      check(text(curl).includes("no commands rule allows 'curl'"),
+        "the refusal says no rule allows curl", curl);
 
       const outside = await client.callTool({
         name: "read_file",
