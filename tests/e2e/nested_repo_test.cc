@@ -7,9 +7,10 @@
 //     status does writes the nested index, and git runs that hook on every index write);
 //   - linked/: its `.git` is a symlink to a git dir the command made inside the workspace's own
 //     .git (where no walk of the work tree looks), whose config sets core.fsmonitor.
-// With the git-config layer on, cagent disables the new hook, follows the symlink to the git dir
-// and rewrites its config, and reports each `.git` the command created; the host's git runs
-// nothing planted. Twin: `--disable-layer git-config`, and the same `git status` runs both.
+// With the git-config layer on (here under --profile backend), cagent disables the new hook,
+// follows the symlink to the git dir and rewrites its config, and reports each `.git` the command
+// created; the host's git runs nothing planted. Twin: `--disable-layer git-config` (without a
+// profile, which refuses it), and the same `git status` runs both.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -83,8 +84,9 @@ class NestedRepoTest : public ::testing::Test {
            "echo linked=ok";
   }
 
+  // With a profile, or (the twin: --disable-layer is refused with --profile) without one.
   RunResult Exec(const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {"exec", "--workspace", ws_, "--profile", "backend"};
+    std::vector<std::string> args = {"exec", "--workspace", ws_};
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--json", "--", "/bin/sh", "-c", Plant()});
     return h_.RunJson(args);
@@ -110,7 +112,7 @@ TEST_F(NestedRepoTest, TwinWithTheLayerOffTheUsersGitStatusRunsWhatTheCommandPla
 }
 
 TEST_F(NestedRepoTest, TheUsersGitStatusRunsNothingPlantedAndEveryNewGitIsReported) {
-  const RunResult r = Exec({});
+  const RunResult r = Exec({"--profile", "backend"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("hooked=ok"));
   EXPECT_THAT(r.out, HasSubstr("linked=ok"));
