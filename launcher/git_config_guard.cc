@@ -613,7 +613,7 @@ std::vector<std::string> NamesIn(int dfd, std::size_t limit) {
 // anything. The new name, or "" when it could not be renamed.
 std::string RenameAside(int dfd, const std::string& name) {
   for (int n = 1; n <= 100; ++n) {
-    const std::string to =
+    std::string to =
         name + std::string(kDisabledSuffix) + (n == 1 ? std::string() : "-" + std::to_string(n));
     if (::renameat2(dfd, name.c_str(), dfd, to.c_str(), RENAME_NOREPLACE) == 0) return to;
     if (errno != EEXIST) return {};
