@@ -1,5 +1,6 @@
 #include "launcher/git_config_guard.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -14,7 +15,9 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <set>
 #include <utility>
@@ -567,6 +570,125 @@ std::optional<std::string> GitConfigGuard::GitdirTarget(const std::string& dot_g
   return ResolveInside(dir, line->substr(8), roots);
 }
 
+std::optional<std::string> GitConfigGuard::SymlinkTarget(const std::string& dot_git_symlink,
+                                                         const std::vector<std::string>& roots) {
+  const std::string dir = Dirname(dot_git_symlink);
+  return ResolveInside(dir, dot_git_symlink.substr(dir.size() + 1), roots);
+}
+
+GitConfigGuard::HookState GitConfigGuard::HookOf(const struct stat& st) {
+  return HookState{st.st_dev, st.st_ino, st.st_mode, st.st_size,
+                   static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL +  // NOLINT
+                       st.st_mtim.tv_nsec};
+}
+
+namespace {
+
+// The most entries of one hooks/ directory looked at one by one; a bigger one the sandbox wrote
+// is moved aside whole.
+constexpr std::size_t kMaxHookEntries = 4096;
+constexpr std::string_view kDisabledSuffix = ".cagent-disabled";
+
+// The names in the directory `dfd`, at most `limit` + 1 of them (one more says "too many").
+std::vector<std::string> NamesIn(int dfd, std::size_t limit) {
+  std::vector<std::string> names;
+  const int dup = ::fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return names;
+  DIR* d = ::fdopendir(dup);
+  if (d == nullptr) {
+    ::close(dup);
+    return names;
+  }
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    names.emplace_back(name);
+    if (names.size() > limit) break;
+  }
+  ::closedir(d);
+  return names;
+}
+
+// Renames `name` in `dfd` to `name.cagent-disabled` (or -2, -3 ... when taken), never over
+// anything. The new name, or "" when it could not be renamed.
+std::string RenameAside(int dfd, const std::string& name) {
+  for (int n = 1; n <= 100; ++n) {
+    std::string to =
+        name + std::string(kDisabledSuffix) + (n == 1 ? std::string() : "-" + std::to_string(n));
+    if (::renameat2(dfd, name.c_str(), dfd, to.c_str(), RENAME_NOREPLACE) == 0) return to;
+    if (errno != EEXIST) return {};
+  }
+  return {};
+}
+
+}  // namespace
+
+void GitConfigGuard::ReadHooks(int dfd, DirState& into) {
+  struct stat st {};
+  if (::fstatat(dfd, "hooks", &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  into.hooks_dir = HookOf(st);
+  if (!S_ISDIR(st.st_mode)) return;
+  UniqueFd hfd(::openat(dfd, "hooks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!hfd.valid()) return;
+  for (const std::string& name : NamesIn(hfd.get(), kMaxHookEntries)) {
+    struct stat est {};
+    if (::fstatat(hfd.get(), name.c_str(), &est, AT_SYMLINK_NOFOLLOW) == 0) {
+      into.hooks.emplace(name, HookOf(est));
+    }
+  }
+}
+
+void GitConfigGuard::DisableNewHooks(int dfd, const std::string& dir, const DirState* before,
+                                     std::vector<std::string>& notes) {
+  struct stat st {};
+  if (::fstatat(dfd, "hooks", &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  const HookState now = HookOf(st);
+  const bool same_dir = before != nullptr && before->hooks_dir && *before->hooks_dir == now;
+  auto aside = [&](const std::string& parent_path, int parent, const std::string& name,
+                   const std::string& what) {
+    const std::string path = parent_path + "/" + name;
+    const std::string to = RenameAside(parent, name);
+    const int err = errno;
+    if (to.empty()) {
+      notes.push_back("could not disable " + what + " '" + path +
+                      "', which the sandboxed command wrote (" + std::strerror(err) +
+                      "); git on the host would run it: remove it before running git in '" + dir +
+                      "' or its work tree");
+      return;
+    }
+    notes.push_back("cagent disabled " + what + " '" + path +
+                    "', which the sandboxed command wrote (git on the host would run it; "
+                    "`git status` runs post-index-change): it is now '" +
+                    parent_path + "/" + to + "'. Inspect it without running it, then delete it");
+  };
+  if (!S_ISDIR(st.st_mode)) {
+    if (!same_dir) aside(dir, dfd, "hooks", "the hooks entry (" + KindOf(st.st_mode) + ")");
+    return;
+  }
+  UniqueFd hfd(::openat(dfd, "hooks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!hfd.valid()) {
+    if (!same_dir) aside(dir, dfd, "hooks", "the hooks directory (unreadable)");
+    return;
+  }
+  const std::vector<std::string> names = NamesIn(hfd.get(), kMaxHookEntries);
+  if (names.size() > kMaxHookEntries) {
+    aside(dir, dfd, "hooks",
+          "the hooks directory (more than " + std::to_string(kMaxHookEntries) + " entries)");
+    return;
+  }
+  for (const std::string& name : names) {
+    // Never run by git: its samples, and what cagent disabled before.
+    if (name.ends_with(".sample") || name.find(kDisabledSuffix) != std::string::npos) continue;
+    struct stat est {};
+    if (::fstatat(hfd.get(), name.c_str(), &est, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (before != nullptr) {
+      const auto it = before->hooks.find(name);
+      if (it != before->hooks.end() && it->second == HookOf(est)) continue;  // the caller's own
+    }
+    aside(dir + "/hooks", hfd.get(), name, "the hook");
+  }
+}
+
 GitConfigGuard GitConfigGuard::Snapshot(std::vector<std::string> git_dirs,
                                         const std::vector<std::string>& roots) {
   GitConfigGuard g;
@@ -591,6 +713,7 @@ GitConfigGuard GitConfigGuard::Snapshot(std::vector<std::string> git_dirs,
     s.worktree = keep(worktree);
     struct stat lst {};
     s.lock = ::fstatat(dfd.get(), "config.lock", &lst, AT_SYMLINK_NOFOLLOW) == 0;
+    ReadHooks(dfd.get(), s);
     g.before_.emplace(dir, std::move(s));
   }
   return g;
@@ -691,6 +814,7 @@ std::vector<GitConfigRewrite> GitConfigGuard::Neutralise(std::vector<std::string
                         "the next git config there fail)");
       }
     }
+    DisableNewHooks(dfd.get(), dir, before, notes);
   }
   return rewrites;
 }

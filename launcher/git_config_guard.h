@@ -33,9 +33,21 @@
 // later `cd sub && git status` would read configuration from. A `config.lock` the sandbox left
 // behind is removed (it would make the next `git config` on the host fail).
 //
+// Hooks too (issue #33): a git dir the sandbox made or wrote is more than its config. `git status`
+// on the host recurses into every populated gitlink (a nested `sub/.git` registered in the index
+// as mode 160000) and runs `git status` there, which refreshes and writes that repository's index
+// and so runs its `hooks/post-index-change`, no configuration needed. So in every git dir checked
+// here, each entry of `hooks/` that was not there before the launch, or changed, is renamed to
+// `NAME.cagent-disabled` (a name git never runs; `*.sample` files are left: git never runs them
+// either), and a `hooks` that is not a plain directory (a symlink to elsewhere) is moved aside
+// whole; each is reported. The caller's own hooks, unchanged, stay. A `.git` that is a symlink is
+// followed (on the host, after the sandbox) to its target when that lies in the writable trees,
+// and the target is checked like any git dir.
+//
 // Runs in cagent (the parent): Snapshot before clone, Neutralise after the sandbox has exited.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -124,6 +136,11 @@ class GitConfigGuard {
   static std::optional<std::string> GitdirTarget(const std::string& dot_git_file,
                                                  const std::vector<std::string>& roots);
 
+  // The directory a `.git` symlink leads to, resolved on the host; nullopt when it leads nowhere
+  // or outside `roots` (a repository the sandbox could not write).
+  static std::optional<std::string> SymlinkTarget(const std::string& dot_git_symlink,
+                                                  const std::vector<std::string>& roots);
+
  private:
   struct FileState {
     bool exists = false;
@@ -136,12 +153,30 @@ class GitConfigGuard {
     off_t size = 0;
     long long mtime_ns = 0;  // NOLINT(google-runtime-int)
   };
+  // One entry of hooks/ (or hooks itself) as it was: a changed identity is a new hook.
+  struct HookState {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    mode_t mode = 0;
+    off_t size = 0;
+    long long mtime_ns = 0;  // NOLINT(google-runtime-int)
+    bool operator==(const HookState&) const = default;
+  };
   struct DirState {
     dev_t dev = 0;
     ino_t ino = 0;
     FileState config, worktree;
     bool lock = false;
+    std::optional<HookState> hooks_dir;      // hooks itself; nullopt when absent
+    std::map<std::string, HookState> hooks;  // its entries, when it is a directory
   };
+  static HookState HookOf(const struct stat& st);
+  // Parent: the hooks of the git dir `dfd` now (hooks_dir and hooks of a DirState).
+  static void ReadHooks(int dfd, DirState& into);
+  // Parent, after the sandbox: disables what ReadHooks finds new or changed since `before`
+  // (nullptr: a git dir made inside), one line in `notes` each.
+  static void DisableNewHooks(int dfd, const std::string& dir, const DirState* before,
+                              std::vector<std::string>& notes);
   std::map<std::string, DirState> before_;
 };
 

@@ -227,6 +227,7 @@ LeftoverReport SweepLeftovers(const TreeSnapshot& before, bool report_repositori
     if (report_repositories && v.name == ".git" && !v.inside_git) {
       if (S_ISDIR(v.id.mode)) report.git_dirs.push_back(v.path);
       if (S_ISREG(v.id.mode)) report.gitdir_links.push_back(v.path);
+      if (S_ISLNK(v.id.mode)) report.gitdir_symlinks.push_back(v.path);
       const auto it = before.git_entries.find(v.path);
       if (it == before.git_entries.end() || Replaced(it->second, v.id)) {
         report.planted_repositories.push_back(v.path);

@@ -77,6 +77,8 @@ struct LeftoverReport {
   // every `.git` that is a regular file (a `gitdir:` link), for the git config guard.
   std::vector<std::string> git_dirs;
   std::vector<std::string> gitdir_links;
+  // Every `.git` that is a symbolic link (git follows it to a git dir), for the same guard.
+  std::vector<std::string> gitdir_symlinks;
 };
 
 // Parent, after the sandbox has exited: walks `before.roots` again. `report_repositories`: list

@@ -327,6 +327,9 @@ std::vector<std::string> GitDirsOf(const TreeSnapshot& snap,
     if (S_ISREG(id.mode)) {
       if (auto target = GitConfigGuard::GitdirTarget(path, roots)) dirs.push_back(*target);
     }
+    if (S_ISLNK(id.mode)) {
+      if (auto target = GitConfigGuard::SymlinkTarget(path, roots)) dirs.push_back(*target);
+    }
   }
   for (const auto& [path, id] : snap.bare_git_dirs) dirs.push_back(path);
   return dirs;
@@ -782,6 +785,11 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
       std::vector<std::string> dirs = std::move(leftovers.git_dirs);
       for (const std::string& link : leftovers.gitdir_links) {
         if (auto target = GitConfigGuard::GitdirTarget(link, before->roots)) {
+          dirs.push_back(*target);
+        }
+      }
+      for (const std::string& link : leftovers.gitdir_symlinks) {
+        if (auto target = GitConfigGuard::SymlinkTarget(link, before->roots)) {
           dirs.push_back(*target);
         }
       }

@@ -259,7 +259,12 @@ Result<std::string> K8sManifest(const std::vector<BatchTask>& tasks, const std::
                         "1",
                         // A pod started again for the same index (eviction, a lost node) keeps a
                         // finished, verified result and reruns an interrupted one.
-                        "--resume"};
+                        "--resume",
+                        // The ConfigMap's file is cagent's own rewrite of a task file checked
+                        // above: absolute, link-free paths, confined beneath the task root unless
+                        // the operator passed --trust-task-paths here. In the pod they lie on the
+                        // read-only volumes, never beneath /tasks, so the pod takes them as given.
+                        "--trust-task-paths"};
   const json env = json::array({
       {{"name", "JOB_COMPLETION_INDEX"},
        {"valueFrom",

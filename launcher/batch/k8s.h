@@ -1,8 +1,9 @@
 // `cagent batch k8s`: a Kubernetes manifest (a v1 List) holding a ConfigMap with the task file and
 // an Indexed Job whose completion index i runs task i (`cagent batch run /tasks/tasks.jsonl
-// --results /results --index $(JOB_COMPLETION_INDEX) --jobs 1 --resume`), the results on a
-// PersistentVolumeClaim mounted at /results. A pure generator: tasks + options -> JSON, which
-// `kubectl apply -f` takes; nothing here talks to a cluster.
+// --results /results --index $(JOB_COMPLETION_INDEX) --jobs 1 --resume --trust-task-paths`: its
+// paths were confined when the manifest was written), the results on a PersistentVolumeClaim
+// mounted at /results. A pure generator: tasks + options -> JSON, which `kubectl apply -f` takes;
+// nothing here talks to a cluster.
 //
 // The pod asks for no privilege: it runs as a non-root uid in its own user namespace
 // (hostUsers: false) with every capability dropped and no privilege escalation. What it needs is

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/beneath.h"
 #include "common/exit_codes.h"
 #include "common/json_text.h"
 #include "common/terminal_text.h"
@@ -367,6 +368,41 @@ Status Batch::MoveAside(const BatchTask& t) {
   return PlainError("move " + dir, "too many earlier attempts");
 }
 
+// A confined task_file (tasks.h) as the child reads it: copied now into the task's directory,
+// opened at the link-free path LoadTasks found beneath the task root and without following any
+// symlink, so a link planted on the way since the check does not make `cagent run` read (and
+// send to the model) a file outside the root. Bounded: a task is text for a model.
+Status CopyConfinedTaskFile(const BatchTask& t, const std::string& to) {
+  constexpr std::size_t kMaxTaskFileBytes = 16U << 20U;
+  UniqueFd in(Openat2(AT_FDCWD, t.task_file, O_RDONLY | O_NOCTTY | O_NONBLOCK,
+                      RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+  if (!in.valid()) {
+    return ErrnoError("task " + t.id + ": open task_file " + t.task_file +
+                      " (no longer the link-free file it was when the task file was checked?)");
+  }
+  struct stat st {};
+  if (::fstat(in.get(), &st) != 0) return ErrnoError("task " + t.id + ": stat " + t.task_file);
+  if (!S_ISREG(st.st_mode)) {
+    return PlainError("task " + t.id + ": task_file " + t.task_file, "is not a regular file");
+  }
+  std::string text;
+  char buf[65536];
+  while (true) {
+    const ssize_t n = ::read(in.get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("task " + t.id + ": read " + t.task_file);
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > kMaxTaskFileBytes) {
+      return PlainError("task " + t.id + ": task_file " + t.task_file, "is larger than 16 MiB");
+    }
+  }
+  std::ofstream md(to, std::ios::binary);
+  md << text;
+  if (!md.flush()) return PlainError("write " + to, "failed");
+  return Ok{};
+}
+
 void Batch::Start(std::size_t task, const std::string& rerun_reason) {
   const BatchTask& t = tasks_[task];
   Active a;
@@ -390,6 +426,11 @@ void Batch::Start(std::size_t task, const std::string& rerun_reason) {
     if (!t.task_text.ends_with("\n")) md << "\n";
     if (!md.flush()) {
       Finish(a, std::nullopt, "failed", "could not write " + dir + "/task.md");
+      return;
+    }
+  } else if (t.paths_confined) {
+    if (auto s = CopyConfinedTaskFile(t, dir + "/task.md"); !s) {
+      Finish(a, std::nullopt, "failed", s.error().Message());
       return;
     }
   }
@@ -448,8 +489,9 @@ bool Batch::StartStage(Active& a, Stage stage) {
     if (b.wall_time) s.argv.insert(s.argv.end(), {"--wall-time", *b.wall_time});
     // Headless: an `ask` nobody can answer ends the task needs-approval (fail closed), recording
     // the exact action and the --pre-approve value that would allow it.
-    s.argv.insert(s.argv.end(), {"--approve", "stop", "-q", "--json", "--state-dir", dir + "/state",
-                                 t.task_text.empty() ? t.task_file : dir + "/task.md"});
+    s.argv.insert(s.argv.end(),
+                  {"--approve", "stop", "-q", "--json", "--state-dir", dir + "/state",
+                   t.task_text.empty() && !t.paths_confined ? t.task_file : dir + "/task.md"});
   }
   auto pid = Spawn(s);
   if (!pid) {

@@ -99,6 +99,9 @@ Result<std::string> SlurmScript(const std::vector<BatchTask>& tasks, const Slurm
   if (auto r = CheckPath("--cagent", options.cagent); !r) return r.error();
   if (auto r = CheckPath("tasks file", options.tasks_file); !r) return r.error();
   if (auto r = CheckPath("--results", options.results_dir); !r) return r.error();
+  if (!options.task_root.empty()) {
+    if (auto r = CheckPath("--task-root", options.task_root); !r) return r.error();
+  }
   // (flag, value, what it names, whether it may be left out)
   const std::array<std::tuple<const char*, const std::string*, const char*, bool>, 4> names = {{
       {"--partition", &options.partition, "a partition name", true},
@@ -143,6 +146,9 @@ Result<std::string> SlurmScript(const std::vector<BatchTask>& tasks, const Slurm
   s += "# --resume: a requeued array task keeps a finished, verified result and reruns the rest.\n";
   s += "exec " + ShellQuote(options.cagent) + " batch run " + ShellQuote(options.tasks_file) +
        " --results " + ShellQuote(options.results_dir) +
+       (options.task_root.empty() ? std::string()
+                                  : " --task-root " + ShellQuote(options.task_root)) +
+       (options.trust_task_paths ? " --trust-task-paths" : "") +
        " --index \"$SLURM_ARRAY_TASK_ID\" --jobs 1 --resume\n";
   return s;
 }

@@ -31,6 +31,10 @@ struct SlurmOptions {
   std::string time_limit;
   std::string account;  // #SBATCH --account; "" = the user's default
   std::string qos;      // #SBATCH --qos; "" = the default
+  // Passed on to every array task's `cagent batch run` (tasks.h: where the file's paths may
+  // lead), so a node checks the task file as the submitting command did.
+  std::string task_root;  // absolute --task-root; "" = the task file's directory
+  bool trust_task_paths = false;
 };
 
 // The name of array task i's output file (stdout and stderr of `cagent batch run`), relative to

@@ -1,9 +1,14 @@
 #include "launcher/batch/tasks.h"
 
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,9 +18,11 @@
 #include <string_view>
 #include <utility>
 
+#include "common/beneath.h"
 #include "common/duration.h"
 #include "common/terminal_text.h"
 #include "common/text.h"
+#include "common/unique_fd.h"
 
 namespace cagent::launcher::batch {
 namespace {
@@ -159,6 +166,90 @@ bool IsRegularFile(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// The link-free absolute path of what `fd` refers to ("" when /proc cannot say).
+std::string FdPath(int fd) {
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  std::string buf(4096, '\0');
+  const ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size());
+  if (n <= 0 || static_cast<std::size_t>(n) >= buf.size()) return {};
+  buf.resize(static_cast<std::size_t>(n));
+  // A file unlinked since it was opened reads back as "PATH (deleted)": no longer a path.
+  if (buf.empty() || buf[0] != '/' || buf.ends_with(" (deleted)")) return {};
+  return buf;
+}
+
+// How one task file's local paths are found: the rule at the top of tasks.h.
+struct PathRule {
+  bool trust = false;
+  fs::path base;               // the task file's directory, absolute
+  UniqueFd root;               // the task root (O_PATH | O_DIRECTORY); unused when trusting
+  std::string root_abs;        // the root as given, made absolute and normalised (for messages)
+  std::string root_real;       // the root's link-free path
+  std::string base_from_root;  // the task file's directory relative to the root ("." beneath)
+};
+
+enum class PathKind { kFile, kDirectory };
+
+// Finds `raw`, the value of task field `field`, under `rule`: its link-free absolute path in
+// *out, or what is wrong with it, naming the task and the path.
+std::string Locate(const PathRule& rule, const std::string& id, const std::string& field,
+                   const std::string& raw, PathKind kind, std::string* out) {
+  const std::string what = kind == PathKind::kFile ? "a readable file" : "a directory";
+  if (rule.trust) {
+    *out = Resolve(rule.base, raw);
+    const bool ok = kind == PathKind::kFile ? IsRegularFile(*out) : IsDirectory(*out);
+    if (!ok) return field + " " + TerminalSafe(*out) + " is not " + what;
+    return {};
+  }
+  const std::string shown = "task \"" + id + "\": " + field + " \"" + TerminalSafe(raw) + "\"";
+  std::string outside =
+      shown + " leads outside the task root " + TerminalSafe(rule.root_abs) +
+      " (by \"..\", an absolute path or a symlink): a task file's paths stay beneath its own "
+      "directory; keep the task's files there, name the directory that holds them with "
+      "--task-root DIR, or pass --trust-task-paths if you wrote or checked this task file";
+  // The path as the kernel resolves it from the root: relative ones from the task file's
+  // directory (which may itself be below the root), absolute ones only when they name a place
+  // under the root. The string is never trusted to stay inside: openat2 below is the check.
+  fs::path rel;
+  const fs::path path(raw);
+  if (path.is_absolute()) {
+    for (const std::string& root : {rule.root_abs, rule.root_real}) {
+      const fs::path r = path.lexically_normal().lexically_relative(root);
+      if (!r.empty() && *r.begin() != "..") {
+        rel = r;
+        break;
+      }
+    }
+    if (rel.empty()) return outside;
+  } else {
+    rel = rule.base_from_root == "." ? path : fs::path(rule.base_from_root) / path;
+  }
+  const int flags = O_PATH | (kind == PathKind::kDirectory ? O_DIRECTORY : 0);
+  UniqueFd fd(
+      Openat2(rule.root.get(), rel.string(), flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS));
+  if (!fd.valid()) {
+    const int err = errno;
+    if (err == EXDEV) return outside;
+    if (err == ENOENT) {
+      return shown + " does not exist (beneath " + TerminalSafe(rule.root_abs) + ")";
+    }
+    if (err == ENOTDIR) return shown + " is not " + what;
+    if (err == ELOOP) {
+      return shown +
+             " goes through a /proc magic link or too many symlinks; give the file's "
+             "own path";
+    }
+    return shown + " cannot be opened: " + std::strerror(err);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return shown + " cannot be examined: " + std::strerror(errno);
+  const bool ok = kind == PathKind::kFile ? S_ISREG(st.st_mode) : S_ISDIR(st.st_mode);
+  if (!ok) return shown + " is not " + what;
+  *out = FdPath(fd.get());
+  if (out->empty()) return shown + ": cannot tell its path from /proc/self/fd (is /proc mounted?)";
+  return {};
+}
+
 // Parses one line, refusing an object that names a key twice (nlohmann keeps the last one
 // silently: {"profile": "strict", "profile": "wide"} must not mean whichever a reader picks).
 struct Parsed {
@@ -203,7 +294,7 @@ std::optional<std::string> StringField(const json& obj, const char* name, std::s
 }
 
 // One line's task, or the first thing wrong with it.
-std::string CheckTask(const json& obj, const fs::path& base, BatchTask& task) {
+std::string CheckTask(const json& obj, const PathRule& rule, BatchTask& task) {
   for (const auto& [key, value] : obj.items()) {
     if (!OneOf(kTopFields, key)) {
       return "unknown field \"" + TerminalSafe(key) +
@@ -224,13 +315,22 @@ std::string CheckTask(const json& obj, const fs::path& base, BatchTask& task) {
   const RepoKind kind = ClassifyRepo(*repo);
   if (!kind.problem.empty()) return kind.problem;
   task.repo_is_url = kind.is_url;
-  if (kind.is_url) {
-    task.repo = *repo;
-  } else {
-    task.repo = Resolve(base, *repo);
-    if (!IsDirectory(task.repo)) {
-      return "\"repo\" " + TerminalSafe(task.repo) + " is not a directory";
+  task.paths_confined = !rule.trust;
+  if (kind.is_url && Lower(repo->substr(0, 7)) == "file://" && !rule.trust) {
+    // A file:// URL is a local path too: git would clone whatever it names.
+    std::string local;
+    if (std::string p =
+            Locate(rule, task.id, "\"repo\"", repo->substr(7), PathKind::kDirectory, &local);
+        !p.empty()) {
+      return p;
     }
+    task.repo = "file://" + local;
+  } else if (kind.is_url) {
+    task.repo = *repo;
+  } else if (std::string p =
+                 Locate(rule, task.id, "\"repo\"", *repo, PathKind::kDirectory, &task.repo);
+             !p.empty()) {
+    return p;
   }
 
   auto commit = StringField(obj, "commit", &problem);
@@ -251,9 +351,10 @@ std::string CheckTask(const json& obj, const fs::path& base, BatchTask& task) {
     task.task_text = *text;
   } else {
     if (file->empty()) return "\"task_file\" is empty";
-    task.task_file = Resolve(base, *file);
-    if (!IsRegularFile(task.task_file)) {
-      return "\"task_file\" " + TerminalSafe(task.task_file) + " is not a readable file";
+    if (std::string p =
+            Locate(rule, task.id, "\"task_file\"", *file, PathKind::kFile, &task.task_file);
+        !p.empty()) {
+      return p;
     }
   }
 
@@ -264,9 +365,10 @@ std::string CheckTask(const json& obj, const fs::path& base, BatchTask& task) {
   const bool profile_is_file = profile->find('/') != std::string::npos ||
                                (profile->size() > 7 && profile->ends_with(".cagent"));
   if (profile_is_file && !profile->starts_with("<built-in>/")) {
-    task.profile = Resolve(base, *profile);
-    if (!IsRegularFile(task.profile)) {
-      return "\"profile\" " + TerminalSafe(task.profile) + " is not a readable file";
+    if (std::string p =
+            Locate(rule, task.id, "\"profile\"", *profile, PathKind::kFile, &task.profile);
+        !p.empty()) {
+      return p;
     }
   } else {
     task.profile = *profile;
@@ -278,9 +380,11 @@ std::string CheckTask(const json& obj, const fs::path& base, BatchTask& task) {
     if (model->empty()) return "\"model\" is empty (leave it out for cagent run's default)";
     if ((*model)[0] == '-') return "\"model\" must not start with '-'";
     if (model->starts_with("replay:")) {
-      const std::string file_path = Resolve(base, model->substr(7));
-      if (!IsRegularFile(file_path)) {
-        return "\"model\" replay file " + TerminalSafe(file_path) + " is not a readable file";
+      std::string file_path;
+      if (std::string p = Locate(rule, task.id, "\"model\" replay file", model->substr(7),
+                                 PathKind::kFile, &file_path);
+          !p.empty()) {
+        return p;
       }
       task.model = "replay:" + file_path;
     } else {
@@ -323,7 +427,7 @@ std::string CheckTask(const json& obj, const fs::path& base, BatchTask& task) {
 
 }  // namespace
 
-Result<std::vector<BatchTask>> LoadTasks(const std::string& path) {
+Result<std::vector<BatchTask>> LoadTasks(const std::string& path, const TaskPaths& paths) {
   std::error_code ec;
   const fs::path abs = fs::absolute(path, ec);
   if (ec) return ErrnoError("task file " + path, ec.value()).WithCode(Error::Code::kInvalidInput);
@@ -340,7 +444,26 @@ Result<std::vector<BatchTask>> LoadTasks(const std::string& path) {
   }
   std::ifstream in(abs, std::ios::binary);
   if (!in) return ErrnoError("task file " + path).WithCode(Error::Code::kInvalidInput);
-  const fs::path base = abs.parent_path();
+  PathRule rule;
+  rule.trust = paths.trust;
+  rule.base = abs.parent_path();
+  if (!paths.trust) {
+    const std::string root_arg = paths.root.empty() ? rule.base.string() : paths.root;
+    rule.root_abs = fs::absolute(root_arg, ec).lexically_normal().string();
+    if (rule.root_abs.size() > 1 && rule.root_abs.back() == '/') rule.root_abs.pop_back();
+    rule.root.Reset(::open(root_arg.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!rule.root.valid()) {
+      return ErrnoError("task root " + root_arg).WithCode(Error::Code::kInvalidInput);
+    }
+    rule.root_real = FdPath(rule.root.get());
+    const std::string base_real = fs::canonical(rule.base, ec).string();
+    if (rule.root_real.empty() || ec) {
+      return PlainError("task root " + root_arg, "cannot tell its path from /proc/self/fd")
+          .WithCode(Error::Code::kInvalidInput);
+    }
+    rule.base_from_root = fs::path(base_real).lexically_relative(rule.root_real).string();
+    if (rule.base_from_root.empty()) rule.base_from_root = "..";  // no relation: nothing beneath
+  }
 
   std::vector<BatchTask> tasks;
   std::vector<std::string> problems;
@@ -375,7 +498,7 @@ Result<std::vector<BatchTask>> LoadTasks(const std::string& path) {
     }
     BatchTask task;
     task.line = number;
-    if (std::string p = CheckTask(parsed.value, base, task); !p.empty()) {
+    if (std::string p = CheckTask(parsed.value, rule, task); !p.empty()) {
       bad(number, p);
       continue;
     }

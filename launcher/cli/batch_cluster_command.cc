@@ -51,9 +51,9 @@ std::string SelfPath() {
 }
 
 // The tasks, or the exit status after printing why not (LoadTasks lists every bad line).
-bool LoadOrReport(const char* command, const std::string& path,
+bool LoadOrReport(const char* command, const std::string& path, const batch::TaskPaths& paths,
                   std::vector<batch::BatchTask>& tasks, int& status) {
-  auto loaded = batch::LoadTasks(path);
+  auto loaded = batch::LoadTasks(path, paths);
   if (!loaded) {
     status = Fail(command, loaded.error().Message(), ExitCodeFor(loaded.error(), ExitCode::kUsage));
     return false;
@@ -115,7 +115,9 @@ Result<std::string> Submit(const std::string& script) {
 int RunSlurm(const BatchClusterOptions& o) {
   std::vector<batch::BatchTask> tasks;
   int status = 0;
-  if (!LoadOrReport("slurm", o.tasks, tasks, status)) return status;
+  if (!LoadOrReport("slurm", o.tasks, {o.task_root, o.trust_task_paths}, tasks, status)) {
+    return status;
+  }
   batch::SlurmOptions so;
   so.tasks_file = Absolute(o.tasks);
   so.results_dir = Absolute(o.results);
@@ -126,6 +128,8 @@ int RunSlurm(const BatchClusterOptions& o) {
   so.time_limit = o.time_limit;
   so.account = o.account;
   so.qos = o.qos;
+  so.task_root = o.task_root.empty() ? std::string() : Absolute(o.task_root);
+  so.trust_task_paths = o.trust_task_paths;
   auto script = batch::SlurmScript(tasks, so);
   if (!script) return Fail("slurm", script.error().Message(), ExitCode::kUsage);
   if (o.dry_run) {
@@ -169,7 +173,9 @@ int RunSlurm(const BatchClusterOptions& o) {
 int RunK8s(const BatchClusterOptions& o) {
   std::vector<batch::BatchTask> tasks;
   int status = 0;
-  if (!LoadOrReport("k8s", o.tasks, tasks, status)) return status;
+  if (!LoadOrReport("k8s", o.tasks, {o.task_root, o.trust_task_paths}, tasks, status)) {
+    return status;
+  }
   batch::K8sOptions ko;
   ko.name = o.name;
   ko.name_space = o.name_space;
@@ -214,6 +220,21 @@ int RunK8s(const BatchClusterOptions& o) {
 
 }  // namespace
 
+void AddTaskPathOptions(CLI::App* cmd, std::string& task_root, bool& trust_task_paths) {
+  CLI::Option* root = cmd->add_option(
+      "--task-root", task_root,
+      "The directory the task file's local paths (repo, task_file, replay: sessions, profile "
+      "files) must stay beneath; default: the task file's own directory. Each is opened beneath "
+      "it by the kernel (openat2 RESOLVE_BENEATH): '..', an absolute path elsewhere or a symlink "
+      "leading out is refused, naming the task and the path.");
+  CLI::Option* trust = cmd->add_flag(
+      "--trust-task-paths", trust_task_paths,
+      "Let the task file's paths lead anywhere, symlinks followed. Only for a task file you "
+      "wrote or checked: its task_file is sent to the model provider, and it may name any file "
+      "you can read (docs/threat-model.md, \"Batch task files\").");
+  root->excludes(trust);
+}
+
 void AddBatchClusterCommands(CLI::App* batch, BatchClusterOptions& o) {
   CLI::App* slurm = batch->add_subcommand(
       "slurm",
@@ -249,6 +270,7 @@ void AddBatchClusterCommands(CLI::App* batch, BatchClusterOptions& o) {
                     "account's).");
   slurm->add_option("--cagent", o.cagent,
                     "cagent's absolute path on the nodes (default: this cagent's own path).");
+  AddTaskPathOptions(slurm, o.task_root, o.trust_task_paths);
   slurm->add_flag("--dry-run", o.dry_run,
                   "Print the batch script and submit nothing (DIR is not created).");
   slurm->callback([&o] { o.action = "slurm"; });
@@ -257,7 +279,9 @@ void AddBatchClusterCommands(CLI::App* batch, BatchClusterOptions& o) {
       "k8s",
       "Write a Kubernetes manifest for a task file: a List of a ConfigMap holding the tasks and "
       "an Indexed Job whose completion index i runs task i with `cagent batch run "
-      "/tasks/tasks.jsonl --results /results --index $(JOB_COMPLETION_INDEX) --jobs 1 --resume`, "
+      "/tasks/tasks.jsonl --results /results --index $(JOB_COMPLETION_INDEX) --jobs 1 --resume "
+      "--trust-task-paths` "
+      "(the paths were checked here), "
       "the results on a PersistentVolumeClaim at /results; apply it with `kubectl apply -f`. The "
       "pod runs as a non-root user in its own user namespace with no capabilities; the cluster "
       "must allow user namespaces (hostUsers: false), procMount Unmasked and seccomp and "
@@ -289,6 +313,7 @@ void AddBatchClusterCommands(CLI::App* batch, BatchClusterOptions& o) {
   k8s->add_option("--cagent", o.cagent,
                   "cagent in the image: a name on its PATH or an absolute path (default cagent).");
   k8s->add_option("-o,--output", o.output, "Write the manifest to FILE (default: stdout).");
+  AddTaskPathOptions(k8s, o.task_root, o.trust_task_paths);
   k8s->callback([&o] { o.action = "k8s"; });
 }
 

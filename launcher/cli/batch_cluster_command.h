@@ -20,7 +20,9 @@ struct BatchClusterOptions {
   std::string action;  // "slurm" or "k8s" once parsed; "" when neither was
   std::string tasks;   // TASKS.jsonl
   bool dry_run = false;
-  std::string cagent;  // slurm: default the running binary; k8s: default "cagent"
+  std::string cagent;             // slurm: default the running binary; k8s: default "cagent"
+  std::string task_root;          // --task-root DIR ("" = the task file's directory)
+  bool trust_task_paths = false;  // --trust-task-paths
   // slurm
   std::string results;
   std::string partition;
@@ -40,6 +42,10 @@ struct BatchClusterOptions {
   std::int64_t run_as_user = 1000;
   std::string output;  // -o FILE; "" or "-" = stdout
 };
+
+// Adds --task-root DIR and --trust-task-paths (launcher/batch/tasks.h: where a task file's paths
+// may lead) to `cmd`, one help text for batch run, slurm and k8s.
+void AddTaskPathOptions(CLI::App* cmd, std::string& task_root, bool& trust_task_paths);
 
 // Adds `slurm` and `k8s` under `batch`; parsing one sets options.action.
 void AddBatchClusterCommands(CLI::App* batch, BatchClusterOptions& options);

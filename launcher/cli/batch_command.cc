@@ -35,7 +35,7 @@ int DoRun(const BatchOptions& o) {
     spdlog::error("--resume needs --results DIR: the results of the batch to continue");
     return ToInt(ExitCode::kUsage);
   }
-  auto tasks = batch::LoadTasks(o.tasks);
+  auto tasks = batch::LoadTasks(o.tasks, {o.task_root, o.trust_task_paths});
   if (!tasks) {
     // Quotes the task file (escaped by LoadTasks where it echoes values).
     spdlog::error("{}", TerminalSafe(tasks.error().Message(), TerminalLines::kMultiple));
@@ -118,6 +118,7 @@ CLI::App* AddBatchCommand(CLI::App& app, BatchOptions& o) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run->add_flag("-q,--quiet", o.quiet, "No live summary; only the final line.");
+  AddTaskPathOptions(run, o.task_root, o.trust_task_paths);
   run->footer(
       "Exit status: 0 every selected task completed and verified; 1 some did not (failed, "
       "verification failed, needs approval, crashed); 2 usage or an invalid task file (nothing "

@@ -22,9 +22,11 @@ struct BatchOptions {
   bool resume = false;
   std::vector<std::size_t> indices;  // run: --index I (repeatable)
   bool quiet = false;
-  bool json = false;            // report --json
-  bool csv = false;             // report --csv
-  BatchClusterOptions cluster;  // slurm, k8s (batch_cluster_command.h)
+  std::string task_root;          // run: --task-root DIR ("" = the task file's directory)
+  bool trust_task_paths = false;  // run: --trust-task-paths
+  bool json = false;              // report --json
+  bool csv = false;               // report --csv
+  BatchClusterOptions cluster;    // slurm, k8s (batch_cluster_command.h)
 };
 
 // Adds `batch` with run, report, slurm and k8s; returns it.

@@ -183,8 +183,11 @@ cat >"$tmp/slow-session.jsonl" <<EOF
 {"text": "Running the tests first.", "tool_calls": [{"id": "call_1", "name": "run_command", "arguments": {"command": "python3 -c 'import time; time.sleep(900)' $marker"}}]}
 {"tool_calls": [{"id": "call_2", "name": "finish", "arguments": {"summary": "unreachable"}}]}
 EOF
-session=$src/examples/fix-add/session.jsonl
-task=$src/examples/fix-add/task.md
+# The task file's paths must stay beneath its task root (--task-root "$tmp" here, which holds the
+# repositories, the sessions and the task; the tasks directory's "repos" is a symlink into it).
+cp "$src/examples/fix-add/session.jsonl" "$src/examples/fix-add/task.md" "$tmp/"
+session=$tmp/session.jsonl
+task=$tmp/task.md
 line() {  # ID MODEL_FILE
   printf '{"id": "%s", "repo": "repos/%s", "task_file": "%s", "profile": "repos/%s/.cagent/fix-add.cagent", "model": "replay:%s"}\n' \
     "$1" "$1" "$task" "$1" "$2"
@@ -206,7 +209,7 @@ export XDG_STATE_HOME=$tmp/state-slurm XDG_CONFIG_HOME=$tmp/config XDG_CACHE_HOM
 # ---- a bad task file: line-numbered error, exit 2, nothing submitted ----
 printf '%s\n{"id": "bad"}\n' "$(line ok-1 "$session")" >"$tmp/the tasks/bad.jsonl"
 status=0
-"$cagent" batch slurm "$tmp/the tasks/bad.jsonl" --results "$tmp/bad results" \
+"$cagent" batch slurm "$tmp/the tasks/bad.jsonl" --results "$tmp/bad results" --task-root "$tmp" \
   >"$tmp/bad.out" 2>&1 || status=$?
 [ "$status" -eq 2 ] || fail "a bad task file: exit $status, expected 2: $(cat "$tmp/bad.out")"
 grep -q 'bad.jsonl:2' "$tmp/bad.out" || fail "the error does not name line 2: $(cat "$tmp/bad.out")"
@@ -217,19 +220,19 @@ grep -q 'bad.jsonl:2' "$tmp/bad.out" || fail "the error does not name line 2: $(
 # '%' is special in Slurm's file name patterns and '$' to a shell: both must reach cagent as they are.
 results="$tmp/slurm results \$HOME 100%"
 "$cagent" batch slurm "$tasks" --results "$results" --array-limit 2 --time 10 \
-  --account lab-1 --qos normal --dry-run >"$tmp/dry.sh"
+  --account lab-1 --qos normal --task-root "$tmp" --dry-run >"$tmp/dry.sh"
 grep -qx '#SBATCH --array=0-4%2' "$tmp/dry.sh" || fail "dry run: no array line: $(cat "$tmp/dry.sh")"
 for line in '#SBATCH --time=10' '#SBATCH --account=lab-1' '#SBATCH --qos=normal'; do
   grep -qx -- "$line" "$tmp/dry.sh" || fail "dry run: no '$line' line: $(cat "$tmp/dry.sh")"
 done
-grep -qF "exec '$cagent' batch run '$tasks' --results '$results' --index" "$tmp/dry.sh" ||
+grep -qF "exec '$cagent' batch run '$tasks' --results '$results' --task-root '$tmp' --index" "$tmp/dry.sh" ||
   fail "dry run: not the per-task command: $(cat "$tmp/dry.sh")"
 [ ! -e "$results" ] || fail "--dry-run created the results directory"
 [ -z "$(squeue -h)" ] || fail "--dry-run submitted a job"
 
 # ---- the array ----
 start=$SECONDS
-job=$("$cagent" batch slurm "$tasks" --results "$results" --array-limit 2 --time 10)
+job=$("$cagent" batch slurm "$tasks" --results "$results" --array-limit 2 --time 10 --task-root "$tmp")
 [[ "$job" =~ ^[0-9]+$ ]] || fail "batch slurm printed '$job', not a job id"
 say "submitted job $job"
 # The time limit reached Slurm as sbatch read it: 10 minutes for each array task.
@@ -290,7 +293,7 @@ expect_status "$tmp/slurm-status.txt" slow cancelled unverified 130 cancelled
 # ---- the same task file, locally with cagent batch run ----
 export XDG_STATE_HOME=$tmp/state-local
 local_results="$tmp/local results"
-"$cagent" batch run "$tasks" --results "$local_results" --jobs 2 >"$tmp/local.out" 2>&1 &
+"$cagent" batch run "$tasks" --results "$local_results" --jobs 2 --task-root "$tmp" >"$tmp/local.out" 2>&1 &
 batch_pid=$!
 others_done() {
   local id

@@ -37,6 +37,10 @@ class BatchTest : public ::testing::Test {
     if (std::system("git --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "git is not installed";
     dir_ = h.MakeDir("batch");
     results_ = dir_ + "/results";
+    // The demo's task and session beside the task file: a task file's paths stay beneath its
+    // directory unless the operator says otherwise (launcher/batch/tasks.h).
+    fs::copy_file(kSource + "/examples/fix-add/task.md", dir_ + "/task.md");
+    fs::copy_file(kSource + "/examples/fix-add/session.jsonl", dir_ + "/session.jsonl");
   }
 
   // A demo repository at dir_/NAME; `edit` (a shell command run in it) changes it before the
@@ -52,12 +56,13 @@ class BatchTest : public ::testing::Test {
   }
 
   // One task line on `repo` replaying the demo's session.
-  static std::string Task(const std::string& id, const std::string& repo) {
+  std::string Task(const std::string& id, const std::string& repo,
+                   const std::string& task_file = "task.md") const {
     return json{{"id", id},
                 {"repo", repo},
-                {"task_file", kSource + "/examples/fix-add/task.md"},
+                {"task_file", task_file},
                 {"profile", "fix-add"},
-                {"model", "replay:" + kSource + "/examples/fix-add/session.jsonl"}}
+                {"model", "replay:" + dir_ + "/session.jsonl"}}
                .dump() +
            "\n";
   }
@@ -289,6 +294,36 @@ TEST_F(BatchTest, StateDirShowsATaskRunToRunsShowAndDiff) {
   const RunResult not_state = h.Run({"show", "--state-dir", results_, "last"});
   EXPECT_EQ(not_state.exit_code, 2);
   EXPECT_THAT(not_state.err, HasSubstr("holds no runs/ directory"));
+}
+
+// A task file from someone else names the caller's private key as its task (here through a
+// symlink planted beside it, the subtlest of "..", absolute path and symlink): batch refuses the
+// file before anything runs, naming the task and the path. Twin: with --trust-task-paths the same
+// file runs, and the key is the task text the run recorded and the agent sent to the model.
+TEST_F(BatchTest, ATaskFileCannotMakeARunReadTheCallersFiles) {
+  auto& h = Harness::Get();
+  const std::string home = h.MakeDir("batch-home");
+  WriteFile(home + "/id_rsa", "-----BEGIN OPENSSH PRIVATE KEY----- secret-key-material\n");
+  h.GiveToRunUser(home);
+  const std::string calc = Repo("calc");
+  fs::create_symlink(home + "/id_rsa", dir_ + "/notes.md");
+  WriteTasks(Task("leak", calc, "notes.md"));
+
+  const RunResult refused = Batch({"run", dir_ + "/tasks.jsonl", "--results", results_});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("tasks.jsonl:1: task \"leak\": \"task_file\" \"notes.md\" "
+                                     "leads outside the task root"));
+  EXPECT_FALSE(fs::exists(results_ + "/leak"));
+
+  const RunResult trusted =
+      Batch({"run", dir_ + "/tasks.jsonl", "--results", results_, "--trust-task-paths"});
+  SCOPED_TRACE(trusted.err);
+  ASSERT_EQ(trusted.exit_code, 0);
+  std::string recorded;
+  for (const auto& run : fs::directory_iterator(results_ + "/leak/state/runs")) {
+    if (fs::exists(run.path() / "task.md")) recorded += ReadFile(run.path() / "task.md");
+  }
+  EXPECT_THAT(recorded, HasSubstr("secret-key-material")) << "the twin should have read the key";
 }
 
 // A repository whose tests hang: the replayed session's first command runs them, so the task is

@@ -435,5 +435,93 @@ TEST_F(GitConfigGuardTest, AGitdirLinkIsFollowedOnlyInsideTheRoots) {
   EXPECT_EQ(GitConfigGuard::GitdirTarget(ws_ + "/sub/.git", {ws_}), std::nullopt);
 }
 
+// Hooks (issue #33): a hook the sandbox wrote into any checked git dir is renamed to a name git
+// never runs and reported; the caller's own hooks, samples and an unchanged hooks/ stay. A
+// `hooks` that is not a directory (a symlink to hooks elsewhere) is moved aside whole.
+TEST_F(GitConfigGuardTest, HooksTheSandboxWroteAreDisabledTheCallersStay) {
+  fs::create_directories(git_ + "/hooks");
+  Spit(git_ + "/hooks/pre-commit", "#!/bin/sh\n# the caller's\n");
+  Spit(git_ + "/hooks/post-commit", "#!/bin/sh\n# the caller's, changed inside\n");
+  GitConfigGuard g = GitConfigGuard::Snapshot({git_}, {ws_});
+  Spit(git_ + "/hooks/post-index-change", "#!/bin/sh\ntouch /tmp/m\n");
+  Spit(git_ + "/hooks/post-index-change.cagent-disabled", "taken\n");
+  Spit(git_ + "/hooks/post-commit", "#!/bin/sh\ntouch /tmp/m\n# longer now\n");
+  Spit(git_ + "/hooks/update.sample", "#!/bin/sh\n");
+  Neutralise(g);
+  EXPECT_FALSE(Exists(git_ + "/hooks/post-index-change"));
+  EXPECT_EQ(Slurp(git_ + "/hooks/post-index-change.cagent-disabled-2"),
+            "#!/bin/sh\ntouch /tmp/m\n");
+  EXPECT_FALSE(Exists(git_ + "/hooks/post-commit"));
+  EXPECT_TRUE(Exists(git_ + "/hooks/post-commit.cagent-disabled"));
+  EXPECT_TRUE(Exists(git_ + "/hooks/pre-commit"));
+  EXPECT_TRUE(Exists(git_ + "/hooks/update.sample"));
+  EXPECT_THAT(notes_, Contains(HasSubstr("cagent disabled the hook '" + git_ +
+                                         "/hooks/post-index-change'")));
+  EXPECT_THAT(notes_, Contains(HasSubstr("/hooks/post-commit'")));
+  EXPECT_THAT(notes_, Not(Contains(HasSubstr("pre-commit"))));
+  // Nothing new the second time.
+  GitConfigGuard again = GitConfigGuard::Snapshot({git_}, {ws_});
+  Neutralise(again);
+  EXPECT_THAT(notes_, IsEmpty());
+}
+
+TEST_F(GitConfigGuardTest, ANewRepositorysHooksAndASymlinkedHooksDirGo) {
+  GitConfigGuard g = GitConfigGuard::Snapshot({git_}, {ws_});
+  const std::string sub = ws_ + "/sub/.git";
+  fs::create_directories(sub + "/hooks");
+  Spit(sub + "/hooks/post-checkout", "#!/bin/sh\n");
+  fs::create_directories(ws_ + "/elsewhere");
+  fs::create_symlink("../elsewhere", git_ + "/hooks");
+  Neutralise(g, {git_, sub});
+  EXPECT_TRUE(Exists(sub + "/hooks/post-checkout.cagent-disabled"));
+  EXPECT_FALSE(Exists(sub + "/hooks/post-checkout"));
+  EXPECT_FALSE(Exists(git_ + "/hooks"));
+  EXPECT_TRUE(fs::is_symlink(git_ + "/hooks.cagent-disabled"));
+  EXPECT_THAT(notes_, Contains(HasSubstr("the hooks entry (a symbolic link)")));
+}
+
+// The attack on git itself, and its twin: a hook in a repository's hooks/ runs on the next
+// `git status` that writes the index; after Neutralise the same status runs nothing.
+TEST_F(GitConfigGuardTest, TwinAPlantedPostIndexChangeHookRunsOnStatusUntilDisabled) {
+  const std::string repo = dir_ + "/real";
+  const std::string marker = dir_ + "/hook-ran";
+  const std::string git = "cd '" + repo +
+                          "' && GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent GIT_AUTHOR_NAME=t "
+                          "GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t ";
+  ASSERT_EQ(std::system(("mkdir -p '" + repo + "' && " + git + "git init -q . && echo x > x && " +
+                         git + "git add x && " + git + "git commit -qm x")
+                            .c_str()),
+            0);
+  GitConfigGuard g = GitConfigGuard::Snapshot({repo + "/.git"}, {repo});
+  auto plant = [&] {
+    Spit(repo + "/.git/hooks/post-index-change", "#!/bin/sh\ntouch '" + marker + "'\n");
+    ::chmod((repo + "/.git/hooks/post-index-change").c_str(), 0755);
+    ASSERT_EQ(std::system(("touch -d 2001-01-01 '" + repo + "/x'").c_str()), 0);
+  };
+  plant();
+  ASSERT_EQ(std::system((git + "git status -s >/dev/null").c_str()), 0);
+  ASSERT_TRUE(Exists(marker)) << "the planted hook must run, or the test proves nothing";
+  ::unlink(marker.c_str());
+  ::unlink((repo + "/.git/hooks/post-index-change").c_str());
+  plant();
+  std::vector<std::string> notes;
+  g.Neutralise({repo + "/.git"}, {repo}, notes);
+  ASSERT_EQ(std::system((git + "git status -s >/dev/null").c_str()), 0);
+  EXPECT_FALSE(Exists(marker)) << "the hook ran after Neutralise";
+}
+
+TEST_F(GitConfigGuardTest, ASymlinkedDotGitIsFollowedOnlyInsideTheRoots) {
+  fs::create_directories(ws_ + "/sub");
+  fs::create_directories(ws_ + "/.git/payload");
+  fs::create_symlink("../.git/payload", ws_ + "/sub/.git");
+  EXPECT_EQ(GitConfigGuard::SymlinkTarget(ws_ + "/sub/.git", {ws_}), ws_ + "/.git/payload");
+  fs::remove(ws_ + "/sub/.git");
+  fs::create_symlink(dir_, ws_ + "/sub/.git");
+  EXPECT_EQ(GitConfigGuard::SymlinkTarget(ws_ + "/sub/.git", {ws_}), std::nullopt);
+  fs::remove(ws_ + "/sub/.git");
+  fs::create_symlink("nowhere", ws_ + "/sub/.git");
+  EXPECT_EQ(GitConfigGuard::SymlinkTarget(ws_ + "/sub/.git", {ws_}), std::nullopt);
+}
+
 }  // namespace
 }  // namespace cagent::launcher

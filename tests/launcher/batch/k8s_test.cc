@@ -96,9 +96,9 @@ TEST_F(K8sManifestTest, AListOfAConfigMapAndAnIndexedJob) {
   EXPECT_EQ(pod["restartPolicy"], "Never");
   const json& c = pod["containers"][0];
   EXPECT_EQ(c["image"], "registry.example/cagent:1.0");
-  EXPECT_EQ(c["command"],
-            json({"cagent", "batch", "run", "/tasks/tasks.jsonl", "--results", "/results",
-                  "--index", "$(JOB_COMPLETION_INDEX)", "--jobs", "1", "--resume"}));
+  EXPECT_EQ(c["command"], json({"cagent", "batch", "run", "/tasks/tasks.jsonl", "--results",
+                                "/results", "--index", "$(JOB_COMPLETION_INDEX)", "--jobs", "1",
+                                "--resume", "--trust-task-paths"}));
   EXPECT_EQ(c["env"][0]["name"], "JOB_COMPLETION_INDEX");
   EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"],
             "metadata.annotations['batch.kubernetes.io/job-completion-index']");
@@ -157,7 +157,9 @@ TEST_F(K8sManifestTest, TheConfigMapCarriesTheSameTasksWithAbsolutePaths) {
   const std::string copy = root_ + "/copy/tasks.jsonl";  // another directory: nothing relative
   fs::create_directories(root_ + "/copy");
   std::ofstream(copy, std::ios::binary) << text;
-  auto again = LoadTasks(copy);
+  // As the pod loads it: its paths were confined when the manifest was made (the pod's command
+  // says --trust-task-paths, checked above).
+  auto again = LoadTasks(copy, TaskPaths{.root = "", .trust = true});
   ASSERT_TRUE(again.ok()) << again.error().Message() << "\n" << text;
   ASSERT_EQ(again->size(), 3U);
   for (std::size_t i = 0; i < 3; ++i) {

@@ -144,6 +144,34 @@ TEST_F(SlurmScriptTest, TheScriptExecsTheTaskCommandWithTheArrayIndex) {
                                              "--jobs", "1", "--resume"));
 }
 
+// The node checks the task file's paths as the submitting command did: --task-root (quoted) and
+// --trust-task-paths reach every array task's cagent.
+TEST_F(SlurmScriptTest, TheTaskPathOptionsReachEveryArrayTask) {
+  SlurmOptions o = Options();
+  o.cagent = root_ + "/bin/cagent";
+  WriteStub(o.cagent);
+  o.task_root = "/shared/it's data";
+  auto script = SlurmScript(Tasks(1), o);
+  ASSERT_TRUE(script.ok()) << script.error().Message();
+  ASSERT_EQ(RunScript(*script, "0"), 0);
+  EXPECT_THAT(Args(),
+              ::testing::ElementsAre("batch", "run", "/shared/batch/tasks.jsonl", "--results",
+                                     "/shared/batch/results", "--task-root", "/shared/it's data",
+                                     "--index", "0", "--jobs", "1", "--resume"));
+  o.task_root.clear();
+  o.trust_task_paths = true;
+  script = SlurmScript(Tasks(1), o);
+  ASSERT_TRUE(script.ok()) << script.error().Message();
+  ASSERT_EQ(RunScript(*script, "0"), 0);
+  EXPECT_THAT(Args(),
+              ::testing::ElementsAre("batch", "run", "/shared/batch/tasks.jsonl", "--results",
+                                     "/shared/batch/results", "--trust-task-paths", "--index", "0",
+                                     "--jobs", "1", "--resume"));
+  o.trust_task_paths = false;
+  o.task_root = "relative";
+  EXPECT_FALSE(SlurmScript(Tasks(1), o).ok());
+}
+
 TEST_F(SlurmScriptTest, OutsideAnArrayTheScriptStopsBeforeCagent) {
   SlurmOptions o = Options();
   o.cagent = root_ + "/bin/cagent";

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace cagent::launcher::batch {
 namespace {
@@ -153,18 +154,24 @@ TEST_F(TasksTest, ExactlyOneOfTaskAndTaskFile) {
               HasSubstr("\"task\" is empty"));
   EXPECT_THAT(
       ErrorOf(R"({"id": "t", "repo": "repos/calc", "profile": "p", "task_file": "nope.md"})"),
-      HasSubstr("is not a readable file"));
+      HasSubstr("task \"t\": \"task_file\" \"nope.md\" does not exist"));
+  EXPECT_THAT(ErrorOf(R"({"id": "t", "repo": "repos/calc", "profile": "p", "task_file": "repos"})"),
+              HasSubstr("\"task_file\" \"repos\" is not a readable file"));
 }
 
 TEST_F(TasksTest, RepositoryPathsMustExistAndUrlsAreRecognised) {
   EXPECT_THAT(ErrorOf(R"({"id": "t", "repo": "repos/missing", "task": "x", "profile": "p"})"),
+              HasSubstr("does not exist"));
+  EXPECT_THAT(ErrorOf(R"({"id": "t", "repo": "task.md", "task": "x", "profile": "p"})"),
               HasSubstr("is not a directory"));
   auto r =
       Load(R"({"id": "u1", "repo": "https://example.com/calc.git", "task": "x", "profile": "p"})"
            "\n"
            R"({"id": "u2", "repo": "git@example.com:org/calc.git", "task": "x", "profile": "p"})"
            "\n"
-           R"({"id": "u3", "repo": "file:///srv/calc.git", "task": "x", "profile": "p"})"
+           R"({"id": "u3", "repo": "file://)" +
+           root_ +
+           R"(/repos/calc", "task": "x", "profile": "p"})"
            "\n"
            R"({"id": "p1", "repo": "./repos/../repos/other", "task": "x", "profile": "p"})"
            "\n");
@@ -173,6 +180,7 @@ TEST_F(TasksTest, RepositoryPathsMustExistAndUrlsAreRecognised) {
   EXPECT_EQ((*r)[0].repo, "https://example.com/calc.git");
   EXPECT_TRUE((*r)[1].repo_is_url);
   EXPECT_TRUE((*r)[2].repo_is_url);
+  EXPECT_EQ((*r)[2].repo, "file://" + root_ + "/repos/calc");
   EXPECT_FALSE((*r)[3].repo_is_url);
   EXPECT_EQ((*r)[3].repo, root_ + "/repos/other");
 }
@@ -221,6 +229,162 @@ TEST_F(TasksTest, ReplayAndProfileFilesMustExist) {
   EXPECT_THAT(
       ErrorOf(R"({"id": "t", "repo": "repos/calc", "task": "x", "profile": "nope.cagent"})"),
       HasSubstr("\"profile\""));
+}
+
+// The attack: a task file from someone else names the caller's private files; its task_file is
+// sent to the model provider, a replay session or profile file lands in the run's record, a
+// repository becomes the agent's workspace. Each local path is opened beneath the task root by
+// the kernel, so "..", an absolute path elsewhere and a symlink that leads out are refused alike,
+// naming the task and the path. Twin: with TaskPaths::trust (--trust-task-paths), the very same
+// lines load and resolve to the outside file, which is what a run would then have read.
+class TaskPathsTest : public TasksTest {
+ protected:
+  void SetUp() override {
+    TasksTest::SetUp();
+    char tmpl[] = "/tmp/cagent-tasks-home-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    home_ = tmpl;
+    fs::create_directories(home_ + "/.ssh");
+    fs::create_directories(home_ + "/private-repo");
+    Write(home_ + "/.ssh/id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\n");
+    Write(home_ + "/.ssh/key.cagent", "profile key {}\n");
+    // Symlinks planted in the task file's directory, pointing out of it.
+    fs::create_symlink(home_ + "/.ssh/id_rsa", root_ + "/innocent.md");
+    fs::create_symlink(home_ + "/.ssh", root_ + "/notes");
+    fs::create_symlink(home_ + "/private-repo", root_ + "/repos/vendored");
+    // A symlink that stays inside is an ordinary file of the task.
+    fs::create_symlink("task.md", root_ + "/alias.md");
+  }
+  void TearDown() override {
+    fs::remove_all(home_);
+    TasksTest::TearDown();
+  }
+
+  // The escapes: (field, the task line, the path as written, where it really leads).
+  struct Escape {
+    std::string field;
+    std::string line;
+    std::string raw;
+    std::string target;
+  };
+  std::vector<Escape> Escapes() const {
+    const std::string key = home_ + "/.ssh/id_rsa";
+    const std::string dots = "../" + fs::path(home_).filename().string() + "/.ssh/id_rsa";
+    const std::string base = R"({"id": "t", "repo": "repos/calc", "profile": "p", )";
+    auto task_file = [&](const std::string& raw) {
+      return Escape{"task_file", base + R"("task_file": ")" + raw + R"("})", raw, key};
+    };
+    auto replay = [&](const std::string& raw) {
+      return Escape{"replay file", base + R"("task": "x", "model": "replay:)" + raw + R"("})", raw,
+                    key};
+    };
+    auto profile = [&](const std::string& raw) {
+      return Escape{
+          "profile",
+          R"({"id": "t", "repo": "repos/calc", "task": "x", "profile": ")" + raw + R"("})", raw,
+          home_ + "/.ssh/key.cagent"};
+    };
+    auto repo = [&](const std::string& raw) {
+      return Escape{"repo", R"({"id": "t", "repo": ")" + raw + R"(", "task": "x", "profile": "p"})",
+                    raw, home_ + "/private-repo"};
+    };
+    return {
+        task_file(dots),
+        task_file(key),
+        task_file("innocent.md"),
+        task_file("notes/id_rsa"),
+        task_file("repos/../../" + fs::path(home_).filename().string() + "/.ssh/id_rsa"),
+        replay(dots),
+        replay(key),
+        replay("innocent.md"),
+        profile("../" + fs::path(home_).filename().string() + "/.ssh/key.cagent"),
+        profile(home_ + "/.ssh/key.cagent"),
+        profile("notes/key.cagent"),
+        repo("../" + fs::path(home_).filename().string() + "/private-repo"),
+        repo(home_ + "/private-repo"),
+        repo("repos/vendored"),
+        repo("file://" + home_ + "/private-repo"),
+        repo("file://repos/vendored"),
+    };
+  }
+
+  std::string home_;
+};
+
+TEST_F(TaskPathsTest, PathsLeadingOutOfTheTaskFilesDirectoryAreRefused) {
+  for (const Escape& e : Escapes()) {
+    SCOPED_TRACE(e.line);
+    const std::string error = ErrorOf(e.line + "\n");
+    EXPECT_THAT(error, HasSubstr("tasks.jsonl:1: task \"t\": "));
+    EXPECT_THAT(error, HasSubstr(e.field));
+    EXPECT_THAT(error, HasSubstr(e.field == "repo" && e.raw.starts_with("file://") ? e.raw.substr(7)
+                                                                                   : e.raw));
+    EXPECT_THAT(error, HasSubstr("leads outside the task root " + root_));
+    EXPECT_THAT(error, HasSubstr("--trust-task-paths"));
+  }
+}
+
+TEST_F(TaskPathsTest, TwinWithTrustTheSameLinesReachTheCallersFiles) {
+  Write(root_ + "/tasks.jsonl", "");
+  for (const Escape& e : Escapes()) {
+    SCOPED_TRACE(e.line);
+    // A relative file:// URL means whatever git's working directory makes of it: no file to
+    // compare with here.
+    if (e.raw.starts_with("file://") && e.raw[7] != '/') continue;
+    Write(root_ + "/tasks.jsonl", e.line + "\n");
+    auto r = LoadTasks(root_ + "/tasks.jsonl", TaskPaths{.root = "", .trust = true});
+    ASSERT_TRUE(r.ok()) << r.error().Message();
+    const BatchTask& t = (*r)[0];
+    EXPECT_FALSE(t.paths_confined);
+    // What the run would read: the caller's file, by whichever road the line took.
+    std::string path = t.task_file;
+    if (e.field == "replay file") path = t.model.substr(7);
+    if (e.field == "profile") path = t.profile;
+    if (e.field == "repo") path = t.repo.starts_with("file://") ? t.repo.substr(7) : t.repo;
+    EXPECT_EQ(fs::canonical(path), fs::path(e.target));
+  }
+}
+
+TEST_F(TaskPathsTest, ASymlinkThatStaysInsideIsFollowedAndRecordedLinkFree) {
+  auto r = Load(R"({"id": "t", "repo": "repos/calc", "profile": "p", "task_file": "alias.md"})"
+                "\n");
+  ASSERT_TRUE(r.ok()) << r.error().Message();
+  EXPECT_EQ((*r)[0].task_file, root_ + "/task.md");
+  EXPECT_TRUE((*r)[0].paths_confined);
+}
+
+TEST_F(TaskPathsTest, TheOperatorCanNameAWiderTaskRoot) {
+  // tasks/tasks.jsonl names ../shared/task.md and an absolute path under the wider root.
+  fs::create_directories(root_ + "/tasks");
+  fs::create_directories(root_ + "/shared");
+  Write(root_ + "/shared/task.md", "Shared.\n");
+  const std::string file = root_ + "/tasks/tasks.jsonl";
+  Write(file, R"({"id": "a", "repo": "../repos/calc", "profile": "p", "task_file": )"
+              R"("../shared/task.md"})"
+              "\n"
+              R"({"id": "b", "repo": ")" +
+                  root_ + R"(/repos/calc", "profile": "p", "task": "x"})" + "\n");
+  auto narrow = LoadTasks(file);
+  ASSERT_FALSE(narrow.ok());
+  EXPECT_THAT(narrow.error().Message(),
+              HasSubstr("task \"a\": \"repo\" \"../repos/calc\" leads outside the task root " +
+                        root_ + "/tasks"));
+  EXPECT_THAT(narrow.error().Message(), HasSubstr("tasks.jsonl:2: task \"b\": \"repo\""));
+  auto wide = LoadTasks(file, TaskPaths{.root = root_, .trust = false});
+  ASSERT_TRUE(wide.ok()) << wide.error().Message();
+  EXPECT_EQ((*wide)[0].task_file, root_ + "/shared/task.md");
+  EXPECT_EQ((*wide)[0].repo, root_ + "/repos/calc");
+  EXPECT_EQ((*wide)[1].repo, root_ + "/repos/calc");
+  // The wider root still ends somewhere.
+  Write(file, R"({"id": "c", "repo": "../repos/calc", "profile": "p", "task_file": ")" + home_ +
+                  R"(/.ssh/id_rsa"})" + "\n");
+  auto out = LoadTasks(file, TaskPaths{.root = root_, .trust = false});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.error().Message(), HasSubstr("leads outside the task root " + root_));
+  // A task root that is not a directory is the operator's mistake, said once.
+  auto bad = LoadTasks(file, TaskPaths{.root = root_ + "/nope", .trust = false});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().Message(), HasSubstr("task root " + root_ + "/nope"));
 }
 
 TEST_F(TasksTest, EmptyFilesAndNonFilesAreErrors) {
