@@ -7,6 +7,7 @@
 // with the rules that fired, never named.
 #include <dirent.h>
 #include <fcntl.h>
+#include <re2/re2.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,7 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
-#include <regex>
+#include <memory>
 #include <set>
 
 #include "agent/tool_internal.h"
@@ -28,6 +29,11 @@ constexpr std::size_t kMaxDepth = 64;
 constexpr std::size_t kGrepMaxLineBytes = 4096;   // longer lines are not searched
 constexpr std::size_t kGrepShownLineBytes = 400;  // a matching line is shown up to this
 constexpr std::size_t kMaxPatternBytes = 1000;
+// Memory RE2 may use for a grep pattern: its compiled program and the DFA's state cache. A pattern
+// whose program does not fit is refused (a 1000-byte pattern needs far less unless it repeats a
+// large Unicode class hundreds of times); a search whose DFA cache fills falls back to RE2's NFA,
+// still linear in the line.
+constexpr std::int64_t kRegexMaxMem = std::int64_t{8} << 20;
 constexpr std::chrono::seconds kGrepTimeBudget{20};
 constexpr std::size_t kBinarySample = 8 * 1024;
 
@@ -345,16 +351,16 @@ bool IsLiteralRegex(std::string_view p) {
 
 char LowerAscii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
-// A compiled search: std::regex in libstdc++'s polynomial (breadth-first) mode, which rules out
-// exponential backtracking (and back-references), or a plain substring search when the pattern
-// has no metacharacter.
+// A compiled search: RE2, whose automata match in time linear in the line whatever the pattern
+// (no backtracking, so no back-references or look-around), or a plain substring search when the
+// pattern has no metacharacter.
 struct Matcher {
-  std::optional<std::regex> re;
+  std::unique_ptr<const re2::RE2> re;
   std::string literal;
   bool ignore_case = false;
 
   [[nodiscard]] bool Match(std::string_view line) const {
-    if (re) return std::regex_search(line.begin(), line.end(), *re);
+    if (re) return re2::RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *re);
     if (!ignore_case) return line.find(literal) != std::string_view::npos;
     std::string lowered(line);
     std::transform(lowered.begin(), lowered.end(), lowered.begin(), LowerAscii);
@@ -362,35 +368,44 @@ struct Matcher {
   }
 };
 
-std::string DescribeRegexError(const std::regex_error& e) {
-  switch (e.code()) {
-    case std::regex_constants::error_collate:
-      return "invalid collating element";
-    case std::regex_constants::error_ctype:
-      return "invalid character class";
-    case std::regex_constants::error_escape:
-      return "invalid escape or trailing backslash";
-    case std::regex_constants::error_backref:
-      return "back-references are not supported (or refer to a missing group)";
-    case std::regex_constants::error_brack:
-      return "unbalanced [ ]";
-    case std::regex_constants::error_paren:
-      return "unbalanced ( )";
-    case std::regex_constants::error_brace:
-      return "unbalanced { }";
-    case std::regex_constants::error_badbrace:
-      return "invalid range in { }";
-    case std::regex_constants::error_range:
-      return "invalid character range";
-    case std::regex_constants::error_space:
-      return "the expression is too large";
-    case std::regex_constants::error_badrepeat:
-      return "a repeat (* + ? {n}) has nothing to repeat";
-    case std::regex_constants::error_complexity:
-    case std::regex_constants::error_stack:
-      return "the expression is too complex";
+// What is wrong with a pattern RE2 refused, in words, with the offending piece where RE2 names one.
+std::string DescribeRegexError(const re2::RE2& re) {
+  const std::string& arg = re.error_arg();
+  const std::string at = arg.empty() ? "" : ": `" + SanitizeUtf8(arg) + "`";
+  switch (re.error_code()) {
+    case re2::RE2::ErrorBadEscape:
+      if (arg.size() == 2 && arg[0] == '\\' && arg[1] >= '1' && arg[1] <= '9') {
+        return "back-references are not supported" + at;
+      }
+      return "invalid escape" + at;
+    case re2::RE2::ErrorTrailingBackslash:
+      return "trailing backslash";
+    case re2::RE2::ErrorBadCharClass:
+      return "invalid character class" + at;
+    case re2::RE2::ErrorBadCharRange:
+      return "invalid character range" + at;
+    case re2::RE2::ErrorMissingBracket:
+      return "unbalanced [ ]" + at;
+    case re2::RE2::ErrorMissingParen:
+    case re2::RE2::ErrorUnexpectedParen:
+      return "unbalanced ( )" + at;
+    case re2::RE2::ErrorRepeatArgument:
+      return "a repeat (* + ? {n}) has nothing to repeat" + at;
+    case re2::RE2::ErrorRepeatSize:
+      return "invalid or too large a count in { } (at most 1000)" + at;
+    case re2::RE2::ErrorRepeatOp:
+      return "invalid repeat" + at;
+    case re2::RE2::ErrorBadPerlOp:
+      return "look-around and this (? ...) group are not supported" + at;
+    case re2::RE2::ErrorBadUTF8:
+      return "the pattern is not valid UTF-8";
+    case re2::RE2::ErrorBadNamedCapture:
+      return "invalid named group" + at;
+    case re2::RE2::ErrorPatternTooLarge:
+      return "the expression is too large (its compiled form does not fit the " +
+             std::to_string(kRegexMaxMem >> 20) + " MiB limit)";
     default:
-      return e.what();
+      return SanitizeUtf8(re.error());
   }
 }
 
@@ -641,25 +656,20 @@ Prepared PrepareGrep(const EnvPtr& env, const nlohmann::json& args) {
                      LowerAscii);
     }
   } else {
-    auto flags = std::regex_constants::ECMAScript;
-#if defined(__GLIBCXX__)
-    // Breadth-first matching: polynomial time, no back-references (a hostile or careless pattern
-    // like (a+)+b cannot hang the agent).
-    flags |= std::regex_constants::__polynomial;
-#endif
-    if (ignore_case) flags |= std::regex_constants::icase;
-    try {
-      matcher.re.emplace(pattern, flags);
-    } catch (const std::regex_error& e) {
+    re2::RE2::Options options;
+    options.set_log_errors(false);  // the error goes back to the model, not to stderr
+    options.set_max_mem(kRegexMaxMem);
+    options.set_case_sensitive(!ignore_case);
+    auto re =
+        std::make_unique<const re2::RE2>(re2::StringPiece(pattern.data(), pattern.size()), options);
+    if (!re->ok()) {
       return ToolOutcome::Fail("bad_arguments",
                                "grep: invalid regular expression /" + SanitizeUtf8(pattern) +
-                                   "/: " + DescribeRegexError(e),
-                               "use ECMAScript regex syntax; escape literal metacharacters "
-                               "with a backslash");
-    } catch (const std::exception& e) {
-      return ToolOutcome::Fail("bad_arguments",
-                               std::string("grep: cannot compile the pattern: ") + e.what());
+                                   "/: " + DescribeRegexError(*re),
+                               "use RE2 syntax (Perl-like, without back-references or "
+                               "look-around); escape literal metacharacters with a backslash");
     }
+    matcher.re = std::move(re);
   }
   IncludeFilter include;
   if (args.contains("include")) {

@@ -56,7 +56,8 @@ const nlohmann::json& ToolboxSchemas() {
         {"pattern"}));
     all.push_back(Tool(
         "grep",
-        "Search file contents with a regular expression (ECMAScript syntax, no back-references). "
+        "Search file contents with a regular expression (RE2 syntax: Perl-like, no back-references "
+        "or look-around). "
         "Prints \"path:line: text\" for each matching line. Binary and very large files are "
         "skipped; .git/ is not searched.",
         {{"pattern", Prop("string", "regular expression")},
