@@ -11,7 +11,7 @@ namespace cagent::launcher::cli {
 
 struct ProfileOptions {
   std::string dir = ".";
-  std::string name;           // "" = the repository's name (RepositoryProfileName)
+  std::string name;            // "" = the repository's name (RepositoryProfileName)
   bool in_repository = false;  // --in-repo: DIR/.cagent/NAME.cagent instead of CONFIG/repos/KEY/
   bool force = false;
   bool dry_run = false;
