@@ -194,7 +194,7 @@ line() {  # ID MODEL_FILE
 }
 # The task file and the results live in directories with spaces (paths reach the script quoted).
 mkdir -p "$tmp/the tasks"
-ln -s "$tmp/repos" "$tmp/the tasks/repos"
+ln -s ../repos "$tmp/the tasks/repos"  # relative: RESOLVE_BENEATH refuses an absolute link
 tasks="$tmp/the tasks/tasks.jsonl"
 {
   line ok-1 "$session"
