@@ -19,7 +19,8 @@
 // directory the operator names (`--task-root DIR`). Each is opened beneath the root with
 // openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), the kernel's check rather than a string
 // prefix: "..", an absolute path elsewhere and a symlink that leads out are refused alike (a
-// symlink that stays beneath the root is followed). The path kept is the file's own, link-free
+// relative symlink that stays beneath the root is followed; an absolute one is refused). The path
+// kept is the file's own, link-free
 // (/proc/self/fd), so what runs later names what was checked. `--trust-task-paths` turns the rule
 // off for a task file the operator wrote or vetted: then paths resolve anywhere, as a shell would.
 // Profile NAMES are not paths: they resolve through cagent run's search path as always.

@@ -184,8 +184,7 @@ cat >"$tmp/slow-session.jsonl" <<EOF
 {"tool_calls": [{"id": "call_2", "name": "finish", "arguments": {"summary": "unreachable"}}]}
 EOF
 # The task file's paths must stay beneath its task root (--task-root "$tmp" here, which holds the
-# repositories, the sessions and the task; the tasks directory's "repos" is a relative symlink
-# into it: an absolute one is refused, openat2 RESOLVE_BENEATH never follows one).
+# repositories, the sessions and the task; the tasks directory's "repos" is a symlink into it).
 cp "$src/examples/fix-add/session.jsonl" "$src/examples/fix-add/task.md" "$tmp/"
 session=$tmp/session.jsonl
 task=$tmp/task.md
@@ -195,7 +194,7 @@ line() {  # ID MODEL_FILE
 }
 # The task file and the results live in directories with spaces (paths reach the script quoted).
 mkdir -p "$tmp/the tasks"
-ln -s ../repos "$tmp/the tasks/repos"  # relative: a link that stays beneath the task root
+ln -s ../repos "$tmp/the tasks/repos"  # relative: RESOLVE_BENEATH refuses an absolute link
 tasks="$tmp/the tasks/tasks.jsonl"
 {
   line ok-1 "$session"

@@ -351,6 +351,12 @@ TEST_F(TaskPathsTest, ASymlinkThatStaysInsideIsFollowedAndRecordedLinkFree) {
   ASSERT_TRUE(r.ok()) << r.error().Message();
   EXPECT_EQ((*r)[0].task_file, root_ + "/task.md");
   EXPECT_TRUE((*r)[0].paths_confined);
+  // An absolute link is refused even when it points inside: RESOLVE_BENEATH's rule.
+  fs::create_symlink(root_ + "/task.md", root_ + "/absolute.md");
+  EXPECT_THAT(
+      ErrorOf(R"({"id": "t", "repo": "repos/calc", "profile": "p", "task_file": "absolute.md"})"
+              "\n"),
+      HasSubstr("leads outside the task root"));
 }
 
 TEST_F(TaskPathsTest, TheOperatorCanNameAWiderTaskRoot) {
