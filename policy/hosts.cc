@@ -1,10 +1,10 @@
 #include "policy/hosts.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <array>
 #include <cstring>
+
+#include "common/host_name.h"
 
 namespace cagent::policy {
 namespace {
@@ -45,108 +45,63 @@ constexpr std::array<std::string_view, 20> kSharedHosting = {
 };
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsLabelByte(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) || c == '-';
-}
 char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool AllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), IsDigit);
 }
 
-std::string_view LastLabel(std::string_view name) {
-  const std::size_t dot = name.rfind('.');
-  return dot == std::string_view::npos ? name : name.substr(dot + 1);
-}
-
-std::optional<std::array<unsigned char, 4>> ParseIpv4(std::string_view text) {
-  if (text.empty() || text.size() > 15) return std::nullopt;
-  std::array<char, 16> buf{};
-  std::copy(text.begin(), text.end(), buf.begin());
-  std::array<unsigned char, 4> out{};
-  if (inet_pton(AF_INET, buf.data(), out.data()) != 1) return std::nullopt;
-  return out;
-}
-
-std::optional<std::array<unsigned char, 16>> ParseIpv6(std::string_view text) {
-  if (text.empty() || text.size() > 45) return std::nullopt;
-  std::array<char, 46> buf{};
-  std::copy(text.begin(), text.end(), buf.begin());
-  std::array<unsigned char, 16> out{};
-  if (inet_pton(AF_INET6, buf.data(), out.data()) != 1) return std::nullopt;
-  return out;
-}
-
-std::string Ipv6Text(const std::array<unsigned char, 16>& bytes) {
-  std::array<char, INET6_ADDRSTRLEN> buf{};
-  if (inet_ntop(AF_INET6, bytes.data(), buf.data(), buf.size()) == nullptr) return {};
-  return {buf.data()};
-}
-
-std::string Ipv4Text(const std::array<unsigned char, 4>& b) {
-  return std::to_string(b[0]) + "." + std::to_string(b[1]) + "." + std::to_string(b[2]) + "." +
-         std::to_string(b[3]);
-}
-
-// What is wrong with `name` (a host name, one trailing dot allowed), with offsets relative to
-// `base` in the enclosing text; nullopt when it is a valid name.
+// What is wrong with `name` (a host name, one trailing dot allowed; the grammar is
+// common/host_name.h's), in words, with offsets relative to `base` in the enclosing text; nullopt
+// when it is a valid name.
 std::optional<HostPatternError> NameError(std::string_view name, std::size_t base) {
-  auto fail = [&](std::size_t at, std::size_t len, std::string message,
-                  std::string hint = std::string(kPatternForms)) {
-    return HostPatternError{base + at, std::max<std::size_t>(len, 1), std::move(message),
-                            std::move(hint)};
+  const std::optional<HostNameProblem> problem = CheckHostName(name);
+  if (!problem) return std::nullopt;
+  auto fail = [&](std::string message, std::string hint = std::string(kPatternForms)) {
+    return HostPatternError{base + problem->offset, std::max<std::size_t>(problem->length, 1),
+                            std::move(message), std::move(hint)};
   };
   std::string_view body = name;
   if (body.ends_with('.')) body.remove_suffix(1);
-  if (body.empty()) return fail(0, name.size(), "empty host name");
-  if (body.size() > kMaxName) {
-    return fail(0, name.size(),
-                "host name is " + std::to_string(body.size()) + " bytes long; at most " +
-                    std::to_string(kMaxName) + " are allowed");
-  }
-  std::size_t start = 0;
-  while (start <= body.size()) {
-    std::size_t end = body.find('.', start);
-    if (end == std::string_view::npos) end = body.size();
-    const std::string_view label = body.substr(start, end - start);
-    if (label.empty()) {
-      return fail(start, 1, "empty label in host name '" + std::string(name) + "'",
+  switch (problem->fault) {
+    case HostNameFault::kEmpty:
+      return fail("empty host name");
+    case HostNameFault::kTooLong:
+      return fail("host name is " + std::to_string(body.size()) + " bytes long; at most " +
+                  std::to_string(kMaxName) + " are allowed");
+    case HostNameFault::kEmptyLabel:
+      return fail("empty label in host name '" + std::string(name) + "'",
                   "labels are separated by single dots: a.example.com");
-    }
-    for (std::size_t i = 0; i < label.size(); ++i) {
-      const char c = label[i];
-      if (IsLabelByte(c)) continue;
+    case HostNameFault::kBadByte: {
+      const char c = name[problem->offset];
       if (c == '*') {
-        return fail(start + i, 1, "'*' is allowed only as the whole first label",
+        return fail("'*' is allowed only as the whole first label",
                     "write *.example.com (its subdomains) or * (any host)");
       }
+      if (c == '_') {
+        return fail("invalid character '_' in host name",
+                    "host names are letters, digits, '-' and dots ('_' belongs to DNS records, "
+                    "not to host names)");
+      }
       const bool ascii = static_cast<unsigned char>(c) < 0x80;
-      return fail(start + i, 1,
-                  ascii ? "invalid character '" + std::string(1, c) + "' in host name"
+      return fail(ascii ? "invalid character '" + std::string(1, c) + "' in host name"
                         : std::string("non-ASCII byte in host name"),
                   ascii ? "host names are letters, digits, '-' and dots"
                         : "write an internationalised name in its xn-- (punycode) form");
     }
-    if (label.size() > kMaxLabel) {
-      return fail(start, label.size(),
-                  "label is " + std::to_string(label.size()) + " bytes long; at most " +
-                      std::to_string(kMaxLabel) + " are allowed");
-    }
-    if (label.front() == '-' || label.back() == '-') {
-      return fail(start, label.size(), "label '" + std::string(label) + "' starts or ends with '-'",
+    case HostNameFault::kLabelTooLong:
+      return fail("label is " + std::to_string(problem->length) + " bytes long; at most " +
+                  std::to_string(kMaxLabel) + " are allowed");
+    case HostNameFault::kHyphenAtEdge:
+      return fail("label '" + std::string(name.substr(problem->offset, problem->length)) +
+                      "' starts or ends with '-'",
                   "labels are letters and digits, with '-' only inside");
-    }
-    start = end + 1;
+    case HostNameFault::kNumericLast:
+      return fail("'" + std::string(name) + "' is neither a host name nor an IPv4 address",
+                  "a name cannot end in a numeric label; IPv4 addresses are four numbers "
+                  "0..255: 10.0.0.5");
   }
-  if (AllDigits(LastLabel(body))) {
-    return fail(0, name.size(),
-                "'" + std::string(name) +
-                    "' is neither a host name nor an IPv4 "
-                    "address",
-                "a name cannot end in an all-digit label; IPv4 addresses are four numbers "
-                "0..255: 10.0.0.5");
-  }
-  return std::nullopt;
+  return fail("invalid host name");
 }
 
 std::string LowerName(std::string_view name) {
@@ -168,25 +123,6 @@ std::string Authority(std::string_view text) {
 }
 
 }  // namespace
-
-bool IsAddressLiteral(std::string_view normalized) {
-  return normalized.find(':') != std::string_view::npos || AllDigits(LastLabel(normalized));
-}
-
-std::optional<std::string> NormalizeHost(std::string_view host) {
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-    if (host.find(':') == std::string_view::npos) return std::nullopt;
-  }
-  if (host.find(':') != std::string_view::npos) {
-    auto bytes = ParseIpv6(host);
-    if (!bytes) return std::nullopt;
-    return Ipv6Text(*bytes);
-  }
-  if (auto v4 = ParseIpv4(host)) return Ipv4Text(*v4);
-  if (NameError(host, 0)) return std::nullopt;
-  return LowerName(host);
-}
 
 std::string HostPortText(std::string_view host, std::uint16_t port) {
   std::string out =
@@ -233,8 +169,8 @@ std::variant<HostPattern, HostPatternError> ParseHostPattern(std::string_view te
     const std::size_t colon = text.find(':');
     if (colon != std::string_view::npos && text.find(':', colon + 1) != std::string_view::npos) {
       return Err{0, text.size(), "IPv6 addresses are written in brackets",
-                 ParseIpv6(text) ? "write [" + std::string(text) + "]"
-                                 : std::string("write [fd00::5] or [fd00::5]:443")};
+                 ParseIpv6Literal(text) ? "write [" + std::string(text) + "]"
+                                        : std::string("write [fd00::5] or [fd00::5]:443")};
     }
     if (colon != std::string_view::npos) {
       host = text.substr(0, colon);
@@ -262,13 +198,13 @@ std::variant<HostPattern, HostPatternError> ParseHostPattern(std::string_view te
 
   const std::size_t host_at = bracketed ? 1 : 0;
   if (bracketed) {
-    auto bytes = ParseIpv6(host);
+    auto bytes = ParseIpv6Literal(host);
     if (!bytes) {
       return Err{0, host.size() + 2, "invalid IPv6 address '" + std::string(host) + "'",
                  "write a literal such as [fd00::5] (no zone, no port inside the brackets)"};
     }
     out.kind = HostPattern::Kind::kAddress;
-    out.host = Ipv6Text(*bytes);
+    out.host = Ipv6LiteralText(*bytes);
     return out;
   }
   if (host.empty()) {
@@ -290,9 +226,9 @@ std::variant<HostPattern, HostPatternError> ParseHostPattern(std::string_view te
                "write *." + std::string(host.substr(1)) +
                    " for its subdomains (the name itself needs a rule of its own)"};
   }
-  if (auto v4 = ParseIpv4(host)) {
+  if (auto v4 = ParseIpv4Literal(host)) {
     out.kind = HostPattern::Kind::kAddress;
-    out.host = Ipv4Text(*v4);
+    out.host = Ipv4LiteralText(*v4);
     return out;
   }
   if (auto bad = NameError(host, host_at)) return *bad;
@@ -361,7 +297,7 @@ std::vector<std::uint16_t> HostPorts(const Policy& policy) {
 std::string_view RestrictedRange(std::string_view normalized) {
   std::array<unsigned char, 4> v4{};
   if (normalized.find(':') != std::string_view::npos) {
-    auto v6 = ParseIpv6(normalized);
+    auto v6 = ParseIpv6Literal(normalized);
     if (!v6) return "";
     const auto& b = *v6;
     auto zero = [&](std::size_t from, std::size_t to) {
@@ -385,7 +321,7 @@ std::string_view RestrictedRange(std::string_view normalized) {
       if (b[0] == 0xff) return "multicast";
       return "";
     }
-  } else if (auto parsed = ParseIpv4(normalized)) {
+  } else if (auto parsed = ParseIpv4Literal(normalized)) {
     v4 = *parsed;
   } else {
     return "";

@@ -1,11 +1,10 @@
 // Host names, IP literals and the patterns of the `hosts` section (docs/policy-language.md,
 // "hosts"). Pure: no I/O, no name resolution.
 //
-// A host is a name (labels of [A-Za-z0-9-], 1..63 bytes, not starting or ending with '-', at most
-// 253 bytes in all; compared lowercase, one trailing dot ignored), an IPv4 literal (dotted quad)
-// or an IPv6 literal (written in brackets in patterns and requests, compared in canonical form).
-// The checker (patterns), the engine (requests) and the audit (address ranges, shared hosting)
-// use these, and so can the egress proxy, so all of them agree on what a host is.
+// A host is a name, an IPv4 literal or an IPv6 literal as common/host_name.h defines them
+// (literals written in brackets in patterns, compared in canonical form). The checker (patterns),
+// the engine (requests) and the audit (address ranges, shared hosting) use these, and the egress
+// proxy uses the same common/host_name.h, so all of them agree on what a host is.
 #pragma once
 
 #include <cstddef>
@@ -15,18 +14,15 @@
 #include <string_view>
 #include <variant>
 
+#include "common/host_name.h"
 #include "policy/ir.h"
 
 namespace cagent::policy {
 
-// `host` as the hosts rules compare it: lowercase, one trailing dot stripped, an IPv6 literal
-// (with or without brackets) in canonical form without brackets, an IPv4 literal as a dotted
-// quad. nullopt when it is neither a valid name nor an IP literal (empty, bad characters, a label
-// too long, an IPv6 zone, a name whose last label is all digits but is no IPv4 address).
-[[nodiscard]] std::optional<std::string> NormalizeHost(std::string_view host);
-
-// Whether `normalized` (NormalizeHost's output) is an IP literal rather than a name.
-[[nodiscard]] bool IsAddressLiteral(std::string_view normalized);
+// What a host is (names, IPv4 and IPv6 literals) and its normal form are common/host_name.h's,
+// shared with the egress proxy: NormalizeHost and IsAddressLiteral are those.
+using cagent::IsAddressLiteral;
+using cagent::NormalizeHost;
 
 // `host` (normalised) as written before ":PORT": IPv6 literals in brackets.
 [[nodiscard]] std::string HostPortText(std::string_view host, std::uint16_t port);

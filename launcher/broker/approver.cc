@@ -453,6 +453,16 @@ std::string ApprovalDetails(const ApprovalRequest& request) {
   return out;
 }
 
+std::string NeedsApprovalReason(const ApprovalRequest& request) {
+  constexpr std::size_t kMaxAction = 200;
+  std::string action = Printable(std::string_view(request.action).substr(0, kMaxAction));
+  if (request.action.size() > kMaxAction) action += "...";
+  std::string out =
+      Printable(request.tool) + " " + action + " needs approval (rule " + Printable(request.rule);
+  if (!request.location.empty()) out += " at " + Printable(request.location);
+  return out + ")";
+}
+
 std::string TerminalPrompt(const ApprovalRequest& request, std::size_t waiting) {
   return Prompt(request, waiting);
 }

@@ -70,6 +70,13 @@ class Approver {
 // uses, so the channels cannot drift apart. Pure.
 std::string ApprovalDetails(const ApprovalRequest& request);
 
+// Why a session stopped at `request` (--approve stop, nobody asked): "TOOL ACTION needs approval
+// (rule RULE at LOCATION)", every field through TerminalSafe on one line and the action cut to
+// 200 bytes, as ApprovalDetails shows them, so the reason a person reads (the terminal's last
+// line, an MCP client's notice, session.json) cannot forge a line or read differently from what
+// the action is. Pure.
+std::string NeedsApprovalReason(const ApprovalRequest& request);
+
 // The terminal approver's whole prompt for `request` with `waiting` more queued after it: a
 // header line, ApprovalDetails(request), the queue, the choices and "> ". Pure; exposed for tests.
 std::string TerminalPrompt(const ApprovalRequest& request, std::size_t waiting);

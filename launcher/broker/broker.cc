@@ -1210,10 +1210,7 @@ void Broker::Impl::AskApproval(std::uint64_t id, const protocol::ToolRequest& re
     // go on, auto would allow it), and a pre-approval applies under every mode, as above.
     Deny(id, call, decision, location, DenialCause::kHeadless, "--approve stop");
     outcome_.needs_approval = req;
-    End(BrokerOutcome::Status::kNeedsApproval,
-        ShortText(call.action, 200) + " needs approval (rule " + decision.rule +
-            (location.empty() ? "" : " at " + location) + ")",
-        true);
+    End(BrokerOutcome::Status::kNeedsApproval, NeedsApprovalReason(req), true);
     return;
   }
   const policy::Verdict effective = config_.approval == ApprovalMode::kNever

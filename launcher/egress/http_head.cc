@@ -1,8 +1,8 @@
 #include "launcher/egress/http_head.h"
 
 #include <algorithm>
-#include <boost/asio/ip/address.hpp>
-#include <boost/system/error_code.hpp>
+
+#include "common/host_name.h"
 
 namespace cagent::launcher::egress {
 namespace {
@@ -127,48 +127,6 @@ HttpHeadParse ParseHttpHead(std::string_view data, std::size_t limit) {
   }
   p.status = HttpHeadParse::Status::kComplete;
   return p;
-}
-
-std::optional<std::string> NormalizeHost(std::string_view host) {
-  if (host.empty() || host.size() > 254) {
-    return std::nullopt;
-  }
-  boost::system::error_code ec;
-  const std::string text(host);
-  const auto literal = boost::asio::ip::make_address(text, ec);
-  if (!ec) {
-    if (literal.is_v6() && literal.to_v6().scope_id() != 0) {
-      return std::nullopt;  // a zone index names an interface, not a destination
-    }
-    return literal.to_string();
-  }
-  std::string name;
-  name.reserve(host.size());
-  for (char c : host) {
-    name.push_back(Lower(c));
-  }
-  if (name.back() == '.') {
-    name.pop_back();
-  }
-  if (name.empty() || name.size() > 253) {
-    return std::nullopt;
-  }
-  std::size_t label = 0;
-  for (std::size_t i = 0; i <= name.size(); ++i) {
-    if (i == name.size() || name[i] == '.') {
-      if (label == 0 || label > 63) {
-        return std::nullopt;
-      }
-      label = 0;
-      continue;
-    }
-    const char c = name[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) {
-      return std::nullopt;
-    }
-    ++label;
-  }
-  return name;
 }
 
 std::optional<Authority> ParseAuthority(std::string_view text, std::uint16_t default_port) {

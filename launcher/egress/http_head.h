@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/host_name.h"
+
 namespace cagent::launcher::egress {
 
 struct HttpHeader {
@@ -36,10 +38,9 @@ struct HttpHeadParse {
 // longer than `limit` bytes (or, while incomplete, `data` already past it) is kTooLarge.
 [[nodiscard]] HttpHeadParse ParseHttpHead(std::string_view data, std::size_t limit);
 
-// A destination host as the proxy passes it on: a name lowercased with one trailing dot
-// stripped (letters, digits, '-', '_', labels of 1-63 bytes, at most 253 bytes), or an IP literal
-// in its canonical text (IPv6 without brackets). nullopt: not a host.
-[[nodiscard]] std::optional<std::string> NormalizeHost(std::string_view host);
+// A destination host as the proxy passes it on is common/host_name.h's NormalizeHost: the same
+// grammar and normal form the policy's hosts rules use.
+using cagent::NormalizeHost;
 
 struct Authority {
   std::string host;  // normalized (NormalizeHost)

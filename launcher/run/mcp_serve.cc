@@ -450,8 +450,8 @@ class ElicitingApprover : public broker::Approver {
       if (stop_) {
         if (broker::Broker* b = bridge_->broker()) {
           b->Stop(BrokerOutcome::Status::kNeedsApproval,
-                  request.tool + " " + request.action + " needs approval (rule " + request.rule +
-                      "); pre-approve it with --pre-approve " + request.digest);
+                  broker::NeedsApprovalReason(request) +
+                      "; pre-approve it with --pre-approve sha256:" + request.digest);
         }
       }
       return;

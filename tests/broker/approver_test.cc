@@ -17,6 +17,8 @@
 #include <optional>
 #include <string>
 
+#include "common/terminal_text.h"
+
 namespace cagent::launcher::broker {
 namespace {
 
@@ -387,6 +389,32 @@ TEST(ApprovalDetailsTest, OneEscapedLinePerFieldWhateverTheFieldsHold) {
   const std::string prompt = TerminalPrompt(req, 2);
   EXPECT_NE(prompt.find(details), std::string::npos) << prompt;
   EXPECT_NE(prompt.find("(2 more waiting after this one)"), std::string::npos) << prompt;
+}
+
+// The reason a stopped session gives (--approve stop: the terminal's last line, an MCP client's
+// notice, session.json) shows the action as the prompt does. The twin is the concatenation it
+// replaced: with the raw action the reason carries a forged second line and the bidi override.
+TEST(NeedsApprovalReasonTest, TheActionIsEscapedOnOneLineAsInThePrompt) {
+  ApprovalRequest req = NpmRequest();
+  req.action = "touch a\u202E\u200B\x1b[2J\nrule: allow *\r";
+  req.rule = "ask touch *";
+  req.location = "p.cagent:1:1";
+  const std::string raw = req.tool + " " + req.action + " needs approval (rule " + req.rule + ")";
+  EXPECT_NE(raw.find("\nrule: allow"), std::string::npos);
+  EXPECT_NE(raw.find("\u202E"), std::string::npos);
+
+  const std::string reason = NeedsApprovalReason(req);
+  EXPECT_TRUE(IsTerminalSafe(reason)) << reason;
+  EXPECT_EQ(reason.find('\n'), std::string::npos);
+  EXPECT_EQ(reason.find("\u202E"), std::string::npos);
+  EXPECT_NE(reason.find("touch a\\u{202E}\\u{200B}\\x1b[2J\\nrule: allow *\\r needs approval "
+                        "(rule ask touch * at p.cagent:1:1)"),
+            std::string::npos)
+      << reason;
+  // A long action is cut, and says so.
+  req.action = std::string(500, 'x');
+  EXPECT_NE(NeedsApprovalReason(req).find(std::string(200, 'x') + "... needs approval"),
+            std::string::npos);
 }
 
 TEST_F(TerminalApproverTest, ThePromptShowsWhereThePathResolvesTo) {

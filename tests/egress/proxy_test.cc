@@ -874,7 +874,19 @@ long CpuTicks(pid_t pid) {
 // Out of descriptors, the accept loop waits instead of spinning on a listener that stays
 // readable, and serves again once descriptors are free. The proxy runs in a child process whose
 // descriptor limit is just above what it has open.
+//
+// Not under the sanitizers: UBSan's vptr check tests whether a vtable is readable by writing it
+// into a pipe (the sanitizer runtime's IsAccessibleMemoryRange), so in a process with no free
+// descriptor every virtual call it has not seen before is reported as "invalid vptr". That is
+// the report this test once gave in CI (a member call on boost::system's error_category in the
+// out-of-descriptors child). A ten-line program (a virtual call after dup() has taken every
+// descriptor) gets the same report under -fsanitize=undefined and none with a descriptor free: a
+// property of the checker, not of the proxy. The plain build runs it.
 TEST(ProxyLimitsTest, OutOfDescriptorsBacksOffAndRecovers) {
+#ifdef CAGENT_SANITIZE_BUILD
+  GTEST_SKIP() << "UBSan's vptr check needs a free descriptor (it probes memory through a pipe) "
+                  "and this test leaves the process none; it runs in the plain build";
+#endif
   const int listener = ListenTcp("127.0.0.1");
   ASSERT_GE(listener, 0);
   const std::uint16_t port = PortOf(listener);

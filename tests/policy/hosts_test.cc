@@ -52,7 +52,8 @@ TEST(HostsDiagnostics, BadCharacterInALabelPointsAtIt) {
             "in host name\n"
             "    allow foo_bar.com\n"
             "             ^\n"
-            "  hint: host names are letters, digits, '-' and dots\n");
+            "  hint: host names are letters, digits, '-' and dots ('_' belongs to DNS records, "
+            "not to host names)\n");
 }
 
 TEST(HostsDiagnostics, PortZero) {
