@@ -407,7 +407,7 @@ TEST(NeedsApprovalReasonTest, TheActionIsEscapedOnOneLineAsInThePrompt) {
   EXPECT_TRUE(IsTerminalSafe(reason)) << reason;
   EXPECT_EQ(reason.find('\n'), std::string::npos);
   EXPECT_EQ(reason.find("\u202E"), std::string::npos);
-  EXPECT_NE(reason.find("touch a\\u{202E}\\u{200B}\\x1b[2J\\nrule: allow *\\r needs approval "
+  EXPECT_NE(reason.find("touch a\\u{202e}\\u{200b}\\x1b[2J\\nrule: allow *\\r needs approval "
                         "(rule ask touch * at p.cagent:1:1)"),
             std::string::npos)
       << reason;
