@@ -46,8 +46,9 @@ std::optional<std::array<unsigned char, kBytes>> Pton(int family, std::string_vi
 std::optional<HostNameProblem> CheckHostName(std::string_view name) {
   std::string_view body = name;
   if (body.ends_with('.')) body.remove_suffix(1);
-  if (body.empty())
+  if (body.empty()) {
     return HostNameProblem{HostNameFault::kEmpty, 0, std::max<std::size_t>(name.size(), 1)};
+  }
   if (body.size() > kMaxName) return HostNameProblem{HostNameFault::kTooLong, 0, name.size()};
   std::size_t start = 0;
   while (true) {

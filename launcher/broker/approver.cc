@@ -455,7 +455,8 @@ std::string ApprovalDetails(const ApprovalRequest& request) {
 
 std::string NeedsApprovalReason(const ApprovalRequest& request) {
   constexpr std::size_t kMaxAction = 200;
-  std::string action = Printable(std::string_view(request.action).substr(0, kMaxAction));
+  const std::string_view whole = request.action;
+  std::string action = Printable(whole.substr(0, kMaxAction));
   if (request.action.size() > kMaxAction) action += "...";
   std::string out =
       Printable(request.tool) + " " + action + " needs approval (rule " + Printable(request.rule);
