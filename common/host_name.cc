@@ -7,9 +7,6 @@
 namespace cagent {
 namespace {
 
-constexpr std::size_t kMaxName = 253;
-constexpr std::size_t kMaxLabel = 63;
-
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsHexDigit(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 bool IsLabelByte(char c) {
@@ -49,7 +46,9 @@ std::optional<HostNameProblem> CheckHostName(std::string_view name) {
   if (body.empty()) {
     return HostNameProblem{HostNameFault::kEmpty, 0, std::max<std::size_t>(name.size(), 1)};
   }
-  if (body.size() > kMaxName) return HostNameProblem{HostNameFault::kTooLong, 0, name.size()};
+  if (body.size() > kMaxHostNameBytes) {
+    return HostNameProblem{HostNameFault::kTooLong, 0, name.size()};
+  }
   std::size_t start = 0;
   while (true) {
     std::size_t end = body.find('.', start);
@@ -59,7 +58,7 @@ std::optional<HostNameProblem> CheckHostName(std::string_view name) {
     for (std::size_t i = 0; i < label.size(); ++i) {
       if (!IsLabelByte(label[i])) return HostNameProblem{HostNameFault::kBadByte, start + i, 1};
     }
-    if (label.size() > kMaxLabel) {
+    if (label.size() > kMaxHostLabelBytes) {
       return HostNameProblem{HostNameFault::kLabelTooLong, start, label.size()};
     }
     if (label.front() == '-' || label.back() == '-') {

@@ -24,6 +24,10 @@
 
 namespace cagent {
 
+// The limits of a name: bytes in all (the trailing dot not counted) and bytes in one label.
+inline constexpr std::size_t kMaxHostNameBytes = 253;
+inline constexpr std::size_t kMaxHostLabelBytes = 63;
+
 // What is wrong with a name (HostNameProblem::fault), and where (offset, length: the bytes at
 // fault within the text given, for a caret under them).
 enum class HostNameFault : std::uint8_t {

@@ -9,8 +9,6 @@
 namespace cagent::policy {
 namespace {
 
-constexpr std::size_t kMaxName = 253;
-constexpr std::size_t kMaxLabel = 63;
 constexpr std::uint16_t kHttps = 443;
 constexpr std::uint16_t kHttp = 80;
 
@@ -68,7 +66,7 @@ std::optional<HostPatternError> NameError(std::string_view name, std::size_t bas
       return fail("empty host name");
     case HostNameFault::kTooLong:
       return fail("host name is " + std::to_string(body.size()) + " bytes long; at most " +
-                  std::to_string(kMaxName) + " are allowed");
+                  std::to_string(kMaxHostNameBytes) + " are allowed");
     case HostNameFault::kEmptyLabel:
       return fail("empty label in host name '" + std::string(name) + "'",
                   "labels are separated by single dots: a.example.com");
@@ -91,7 +89,7 @@ std::optional<HostPatternError> NameError(std::string_view name, std::size_t bas
     }
     case HostNameFault::kLabelTooLong:
       return fail("label is " + std::to_string(problem->length) + " bytes long; at most " +
-                  std::to_string(kMaxLabel) + " are allowed");
+                  std::to_string(kMaxHostLabelBytes) + " are allowed");
     case HostNameFault::kHyphenAtEdge:
       return fail("label '" + std::string(name.substr(problem->offset, problem->length)) +
                       "' starts or ends with '-'",
