@@ -59,8 +59,12 @@ std::string_view LastLabel(std::string_view name) {
   return dot == std::string_view::npos ? name : name.substr(dot + 1);
 }
 
+// inet_pton reads a C string: a NUL inside `text` would end it early, and "1.2.3.4\0x" would be
+// read as 1.2.3.4. Such text is no address (issue #33).
+bool HasNul(std::string_view text) { return text.find('\0') != std::string_view::npos; }
+
 std::optional<std::array<unsigned char, 4>> ParseIpv4(std::string_view text) {
-  if (text.empty() || text.size() > 15) return std::nullopt;
+  if (text.empty() || text.size() > 15 || HasNul(text)) return std::nullopt;
   std::array<char, 16> buf{};
   std::copy(text.begin(), text.end(), buf.begin());
   std::array<unsigned char, 4> out{};
@@ -69,7 +73,7 @@ std::optional<std::array<unsigned char, 4>> ParseIpv4(std::string_view text) {
 }
 
 std::optional<std::array<unsigned char, 16>> ParseIpv6(std::string_view text) {
-  if (text.empty() || text.size() > 45) return std::nullopt;
+  if (text.empty() || text.size() > 45 || HasNul(text)) return std::nullopt;
   std::array<char, 46> buf{};
   std::copy(text.begin(), text.end(), buf.begin());
   std::array<unsigned char, 16> out{};

@@ -133,12 +133,22 @@ std::optional<std::string> NormalizeHost(std::string_view host) {
   if (host.empty() || host.size() > 254) {
     return std::nullopt;
   }
+  // Only the bytes a name or an IP literal is made of. This comes first because make_address reads
+  // a C string and accepts a zone index: "1.2.3.4\0evil" parsed as 1.2.3.4, and "fe80::1%0" (a
+  // zone index naming no interface, scope id 0) as fe80::1 (issue #33, found by fuzzing).
+  // A zone index names an interface, not a destination, whatever its value.
+  for (const char c : host) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+          c == '_' || c == '.' || c == ':')) {
+      return std::nullopt;
+    }
+  }
   boost::system::error_code ec;
   const std::string text(host);
   const auto literal = boost::asio::ip::make_address(text, ec);
   if (!ec) {
     if (literal.is_v6() && literal.to_v6().scope_id() != 0) {
-      return std::nullopt;  // a zone index names an interface, not a destination
+      return std::nullopt;
     }
     return literal.to_string();
   }
