@@ -1176,15 +1176,6 @@ bool ShellLexer::ExpandBraces(std::size_t begin, bool substitutes, ShellToken& t
   return true;
 }
 
-// The first bytes of the wrappers' names (FindWrapper) and of the shells' (IsShellName).
-constexpr std::array<bool, 256> StartTable(std::string_view firsts) {
-  std::array<bool, 256> t{};
-  for (const char c : firsts) t[static_cast<unsigned char>(c)] = true;
-  return t;
-}
-constexpr std::array<bool, 256> kWrapperStart = StartTable("tnsiec");
-constexpr std::array<bool, 256> kShellStart = StartTable("sbdakmzr");
-
 bool IsShellName(std::string_view argv0) {
   const std::size_t slash = argv0.rfind('/');
   const std::string_view base = slash == std::string_view::npos ? argv0 : argv0.substr(slash + 1);

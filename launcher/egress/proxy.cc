@@ -132,7 +132,9 @@ Result<ResolveOverride> ParseResolveOverride(std::string_view text) {
   }
   error_code ec;
   const auto parsed = asio::ip::make_address(std::string(addr), ec);
-  if (ec || (parsed.is_v6() && parsed.to_v6().scope_id() != 0)) {
+  // make_address reads a C string ("1.2.3.4\0x" would be 1.2.3.4) and takes zone indexes ("%0").
+  if (ec || addr.find_first_of(std::string_view("%\0", 2)) != std::string_view::npos ||
+      (parsed.is_v6() && parsed.to_v6().scope_id() != 0)) {
     return bad("'" + std::string(addr) + "' is not an IP address");
   }
   ResolveOverride o;

@@ -32,6 +32,16 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
+// Whether `host` is an IP literal (SNI and the certificate's name check are for names only).
+// make_address reads a C string, so text with a NUL in it ("1.2.3.4\0evil") is no literal even
+// though the part before the NUL is.
+bool IsAddressLiteral(const std::string& host) {
+  if (host.find('\0') != std::string::npos) return false;
+  boost::system::error_code ec;
+  (void)boost::asio::ip::make_address(host, ec);
+  return !ec;
+}
+
 std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -170,10 +180,8 @@ class Session final : public HttpExchange, public std::enable_shared_from_this<S
     }
     if constexpr (kTls) {
       SSL* ssl_handle = stream_.native_handle();
-      beast::error_code addr_ec;
-      const auto addr = asio::ip::make_address(request_.url.host, addr_ec);
       bool ok = true;
-      if (addr_ec) {
+      if (!IsAddressLiteral(request_.url.host)) {
         // SNI for host names only (RFC 6066 forbids IP literals), and OpenSSL's RFC 6125 host
         // check of the certificate's subjectAltName during the handshake.
         ok = SSL_set_tlsext_host_name(ssl_handle, request_.url.host.c_str()) == 1 &&
@@ -353,6 +361,7 @@ std::string Url::HostHeader() const {
 
 bool IsLoopbackHost(const std::string& host) {
   if (Lower(host) == "localhost") return true;
+  if (host.find('\0') != std::string::npos) return false;  // see IsAddressLiteral
   boost::system::error_code ec;
   const auto addr = boost::asio::ip::make_address(host, ec);
   return !ec && addr.is_loopback();

@@ -42,12 +42,15 @@ Status SseParser::Feed(std::string_view bytes, std::vector<SseEvent>& out) {
       break;
     }
     std::string_view line = bytes.substr(i, end - i);
+    // The limit holds for every line, however the stream was cut into chunks: once it was only
+    // checked for a line begun in an earlier chunk, so the same bytes passed in one chunk and
+    // failed in two (issue #33, found by the sse fuzz target).
+    if (line_.size() + line.size() > max_) {
+      failed_ = true;
+      return PlainError("server-sent events",
+                        "a line is longer than " + std::to_string(max_) + " bytes");
+    }
     if (!line_.empty()) {
-      if (line_.size() + line.size() > max_) {
-        failed_ = true;
-        return PlainError("server-sent events",
-                          "a line is longer than " + std::to_string(max_) + " bytes");
-      }
       line_.append(line);
       line = line_;
     }

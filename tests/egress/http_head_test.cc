@@ -77,6 +77,13 @@ TEST(HttpHeadTest, NormalizeHost) {
   EXPECT_EQ(NormalizeHost("a/b"), std::nullopt);
   EXPECT_EQ(NormalizeHost(std::string(64, 'a') + ".test"), std::nullopt);
   EXPECT_EQ(NormalizeHost("fe80::1%eth0"), std::nullopt);
+  // Issue #33, found by fuzzing: a zone index that names no interface is scope id 0, and
+  // make_address stops reading at a NUL.
+  EXPECT_EQ(NormalizeHost("fe80::1%0"), std::nullopt);
+  EXPECT_EQ(NormalizeHost("fe80::1%nosuchif"), std::nullopt);
+  EXPECT_EQ(NormalizeHost(std::string_view("1.2.3.4\0evil", 12)), std::nullopt);
+  EXPECT_EQ(NormalizeHost(std::string_view("::1\0", 4)), std::nullopt);
+  EXPECT_EQ(ParseAuthority("[fe80::1%0]:443", 0), std::nullopt);
 }
 
 TEST(HttpHeadTest, Authority) {

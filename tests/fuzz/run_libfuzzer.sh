@@ -1,106 +1,142 @@
-#!/bin/sh
-# Builds fuzz targets with clang + libFuzzer (+ ASan/UBSan) and fuzzes a copy of each one's seed
-# corpus for a bounded time. CTest tests `policy_parser_fuzz` and `protocol_decoder_fuzz` (label
-# fuzz) run one target each; with no TARGET given, every target runs in turn.
+#!/usr/bin/env bash
+# Fuzzes the libFuzzer targets of a CAGENT_FUZZ build tree for a bounded time, each on a copy of
+# its seed corpus with its dictionary. The CTest test `libfuzzer` (label fuzz) runs it over every
+# target; CI's fuzz stage runs it directly (.ci/run).
 #
-# Usage: run_libfuzzer.sh SOURCE_DIR WORK_DIR [TARGET...] [libFuzzer flags (starting with -)...]
-#   TARGET: policy_parser | protocol_decoder (default: both, one after the other)
-# Environment: CXX_FUZZ (default clang++), FUZZ_SECONDS per target (default 30).
-# Exit: 0 no finding; 77 skipped (no clang / no libFuzzer; reason printed); other: build failure
-# or a finding (the crashing input is kept in WORK_DIR/<target>/artifacts/).
-set -eu
+# Usage: run_libfuzzer.sh SOURCE_DIR FUZZ_DIR [TARGET...] [libFuzzer flags (starting with -)...]
+#   FUZZ_DIR  the tests/fuzz directory of a build tree configured with -DCAGENT_FUZZ=ON and built
+#             (target cagent_fuzzers); it holds fuzz_targets.txt and cagent_<name>_fuzzer
+#   TARGET    a name from fuzz_targets.txt (default: every one)
+# Environment:
+#   FUZZ_SECONDS          seconds per target (default 30)
+#   FUZZ_JOBS             targets fuzzed at once (default 1)
+#   FUZZ_MAX_LEN          -max_len (default 4096)
+#   CAGENT_SKIP_LIBFUZZER=1  skip: exit 77 at once
+# Exit: 0 no finding; 77 skipped (reason printed: asked to, or not a CAGENT_FUZZ tree); 1 a
+# finding (the crashing input is kept in FUZZ_DIR/libfuzzer/<target>/artifacts/, and its name is
+# printed) or a target that could not run; 2 usage.
+set -euo pipefail
 
 if [ $# -lt 2 ]; then
-  echo "usage: $0 SOURCE_DIR WORK_DIR [TARGET...] [libFuzzer flags...]" >&2
+  echo "usage: $0 SOURCE_DIR FUZZ_DIR [TARGET...] [libFuzzer flags...]" >&2
   exit 2
+fi
+if [ "${CAGENT_SKIP_LIBFUZZER:-0}" = 1 ]; then
+  echo "SKIPPED: CAGENT_SKIP_LIBFUZZER=1 (CI fuzzes in its own stage, from a CAGENT_FUZZ tree)"
+  exit 77
 fi
 src=$(cd "$1" && pwd)
-work=$2
+dir=$(cd "$2" && pwd)
 shift 2
-targets=""
-while [ $# -gt 0 ]; do
-  case $1 in
-    policy_parser | protocol_decoder) targets="$targets $1"; shift ;;
-    -*) break ;;
-    *) echo "error: unknown fuzz target '$1' (policy_parser, protocol_decoder)" >&2; exit 2 ;;
-  esac
-done
-[ -n "$targets" ] || targets="policy_parser protocol_decoder"
-cxx=${CXX_FUZZ:-clang++}
-if [ ! -f "$src/policy/parser.cc" ] || [ ! -f "$src/common/protocol.cc" ]; then
-  echo "error: $src does not look like the cagent source tree (no policy/parser.cc)" >&2
+if [ ! -f "$dir/fuzz_targets.txt" ]; then
+  echo "error: $dir has no fuzz_targets.txt (give the tests/fuzz directory of a build tree)" >&2
   exit 2
 fi
+mapfile -t known <"$dir/fuzz_targets.txt"
+targets=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    -*) break ;;
+    *)
+      if ! printf '%s\n' "${known[@]}" | grep -qx -- "$1"; then
+        echo "error: unknown fuzz target '$1' (one of: ${known[*]})" >&2
+        exit 2
+      fi
+      targets+=("$1")
+      shift
+      ;;
+  esac
+done
+[ ${#targets[@]} -gt 0 ] || for t in "${known[@]}"; do [ -n "$t" ] && targets+=("$t"); done
+flags=("$@")
+
+missing=()
+for t in "${targets[@]}"; do
+  [ -x "$dir/cagent_${t}_fuzzer" ] || missing+=("$t")
+done
+if [ ${#missing[@]} -eq ${#targets[@]} ]; then
+  echo "SKIPPED: no libFuzzer binaries in $dir: this is not a CAGENT_FUZZ tree, or cagent_fuzzers"
+  echo "  was not built. Configure one with: cmake -S $src -B build-fuzz"
+  echo "  -DCMAKE_CXX_COMPILER=clang++ -DCAGENT_FUZZ=ON -DBUILD_TESTING=OFF, then"
+  echo "  cmake --build build-fuzz --target cagent_fuzzers"
+  exit 77
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "error: not built: ${missing[*]} (cmake --build ... --target cagent_fuzzers)" >&2
+  exit 1
+fi
+
 seconds=${FUZZ_SECONDS:-30}
-
-if ! command -v "$cxx" >/dev/null 2>&1; then
-  echo "SKIPPED: $cxx not found (install clang, or set CXX_FUZZ to a clang++ with libFuzzer)"
-  exit 77
-fi
-
-mkdir -p "$work"
-
-# Can this compiler build and link a libFuzzer binary with the sanitizers at all?
-probe="$work/probe.cc"
-cat >"$probe" <<'PROBE'
-#include <cstddef>
-#include <cstdint>
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t*, std::size_t) { return 0; }
-PROBE
-if ! "$cxx" -std=c++20 -fsanitize=fuzzer,address,undefined "$probe" -o "$work/probe" \
-    >"$work/probe.log" 2>&1; then
-  echo "SKIPPED: $cxx cannot link with -fsanitize=fuzzer,address,undefined (libFuzzer missing?):"
-  sed 's/^/  /' "$work/probe.log" | head -n 5
-  exit 77
-fi
-
-flags="-std=c++20 -I$src -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+jobs=${FUZZ_JOBS:-1}
+max_len=${FUZZ_MAX_LEN:-4096}
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+work="$dir/libfuzzer"
 
-# build_and_fuzz TARGET "SOURCES" [libFuzzer flags...]: compiles only what the target needs (in
-# parallel, into an archive so that only the objects the target uses are linked), then fuzzes a
-# copy of its corpus for $seconds.
-build_and_fuzz() {
-  name=$1
-  sources=$2
-  shift 2
-  dir="$work/$name"
-  mkdir -p "$dir/obj" "$dir/artifacts"
-  rm -f "$dir/obj/"*.o "$dir/lib.a"
-  pids=""
-  for f in $sources; do
-    obj="$dir/obj/$(basename "$(dirname "$f")")_$(basename "$f" .cc).o"
-    echo "compiling $f"
-    "$cxx" $flags -fsanitize=fuzzer-no-link,address,undefined -c "$f" -o "$obj" &
-    pids="$pids $!"
-  done
-  for p in $pids; do wait "$p"; done
-  ar rcs "$dir/lib.a" "$dir/obj/"*.o
-  "$cxx" $flags -fsanitize=fuzzer,address,undefined "$src/tests/fuzz/${name}_fuzz.cc" \
-    "$dir/lib.a" -o "$dir/${name}_fuzz"
-
-  # Fuzz a copy: libFuzzer writes new inputs into its corpus directory, and the checked-in seeds
-  # must not change under a test run.
-  corpus="$dir/corpus"
-  rm -rf "$corpus"
-  mkdir -p "$corpus"
-  cp "$src/tests/fuzz/corpus/$name/"* "$corpus/"
-  echo "fuzzing for ${seconds}s: $dir/${name}_fuzz $corpus"
-  "$dir/${name}_fuzz" -max_total_time="$seconds" -max_len=4096 -timeout=10 \
-    -dict="$src/tests/fuzz/$name.dict" -artifact_prefix="$dir/artifacts/" \
-    -print_final_stats=1 "$@" "$corpus"
+# fuzz_one TARGET: fuzzes a copy of the target's corpus (libFuzzer adds what it finds to the
+# corpus directory, and the checked-in seeds must not change under a test run). Output goes to
+# WORK/TARGET/log; the exit status is the fuzzer's.
+fuzz_one() {
+  local t=$1 w="$work/$1"
+  rm -rf "$w"
+  mkdir -p "$w/corpus" "$w/artifacts"
+  cp "$src/tests/fuzz/corpus/$t/"* "$w/corpus/"
+  local dict=()
+  [ -f "$src/tests/fuzz/$t.dict" ] && dict=("-dict=$src/tests/fuzz/$t.dict")
+  "$dir/cagent_${t}_fuzzer" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
+    -rss_limit_mb=2048 "${dict[@]}" -artifact_prefix="$w/artifacts/" -print_final_stats=1 \
+    ${flags[@]+"${flags[@]}"} "$w/corpus" >"$w/log" 2>&1
 }
 
-# One target after the other (each is bounded by $seconds); the first finding stops the run.
-for t in $targets; do
-  case $t in
-    policy_parser)
-      sources="$src/policy/source.cc $src/policy/diagnostics.cc $src/policy/lexer.cc
-               $src/policy/parser.cc $src/common/result.cc" ;;
-    protocol_decoder)
-      sources="$src/common/protocol.cc $src/common/result.cc $src/common/json_text.cc
-               $src/common/text.cc" ;;
-  esac
-  build_and_fuzz "$t" "$sources" "$@"
+# A line per target: its verdict, executions and corpus size at the end.
+report() {
+  local t=$1 status=$2 w="$work/$1"
+  local execs units
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$w/log" | tail -n1)
+  units=$(ls "$w/corpus" | wc -l)
+  if [ "$status" = 0 ]; then
+    printf '  %-18s ok       %10s execs in %ss, corpus %s\n' "$t" "${execs:-?}" "$seconds" "$units"
+  else
+    printf '  %-18s FAILED   exit %s; see %s\n' "$t" "$status" "$w/log"
+    for a in "$w/artifacts/"*; do
+      [ -e "$a" ] && printf '      finding: %s\n' "$a"
+    done
+    grep -m3 -E 'ERROR: |runtime error|SUMMARY' "$w/log" | sed 's/^/      /' || true
+  fi
+}
+
+echo "fuzzing ${#targets[@]} target(s), ${seconds}s each, ${jobs} at a time (work: $work)"
+declare -A pid_of=()
+declare -A status_of=()
+running=0
+for t in "${targets[@]}"; do
+  while [ "$running" -ge "$jobs" ]; do
+    wait -n || true
+    for r in "${!pid_of[@]}"; do
+      if ! kill -0 "${pid_of[$r]}" 2>/dev/null; then
+        wait "${pid_of[$r]}" && status_of[$r]=0 || status_of[$r]=$?
+        unset "pid_of[$r]"
+        running=$((running - 1))
+      fi
+    done
+  done
+  echo "  start $t"
+  fuzz_one "$t" &
+  pid_of[$t]=$!
+  running=$((running + 1))
 done
+for r in "${!pid_of[@]}"; do
+  wait "${pid_of[$r]}" && status_of[$r]=0 || status_of[$r]=$?
+done
+
+failed=0
+echo "results:"
+for t in "${targets[@]}"; do
+  report "$t" "${status_of[$t]}"
+  [ "${status_of[$t]}" = 0 ] || failed=1
+done
+if [ "$failed" != 0 ]; then
+  echo "FAILED: a fuzz target found an input (kept under $work/<target>/artifacts/); replay it"
+  echo "  with cagent_<target>_replay FILE, fix the product code, and add the input to the corpus"
+  exit 1
+fi

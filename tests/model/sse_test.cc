@@ -120,6 +120,20 @@ TEST(SseParser, OverlongLineFails) {
   EXPECT_FALSE(p.Feed("\n\n", out).ok());  // stays failed
 }
 
+// Issue #33, found by fuzzing: the limit once applied only to a line begun in an earlier chunk.
+TEST(SseParser, LineLimitDoesNotDependOnChunking) {
+  const std::string stream = "event: 0123456789abcdef\n\n";  // a 23-byte line, no data
+  SseParser whole(/*max_event_bytes=*/16);
+  std::vector<SseEvent> out;
+  EXPECT_FALSE(whole.Feed(stream, out).ok());
+  SseParser split(/*max_event_bytes=*/16);
+  EXPECT_TRUE(split.Feed(stream.substr(0, 8), out).ok());
+  EXPECT_FALSE(split.Feed(stream.substr(8), out).ok());
+  EXPECT_TRUE(out.empty());
+  SseParser at_limit(/*max_event_bytes=*/16);
+  EXPECT_TRUE(at_limit.Feed("data: 0123456789\n", out).ok());  // 16 bytes: at the limit
+}
+
 TEST(SseParser, OverlongEventDataFails) {
   SseParser p(/*max_event_bytes=*/16);
   std::vector<SseEvent> out;

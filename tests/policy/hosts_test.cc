@@ -302,6 +302,10 @@ TEST(HostPatternTest, NormalizeHost) {
   EXPECT_EQ(NormalizeHost("fe80::1%eth0"), std::nullopt);
   EXPECT_EQ(NormalizeHost("010.0.0.5"), std::nullopt);
   EXPECT_EQ(NormalizeHost(""), std::nullopt);
+  // Issue #33: inet_pton reads a C string, so the NUL once ended the address early.
+  EXPECT_EQ(NormalizeHost(std::string_view("1.2.3.4\0evil.example", 20)), std::nullopt);
+  EXPECT_EQ(NormalizeHost(std::string_view("[::1\0x]", 7)), std::nullopt);
+  EXPECT_EQ(NormalizeHost("fe80::1%0"), std::nullopt);
   EXPECT_TRUE(IsAddressLiteral("10.0.0.5"));
   EXPECT_TRUE(IsAddressLiteral("::1"));
   EXPECT_FALSE(IsAddressLiteral("a1.example"));
