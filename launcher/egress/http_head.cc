@@ -223,29 +223,42 @@ std::optional<HttpUrl> ParseHttpUrl(std::string_view target) {
   return url;
 }
 
+namespace {
+
+// Adds the lowercase names a Connection header's value lists (RFC 9110 7.6.1) to `hop`.
+void AddConnectionOptions(std::string_view list, std::vector<std::string>* hop) {
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    const std::string_view item = TrimOws(list.substr(0, comma));
+    std::string lower;
+    for (char c : item) {
+      lower.push_back(Lower(c));
+    }
+    if (!lower.empty()) {
+      hop->push_back(std::move(lower));
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    list.remove_prefix(comma + 1);
+  }
+}
+
+bool InList(const std::vector<std::string>& names, std::string_view name) {
+  return std::any_of(names.begin(), names.end(),
+                     [&](const std::string& n) { return EqualsNoCase(name, n); });
+}
+
+}  // namespace
+
 std::string OriginFormHead(const HttpHead& head, const HttpUrl& url) {
-  // The headers the Connection header names are hop-by-hop too (RFC 9110 7.6.1).
+  // The headers the Connection header names are hop-by-hop too.
   std::vector<std::string> hop = {"connection",       "keep-alive", "proxy-authorization",
                                   "proxy-connection", "te",         "upgrade",
                                   "trailer",          "host",       "proxy-authenticate"};
   for (const auto& h : head.headers) {
     if (EqualsNoCase(h.name, "connection")) {
-      std::string_view list = h.value;
-      while (!list.empty()) {
-        const std::size_t comma = list.find(',');
-        const std::string_view item = TrimOws(list.substr(0, comma));
-        std::string lower;
-        for (char c : item) {
-          lower.push_back(Lower(c));
-        }
-        if (!lower.empty()) {
-          hop.push_back(std::move(lower));
-        }
-        if (comma == std::string_view::npos) {
-          break;
-        }
-        list.remove_prefix(comma + 1);
-      }
+      AddConnectionOptions(h.value, &hop);
     }
   }
   std::string out;
@@ -253,15 +266,76 @@ std::string OriginFormHead(const HttpHead& head, const HttpUrl& url) {
   out.append(head.method).append(" ").append(url.path).append(" ").append(head.version);
   out.append("\r\nHost: ").append(url.authority_text).append("\r\n");
   for (const auto& h : head.headers) {
-    const bool drop = std::any_of(hop.begin(), hop.end(), [&](const std::string& name) {
-      return EqualsNoCase(h.name, name);
-    });
-    if (!drop) {
+    if (!InList(hop, h.name)) {
       out.append(h.name).append(": ").append(h.value).append("\r\n");
     }
   }
   out.append("Connection: close\r\n\r\n");
   return out;
+}
+
+ResponseHead RewriteResponseHead(std::string_view data, std::size_t limit) {
+  ResponseHead r;
+  const std::string_view window = data.substr(0, limit);
+  const std::size_t end = window.find("\r\n\r\n");
+  // "HTTP/1.x NNN": the status line's fixed start. Judged as soon as those bytes are here.
+  constexpr std::string_view kVersion = "HTTP/1.";
+  const std::string_view start = window.substr(0, kVersion.size());
+  if (start != kVersion.substr(0, start.size())) {
+    r.status = ResponseHead::Status::kPassThrough;
+    return r;
+  }
+  if (end == std::string_view::npos) {
+    r.status = data.size() >= limit ? ResponseHead::Status::kPassThrough
+                                    : ResponseHead::Status::kIncomplete;
+    return r;
+  }
+  const std::string_view text = window.substr(0, end + 2);  // every line with its CRLF
+  const std::size_t first_eol = text.find("\r\n");
+  const std::string_view status_line = text.substr(0, first_eol);
+  // "HTTP/1.x" SP 3DIGIT ...
+  if (status_line.size() < 12 || status_line[8] != ' ' ||
+      !std::all_of(status_line.begin() + 9, status_line.begin() + 12,
+                   [](char c) { return c >= '0' && c <= '9'; }) ||
+      (status_line.size() > 12 && status_line[12] != ' ')) {
+    r.status = ResponseHead::Status::kPassThrough;
+    return r;
+  }
+  r.size = end + 4;
+  const std::string_view code = status_line.substr(9, 3);
+  if (code == "101") {
+    r.status = ResponseHead::Status::kPassThrough;
+    return r;
+  }
+  if (code.front() == '1') {
+    r.status = ResponseHead::Status::kInterim;
+    return r;
+  }
+  // The header lines: "NAME:" starts each; anything else (a folded line, a line without a colon)
+  // stays where it is.
+  std::vector<std::string_view> lines;
+  std::vector<std::string> hop = {"connection", "keep-alive", "proxy-connection"};
+  for (std::size_t pos = first_eol + 2; pos < text.size();) {
+    const std::size_t eol = text.find("\r\n", pos);
+    const std::string_view line = text.substr(pos, eol - pos);
+    pos = eol + 2;
+    lines.push_back(line);
+    const std::size_t colon = line.find(':');
+    if (colon != std::string_view::npos && EqualsNoCase(line.substr(0, colon), "connection")) {
+      AddConnectionOptions(TrimOws(line.substr(colon + 1)), &hop);
+    }
+  }
+  r.head.reserve(r.size + 20);
+  r.head.append(status_line).append("\r\n");
+  for (const std::string_view line : lines) {
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos || !InList(hop, line.substr(0, colon))) {
+      r.head.append(line).append("\r\n");
+    }
+  }
+  r.head.append("Connection: close\r\n\r\n");
+  r.status = ResponseHead::Status::kRewritten;
+  return r;
 }
 
 }  // namespace cagent::launcher::egress

@@ -68,4 +68,28 @@ struct HttpUrl {
 // "Connection: close".
 [[nodiscard]] std::string OriginFormHead(const HttpHead& head, const HttpUrl& url);
 
+// The upstream's response head as the client gets it. The proxy asks the upstream to close after
+// one response (OriginFormHead's "Connection: close") and relays one exchange per client
+// connection, so the client must hear that too: an HTTP/1.1 response without it reads as "keep
+// the connection", and a client that sends its next request on it before noticing the close gets
+// a reset (npm's "socket hang up"). So Connection, Keep-Alive, Proxy-Connection and the headers
+// Connection names are removed and "Connection: close" is added (RFC 9112 9.6).
+struct ResponseHead {
+  enum class Status : std::uint8_t {
+    kRewritten,    // `head` replaces the first `size` bytes; the relay is raw after them
+    kInterim,      // a 1xx other than 101: the first `size` bytes pass as they are, a head follows
+    kIncomplete,   // no complete head yet: read more
+    kPassThrough,  // not a head to rewrite (not HTTP/1.x, longer than the limit, a 101): relay
+                   // everything as it is
+  };
+  Status status = Status::kIncomplete;
+  std::size_t size = 0;
+  std::string head;
+};
+
+// The upstream is an allowed host, not the sandbox, and its head is only rewritten for the
+// connection's sake, so this is lenient where ParseHttpHead is strict: anything it does not
+// recognize passes through unchanged. `limit` bounds the bytes looked at.
+[[nodiscard]] ResponseHead RewriteResponseHead(std::string_view data, std::size_t limit);
+
 }  // namespace cagent::launcher::egress

@@ -39,6 +39,8 @@ using boost::system::error_code;
 constexpr std::size_t kRelayBuffer = 64 * 1024;
 constexpr std::size_t kSpliceChunk = 1024 * 1024;  // the pipe's size (F_SETPIPE_SZ)
 constexpr std::size_t kHeadLimit = 16 * 1024;
+// The upstream's response head is looked at (RewriteResponseHead) within this many bytes.
+constexpr std::size_t kResponseHeadLimit = 64 * 1024;
 constexpr std::size_t kHelloLimit = 16 * 1024 + 64;  // a ClientHello in up to 16 KiB of records
 constexpr std::size_t kSocksLimit = 1024;
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
@@ -277,6 +279,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void CheckHello();
   void ReadHello();
   void ReadFrom(bool up);
+  void ReadResponseHead();
+  void OnResponseHeadBytes(const error_code& ec);
   bool SetUpSplice();
   void WaitReadable(bool up);
   void SpliceIn(bool up);
@@ -307,6 +311,11 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<char> up_buf_;  // the head, then client -> upstream
   std::size_t up_len_ = 0;
   std::vector<char> down_buf_;
+  // HTTP forwarding: the upstream's response until its head is rewritten (RewriteResponseHead),
+  // and what goes to the client for it.
+  bool response_head_ = false;
+  std::string response_in_;
+  std::string response_out_;
   std::string out_;  // a reply being written, or the origin-form head for upstream
   Phase phase_ = Phase::kHead;
   std::uint64_t timer_gen_ = 0;
@@ -826,6 +835,7 @@ void Session::OnConnected() {
       return;
     case Via::kHttpForward:
       // The origin-form head is in out_; the body (what followed the head) in up_buf_.
+      response_head_ = true;
       if (!impl_->Spend(out_.size(), true)) {
         return;
       }
@@ -940,6 +950,10 @@ void Session::CheckHello() {
 }
 
 void Session::ReadFrom(bool up) {
+  if (!up && response_head_) {
+    ReadResponseHead();
+    return;
+  }
   if (splice_) {
     WaitReadable(up);
     return;
@@ -950,6 +964,77 @@ void Session::ReadFrom(bool up) {
                        [self = shared_from_this(), up](const error_code& ec, std::size_t n) {
                          self->OnRead(up, ec, n);
                        });
+}
+
+void Session::ReadResponseHead() {
+  const std::size_t have = response_in_.size();
+  response_in_.resize(kResponseHeadLimit);
+  upstream_.async_read_some(asio::buffer(response_in_.data() + have, kResponseHeadLimit - have),
+                            [self = shared_from_this(), have](const error_code& ec, std::size_t n) {
+                              self->response_in_.resize(have + (ec ? 0 : n));
+                              self->OnResponseHeadBytes(ec);
+                            });
+}
+
+// Heads are rewritten as they complete (a 1xx passes and the next is looked at); what is ready
+// goes to the client, and the relay reads on: more of the head, or raw bytes once it is done.
+void Session::OnResponseHeadBytes(const error_code& ec) {
+  if (finished_) {
+    return;
+  }
+  if (ec) {
+    // The upstream ended (or failed) inside a head: the client gets what came, then the end.
+    response_head_ = false;
+    if (response_in_.empty()) {
+      OnRead(false, ec, 0);
+      return;
+    }
+    response_out_ = std::move(response_in_);
+    response_in_.clear();
+    const error_code end = ec;
+    if (!impl_->Spend(response_out_.size(), false)) {
+      return;
+    }
+    rec_.bytes_down += response_out_.size();
+    asio::async_write(client_, asio::buffer(response_out_),
+                      [self = shared_from_this(), end](const error_code& wec, std::size_t) {
+                        if (self->finished_) {
+                          return;
+                        }
+                        if (wec) {
+                          self->Finish(wec.message());
+                          return;
+                        }
+                        self->OnRead(false, end, 0);
+                      });
+    return;
+  }
+  response_out_.clear();
+  for (;;) {
+    const ResponseHead r = RewriteResponseHead(response_in_, kResponseHeadLimit);
+    if (r.status == ResponseHead::Status::kIncomplete) {
+      break;
+    }
+    if (r.status == ResponseHead::Status::kInterim) {
+      response_out_.append(response_in_, 0, r.size);
+      response_in_.erase(0, r.size);
+      continue;
+    }
+    response_head_ = false;
+    if (r.status == ResponseHead::Status::kRewritten) {
+      response_out_.append(r.head);
+      response_in_.erase(0, r.size);
+    }
+    response_out_.append(response_in_);
+    response_in_.clear();
+    response_in_.shrink_to_fit();
+    break;
+  }
+  if (response_out_.empty()) {
+    ReadResponseHead();
+    return;
+  }
+  Forward(false, response_out_.data(), response_out_.size());
 }
 
 // The steady state of a relay without copies through user space: socket -> pipe -> socket with

@@ -143,6 +143,55 @@ TEST(HttpHeadTest, OriginFormDropsHopByHopAndProxyHeaders) {
             "Connection: close\r\n\r\n");
 }
 
+// The response head the client gets says the connection closes: without it an HTTP/1.1 client
+// keeps the connection for its next request, which the proxy (one exchange per connection) then
+// drops: npm's "socket hang up" in the e2e suite.
+TEST(ResponseHeadTest, AKeepAliveResponseIsRewrittenToClose) {
+  const std::string body = "0123456789";
+  const std::string in =
+      "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: keep-alive, X-Hop\r\n"
+      "Keep-Alive: timeout=5\r\nX-Hop: 1\r\nproxy-connection: keep-alive\r\n"
+      "ETag: \"a\"\r\n\r\n";
+  const ResponseHead r = RewriteResponseHead(in + body, 65536);
+  ASSERT_EQ(r.status, ResponseHead::Status::kRewritten);
+  EXPECT_EQ(r.size, in.size());
+  EXPECT_EQ(r.head,
+            "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nETag: \"a\"\r\nConnection: close\r\n\r\n");
+  // A response that says nothing about the connection (Python's http.server, the e2e fixture).
+  const ResponseHead plain = RewriteResponseHead("HTTP/1.1 404 Not Found\r\n\r\n", 65536);
+  ASSERT_EQ(plain.status, ResponseHead::Status::kRewritten);
+  EXPECT_EQ(plain.head, "HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
+  // No reason phrase; HTTP/1.0.
+  EXPECT_EQ(RewriteResponseHead("HTTP/1.0 204\r\n\r\n", 100).head,
+            "HTTP/1.0 204\r\nConnection: close\r\n\r\n");
+}
+
+TEST(ResponseHeadTest, InterimIncompleteAndPassThrough) {
+  const ResponseHead cont = RewriteResponseHead("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 2", 100);
+  EXPECT_EQ(cont.status, ResponseHead::Status::kInterim);
+  EXPECT_EQ(cont.size, 25U);
+  EXPECT_EQ(RewriteResponseHead("HTTP/1.1 101 Switching Protocols\r\n\r\n", 100).status,
+            ResponseHead::Status::kPassThrough);
+  // Byte by byte, every prefix of a head is incomplete, never passed through.
+  const std::string head = "HTTP/1.1 200 OK\r\nA: b\r\n\r\n";
+  for (std::size_t i = 0; i < head.size(); ++i) {
+    EXPECT_EQ(RewriteResponseHead(head.substr(0, i), 100).status, ResponseHead::Status::kIncomplete)
+        << i;
+  }
+  // Not an HTTP/1.x status line: known from the first bytes that differ.
+  EXPECT_EQ(RewriteResponseHead("SSH-2.0", 100).status, ResponseHead::Status::kPassThrough);
+  EXPECT_EQ(RewriteResponseHead("HTTP/2", 100).status, ResponseHead::Status::kPassThrough);
+  EXPECT_EQ(RewriteResponseHead("HTTP/1.1 2x0 OK\r\n\r\n", 100).status,
+            ResponseHead::Status::kPassThrough);
+  EXPECT_EQ(RewriteResponseHead("HTTP/1.1 2000\r\n\r\n", 100).status,
+            ResponseHead::Status::kPassThrough);
+  // A head longer than the limit: passed through as it is, not held.
+  const std::string big = "HTTP/1.1 200 OK\r\nX: " + std::string(200, 'x') + "\r\n\r\n";
+  EXPECT_EQ(RewriteResponseHead(big, 100).status, ResponseHead::Status::kPassThrough);
+  EXPECT_EQ(RewriteResponseHead(big.substr(0, 99), 100).status, ResponseHead::Status::kIncomplete);
+  EXPECT_EQ(RewriteResponseHead(big, big.size()).status, ResponseHead::Status::kRewritten);
+}
+
 TEST(ResolveOverrideTest, Good) {
   auto o = ParseResolveOverride("Pkgs.Test:8080:127.0.0.2");
   ASSERT_TRUE(o.ok()) << o.error().Message();

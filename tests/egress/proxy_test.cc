@@ -160,11 +160,47 @@ TEST_F(ProxyTest, HttpForwardSendsOriginForm) {
   SendAll(c, "dy");
   const std::string response = ReadAll(c);
   ::close(c);
-  EXPECT_EQ(response, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  EXPECT_EQ(response, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
   const std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(seen, "POST /p?q=1 HTTP/1.1\r\nHost: up.test:" + port +
                       "\r\nContent-Length: 4\r\nAccept: */*\r\nConnection: close\r\n\r\nbody");
   EXPECT_EQ(sink_.Wait().dest.via, Via::kHttpForward);
+}
+
+// The client hears that the connection closes after the response, whatever the upstream said
+// (an HTTP/1.1 client would otherwise send its next request on it and get a reset), and however
+// the head arrives: an interim 100 first, the final head in pieces, through both relays.
+TEST_F(ProxyTest, HttpForwardTellsTheClientTheConnectionCloses) {
+  for (const bool splice : {true, false}) {
+    FakeUpstream up([](int fd) {
+      ReadUntil(fd, "\r\n\r\n");
+      const std::string response =
+          "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nConnection: keep-alive\r\n"
+          "Keep-Alive: timeout=5\r\nContent-Length: 5\r\n\r\nhello";
+      for (const char c : response) {
+        SendAll(fd, std::string(1, c));
+      }
+    });
+    policy_->Allow("up.test");
+    ProxyConfig config;
+    config.overrides = {To127("up.test", up.port())};
+    config.use_splice = splice;
+    Start(config);
+    const int c = Client();
+    const std::string port = std::to_string(up.port());
+    SendAll(c, "GET http://up.test:" + port + "/ HTTP/1.1\r\nHost: up.test:" + port +
+                   "\r\nConnection: keep-alive\r\n\r\n");
+    EXPECT_EQ(ReadAll(c),
+              "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+              "Connection: close\r\n\r\nhello")
+        << "splice " << splice;
+    ::close(c);
+    const ConnectionRecord r = sink_.Wait();
+    EXPECT_EQ(r.error, "");
+    EXPECT_EQ(r.bytes_down, 87U);  // what the client got
+    proxy_->Stop();
+    proxy_.reset();
+  }
 }
 
 TEST_F(ProxyTest, HttpForwardDeniedIs403) {

@@ -35,10 +35,12 @@ case $shell in
       _cagent
       printf '%s\n' "${COMPREPLY[@]}"
     }
-    complete_words cagent ex | grep -qx exec || fail "'cagent ex' does not complete to exec"
-    complete_words cagent policy ch | grep -qx check ||
+    # (Here-strings, not pipes: under pipefail a grep -q that exits at its match can fail the
+    # writer with SIGPIPE.)
+    grep -qx exec <<<"$(complete_words cagent ex)" || fail "'cagent ex' does not complete to exec"
+    grep -qx check <<<"$(complete_words cagent policy ch)" ||
       fail "'cagent policy ch' does not complete to check"
-    complete_words cagent exec --pro | grep -qx -- --profile ||
+    grep -qx -- --profile <<<"$(complete_words cagent exec --pro)" ||
       fail "'cagent exec --pro' does not complete to --profile"
     # After --, the sandboxed command's words: nothing of cagent's.
     [ -z "$(complete_words cagent exec -- ex)" ] || fail "'cagent exec -- ex' offers cagent words"
@@ -49,14 +51,25 @@ case $shell in
     printf 'profile mine\nextends base\n' > "$tmp/repo/.cagent/mine.cagent"
     printf 'profile x\nextends base\n' > "$tmp/repo/.cagent/\$(touch pwned).cagent"
     printf 'profile y\nextends base\n' > "$tmp/repo/.cagent/\`touch pwned2\`.cagent"
-    words=$(cd "$tmp/repo" && PATH=$tmp/bin:$PATH complete_words cagent exec --profile '')
-    grep -qx backend <<<"$words" || fail "'cagent exec --profile ' does not offer backend: $words"
-    grep -qx mine <<<"$words" || fail "'--profile ' does not offer the repository's mine: $words"
-    ! grep -q touch <<<"$words" || fail "'--profile ' offers a name that is shell syntax: $words"
-    words=$(cd "$tmp/repo" && PATH=$tmp/bin:$PATH complete_words cagent run --profile back)
+    # The machine's own profiles (~/.config/cagent, $XDG_CONFIG_HOME) are kept out: a HOME of
+    # the test's. On a failure, what `cagent policy list` saw there.
+    mkdir -p "$tmp/home"
+    in_repo() { (cd "$tmp/repo" && export HOME=$tmp/home PATH=$tmp/bin:$PATH &&
+                 unset XDG_CONFIG_HOME CAGENT_CONFIG_DIR && "$@"); }
+    profile_fail() {
+      echo "cagent policy list in the repository:" >&2
+      in_repo cagent policy list >&2 || true
+      fail "$@"
+    }
+    words=$(in_repo complete_words cagent exec --profile '')
+    grep -qx backend <<<"$words" || profile_fail "'cagent exec --profile ' does not offer backend: $words"
+    grep -qx mine <<<"$words" || profile_fail "'--profile ' does not offer the repository's mine: $words"
+    ! grep -q touch <<<"$words" || profile_fail "'--profile ' offers a name that is shell syntax: $words"
+    words=$(in_repo complete_words cagent run --profile back)
     [ "$(sort <<<"$words" | tr '\n' ' ')" = "backend backend-registries " ] ||
-      fail "'cagent run --profile back' offers '$words'"
-    ! ls "$tmp/repo" | grep -q pwned || fail "completing --profile ran a planted command"
+      profile_fail "'cagent run --profile back' offers '$words'"
+    [ ! -e "$tmp/repo/pwned" ] && [ ! -e "$tmp/repo/pwned2" ] ||
+      fail "completing --profile ran a planted command"
     ;;
   zsh)
     # Loaded by compinit from a directory on fpath, as the package installs it.
