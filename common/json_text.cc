@@ -100,4 +100,15 @@ std::size_t JsonDepth(std::string_view text, std::size_t limit) noexcept {
   return deepest;
 }
 
+nlohmann::json ParseJsonWithin(std::string_view text, std::size_t max_depth, bool* too_deep) {
+  const bool deep = JsonDepth(text, max_depth) > max_depth;
+  if (too_deep != nullptr) {
+    *too_deep = deep;
+  }
+  if (deep) {
+    return nlohmann::json::value_t::discarded;
+  }
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
 }  // namespace cagent

@@ -29,4 +29,12 @@ void AppendJsonString(std::string& out, std::string_view text) noexcept;
 // limit + 1. Does not validate the text (a stray closer never takes the count below 0).
 std::size_t JsonDepth(std::string_view text, std::size_t limit) noexcept;
 
+// json::parse(text) without exceptions, refusing first (a discarded value, *too_deep set when
+// given) a text nested deeper than `max_depth`. nlohmann parses and destroys without recursion,
+// but dump() (so JsonText), copies and comparisons recurse once per level: a value of 100 000
+// levels, 200 KB of brackets, overflows the stack in the first of them. Every parse of JSON that
+// someone else wrote (a model's answer, a replay file, a record read back) goes through this.
+nlohmann::json ParseJsonWithin(std::string_view text, std::size_t max_depth,
+                               bool* too_deep = nullptr);
+
 }  // namespace cagent

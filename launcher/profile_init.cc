@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/json_text.h"
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
 #include "launcher/profile_spec.h"
@@ -26,6 +27,8 @@ namespace cagent::launcher {
 namespace {
 
 constexpr std::size_t kMaxReadBytes = 1 << 20;
+// A package.json nests a few levels; a hostile one deeper is read as no scripts.
+constexpr std::size_t kMaxPackageJsonDepth = 64;
 
 // Host paths outside the repository (toolchain directories, binaries on PATH): the caller's own.
 bool IsDir(const std::string& path) {
@@ -192,7 +195,8 @@ RepoFacts InspectRepository(const std::string& dir) {
 
   if (mark("package.json")) {
     f.node = true;
-    auto json = nlohmann::json::parse(repo.ReadSmall("package.json"), nullptr, false);
+    // The repository's: bounded in size (ReadSmall) and in nesting.
+    auto json = ParseJsonWithin(repo.ReadSmall("package.json"), kMaxPackageJsonDepth);
     f.node_runner = has("pnpm-lock.yaml") ? "pnpm" : has("yarn.lock") ? "yarn" : "npm";
     f.node_lockfile = has("pnpm-lock.yaml") || has("yarn.lock") || has("package-lock.json") ||
                       has("npm-shrinkwrap.json");

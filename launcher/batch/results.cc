@@ -14,6 +14,7 @@
 
 #include "common/json_text.h"
 #include "common/sha256.h"
+#include "common/small_file.h"
 #include "common/unique_fd.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/run/state_dir.h"
@@ -34,27 +35,6 @@ Status WriteAll(int fd, const std::string& text, const std::string& what) {
     off += static_cast<std::size_t>(n);
   }
   return Ok{};
-}
-
-// A regular file's whole text, refusing symlinks and anything over `limit` bytes.
-Result<std::string> ReadSmallFile(const std::string& path, std::size_t limit) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) return ErrnoError("open " + path);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return ErrnoError("stat " + path);
-  if (!S_ISREG(st.st_mode)) return PlainError(path, "is not a regular file");
-  if (static_cast<std::uint64_t>(st.st_size) > limit) return PlainError(path, "is too large");
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("read " + path);
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-    if (text.size() > limit) return PlainError(path, "is too large");
-  }
-  return text;
 }
 
 // SHA-256 of a file streamed (a patch may be large), or "" when it cannot be read.

@@ -20,6 +20,7 @@
 
 #include "common/beneath.h"
 #include "common/duration.h"
+#include "common/json_text.h"
 #include "common/terminal_text.h"
 #include "common/text.h"
 #include "common/unique_fd.h"
@@ -256,7 +257,15 @@ struct Parsed {
   json value;
   std::string problem;
 };
+// A task is a flat object of a few fields; anything nested deeper is no task, and is refused
+// before the parser builds it (common/json_text.h, ParseJsonWithin).
+constexpr std::size_t kMaxTaskDepth = 16;
+
 Parsed ParseLine(const std::string& line) {
+  if (JsonDepth(line, kMaxTaskDepth) > kMaxTaskDepth) {
+    return {json(json::value_t::discarded),
+            "nested deeper than " + std::to_string(kMaxTaskDepth) + " levels"};
+  }
   std::vector<std::set<std::string>> keys;
   std::string duplicate;
   json::parser_callback_t cb = [&](int /*depth*/, json::parse_event_t event, json& parsed) {

@@ -71,7 +71,11 @@ AuditVerifyReport VerifyContent(std::string_view content) {
     const std::string_view line = content.substr(pos, nl - pos);
     pos = nl + 1;
     if (line.empty()) return fail(line_no, "empty line (every entry is one JSON object)");
-    const nlohmann::json entry = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    bool too_deep = false;
+    const nlohmann::json entry = ParseJsonWithin(line, kMaxAuditEntryDepth, &too_deep);
+    if (too_deep) {
+      return fail(line_no, "nested deeper than " + std::to_string(kMaxAuditEntryDepth) + " levels");
+    }
     if (entry.is_discarded()) return fail(line_no, "not valid JSON");
     if (!entry.is_object()) return fail(line_no, "not a JSON object");
 

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <utility>
 
+#include "common/json_text.h"
+
 namespace cagent::launcher::broker {
 namespace {
 
@@ -1064,9 +1066,13 @@ Result<AuditSchemaReport> ValidateAuditLogFile(const std::string& path) {
   std::string line;
   while (std::getline(in, line)) {
     ++report.entries;
-    const json entry = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    bool too_deep = false;
+    const json entry = ParseJsonWithin(line, kMaxAuditEntryDepth, &too_deep);
     if (entry.is_discarded()) {
-      report.problems.push_back({report.entries, "not valid JSON"});
+      report.problems.push_back(
+          {report.entries,
+           too_deep ? "nested deeper than " + std::to_string(kMaxAuditEntryDepth) + " levels"
+                    : std::string("not valid JSON")});
       continue;
     }
     for (std::string& p : ValidateAuditEntry(entry)) {

@@ -23,6 +23,11 @@
 
 namespace cagent::launcher::broker {
 
+// The deepest an audit entry read back may nest (cagent writes arguments that fit the protocol's
+// 128 levels, inside an entry of a few); a line nested deeper is refused before it is parsed, as a
+// tampered log must not take `cagent log` down (common/json_text.h, ParseJsonWithin).
+inline constexpr std::size_t kMaxAuditEntryDepth = 256;
+
 // Who did what an entry records. The broker writes the entries of a session and cagent those of
 // the run around it; `actor` names the party whose action it is (an agent's malformed frame is
 // the agent's, even though the broker records it).

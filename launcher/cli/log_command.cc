@@ -13,6 +13,7 @@
 
 #include "common/exit_codes.h"
 #include "common/json_text.h"
+#include "common/small_file.h"
 #include "common/terminal_text.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/broker/audit_schema.h"
@@ -293,13 +294,20 @@ bool IsAgentSession(const std::string& target) {
   return target.ends_with(".session.json") || target.ends_with(".audit.jsonl");
 }
 
+// A session record or summary read back: a regular file (not a link), bounded in size and
+// nesting; otherwise a discarded value.
+json ReadRecord(const std::string& path) {
+  auto text = ReadSmallFile(path, run::kMaxRunResultBytes);
+  if (!text) return json(json::value_t::discarded);
+  return ParseJsonWithin(*text, run::kMaxRunResultDepth);
+}
+
 // The log of what ResolveLogDirectory found: a run's or MCP session's events.jsonl, or the
 // audit log a `cagent agent` session's record names.
 std::string LogFileOf(const std::string& target) {
   if (target.ends_with(".audit.jsonl")) return target;
   if (target.ends_with(".session.json")) {
-    std::ifstream in(target);
-    const json record = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    const json record = ReadRecord(target);
     if (record.is_object() && record.contains("audit_log") && record["audit_log"].is_string()) {
       return record["audit_log"].get<std::string>();
     }
@@ -331,14 +339,12 @@ Result<LogCheck> CheckLog(const std::string& path, const std::string& run_dir) {
     auto result = run::ReadRunResult(run_dir);
     if (!result.ok() && run_dir.ends_with(".session.json")) {
       // A `cagent agent` session's record, which records the same two fields when it ends.
-      std::ifstream in(run_dir);
-      json record = json::parse(in, nullptr, /*allow_exceptions=*/false);
+      json record = ReadRecord(run_dir);
       if (record.is_object()) result = std::move(record);
     }
     if (!result.ok()) {
       // An MCP session's summary (cagent mcp serve) records the same two fields.
-      std::ifstream in(run_dir + "/session.json");
-      json session = json::parse(in, nullptr, /*allow_exceptions=*/false);
+      json session = ReadRecord(run_dir + "/session.json");
       if (session.is_object()) result = std::move(session);
     }
     if (result.ok() && result->is_object()) {
@@ -399,7 +405,7 @@ int ShowRunLog(const LogOptions& o) {
   std::uint64_t line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
-    json e = json::parse(line, nullptr, false);
+    json e = ParseJsonWithin(line, broker::kMaxAuditEntryDepth);
     if (o.json) {
       entries.push_back(e.is_discarded() ? json(line) : e);
       continue;

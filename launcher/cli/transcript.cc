@@ -4,6 +4,7 @@
 
 #include "common/json_text.h"
 #include "common/terminal_text.h"
+#include "launcher/broker/audit_schema.h"
 
 namespace cagent::launcher::cli {
 namespace {
@@ -248,7 +249,7 @@ std::vector<std::string> TranscriptLines(const json& e) {
 }
 
 void TranscriptPrinter::Print(std::string_view line, const json& transcript) {
-  json entry = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  json entry = ParseJsonWithin(line, broker::kMaxAuditEntryDepth);
   if (!entry.is_object()) return;
   if (!transcript.is_null()) entry["transcript"] = transcript;
   const std::vector<std::string> lines = TranscriptLines(entry);

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "common/json_text.h"
+#include "launcher/model/turn_rules.h"
 
 namespace cagent::launcher::model {
 namespace {
@@ -37,7 +38,7 @@ class AnthropicAssembler final : public StreamAssembler {
 
   std::optional<AttemptError> OnEvent(const SseEvent& event) override {
     if (stopped_) return std::nullopt;
-    auto data = json::parse(event.data, nullptr, /*allow_exceptions=*/false);
+    auto data = ParseJsonWithin(event.data, kMaxAnswerDepth);
     if (data.is_discarded() || !data.is_object()) {
       return Malformed(display_, "a stream event that is not a JSON object");
     }
@@ -210,7 +211,7 @@ class AnthropicAssembler final : public StreamAssembler {
     b.stopped = true;
     const std::string type = StringField(b.block, "type");
     if ((type == "tool_use" || type == "server_tool_use") && !b.partial_json.empty()) {
-      auto input = json::parse(b.partial_json, nullptr, /*allow_exceptions=*/false);
+      auto input = ParseJsonWithin(b.partial_json, kMaxArgumentsDepth);
       b.block["input"] = input.is_discarded() ? json(b.partial_json) : std::move(input);
     }
     if (type == "tool_use" && !b.block.contains("input")) b.block["input"] = json::object();

@@ -8,6 +8,9 @@
 #include <cmath>
 #include <random>
 
+#include "common/json_text.h"
+#include "launcher/model/turn_rules.h"
+
 namespace cagent::launcher::model {
 namespace {
 
@@ -199,10 +202,14 @@ struct HttpModelProvider::CallState : std::enable_shared_from_this<CallState> {
       Complete(dialect->ParseWhole(std::move(std::get<nlohmann::json>(assembled))));
       return;
     }
-    auto parsed = nlohmann::json::parse(collected, nullptr, /*allow_exceptions=*/false);
+    bool too_deep = false;
+    auto parsed = ParseJsonWithin(collected, kMaxAnswerDepth, &too_deep);
     if (parsed.is_discarded()) {
       AttemptFailed(AttemptError{ErrorCode::kProviderError,
-                                 config->display + " sent an answer that is not valid JSON (" +
+                                 config->display +
+                                     (too_deep ? " sent an answer nested deeper than " +
+                                                     std::to_string(kMaxAnswerDepth) + " levels ("
+                                               : " sent an answer that is not valid JSON (") +
                                      std::to_string(collected.size()) + " bytes)",
                                  false, std::nullopt});
       return;
@@ -453,7 +460,7 @@ std::uint64_t JsonCount(const nlohmann::json& object, const char* key) {
 
 std::string ProviderErrorText(const std::string& body) {
   std::string text;
-  const auto json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const auto json = ParseJsonWithin(body, kMaxAnswerDepth);
   if (!json.is_discarded()) {
     if (json.is_object()) {
       const auto err = json.find("error");

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "common/json_text.h"
+#include "launcher/model/turn_rules.h"
 
 namespace cagent::launcher::model {
 namespace {
@@ -42,7 +43,7 @@ class OpenAiAssembler final : public StreamAssembler {
       done_ = true;
       return std::nullopt;
     }
-    auto chunk = json::parse(event.data, nullptr, /*allow_exceptions=*/false);
+    auto chunk = ParseJsonWithin(event.data, kMaxAnswerDepth);
     if (chunk.is_discarded() || !chunk.is_object()) {
       return Malformed(display_, "a stream chunk that is not a JSON object");
     }

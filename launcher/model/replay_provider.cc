@@ -7,6 +7,7 @@
 #include <sstream>
 #include <variant>
 
+#include "common/json_text.h"
 #include "launcher/model/turn_rules.h"
 
 namespace cagent::launcher::model {
@@ -153,7 +154,11 @@ Result<std::vector<ModelResponse>> ParseReplayTurns(const std::string& text,
     ++number;
     if (Blank(line)) continue;
     const std::string where = name + ":" + std::to_string(number);
-    json turn = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    bool too_deep = false;
+    json turn = ParseJsonWithin(line, kMaxAnswerDepth, &too_deep);
+    if (too_deep) {
+      return PlainError(where, "nests deeper than " + std::to_string(kMaxAnswerDepth) + " levels");
+    }
     if (turn.is_discarded()) {
       return PlainError(where, "not valid JSON (one turn, a JSON object, per line)");
     }

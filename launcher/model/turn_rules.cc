@@ -1,5 +1,6 @@
 #include "launcher/model/turn_rules.h"
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -19,6 +20,23 @@ std::string Excerpt(std::string_view text) {
   return CutUtf8Bytes(text, kQuoteBytes) + "...";
 }
 
+std::string TooDeep() {
+  return "the arguments nest deeper than " + std::to_string(kMaxArgumentsDepth) + " levels";
+}
+
+// Whether `value` nests deeper than `limit` levels (an object or array is one). Recurses at most
+// limit + 1 times: the values it sees were parsed within kMaxAnswerDepth.
+bool Deeper(const json& value, std::size_t limit) {
+  if (!value.is_structured()) {
+    return false;
+  }
+  if (limit == 0) {
+    return true;
+  }
+  return std::any_of(value.begin(), value.end(),
+                     [&](const json& child) { return Deeper(child, limit - 1); });
+}
+
 }  // namespace
 
 std::string CutUtf8Bytes(std::string_view text, std::size_t max) {
@@ -33,7 +51,13 @@ void SetArgumentsFromText(protocol::ToolCall& call, std::string_view text) {
     call.arguments = json::object();
     return;
   }
-  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  bool too_deep = false;
+  json parsed = ParseJsonWithin(text, kMaxArgumentsDepth, &too_deep);
+  if (too_deep) {
+    call.arguments = json::object();
+    call.arguments_error = TooDeep();
+    return;
+  }
   if (parsed.is_discarded()) {
     call.arguments = json::object();
     call.arguments_error = "the arguments are not valid JSON: " + Excerpt(text);
@@ -43,6 +67,11 @@ void SetArgumentsFromText(protocol::ToolCall& call, std::string_view text) {
 }
 
 void SetArgumentsFromJson(protocol::ToolCall& call, const json& value) {
+  if (Deeper(value, kMaxArgumentsDepth)) {
+    call.arguments = json::object();
+    call.arguments_error = TooDeep();
+    return;
+  }
   if (value.is_object()) {
     call.arguments = value;
     return;

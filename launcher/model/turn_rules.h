@@ -33,13 +33,21 @@ class CallIdSource {
   std::uint64_t next_ = 0;
 };
 
+// How deep the JSON a model sends may nest: a whole answer or stream event (kMaxAnswerDepth,
+// parsed with cagent::ParseJsonWithin), and a tool call's arguments within it. A turn with
+// arguments at the limit still fits, with the protocol's envelope, in the 128 levels the agent
+// accepts; deeper text is refused before it is parsed (json_text.h says why).
+inline constexpr std::size_t kMaxAnswerDepth = 100;
+inline constexpr std::size_t kMaxArgumentsDepth = 64;
+
 // Arguments that arrived as JSON text (OpenAI's function.arguments). Sets call.arguments to the
 // object, or to {} with call.arguments_error (quoting the start of the text) when the text is not
 // a JSON object. Empty or blank text means no arguments ({}), which some servers send for
 // parameterless calls.
 void SetArgumentsFromText(protocol::ToolCall& call, std::string_view text);
 // Arguments that arrived as JSON already: an object is taken, anything else is {} with
-// call.arguments_error; null means no arguments ({}).
+// call.arguments_error; null means no arguments ({}). Either way, arguments nested deeper than
+// kMaxArgumentsDepth are {} with call.arguments_error.
 void SetArgumentsFromJson(protocol::ToolCall& call, const nlohmann::json& value);
 
 // Applies the rules above to `turn` in place. Fails (naming `display`, the provider) only when the

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
+#include <cerrno>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <sstream>
 
 #include "common/json_text.h"
+#include "common/small_file.h"
 #include "common/terminal_text.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/caches.h"
@@ -194,18 +196,33 @@ json RunRecord::ToJson() const {
   };
 }
 
-Result<json> ReadRunResult(const std::string& run_dir) {
-  std::ifstream in(run_dir + "/result.json", std::ios::binary);
-  if (!in) {
-    return PlainError(run_dir,
-                      "has no result.json (the run may still be going, or it "
-                      "was interrupted before it could record one)");
+Result<json> ParseRunResult(std::string_view text, const std::string& origin) {
+  if (JsonDepth(text, kMaxRunResultDepth) > kMaxRunResultDepth) {
+    return PlainError(origin, "is nested more than " + std::to_string(kMaxRunResultDepth) +
+                                  " levels deep (not a run record)");
   }
-  json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return PlainError(run_dir + "/result.json", "is not valid JSON");
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return PlainError(origin, "is not valid JSON");
+  }
+  if (!j.is_object()) {
+    return PlainError(origin, "is not a JSON object (not a run record)");
   }
   return j;
+}
+
+Result<json> ReadRunResult(const std::string& run_dir) {
+  const std::string path = run_dir + "/result.json";
+  auto text = ReadSmallFile(path, kMaxRunResultBytes);
+  if (!text) {
+    if (text.error().err == ENOENT) {
+      return PlainError(run_dir,
+                        "has no result.json (the run may still be going, or it "
+                        "was interrupted before it could record one)");
+    }
+    return text.error();
+  }
+  return ParseRunResult(*text, path);
 }
 
 namespace {

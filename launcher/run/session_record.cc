@@ -10,6 +10,7 @@
 #include <map>
 
 #include "common/json_text.h"
+#include "common/small_file.h"
 #include "launcher/run/state_dir.h"
 
 namespace cagent::launcher::run {
@@ -21,22 +22,9 @@ using nlohmann::json;
 constexpr std::string_view kRecordSuffix = ".session.json";
 constexpr std::string_view kAuditSuffix = ".audit.jsonl";
 
-// A regular file (not a link) read whole, or nullopt.
-std::optional<std::string> ReadRegular(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return std::nullopt;
-  std::string data;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    data.append(buf, static_cast<std::size_t>(n));
-    if (data.size() > (1U << 20)) break;  // a record is small; a huge file is not one
-  }
-  ::close(fd);
-  return data;
-}
+// A record is small: a larger file is not one.
+constexpr std::size_t kMaxRecordBytes = 1U << 20U;
+constexpr std::size_t kMaxRecordDepth = 32;  // its own is 3; refused before the recursive parser
 
 }  // namespace
 
@@ -86,9 +74,11 @@ std::vector<SessionEntry> ListSessions(const std::string& sessions_dir) {
     s.audit_log = sessions_dir + "/" + id + std::string(kAuditSuffix);
     s.agent_log = sessions_dir + "/" + id + ".agent.log";
     if (!s.record_path.empty()) {
-      if (auto text = ReadRegular(s.record_path)) {
-        json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-        if (j.is_object()) s.record = std::move(j);
+      if (auto text = ReadSmallFile(s.record_path, kMaxRecordBytes)) {
+        if (JsonDepth(*text, kMaxRecordDepth) <= kMaxRecordDepth) {
+          json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+          if (j.is_object()) s.record = std::move(j);
+        }
       }
     }
     if (s.record.is_object()) {

@@ -315,6 +315,15 @@ TEST(AuditLogTest, LinesOfAnotherRunAndNonObjectsAreCaught) {
   r = Verify(path);
   EXPECT_EQ(r.first_bad_line, 1u);
   EXPECT_NE(r.message.find("not valid JSON"), std::string::npos) << r.message;
+
+  // A tampered line nested 300 000 deep (600 KB) is refused before it is parsed: the checks walk
+  // entries recursively, and a stack overflow would end `cagent log check` instead of reporting.
+  mixed = lines;
+  mixed[1] = "{\"detail\":" + std::string(300000, '[') + std::string(300000, ']') + "}";
+  WriteFile(path, Join(mixed));
+  r = Verify(path);
+  EXPECT_EQ(r.first_bad_line, 2u);
+  EXPECT_NE(r.message.find("nested deeper than 256 levels"), std::string::npos) << r.message;
 }
 
 TEST(AuditLogTest, EmptyLogVerifiesWithZeroEntries) {

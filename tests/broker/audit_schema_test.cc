@@ -335,15 +335,20 @@ TEST(AuditSchemaTest, FileValidationReportsLineNumbers) {
   const std::string path = dir.path() + "/events.jsonl";
   json bad = GoodDecisionLine();
   bad["detail"]["extra"] = 1;
-  std::ofstream(path) << GoodDecisionLine().dump() << "\nnot json\n" << bad.dump() << "\n";
+  const std::string deep = std::string(300000, '[') + std::string(300000, ']');
+  std::ofstream(path) << GoodDecisionLine().dump() << "\nnot json\n"
+                      << bad.dump() << "\n"
+                      << deep << "\n";
   Result<AuditSchemaReport> report = ValidateAuditLogFile(path);
   ASSERT_TRUE(report.ok()) << report.error().Message();
-  EXPECT_EQ(report->entries, 3U);
-  ASSERT_EQ(report->problems.size(), 2U);
+  EXPECT_EQ(report->entries, 4U);
+  ASSERT_EQ(report->problems.size(), 3U);
   EXPECT_EQ(report->problems[0].line, 2U);
   EXPECT_EQ(report->problems[0].message, "not valid JSON");
   EXPECT_EQ(report->problems[1].line, 3U);
   EXPECT_EQ(report->problems[1].message, "detail.extra: not a field of decision");
+  EXPECT_EQ(report->problems[2].line, 4U);
+  EXPECT_EQ(report->problems[2].message, "nested deeper than 256 levels");
   EXPECT_FALSE(ValidateAuditLogFile(dir.path() + "/missing.jsonl").ok());
 }
 

@@ -8,7 +8,10 @@
 //   - its fields hold no CR, LF or NUL; written out again they parse to the same head;
 //   - an absolute-form URL's head for upstream parses as a complete head with the URL's path as
 //     its target, the URL's authority as its only Host, and no proxy or hop-by-hop header left;
-//   - every host accepted is a clean, idempotently normalized host (egress_host_check.h).
+//   - every host accepted is a clean, idempotently normalized host (egress_host_check.h);
+//   - the same bytes as a response head from upstream (RewriteResponseHead): a rewritten head
+//     ends within the limit at CRLF CRLF, is incomplete one byte short, says "Connection: close"
+//     exactly once and nothing else about the connection, and rewriting it again changes nothing.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -81,6 +84,48 @@ void CheckUpstream(const egress::HttpHead& head, const egress::HttpUrl& url) {
   Check(hosts == 1);
 }
 
+bool IsConnectionHeader(std::string_view line) {
+  const std::size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return false;
+  const std::string_view name = line.substr(0, colon);
+  return EqualsNoCase(name, "connection") || EqualsNoCase(name, "keep-alive") ||
+         EqualsNoCase(name, "proxy-connection");
+}
+
+void CheckResponse(std::string_view bytes, std::size_t limit) {
+  using RStatus = egress::ResponseHead::Status;
+  const egress::ResponseHead r = egress::RewriteResponseHead(bytes, limit);
+  switch (r.status) {
+    case RStatus::kIncomplete:
+      Check(bytes.size() < limit && r.head.empty());
+      return;
+    case RStatus::kPassThrough:
+      Check(r.head.empty());
+      return;
+    case RStatus::kInterim:
+      Check(r.size >= 4 && r.size <= limit && r.size <= bytes.size() && r.head.empty());
+      Check(bytes.substr(r.size - 4, 4) == "\r\n\r\n" && bytes[9] == '1');
+      return;
+    case RStatus::kRewritten:
+      break;
+  }
+  const std::size_t n = r.size;
+  Check(n >= 4 && n <= limit && n <= bytes.size());
+  Check(bytes.substr(n - 4, 4) == "\r\n\r\n");
+  Check(egress::RewriteResponseHead(bytes.substr(0, n - 1), limit).status == RStatus::kIncomplete);
+  constexpr std::string_view kClose = "Connection: close\r\n\r\n";
+  Check(r.head.size() >= kClose.size() && r.head.ends_with(kClose));
+  std::size_t connection_lines = 0;
+  for (std::size_t pos = r.head.find("\r\n") + 2; pos < r.head.size() - 2;) {
+    const std::size_t eol = r.head.find("\r\n", pos);
+    connection_lines += IsConnectionHeader(std::string_view(r.head).substr(pos, eol - pos)) ? 1 : 0;
+    pos = eol + 2;
+  }
+  Check(connection_lines == 1);
+  const egress::ResponseHead again = egress::RewriteResponseHead(r.head, r.head.size());
+  Check(again.status == RStatus::kRewritten && again.size == r.head.size() && again.head == r.head);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -129,5 +174,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)CheckedNormalizeHost(bytes);
   if (auto a = egress::ParseAuthority(bytes, 443)) CheckAuthority(bytes, *a);
   if (auto url = egress::ParseHttpUrl(bytes)) CheckAuthority(url->authority_text, url->authority);
+  CheckResponse(bytes, limit);
   return 0;
 }

@@ -734,6 +734,70 @@ TEST_F(ModelProviderTest, ProviderErrorTextIsCutToAbout300Bytes) {
   EXPECT_THAT(e.message, Not(HasSubstr(std::string(301, 'z'))));
 }
 
+// A model server shapes how deep its JSON nests. Parsing is iterative, but dump() (so JsonText,
+// and with it the turn's encoding for the agent and the audit log) recurses per level: arguments of
+// 200 000 levels took the trusted process's stack. They are now an arguments_error for that call,
+// and a whole answer nested too deep is a provider error, in both wire formats.
+TEST_F(ModelProviderTest, DeeplyNestedAnswersAndArgumentsAreRefusedNotRecursedInto) {
+  constexpr std::size_t kLevels = 200'000;
+  const std::string deep = std::string(kLevels, '[') + std::string(kLevels, ']');
+  // The twin: the same text through the old steps (parse, then serialise) dies.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        const json parsed = json::parse(deep, nullptr, false);
+        std::fprintf(stderr, "%zu\n", JsonText(parsed).size());
+      },
+      "");
+  // OpenAI, streamed: the arguments text of one call.
+  server_.Enqueue(OpenAiStream({
+      OpenAiChunk({{"tool_calls", {ToolFragment(0, "", "call_a", "read_file")}}}),
+      OpenAiChunk({{"tool_calls", {ToolFragment(0, "{\"path\":" + deep + "}")}}}),
+      OpenAiChunk(json::object(), "tool_calls"),
+  }));
+  auto provider = Make(OpenAiSpec());
+  const ModelResponse r = ExpectResponse(CallOnce(*provider, SimpleRequest()));
+  ASSERT_EQ(r.turn.tool_calls.size(), 1U);
+  EXPECT_EQ(r.turn.tool_calls[0].arguments, json::object());
+  EXPECT_THAT(r.turn.tool_calls[0].arguments_error, HasSubstr("nest deeper than 64 levels"));
+  // A whole answer (not streamed) nested deeper than the answer limit.
+  server_.Enqueue(FakeReply::Text(200, "{\"choices\":" + deep + "}", "application/json"));
+  ModelSpec plain = OpenAiSpec();
+  plain.stream = false;
+  auto whole = Make(plain);
+  const ModelError e = ExpectError(CallOnce(*whole, SimpleRequest()));
+  EXPECT_EQ(e.code, ErrorCode::kProviderError);
+  EXPECT_THAT(e.message, HasSubstr("nested deeper than 100 levels"));
+  // Anthropic: a tool_use block's input_json_delta pieces.
+  server_.Enqueue(AnthropicStream({
+      {{"type", "message_start"},
+       {"message", {{"id", "msg_1"}, {"model", "claude-test"}, {"usage", {{"input_tokens", 1}}}}}},
+      {{"type", "content_block_start"},
+       {"index", 0},
+       {"content_block",
+        {{"type", "tool_use"},
+         {"id", "toolu_1"},
+         {"name", "read_file"},
+         {"input", json::object()}}}},
+      {{"type", "content_block_delta"},
+       {"index", 0},
+       {"delta", {{"type", "input_json_delta"}, {"partial_json", "{\"path\":" + deep + "}"}}}},
+      {{"type", "content_block_stop"}, {"index", 0}},
+      {{"type", "message_delta"},
+       {"delta", {{"stop_reason", "tool_use"}}},
+       {"usage", {{"output_tokens", 1}}}},
+      {{"type", "message_stop"}},
+  }));
+  auto anthropic = Make(AnthropicSpec());
+  const ModelResponse a = ExpectResponse(CallOnce(*anthropic, SimpleRequest()));
+  ASSERT_EQ(a.turn.tool_calls.size(), 1U);
+  EXPECT_EQ(a.turn.tool_calls[0].arguments, json::object());
+  EXPECT_THAT(a.turn.tool_calls[0].arguments_error, HasSubstr("nest deeper than 64 levels"));
+  // And the turns serialise.
+  EXPECT_FALSE(JsonText(r.raw).empty());
+  EXPECT_FALSE(JsonText(a.raw).empty());
+}
+
 TEST_F(ModelProviderTest, MalformedJsonIsAProviderError) {
   server_.Enqueue(FakeReply::Text(200, "{\"choices\": [", "application/json"));
   ModelSpec spec = OpenAiSpec();

@@ -115,7 +115,7 @@ TEST(TurnRules, ArgumentsFromTextAndJson) {
   SetArgumentsFromText(c, "  \n");
   EXPECT_EQ(c.arguments, json::object());
   EXPECT_TRUE(c.arguments_error.empty());
-  SetArgumentsFromText(c, std::string(1000, '['));
+  SetArgumentsFromText(c, "{" + std::string(1000, 'x'));
   EXPECT_THAT(c.arguments_error, HasSubstr("not valid JSON"));
   EXPECT_LT(c.arguments_error.size(), 300U);  // the quote is cut
   ToolCall n;
@@ -124,6 +124,33 @@ TEST(TurnRules, ArgumentsFromTextAndJson) {
   EXPECT_TRUE(n.arguments_error.empty());
   SetArgumentsFromJson(n, json("x"));
   EXPECT_THAT(n.arguments_error, HasSubstr("must be a JSON object, got: \"x\""));
+}
+
+// Arguments nested deeper than kMaxArgumentsDepth are {} with an error, as text and as JSON; at
+// the limit they are taken. (model_provider_test has the twin: such text crashes JsonText.)
+TEST(TurnRules, ArgumentsNestedTooDeepAreACallError) {
+  const auto nested = [](std::size_t levels) {  // {"a": [[...]]}: `levels` in all
+    return "{\"a\":" + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+  };
+  ToolCall at;
+  SetArgumentsFromText(at, nested(kMaxArgumentsDepth));
+  EXPECT_TRUE(at.arguments_error.empty()) << at.arguments_error;
+  EXPECT_TRUE(at.arguments.contains("a"));
+  ToolCall over;
+  SetArgumentsFromText(over, nested(kMaxArgumentsDepth + 1));
+  EXPECT_EQ(over.arguments, json::object());
+  EXPECT_EQ(over.arguments_error, "the arguments nest deeper than 64 levels");
+  ToolCall huge;
+  SetArgumentsFromText(huge, nested(300'000));
+  EXPECT_EQ(huge.arguments, json::object());
+  EXPECT_THAT(huge.arguments_error, HasSubstr("nest deeper"));
+  // Already JSON (Anthropic's input, an Ollama object).
+  ToolCall j;
+  SetArgumentsFromJson(j, json::parse(nested(kMaxArgumentsDepth)));
+  EXPECT_TRUE(j.arguments_error.empty());
+  SetArgumentsFromJson(j, json::parse(nested(kMaxArgumentsDepth + 1)));
+  EXPECT_EQ(j.arguments, json::object());
+  EXPECT_THAT(j.arguments_error, HasSubstr("nest deeper"));
 }
 
 }  // namespace

@@ -99,8 +99,10 @@ TEST_F(TasksTest, EveryBadLineIsNamedWithItsNumber) {
   const std::string err = ErrorOf(Line("ok") + "not json\n" + Line("ok2") +
                                   R"({"id": "x", "repo": "repos/calc", "profile": "p"})"
                                   "\n" +
-                                  "[1, 2]\n");
+                                  "[1, 2]\n" + "{\"id\":" + std::string(100000, '[') +
+                                  std::string(100000, ']') + "}\n");
   const std::string file = root_ + "/tasks.jsonl";
+  EXPECT_THAT(err, HasSubstr(file + ":6: nested deeper than 16 levels"));
   EXPECT_THAT(err, HasSubstr(file + ":2: not valid JSON"));
   EXPECT_THAT(err, HasSubstr(file + ":4: missing the task"));
   EXPECT_THAT(err, HasSubstr(file + ":5: a task is a JSON object"));
