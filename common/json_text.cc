@@ -100,6 +100,13 @@ std::size_t JsonDepth(std::string_view text, std::size_t limit) noexcept {
   return deepest;
 }
 
+nlohmann::json ParseJsonText(std::string_view text) {
+  if (text.find('\0') != std::string_view::npos) {
+    return nlohmann::json::value_t::discarded;
+  }
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
 nlohmann::json ParseJsonWithin(std::string_view text, std::size_t max_depth, bool* too_deep) {
   const bool deep = JsonDepth(text, max_depth) > max_depth;
   if (too_deep != nullptr) {
@@ -108,7 +115,7 @@ nlohmann::json ParseJsonWithin(std::string_view text, std::size_t max_depth, boo
   if (deep) {
     return nlohmann::json::value_t::discarded;
   }
-  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return ParseJsonText(text);
 }
 
 }  // namespace cagent

@@ -29,7 +29,14 @@ void AppendJsonString(std::string& out, std::string_view text) noexcept;
 // limit + 1. Does not validate the text (a stray closer never takes the count below 0).
 std::size_t JsonDepth(std::string_view text, std::size_t limit) noexcept;
 
-// json::parse(text) without exceptions, refusing first (a discarded value, *too_deep set when
+// json::parse(text) without exceptions, refusing (a discarded value) a text with a NUL byte:
+// nlohmann's lexer takes NUL for the end of the input, so `{"a":1}<NUL>anything` parses as
+// {"a":1} (found by fuzzing, issue #33), and a parser that reads the rest differently (the one
+// of a sandboxed MCP server, a scanner of the raw text) would see another message. A JSON text
+// has no raw NUL (RFC 8259: not outside strings, escaped inside them), so nothing valid is lost.
+nlohmann::json ParseJsonText(std::string_view text);
+
+// ParseJsonText(text), refusing first (a discarded value, *too_deep set when
 // given) a text nested deeper than `max_depth`. nlohmann parses and destroys without recursion,
 // but dump() (so JsonText), copies and comparisons recurse once per level: a value of 100 000
 // levels, 200 KB of brackets, overflows the stack in the first of them. Every parse of JSON that

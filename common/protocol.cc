@@ -863,7 +863,7 @@ std::variant<Message, DecodeError> Decode(std::string_view payload, bool from_ag
                        "payload nests deeper than " + std::to_string(kMaxDepth) + " levels",
                        {}};
   }
-  json object = json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  json object = ParseJsonText(payload);
   if (object.is_discarded()) {
     return DecodeError{ErrorCode::kMalformed, "payload is not valid JSON", {}};
   }

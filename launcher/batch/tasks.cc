@@ -266,6 +266,9 @@ Parsed ParseLine(const std::string& line) {
     return {json(json::value_t::discarded),
             "nested deeper than " + std::to_string(kMaxTaskDepth) + " levels"};
   }
+  if (line.find('\0') != std::string::npos) {
+    return {json(json::value_t::discarded), "not valid JSON (a NUL byte)"};
+  }
   std::vector<std::set<std::string>> keys;
   std::string duplicate;
   json::parser_callback_t cb = [&](int /*depth*/, json::parse_event_t event, json& parsed) {

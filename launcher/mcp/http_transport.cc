@@ -1030,7 +1030,7 @@ void HttpTransport::State::HandlePost(const std::shared_ptr<Connection>& conn,
            "the message nests deeper than " + std::to_string(session_options_.max_depth));
     return;
   }
-  const json message = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const json message = ParseJsonText(body);
   if (message.is_discarded()) {
     Refuse(conn, 400, kParseError, "parse error: the body is not JSON");
     return;

@@ -40,7 +40,7 @@ std::variant<RpcMessage, RpcRefusal> ParseRpcMessage(std::string_view text,
     return Invalid("message nests deeper than " + std::to_string(limits.max_depth) + " levels",
                    ScannedId(text));
   }
-  json object = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json object = ParseJsonText(text);
   if (object.is_discarded()) {
     return RpcRefusal{kParseError, "parse error: the message is not valid JSON", json()};
   }
@@ -119,7 +119,7 @@ std::variant<RpcMessage, RpcRefusal> ParseRpcMessage(std::string_view text,
 
 void RpcIdScanner::EndValue() {
   if (!value_.empty() && value_.size() <= kMaxIdText) {
-    json value = json::parse(value_, nullptr, /*allow_exceptions=*/false);
+    json value = ParseJsonText(value_);
     if (!value.is_discarded() && IsValidRpcId(value)) {
       id_ = std::move(value);
     }

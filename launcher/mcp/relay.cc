@@ -546,7 +546,7 @@ void Relay::Impl::FromClient(std::string_view line, bool oversized) {
                      std::to_string(options_.max_depth) + " levels");
     return;
   }
-  json message = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  json message = ParseJsonText(line);
   if (message.is_discarded()) {
     RefuseClient(ScanFrameHint(line), kParseErrorCode, "parse error: the line is not valid JSON");
     return;
@@ -865,7 +865,7 @@ void Relay::Impl::FromServer(std::string_view line, bool oversized) {
                "a message nested deeper than " + std::to_string(options_.max_depth) + " levels");
     return;
   }
-  json message = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  json message = ParseJsonText(line);
   if (message.is_discarded()) {
     DropServer(ScanFrameHint(line), "a malformed message");
     return;

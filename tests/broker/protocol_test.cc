@@ -656,6 +656,16 @@ TEST(ProtocolPayload, InvalidJsonIsMalformed) {
   }
 }
 
+// nlohmann's lexer ends the input at a NUL: the twin shows it accepts a valid message followed
+// by NUL and anything; the decoder refuses the payload (found by the json_depth fuzz target).
+TEST(ProtocolPayload, ANulByteAnywhereIsMalformed) {
+  const std::string payload = std::string(R"({"v":2,"type":"ack","id":1})") + '\0' + "{junk";
+  EXPECT_FALSE(json::parse(payload, nullptr, false).is_discarded());  // the twin
+  const DecodeError e = ExpectError(payload, true);
+  EXPECT_EQ(e.code, ErrorCode::kMalformed);
+  EXPECT_EQ(e.message, "payload is not valid JSON");
+}
+
 TEST(ProtocolPayload, InvalidUtf8InsideAStringIsMalformed) {
   for (const std::string& bad : {
            std::string("\xFF"),              // never valid

@@ -62,5 +62,28 @@ TEST(AppendJsonString, EqualsJsonTextOnRandomBytes) {
   }
 }
 
+// A NUL ends nlohmann's input: the twin parses a valid value followed by NUL and anything.
+TEST(ParseJsonText, ANulByteIsRefused) {
+  for (const std::string& text :
+       {std::string("1\0x", 3), std::string("{\"a\":1}\0{\"b\"", 12), std::string("[]\0", 3)}) {
+    EXPECT_FALSE(nlohmann::json::parse(text, nullptr, false).is_discarded());  // the twin
+    EXPECT_TRUE(ParseJsonText(text).is_discarded());
+    EXPECT_TRUE(ParseJsonWithin(text, 10).is_discarded());
+  }
+  EXPECT_EQ(ParseJsonText(R"({"a":"\u0000"})")["a"], std::string(1, '\0'));  // escaped is fine
+}
+
+TEST(ParseJsonWithin, RefusesExactlyWhatIsDeeperThanTheLimit) {
+  bool deep = true;
+  EXPECT_EQ(ParseJsonWithin("[[1]]", 2, &deep), nlohmann::json::parse("[[1]]"));
+  EXPECT_FALSE(deep);
+  EXPECT_TRUE(ParseJsonWithin("[[1]]", 1, &deep).is_discarded());
+  EXPECT_TRUE(deep);
+  EXPECT_TRUE(ParseJsonWithin("[\"[[[\"]", 1, &deep).is_array());  // brackets in strings
+  EXPECT_FALSE(deep);
+  EXPECT_TRUE(ParseJsonWithin("{", 5, &deep).is_discarded());  // invalid, not deep
+  EXPECT_FALSE(deep);
+}
+
 }  // namespace
 }  // namespace cagent

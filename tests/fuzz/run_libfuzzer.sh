@@ -38,7 +38,8 @@ while [ $# -gt 0 ]; do
   case $1 in
     -*) break ;;
     *)
-      if ! printf '%s\n' "${known[@]}" | grep -qx -- "$1"; then
+      # (A here-string: under pipefail, grep -q leaving early can fail a pipe's writer.)
+      if ! grep -qx -- "$1" <<<"$(printf '%s\n' "${known[@]}")"; then
         echo "error: unknown fuzz target '$1' (one of: ${known[*]})" >&2
         exit 2
       fi

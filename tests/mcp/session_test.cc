@@ -607,6 +607,11 @@ TEST(McpSessionTest, InvalidJsonIsAParseErrorWithNullId) {
   EXPECT_FALSE(out.final);
   h.SendText("\xff\xfe");
   EXPECT_EQ(ErrorCode(h.TakeOne().message), kParseError);
+  // A valid request, a NUL, and more: nlohmann alone takes the request and ignores the rest.
+  const std::string nul = std::string(R"({"jsonrpc":"2.0","id":2,"method":"ping"})") + '\0' + "x";
+  ASSERT_FALSE(nlohmann::json::parse(nul, nullptr, false).is_discarded());  // the twin
+  h.SendText(nul);
+  EXPECT_EQ(ErrorCode(h.TakeOne().message), kParseError);
 }
 
 TEST(McpSessionTest, NonMessagesAreInvalidRequestsAndTheSessionGoesOn) {

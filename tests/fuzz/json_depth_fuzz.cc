@@ -1,0 +1,53 @@
+// libFuzzer target for the JSON nesting pre-scan (common/json_text.h: JsonDepth, ParseJsonWithin)
+// that stands before every parse of JSON someone else wrote: model answers, MCP frames, the
+// agent's protocol frames, audit lines and records read back.
+//
+// Input: one byte choosing the limit (0..63), then the text. Invariants:
+//   - JsonDepth never reports more than limit + 1;
+//   - ParseJsonWithin refuses exactly the texts JsonDepth puts over the limit, and a value it
+//     returns nests exactly as deep as JsonDepth counted (the scan agrees with the parser about
+//     strings, escapes and brackets), so no value deeper than the limit gets through;
+//   - such a value serialises (JsonText) and parses back to itself.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "common/json_text.h"
+#include "tests/fuzz/fuzz_util.h"
+
+namespace {
+
+using cagent::fuzz::Check;
+using nlohmann::json;
+
+std::size_t Depth(const json& value) {
+  if (!value.is_structured()) return 0;
+  std::size_t deepest = 0;
+  for (const json& child : value) deepest = std::max(deepest, Depth(child));
+  return deepest + 1;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  cagent::fuzz::InputReader in(data, size);
+  const std::size_t limit = in.Byte() % 64U;
+  const std::string_view text = in.Rest();
+
+  const std::size_t depth = cagent::JsonDepth(text, limit);
+  Check(depth <= limit + 1);
+  bool too_deep = false;
+  const json value = cagent::ParseJsonWithin(text, limit, &too_deep);
+  Check(too_deep == (depth > limit));
+  if (too_deep) {
+    Check(value.is_discarded());
+    return 0;
+  }
+  if (value.is_discarded()) return 0;
+  Check(Depth(value) == depth);
+  const std::string written = cagent::JsonText(value);
+  const json again = json::parse(written, nullptr, /*allow_exceptions=*/false);
+  Check(!again.is_discarded() && Depth(again) == depth);
+  return 0;
+}
