@@ -47,8 +47,9 @@ Result<std::string> ReadAll(int fd, const std::string& path) {
   return data;
 }
 
-// Checks the chain in `content` (the whole file). Never fails: problems go into the report.
-AuditVerifyReport VerifyContent(std::string_view content) {
+}  // namespace
+
+AuditVerifyReport VerifyAuditLogText(std::string_view content) {
   AuditVerifyReport report;
   report.head = kZeroDigest;
   std::string expected_prev = kZeroDigest;
@@ -121,8 +122,6 @@ AuditVerifyReport VerifyContent(std::string_view content) {
   return report;
 }
 
-}  // namespace
-
 std::string CanonicalDigest(const nlohmann::json& value) {
   // nlohmann::json's object_t is a std::map, so dump() emits keys sorted bytewise; indent -1 means
   // no whitespace. The same value therefore always has the same bytes, whatever order the agent
@@ -169,7 +168,7 @@ Result<AuditLog> AuditLog::Open(const std::string& path, std::string run_id,
   }
   Result<std::string> content = ReadAll(fd, path);
   if (!content.ok()) return std::move(content.error()).Context("resume audit log");
-  const AuditVerifyReport report = VerifyContent(*content);
+  const AuditVerifyReport report = VerifyAuditLogText(*content);
   if (!report.ok) {
     return PlainError("resume audit log " + path,
                       "the existing chain does not verify: " + report.message);
@@ -348,7 +347,7 @@ Result<AuditVerifyReport> VerifyAuditLog(const std::string& path) {
   if (!S_ISREG(st.st_mode)) return PlainError("read " + path, "not a regular file");
   Result<std::string> content = ReadAll(fd.get(), path);
   if (!content.ok()) return std::move(content.error());
-  return VerifyContent(*content);
+  return VerifyAuditLogText(*content);
 }
 
 }  // namespace cagent::launcher::broker

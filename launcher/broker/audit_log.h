@@ -100,5 +100,8 @@ struct AuditVerifyReport {
 };
 // Reads `path` and checks every line: JSON object, consecutive seq, same run, prev chain.
 Result<AuditVerifyReport> VerifyAuditLog(const std::string& path);
+// The same checks over `content`, a whole log's text. Pure; never fails (problems are in the
+// report).
+AuditVerifyReport VerifyAuditLogText(std::string_view content);
 
 }  // namespace cagent::launcher::broker

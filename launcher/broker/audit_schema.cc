@@ -1059,6 +1059,18 @@ std::vector<std::string> ValidateAuditEntry(const json& entry) {
   return problems;
 }
 
+std::vector<std::string> ValidateAuditLine(std::string_view line) {
+  bool too_deep = false;
+  const json entry = ParseJsonWithin(line, kMaxAuditEntryDepth, &too_deep);
+  if (too_deep) {
+    return {"nested deeper than " + std::to_string(kMaxAuditEntryDepth) + " levels"};
+  }
+  if (entry.is_discarded()) {
+    return {"not valid JSON"};
+  }
+  return ValidateAuditEntry(entry);
+}
+
 Result<AuditSchemaReport> ValidateAuditLogFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return ErrnoError("open " + path);
@@ -1066,16 +1078,7 @@ Result<AuditSchemaReport> ValidateAuditLogFile(const std::string& path) {
   std::string line;
   while (std::getline(in, line)) {
     ++report.entries;
-    bool too_deep = false;
-    const json entry = ParseJsonWithin(line, kMaxAuditEntryDepth, &too_deep);
-    if (entry.is_discarded()) {
-      report.problems.push_back(
-          {report.entries,
-           too_deep ? "nested deeper than " + std::to_string(kMaxAuditEntryDepth) + " levels"
-                    : std::string("not valid JSON")});
-      continue;
-    }
-    for (std::string& p : ValidateAuditEntry(entry)) {
+    for (std::string& p : ValidateAuditLine(line)) {
       report.problems.push_back({report.entries, std::move(p)});
     }
   }

@@ -465,6 +465,9 @@ struct AuditSchemaReport {
 // Validates every line of `path` (a line that is not JSON is one problem). Fails only when the
 // file cannot be opened or read.
 Result<AuditSchemaReport> ValidateAuditLogFile(const std::string& path);
+// The problems of one line of a log (its text, without the newline): not JSON, nested deeper
+// than kMaxAuditEntryDepth, or ValidateAuditEntry's. Pure.
+std::vector<std::string> ValidateAuditLine(std::string_view line);
 
 // ---- documentation ----
 

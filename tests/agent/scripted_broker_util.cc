@@ -54,15 +54,18 @@ std::vector<Message> ScriptedBroker::Received(Kind kind) const {
   return out;
 }
 
+// The frames of one response go out in one send: "a cancel that came with the decision" means
+// the agent finds both when it reads, not that it may read the decision and act before the
+// cancel is written (a race that made ServeLoop.ACancelThatCameWithTheDecisionRunsNothing flaky).
 bool ScriptedBroker::SendAll(const std::vector<std::string>& frames) {
-  for (const std::string& frame : frames) {
-    std::string_view rest = frame;
-    while (!rest.empty()) {
-      const ssize_t n = ::send(broker_end_.get(), rest.data(), rest.size(), MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      rest.remove_prefix(static_cast<std::size_t>(n));
-    }
+  std::string joined;
+  for (const std::string& frame : frames) joined += frame;
+  std::string_view rest = joined;
+  while (!rest.empty()) {
+    const ssize_t n = ::send(broker_end_.get(), rest.data(), rest.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    rest.remove_prefix(static_cast<std::size_t>(n));
   }
   return true;
 }
