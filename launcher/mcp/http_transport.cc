@@ -22,9 +22,11 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "common/json_text.h"
+#include "launcher/mcp/http_screen.h"
 
 namespace cagent::launcher::mcp {
 namespace {
@@ -35,7 +37,7 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-using Headers = std::vector<std::pair<std::string, std::string>>;
+using Headers = HttpHeaders;
 
 // A request's head (request line and header fields) larger than this is refused with 431.
 constexpr std::size_t kMaxHeaderBytes = 16 * 1024;
@@ -45,37 +47,6 @@ constexpr std::size_t kMaxHeaderBytes = 16 * 1024;
 constexpr std::chrono::seconds kLingerTime{2};
 // Accept failed (EMFILE and the like): try again after this pause instead of spinning.
 constexpr std::chrono::milliseconds kAcceptRetry{100};
-
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
-std::string_view View(beast::string_view text) { return {text.data(), text.size()}; }
-
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-// Whether `given` equals `expected`, in time that depends on expected's length only (no early
-// exit at the first differing byte: a local process must not learn the token byte by byte).
-bool ConstantTimeEqual(std::string_view given, std::string_view expected) {
-  unsigned diff = given.size() == expected.size() ? 0U : 1U;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    const unsigned char g = i < given.size() ? static_cast<unsigned char>(given[i]) : 0U;
-    diff |= static_cast<unsigned>(g ^ static_cast<unsigned char>(expected[i]));
-  }
-  return diff == 0U;
-}
 
 // 256 bits from the kernel's CSPRNG as 64 hex digits (visible ASCII, as the spec asks).
 Result<std::string> RandomSessionId() {
@@ -176,68 +147,6 @@ std::string SseEvent(std::string_view json_text) {
   return Chunk(event);
 }
 
-// host[:port] of a Host header or an Origin: "[::1]:8080" → ("[::1]", "8080"). nullopt when it
-// is not of that shape (two colons outside brackets, junk after ']').
-struct HostPort {
-  std::string host;  // lowercased, IPv6 literals with their brackets
-  std::optional<std::string> port;
-};
-std::optional<HostPort> SplitHostPort(std::string_view text) {
-  HostPort out;
-  std::string_view rest;
-  if (!text.empty() && text.front() == '[') {
-    const std::size_t close = text.find(']');
-    if (close == std::string_view::npos) {
-      return std::nullopt;
-    }
-    out.host = Lower(text.substr(0, close + 1));
-    rest = text.substr(close + 1);
-  } else {
-    const std::size_t colon = text.find(':');
-    out.host = Lower(text.substr(0, colon));
-    rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon);
-  }
-  if (!rest.empty()) {
-    if (rest.front() != ':' || rest.size() < 2 || rest.size() > 6) {
-      return std::nullopt;
-    }
-    rest.remove_prefix(1);
-    if (!std::all_of(rest.begin(), rest.end(),
-                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
-      return std::nullopt;
-    }
-    out.port = std::string(rest);
-  }
-  if (out.host.empty()) {
-    return std::nullopt;
-  }
-  return out;
-}
-
-// What a POSTed JSON-RPC message is.
-enum class Kind : std::uint8_t { kRequest, kNotification, kResponse, kInvalid };
-Kind Classify(const json& message) {
-  if (!message.is_object()) {
-    return Kind::kInvalid;
-  }
-  const auto method = message.find("method");
-  const auto id = message.find("id");
-  const bool id_ok = id != message.end() && (id->is_string() || id->is_number_integer());
-  if (method != message.end()) {
-    if (!method->is_string()) {
-      return Kind::kInvalid;
-    }
-    if (id == message.end()) {
-      return Kind::kNotification;
-    }
-    return id_ok ? Kind::kRequest : Kind::kInvalid;
-  }
-  if (id != message.end() && (message.contains("result") || message.contains("error"))) {
-    return Kind::kResponse;
-  }
-  return Kind::kInvalid;
-}
-
 class Connection;
 
 // One client request waiting for its answer: the connection it came on and what the session has
@@ -300,12 +209,10 @@ class HttpTransport::State : public std::enable_shared_from_this<HttpTransport::
   [[nodiscard]] const std::string& host_literal() const { return host_literal_; }
 
  private:
-  [[nodiscard]] bool HostAllowed(std::string_view host) const;
-  [[nodiscard]] bool OriginAllowed(std::string_view origin) const;
   void HandlePost(const std::shared_ptr<Connection>& conn,
-                  const http::request<http::string_body>& request);
+                  const http::request<http::string_body>& request, const HttpRoute& route);
   void HandleDelete(const std::shared_ptr<Connection>& conn,
-                    const http::request<http::string_body>& request);
+                    const http::request<http::string_body>& request, const HttpRoute& route);
   void Initialize(const std::shared_ptr<Connection>& conn,
                   const http::request<http::string_body>& request, const json& message);
   void RunRequest(const std::shared_ptr<Connection>& conn, bool keep_alive,
@@ -320,6 +227,10 @@ class HttpTransport::State : public std::enable_shared_from_this<HttpTransport::
   void Forget(const std::shared_ptr<SessionEntry>& entry, const std::string& reason);
   void Refuse(const std::shared_ptr<Connection>& conn, int status, int code, std::string message,
               const json& id = nullptr, const Headers& headers = {});
+  void Refuse(const std::shared_ptr<Connection>& conn, HttpRefusal refusal) {
+    Refuse(conn, refusal.status, refusal.code, std::move(refusal.message), refusal.id,
+           refusal.headers);
+  }
 
   asio::io_context& io_;
   HttpOptions options_;
@@ -331,6 +242,7 @@ class HttpTransport::State : public std::enable_shared_from_this<HttpTransport::
   asio::steady_timer sweep_timer_;
   std::uint16_t port_ = 0;
   std::string host_literal_;  // the bound address as a Host names it: "127.0.0.1", "[::1]"
+  HttpScreenConfig screen_;   // what http_screen.h checks, set once the listener is bound
   bool stopped_ = false;
   std::uint64_t next_connection_ = 0;
   std::unordered_map<std::uint64_t, std::weak_ptr<Connection>> connections_;
@@ -460,7 +372,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
           self->socket_, self->buffer_, *self->parser_,
           [self](beast::error_code read_ec, std::size_t /*bytes*/) { self->OnRead(read_ec); });
     };
-    if (Lower(Trim(View(parser_->get()[http::field::expect]))) != "100-continue") {
+    if (LowerAscii(TrimOws(View(parser_->get()[http::field::expect]))) != "100-continue") {
       read_body();
       return;
     }
@@ -682,6 +594,8 @@ Status HttpTransport::State::Open(const asio::ip::address& address) {
     return PlainError("read the MCP HTTP listener's port", ec.message());
   }
   host_literal_ = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
+  screen_ = HttpScreenConfig{options_.path, port_, host_literal_, options_.bearer_token,
+                             session_options_.max_depth};
   return Ok{};
 }
 
@@ -881,29 +795,6 @@ void HttpTransport::State::Route(const std::shared_ptr<SessionEntry>& entry, Out
   }
 }
 
-bool HttpTransport::State::HostAllowed(std::string_view host) const {
-  return host == "127.0.0.1" || host == "localhost" || host == "[::1]" || host == host_literal_;
-}
-
-bool HttpTransport::State::OriginAllowed(std::string_view origin) const {
-  std::string_view rest = origin;
-  std::string_view default_port;
-  if (rest.substr(0, 7) == "http://") {
-    rest.remove_prefix(7);
-    default_port = "80";
-  } else if (rest.substr(0, 8) == "https://") {
-    rest.remove_prefix(8);
-    default_port = "443";
-  } else {
-    return false;  // "null" (a sandboxed frame, a file: page) or another scheme
-  }
-  const std::optional<HostPort> hp = SplitHostPort(rest);
-  if (!hp || !HostAllowed(hp->host)) {
-    return false;
-  }
-  return hp->port.value_or(std::string(default_port)) == std::to_string(port_);
-}
-
 void HttpTransport::State::Refuse(const std::shared_ptr<Connection>& conn, int status, int code,
                                   std::string message, const json& id, const Headers& headers) {
   conn->Respond(FormatResponse(status, headers, "application/json",
@@ -917,39 +808,9 @@ bool HttpTransport::State::Admit(const std::shared_ptr<Connection>& conn,
     conn->Close();
     return false;
   }
-  // DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends Host: evil.example.
-  const auto host_field = head.find(http::field::host);
-  if (host_field == head.end()) {
-    Refuse(conn, 400, kTransportError, "the request has no Host header");
-    return false;
-  }
-  const std::optional<HostPort> host = SplitHostPort(Trim(View(host_field->value())));
-  if (!host || !HostAllowed(host->host) || (host->port && *host->port != std::to_string(port_))) {
-    Refuse(conn, 403, kTransportError,
-           "forbidden Host header: this server answers only to 127.0.0.1, localhost or [::1] on "
-           "port " +
-               std::to_string(port_));
-    return false;
-  }
-  const auto origin = head.find(http::field::origin);
-  if (origin != head.end() && !OriginAllowed(Trim(View(origin->value())))) {
-    Refuse(conn, 403, kTransportError,
-           "forbidden Origin: only pages of this server's own loopback origin may call it");
-    return false;
-  }
-  const auto auth = head.find(http::field::authorization);
-  bool authorized = false;
-  if (auth != head.end()) {
-    const std::string_view value = Trim(View(auth->value()));
-    const std::size_t space = value.find(' ');
-    if (space != std::string_view::npos && Lower(value.substr(0, space)) == "bearer") {
-      authorized = ConstantTimeEqual(Trim(value.substr(space + 1)), options_.bearer_token);
-    }
-  }
-  if (!authorized) {
-    Refuse(conn, 401, kTransportError,
-           "unauthorized: send the bearer token cagent printed (Authorization: Bearer <token>)",
-           nullptr, {{"WWW-Authenticate", "Bearer"}});
+  // Host, Origin and the token, before the body is read.
+  if (auto refusal = ScreenHttpHead(head, screen_)) {
+    Refuse(conn, std::move(*refusal));
     return false;
   }
   if (!conn->authenticated()) {
@@ -978,34 +839,29 @@ void HttpTransport::State::Handle(const std::shared_ptr<Connection>& conn,
     return;
   }
   // Host, Origin and the token were checked on the head (Admit), before the body was read.
-  const std::string_view target = View(request.target());
-  if (target.substr(0, target.find('?')) != options_.path) {
-    Refuse(conn, 404, kTransportError, "no such endpoint; the MCP endpoint is " + options_.path);
+  auto screened = ScreenHttpRequest(request, screen_);
+  if (auto* refusal = std::get_if<HttpRefusal>(&screened)) {
+    Refuse(conn, std::move(*refusal));
     return;
   }
-  switch (request.method()) {
-    case http::verb::post:
-      HandlePost(conn, request);
+  HttpRoute& route = std::get<HttpRoute>(screened);
+  switch (route.to) {
+    case HttpRoute::To::kDelete:
+      HandleDelete(conn, request, route);
       return;
-    case http::verb::delete_:
-      HandleDelete(conn, request);
+    case HttpRoute::To::kInitialize:
+      Initialize(conn, request, route.message);
       return;
-    default:
-      // GET included: this server opens no server-initiated stream (the spec allows 405).
-      Refuse(conn, 405, kTransportError,
-             "method not allowed; use POST (or DELETE to end a session)", nullptr,
-             {{"Allow", "POST, DELETE"}});
+    case HttpRoute::To::kSession:
+      HandlePost(conn, request, route);
       return;
   }
 }
 
 void HttpTransport::State::HandleDelete(const std::shared_ptr<Connection>& conn,
-                                        const http::request<http::string_body>& request) {
-  const std::string id(Trim(View(request["Mcp-Session-Id"])));
-  if (id.empty()) {
-    Refuse(conn, 400, kTransportError, "Mcp-Session-Id header is required");
-    return;
-  }
+                                        const http::request<http::string_body>& request,
+                                        const HttpRoute& route) {
+  const std::string& id = route.session_id;
   const auto it = sessions_.find(id);
   if (it == sessions_.end()) {
     Refuse(conn, 404, kTransportError, "session not found");
@@ -1018,50 +874,20 @@ void HttpTransport::State::HandleDelete(const std::shared_ptr<Connection>& conn,
 }
 
 void HttpTransport::State::HandlePost(const std::shared_ptr<Connection>& conn,
-                                      const http::request<http::string_body>& request) {
-  const std::string_view content_type = View(request[http::field::content_type]);
-  if (Lower(Trim(content_type.substr(0, content_type.find(';')))) != "application/json") {
-    Refuse(conn, 415, kTransportError, "Content-Type must be application/json");
-    return;
-  }
+                                      const http::request<http::string_body>& request,
+                                      const HttpRoute& route) {
+  const json& message = route.message;
   const std::string& body = request.body();
-  if (JsonDepth(body, session_options_.max_depth) > session_options_.max_depth) {
-    Refuse(conn, 400, kInvalidRequest,
-           "the message nests deeper than " + std::to_string(session_options_.max_depth));
-    return;
-  }
-  const json message = ParseJsonText(body);
-  if (message.is_discarded()) {
-    Refuse(conn, 400, kParseError, "parse error: the body is not JSON");
-    return;
-  }
-  if (message.is_array()) {
-    Refuse(conn, 400, kInvalidRequest, "JSON-RPC batches are not supported; send one message");
-    return;
-  }
-  const Kind kind = Classify(message);
-  if (kind == Kind::kInvalid) {
-    Refuse(conn, 400, kInvalidRequest, "not a JSON-RPC request, notification or response");
-    return;
-  }
-  const std::string session_id(Trim(View(request["Mcp-Session-Id"])));
-  if (session_id.empty()) {
-    if (kind == Kind::kRequest && message["method"] == "initialize") {
-      Initialize(conn, request, message);
-    } else {
-      Refuse(conn, 400, kTransportError, "Mcp-Session-Id header is required (initialize first)",
-             kind == Kind::kRequest ? message["id"] : json(nullptr));
-    }
-    return;
-  }
+  const std::string& session_id = route.session_id;
+  const HttpMessageKind kind = route.kind;
   const auto it = sessions_.find(session_id);
   if (it == sessions_.end()) {
     Refuse(conn, 404, kTransportError, "session not found (it ended; initialize again)",
-           kind == Kind::kRequest ? message["id"] : json(nullptr));
+           kind == HttpMessageKind::kRequest ? message["id"] : json(nullptr));
     return;
   }
   const std::shared_ptr<SessionEntry> entry = it->second;
-  const std::string_view version = Trim(View(request["MCP-Protocol-Version"]));
+  const std::string_view version = TrimOws(View(request["MCP-Protocol-Version"]));
   if (!version.empty()) {
     const auto& supported = SupportedProtocolVersions();
     if (std::find(supported.begin(), supported.end(), version) == supported.end()) {
@@ -1071,13 +897,13 @@ void HttpTransport::State::HandlePost(const std::shared_ptr<Connection>& conn,
     }
   }
   entry->last_activity = Clock::now();
-  if (kind == Kind::kRequest) {
+  if (kind == HttpMessageKind::kRequest) {
     RunRequest(conn, request.keep_alive(), entry, message["id"], body, false);
     return;
   }
   entry->session->Receive(body);
   // The session sends no response for a cancelled call (as the spec says): end its stream.
-  if (kind == Kind::kNotification && message["method"] == "notifications/cancelled" &&
+  if (kind == HttpMessageKind::kNotification && message["method"] == "notifications/cancelled" &&
       message.contains("params") && message["params"].is_object() &&
       message["params"].contains("requestId")) {
     const auto stream = entry->streams.find(JsonText(message["params"]["requestId"]));
