@@ -51,6 +51,13 @@ const Root& Scratch() {
     out.tasks = out.root + "/tasks.jsonl";
     return out;
   }();
+  static const bool cleanup = [] {
+    return std::atexit([] {
+             std::error_code ignored;
+             fs::remove_all(Scratch().dir, ignored);
+           }) == 0;
+  }();
+  (void)cleanup;
   return r;
 }
 
