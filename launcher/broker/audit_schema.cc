@@ -12,7 +12,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr AuditPresence kNever = AuditPresence::kNever;
 constexpr AuditPresence kOptional = AuditPresence::kOptional;
 constexpr AuditPresence kRequired = AuditPresence::kRequired;
 
