@@ -147,7 +147,7 @@ Result<json> ReadResult(const std::string& path) {
   auto text = ReadSmallFile(path, kMaxResultBytes);
   if (!text) return text.error();
   if (JsonDepth(*text, 64) > 64) return PlainError(path, "is nested too deeply");
-  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJsonText(*text);
   if (!j.is_object()) return PlainError(path, "is not a JSON object");
   if (!j.contains("batch") || !j["batch"].is_object()) {
     return PlainError(path, "has no \"batch\" object (not written by cagent batch)");
@@ -185,7 +185,7 @@ std::string CheckComplete(const std::string& results_dir, const BatchTask& task)
   }
   auto run = ReadSmallFile(run_dir + "/result.json", kMaxResultBytes);
   if (!run) return "the run's result.json is missing: " + run.error().Message();
-  json own = json::parse(*run, nullptr, /*allow_exceptions=*/false);
+  json own = ParseJsonWithin(*run, 64);  // as ReadResult: compared below, which recurses
   json copy = res;
   copy.erase("batch");
   if (!own.is_object() || own != copy) {

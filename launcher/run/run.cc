@@ -201,7 +201,7 @@ Result<json> ParseRunResult(std::string_view text, const std::string& origin) {
     return PlainError(origin, "is nested more than " + std::to_string(kMaxRunResultDepth) +
                                   " levels deep (not a run record)");
   }
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJsonText(text);
   if (j.is_discarded()) {
     return PlainError(origin, "is not valid JSON");
   }

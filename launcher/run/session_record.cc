@@ -76,7 +76,7 @@ std::vector<SessionEntry> ListSessions(const std::string& sessions_dir) {
     if (!s.record_path.empty()) {
       if (auto text = ReadSmallFile(s.record_path, kMaxRecordBytes)) {
         if (JsonDepth(*text, kMaxRecordDepth) <= kMaxRecordDepth) {
-          json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+          json j = ParseJsonText(*text);
           if (j.is_object()) s.record = std::move(j);
         }
       }
