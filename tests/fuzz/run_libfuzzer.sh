@@ -92,11 +92,14 @@ fuzz_one() {
 # A line per target: its verdict, executions and corpus size at the end.
 report() {
   local t=$1 status=$2 w="$work/$1"
-  local execs units
+  local execs units took
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$w/log" | tail -n1)
+  # libFuzzer's own "Done N runs in S second(s)": less than the limit when -runs ended it first.
+  took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$w/log" | tail -n1)
   units=$(ls "$w/corpus" | wc -l)
   if [ "$status" = 0 ]; then
-    printf '  %-18s ok       %10s execs in %ss, corpus %s\n' "$t" "${execs:-?}" "$seconds" "$units"
+    printf '  %-18s ok       %10s execs in %ss, corpus %s\n' "$t" "${execs:-?}" "${took:-$seconds}" \
+      "$units"
   else
     printf '  %-18s FAILED   exit %s; see %s\n' "$t" "$status" "$w/log"
     for a in "$w/artifacts/"*; do
