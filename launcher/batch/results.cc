@@ -25,6 +25,8 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t kMaxResultBytes = 16U << 20U;
+// A result nests a few levels; deeper text is refused before it is parsed (ParseJsonWithin).
+constexpr std::size_t kMaxResultDepth = 64;
 
 Status WriteAll(int fd, const std::string& text, const std::string& what) {
   std::size_t off = 0;
@@ -146,8 +148,9 @@ Status RecordResult(const std::string& results_dir, const BatchTask& task, const
 Result<json> ReadResult(const std::string& path) {
   auto text = ReadSmallFile(path, kMaxResultBytes);
   if (!text) return text.error();
-  if (JsonDepth(*text, 64) > 64) return PlainError(path, "is nested too deeply");
-  json j = ParseJsonText(*text);
+  bool too_deep = false;
+  json j = ParseJsonWithin(*text, kMaxResultDepth, &too_deep);
+  if (too_deep) return PlainError(path, "is nested too deeply");
   if (!j.is_object()) return PlainError(path, "is not a JSON object");
   if (!j.contains("batch") || !j["batch"].is_object()) {
     return PlainError(path, "has no \"batch\" object (not written by cagent batch)");
@@ -185,7 +188,7 @@ std::string CheckComplete(const std::string& results_dir, const BatchTask& task)
   }
   auto run = ReadSmallFile(run_dir + "/result.json", kMaxResultBytes);
   if (!run) return "the run's result.json is missing: " + run.error().Message();
-  json own = ParseJsonWithin(*run, 64);  // as ReadResult: compared below, which recurses
+  json own = ParseJsonWithin(*run, kMaxResultDepth);  // compared below, which recurses
   json copy = res;
   copy.erase("batch");
   if (!own.is_object() || own != copy) {

@@ -197,11 +197,12 @@ json RunRecord::ToJson() const {
 }
 
 Result<json> ParseRunResult(std::string_view text, const std::string& origin) {
-  if (JsonDepth(text, kMaxRunResultDepth) > kMaxRunResultDepth) {
+  bool too_deep = false;
+  json j = ParseJsonWithin(text, kMaxRunResultDepth, &too_deep);
+  if (too_deep) {
     return PlainError(origin, "is nested more than " + std::to_string(kMaxRunResultDepth) +
                                   " levels deep (not a run record)");
   }
-  json j = ParseJsonText(text);
   if (j.is_discarded()) {
     return PlainError(origin, "is not valid JSON");
   }

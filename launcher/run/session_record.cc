@@ -75,10 +75,8 @@ std::vector<SessionEntry> ListSessions(const std::string& sessions_dir) {
     s.agent_log = sessions_dir + "/" + id + ".agent.log";
     if (!s.record_path.empty()) {
       if (auto text = ReadSmallFile(s.record_path, kMaxRecordBytes)) {
-        if (JsonDepth(*text, kMaxRecordDepth) <= kMaxRecordDepth) {
-          json j = ParseJsonText(*text);
-          if (j.is_object()) s.record = std::move(j);
-        }
+        json j = ParseJsonWithin(*text, kMaxRecordDepth);
+        if (j.is_object()) s.record = std::move(j);
       }
     }
     if (s.record.is_object()) {
