@@ -17,18 +17,13 @@
 
 #include "common/json_text.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "tests/fuzz/json_value_depth.h"
 
 namespace {
 
 using cagent::fuzz::Check;
+using cagent::fuzz::JsonValueDepth;
 using nlohmann::json;
-
-std::size_t Depth(const json& value) {
-  if (!value.is_structured()) return 0;
-  std::size_t deepest = 0;
-  for (const json& child : value) deepest = std::max(deepest, Depth(child));
-  return deepest + 1;
-}
 
 }  // namespace
 
@@ -47,11 +42,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   if (value.is_discarded()) return 0;
-  const std::size_t value_depth = Depth(value);
+  const std::size_t value_depth = JsonValueDepth(value);
   Check(value_depth <= depth);
   const std::string written = cagent::JsonText(value);
   const json again = json::parse(written, nullptr, /*allow_exceptions=*/false);
-  Check(!again.is_discarded() && Depth(again) == value_depth);
+  Check(!again.is_discarded() && JsonValueDepth(again) == value_depth);
   Check(cagent::JsonDepth(written, 64) == value_depth);
   return 0;
 }

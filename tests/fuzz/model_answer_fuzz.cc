@@ -26,20 +26,15 @@
 #include "launcher/model/sse.h"
 #include "launcher/model/turn_rules.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "tests/fuzz/json_value_depth.h"
 
 namespace {
 
 using cagent::fuzz::Check;
+using cagent::fuzz::JsonValueDepth;
 namespace model = cagent::launcher::model;
 namespace protocol = cagent::protocol;
 using nlohmann::json;
-
-std::size_t Depth(const json& value) {
-  if (!value.is_structured()) return 0;
-  std::size_t deepest = 0;
-  for (const json& child : value) deepest = std::max(deepest, Depth(child));
-  return deepest + 1;
-}
 
 void CheckResponse(model::ModelResponse& response) {
   const auto& calls = response.turn.tool_calls;
@@ -50,7 +45,7 @@ void CheckResponse(model::ModelResponse& response) {
     Check(ids.insert(call.id).second);
     Check(!call.name.empty() && call.name.size() <= protocol::kMaxIdBytes);
     Check(call.arguments.is_object());
-    Check(Depth(call.arguments) <= model::kMaxArgumentsDepth);
+    Check(JsonValueDepth(call.arguments) <= model::kMaxArgumentsDepth);
     if (!call.arguments_error.empty()) Check(call.arguments.empty());
   }
   (void)cagent::JsonText(response.raw);
