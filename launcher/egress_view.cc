@@ -247,8 +247,10 @@ Result<EgressView> AddEgressView(LaunchSpec& spec, std::span<const std::uint16_t
 
 std::vector<EnvVar> NoNetworkEnvironment() {
   std::vector<EnvVar> out;
-  for (const auto& [name, value] : kNoRetries)
+  out.reserve(std::size(kNoRetries));
+  for (const auto& [name, value] : kNoRetries) {
     out.push_back({std::string(name), std::string(value)});
+  }
   return out;
 }
 

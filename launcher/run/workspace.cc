@@ -357,7 +357,7 @@ std::string OutputRoot(const std::vector<policy::OutputRule>& outputs, const std
   std::size_t from = 0;
   for (;;) {
     const std::size_t slash = rel.find('/', from);
-    const std::string prefix = rel.substr(0, slash);
+    std::string prefix = rel.substr(0, slash);
     if (policy::UnderOutputs(outputs, prefix)) return prefix;
     if (slash == std::string::npos) return rel;
     from = slash + 1;

@@ -21,8 +21,11 @@ namespace cagent::launcher::broker::testing {
 
 // GCC 12 reports a ModelError member of a ModelOutcome variant that holds a ModelResponse as
 // "maybe uninitialized" when the variant is moved into a lambda capture (a known false positive
-// of its variant analysis; GCC 13 does not).
+// of its variant analysis; GCC 13 does not). Clang has no such warning (and -Werror refuses an
+// unknown one).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
