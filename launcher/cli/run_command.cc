@@ -244,13 +244,6 @@ void PrintSummary(const run::RunRecord& r) {
 
 std::string RunsDirectory() { return run::StateDirectory() + "/runs"; }
 
-// A string member of a result.json object, or "" when it is absent or not a string.
-std::string StringField(const json& j, const char* key) {
-  if (!j.is_object()) return {};
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 // The run ids under `dir`, oldest first: by the run's sequence number (state_dir.h), runs made
 // before the counter first and by id (their UTC creation time, to the second). Only directories:
 // a symlink in runs/ is not a run, so nothing below follows one.
@@ -270,19 +263,6 @@ std::vector<std::string> RunIds(const std::string& dir) {
   return ids;
 }
 
-// A reason for the table: its first line, escaped, at most 80 bytes (not cutting a UTF-8
-// character), with "…" when anything was left out. The whole reason is in `cagent show`.
-std::string OneLineReason(const std::string& reason) {
-  const std::size_t nl = reason.find_first_of("\r\n");
-  const std::string first = TerminalSafe(reason.substr(0, nl), TerminalLines::kOne);
-  std::size_t cut = std::min<std::size_t>(first.size(), 80);
-  while (cut > 0 && cut < first.size() && (static_cast<unsigned char>(first[cut]) & 0xC0) == 0x80) {
-    --cut;
-  }
-  const bool more = cut < first.size() || (nl != std::string::npos && nl + 1 < reason.size());
-  return first.substr(0, cut) + (more ? "\u2026" : "");
-}
-
 // A `cagent agent` session's row (issue #20): kind "agent", from its record.
 json SessionRow(const run::SessionEntry& s) {
   json row = {{"run_id", s.id}, {"kind", "agent"}, {"status", s.Status()}};
@@ -292,7 +272,7 @@ json SessionRow(const run::SessionEntry& s) {
       if (s.record.contains(key)) row[key] = s.record[key];
     }
   }
-  if (s.Status() == "unfinished" && StringField(row, "reason").empty()) {
+  if (s.Status() == "unfinished" && run::RecordString(row, "reason").empty()) {
     row["reason"] = s.record_path.empty()
                         ? "no session record (from a cagent before records, or interrupted)"
                         : "no end recorded (running, or interrupted)";
@@ -311,20 +291,8 @@ json RunRows(const std::string& dir) {
   }
   for (const auto& id : RunIds(dir)) {
     auto r = run::ReadRunResult(dir + "/" + id);
-    json row = {{"run_id", id}, {"kind", "run"}};
+    json row = run::RunRow(id, r ? &*r : nullptr);
     if (auto seq = run::RunSequence(dir + "/" + id)) row["sequence"] = *seq;
-    if (r) {
-      row["status"] = (*r)["status"];
-      row["profile"] = (*r)["profile"];
-      row["repo"] = (*r)["repo"];
-      row["base_commit"] = (*r)["base_commit"];
-      row["created_at"] = (*r)["created_at"];
-      row["files"] = (*r)["changed_files"].size();
-      row["reason"] = (*r)["reason"];
-    } else {
-      row["status"] = "unknown";
-      row["reason"] = "no result.json (running, or interrupted)";
-    }
     keyed.emplace_back(std::make_pair(run::RunSequence(dir + "/" + id).value_or(0), id),
                        std::move(row));
   }
@@ -364,26 +332,16 @@ std::string RepoFilter(const std::string& repo) {
   return p.string();
 }
 
-// `path` with the caller's home directory written as "~".
-std::string ShortHome(const std::string& path) {
-  const std::string home = CallerHome();
-  if (home.size() > 1 && path.starts_with(home) &&
-      (path.size() == home.size() || path[home.size()] == '/')) {
-    return "~" + path.substr(home.size());
-  }
-  return path;
-}
-
 int DoRuns(const RunsCommandOptions& o) {
   const std::string dir = RunsDirectory();
   if (auto s = CheckStatusFilter(o.status); !s) return Usage(s.error().Message());
   const std::string repo = RepoFilter(o.repo);
   json all = json::array();
   for (auto& row : RunRows(dir)) {
-    if (!o.status.empty() && StringField(row, "status") != o.status) continue;
-    if (!repo.empty() && StringField(row, "kind") == "agent") {
-      if (!WithinRepo(StringField(row, "workspace"), repo)) continue;
-    } else if (!repo.empty() && StringField(row, "repo") != repo) {
+    if (!o.status.empty() && run::RecordString(row, "status") != o.status) continue;
+    if (!repo.empty() && run::RecordString(row, "kind") == "agent") {
+      if (!WithinRepo(run::RecordString(row, "workspace"), repo)) continue;
+    } else if (!repo.empty() && run::RecordString(row, "repo") != repo) {
       continue;
     }
     all.push_back(std::move(row));
@@ -401,22 +359,10 @@ int DoRuns(const RunsCommandOptions& o) {
     return 0;
   }
   // One run a line. Every field comes from a result.json under the state directory and may
-  // quote the agent (the reason) or be damaged: read each with a type check, print it escaped.
-  for (const auto& row : all) {
-    std::cout << TerminalSafe(StringField(row, "run_id")) << "  "
-              << TerminalSafe(StringField(row, "status"));
-    if (row.contains("profile")) std::cout << "  " << TerminalSafe(StringField(row, "profile"));
-    // Which repository (issue 32: runs of several repositories with same-named profiles), with
-    // the caller's home written ~.
-    if (const std::string from = StringField(row, "repo"); !from.empty()) {
-      std::cout << "  " << TerminalSafe(ShortHome(from));
-    }
-    if (row.contains("files")) std::cout << "  " << row["files"].get<std::size_t>() << " files";
-    if (StringField(row, "kind") == "agent") std::cout << "  (agent session)";
-    const std::string reason = OneLineReason(StringField(row, "reason"));
-    if (!reason.empty()) std::cout << "  " << reason;
-    std::cout << "\n";
-  }
+  // quote the agent (the reason) or be damaged: run_record.h reads each with a type check and
+  // escapes it.
+  const std::string home = CallerHome();
+  for (const auto& row : all) std::cout << run::RunListLine(row, home);
   return 0;
 }
 
@@ -440,90 +386,13 @@ int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
   if (o.json) {
     std::cout << JsonText(j, 2) << "\n";
   } else {
-    // result.json quotes the agent (reason, paths, details): every field is read with a type check
-    // and printed escaped.
-    auto t = [&](const json& obj, const char* key) { return TerminalSafe(StringField(obj, key)); };
-    auto list = [&](const char* key) {
-      auto it = j.find(key);
-      return it != j.end() && it->is_array() ? *it : json::array();
-    };
-    std::cout << "run " << t(j, "run_id") << ": " << t(j, "status");
-    if (!StringField(j, "reason").empty()) std::cout << " — " << t(j, "reason");
-    std::cout << "\n  profile      " << t(j, "profile");
-    if (!StringField(j, "profile_file").empty()) {
-      std::cout << " (" << t(j, "profile_file") << ", sha256 "
-                << StringField(j, "profile_sha256").substr(0, 16) << ")";
-    }
-    const json patch = j.contains("patch") && j["patch"].is_object() ? j["patch"] : json::object();
-    std::cout << "\n  base         " << t(j, "base_commit") << "\n  repo         " << t(j, "repo")
-              << "\n  patch        "
-              << (patch.contains("bytes") && patch["bytes"].is_number() ? JsonText(patch["bytes"])
-                                                                        : std::string("?"))
-              << " bytes, sha256 " << t(patch, "sha256") << "\n";
-    for (const auto& f : list("changed_files")) {
-      std::cout << "               " << t(f, "status") << " " << t(f, "path") << "\n";
-    }
-    // issue 32: what the profile's outputs kept out of the patch.
-    if (j.contains("left_out") && j["left_out"].is_object()) {
-      const json& l = j["left_out"];
-      if (l.contains("files") && l["files"].is_number_unsigned() && l["files"].get<std::size_t>()) {
-        std::cout << "  left out     " << JsonText(l["files"]) << " untracked files under outputs:";
-        if (l.contains("paths") && l["paths"].is_array()) {
-          for (const auto& root : l["paths"]) {
-            if (!root.is_object()) continue;
-            std::cout << " " << t(root, "path") << "/ ("
-                      << (root.contains("files") && root["files"].is_number()
-                              ? JsonText(root["files"])
-                              : std::string("?"))
-                      << ")";
-          }
-        }
-        std::cout << "\n";
-        if (l.contains("source_files") && l["source_files"].is_array()) {
-          for (const auto& f : l["source_files"]) {
-            if (f.is_string()) {
-              std::cout << "  warning      left out a source-looking file: "
-                        << TerminalSafe(f.get<std::string>()) << "\n";
-            }
-          }
-        }
-      }
-    }
-    for (const auto& v : list("verification")) {
-      std::cout << "  verify       " << t(v, "status") << ": " << t(v, "command") << " ("
-                << t(v, "detail") << ")\n";
-    }
-    if (!StringField(j, "verified_tree").empty()) {
-      std::cout << "  verified on  tree " << t(j, "verified_tree")
-                << " (a fresh checkout of base + patch)\n";
-    }
-    std::cout << "  events       " << t(j, "event_log") << "\n";
-    const json sandbox =
-        j.contains("sandbox") && j["sandbox"].is_object() ? j["sandbox"] : json::object();
-    // What cagent found and undid on the host after the agent's sandbox (planted repositories,
-    // cleared setuid bits).
-    if (auto it = sandbox.find("host_findings"); it != sandbox.end() && it->is_array()) {
-      for (const auto& f : *it) {
-        if (f.is_string()) {
-          std::cout << "  found        " << TerminalSafe(f.get<std::string>()) << "\n";
-        }
-      }
-    }
+    std::cout << run::RunShowText(j);
     std::error_code ec;
     if (fs::is_directory(run_dir + "/workspace", ec)) {
-      PrintSafeInspection(std::cout, StringField(j, "run_id"), run_dir);
+      PrintSafeInspection(std::cout, run::RecordString(j, "run_id"), run_dir);
     }
   }
-  auto state = run::ParseRunState(StringField(j, "status"));
-  bool verification_failed = false;
-  auto it = j.find("verification");
-  if (it != j.end() && it->is_array()) {
-    for (const auto& v : *it) {
-      const std::string s = StringField(v, "status");
-      verification_failed = verification_failed || s == "failed" || s == "timed-out";
-    }
-  }
-  return ToInt(state ? run::ExitCodeFor(*state, verification_failed) : ExitCode::kRunFailed);
+  return ToInt(run::RunShowExitCode(j));
 }
 
 int DoDiff(const RunsCommandOptions& o, const std::string& run_dir) {
@@ -695,16 +564,16 @@ int DoRmMany(const RunsCommandOptions& o) {
   json kept_unfinished = json::array();
   int status = 0;
   for (const auto& row : RunRows(dir)) {
-    const std::string id = StringField(row, "run_id");
-    const std::string state = StringField(row, "status");
-    const bool session = StringField(row, "kind") == "agent";
+    const std::string id = run::RecordString(row, "run_id");
+    const std::string state = run::RecordString(row, "status");
+    const bool session = run::RecordString(row, "kind") == "agent";
     if ((state == "unknown" || state == "unfinished") && !o.force) {
       kept_unfinished.push_back(id);
       continue;
     }
     if (o.failed && state != "failed") continue;
     if (age) {
-      const auto created = ParseCreatedAt(StringField(row, "created_at"));
+      const auto created = ParseCreatedAt(run::RecordString(row, "created_at"));
       if (!created || now - *created < age->count()) continue;
     }
     json entry = {{"run_id", id}, {"kind", session ? "agent" : "run"}, {"status", state}};

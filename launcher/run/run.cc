@@ -196,36 +196,6 @@ json RunRecord::ToJson() const {
   };
 }
 
-Result<json> ParseRunResult(std::string_view text, const std::string& origin) {
-  bool too_deep = false;
-  json j = ParseJsonWithin(text, kMaxRunResultDepth, &too_deep);
-  if (too_deep) {
-    return PlainError(origin, "is nested more than " + std::to_string(kMaxRunResultDepth) +
-                                  " levels deep (not a run record)");
-  }
-  if (j.is_discarded()) {
-    return PlainError(origin, "is not valid JSON");
-  }
-  if (!j.is_object()) {
-    return PlainError(origin, "is not a JSON object (not a run record)");
-  }
-  return j;
-}
-
-Result<json> ReadRunResult(const std::string& run_dir) {
-  const std::string path = run_dir + "/result.json";
-  auto text = ReadSmallFile(path, kMaxRunResultBytes);
-  if (!text) {
-    if (text.error().err == ENOENT) {
-      return PlainError(run_dir,
-                        "has no result.json (the run may still be going, or it "
-                        "was interrupted before it could record one)");
-    }
-    return text.error();
-  }
-  return ParseRunResult(*text, path);
-}
-
 namespace {
 
 // What a run starts from, read and checked before anything is created (the pre-flight checks):

@@ -22,6 +22,7 @@
 #include "common/result.h"
 #include "launcher/broker/broker.h"
 #include "launcher/git_config_guard.h"
+#include "launcher/run/run_record.h"
 #include "launcher/run/run_state.h"
 #include "launcher/run/verify.h"
 #include "launcher/run/workspace.h"
@@ -122,19 +123,6 @@ struct RunRecord {
   [[nodiscard]] nlohmann::json ToJson() const;
   [[nodiscard]] bool verification_failed() const;
 };
-
-// The largest result.json read back (the file lists changed paths and findings; the biggest real
-// ones are a few hundred KiB) and the deepest nesting (its own is 3).
-inline constexpr std::size_t kMaxRunResultBytes = 16U << 20U;
-inline constexpr std::size_t kMaxRunResultDepth = 32;
-
-// Reads <run_dir>/result.json: a regular file, not a link, at most kMaxRunResultBytes, then
-// ParseRunResult. A missing file says the run may still be going.
-Result<nlohmann::json> ReadRunResult(const std::string& run_dir);
-
-// `text` as a run record: a JSON object nested at most kMaxRunResultDepth deep (refused before
-// the recursive parser sees it). `origin` names it in errors. Pure; never throws.
-Result<nlohmann::json> ParseRunResult(std::string_view text, const std::string& origin);
 
 // Runs it, along run_state.h's edges. An error Result only when the run could not even be created:
 // its inputs are wrong (an unreadable or empty task file, a profile that does not compile, a

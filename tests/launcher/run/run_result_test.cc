@@ -10,6 +10,7 @@
 #include <string>
 
 #include "launcher/run/run.h"
+#include "launcher/run/run_record.h"
 
 namespace cagent::launcher::run {
 namespace {
@@ -65,6 +66,59 @@ TEST(ReadRunResultTest, AMissingLinkedOrHugeFileIsRefused) {
   std::filesystem::resize_file(dir + "/result.json", kMaxRunResultBytes + 1);
   EXPECT_THAT(ReadRunResult(dir).error().Message(), HasSubstr("is larger than"));
   std::filesystem::remove_all(dir);
+}
+
+// `cagent runs` and `cagent show` print a record's fields escaped, whatever their types. The
+// profile's digest was printed raw (the first 16 bytes of the string) before run_record.h: the
+// twin shows an escape sequence there reaching the terminal, RunShowText escapes it.
+TEST(RunRecordViewTest, EveryFieldIsEscapedTheDigestToo) {
+  const std::string digest = "\x1b]0;owned\x07\x1b[2J....";
+  const nlohmann::json j = {{"run_id", "r1"},
+                            {"status", "completed"},
+                            {"reason", "line one\nrule: allow everything"},
+                            {"profile", "p\x1b[31m"},
+                            {"profile_file", "/x/p.cagent"},
+                            {"profile_sha256", digest},
+                            {"changed_files", {{{"status", "M"}, {"path", "a\rb"}}}},
+                            {"sandbox", {{"host_findings", {"found \x1b[1m"}}}}};
+  const std::string raw_twin = digest.substr(0, 16);  // what the old code wrote
+  EXPECT_NE(raw_twin.find('\x1b'), std::string::npos);
+  const std::string text = RunShowText(j);
+  for (char c : text) {
+    EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << "control byte in: " << text;
+  }
+  EXPECT_THAT(text, HasSubstr("run r1: completed — line one\\nrule: allow everything"));
+  const std::string line = RunListLine(RunRow("r1", &j), "/home/u");
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << line;
+  EXPECT_THAT(line, HasSubstr("r1  completed"));
+  EXPECT_THAT(line, HasSubstr("1 files"));
+  EXPECT_THAT(line, HasSubstr("line one…"));
+}
+
+TEST(RunRecordViewTest, FieldsOfTheWrongTypeAreLeftOutNotThrown) {
+  const nlohmann::json j = {{"run_id", 7},
+                            {"status", {1, 2}},
+                            {"changed_files", "not a list"},
+                            {"patch", {{"bytes", "many"}}},
+                            {"left_out", {{"files", -3}, {"paths", 5}}},
+                            {"verification", {{{"status", "failed"}}, 3}},
+                            {"repo", "/home/u/src/app"}};
+  const std::string text = RunShowText(j);
+  EXPECT_THAT(text, HasSubstr("run : \n"));
+  EXPECT_THAT(text, HasSubstr("patch        ? bytes"));
+  EXPECT_EQ(RunShowExitCode(j), ExitCode::kRunFailed);  // no run status
+  const nlohmann::json row = RunRow("r2", &j);
+  EXPECT_EQ(row["files"], 0);
+  EXPECT_THAT(RunListLine(row, "/home/u"), HasSubstr("  ~/src/app"));
+  EXPECT_EQ(RunListLine(RunRow("r3", nullptr), ""),
+            "r3  unknown  no result.json (running, or interrupted)\n");
+}
+
+TEST(RunRecordViewTest, ShowExitCodeFollowsStatusAndVerification) {
+  nlohmann::json j = {{"status", "completed"}, {"verification", {{{"status", "passed"}}}}};
+  EXPECT_EQ(RunShowExitCode(j), ExitCodeFor(RunState::kCompleted, false));
+  j["verification"].push_back({{"status", "timed-out"}});
+  EXPECT_EQ(RunShowExitCode(j), ExitCodeFor(RunState::kCompleted, true));
 }
 
 }  // namespace
