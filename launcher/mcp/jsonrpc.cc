@@ -16,14 +16,27 @@ constexpr std::size_t kMaxIdText = 128;
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-json ScannedId(std::string_view text) {
+// A refusal of `text` that could not be parsed (too large, too deep): its id, found by scanning,
+// is answered when the message has a "method" (a request); a response's is not (RpcRefusal).
+RpcRefusal ScannedRefusal(std::string_view text, std::string message) {
   RpcIdScanner scanner;
   scanner.Feed(text);
-  return scanner.id().value_or(json());
+  const json id = scanner.id().value_or(json());
+  RpcRefusal r{kInvalidRequest, "invalid request: " + std::move(message), json(), json()};
+  (scanner.saw_method() ? r.id : r.answers) = id;
+  return r;
 }
 
 RpcRefusal Invalid(std::string message, json id = json()) {
-  return RpcRefusal{kInvalidRequest, "invalid request: " + std::move(message), std::move(id)};
+  return RpcRefusal{kInvalidRequest, "invalid request: " + std::move(message), std::move(id),
+                    json()};
+}
+
+// A refused response: answered with id null, `answers` its id.
+RpcRefusal InvalidResponse(std::string message, json id) {
+  RpcRefusal r = Invalid(std::move(message));
+  r.answers = std::move(id);
+  return r;
 }
 
 }  // namespace
@@ -33,16 +46,15 @@ bool IsValidRpcId(const json& id) { return id.is_string() || id.is_number_intege
 std::variant<RpcMessage, RpcRefusal> ParseRpcMessage(std::string_view text,
                                                      const RpcLimits& limits) {
   if (text.size() > limits.max_bytes) {
-    return Invalid("message exceeds " + std::to_string(limits.max_bytes) + " bytes",
-                   ScannedId(text));
+    return ScannedRefusal(text, "message exceeds " + std::to_string(limits.max_bytes) + " bytes");
   }
   if (JsonDepth(text, limits.max_depth) > limits.max_depth) {
-    return Invalid("message nests deeper than " + std::to_string(limits.max_depth) + " levels",
-                   ScannedId(text));
+    return ScannedRefusal(
+        text, "message nests deeper than " + std::to_string(limits.max_depth) + " levels");
   }
   json object = ParseJsonText(text);
   if (object.is_discarded()) {
-    return RpcRefusal{kParseError, "parse error: the message is not valid JSON", json()};
+    return RpcRefusal{kParseError, "parse error: the message is not valid JSON", json(), json()};
   }
   if (object.is_array()) {
     return Invalid("a batch (JSON array) is not supported; send one message per frame");
@@ -58,12 +70,13 @@ std::variant<RpcMessage, RpcRefusal> ParseRpcMessage(std::string_view text,
   if (has_id && IsValidRpcId(*id)) {
     readable_id = *id;
   }
+  const auto method = object.find("method");
   const auto version = object.find("jsonrpc");
   if (version == object.end() || !version->is_string() ||
       version->get_ref<const std::string&>() != "2.0") {
-    return Invalid("\"jsonrpc\" must be \"2.0\"", readable_id);
+    return method != object.end() ? Invalid("\"jsonrpc\" must be \"2.0\"", readable_id)
+                                  : InvalidResponse("\"jsonrpc\" must be \"2.0\"", readable_id);
   }
-  const auto method = object.find("method");
   if (method != object.end()) {
     if (!method->is_string()) {
       return Invalid("\"method\" must be a string", readable_id);
@@ -92,7 +105,7 @@ std::variant<RpcMessage, RpcRefusal> ParseRpcMessage(std::string_view text,
     return Invalid("a message needs \"method\" (a request or notification) or \"id\" (a response)");
   }
   if ((result == object.end()) == (error == object.end())) {
-    return Invalid("a response has exactly one of \"result\" and \"error\"", readable_id);
+    return InvalidResponse("a response has exactly one of \"result\" and \"error\"", readable_id);
   }
   const bool is_error = error != object.end();
   if (!IsValidRpcId(*id) && !(is_error && id->is_null())) {
@@ -106,7 +119,7 @@ std::variant<RpcMessage, RpcRefusal> ParseRpcMessage(std::string_view text,
     const auto text_member = error->is_object() ? error->find("message") : error->end();
     if (!error->is_object() || code == error->end() || !code->is_number_integer() ||
         text_member == error->end() || !text_member->is_string()) {
-      return Invalid(
+      return InvalidResponse(
           "\"error\" must be an object with an integer \"code\" and a string \"message\"",
           readable_id);
     }
@@ -157,8 +170,9 @@ void RpcIdScanner::Feed(std::string_view chunk) {
           key_long_ = true;  // an escaped key is not spelled "id"
         } else if (c == '"') {
           is_id_ = !key_long_ && key_ == "id";
+          saw_method_ = saw_method_ || (!key_long_ && key_ == "method");
           state_ = State::kColon;
-        } else if (key_.size() < 2) {
+        } else if (key_.size() < 6) {
           key_.push_back(c);
         } else {
           key_long_ = true;

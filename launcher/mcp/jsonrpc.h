@@ -40,7 +40,12 @@ struct RpcMessage {
 struct RpcRefusal {
   int code = 0;
   std::string message;
+  // The id to answer the refusal to: that of a request (a message with "method"), else null. A
+  // refused response is never answered to its id: the peer's request ids and ours are two
+  // separate sequences, so an error to it would reach the peer's own request of that number.
   nlohmann::json id;
+  // A refused response's id (the request of ours it meant to answer), else null.
+  nlohmann::json answers;
 };
 
 struct RpcLimits {
@@ -68,6 +73,9 @@ class RpcIdScanner {
   void Feed(std::string_view chunk);
   // The id found so far: a string or an integer, or nullopt.
   [[nodiscard]] std::optional<nlohmann::json> id() const { return id_; }
+  // Whether a top-level "method" member was seen so far: the message is a request (or a
+  // notification), not a response.
+  [[nodiscard]] bool saw_method() const { return saw_method_; }
 
  private:
   void EndValue();
@@ -83,10 +91,11 @@ class RpcIdScanner {
     kDone,     // the top-level value ended, or it is not an object
   };
   State state_ = State::kStart;
-  std::string key_;        // the current key (up to a few bytes: only "id" matters)
-  bool key_long_ = false;  // the current key is longer than "id"
+  std::string key_;        // the current key (up to a few bytes: "id" and "method" matter)
+  bool key_long_ = false;  // the current key is longer than "method"
   bool is_id_ = false;     // the current member is "id"
-  std::string value_;      // the id's text so far
+  bool saw_method_ = false;
+  std::string value_;  // the id's text so far
   bool value_string_ = false;
   std::size_t depth_ = 0;  // nesting inside a skipped value
   bool in_string_ = false;

@@ -95,7 +95,10 @@ class SessionCore {
       : io_(io), handler_(handler), options_(std::move(options)), send_(std::move(send)) {}
 
   void Receive(std::string_view frame, bool too_large);
-  void ReceiveOversized(const json& id);
+  void ReceiveOversized(const json& id, bool request);
+  // The pending elicitation our request `id` asked for ends kFailed with `why` (a client answer
+  // to it that could not be read). False when no elicitation has that id.
+  bool FailElicitation(const json& id, const std::string& why);
   void End(int code, std::string message);
 
   // For CallImpl.
@@ -278,7 +281,7 @@ void SessionCore::Receive(std::string_view frame, bool too_large) {
   if (too_large || frame.size() > options_.max_frame_bytes) {
     RpcIdScanner scanner;
     scanner.Feed(frame);  // all of what is there: an SDK client writes "id" last
-    ReceiveOversized(scanner.id().value_or(json()));
+    ReceiveOversized(scanner.id().value_or(json()), scanner.saw_method());
     return;
   }
   current_request_ = json();
@@ -298,18 +301,52 @@ void SessionCore::Receive(std::string_view frame, bool too_large) {
   }
 }
 
-void SessionCore::ReceiveOversized(const json& id) {
+void SessionCore::ReceiveOversized(const json& id, bool request) {
   if (!IsValidRpcId(id)) {
     return;  // no one to answer; the frame is dropped
   }
-  SendError(
-      id, kInvalidRequest,
-      "invalid request: message exceeds " + std::to_string(options_.max_frame_bytes) + " bytes");
+  std::string why =
+      "invalid request: message exceeds " + std::to_string(options_.max_frame_bytes) + " bytes";
+  // No "method": a response, the client's answer to a request of ours (an elicitation). Its id is
+  // not answered (an error to it would reach the client's own request of that number); the
+  // elicitation it answers fails, and the refusal goes to no id.
+  if (!request) {
+    FailElicitation(id, "the client's answer: " + why.substr(17));
+    SendError(json(), kInvalidRequest, std::move(why));
+    return;
+  }
+  SendError(id, kInvalidRequest, std::move(why));
+}
+
+bool SessionCore::FailElicitation(const json& id, const std::string& why) {
+  if (!id.is_number_integer()) {
+    return false;
+  }
+  const auto it = elicitations_.find(id.get<std::int64_t>());
+  if (it == elicitations_.end()) {
+    return false;
+  }
+  PendingElicit pending = std::move(it->second);
+  elicitations_.erase(it);
+  if (auto call = pending.call.lock()) {
+    std::erase(call->elicitations_, id.get<std::int64_t>());
+  }
+  if (pending.done) {
+    ElicitReply reply;
+    reply.error = why;
+    pending.done(std::move(reply));
+  }
+  return true;
 }
 
 void SessionCore::Dispatch(std::string_view frame) {
   auto parsed = ParseRpcMessage(frame, RpcLimits{options_.max_frame_bytes, options_.max_depth});
   if (auto* refusal = std::get_if<RpcRefusal>(&parsed)) {
+    // A refused response (to our elicitation) fails what it answers; the refusal itself goes to
+    // no id (RpcRefusal says why).
+    if (!refusal->answers.is_null()) {
+      FailElicitation(refusal->answers, "the client's answer was refused: " + refusal->message);
+    }
     SendError(refusal->id, refusal->code, std::move(refusal->message));
     return;
   }
@@ -727,7 +764,9 @@ Session::Session(boost::asio::io_context& io, ToolHandler& handler, SessionOptio
 Session::~Session() = default;
 
 void Session::Receive(std::string_view frame, bool too_large) { impl_->Receive(frame, too_large); }
-void Session::ReceiveOversized(const json& id) { impl_->ReceiveOversized(id); }
+void Session::ReceiveOversized(const json& id, bool request) {
+  impl_->ReceiveOversized(id, request);
+}
 void Session::End(int code, std::string message) { impl_->End(code, std::move(message)); }
 void Session::set_on_abandoned(std::function<void(const json& request_id)> abandoned) {
   impl_->on_abandoned_ = std::move(abandoned);

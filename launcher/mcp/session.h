@@ -170,7 +170,8 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // One frame's text (a JSON-RPC message) from the client. `too_large` = the transport cut the
-  // frame because it exceeded max_frame_bytes (the text is then its first bytes, for the id).
+  // frame because it exceeded max_frame_bytes (the text is then its first bytes, for the id and
+  // whether it has a "method"; ReceiveOversized).
   void Receive(std::string_view frame, bool too_large = false);
   // Ends the session: every call in progress gets the JSON-RPC error (code, message) unless it
   // is already done, pending elicitations complete kFailed, and later frames are answered with
@@ -178,9 +179,12 @@ class Session {
   void End(int code, std::string message);
   // A frame the transport dropped unkept because it exceeded max_frame_bytes, its id read on the
   // way by (RpcIdScanner, jsonrpc.h) so that an id after a huge "params" is found too: `id` is
-  // that id, or null. Answered as Receive(prefix, true) is: -32600 "message exceeds N bytes" to
-  // the id, dropped when there is none.
-  void ReceiveOversized(const nlohmann::json& id);
+  // that id, or null; `request` = the scanner saw a "method" member. Answered as
+  // Receive(prefix, true) is: -32600 "message exceeds N bytes" to the id, dropped when there is
+  // none. A message with no "method" is a response (the client's answer to our elicitation): the
+  // elicitation with that id fails and the refusal goes to no id (never to the id: the client's
+  // request ids and ours are separate sequences). Receive(prefix, true) judges by the prefix.
+  void ReceiveOversized(const nlohmann::json& id, bool request = true);
   // Optional: runs with a client request's id when that request, accepted by the session, will
   // get no response after all (the client cancelled it: notifications/cancelled), so a transport
   // can close what it keeps open for it (an HTTP response stream). Never runs for a request that

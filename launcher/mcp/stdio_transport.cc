@@ -252,7 +252,7 @@ class StdioTransport::State : public std::enable_shared_from_this<State> {
   void EndLine() {
     if (discarding_) {
       discarding_ = false;
-      session_->ReceiveOversized(scanner_.id().value_or(nlohmann::json()));
+      session_->ReceiveOversized(scanner_.id().value_or(nlohmann::json()), scanner_.saw_method());
       return;
     }
     std::string line = std::exchange(line_, {});
@@ -265,7 +265,7 @@ class StdioTransport::State : public std::enable_shared_from_this<State> {
     if (line.size() > max_frame_bytes_) {
       RpcIdScanner scanner;
       scanner.Feed(line);
-      session_->ReceiveOversized(scanner.id().value_or(nlohmann::json()));
+      session_->ReceiveOversized(scanner.id().value_or(nlohmann::json()), scanner.saw_method());
       return;
     }
     session_->Receive(line);

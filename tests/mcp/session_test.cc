@@ -396,6 +396,53 @@ TEST(McpSessionTest, ElicitationDeclineCancelAndErrorAnswers) {
   }
 }
 
+// The client's request ids and the server's are two sequences: the client's answer to our
+// elicitation 1 may carry the id of its own tools/call 1. A broken answer (unreadable, too deep,
+// too large) was refused to that id, so the client took the error for its tools/call's response
+// (found by the mcp_session fuzz target). Now the refusal goes to no id, the elicitation it
+// answered fails, and the call gets its own response.
+TEST(McpSessionTest, ARefusedAnswerIsNotSentToTheClientsRequestOfTheSameNumber) {
+  SessionOptions small;
+  small.max_depth = 4;
+  small.max_frame_bytes = 512;
+  const std::vector<std::string> broken = {
+      R"({"jsonrpc":"2.0","id":1,"result":{"action":"accept"},"error":{"code":1,"message":"m"}})",
+      R"({"jsonrpc":"2.0","id":1,"result":{"action":"accept","content":{"a":[[[[1]]]]}}})",
+      R"({"jsonrpc":"2.0","result":{"action":"accept","content":{"a":")" + std::string(600, 'x') +
+          R"("}},"id":1})",
+  };
+  for (const std::string& answer : broken) {
+    SessionHarness h(small);
+    h.Initialize({{"elicitation", json::object()}});
+    h.Call(1, "slow");  // the client's request 1
+    auto call = h.handler.calls[0];
+    ElicitResult result;
+    StartElicit(*call, result);
+    ASSERT_EQ(h.TakeOne().message["id"], 1) << "our first request's id is 1";
+    h.SendText(answer);
+    const Outgoing refusal = h.TakeOne();
+    EXPECT_EQ(ErrorCode(refusal.message), kInvalidRequest) << answer;
+    EXPECT_TRUE(refusal.message["id"].is_null()) << answer;
+    EXPECT_FALSE(refusal.final) << answer;
+    ASSERT_TRUE(result.ran) << answer;
+    EXPECT_EQ(result.reply.action, ElicitReply::Action::kFailed);
+    EXPECT_FALSE(call->done()) << "the client's call 1 is still in progress: " << answer;
+    call->Finish(ToolResult::Text("done"));
+    const Outgoing response = h.TakeOne();
+    EXPECT_EQ(response.message["id"], 1);
+    EXPECT_TRUE(response.final);
+    EXPECT_FALSE(response.message.contains("error"));
+  }
+  // The twin: a request of the same shapes is still refused to its id.
+  SessionHarness h(small);
+  h.Initialize();
+  h.SendText(R"({"jsonrpc":"2.0","id":5,"method":"ping","params":{"a":[[[[1]]]]}})");
+  EXPECT_EQ(h.TakeOne().message["id"], 5);
+  h.SendText(R"({"method":"ping","params":{"pad":")" + std::string(600, 'x') +
+             R"("},"jsonrpc":"2.0","id":6})");
+  EXPECT_EQ(h.TakeOne().message["id"], 6);
+}
+
 TEST(McpSessionTest, ElicitationIsRefusedWithoutTheFormCapability) {
   for (const json& capabilities :
        {json::object(), json{{"elicitation", {{"url", json::object()}}}}}) {
@@ -629,7 +676,9 @@ TEST(McpSessionTest, NonMessagesAreInvalidRequestsAndTheSessionGoesOn) {
       {R"({"jsonrpc":"2.0","id":7,"method":7})", 7},
       {R"({"jsonrpc":"2.0","id":8,"method":"ping","params":"x"})", 8},
       {R"({"jsonrpc":"2.0"})", nullptr},
-      {R"({"jsonrpc":"2.0","id":9,"result":{},"error":{"code":1,"message":"m"}})", 9},
+      // A response (no "method") is refused to no id: RpcRefusal, and the test below.
+      {R"({"jsonrpc":"2.0","id":9,"result":{},"error":{"code":1,"message":"m"}})", nullptr},
+      {R"({"jsonrpc":"1.0","id":9,"result":{}})", nullptr},
   };
   for (const auto& [frame, id] : frames) {
     h.SendText(frame);
