@@ -99,6 +99,10 @@ class SessionCore {
   // The pending elicitation our request `id` asked for ends kFailed with `why` (a client answer
   // to it that could not be read). False when no elicitation has that id.
   bool FailElicitation(const json& id, const std::string& why);
+  // The elicitation our request `id` asked for, taken out of the session and its call (nullopt
+  // when none is pending with that id).
+  struct PendingElicit;
+  std::optional<PendingElicit> TakeElicitation(const json& id);
   void End(int code, std::string message);
 
   // For CallImpl.
@@ -318,23 +322,31 @@ void SessionCore::ReceiveOversized(const json& id, bool request) {
   SendError(id, kInvalidRequest, std::move(why));
 }
 
-bool SessionCore::FailElicitation(const json& id, const std::string& why) {
+std::optional<SessionCore::PendingElicit> SessionCore::TakeElicitation(const json& id) {
   if (!id.is_number_integer()) {
-    return false;
+    return std::nullopt;
   }
   const auto it = elicitations_.find(id.get<std::int64_t>());
   if (it == elicitations_.end()) {
-    return false;
+    return std::nullopt;
   }
   PendingElicit pending = std::move(it->second);
   elicitations_.erase(it);
   if (auto call = pending.call.lock()) {
     std::erase(call->elicitations_, id.get<std::int64_t>());
   }
-  if (pending.done) {
+  return pending;
+}
+
+bool SessionCore::FailElicitation(const json& id, const std::string& why) {
+  auto pending = TakeElicitation(id);
+  if (!pending) {
+    return false;
+  }
+  if (pending->done) {
     ElicitReply reply;
     reply.error = why;
-    pending.done(std::move(reply));
+    pending->done(std::move(reply));
   }
   return true;
 }
@@ -579,18 +591,13 @@ void SessionCore::CancelCall(const json& id, std::string reason) {
 }
 
 void SessionCore::OnResponse(const RpcMessage& message) {
-  if (!message.id.is_number_integer()) {
-    return;  // not one of ours (we number our requests)
+  // Not one of ours (we number our requests), unknown, or already void (the call finished):
+  // ignored.
+  auto taken = TakeElicitation(message.id);
+  if (!taken) {
+    return;
   }
-  const auto it = elicitations_.find(message.id.get<std::int64_t>());
-  if (it == elicitations_.end()) {
-    return;  // unknown or already void (the call finished): ignored
-  }
-  PendingElicit pending = std::move(it->second);
-  elicitations_.erase(it);
-  if (auto call = pending.call.lock()) {
-    std::erase(call->elicitations_, message.id.get<std::int64_t>());
-  }
+  PendingElicit pending = std::move(*taken);
   ElicitReply reply;
   if (message.is_error) {
     reply.error = "the client answered the elicitation with an error: " +
