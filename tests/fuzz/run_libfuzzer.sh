@@ -8,7 +8,10 @@
 #             (target cagent_fuzzers); it holds fuzz_targets.txt and cagent_<name>_fuzzer
 #   TARGET    a name from fuzz_targets.txt (default: every one)
 # Environment:
-#   FUZZ_SECONDS          seconds per target (default 30)
+#   FUZZ_SECONDS          seconds per target (default 30), wall-clock
+#   FUZZ_CPU_SECONDS      stop a target once the fuzzer has used this much CPU time instead
+#                         (user + system, read from /proc; its wall-clock limit is then ten times
+#                         this): "one CPU-hour" is FUZZ_CPU_SECONDS=3600, exact on a shared machine
 #   FUZZ_JOBS             targets fuzzed at once (default 1)
 #   FUZZ_MAX_LEN          -max_len (default 4096)
 #   CAGENT_SKIP_LIBFUZZER=1  skip: exit 77 at once
@@ -68,6 +71,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 seconds=${FUZZ_SECONDS:-30}
+cpu_seconds=${FUZZ_CPU_SECONDS:-}
+if [ -n "$cpu_seconds" ]; then
+  case $cpu_seconds in
+    '' | *[!0-9]*)
+      echo "error: FUZZ_CPU_SECONDS must be a whole number of seconds, not '$cpu_seconds'" >&2
+      exit 2
+      ;;
+  esac
+  seconds=$((cpu_seconds * 10))
+fi
+ticks=$(getconf CLK_TCK)
 jobs=${FUZZ_JOBS:-1}
 max_len=${FUZZ_MAX_LEN:-4096}
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
@@ -86,7 +100,32 @@ fuzz_one() {
   [ -f "$src/tests/fuzz/$t.dict" ] && dict=("-dict=$src/tests/fuzz/$t.dict")
   "$dir/cagent_${t}_fuzzer" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
     -rss_limit_mb=2048 "${dict[@]}" -artifact_prefix="$w/artifacts/" -print_final_stats=1 \
-    ${flags[@]+"${flags[@]}"} "$w/corpus" >"$w/log" 2>&1
+    ${flags[@]+"${flags[@]}"} "$w/corpus" >"$w/log" 2>&1 &
+  local fuzzer=$! status=0
+  [ -z "$cpu_seconds" ] || watch_cpu "$fuzzer" "$w" &
+  wait "$fuzzer" || status=$?
+  # libFuzzer exits 72 when interrupted; only the CPU budget's own interrupt counts as a clean end.
+  if [ "$status" = 72 ] && [ -f "$w/cpu_budget_spent" ]; then
+    status=0
+  fi
+  return "$status"
+}
+
+# watch_cpu PID WORK: interrupts the fuzzer (SIGINT: libFuzzer prints its final stats and exits)
+# once its user + system time reaches FUZZ_CPU_SECONDS, and marks that it did.
+watch_cpu() {
+  local pid=$1 w=$2 stat used
+  while sleep 5; do
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 0
+    # Fields 14 and 15 (utime, stime), counted after the ") " that ends the command name.
+    read -r -a fields <<<"${stat##*) }"
+    used=$(((fields[11] + fields[12]) / ticks))
+    if [ "$used" -ge "$cpu_seconds" ]; then
+      echo "$used" >"$w/cpu_budget_spent"
+      kill -INT "$pid" 2>/dev/null || true
+      return 0
+    fi
+  done
 }
 
 # A line per target: its verdict, executions and corpus size at the end.
@@ -97,6 +136,7 @@ report() {
   # libFuzzer's own "Done N runs in S second(s)": less than the limit when -runs ended it first.
   took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$w/log" | tail -n1)
   units=$(ls "$w/corpus" | wc -l)
+  [ ! -f "$w/cpu_budget_spent" ] || took="$(cat "$w/cpu_budget_spent") CPU-"
   if [ "$status" = 0 ]; then
     printf '  %-18s ok       %10s execs in %ss, corpus %s\n' "$t" "${execs:-?}" "${took:-$seconds}" \
       "$units"
@@ -109,7 +149,11 @@ report() {
   fi
 }
 
-echo "fuzzing ${#targets[@]} target(s), ${seconds}s each, ${jobs} at a time (work: $work)"
+if [ -n "$cpu_seconds" ]; then
+  echo "fuzzing ${#targets[@]} target(s), ${cpu_seconds} CPU-seconds each, ${jobs} at a time (work: $work)"
+else
+  echo "fuzzing ${#targets[@]} target(s), ${seconds}s each, ${jobs} at a time (work: $work)"
+fi
 declare -A pid_of=()
 declare -A status_of=()
 running=0
