@@ -23,8 +23,8 @@
 #include "common/exit_codes.h"
 #include "common/protocol.h"
 #include "common/unique_fd.h"
-#include "policy/engine.h"
-#include "policy/loader.h"
+#include "policy/language/engine.h"
+#include "policy/language/loader.h"
 
 #ifndef CAGENT_VERSION
 #define CAGENT_VERSION "0.0.0"
@@ -107,8 +107,8 @@ Result<PathFilter> MakePathFilter(const protocol::Welcome& welcome) {
     }
     return PlainError("the broker's policy", "does not compile: " + first);
   }
-  // The broker's binding (policy/binding.h): "~" is the caller's home, as in the broker's engine,
-  // not this process's HOME (the sandbox's own tmpfs).
+  // The broker's binding (policy/language/binding.h): "~" is the caller's home, as in the broker's
+  // engine, not this process's HOME (the sandbox's own tmpfs).
   policy::Binding bindings;
   bindings.workspace = welcome.workspace;
   bindings.home = welcome.home;

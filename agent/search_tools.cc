@@ -19,7 +19,7 @@
 #include <set>
 
 #include "agent/tool_internal.h"
-#include "policy/glob.h"
+#include "policy/match/glob.h"
 
 namespace cagent::agent::internal {
 namespace {

@@ -1,6 +1,6 @@
 // Receiving descriptors over a Unix socket (SCM_RIGHTS), for the descriptors a sandbox's child
-// makes and hands to cagent: its listening sockets (launcher/netns.h) and its terminal
-// (launcher/tty.h).
+// makes and hands to cagent: its listening sockets (launcher/sandbox/netns.h) and its terminal
+// (launcher/sandbox/tty.h).
 #pragma once
 
 #include <chrono>

@@ -17,7 +17,7 @@
 #include "common/small_file.h"
 #include "common/unique_fd.h"
 #include "launcher/broker/audit_log.h"
-#include "launcher/run/state_dir.h"
+#include "launcher/session/state_dir.h"
 
 namespace cagent::launcher::batch {
 namespace {
@@ -129,7 +129,7 @@ json SummaryLine(const json& result) {
 
 Status RecordResult(const std::string& results_dir, const BatchTask& task, const json& result) {
   const std::string dir = TaskDir(results_dir, task);
-  if (auto s = run::WriteFileAtomic(dir + "/result.json", JsonText(result, 2) + "\n"); !s) {
+  if (auto s = session::WriteFileAtomic(dir + "/result.json", JsonText(result, 2) + "\n"); !s) {
     return std::move(s).Context("record the result of task " + task.id);
   }
   const std::string path = results_dir + "/" + kSummaryFile;

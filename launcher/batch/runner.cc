@@ -34,7 +34,7 @@
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
 #include "launcher/batch/results.h"
-#include "launcher/run/git.h"
+#include "launcher/guard/git.h"
 #include "launcher/run/run.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
@@ -138,7 +138,7 @@ std::string UrlProtocol(const std::string& url) {
 
 std::vector<std::string> GitArgs(const std::string& git, const std::string& protocol) {
   std::vector<std::string> argv = {git};
-  for (auto& opt : run::HardeningOptions()) argv.push_back(std::move(opt));
+  for (auto& opt : HardeningOptions()) argv.push_back(std::move(opt));
   // After the hardening (a later -c wins): only the task URL's own protocol. protocol.file is
   // "always" in the hardening for cagent's local use; a remote's clone gets "never".
   argv.insert(argv.end(),
@@ -454,9 +454,9 @@ bool Batch::StartStage(Active& a, Stage stage) {
       return false;
     }
     s.path = git_;
-    // launcher/run/git.cc's, so nothing of the caller's git configuration (filters, helpers,
+    // launcher/guard/git.cc's, so nothing of the caller's git configuration (filters, helpers,
     // hooks paths) meets the hostile repository.
-    s.env = run::GitEnvironment();
+    s.env = GitEnvironment();
     s.limit_files = true;
     s.argv = GitArgs(git_, UrlProtocol(t.repo));
     s.argv[0] = "git";
@@ -539,7 +539,7 @@ void Batch::OnExit(pid_t pid, int wait_status) {
     }
     if (a.stage == Stage::kClone) {
       // Before anything is checked out: no in-tree .gitattributes may select a conversion.
-      if (auto s = run::NeutraliseAttributes(dir + "/repo/.git"); !s) {
+      if (auto s = NeutraliseAttributes(dir + "/repo/.git"); !s) {
         Finish(a, std::nullopt, "failed", s.error().Message());
         return;
       }

@@ -10,7 +10,7 @@
 // outlives the batch; a child that dies without a result is recorded, never waited on forever.
 //
 // A task whose repository is a git URL is cloned first, by cagent (not the agent), into
-// DIR/<id>/repo with the hardening of launcher/run/git.h (no system or global config, no hooks,
+// DIR/<id>/repo with the hardening of launcher/guard/git.h (no system or global config, no hooks,
 // no templates, no submodules, no prompts; only the URL's own protocol allowed), a wall-clock
 // limit and RLIMIT_FSIZE, then checked out with its attributes neutralised.
 //

@@ -18,10 +18,10 @@
 
 #include "common/terminal_text.h"
 #include "common/text.h"
-#include "policy/glob.h"
-#include "policy/hosts.h"
-#include "policy/ir.h"
-#include "policy/shell.h"
+#include "policy/language/ir.h"
+#include "policy/match/glob.h"
+#include "policy/match/hosts.h"
+#include "policy/match/shell.h"
 
 namespace cagent::launcher::broker {
 
@@ -526,7 +526,7 @@ Status ApprovalBook::AddPreApproval(const std::string& line, const std::string& 
   const std::string tool_name(TrimSpace(text.substr(0, colon)));
   const std::string pattern(TrimSpace(text.substr(colon + 1)));
   if (tool_name == "host") {
-    // A hosts pattern (policy/hosts.h): the egress proxy's asks (EgressGate).
+    // A hosts pattern (policy/match/hosts.h): the egress proxy's asks (EgressGate).
     auto parsed = policy::ParseHostPattern(pattern);
     if (const auto* err = std::get_if<policy::HostPatternError>(&parsed)) {
       return PlainError(source, "host pattern \"" + pattern + "\": " + err->message);

@@ -357,7 +357,7 @@ struct PatchFields {
   std::uint64_t bytes = 0;
   std::uint64_t violations = 0;
   // What the git config guard dropped from configs the agent's sandbox changed, one "FILE: KEY"
-  // each, recorded only when there is any (launcher/git_config_guard.h).
+  // each, recorded only when there is any (launcher/guard/git_config_guard.h).
   std::vector<std::string> git_config_dropped{};
 };
 AuditEvent Patch(PatchFields f);

@@ -22,9 +22,9 @@
 #include "launcher/broker/model_turns.h"
 #include "launcher/broker/tool_mapping.h"
 #include "launcher/broker/workspace_state.h"
-#include "policy/coherence.h"
-#include "policy/dump.h"
-#include "policy/shell.h"
+#include "policy/language/coherence.h"
+#include "policy/language/dump.h"
+#include "policy/match/shell.h"
 
 // Audit events are written with designated initializers, leaving the fields an event does not
 // use at their defaults; GCC 12 warns about exactly that idiom (GCC 13 no longer does).

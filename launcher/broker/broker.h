@@ -43,8 +43,8 @@
 #include "launcher/broker/audit_log.h"
 #include "launcher/broker/redactor.h"
 #include "launcher/model/model_provider.h"
-#include "policy/engine.h"
-#include "policy/ir.h"
+#include "policy/language/engine.h"
+#include "policy/language/ir.h"
 
 namespace cagent::launcher::broker {
 
@@ -99,10 +99,11 @@ enum class ApprovalMode {
 struct BrokerConfig {
   std::string run_id;
   std::shared_ptr<const policy::Policy> policy;
-  // The run's binding (policy/binding.h): where the profile's paths point. `bindings.workspace` is
-  // the workspace path inside the sandbox, which is also its path on the host (it is bound at its
-  // own path). Loop detection digests the state of this tree on the host (workspace_state.h); an
-  // empty or unreadable path gives a constant state, so repeats are counted on the calls alone.
+  // The run's binding (policy/language/binding.h): where the profile's paths point.
+  // `bindings.workspace` is the workspace path inside the sandbox, which is also its path on the
+  // host (it is bound at its own path). Loop detection digests the state of this tree on the host
+  // (workspace_state.h); an empty or unreadable path gives a constant state, so repeats are counted
+  // on the calls alone.
   policy::Binding bindings;
   std::string policy_digest;  // SHA-256 of policy::Dump(*policy)
   std::string task;           // the task text (untrusted; forwarded to the agent)

@@ -4,8 +4,8 @@
 #include <utility>
 #include <vector>
 
-#include "policy/dump.h"
-#include "policy/lowering.h"
+#include "policy/language/dump.h"
+#include "policy/language/lowering.h"
 
 namespace cagent::launcher::broker {
 namespace {

@@ -4,7 +4,7 @@
 #include <array>
 #include <set>
 
-#include "policy/shell.h"
+#include "policy/match/shell.h"
 
 namespace cagent::launcher::broker {
 namespace {

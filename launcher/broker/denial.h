@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "launcher/broker/tool_mapping.h"
-#include "policy/engine.h"
+#include "policy/language/engine.h"
 
 namespace cagent::launcher::broker {
 

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "launcher/broker/audit_log.h"
-#include "policy/hosts.h"
+#include "policy/match/hosts.h"
 
 namespace cagent::launcher::broker {
 

@@ -22,8 +22,8 @@
 #include "launcher/broker/audit_schema.h"
 #include "launcher/broker/broker.h"
 #include "launcher/egress/proxy.h"
-#include "policy/engine.h"
-#include "policy/ir.h"
+#include "policy/language/engine.h"
+#include "policy/language/ir.h"
 
 namespace cagent::launcher::broker {
 

@@ -3,8 +3,8 @@
 // `allow|ask|deny mcp:GLOB`), the run's approver for `ask`, the tool-call budget, and the audit
 // events (mcp_call, approval, mcp_result, mcp_list, budget). Runs in cagent (trusted), on one
 // io_context thread: the relay's, which is also where the approver and the approval book live.
-// Policy only: the relay (launcher/mcp/relay.h) calls it through an adapter in
-// launcher/run/mcp_wrap.cc (the broker does not include the MCP layer).
+// Policy only: the relay (launcher/mcp/protocol/relay.h) calls it through an adapter in
+// launcher/mcp/serve/wrap.cc (the broker does not include the MCP layer).
 //
 // An ask is an ApprovalRequest with tool "mcp" and action "NAME ARGUMENTS" (the arguments as
 // compact JSON, or as their digest when longer than kMaxActionArguments bytes), bound to
@@ -30,8 +30,8 @@
 #include "launcher/broker/audit_schema.h"
 #include "launcher/broker/broker.h"
 #include "launcher/broker/budgets.h"
-#include "policy/engine.h"
-#include "policy/ir.h"
+#include "policy/language/engine.h"
+#include "policy/language/ir.h"
 
 namespace cagent::launcher::broker {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <set>
 
-#include "policy/glob.h"
+#include "policy/match/glob.h"
 
 namespace cagent::launcher::broker {
 namespace {

@@ -11,15 +11,15 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/ir.h"
-#include "policy/request.h"
+#include "policy/language/ir.h"
+#include "policy/language/request.h"
 
 namespace cagent::launcher::broker {
 
 // What the engine is asked for one call.
 struct MappedTool {
-  // The engine's question (policy/request.h), of kind kTool: request.tool, request.path from
-  // args "path" ("." when a directory tool gives none; "" for none), request.script from
+  // The engine's question (policy/language/request.h), of kind kTool: request.tool, request.path
+  // from args "path" ("." when a directory tool gives none; "" for none), request.script from
   // run_command's "command". Decided with Engine::Decide(request, resolved paths).
   policy::Request request = policy::Request::ToolCall(policy::Tool::kReadFile);
   // How the action is shown to a person and in the log: the exact command, or "TOOL PATH".

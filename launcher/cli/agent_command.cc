@@ -21,15 +21,15 @@
 #include "common/unique_fd.h"
 #include "launcher/cli/downgrade_notes.h"
 #include "launcher/cli/transcript.h"
-#include "launcher/profile_choice.h"
-#include "launcher/profile_spec.h"
-#include "launcher/repo_profiles.h"
-#include "launcher/run/agent_session.h"
+#include "launcher/profile/choice.h"
+#include "launcher/profile/repo_profiles.h"
+#include "launcher/profile/spec.h"
+#include "launcher/profile/workspace_guard.h"
 #include "launcher/run/session_record.h"
-#include "launcher/run/state_dir.h"
-#include "launcher/workspace_guard.h"
-#include "policy/diagnostics.h"
-#include "policy/loader.h"
+#include "launcher/session/agent.h"
+#include "launcher/session/state_dir.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher::cli {
 namespace {
@@ -100,8 +100,8 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
 }
 
 int RunAgentCommand(const AgentOptions& o) {
-  run::AgentSessionOptions s;
-  s.run_id = run::NewRunId();
+  session::AgentSessionOptions s;
+  s.run_id = session::NewRunId();
 
   auto workspace = CanonicalDirectory(o.workspace);
   if (!workspace) return Usage("--workspace " + o.workspace + ": " + workspace.error().Message());
@@ -141,7 +141,7 @@ int RunAgentCommand(const AgentOptions& o) {
   s.pre_approval_file = settings->pre_approval_file;
   s.budget_overrides = settings->budget_overrides;
 
-  const std::string state = run::StateDirectory();
+  const std::string state = session::StateDirectory();
   const std::string sessions = run::SessionsDirectory(state);
   if (auto st = MakeDirs(sessions); !st) return Usage(st.error().Message());
   std::error_code exists_ec;
@@ -157,7 +157,7 @@ int RunAgentCommand(const AgentOptions& o) {
   // record (launcher/run/session_record.h), numbered by the counter runs use, so the two sort
   // together. "unfinished" until it ends; a crash leaves it so.
   if (auto st = MakeDirs(state + "/runs"); !st) return Usage(st.error().Message());
-  auto sequence = run::NextRunSequence(state + "/runs");
+  auto sequence = session::NextRunSequence(state + "/runs");
   if (!sequence) return Usage(sequence.error().Message());
   const std::string record_path = run::SessionRecordPath(sessions, s.run_id);
   nlohmann::json record = {{"kind", "agent"},
@@ -193,7 +193,7 @@ int RunAgentCommand(const AgentOptions& o) {
     spdlog::info("session {}: profile {}, model {}, audit log {}, agent log {}", s.run_id,
                  s.policy->name, settings->model_label, s.audit_log_path, s.agent_log_path);
   }
-  auto result = run::RunAgentSession(s);
+  auto result = session::RunAgentSession(s);
   record["finished_at"] = NowUtc();
   if (!result) {
     record["status"] = "failed";

@@ -21,7 +21,8 @@ struct AgentOptions {
   std::string profile;
   bool trust_repo_profile = false;
   std::string workspace;
-  bool allow_home = false;  // --allow-home: accept the home directory (launcher/workspace_guard.h)
+  bool allow_home =
+      false;  // --allow-home: accept the home directory (launcher/profile/workspace_guard.h)
   std::string task_file;
   SessionFlags session;   // --model, --approve, --pre-approve, budgets
   std::string audit_log;  // default: $XDG_STATE_HOME/cagent/sessions/<id>.audit.jsonl

@@ -8,8 +8,8 @@
 #include "common/exit_codes.h"
 #include "common/json_text.h"
 #include "common/terminal_text.h"
-#include "launcher/caches.h"
-#include "launcher/rlimits.h"
+#include "launcher/profile/caches.h"
+#include "launcher/sandbox/rlimits.h"
 
 namespace cagent::launcher::cli {
 

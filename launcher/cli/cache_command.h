@@ -1,4 +1,4 @@
-// `cagent cache ls|clear`: the profiles' caches kept between runs (launcher/caches.h).
+// `cagent cache ls|clear`: the profiles' caches kept between runs (launcher/profile/caches.h).
 #pragma once
 
 #include <string>

@@ -11,8 +11,8 @@
 #include "common/json_text.h"
 #include "common/terminal_text.h"
 #include "launcher/cli/downgrade_notes.h"
-#include "launcher/doctor.h"
-#include "launcher/profile_spec.h"
+#include "launcher/profile/spec.h"
+#include "launcher/sandbox/doctor.h"
 
 namespace cagent::launcher::cli {
 

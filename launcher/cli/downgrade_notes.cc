@@ -12,8 +12,8 @@
 
 #include "common/terminal_text.h"
 #include "common/text.h"
-#include "launcher/run/state_dir.h"
-#include "policy/loader.h"
+#include "launcher/session/state_dir.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher::cli {
 namespace {
@@ -91,7 +91,7 @@ Status AcknowledgeDowngrades(const std::string& home, const std::vector<std::str
       "# Downgrades cagent no longer warns about on the terminal (`cagent doctor --acknowledge "
       "LAYER`).\n# They are still recorded in --json output, result.json and session records.\n";
   for (const std::string& l : all) text += l + "\n";
-  if (auto s = run::WriteFileAtomic(file, text); !s) return s;
+  if (auto s = session::WriteFileAtomic(file, text); !s) return s;
   ::chmod(file.c_str(), 0600);
   return Ok{};
 }

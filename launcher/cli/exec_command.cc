@@ -25,23 +25,23 @@
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
 #include "launcher/broker/approver.h"
-#include "launcher/caches.h"
-#include "launcher/child_report.h"
 #include "launcher/cli/downgrade_notes.h"
 #include "launcher/egress/proxy.h"
-#include "launcher/launch_spec.h"
-#include "launcher/narrow.h"
-#include "launcher/profile_choice.h"
-#include "launcher/profile_spec.h"
-#include "launcher/repo_profiles.h"
-#include "launcher/run/egress_session.h"
-#include "launcher/run/git_identity.h"
-#include "launcher/sandbox.h"
-#include "launcher/seccomp.h"
-#include "launcher/tty.h"
-#include "launcher/workspace_guard.h"
-#include "policy/dump.h"
-#include "policy/loader.h"
+#include "launcher/profile/caches.h"
+#include "launcher/profile/choice.h"
+#include "launcher/profile/narrow.h"
+#include "launcher/profile/repo_profiles.h"
+#include "launcher/profile/spec.h"
+#include "launcher/profile/workspace_guard.h"
+#include "launcher/sandbox/child_report.h"
+#include "launcher/sandbox/launch_spec.h"
+#include "launcher/sandbox/sandbox.h"
+#include "launcher/sandbox/seccomp.h"
+#include "launcher/sandbox/tty.h"
+#include "launcher/session/egress.h"
+#include "launcher/session/git_identity.h"
+#include "policy/language/dump.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher::cli {
 namespace {
@@ -233,7 +233,8 @@ Result<ExecOverrides> StrictPaths(ExecOverrides o) {
 }
 
 // The workspace: --workspace, or the current directory; canonical, and accepted by the workspace
-// guard (launcher/workspace_guard.h: never a system directory, the home only when named with
+// guard (launcher/profile/workspace_guard.h: never a system directory, the home only when named
+// with
 // --allow-home). The error is the user's to fix (kInvalidInput).
 Result<std::string> ExecWorkspace(const std::string& given, bool allow_home) {
   std::string workspace = given;
@@ -273,10 +274,10 @@ Result<ExecProfile> LoadExecProfile(const ExecOptions& o, const std::string& wor
   ExecProfile out;
   if (o.profile == "default") {
     out.spec = DefaultLaunchSpec(workspace, o.command);
-    // The caller's git identity (launcher/run/git_identity.h); after the launcher's defaults, so
-    // an --env of the same name (put in front by Narrow) wins.
+    // The caller's git identity (launcher/session/git_identity.h); after the launcher's defaults,
+    // so an --env of the same name (put in front by Narrow) wins.
     if (!o.no_git_identity) {
-      for (EnvVar& v : run::CallerGitIdentity().Env()) out.spec.env_set.push_back(std::move(v));
+      for (EnvVar& v : session::CallerGitIdentity().Env()) out.spec.env_set.push_back(std::move(v));
     }
     return out;
   }
@@ -297,9 +298,9 @@ Result<ExecProfile> LoadExecProfile(const ExecOptions& o, const std::string& wor
   ProfileContext ctx;
   ctx.binding = RunBinding(workspace);
   ctx.environ = CallerEnviron();
-  if (!o.no_git_identity) ctx.git_identity = run::CallerGitIdentity().Env();
+  if (!o.no_git_identity) ctx.git_identity = session::CallerGitIdentity().Env();
   // The profile's caches: the command is the caller's own choice, like a run's setup commands, so
-  // it may fill them (launcher/caches.h).
+  // it may fill them (launcher/profile/caches.h).
   ctx.cache_root = CacheRoot();
   ctx.caches_writable = true;
   auto built = SpecFromPolicy(*out.policy, o.command, ctx);
@@ -400,13 +401,13 @@ Result<std::shared_ptr<const policy::Policy>> ExecEgressPolicy(
     return std::shared_ptr<const policy::Policy>();
   }
   if (o.allow_hosts.empty()) return std::shared_ptr<const policy::Policy>();
-  return run::PolicyAllowingHosts(o.allow_hosts);
+  return session::PolicyAllowingHosts(o.allow_hosts);
 }
 
 // The hint lines' context for exec: the profile as named ("" for the default view); --allow-host
 // applies without a profile, --resolve always.
-run::NetworkHintContext ExecHintContext(const ExecOptions& o) {
-  run::NetworkHintContext ctx;
+session::NetworkHintContext ExecHintContext(const ExecOptions& o) {
+  session::NetworkHintContext ctx;
   ctx.profile = o.profile == "default" ? "" : o.profile;
   ctx.allow_host_flag = o.profile == "default" && !o.allow_hosts.empty();
   ctx.exec = true;
@@ -425,13 +426,13 @@ std::function<void(const std::string&)> ExecHintPrinter(bool command_has_termina
 
 // What the sandbox's network refused: the hint lines, the refused names and hosts, the count of
 // refused lookups.
-nlohmann::json RefusalsJson(const run::RefusalTally& tally) {
+nlohmann::json RefusalsJson(const session::RefusalTally& tally) {
   return {{"hints", tally.hints()},
           {"refused", tally.refused()},
           {"lookups_refused", tally.lookups_refused()}};
 }
 
-nlohmann::json EgressJson(const run::EgressSession& egress) {
+nlohmann::json EgressJson(const session::EgressSession& egress) {
   nlohmann::json conns = nlohmann::json::array();
   for (const egress::ConnectionRecord& r : egress.records()) {
     conns.push_back({{"host", r.dest.host},
@@ -697,27 +698,27 @@ int RunExecCommand(const ExecOptions& o) {
   LaunchSpec launch = spec;
   auto egress_policy = ExecEgressPolicy(o, profile->policy);
   if (!egress_policy) return Usage(egress_policy.error().Message());
-  std::unique_ptr<run::EgressSession> egress;
+  std::unique_ptr<session::EgressSession> egress;
   broker::ApprovalBook approvals;
   std::unique_ptr<boost::asio::io_context> approver_io;
   std::unique_ptr<broker::Approver> approver;
   UniqueFd tty;
   if (*egress_policy) {
-    auto overrides = run::ParseResolveOverrides(o.resolve);
+    auto overrides = session::ParseResolveOverrides(o.resolve);
     if (!overrides) return Usage(overrides.error().Message());
     for (const auto& line : o.pre_approve) {
       if (auto s = approvals.AddPreApproval(line, "--pre-approve"); !s) {
         return Usage(s.error().Message());
       }
     }
-    run::EgressSessionConfig config;
+    session::EgressSessionConfig config;
     config.policy = *egress_policy;
     config.binding = RunBinding(spec.workspace);
     config.overrides = std::move(*overrides);
     config.approval =
         o.approve == "never" ? broker::ApprovalMode::kNever : broker::ApprovalMode::kPolicy;
     config.phase = "exec";
-    run::EgressSessionServices services;
+    session::EgressSessionServices services;
     services.approvals = &approvals;
     // With --tty the caller's terminal is the command's: no prompt can share it.
     if (config.approval == broker::ApprovalMode::kPolicy && !terminal) {
@@ -733,27 +734,28 @@ int RunExecCommand(const ExecOptions& o) {
     }
     if (!o.quiet && !terminal) {  // a line per connection would land in the command's screen
       services.on_record = [](const egress::ConnectionRecord& r) {
-        spdlog::info("egress: {}", TerminalSafe(run::DescribeConnection(r), TerminalLines::kOne));
+        spdlog::info("egress: {}",
+                     TerminalSafe(session::DescribeConnection(r), TerminalLines::kOne));
       };
     }
     config.hint = ExecHintContext(o);
     services.on_hint = ExecHintPrinter(terminal != nullptr);
-    auto session = run::EgressSession::Prepare(launch, std::move(config), std::move(services));
+    auto session = session::EgressSession::Prepare(launch, std::move(config), std::move(services));
     if (!session) return Usage(session.error().Message());
     egress = std::move(*session);
   } else if (!o.resolve.empty() || !o.pre_approve.empty()) {
     return Usage(
         "--resolve and --pre-approve need filtered egress: --allow-host, or a profile "
         "with a hosts section");
-  } else if (run::EgressSession::Applies(launch)) {
+  } else if (session::EgressSession::Applies(launch)) {
     // No network beyond loopback (or none): lookups fail at once with "no such name", and the
-    // first one is explained (launcher/egress_view.h, launcher/run/network_hint.h).
-    run::EgressSessionConfig config;
+    // first one is explained (launcher/sandbox/egress_view.h, launcher/session/network_hint.h).
+    session::EgressSessionConfig config;
     config.phase = "exec";
     config.hint = ExecHintContext(o);
-    run::EgressSessionServices services;
+    session::EgressSessionServices services;
     services.on_hint = ExecHintPrinter(terminal != nullptr);
-    auto session = run::EgressSession::Prepare(launch, std::move(config), std::move(services));
+    auto session = session::EgressSession::Prepare(launch, std::move(config), std::move(services));
     if (!session) return Usage(session.error().Message());
     egress = std::move(*session);
   }

@@ -19,7 +19,7 @@
 #include "launcher/broker/audit_schema.h"
 #include "launcher/cli/run_command.h"
 #include "launcher/run/run.h"
-#include "launcher/run/state_dir.h"
+#include "launcher/session/state_dir.h"
 
 namespace cagent::launcher::cli {
 namespace {
@@ -271,7 +271,7 @@ Result<std::string> ResolveLogDirectory(const std::string& arg) {
     return arg;
   }
   if (arg.find('/') == std::string::npos && !arg.empty() && arg[0] != '.') {
-    const std::string session = run::StateDirectory() + "/mcp/" + arg;
+    const std::string session = session::StateDirectory() + "/mcp/" + arg;
     if (::stat((session + "/events.jsonl").c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
       return session;
     }
@@ -318,7 +318,7 @@ std::string LogFileOf(const std::string& target) {
 
 // A session directory of `cagent mcp serve|wrap` (no result.json; serve writes session.json).
 bool IsMcpSessionDir(const std::string& dir) {
-  const std::string mcp = run::StateDirectory() + "/mcp/";
+  const std::string mcp = session::StateDirectory() + "/mcp/";
   struct stat st {};
   return dir.rfind(mcp, 0) == 0 || ::stat((dir + "/session.json").c_str(), &st) == 0;
 }

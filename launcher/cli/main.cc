@@ -25,9 +25,9 @@
 #include "launcher/cli/policy_command.h"
 #include "launcher/cli/profile_command.h"
 #include "launcher/cli/run_command.h"
-#include "launcher/process.h"
 #include "launcher/run/last_resort.h"
-#include "policy/checker.h"
+#include "launcher/sandbox/process.h"
+#include "policy/language/checker.h"
 
 int main(int argc, char** argv) {
   // `cagent --version` alone: what CLI11 prints for it, without building a parser or the
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   // A closed stdout or stderr (`cagent run ... | head`) must not kill cagent mid-run with SIGPIPE:
   // the run would end unrecorded and its sandbox unsupervised. Writes fail with EPIPE instead.
   // Everything cagent starts gets the default back (process.cc before the sandboxed execve,
-  // run/git.cc for git).
+  // guard/git.cc for git).
   std::signal(SIGPIPE, SIG_IGN);
   // Every message cagent prints goes to stderr as "cagent: ..."; stdout belongs to the command
   // and to --json.

@@ -18,15 +18,15 @@
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
 #include "launcher/egress/proxy.h"
-#include "launcher/launch_spec.h"
-#include "launcher/profile_choice.h"
-#include "launcher/profile_spec.h"
-#include "launcher/repo_profiles.h"
-#include "launcher/run/mcp_serve.h"
-#include "launcher/run/mcp_wrap.h"
-#include "launcher/workspace_guard.h"
-#include "policy/diagnostics.h"
-#include "policy/loader.h"
+#include "launcher/mcp/serve/serve.h"
+#include "launcher/mcp/serve/wrap.h"
+#include "launcher/profile/choice.h"
+#include "launcher/profile/repo_profiles.h"
+#include "launcher/profile/spec.h"
+#include "launcher/profile/workspace_guard.h"
+#include "launcher/sandbox/launch_spec.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher::cli {
 namespace {
@@ -183,7 +183,7 @@ int ExitFor(const broker::BrokerOutcome& b) {
 int RunServe(const McpOptions& o) {
   auto common = LoadCommon(o);
   if (!common) return Usage(common.error().Message());
-  run::McpServeOptions s;
+  mcp::McpServeOptions s;
   s.policy = common->policy;
   s.binding = common->binding;
   s.approval = common->approval;
@@ -232,13 +232,13 @@ int RunServe(const McpOptions& o) {
               << (o.listen.empty() ? "stdio" : "HTTP") << ", workspace "
               << TerminalSafe(s.binding.workspace) << "\n";
   }
-  auto result = run::RunMcpServe(s);
+  auto result = mcp::RunMcpServe(s);
   if (!result) {
     spdlog::error("{}", result.error().Message());
     return ToInt(ExitCodeFor(result.error(), ExitCode::kSetupFailed));
   }
   int code = ToInt(ExitCode::kOk);
-  for (const run::McpSessionSummary& session : result->sessions) {
+  for (const mcp::McpSessionSummary& session : result->sessions) {
     if (session.broker.status != broker::BrokerOutcome::Status::kFinished) {
       code = ExitFor(session.broker);
     }
@@ -250,7 +250,7 @@ int RunWrap(const McpOptions& o) {
   if (o.command.empty()) return Usage("cagent mcp wrap: give the server's command after --");
   auto common = LoadCommon(o);
   if (!common) return Usage(common.error().Message());
-  run::McpWrapOptions w;
+  mcp::McpWrapOptions w;
   w.policy = common->policy;
   w.binding = common->binding;
   w.argv = o.command;
@@ -264,7 +264,7 @@ int RunWrap(const McpOptions& o) {
   w.on_started = [quiet](const std::string& log) {
     if (!quiet) std::cerr << "cagent: MCP wrap session (audit log: " << TerminalSafe(log) << ")\n";
   };
-  auto result = run::RunMcpWrap(w);
+  auto result = mcp::RunMcpWrap(w);
   if (!result) {
     spdlog::error("{}", result.error().Message());
     return ToInt(ExitCodeFor(result.error(), ExitCode::kSetupFailed));

@@ -1,6 +1,6 @@
 // cagent mcp serve | wrap: cagent as an MCP server of sandboxed, policy-checked tools, and a
 // sandbox for any stdio MCP server. Flags, loading the profile, and the operator's messages; the
-// work is launcher/run/mcp_serve.h and launcher/run/mcp_wrap.h. Runs in cagent (trusted).
+// work is launcher/mcp/serve/serve.h and launcher/mcp/serve/wrap.h. Runs in cagent (trusted).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +18,8 @@ struct McpOptions {
   // shared
   std::string profile;
   bool trust_repo_profile = false;
-  std::string workspace;             // default: the current directory (launcher/workspace_guard.h)
-  bool allow_home = false;           // --allow-home: accept a named home directory
+  std::string workspace;    // default: the current directory (launcher/profile/workspace_guard.h)
+  bool allow_home = false;  // --allow-home: accept a named home directory
   std::string approve = "terminal";  // terminal | never | stop
   std::vector<std::string> pre_approve;
   std::string pre_approve_file;

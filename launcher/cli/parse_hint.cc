@@ -3,7 +3,7 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/checker.h"
+#include "policy/language/checker.h"
 
 namespace cagent::launcher::cli {
 namespace {

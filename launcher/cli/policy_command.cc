@@ -19,18 +19,18 @@
 #include "common/json_text.h"
 #include "common/terminal_text.h"
 #include "common/text.h"
-#include "launcher/profile_spec.h"
-#include "launcher/repo_profiles.h"
-#include "policy/audit.h"
-#include "policy/cases.h"
-#include "policy/coherence.h"
-#include "policy/diff.h"
-#include "policy/dump.h"
-#include "policy/engine.h"
-#include "policy/loader.h"
-#include "policy/parser.h"
-#include "policy/request.h"
-#include "policy/sarif.h"
+#include "launcher/profile/repo_profiles.h"
+#include "launcher/profile/spec.h"
+#include "policy/language/coherence.h"
+#include "policy/language/dump.h"
+#include "policy/language/engine.h"
+#include "policy/language/loader.h"
+#include "policy/language/parser.h"
+#include "policy/language/request.h"
+#include "policy/review/audit.h"
+#include "policy/review/cases.h"
+#include "policy/review/diff.h"
+#include "policy/review/sarif.h"
 
 namespace cagent::launcher::cli {
 namespace {
@@ -222,7 +222,7 @@ int RunCheck(const PolicyOptions& o) {
   for (const auto& name : o.profiles) {
     policy::Compiled c = policy::LoadProfile(name, search);
     // Ask rules that cannot ask, or that ask for an install no registry is reachable for, are
-    // warnings: the profile works, but not as its author meant (policy/coherence.h).
+    // warnings: the profile works, but not as its author meant (policy/language/coherence.h).
     if (c.ok()) {
       for (const policy::IncoherentAsk& a : policy::IncoherentAsks(*c.policy)) {
         c.diags.Warning(a.loc, a.length, a.message, a.hint);
@@ -366,7 +366,7 @@ int RunExplain(const PolicyOptions& o) {
 
   auto p = LoadOrReport(o.profile, Search());
   if (!p) return kExitUsage;
-  // The binding a run started here would use (launcher/profile_spec.h): the same function.
+  // The binding a run started here would use (launcher/profile/spec.h): the same function.
   std::string workspace = o.workspace.empty() ? CurrentDir() : o.workspace;
   if (workspace.empty() || workspace[0] != '/') workspace = CurrentDir() + "/" + workspace;
   const policy::Binding bindings = RunBinding(workspace);
@@ -468,7 +468,7 @@ int RunExplain(const PolicyOptions& o) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// test: the cases file (policy/cases.h)
+// test: the cases file (policy/review/cases.h)
 
 int RunTest(const PolicyOptions& o) {
   std::ifstream in(o.cases, std::ios::binary);

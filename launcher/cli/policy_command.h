@@ -2,7 +2,7 @@
 //
 // Runs in cagent (the caller's process); reads profile files and nothing else, starts no sandbox.
 // Profiles are found as the rest of cagent finds them: ./.cagent/, ~/.config/cagent/profiles/, the
-// installed profile directory, then the built-in profiles (policy/loader.h).
+// installed profile directory, then the built-in profiles (policy/language/loader.h).
 #pragma once
 
 #include <string>

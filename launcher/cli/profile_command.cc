@@ -11,9 +11,9 @@
 
 #include "common/exit_codes.h"
 #include "common/json_text.h"
-#include "launcher/profile_init.h"
-#include "launcher/repo_profiles.h"
-#include "policy/loader.h"
+#include "launcher/profile/init.h"
+#include "launcher/profile/repo_profiles.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher::cli {
 namespace {
@@ -37,7 +37,8 @@ int RunInit(const ProfileOptions& o) {
   const char* path = std::getenv("PATH");
   init.path_env = path != nullptr ? path : "";
   // As `cagent policy`, `cagent run` ... will resolve the profile when run from DIR: DIR/.cagent
-  // first, then DIR's repository's own directory CONFIG/repos/KEY (launcher/repo_profiles.h).
+  // first, then DIR's repository's own directory CONFIG/repos/KEY
+  // (launcher/profile/repo_profiles.h).
   init.search = ProfileSearchPath(init.home, CAGENT_PROFILE_DIR, o.dir);
   init.search.dirs.front() = o.dir + "/.cagent";
 

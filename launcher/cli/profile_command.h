@@ -1,4 +1,4 @@
-// `cagent profile init`: write a starting profile for a repository (launcher/profile_init.h).
+// `cagent profile init`: write a starting profile for a repository (launcher/profile/init.h).
 #pragma once
 
 #include <string>

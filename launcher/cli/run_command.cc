@@ -32,14 +32,14 @@
 #include "common/unique_fd.h"
 #include "launcher/cli/downgrade_notes.h"
 #include "launcher/cli/transcript.h"
-#include "launcher/profile_choice.h"
-#include "launcher/profile_spec.h"
+#include "launcher/guard/git.h"
+#include "launcher/profile/choice.h"
+#include "launcher/profile/spec.h"
 #include "launcher/run/apply.h"
-#include "launcher/run/git.h"
 #include "launcher/run/run.h"
 #include "launcher/run/session_record.h"
-#include "launcher/run/state_dir.h"
 #include "launcher/run/workspace.h"
+#include "launcher/session/state_dir.h"
 
 namespace cagent::launcher::cli {
 bool ProgressRedraws(bool stderr_is_terminal, const char* term, const char* no_color) {
@@ -179,7 +179,7 @@ class ProgressDisplay {
 // task's run). Printed through TerminalSafe by the callers.
 std::string RunArgument(const std::string& run_id, const std::string& run_dir) {
   const fs::path state = fs::path(run_dir).parent_path().parent_path();
-  if (run_dir.empty() || state == fs::path(run::StateDirectory())) return run_id;
+  if (run_dir.empty() || state == fs::path(session::StateDirectory())) return run_id;
   return "--state-dir " + ShellWord(state.string()) + " " + run_id;
 }
 
@@ -242,7 +242,7 @@ void PrintSummary(const run::RunRecord& r) {
   }
 }
 
-std::string RunsDirectory() { return run::StateDirectory() + "/runs"; }
+std::string RunsDirectory() { return session::StateDirectory() + "/runs"; }
 
 // The run ids under `dir`, oldest first: by the run's sequence number (state_dir.h), runs made
 // before the counter first and by id (their UTC creation time, to the second). Only directories:
@@ -254,7 +254,7 @@ std::vector<std::string> RunIds(const std::string& dir) {
     std::error_code type_ec;
     if (e.is_symlink(type_ec) || !e.is_directory(type_ec)) continue;
     const std::string id = e.path().filename().string();
-    keyed.emplace_back(run::RunSequence(dir + "/" + id).value_or(0), id);
+    keyed.emplace_back(session::RunSequence(dir + "/" + id).value_or(0), id);
   }
   std::sort(keyed.begin(), keyed.end());
   std::vector<std::string> ids;
@@ -286,14 +286,14 @@ json SessionRow(const run::SessionEntry& s) {
 // entries from before it first, by id).
 json RunRows(const std::string& dir) {
   std::vector<std::pair<std::pair<std::uint64_t, std::string>, json>> keyed;
-  for (const auto& s : run::ListSessions(run::SessionsDirectory(run::StateDirectory()))) {
+  for (const auto& s : run::ListSessions(run::SessionsDirectory(session::StateDirectory()))) {
     keyed.push_back({{s.sequence.value_or(0), s.id}, SessionRow(s)});
   }
   for (const auto& id : RunIds(dir)) {
     auto r = run::ReadRunResult(dir + "/" + id);
     json row = run::RunRow(id, r ? &*r : nullptr);
-    if (auto seq = run::RunSequence(dir + "/" + id)) row["sequence"] = *seq;
-    keyed.emplace_back(std::make_pair(run::RunSequence(dir + "/" + id).value_or(0), id),
+    if (auto seq = session::RunSequence(dir + "/" + id)) row["sequence"] = *seq;
+    keyed.emplace_back(std::make_pair(session::RunSequence(dir + "/" + id).value_or(0), id),
                        std::move(row));
   }
   std::stable_sort(keyed.begin(), keyed.end(),
@@ -483,7 +483,7 @@ Result<std::uintmax_t> RemoveRun(const std::string& run_dir) {
 // audit log. An audit log that --audit-log put elsewhere is the caller's file and stays; the
 // returned note says so. Links are removed, never followed.
 Result<std::pair<std::uintmax_t, std::string>> RemoveSession(const run::SessionEntry& s) {
-  const std::string dir = run::SessionsDirectory(run::StateDirectory());
+  const std::string dir = run::SessionsDirectory(session::StateDirectory());
   std::uintmax_t n = 0;
   std::string note;
   std::vector<std::string> files = {s.record_path, s.agent_log};
@@ -578,7 +578,7 @@ int DoRmMany(const RunsCommandOptions& o) {
     }
     json entry = {{"run_id", id}, {"kind", session ? "agent" : "run"}, {"status", state}};
     if (!o.dry_run && session) {
-      for (const auto& s : run::ListSessions(run::SessionsDirectory(run::StateDirectory()))) {
+      for (const auto& s : run::ListSessions(run::SessionsDirectory(session::StateDirectory()))) {
         if (s.id != id) continue;
         auto n = RemoveSession(s);
         if (!n) {
@@ -743,10 +743,10 @@ Result<RunOrSession> ResolveRunOrSession(const std::string& id, bool last_may_be
   std::vector<std::pair<std::pair<std::uint64_t, std::string>, RunOrSession>> all;
   for (const auto& r : RunIds(dir)) {
     all.push_back(
-        {{run::RunSequence(dir + "/" + r).value_or(0), r},
+        {{session::RunSequence(dir + "/" + r).value_or(0), r},
          RunOrSession{.session = false, .id = r, .run_dir = dir + "/" + r, .session_entry = {}}});
   }
-  for (auto& s : run::ListSessions(run::SessionsDirectory(run::StateDirectory()))) {
+  for (auto& s : run::ListSessions(run::SessionsDirectory(session::StateDirectory()))) {
     const std::string sid = s.id;
     const std::uint64_t seq = s.sequence.value_or(0);
     all.emplace_back(
@@ -770,8 +770,8 @@ Result<RunOrSession> ResolveRunOrSession(const std::string& id, bool last_may_be
   }
   if (matches.size() == 1) return *matches.front();
   if (matches.empty()) {
-    return PlainError("find run " + id, "no such run or agent session in " + run::StateDirectory() +
-                                            " (see cagent runs)");
+    return PlainError("find run " + id, "no such run or agent session in " +
+                                            session::StateDirectory() + " (see cagent runs)");
   }
   return PlainError("find run " + id, "the prefix matches " + std::to_string(matches.size()) +
                                           " runs; give more of the id");
@@ -898,7 +898,7 @@ int RunRunsCommand(const RunsCommandOptions& o) {
                    ": it holds no runs/ directory (give the directory cagent run --state-dir "
                    "was given; for a batch task, RESULTS/<id>/state)");
     }
-    run::UseStateDirectory(dir);
+    session::UseStateDirectory(dir);
   }
   if (o.verb == "runs") return DoRuns(o);
   if (o.verb == "rm") {

@@ -62,7 +62,8 @@ struct ResolveOverride {
 // Parses "pkgs.test:8080:127.0.0.2" or "h:443:[::1]". kInvalidInput, saying what is wrong.
 [[nodiscard]] Result<ResolveOverride> ParseResolveOverride(std::string_view text);
 
-// Who refused a connection, for the hint that says how to allow it (launcher/run/network_hint.h).
+// Who refused a connection, for the hint that says how to allow it
+// (launcher/session/network_hint.h).
 enum class RefusedBy : std::uint8_t {
   kNone,     // not refused (allowed), or ended before anything was decided
   kPolicy,   // the policy's decision: no rule allows the host, or a deny rule

@@ -1,4 +1,4 @@
-#include "launcher/run/git.h"
+#include "launcher/guard/git.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,7 +17,7 @@
 
 #include "common/unique_fd.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -397,4 +397,4 @@ Result<std::string> GitOutput(const GitInvocation& inv) {
   return std::move(r->out);
 }
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher

@@ -35,7 +35,7 @@
 
 #include "common/result.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher {
 
 struct GitInvocation {
   std::vector<std::string> args;  // after "git" and the hardening options
@@ -90,4 +90,4 @@ std::string_view NeutralAttributesLine();
 // .gitattributes in a work tree or in a tree git reads can select a conversion.
 Status NeutraliseAttributes(const std::string& git_dir);
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher

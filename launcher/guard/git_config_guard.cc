@@ -1,4 +1,4 @@
-#include "launcher/git_config_guard.h"
+#include "launcher/guard/git_config_guard.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -236,7 +236,7 @@ std::string RenderGitConfig(const std::vector<GitConfigEntry>& entries) {
 // ---- running git on the bytes ----
 
 std::vector<std::string> GitConfigListingEnvironment() {
-  // The isolation of run::GitEnvironment (a test keeps the two in step), and no repository.
+  // The isolation of GitEnvironment (a test keeps the two in step), and no repository.
   const char* path = std::getenv("PATH");
   return {"GIT_CONFIG_NOSYSTEM=1",
           "GIT_CONFIG_GLOBAL=/dev/null",

@@ -22,8 +22,9 @@
 // go to `git config --file /proc/self/fd/3 --list -z --no-includes` in a fixed environment (no
 // system or global config, GIT_DIR=/nonexistent so no repository is discovered, no includes),
 // bounded in memory, CPU, output and time. Listing a file executes nothing in git 2.39 (checked by
-// tests/launcher/git_config_guard_test.cc). A file git cannot list (malformed, binary, over 1 MiB,
-// a link, a FIFO, a directory) is replaced by the entries it held before the launch, or a minimal
+// tests/launcher/guard/git_config_guard_test.cc). A file git cannot list (malformed, binary, over 1
+// MiB, a link, a FIFO, a directory) is replaced by the entries it held before the launch, or a
+// minimal
 // `[core] repositoryformatversion = 0` for a repository made inside. The new file is written beside
 // the old one and renamed over it (atomically; a link is replaced, never written through).
 //
@@ -103,7 +104,7 @@ std::string RenderGitConfig(const std::vector<GitConfigEntry>& entries);
 // or prints more than 8 MiB.
 Result<std::vector<GitConfigEntry>> ListGitConfig(std::string_view bytes);
 
-// The environment ListGitConfig gives git: run::GitEnvironment's isolation (no system or global
+// The environment ListGitConfig gives git: GitEnvironment's isolation (no system or global
 // config, no prompts, HOME=/nonexistent) and GIT_DIR=/nonexistent, so no repository is discovered.
 std::vector<std::string> GitConfigListingEnvironment();
 

@@ -1,4 +1,4 @@
-#include "launcher/git_guard.h"
+#include "launcher/guard/git_guard.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,4 +1,4 @@
-#include "launcher/leftovers.h"
+#include "launcher/guard/leftovers.h"
 
 #include <dirent.h>
 #include <fcntl.h>

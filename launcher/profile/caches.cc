@@ -1,4 +1,4 @@
-#include "launcher/caches.h"
+#include "launcher/profile/caches.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <cstdlib>
 
 #include "common/unique_fd.h"
-#include "launcher/profile_spec.h"
+#include "launcher/profile/spec.h"
 
 namespace cagent::launcher {
 namespace {

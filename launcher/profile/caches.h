@@ -2,12 +2,13 @@
 // the listing and clearing behind `cagent cache ls|clear`. Runs in cagent (trusted).
 //
 // Layout: $XDG_CACHE_HOME/cagent/caches/PROFILE@REPO/ESCAPED, one flat directory per cache path,
-// where REPO is the per-repository key of the work the sandbox is for (launcher/repo_profiles.h,
-// CacheScope: one repository's setup never fills another's caches, issue 32) and ESCAPED is the
-// path below HOME with '%' written %25 and '/' written %2F (".cache%2Fpip"). Without a key (no
-// directory to key on) the directory is PROFILE alone, as before issue 32. Flat on purpose: the
-// sandboxes that write a cache see only its own directory, never its parent, so no sandbox can
-// turn one cache's directory into a link that another cache's path would go through.
+// where REPO is the per-repository key of the work the sandbox is for
+// (launcher/profile/repo_profiles.h, CacheScope: one repository's setup never fills another's
+// caches, issue 32) and ESCAPED is the path below HOME with '%' written %25 and '/' written %2F
+// (".cache%2Fpip"). Without a key (no directory to key on) the directory is PROFILE alone, as
+// before issue 32. Flat on purpose: the sandboxes that write a cache see only its own directory,
+// never its parent, so no sandbox can turn one cache's directory into a link that another cache's
+// path would go through.
 #pragma once
 
 #include <cstdint>

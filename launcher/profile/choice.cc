@@ -1,4 +1,4 @@
-#include "launcher/profile_choice.h"
+#include "launcher/profile/choice.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "policy/loader.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher {
 

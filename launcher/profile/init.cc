@@ -1,4 +1,4 @@
-#include "launcher/profile_init.h"
+#include "launcher/profile/init.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,10 +18,10 @@
 #include "common/json_text.h"
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
-#include "launcher/profile_spec.h"
-#include "launcher/repo_profiles.h"
-#include "policy/engine.h"
-#include "policy/ir.h"
+#include "launcher/profile/repo_profiles.h"
+#include "launcher/profile/spec.h"
+#include "policy/language/engine.h"
+#include "policy/language/ir.h"
 
 namespace cagent::launcher {
 namespace {

@@ -10,7 +10,7 @@
 // checkout of the base; it exposes read-only the toolchain directories the parent does not already
 // show. The text is compiled with the policy compiler before anything is written: a profile that
 // would not pass `cagent policy check` is never written. It is written outside the repository
-// (CONFIG/repos/KEY/NAME.cagent, launcher/repo_profiles.h) unless asked for DIR/.cagent/.
+// (CONFIG/repos/KEY/NAME.cagent, launcher/profile/repo_profiles.h) unless asked for DIR/.cagent/.
 #pragma once
 
 #include <optional>
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "policy/loader.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher {
 
@@ -95,8 +95,9 @@ struct InitOptions {
   std::string path_env;    // the caller's $PATH
   // How `extends` resolves, as `cagent policy` will resolve it from DIR: DIR/.cagent first, then
   // (for a profile outside the repository) its CONFIG/repos/KEY, the user's and installed
-  // profiles. A profile's parent is looked up only after its own directory (policy/loader.h), so
-  // a profile written outside the repository never takes a parent from DIR/.cagent.
+  // profiles. A profile's parent is looked up only after its own directory
+  // (policy/language/loader.h), so a profile written outside the repository never takes a parent
+  // from DIR/.cagent.
   policy::SearchPath search;
 };
 

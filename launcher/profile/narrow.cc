@@ -1,10 +1,10 @@
-#include "launcher/narrow.h"
+#include "launcher/profile/narrow.h"
 
 #include <cstdlib>
 #include <utility>
 
 #include "common/duration.h"
-#include "policy/lowering.h"
+#include "policy/language/lowering.h"
 
 namespace cagent::launcher {
 namespace {

@@ -5,8 +5,8 @@
 // The profile is what was reviewed (and what `cagent policy audit` judged). With a profile, an
 // override that would widen it is refused: extra read-only/read-write binds, a switched-off layer,
 // passing a variable the profile scrubs, loopback networking over `network none`, a limit above
-// the profile's (policy/lowering.h, the same check as the broker's budgets), best effort for a
-// restriction the profile requires. Without a profile (`--profile default`) every override is
+// the profile's (policy/language/lowering.h, the same check as the broker's budgets), best effort
+// for a restriction the profile requires. Without a profile (`--profile default`) every override is
 // taken as given: the launcher's defaults were not reviewed by anyone.
 #pragma once
 
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "launcher/launch_spec.h"
-#include "policy/ir.h"
+#include "launcher/sandbox/launch_spec.h"
+#include "policy/language/ir.h"
 
 namespace cagent::launcher {
 

@@ -1,4 +1,4 @@
-#include "launcher/repo_profiles.h"
+#include "launcher/profile/repo_profiles.h"
 
 #include <sys/stat.h>
 

@@ -14,17 +14,17 @@
 //
 // The lookup order of `--profile NAME` (docs/policy-language.md, "Where profiles are found"):
 //   1. the repository's committed ./.cagent/ (refused when it would replace a profile of 2-4 of the
-//      same name unless named by path or --trust-repo-profile; launcher/profile_choice.h),
+//      same name unless named by path or --trust-repo-profile; launcher/profile/choice.h),
 //   2. CONFIG/repos/KEY/ of the repository holding the directory the command works on,
 //   3. CONFIG/profiles/, 4. the installed profile directory, 5. the built-in profiles.
-// A profile's `extends` looks only further down that list (policy/loader.h), so a profile of 2
-// never takes a parent from the repository's ./.cagent/.
+// A profile's `extends` looks only further down that list (policy/language/loader.h), so a profile
+// of 2 never takes a parent from the repository's ./.cagent/.
 #pragma once
 
 #include <optional>
 #include <string>
 
-#include "policy/loader.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher {
 

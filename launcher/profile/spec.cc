@@ -1,4 +1,4 @@
-#include "launcher/profile_spec.h"
+#include "launcher/profile/spec.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -23,9 +23,9 @@
 #include "common/beneath.h"
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
-#include "launcher/caches.h"
-#include "launcher/repo_profiles.h"
-#include "policy/host_secrets.h"
+#include "launcher/profile/caches.h"
+#include "launcher/profile/repo_profiles.h"
+#include "policy/match/host_secrets.h"
 
 namespace cagent::launcher {
 namespace {
@@ -397,7 +397,8 @@ std::string CanonicalHome(const std::string& home) {
   return real ? std::string(real.get()) : std::string();
 }
 
-// Hides the host secret set (policy/host_secrets.h) under the caller's home (`home`, canonical or
+// Hides the host secret set (policy/match/host_secrets.h) under the caller's home (`home`,
+// canonical or
 // "") and at the workspace's top level, in the view as `view` knows it. Each path is resolved the
 // way the sandbox will resolve it (View::Resolve: workspace components beneath the workspace fd,
 // no symlink followed on the host): a path the view shows is hidden; a path with a symlink on its

@@ -37,16 +37,16 @@
 #include <vector>
 
 #include "common/result.h"
-#include "launcher/launch_spec.h"
-#include "policy/binding.h"
-#include "policy/ir.h"
+#include "launcher/sandbox/launch_spec.h"
+#include "policy/language/binding.h"
+#include "policy/language/ir.h"
 
 namespace cagent::launcher {
 
 inline constexpr std::size_t kMaxWorkspaceEntries = 500000;
 
-// What one sandbox is built from besides the profile: the run's binding (policy/binding.h: the
-// workspace, what "~" means, the sandbox's own HOME) and the caller's environment.
+// What one sandbox is built from besides the profile: the run's binding (policy/language/binding.h:
+// the workspace, what "~" means, the sandbox's own HOME) and the caller's environment.
 struct ProfileContext {
   ProfileContext() = default;
   ProfileContext(policy::Binding b, std::vector<std::string> env)
@@ -54,12 +54,13 @@ struct ProfileContext {
 
   policy::Binding binding;           // binding.home "" = none: ~ paths are skipped
   std::vector<std::string> environ;  // the caller's environment, "NAME=value"
-  // Where the profile's `cache` directories live on the host (launcher/caches.h, CacheRoot());
+  // Where the profile's `cache` directories live on the host (launcher/profile/caches.h,
+  // CacheRoot());
   // "" = caches are not mounted (noted).
   std::string cache_root;
-  // The caches' per-repository key (launcher/repo_profiles.h, CacheScope); "" = the key of the
-  // repository holding binding.workspace. A run sets the caller's repository's: its workspace is
-  // a copy under the state directory (issue 32).
+  // The caches' per-repository key (launcher/profile/repo_profiles.h, CacheScope); "" = the key of
+  // the repository holding binding.workspace. A run sets the caller's repository's: its workspace
+  // is a copy under the state directory (issue 32).
   std::string cache_scope;
   // Setup (trusted commands before the agent): every cache writable. Otherwise only the caches
   // the profile marks `read-write` are, the rest read-only.
@@ -68,7 +69,7 @@ struct ProfileContext {
   // workspace (`cagent run`); "" = the profile's carry list is not applied (noted).
   std::string carry_from;
   // The caller's git identity as variables to set inside (GIT_AUTHOR_NAME, ...; made by
-  // run::CallerGitIdentity, launcher/run/git_identity.h), set unless the profile says
+  // session::CallerGitIdentity, launcher/session/git_identity.h), set unless the profile says
   // `git-identity none`. Empty: none.
   std::vector<EnvVar> git_identity;
 };
@@ -92,11 +93,11 @@ struct ProfileLaunch {
 Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& policy, std::vector<std::string> argv,
                                      const ProfileContext& ctx);
 
-// Hides the host secret set (policy/host_secrets.h: ~/.ssh, ~/.aws, .npmrc, ...) in `spec`'s view,
-// as SpecFromPolicy does for a profile's: under the caller's `home` ("" = none) wherever the view
-// shows it, and at the workspace's top level. For the launcher's default view and what the command
-// line added to it (exec --ro/--rw); call it after the last bind is added. Workspace paths are
-// resolved beneath a workspace fd, never following a workspace symlink on the host; a symlink
+// Hides the host secret set (policy/match/host_secrets.h: ~/.ssh, ~/.aws, .npmrc, ...) in `spec`'s
+// view, as SpecFromPolicy does for a profile's: under the caller's `home` ("" = none) wherever the
+// view shows it, and at the workspace's top level. For the launcher's default view and what the
+// command line added to it (exec --ro/--rw); call it after the last bind is added. Workspace paths
+// are resolved beneath a workspace fd, never following a workspace symlink on the host; a symlink
 // in the set is judged like a deny rule on a link (its target is hidden where the view shows it).
 // Binds inside the set are dropped. Notes say what was hidden or skipped. Fails when the workspace
 // cannot be opened. Runs in cagent.

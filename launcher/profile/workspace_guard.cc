@@ -1,4 +1,4 @@
-#include "launcher/workspace_guard.h"
+#include "launcher/profile/workspace_guard.h"
 
 #include <algorithm>
 #include <array>
@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "common/terminal_text.h"
-#include "launcher/profile_spec.h"
-#include "policy/host_secrets.h"
+#include "launcher/profile/spec.h"
+#include "policy/match/host_secrets.h"
 
 namespace cagent::launcher {
 namespace {

@@ -15,11 +15,11 @@
 //     caller) or sharing the host's sockets (/tmp and /run hold agent and bus sockets). Their
 //     subdirectories (/opt/app, /srv/site, /usr/local/src/x) are ordinary.
 //   - host secret: a directory at or below one of the host secret set under the home (~/.ssh,
-//     ~/.gnupg, ~/.config/gh, ...; policy/host_secrets.h). Always refused: the set is hidden in
-//     every sandbox, which cannot be done to the workspace itself.
+//     ~/.gnupg, ~/.config/gh, ...; policy/match/host_secrets.h). Always refused: the set is hidden
+//     in every sandbox, which cannot be done to the workspace itself.
 //   - home: the caller's home, an ancestor of it other than "/" (/home), or /home itself. Refused
 //     unless the caller names it with --workspace and passes --allow-home; the host secret set is
-//     hidden inside it even then (launcher/profile_spec.h, HideHostSecrets).
+//     hidden inside it even then (launcher/profile/spec.h, HideHostSecrets).
 //   - ordinary: everything else.
 #pragma once
 

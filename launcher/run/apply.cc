@@ -22,7 +22,7 @@
 #include "common/sha256.h"
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
-#include "launcher/run/git.h"
+#include "launcher/guard/git.h"
 #include "launcher/run/run.h"
 #include "launcher/run/workspace.h"
 

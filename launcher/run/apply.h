@@ -38,7 +38,7 @@
 namespace cagent::launcher::run {
 
 struct ApplyRequest {
-  std::string run_dir;  // the run's directory (StateDirectory()/runs/<id>)
+  std::string run_dir;  // the run's directory (session::StateDirectory()/runs/<id>)
   std::string repo;     // "" = the repository recorded in result.json
   std::string branch;   // "" = apply on HEAD, which must be the run's base commit
   // Test seam: called once, after every check has passed and before the first write to the

@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-#include "launcher/run/git.h"
+#include "launcher/guard/git.h"
 
 namespace cagent::launcher::run {
 namespace {}  // namespace

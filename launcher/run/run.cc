@@ -18,19 +18,19 @@
 #include "common/small_file.h"
 #include "common/terminal_text.h"
 #include "launcher/broker/audit_log.h"
-#include "launcher/caches.h"
 #include "launcher/model/model_provider.h"
-#include "launcher/profile_choice.h"
-#include "launcher/profile_spec.h"
-#include "launcher/repo_profiles.h"
-#include "launcher/run/agent_session.h"
-#include "launcher/run/git_identity.h"
+#include "launcher/profile/caches.h"
+#include "launcher/profile/choice.h"
+#include "launcher/profile/repo_profiles.h"
+#include "launcher/profile/spec.h"
 #include "launcher/run/last_resort.h"
-#include "launcher/run/state_dir.h"
-#include "policy/diagnostics.h"
-#include "policy/dump.h"
-#include "policy/hosts.h"
-#include "policy/loader.h"
+#include "launcher/session/agent.h"
+#include "launcher/session/git_identity.h"
+#include "launcher/session/state_dir.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/dump.h"
+#include "policy/language/loader.h"
+#include "policy/match/hosts.h"
 
 namespace cagent::launcher::run {
 namespace {
@@ -291,15 +291,16 @@ Status CreateRunDirectory(const std::string& state_dir, RunRecord& rec, const st
   ::chmod(rec.run_dir.c_str(), 0700);
   // The run's place in the order of runs (state_dir.h), in the run directory from the start so a
   // run still going sorts right too.
-  auto seq = NextRunSequence(state_dir + "/runs");
+  auto seq = session::NextRunSequence(state_dir + "/runs");
   if (!seq) return std::move(seq).Context("number the run").error();
   rec.sequence = *seq;
-  if (auto s = WriteFileAtomic(rec.run_dir + "/sequence", std::to_string(*seq) + "\n"); !s) {
+  if (auto s = session::WriteFileAtomic(rec.run_dir + "/sequence", std::to_string(*seq) + "\n");
+      !s) {
     return s;
   }
   fs::create_directories(rec.run_dir + "/logs", ec);
   rec.task_file = rec.run_dir + "/task.md";
-  return WriteFileAtomic(rec.task_file, task);
+  return session::WriteFileAtomic(rec.task_file, task);
 }
 
 // What ends one step of the run: the event (run_state.h) and, for a final state, the reason the
@@ -325,8 +326,8 @@ class RunDriver {
         on_progress_(on_progress),
         started_(started),
         layout_(LayoutFor(rec_.run_dir)),
-        // The run's one binding (policy/binding.h): the agent's view, the broker's engine, the
-        // patch check and verification all judge the profile's paths with it.
+        // The run's one binding (policy/language/binding.h): the agent's view, the broker's engine,
+        // the patch check and verification all judge the profile's paths with it.
         binding_(RunBinding(layout_.workspace)) {}
   RunDriver(const RunDriver&) = delete;
   RunDriver& operator=(const RunDriver&) = delete;
@@ -462,7 +463,7 @@ class RunDriver {
   // running: the agent under the broker in a sandbox, then the capture (git, not the agent, says
   // what changed) and the profile's rules on the patch.
   StepEnd RunAgent() {
-    AgentSessionOptions s;
+    session::AgentSessionOptions s;
     s.run_id = rec_.run_id;
     s.policy = in_.policy;
     s.binding = binding_;
@@ -491,7 +492,7 @@ class RunDriver {
         if (e.kind != "model_result") p.last_action = e.text;
       });
     };
-    auto session = RunAgentSession(s);
+    auto session = session::RunAgentSession(s);
     if (!session) return {RunEvent::kFailed, session.error().Message()};
     const broker::BrokerOutcome& b = session->broker;
     RecordSession(*session);
@@ -499,7 +500,7 @@ class RunDriver {
     auto captured = CapturePatch(layout_, rec_.base_commit, policy_.outputs);
     if (captured) {
       rec_.patch = std::move(*captured);
-      if (auto w = WriteFileAtomic(rec_.run_dir + "/patch.diff", rec_.patch.patch); !w) {
+      if (auto w = session::WriteFileAtomic(rec_.run_dir + "/patch.diff", rec_.patch.patch); !w) {
         return {RunEvent::kFailed, w.error().Message()};
       }
       rec_.violations = CheckPatch(rec_.patch, policy_, binding_);
@@ -555,7 +556,7 @@ class RunDriver {
   }
 
   // What the session's broker counted and its sandbox reported, into the record.
-  void RecordSession(const AgentSessionResult& session) {
+  void RecordSession(const session::AgentSessionResult& session) {
     const broker::BrokerOutcome& b = session.broker;
     rec_.used = b.used;
     rec_.denials = b.denials;
@@ -717,7 +718,8 @@ class RunDriver {
     rec_.event_log_entries = log_.entries();
     rec_.event_log_head = log_.head();
     rec_.event_log_lost = log_.lost();
-    if (auto s = WriteFileAtomic(rec_.run_dir + "/result.json", JsonText(rec_.ToJson(), 2) + "\n");
+    if (auto s = session::WriteFileAtomic(rec_.run_dir + "/result.json",
+                                          JsonText(rec_.ToJson(), 2) + "\n");
         !s) {
       return std::move(s).Context("write result.json").error();
     }
@@ -735,8 +737,8 @@ class RunDriver {
   const WorkspaceLayout layout_;
   const policy::Binding binding_;
   const std::shared_ptr<const policy::Policy> setup_policy_ = SetupPolicy(policy_);
-  // Read once per run (launcher/run/git_identity.h); set inside unless `git-identity none`.
-  const std::vector<EnvVar> git_identity_ = CallerGitIdentity().Env();
+  // Read once per run (launcher/session/git_identity.h); set inside unless `git-identity none`.
+  const std::vector<EnvVar> git_identity_ = session::CallerGitIdentity().Env();
   std::mutex mu_;
   RunProgress progress_;
 };
@@ -747,7 +749,7 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
                              const std::function<void(const RunProgress&)>& on_progress) {
   const auto started = Clock::now();
   RunRecord rec;
-  rec.run_id = req.run_id.empty() ? NewRunId() : req.run_id;
+  rec.run_id = req.run_id.empty() ? session::NewRunId() : req.run_id;
   rec.created_at = NowRfc3339();
   rec.model = req.model_label;
 
@@ -759,10 +761,10 @@ Result<RunRecord> ExecuteRun(const RunRequest& req,
   rec.profile_sha256 = inputs->choice.sha256;
   for (const auto& o : policy.outputs) rec.outputs.push_back(o.pattern);
   rec.profile_from_repository = inputs->choice.from_repository;
-  rec.policy_digest = PolicyDigest(policy);
+  rec.policy_digest = session::PolicyDigest(policy);
   rec.budgets = inputs->budgets;
 
-  const std::string state_dir = req.state_dir.empty() ? StateDirectory() : req.state_dir;
+  const std::string state_dir = req.state_dir.empty() ? session::StateDirectory() : req.state_dir;
   if (auto s = CreateRunDirectory(state_dir, rec, inputs->task); !s) return s.error();
   auto opened =
       broker::AuditLog::Open(rec.run_dir + "/events.jsonl", rec.run_id, rec.policy_digest);

@@ -21,7 +21,7 @@
 
 #include "common/result.h"
 #include "launcher/broker/broker.h"
-#include "launcher/git_config_guard.h"
+#include "launcher/guard/git_config_guard.h"
 #include "launcher/run/run_record.h"
 #include "launcher/run/run_state.h"
 #include "launcher/run/verify.h"
@@ -49,7 +49,7 @@ struct RunRequest {
   // --verbose: every entry of the event log, with its transcript, as it is logged
   // (AuditLog::SetObserver); empty = none.
   broker::AuditLog::Observer on_entry;
-  std::string state_dir;  // "" = StateDirectory() (state_dir.h)
+  std::string state_dir;  // "" = session::StateDirectory() (state_dir.h)
   std::string run_id;     // "" = a new one
 };
 
@@ -102,7 +102,7 @@ struct RunRecord {
   std::vector<std::string> planted_repositories;
   std::vector<std::string> cleared_files;
   // Git configuration files the agent's sandbox changed that cagent rewrote before capture, with
-  // the keys it dropped (launcher/git_config_guard.h).
+  // the keys it dropped (launcher/guard/git_config_guard.h).
   std::vector<GitConfigRewrite> git_config_rewrites;
   std::uint64_t denials = 0;
   std::uint64_t approvals_asked = 0;

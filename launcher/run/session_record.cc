@@ -11,7 +11,7 @@
 
 #include "common/json_text.h"
 #include "common/small_file.h"
-#include "launcher/run/state_dir.h"
+#include "launcher/session/state_dir.h"
 
 namespace cagent::launcher::run {
 namespace {
@@ -35,7 +35,7 @@ std::string SessionRecordPath(const std::string& sessions_dir, const std::string
 }
 
 Status WriteSessionRecord(const std::string& path, const json& record) {
-  return WriteFileAtomic(path, JsonText(record, 2) + "\n");
+  return session::WriteFileAtomic(path, JsonText(record, 2) + "\n");
 }
 
 std::string SessionStatus(std::string_view broker_status) {

@@ -6,9 +6,9 @@
 #include <cstdio>
 
 #include "common/unique_fd.h"
-#include "launcher/run/egress_session.h"
-#include "launcher/run/git_identity.h"
-#include "launcher/sandbox.h"
+#include "launcher/sandbox/sandbox.h"
+#include "launcher/session/egress.h"
+#include "launcher/session/git_identity.h"
 
 namespace cagent::launcher::run {
 
@@ -69,7 +69,7 @@ VerifyEntry RunTrusted(const policy::Policy& policy, const policy::VerifyCommand
   ProfileContext in_tree = ctx;
   in_tree.binding.workspace = dir;
   // git in a verification command commits as the caller (unless `git-identity none`).
-  if (in_tree.git_identity.empty()) in_tree.git_identity = CallerGitIdentity().Env();
+  if (in_tree.git_identity.empty()) in_tree.git_identity = session::CallerGitIdentity().Env();
   auto built = SpecFromPolicy(policy, {"/bin/sh", "-c", v.command}, in_tree);
   if (!built) {
     e.status = VerifyEntry::Status::kInfrastructure;
@@ -80,11 +80,11 @@ VerifyEntry RunTrusted(const policy::Policy& policy, const policy::VerifyCommand
   spec.timeout = VerifyTimeout(policy, v);
   // Filtered egress with the profile's hosts rules, or no network: either way a session, whose
   // refusals the entry reports when the command fails.
-  std::unique_ptr<EgressSession> proxy;
+  std::unique_ptr<session::EgressSession> proxy;
   const bool filtered = egress != nullptr && egress->policy && egress->policy->egress.value &&
                         spec.network == NetworkMode::kLoopback;
-  if (filtered || EgressSession::Applies(spec)) {
-    EgressSessionConfig ec;
+  if (filtered || session::EgressSession::Applies(spec)) {
+    session::EgressSessionConfig ec;
     if (filtered) ec.policy = egress->policy;
     ec.hint.profile = egress != nullptr ? egress->profile : "";
     ec.hint.resolve_flag = true;  // cagent run --resolve
@@ -92,11 +92,11 @@ VerifyEntry RunTrusted(const policy::Policy& policy, const policy::VerifyCommand
     ec.overrides = egress->overrides;
     ec.approval = broker::ApprovalMode::kNever;
     ec.phase = phase;
-    EgressSessionServices es;
+    session::EgressSessionServices es;
     if (egress != nullptr && egress->audit) {
       es.audit = [a = egress->audit](const broker::AuditEvent& ev) { a(ev); };
     }
-    auto prepared = EgressSession::Prepare(spec, std::move(ec), std::move(es));
+    auto prepared = session::EgressSession::Prepare(spec, std::move(ec), std::move(es));
     if (!prepared) {
       e.status = VerifyEntry::Status::kInfrastructure;
       e.detail = std::string(filtered ? "could not set up filtered egress: "
@@ -151,7 +151,7 @@ VerifyEntry RunTrusted(const policy::Policy& policy, const policy::VerifyCommand
   if (proxy && e.status != VerifyEntry::Status::kPassed) {
     e.network_refused = proxy->refusals().refused();
     e.network_hints = proxy->refusals().hints();
-    e.detail = WithRefusals(std::move(e.detail), proxy->refusals());
+    e.detail = session::WithRefusals(std::move(e.detail), proxy->refusals());
   }
   return e;
 }

@@ -15,9 +15,9 @@
 #include "common/result.h"
 #include "launcher/broker/audit_schema.h"
 #include "launcher/egress/proxy.h"
-#include "launcher/profile_spec.h"
+#include "launcher/profile/spec.h"
 #include "launcher/run/checkout.h"
-#include "policy/ir.h"
+#include "policy/language/ir.h"
 
 namespace cagent::launcher::run {
 
@@ -34,7 +34,7 @@ struct VerifyEntry {
   // of its sandboxes' once (RunRecord::downgrades), not per entry.
   std::vector<std::string> downgrades;
   // When it did not pass: what its sandbox's network refused and cagent's hint lines
-  // (launcher/run/network_hint.h; also appended to `detail`, which the run's summary prints).
+  // (launcher/session/network_hint.h; also appended to `detail`, which the run's summary prints).
   std::vector<std::string> network_refused;
   std::vector<std::string> network_hints;
 };
@@ -58,7 +58,7 @@ struct VerifyEgress {
 // result). `logs_dir` must exist; logs are NN-verify.log. `on_start` is told each command.
 // Each entry records `tree.tree` as the tree it ran on. `egress`: see VerifyEgress; null, or a
 // policy without a hosts section, means the profile's network without a proxy (where a name lookup
-// answers "no such name" at once: launcher/egress_view.h).
+// answers "no such name" at once: launcher/sandbox/egress_view.h).
 std::vector<VerifyEntry> RunVerification(const policy::Policy& policy, const VerifyTree& tree,
                                          const std::string& logs_dir, const ProfileContext& ctx,
                                          const std::function<void(const std::string&)>& on_start,

@@ -16,9 +16,9 @@
 #include "common/sha256.h"
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
-#include "launcher/run/git.h"
-#include "launcher/run/state_dir.h"
-#include "policy/dump.h"
+#include "launcher/guard/git.h"
+#include "launcher/session/state_dir.h"
+#include "policy/language/dump.h"
 
 namespace cagent::launcher::run {
 namespace {
@@ -396,7 +396,7 @@ Status StageWorkspace(const WorkspaceLayout& l, const std::vector<policy::Output
     return Ok{};
   }
   const std::string file = l.run_dir + "/capture-pathspecs";
-  if (auto s = WriteFileAtomic(file, pathspecs); !s) return s;
+  if (auto s = session::WriteFileAtomic(file, pathspecs); !s) return s;
   auto added = GitOutput(
       Trusted(l, {"add", "--all", "--pathspec-from-file=" + file, "--pathspec-file-nul"}));
   ::unlink(file.c_str());

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "policy/engine.h"
-#include "policy/ir.h"
+#include "policy/language/engine.h"
+#include "policy/language/ir.h"
 
 namespace cagent::launcher::run {
 

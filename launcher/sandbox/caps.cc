@@ -1,4 +1,4 @@
-#include "launcher/caps.h"
+#include "launcher/sandbox/caps.h"
 
 #include <linux/securebits.h>
 #include <sys/capability.h>

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "common/result.h"
-#include "launcher/child_report.h"
+#include "launcher/sandbox/child_report.h"
 
 namespace cagent::launcher {
 

@@ -1,4 +1,4 @@
-#include "launcher/cgroup.h"
+#include "launcher/sandbox/cgroup.h"
 
 #include <fcntl.h>
 #include <signal.h>

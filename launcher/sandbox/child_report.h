@@ -48,11 +48,11 @@ enum class ChildStep : std::uint32_t {
   kLandlock,
   kSeccomp,
   // A mount path is not what PrepareMountPlan saw (a symlink on the way: ELOOP; gone: ENOENT;
-  // another file: ESTALE); `detail` holds the MountOp index (launcher/mountns.h, the race).
+  // another file: ESTALE); `detail` holds the MountOp index (launcher/sandbox/mountns.h, the race).
   kMountChanged,
   // A listener socket for cagent (netns.h) could not be made or sent; `detail` holds its index.
   kNetListeners,
-  // The sandbox's own terminal (`exec --tty`, launcher/tty.h) could not be opened or sent.
+  // The sandbox's own terminal (`exec --tty`, launcher/sandbox/tty.h) could not be opened or sent.
   kTerminal,
   // The terminal could not be made the command's controlling terminal (TIOCSCTTY).
   kControllingTerminal,

@@ -1,4 +1,4 @@
-#include "launcher/doctor.h"
+#include "launcher/sandbox/doctor.h"
 
 #include <sched.h>
 #include <sys/prctl.h>
@@ -12,10 +12,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "launcher/cgroup.h"
-#include "launcher/landlock.h"
-#include "launcher/launch_spec.h"
-#include "launcher/sandbox.h"
+#include "launcher/sandbox/cgroup.h"
+#include "launcher/sandbox/landlock.h"
+#include "launcher/sandbox/launch_spec.h"
+#include "launcher/sandbox/sandbox.h"
 
 namespace cagent::launcher {
 namespace {

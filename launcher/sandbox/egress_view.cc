@@ -1,4 +1,4 @@
-#include "launcher/egress_view.h"
+#include "launcher/sandbox/egress_view.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "common/unique_fd.h"
-#include "launcher/netns.h"
+#include "launcher/sandbox/netns.h"
 
 namespace cagent::launcher {
 namespace {

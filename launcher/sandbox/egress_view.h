@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "launcher/launch_spec.h"
+#include "launcher/sandbox/launch_spec.h"
 
 namespace cagent::launcher {
 
@@ -36,7 +36,7 @@ inline constexpr std::uint16_t kEgressDnsPort = 53;
 //     outside on 127.0.0.1:53 (UDP and TCP) inside the namespace, answers every query NXDOMAIN at
 //     once ("no such name", permanent: ENOTFOUND / EAI_NONAME), holding and reaching nothing; and
 //     because cagent sees the queries, it can say once why they fail and how to allow a host
-//     (launcher/run/network_hint.h). resolv.conf names the stub; /etc/hosts still resolves
+//     (launcher/session/network_hint.h). resolv.conf names the stub; /etc/hosts still resolves
 //     first (nsswitch's `files`), so localhost works.
 //   network none: seccomp refuses IP sockets (EAFNOSUPPORT), so no stub can be reached, and
 //     glibc turns the refused socket into EAI_AGAIN as well. Instead the view's nsswitch.conf

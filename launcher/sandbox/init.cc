@@ -1,4 +1,4 @@
-#include "launcher/init.h"
+#include "launcher/sandbox/init.h"
 
 #include <sched.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "launcher/child_report.h"
+#include "launcher/sandbox/child_report.h"
 
 namespace cagent::launcher {
 namespace {

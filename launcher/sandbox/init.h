@@ -8,7 +8,7 @@
 // including double-forked daemons.
 #pragma once
 
-#include "launcher/process.h"
+#include "launcher/sandbox/process.h"
 
 namespace cagent::launcher {
 

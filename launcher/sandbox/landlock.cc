@@ -1,4 +1,4 @@
-#include "launcher/landlock.h"
+#include "launcher/sandbox/landlock.h"
 
 #include <fcntl.h>
 #include <linux/landlock.h>

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "launcher/child_report.h"
+#include "launcher/sandbox/child_report.h"
 
 namespace cagent::launcher {
 

@@ -1,4 +1,4 @@
-#include "launcher/launch_spec.h"
+#include "launcher/sandbox/launch_spec.h"
 
 #include <sys/stat.h>
 
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "launcher/netns.h"
+#include "launcher/sandbox/netns.h"
 
 namespace cagent::launcher {
 namespace {

@@ -1,7 +1,7 @@
 // LaunchSpec: the immutable description of one sandbox.
 //
 // This is the boundary between "what the sandbox should be" and "how it is built": the launcher
-// fills it from the compiled profile (SpecFromPolicy, launcher/profile_spec.h) or, without a
+// fills it from the compiled profile (SpecFromPolicy, launcher/profile/spec.h) or, without a
 // profile, from DefaultLaunchSpec, then narrows it by the command line; the launch modules only
 // read it. Pass it around as `const LaunchSpec&`.
 #pragma once
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "launcher/cgroup.h"
-#include "launcher/rlimits.h"
+#include "launcher/sandbox/cgroup.h"
+#include "launcher/sandbox/rlimits.h"
 
 namespace cagent::launcher {
 
@@ -170,19 +170,19 @@ struct LaunchSpec {
   // for every sandbox (exec, the agent's, verification). They are not layers: they act on the host,
   // before the launch and after the exit, not on the sandbox's kernel view.
   //
-  // guard_git_metadata (launcher/git_guard.h): in each writable tree, the git metadata through
-  // which a later host git finds its repository and configuration (commondir, config.worktree,
-  // info/, hooks/, worktrees/, modules/, objects/info/alternates; `.git` files) is a read-only
-  // mount point inside, placeholders created where the names are absent; `.git` entries the
-  // command created or replaced are reported (SandboxOutcome::planted_repositories). The mounts
+  // guard_git_metadata (launcher/guard/git_guard.h): in each writable tree, the git metadata
+  // through which a later host git finds its repository and configuration (commondir,
+  // config.worktree, info/, hooks/, worktrees/, modules/, objects/info/alternates; `.git` files) is
+  // a read-only mount point inside, placeholders created where the names are absent; `.git` entries
+  // the command created or replaced are reported (SandboxOutcome::planted_repositories). The mounts
   // need the mount view: with the fs layer off there is nothing to mount into. Each git dir's
   // `config` stays writable (git rewrites it for `git config`, `git branch -D`, `git remote add`)
-  // and is checked after the exit instead (launcher/git_config_guard.h; layer kGitConfig), for
-  // every git dir in the writable trees, planted ones included; that needs no mount.
+  // and is checked after the exit instead (launcher/guard/git_config_guard.h; layer kGitConfig),
+  // for every git dir in the writable trees, planted ones included; that needs no mount.
   bool guard_git_metadata = true;
-  // guard_privileged_files (launcher/leftovers.h): regular files in the writable trees that gained
-  // S_ISUID/S_ISGID or a security.capability attribute while the sandbox ran lose them after it
-  // exits, and each is reported (SandboxOutcome::cleared_files). The seccomp layer refuses the
+  // guard_privileged_files (launcher/guard/leftovers.h): regular files in the writable trees that
+  // gained S_ISUID/S_ISGID or a security.capability attribute while the sandbox ran lose them after
+  // it exits, and each is reported (SandboxOutcome::cleared_files). The seccomp layer refuses the
   // bits where it can see them; this catches every other route (openat2, a disabled layer).
   bool guard_privileged_files = true;
 

@@ -1,4 +1,4 @@
-#include "launcher/mountns.h"
+#include "launcher/sandbox/mountns.h"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -532,8 +532,8 @@ OpStatus FilesystemOp(const MountOp& op, const char* scratch, bool verify) {
 // created here) holds overlayfs's upper and work directories; overlayfs over the host directory
 // (checked to be the one prepare saw) is mounted on the scratch point and moved onto the target's
 // checked fd. overlayfs takes its layers by path: the lower one is a cache directory cagent made
-// (0700, the caller's, never a link: launcher/caches.h) that no sandbox sees the parent of, so
-// nothing inside a sandbox can swap it between the check and the mount.
+// (0700, the caller's, never a link: launcher/profile/caches.h) that no sandbox sees the parent of,
+// so nothing inside a sandbox can swap it between the check and the mount.
 OpStatus OverlayOp(const MountOp& op, const char* scratch, bool verify) {
   if (scratch == nullptr) return Failed(EINVAL);
   int raw = -1;

@@ -50,8 +50,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "launcher/child_report.h"
-#include "launcher/launch_spec.h"
+#include "launcher/sandbox/child_report.h"
+#include "launcher/sandbox/launch_spec.h"
 
 namespace cagent::launcher {
 

@@ -1,4 +1,4 @@
-#include "launcher/netns.h"
+#include "launcher/sandbox/netns.h"
 
 #include <arpa/inet.h>
 #include <net/if.h>

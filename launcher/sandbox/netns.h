@@ -20,8 +20,8 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
-#include "launcher/child_report.h"
-#include "launcher/launch_spec.h"
+#include "launcher/sandbox/child_report.h"
+#include "launcher/sandbox/launch_spec.h"
 
 namespace cagent::launcher {
 

@@ -1,4 +1,4 @@
-#include "launcher/process.h"
+#include "launcher/sandbox/process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <set>
 
-#include "launcher/child_report.h"
+#include "launcher/sandbox/child_report.h"
 
 namespace cagent::launcher {
 namespace {

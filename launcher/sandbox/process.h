@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "launcher/launch_spec.h"
+#include "launcher/sandbox/launch_spec.h"
 
 namespace cagent::launcher {
 
@@ -24,8 +24,8 @@ struct ExecPlan {
   std::vector<int> keep_fds;  // sorted; fds >= 3 that survive into the command
   bool new_session = true;
   bool close_fds = true;
-  // `exec --tty`: fd 0 is the sandbox's own terminal (launcher/tty.h); the command, leader of its
-  // new session, makes it its controlling terminal (TIOCSCTTY), so it is the foreground job.
+  // `exec --tty`: fd 0 is the sandbox's own terminal (launcher/sandbox/tty.h); the command, leader
+  // of its new session, makes it its controlling terminal (TIOCSCTTY), so it is the foreground job.
   bool controlling_terminal = false;
 
   ExecPlan() = default;

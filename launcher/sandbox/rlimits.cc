@@ -1,4 +1,4 @@
-#include "launcher/rlimits.h"
+#include "launcher/sandbox/rlimits.h"
 
 #include <signal.h>
 #include <sys/resource.h>

@@ -14,10 +14,10 @@
 // therefore run in the child after clone(CLONE_NEWUSER), never on cagent itself. (The kernel also
 // checks each ancestor namespace against the creator's RLIMIT_NPROC captured at unshare time, so
 // the host-wide limit of the caller still holds.)
-// Caveat, verified on Linux 6.18 (tests/launcher/rlimits_test.cc): copy_process() exempts the
-// global root user (kuid 0, INIT_USER) from RLIMIT_NPROC in every namespace, so when cagent runs
-// as root with uid 0 mapped to itself the limit is accepted but has no effect; only a cgroup
-// pids.max (launcher/cgroup.h) bounds a root-run sandbox.
+// Caveat, verified on Linux 6.18 (tests/launcher/sandbox/rlimits_test.cc): copy_process() exempts
+// the global root user (kuid 0, INIT_USER) from RLIMIT_NPROC in every namespace, so when cagent
+// runs as root with uid 0 mapped to itself the limit is accepted but has no effect; only a cgroup
+// pids.max (launcher/sandbox/cgroup.h) bounds a root-run sandbox.
 #pragma once
 
 #include <sys/resource.h>
@@ -28,7 +28,7 @@
 #include <optional>
 #include <string>
 
-#include "launcher/child_report.h"
+#include "launcher/sandbox/child_report.h"
 
 namespace cagent::launcher {
 

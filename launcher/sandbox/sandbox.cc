@@ -43,7 +43,7 @@
 //
 // Failures in the child are reported as a fixed {step, errno} record on the report pipe and the
 // child exits with kExitSetupFailed; nothing after clone allocates, throws or logs.
-#include "launcher/sandbox.h"
+#include "launcher/sandbox/sandbox.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -65,19 +65,19 @@
 
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
-#include "launcher/caps.h"
-#include "launcher/cgroup.h"
-#include "launcher/git_config_guard.h"
-#include "launcher/git_guard.h"
-#include "launcher/init.h"
-#include "launcher/landlock.h"
-#include "launcher/leftovers.h"
-#include "launcher/mountns.h"
-#include "launcher/netns.h"
-#include "launcher/process.h"
-#include "launcher/rlimits.h"
-#include "launcher/seccomp.h"
-#include "launcher/userns.h"
+#include "launcher/guard/git_config_guard.h"
+#include "launcher/guard/git_guard.h"
+#include "launcher/guard/leftovers.h"
+#include "launcher/sandbox/caps.h"
+#include "launcher/sandbox/cgroup.h"
+#include "launcher/sandbox/init.h"
+#include "launcher/sandbox/landlock.h"
+#include "launcher/sandbox/mountns.h"
+#include "launcher/sandbox/netns.h"
+#include "launcher/sandbox/process.h"
+#include "launcher/sandbox/rlimits.h"
+#include "launcher/sandbox/seccomp.h"
+#include "launcher/sandbox/userns.h"
 
 namespace cagent::launcher {
 namespace {

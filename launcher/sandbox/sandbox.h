@@ -12,10 +12,10 @@
 #include "common/exit_codes.h"
 #include "common/result.h"
 #include "common/unique_fd.h"
-#include "launcher/child_report.h"
-#include "launcher/git_config_guard.h"
-#include "launcher/launch_spec.h"
-#include "launcher/tty.h"
+#include "launcher/guard/git_config_guard.h"
+#include "launcher/sandbox/child_report.h"
+#include "launcher/sandbox/launch_spec.h"
+#include "launcher/sandbox/tty.h"
 
 namespace cagent::launcher {
 
@@ -61,7 +61,7 @@ struct SandboxOutcome {
   // Files whose setuid/setgid bits or file capabilities were removed (absolute paths).
   std::vector<std::string> cleared_files;
   // Git configuration files the command changed that cagent rewrote after it exited, with the
-  // keys it dropped (launcher/git_config_guard.h); each is a host_findings line too.
+  // keys it dropped (launcher/guard/git_config_guard.h); each is a host_findings line too.
   std::vector<GitConfigRewrite> git_config_rewrites;
 };
 
@@ -99,9 +99,9 @@ struct SandboxControl {
   int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
-  // `cagent exec --tty`: the sandbox gets a terminal of its own (launcher/tty.h), made from this
-  // plan in the view's devpts; its slave replaces stdin, stdout and stderr (the three above are
-  // then unused) and becomes the command's controlling terminal. Not owned; null = no terminal,
+  // `cagent exec --tty`: the sandbox gets a terminal of its own (launcher/sandbox/tty.h), made from
+  // this plan in the view's devpts; its slave replaces stdin, stdout and stderr (the three above
+  // are then unused) and becomes the command's controlling terminal. Not owned; null = no terminal,
   // the stdio as they are. Needs the session layer (the command's own session owns it).
   const TerminalPlan* terminal = nullptr;
   // Called in cagent with the terminal's master, the only one (the sandbox keeps none), as soon as

@@ -1,4 +1,4 @@
-#include "launcher/seccomp.h"
+#include "launcher/sandbox/seccomp.h"
 
 #include <fcntl.h>
 #include <linux/netlink.h>
@@ -20,7 +20,7 @@
 #include <utility>
 
 #include "common/unique_fd.h"
-#include "launcher/seccomp_prebuilt.h"
+#include "launcher/sandbox/seccomp_prebuilt.h"
 
 // clone(2)'s flags are its first argument on every architecture cagent supports; s390 and cris
 // swap the first two arguments, which the CLONE_NEW* rule would then miss.

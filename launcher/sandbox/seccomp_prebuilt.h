@@ -1,9 +1,9 @@
 // The default seccomp programs, compiled by libseccomp at build time (SeccompFilter::Prepare).
 //
-// The build compiles launcher/seccomp.cc a second time into cagent_seccomp_gen
-// (launcher/seccomp_gen/), which runs SeccompFilter::Compile on every default policy and writes
-// the programs, with the names and the rule summary the filter reports, as the source file that
-// defines PrebuiltSeccompFilters() for the launcher. The generator itself links
+// The build compiles launcher/sandbox/seccomp.cc a second time into cagent_seccomp_gen
+// (launcher/sandbox/seccomp_gen/), which runs SeccompFilter::Compile on every default policy and
+// writes the programs, with the names and the rule summary the filter reports, as the source file
+// that defines PrebuiltSeccompFilters() for the launcher. The generator itself links
 // seccomp_gen/none.cc, an empty table, so what it writes is always libseccomp's output. The tests
 // (seccomp_test.cc, "Prebuilt") compare every entry with what libseccomp compiles at test time.
 #pragma once

@@ -1,4 +1,4 @@
-#include "launcher/tty.h"
+#include "launcher/sandbox/tty.h"
 
 #include <fcntl.h>
 #include <poll.h>

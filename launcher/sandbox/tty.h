@@ -27,7 +27,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
-#include "launcher/child_report.h"
+#include "launcher/sandbox/child_report.h"
 
 namespace cagent::launcher {
 

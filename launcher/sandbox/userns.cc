@@ -1,4 +1,4 @@
-#include "launcher/userns.h"
+#include "launcher/sandbox/userns.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "launcher/run/agent_session.h"
+#include "launcher/session/agent.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -23,12 +23,12 @@
 #include "launcher/broker/approver.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/broker/redactor.h"
-#include "launcher/profile_spec.h"
-#include "launcher/run/egress_session.h"
-#include "launcher/run/git_identity.h"
-#include "policy/dump.h"
+#include "launcher/profile/spec.h"
+#include "launcher/session/egress.h"
+#include "launcher/session/git_identity.h"
+#include "policy/language/dump.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::session {
 namespace {
 
 namespace fs = std::filesystem;
@@ -177,7 +177,7 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   spec.keep_fds.push_back(agent_end.get());
   // Filtered egress: the profile's hosts rules, asked through the same approver, audited in the
   // same log (on the broker's thread). Without a hosts section: no network, where a name lookup
-  // answers "no such name" at once (launcher/egress_view.h).
+  // answers "no such name" at once (launcher/sandbox/egress_view.h).
   std::unique_ptr<EgressSession> egress;
   const bool filtered = o.policy->egress.value && spec.network == NetworkMode::kLoopback;
   if (filtered || EgressSession::Applies(spec)) {
@@ -358,4 +358,4 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   return result;
 }
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::session

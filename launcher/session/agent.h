@@ -21,10 +21,10 @@
 #include "launcher/broker/broker.h"
 #include "launcher/egress/proxy.h"
 #include "launcher/model/model_provider.h"
-#include "launcher/sandbox.h"
-#include "policy/ir.h"
+#include "launcher/sandbox/sandbox.h"
+#include "policy/language/ir.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::session {
 
 struct AgentSessionOptions {
   std::string run_id;
@@ -32,7 +32,7 @@ struct AgentSessionOptions {
   // The run's binding (RunBinding): the workspace (canonical; bound at the same path inside),
   // what "~" means, the sandbox's HOME. The view, the broker's engine and the agent use it alike.
   policy::Binding binding;
-  // The profile's caches (launcher/caches.h) and carried paths (`carry`): ProfileContext's
+  // The profile's caches (launcher/profile/caches.h) and carried paths (`carry`): ProfileContext's
   // cache_root and carry_from for the agent's sandbox. "" = not mounted.
   std::string cache_root;
   // The caches' per-repository key (ProfileContext::cache_scope); "" = the workspace's repository.
@@ -65,7 +65,7 @@ struct AgentSessionOptions {
   // Extra agent arguments (tests).
   std::vector<std::string> agent_args;
 
-  // ---- a served session (cagent mcp serve; run/mcp_serve.h) instead of a model loop ----
+  // ---- a served session (cagent mcp serve; mcp/serve/serve.h) instead of a model loop ----
   // Where the calls come from (BrokerConfig::serve); `model` and `task` are then unused. Not
   // owned; used on the session's io thread.
   broker::CallSource* calls = nullptr;
@@ -108,4 +108,4 @@ std::string PolicyDigest(const policy::Policy& policy);
 // unreadable files, the provider could not be made); everything after the start is an outcome.
 Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& options);
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::session

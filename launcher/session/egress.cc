@@ -1,16 +1,16 @@
-#include "launcher/run/egress_session.h"
+#include "launcher/session/egress.h"
 
 #include <boost/asio/post.hpp>
 #include <utility>
 #include <variant>
 
-#include "launcher/rlimits.h"
-#include "policy/diagnostics.h"
-#include "policy/hosts.h"
-#include "policy/ir.h"
-#include "policy/loader.h"
+#include "launcher/sandbox/rlimits.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/ir.h"
+#include "policy/language/loader.h"
+#include "policy/match/hosts.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::session {
 
 namespace {
 
@@ -222,4 +222,4 @@ std::string DescribeConnection(const egress::ConnectionRecord& r) {
   return out;
 }
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::session

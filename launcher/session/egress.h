@@ -1,11 +1,11 @@
 // One sandbox's network beyond its own loopback, end to end. With filtered egress (a hosts
-// section, or exec's --allow-host): the view (launcher/egress_view.h: listeners inside, the
+// section, or exec's --allow-host): the view (launcher/sandbox/egress_view.h: listeners inside, the
 // environment, resolv.conf), the gate (launcher/broker/egress_gate.h: hosts rules, approvals,
 // audit) and the proxy (launcher/egress/proxy.h), started on the listeners when the sandbox hands
 // them over and stopped after it ends. Without (network loopback or none, issue #32): the
 // no-network view (AddNoNetworkView: name lookups fail at once with "no such name"), with the DNS
 // stub alone served for network loopback. Either way each refusal is tallied and the first of
-// each cause is explained in one line (launcher/run/network_hint.h). Used by `cagent exec`, the
+// each cause is explained in one line (launcher/session/network_hint.h). Used by `cagent exec`, the
 // agent's sandbox of `cagent run` and `cagent agent`, setup and verification.
 #pragma once
 
@@ -24,12 +24,12 @@
 #include "common/unique_fd.h"
 #include "launcher/broker/egress_gate.h"
 #include "launcher/egress/proxy.h"
-#include "launcher/egress_view.h"
-#include "launcher/launch_spec.h"
-#include "launcher/run/network_hint.h"
-#include "policy/ir.h"
+#include "launcher/sandbox/egress_view.h"
+#include "launcher/sandbox/launch_spec.h"
+#include "launcher/session/network_hint.h"
+#include "policy/language/ir.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::session {
 
 struct EgressSessionConfig {
   // With a hosts section (policy->egress.value): filtered egress. Null, or without one: the
@@ -124,4 +124,4 @@ Result<std::vector<egress::ResolveOverride>> ParseResolveOverrides(
 // Unescaped: print through TerminalSafe.
 std::string DescribeConnection(const egress::ConnectionRecord& record);
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::session

@@ -1,4 +1,4 @@
-#include "launcher/run/git_identity.h"
+#include "launcher/session/git_identity.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,10 +14,10 @@
 
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
-#include "launcher/profile_spec.h"
-#include "launcher/run/git.h"
+#include "launcher/guard/git.h"
+#include "launcher/profile/spec.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::session {
 namespace {
 
 std::optional<std::string> Lookup(const std::vector<std::string>& env, std::string_view name) {
@@ -373,4 +373,4 @@ const GitIdentity& CallerGitIdentity() {
   return kIdentity;
 }
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::session

@@ -17,11 +17,11 @@
 // global ones ($GIT_CONFIG_GLOBAL alone when set; else $XDG_CONFIG_HOME/git/config, or
 // ~/.config/git/config, then ~/.gitconfig). `include.path` is followed (HOME is the caller's, so
 // ~ expands); `includeIf "gitdir:..."` never matches (there is no repository), so an identity kept
-// per directory that way is not seen. Every git is RunGit's (launcher/run/git.h): hardened, in its
-// own process group, time- and output-bounded. A file that mentions neither a `user` section nor
-// an include is not looked at further; one in the plain form ParseIdentitySettings takes is read by
-// cagent itself (no git process per launch); one that is not a regular file is skipped with a note
-// (a FIFO would hold git until its timeout).
+// per directory that way is not seen. Every git is RunGit's (launcher/guard/git.h): hardened, in
+// its own process group, time- and output-bounded. A file that mentions neither a `user` section
+// nor an include is not looked at further; one in the plain form ParseIdentitySettings takes is
+// read by cagent itself (no git process per launch); one that is not a regular file is skipped with
+// a note (a FIFO would hold git until its timeout).
 //
 // A value that is empty, longer than kMaxGitIdentityBytes or holds a control character, '<' or
 // '>' is skipped with a note. No identity: nothing is set and git inside fails as before.
@@ -34,9 +34,9 @@
 #include <utility>
 #include <vector>
 
-#include "launcher/launch_spec.h"
+#include "launcher/sandbox/launch_spec.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::session {
 
 inline constexpr std::size_t kMaxGitIdentityBytes = 256;
 
@@ -69,4 +69,4 @@ std::optional<std::vector<std::pair<std::string, std::string>>> ParseIdentitySet
 // ReadGitIdentity(CallerEnviron(), CallerHome()), read once per process and kept (thread-safe).
 const GitIdentity& CallerGitIdentity();
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::session

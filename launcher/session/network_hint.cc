@@ -1,12 +1,12 @@
-#include "launcher/run/network_hint.h"
+#include "launcher/session/network_hint.h"
 
 #include <algorithm>
 #include <boost/asio/ip/address.hpp>
 
 #include "launcher/egress/address.h"
-#include "policy/hosts.h"
+#include "policy/match/hosts.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::session {
 namespace {
 
 constexpr int kNoRoute = 0;  // nothing allows the host: a lookup, a policy refusal
@@ -155,4 +155,4 @@ std::string WithRefusals(std::string detail, const RefusalTally& tally) {
   return detail;
 }
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::session

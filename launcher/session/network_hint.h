@@ -1,10 +1,10 @@
 // Why a sandbox could not reach a host, said once (issue #32, "no network looks like a broken
 // network"). A sandbox without network beyond loopback answers every name lookup "no such name"
-// (launcher/egress_view.h), and filtered egress refuses what its hosts rules do not allow; either
-// way the command inside prints its own error (npm's ENOTFOUND or E403, pip's "Name or service not
-// known"), which does not say that the profile chose this, nor how to allow a host. The first
-// refusal of each cause in a sandbox gets one line from cagent naming the network mode and only
-// the ways to allow a host that apply there:
+// (launcher/sandbox/egress_view.h), and filtered egress refuses what its hosts rules do not allow;
+// either way the command inside prints its own error (npm's ENOTFOUND or E403, pip's "Name or
+// service not known"), which does not say that the profile chose this, nor how to allow a host. The
+// first refusal of each cause in a sandbox gets one line from cagent naming the network mode and
+// only the ways to allow a host that apply there:
 //   no network (loopback, no hosts section): a hosts section in the profile, a -registries
 //     built-in profile, `cagent exec --allow-host HOST` (exec without a profile);
 //   filtered egress: a rule in the hosts section (or one more --allow-host);
@@ -23,7 +23,7 @@
 
 #include "launcher/egress/proxy.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::session {
 
 // Where the sandbox is, for the wording and for which ways to allow a host apply.
 struct NetworkHintContext {
@@ -85,4 +85,4 @@ class RefusalTally {
 // "exit status 1; refused: example.com (lookup); network: ..." (unchanged when nothing was).
 [[nodiscard]] std::string WithRefusals(std::string detail, const RefusalTally& tally);
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::session

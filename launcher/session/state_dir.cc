@@ -1,4 +1,4 @@
-#include "launcher/run/state_dir.h"
+#include "launcher/session/state_dir.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -14,9 +14,9 @@
 #include <utility>
 
 #include "common/unique_fd.h"
-#include "launcher/profile_spec.h"
+#include "launcher/profile/spec.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::session {
 
 std::string NewRunId() {
   const std::time_t now = std::time(nullptr);
@@ -113,4 +113,4 @@ std::string StateDirectory() {
   return (home.empty() ? std::string("/tmp") : home + "/.local/state") + "/cagent";
 }
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::session

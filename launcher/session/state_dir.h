@@ -9,7 +9,7 @@
 
 #include "common/result.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::session {
 
 // A fresh run id: UTC time plus 24 random bits, "20261130T101500Z-3f9a1c". Ids sort by creation
 // time (second resolution); the random part keeps two runs started in one second apart.
@@ -40,4 +40,4 @@ void UseStateDirectory(std::string dir);
 // (result.json, a session record, a batch result).
 [[nodiscard]] Status WriteFileAtomic(const std::string& path, const std::string& text);
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::session

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/source.h"
+#include "policy/language/source.h"
 
 namespace cagent::policy {
 

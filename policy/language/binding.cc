@@ -1,4 +1,4 @@
-#include "policy/binding.h"
+#include "policy/language/binding.h"
 
 namespace cagent::policy {
 

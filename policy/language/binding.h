@@ -2,7 +2,7 @@
 // consumer of the profile, so that a path in it means the same file everywhere.
 //
 // A profile writes paths three ways (PathRef): "/abs", "~/rel" and "rel". For a run, the launcher
-// makes one Binding (launcher/profile_spec.h, RunBinding) and passes that same value to
+// makes one Binding (launcher/profile/spec.h, RunBinding) and passes that same value to
 //   - the sandbox's view (SpecFromPolicy: which host trees are bound, hidden, made read-only),
 //   - the broker's engine (which tool requests are allowed) and the agent's own path filter,
 //   - the run's patch check (which changed paths the patch may touch),

@@ -1,12 +1,12 @@
-#include "policy/checker.h"
+#include "policy/language/checker.h"
 
 #include <algorithm>
 #include <map>
 #include <span>
 
 #include "common/duration.h"
-#include "policy/hosts.h"
-#include "policy/shell.h"
+#include "policy/match/hosts.h"
+#include "policy/match/shell.h"
 
 namespace cagent::policy {
 namespace {

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "policy/ast.h"
-#include "policy/diagnostics.h"
-#include "policy/ir.h"
-#include "policy/request.h"
+#include "policy/language/ast.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/ir.h"
+#include "policy/language/request.h"
 
 namespace cagent::policy {
 

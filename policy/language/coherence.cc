@@ -1,10 +1,10 @@
-#include "policy/coherence.h"
+#include "policy/language/coherence.h"
 
 #include <array>
 #include <string_view>
 
-#include "policy/binding.h"
-#include "policy/engine.h"
+#include "policy/language/binding.h"
+#include "policy/language/engine.h"
 
 namespace cagent::policy {
 namespace {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/ir.h"
+#include "policy/language/ir.h"
 
 namespace cagent::policy {
 

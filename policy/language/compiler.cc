@@ -1,10 +1,10 @@
-#include "policy/compiler.h"
+#include "policy/language/compiler.h"
 
 #include <algorithm>
 #include <map>
 #include <tuple>
 
-#include "policy/engine.h"
+#include "policy/language/engine.h"
 
 namespace cagent::policy {
 namespace {

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "policy/checker.h"
-#include "policy/diagnostics.h"
-#include "policy/ir.h"
+#include "policy/language/checker.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/ir.h"
 
 namespace cagent::policy {
 

@@ -1,4 +1,4 @@
-#include "policy/diagnostics.h"
+#include "policy/language/diagnostics.h"
 
 #include <algorithm>
 #include <string_view>

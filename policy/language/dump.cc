@@ -1,4 +1,4 @@
-#include "policy/dump.h"
+#include "policy/language/dump.h"
 
 #include <nlohmann/json.hpp>
 

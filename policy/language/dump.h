@@ -9,7 +9,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
-#include "policy/ir.h"
+#include "policy/language/ir.h"
 
 namespace cagent::policy {
 

@@ -1,18 +1,18 @@
-#include "policy/engine.h"
+#include "policy/language/engine.h"
 
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <optional>
 
-#include "policy/host_secrets.h"
-#include "policy/hosts.h"
-#include "policy/shell.h"
+#include "policy/match/host_secrets.h"
+#include "policy/match/hosts.h"
+#include "policy/match/shell.h"
 
 namespace cagent::policy {
 namespace {
 
-// Paths every sandbox has whatever the profile says (launcher/mountns.cc builds them).
+// Paths every sandbox has whatever the profile says (launcher/sandbox/mountns.cc builds them).
 struct BuiltinMount {
   std::string_view path;
   MountMode mode;
@@ -32,7 +32,7 @@ constexpr BuiltinMount kBuiltinMounts[] = {
     {"/dev/stderr", MountMode::kReadWrite, "built-in: the command's standard streams"},
     {"/dev/fd", MountMode::kReadWrite, "built-in: the command's own descriptors"},
     // Host secrets that live in system trees are hidden whatever the profile mounts
-    // (launcher/profile_spec.cc keeps them hidden too).
+    // (launcher/profile/spec.cc keeps them hidden too).
     {"/etc/shadow", MountMode::kHidden, "built-in: host secrets are always hidden"},
     {"/etc/gshadow", MountMode::kHidden, "built-in: host secrets are always hidden"},
     {"/etc/shadow-", MountMode::kHidden, "built-in: host secrets are always hidden"},
@@ -401,8 +401,8 @@ Engine::Engine(const Policy& policy, Binding binding)
   for (const auto& b : kBuiltinMounts) {
     views_.push_back({std::string(b.path), b.mode, std::string(b.rule), {}});
   }
-  // The host secret set (policy/host_secrets.h) is hidden under the caller's home and at the
-  // workspace's top level whatever the profile mounts (launcher/profile_spec.cc,
+  // The host secret set (policy/match/host_secrets.h) is hidden under the caller's home and at the
+  // workspace's top level whatever the profile mounts (launcher/profile/spec.cc,
   // HideHostSecrets). A hidden view where the path is not shown anyway changes no verdict.
   for (std::string_view rel : HostSecretPaths()) {
     const std::string rule =

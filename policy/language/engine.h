@@ -17,10 +17,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "policy/binding.h"
-#include "policy/ir.h"
-#include "policy/request.h"
-#include "policy/shell.h"
+#include "policy/language/binding.h"
+#include "policy/language/ir.h"
+#include "policy/language/request.h"
+#include "policy/match/shell.h"
 
 namespace cagent::policy {
 
@@ -36,8 +36,8 @@ struct Decision {
 
 class Engine {
  public:
-  // `binding` says where the profile's "~" and relative paths point (policy/binding.h): the run's
-  // binding, or PortableBinding() where there is no run. The engine borrows `policy`.
+  // `binding` says where the profile's "~" and relative paths point (policy/language/binding.h):
+  // the run's binding, or PortableBinding() where there is no run. The engine borrows `policy`.
   Engine(const Policy& policy, Binding binding);
 
   // The one decision path: what the profile says about `request` (request.h). Allocates only the
@@ -73,8 +73,8 @@ class Engine {
   [[nodiscard]] std::vector<ShellPart> ShellParts(std::string_view script) const;
   [[nodiscard]] Decision Path(Access access, std::string_view path) const;
   //   Host: a connection to `host` (a name or an IP literal, IPv6 with or without brackets) on
-  //     `port` through the egress proxy. The host is normalised (policy/hosts.h: lowercase, one
-  //     trailing dot stripped, IPv6 canonical); a host that is neither a valid name nor an IP
+  //     `port` through the egress proxy. The host is normalised (policy/match/hosts.h: lowercase,
+  //     one trailing dot stripped, IPv6 canonical); a host that is neither a valid name nor an IP
   //     literal is denied. An IP literal matches only address rules and `*`, never a name rule.
   //     No matching rule: denied ("no hosts rule allows H:P", or, for a profile without a hosts
   //     section, a reason saying the network is loopback/none).
@@ -89,9 +89,9 @@ class Engine {
 
   // Whether an allow or ask hosts rule names the IP literal `address_literal` itself (an address
   // rule, not `*` or a name) and matches `port`. The egress proxy refuses a name that resolves
-  // into loopback, private, link-local or metadata space (policy/hosts.h, RestrictedRange) unless
-  // this holds for the address it resolved to. Deny rules are not consulted: the proxy has already
-  // decided the connection by its name.
+  // into loopback, private, link-local or metadata space (policy/match/hosts.h, RestrictedRange)
+  // unless this holds for the address it resolved to. Deny rules are not consulted: the proxy has
+  // already decided the connection by its name.
   [[nodiscard]] bool AddressNamed(std::string_view address_literal, std::uint16_t port) const;
   // Whether a connection to `host` can be allowed or asked on some port: for each port an allow or
   // ask rule matching the host admits (its own, or 443 and 80 for a rule without one), the host's

@@ -1,4 +1,4 @@
-#include "policy/ir.h"
+#include "policy/language/ir.h"
 
 #include <algorithm>
 #include <array>
@@ -334,6 +334,22 @@ bool UnderOutputs(const std::vector<OutputRule>& outputs, std::string_view rel) 
     if (slash == std::string_view::npos) return false;
     from = slash + 1;
   }
+}
+
+std::vector<std::uint16_t> HostPorts(const Policy& policy) {
+  std::vector<std::uint16_t> out;
+  for (const HostRule& r : policy.hosts) {
+    if (r.verdict == Verdict::kDeny) continue;
+    if (r.pattern.port) {
+      out.push_back(*r.pattern.port);
+    } else {
+      out.push_back(80);  // a pattern without a port: 80 and 443 (HostPattern::MatchesPort)
+      out.push_back(443);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace cagent::policy

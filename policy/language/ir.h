@@ -2,7 +2,7 @@
 //
 // Pure data, normalised and sorted, so two profiles that mean the same thing compile to the same
 // Policy and dump (dump.h) to the same text. The launcher turns it into mounts, Landlock and
-// seccomp (launcher/profile_spec.h); the engine (engine.h) answers questions about it; the broker
+// seccomp (launcher/profile/spec.h); the engine (engine.h) answers questions about it; the broker
 // counts its budgets. Every rule keeps the location it was written at, for `explain` and
 // diagnostics.
 #pragma once
@@ -16,8 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/glob.h"
-#include "policy/source.h"
+#include "policy/language/source.h"
+#include "policy/match/glob.h"
+#include "policy/match/hosts.h"
 
 namespace cagent::policy {
 
@@ -157,31 +158,6 @@ struct ToolRule {
   // "read_file grep mcp:echo mcp:get-*".
   std::string text;
   Location loc;
-};
-
-// One pattern of a `hosts` rule (docs/policy-language.md, "hosts"): which destinations of the
-// egress proxy it names. Patterns are parsed by ParseHostPattern (policy/hosts.h).
-struct HostPattern {
-  enum class Kind : std::uint8_t {
-    kName,     // pypi.org: that name only
-    kSuffix,   // *.example.com: any subdomain of example.com, never example.com itself
-    kAny,      // *: any host (names and addresses)
-    kAddress,  // 10.0.0.5, [fd00::5]: that IP literal only
-  };
-  Kind kind = Kind::kName;
-  // kName: the lowercase name without a trailing dot; kSuffix: the part after "*."; kAny: "";
-  // kAddress: the canonical literal without brackets ("fd00::5", "10.0.0.5").
-  std::string host;
-  std::optional<std::uint16_t> port;  // nullopt: ports 443 and 80
-
-  // Whether the pattern names `normalized_host` (NormalizeHost's output: lowercase, no trailing
-  // dot, an IPv6 literal canonical and without brackets). An IP literal matches only kAddress
-  // patterns and `*`; a name matches only kName, kSuffix and `*`.
-  [[nodiscard]] bool MatchesHost(std::string_view normalized_host) const;
-  // `port` == the pattern's port, or 443 or 80 when the pattern has none.
-  [[nodiscard]] bool MatchesPort(std::uint16_t port) const;
-  // As written back: "pypi.org", "*.github.io:443", "*", "10.0.0.5:8080", "[fd00::5]:443".
-  [[nodiscard]] std::string Text() const;
 };
 
 // `allow|ask|deny PATTERN...` in the hosts section: one rule per pattern.

@@ -1,4 +1,4 @@
-#include "policy/lexer.h"
+#include "policy/language/lexer.h"
 
 #include <cstdio>
 #include <string_view>

@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <string>
 
-#include "policy/diagnostics.h"
-#include "policy/source.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/source.h"
 
 namespace cagent::policy {
 

@@ -1,4 +1,4 @@
-#include "policy/loader.h"
+#include "policy/language/loader.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -12,9 +12,9 @@
 #include <map>
 #include <sstream>
 
-#include "policy/checker.h"
-#include "policy/compiler.h"
-#include "policy/parser.h"
+#include "policy/language/checker.h"
+#include "policy/language/compiler.h"
+#include "policy/language/parser.h"
 
 namespace cagent::policy {
 namespace {

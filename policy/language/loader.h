@@ -23,8 +23,8 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/diagnostics.h"
-#include "policy/ir.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/ir.h"
 
 namespace cagent::policy {
 

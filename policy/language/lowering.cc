@@ -1,6 +1,6 @@
-#include "policy/lowering.h"
+#include "policy/language/lowering.h"
 
-#include "policy/dump.h"
+#include "policy/language/dump.h"
 
 namespace cagent::policy {
 

@@ -3,9 +3,9 @@
 // `cagent agent`'s budgets). Pure: no I/O.
 //
 // The profile is what was reviewed (and what `cagent policy audit` judged), so a command line may
-// narrow the sandbox or a budget, never widen it. Both the launcher's narrowing (launcher/narrow.h)
-// and the broker's budget lowering (launcher/broker/budgets.cc) call CheckLowers, so the rule and
-// its message are written once.
+// narrow the sandbox or a budget, never widen it. Both the launcher's narrowing
+// (launcher/profile/narrow.h) and the broker's budget lowering (launcher/broker/budgets.cc) call
+// CheckLowers, so the rule and its message are written once.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "common/result.h"
-#include "policy/ir.h"
+#include "policy/language/ir.h"
 
 namespace cagent::policy {
 

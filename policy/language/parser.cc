@@ -1,4 +1,4 @@
-#include "policy/parser.h"
+#include "policy/language/parser.h"
 
 #include <optional>
 #include <string>
@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "policy/lexer.h"
+#include "policy/language/lexer.h"
 
 namespace cagent::policy {
 namespace {

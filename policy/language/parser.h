@@ -5,9 +5,9 @@
 // input cannot exhaust the stack).
 #pragma once
 
-#include "policy/ast.h"
-#include "policy/diagnostics.h"
-#include "policy/source.h"
+#include "policy/language/ast.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/source.h"
 
 namespace cagent::policy {
 

@@ -1,4 +1,4 @@
-#include "policy/request.h"
+#include "policy/language/request.h"
 
 #include <utility>
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "policy/ir.h"
+#include "policy/language/ir.h"
 
 namespace cagent::policy {
 

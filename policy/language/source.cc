@@ -1,4 +1,4 @@
-#include "policy/source.h"
+#include "policy/language/source.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "policy/host_secrets.h"
+#include "policy/match/host_secrets.h"
 
 #include <array>
 

@@ -2,9 +2,9 @@
 // reaches the caller's other systems (SSH and GPG keys, cloud, registry and forge credentials).
 //
 // One list, read by both sides: the launcher hides these paths in every sandbox (exec with or
-// without a profile, the agent's, verification, mcp serve/wrap; launcher/profile_spec.h,
-// HideHostSecrets), and the policy engine judges them hidden (policy/engine.cc), so `cagent policy
-// explain read ~/.ssh/id_ed25519` and the sandbox say the same.
+// without a profile, the agent's, verification, mcp serve/wrap; launcher/profile/spec.h,
+// HideHostSecrets), and the policy engine judges them hidden (policy/language/engine.cc), so
+// `cagent policy explain read ~/.ssh/id_ed25519` and the sandbox say the same.
 //
 // Where they are hidden, relative to two roots:
 //   - the caller's home, wherever the sandbox's view shows it (a workspace that contains it, a

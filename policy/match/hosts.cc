@@ -1,4 +1,4 @@
-#include "policy/hosts.h"
+#include "policy/match/hosts.h"
 
 #include <algorithm>
 #include <array>
@@ -273,22 +273,6 @@ std::string HostPattern::Text() const {
       break;
   }
   if (port) out += ":" + std::to_string(*port);
-  return out;
-}
-
-std::vector<std::uint16_t> HostPorts(const Policy& policy) {
-  std::vector<std::uint16_t> out;
-  for (const HostRule& r : policy.hosts) {
-    if (r.verdict == Verdict::kDeny) continue;
-    if (r.pattern.port) {
-      out.push_back(*r.pattern.port);
-    } else {
-      out.push_back(kHttp);
-      out.push_back(kHttps);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

@@ -15,7 +15,6 @@
 #include <variant>
 
 #include "common/host_name.h"
-#include "policy/ir.h"
 
 namespace cagent::policy {
 
@@ -23,6 +22,31 @@ namespace cagent::policy {
 // shared with the egress proxy: NormalizeHost and IsAddressLiteral are those.
 using cagent::IsAddressLiteral;
 using cagent::NormalizeHost;
+
+// One pattern of a `hosts` rule (docs/policy-language.md, "hosts"): which destinations of the
+// egress proxy it names. Patterns are parsed by ParseHostPattern (policy/match/hosts.h).
+struct HostPattern {
+  enum class Kind : std::uint8_t {
+    kName,     // pypi.org: that name only
+    kSuffix,   // *.example.com: any subdomain of example.com, never example.com itself
+    kAny,      // *: any host (names and addresses)
+    kAddress,  // 10.0.0.5, [fd00::5]: that IP literal only
+  };
+  Kind kind = Kind::kName;
+  // kName: the lowercase name without a trailing dot; kSuffix: the part after "*."; kAny: "";
+  // kAddress: the canonical literal without brackets ("fd00::5", "10.0.0.5").
+  std::string host;
+  std::optional<std::uint16_t> port;  // nullopt: ports 443 and 80
+
+  // Whether the pattern names `normalized_host` (NormalizeHost's output: lowercase, no trailing
+  // dot, an IPv6 literal canonical and without brackets). An IP literal matches only kAddress
+  // patterns and `*`; a name matches only kName, kSuffix and `*`.
+  [[nodiscard]] bool MatchesHost(std::string_view normalized_host) const;
+  // `port` == the pattern's port, or 443 or 80 when the pattern has none.
+  [[nodiscard]] bool MatchesPort(std::uint16_t port) const;
+  // As written back: "pypi.org", "*.github.io:443", "*", "10.0.0.5:8080", "[fd00::5]:443".
+  [[nodiscard]] std::string Text() const;
+};
 
 // `host` (normalised) as written before ":PORT": IPv6 literals in brackets.
 [[nodiscard]] std::string HostPortText(std::string_view host, std::uint16_t port);

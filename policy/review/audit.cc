@@ -1,13 +1,13 @@
-#include "policy/audit.h"
+#include "policy/review/audit.h"
 
 #include <algorithm>
 #include <array>
 #include <tuple>
 
-#include "policy/coherence.h"
-#include "policy/diff.h"
-#include "policy/engine.h"
-#include "policy/hosts.h"
+#include "policy/language/coherence.h"
+#include "policy/language/engine.h"
+#include "policy/match/hosts.h"
+#include "policy/review/diff.h"
 
 namespace cagent::policy {
 namespace {
@@ -196,8 +196,8 @@ constexpr Runner kRunners[] = {
     {"awk", "runner: system()", Risk::kLow},
     {"gawk", "runner: system()", Risk::kLow},
     // env, timeout, nice, nohup, stdbuf, time, ionice, command, exec, xargs and find -exec are not
-    // here: in a shell line the engine judges the command they run (policy/shell.h), as it does
-    // for sh -c.
+    // here: in a shell line the engine judges the command they run (policy/match/shell.h), as it
+    // does for sh -c.
     {"setsid", "runner", Risk::kLow},
     {"make", "runner: Makefile recipes", Risk::kLow},
     {"npm", "runner: package.json scripts", Risk::kLow},
@@ -578,7 +578,7 @@ class Auditor {
   }
 
   void Approval() {
-    // The same list `cagent policy check` warns about (policy/coherence.h).
+    // The same list `cagent policy check` warns about (policy/language/coherence.h).
     const std::vector<AskRule> asks = AskRules(p_);
     switch (p_.approval.value) {
       case ApprovalMode::kNeverAsk:

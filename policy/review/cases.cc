@@ -1,4 +1,4 @@
-#include "policy/cases.h"
+#include "policy/review/cases.h"
 
 #include <algorithm>
 #include <optional>

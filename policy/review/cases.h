@@ -19,10 +19,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "policy/diagnostics.h"
-#include "policy/ir.h"
-#include "policy/request.h"
-#include "policy/source.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/ir.h"
+#include "policy/language/request.h"
+#include "policy/language/source.h"
 
 namespace cagent::policy {
 

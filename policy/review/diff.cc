@@ -1,4 +1,4 @@
-#include "policy/diff.h"
+#include "policy/review/diff.h"
 
 #include <algorithm>
 #include <map>
@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "policy/dump.h"
+#include "policy/language/dump.h"
 
 namespace cagent::policy {
 namespace {

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/ir.h"
+#include "policy/language/ir.h"
 
 namespace cagent::policy {
 

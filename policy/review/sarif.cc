@@ -1,4 +1,4 @@
-#include "policy/sarif.h"
+#include "policy/review/sarif.h"
 
 #include <nlohmann/json.hpp>
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "policy/audit.h"
-#include "policy/ir.h"
+#include "policy/language/ir.h"
+#include "policy/review/audit.h"
 
 namespace cagent::policy {
 

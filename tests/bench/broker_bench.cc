@@ -43,8 +43,8 @@
 #include "launcher/broker/broker.h"
 #include "launcher/broker/redactor.h"
 #include "launcher/model/model_provider.h"
-#include "policy/dump.h"
-#include "policy/loader.h"
+#include "policy/language/dump.h"
+#include "policy/language/loader.h"
 
 extern char** environ;
 

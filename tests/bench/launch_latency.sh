@@ -94,8 +94,8 @@ else
 fi
 ws=$(realpath "$ws")  # cagent binds the workspace at its canonical path; so must bwrap
 
-# bwrap with the view `cagent exec` builds by default (launcher/launch_spec.cc DefaultLaunchSpec,
-# launcher/mountns.cc PrepareMountPlan, launcher/sandbox.cc). bwrap applies its options in order,
+# bwrap with the view `cagent exec` builds by default (launcher/sandbox/launch_spec.cc DefaultLaunchSpec,
+# launcher/sandbox/mountns.cc PrepareMountPlan, launcher/sandbox/sandbox.cc). bwrap applies its options in order,
 # so the tmpfs on /tmp comes before the workspace bind inside it, and the hidden paths after the
 # /etc bind they cover.
 b=("$bwrap"

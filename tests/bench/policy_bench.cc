@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "policy/engine.h"
-#include "policy/loader.h"
+#include "policy/language/engine.h"
+#include "policy/language/loader.h"
 
 namespace cagent::policy {
 namespace {

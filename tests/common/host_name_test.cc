@@ -1,7 +1,7 @@
 // common/host_name.h: the one grammar of hosts that the policy and the egress proxy share. Unit
 // cases for each rule, and a differential test against the two normalisers it replaced (the
-// policy's, policy/hosts.cc, and the proxy's, launcher/egress/http_head.cc, as they were before
-// issue #33), kept here verbatim in behaviour: over a large generated set of inputs, the new
+// policy's, policy/match/hosts.cc, and the proxy's, launcher/egress/http_head.cc, as they were
+// before issue #33), kept here verbatim in behaviour: over a large generated set of inputs, the new
 // normaliser agrees with each old one except in the classes where the old ones disagreed with
 // each other or were wrong, and every such difference is one of those classes.
 #include "common/host_name.h"

@@ -1,8 +1,8 @@
-// The two host normalisers common/host_name.h replaced (the policy's, policy/hosts.cc, and the
-// proxy's, launcher/egress/http_head.cc, as they were before issue #33), kept in behaviour for the
-// differential checks: tests/common/host_name_test.cc over a generated set, and the host_name fuzz
-// target over whatever libFuzzer makes. DifferenceClass names why the new normaliser may answer
-// differently; any other difference is a bug.
+// The two host normalisers common/host_name.h replaced (the policy's, policy/match/hosts.cc, and
+// the proxy's, launcher/egress/http_head.cc, as they were before issue #33), kept in behaviour for
+// the differential checks: tests/common/host_name_test.cc over a generated set, and the host_name
+// fuzz target over whatever libFuzzer makes. DifferenceClass names why the new normaliser may
+// answer differently; any other difference is a bug.
 #pragma once
 
 #include <arpa/inet.h>
@@ -23,7 +23,7 @@ inline char OldLower(char c) {
   return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
 }
 
-// policy/hosts.cc's NormalizeHost: inet_pton over a copy of the text (a NUL inside ended it).
+// policy/match/hosts.cc's NormalizeHost: inet_pton over a copy of the text (a NUL inside ended it).
 inline std::optional<std::string> OldPolicyNormalize(std::string_view host) {
   auto pton = [](int family, std::string_view text, std::size_t max) -> std::optional<std::string> {
     if (text.empty() || text.size() > max) return std::nullopt;

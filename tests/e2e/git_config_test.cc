@@ -3,8 +3,8 @@
 // user.email`, `git branch -D`, `git remote add`, ...) used to fail with "Device or resource busy"
 // on the read-only over-mount of .git/config; now they succeed and persist, and after the sandbox
 // cagent rewrites every changed config in the writable trees keeping only allow-listed keys
-// (launcher/git_config_guard.h). Twins: `--disable-layer git-config` leaves the planted keys in
-// place, and a plain `git status` on the host then runs the planted command.
+// (launcher/guard/git_config_guard.h). Twins: `--disable-layer git-config` leaves the planted keys
+// in place, and a plain `git status` on the host then runs the planted command.
 #include <sys/stat.h>
 #include <unistd.h>
 

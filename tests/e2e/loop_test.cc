@@ -1,8 +1,8 @@
 // Loop detection end to end (issue #13, class 8): through the real cagent, broker, sandbox and
 // agent, a command that succeeds but changes nothing is refused from its third identical call on,
 // while a command that really changes the workspace each time keeps running. The broker suite
-// (tests/broker/loop_detector_test.cc) has the twin with the old success-reset switched on; the
-// binary has no switch for it, so here the contrast is the changing command.
+// (tests/launcher/broker/loop_detector_test.cc) has the twin with the old success-reset switched
+// on; the binary has no switch for it, so here the contrast is the changing command.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,6 +1,7 @@
-// libFuzzer target for the reader of `git config --list -z` output (launcher/git_config_guard.h):
-// after a run, cagent lists the workspace repository's configuration, which the sandboxed code
-// could write, and keeps only entries it knows to be harmless.
+// libFuzzer target for the reader of `git config --list -z` output
+// (launcher/guard/git_config_guard.h): after a run, cagent lists the workspace repository's
+// configuration, which the sandboxed code could write, and keeps only entries it knows to be
+// harmless.
 //
 // Invariants: an accepted listing is exactly the entries written back (key, then newline and
 // value when there is one, then NUL), so nothing is lost or invented between reading and judging;
@@ -10,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "launcher/git_config_guard.h"
+#include "launcher/guard/git_config_guard.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using cagent::fuzz::Check;

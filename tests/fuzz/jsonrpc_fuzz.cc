@@ -1,5 +1,5 @@
-// libFuzzer target for MCP's JSON-RPC framing (launcher/mcp/jsonrpc.h): ParseRpcMessage on a
-// frame an MCP peer sent, and RpcIdScanner, which reads the id of a frame too large to keep.
+// libFuzzer target for MCP's JSON-RPC framing (launcher/mcp/protocol/jsonrpc.h): ParseRpcMessage on
+// a frame an MCP peer sent, and RpcIdScanner, which reads the id of a frame too large to keep.
 //
 // Input: one byte choosing the limits and the chunk sizes, then the frame. Invariants: a refusal
 // is a parse error or an invalid request, with a null or a valid id; a message has the members
@@ -13,8 +13,8 @@
 #include <string_view>
 #include <variant>
 
-#include "launcher/mcp/jsonrpc.h"
-#include "launcher/mcp/session.h"
+#include "launcher/mcp/protocol/jsonrpc.h"
+#include "launcher/mcp/protocol/session.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -1,7 +1,8 @@
-// libFuzzer target for the HTTP side of `cagent mcp serve --listen` (launcher/mcp/http_screen.h):
-// any local process, and any web page the user's browser shows, can send it requests. The bytes
-// are parsed as the transport parses them (Beast's request parser, the same head and body
-// limits), then screened: the head (Host, Origin, token), then the whole request.
+// libFuzzer target for the HTTP side of `cagent mcp serve --listen`
+// (launcher/mcp/protocol/http_screen.h): any local process, and any web page the user's browser
+// shows, can send it requests. The bytes are parsed as the transport parses them (Beast's request
+// parser, the same head and body limits), then screened: the head (Host, Origin, token), then the
+// whole request.
 //
 // Input: the raw request. Invariants:
 //   - a refusal has a status and a JSON-RPC code of the documented ones and a one-line message;
@@ -18,9 +19,9 @@
 #include <variant>
 
 #include "common/json_text.h"
-#include "launcher/mcp/http_screen.h"
-#include "launcher/mcp/http_transport.h"
-#include "launcher/mcp/session.h"
+#include "launcher/mcp/protocol/http_screen.h"
+#include "launcher/mcp/protocol/http_transport.h"
+#include "launcher/mcp/protocol/session.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -1,6 +1,6 @@
-// libFuzzer target for an MCP server session (launcher/mcp/session.h): the frames an MCP client
-// sends to `cagent mcp serve` (initialize, tools/list, tools/call, cancellations, answers to the
-// server's elicitation requests, anything else), in order, to one Session whose tools answer at
+// libFuzzer target for an MCP server session (launcher/mcp/protocol/session.h): the frames an MCP
+// client sends to `cagent mcp serve` (initialize, tools/list, tools/call, cancellations, answers to
+// the server's elicitation requests, anything else), in order, to one Session whose tools answer at
 // once, fail, throw, report progress, ask the client (elicitation) or stay in progress.
 //
 // Input: one byte of knobs (the limits; whether a frame counts as cut by the transport), then
@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "common/json_text.h"
-#include "launcher/mcp/jsonrpc.h"
-#include "launcher/mcp/session.h"
+#include "launcher/mcp/protocol/jsonrpc.h"
+#include "launcher/mcp/protocol/session.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -8,11 +8,11 @@
 #include <cstdlib>
 #include <string>
 
-#include "policy/ast.h"
-#include "policy/diagnostics.h"
-#include "policy/lexer.h"
-#include "policy/parser.h"
-#include "policy/source.h"
+#include "policy/language/ast.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/lexer.h"
+#include "policy/language/parser.h"
+#include "policy/language/source.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer target for the policy engine's shell-line reader (policy/shell.h): ParseShell and
+// libFuzzer target for the policy engine's shell-line reader (policy/match/shell.h): ParseShell and
 // ParseShellView on a command line the agent chose.
 //
 // Invariants: the two parses agree exactly (the engine judges the view, the audit records the
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/shell.h"
+#include "policy/match/shell.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -2,7 +2,7 @@
 # `cmake --install` of the build tree into a scratch DESTDIR: every file lands where it should,
 # and the installed cagent runs — --version, a sandboxed /bin/true, and `cagent run` of the
 # fix-add demo, which needs the installed cagent to find its installed cagent-agent
-# (PREFIX/libexec/cagent/cagent-agent; run/agent_session.cc).
+# (PREFIX/libexec/cagent/cagent-agent; session/agent.cc).
 #   install_test.sh BUILD_DIR PREFIX SOURCE_DIR
 set -euo pipefail
 build=$1 prefix=$2 source=$3

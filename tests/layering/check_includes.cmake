@@ -5,15 +5,25 @@
 # include paths its files must not name.
 set(rules
   "common|#include \"(launcher|policy|agent)/"
-  "policy|#include \"(launcher|agent)/"
-  "agent|#include \"launcher/"
-  "launcher|#include \"launcher/(broker|model|run|batch|cli)/"
-  "launcher/model|#include \"launcher/(broker|run|batch|cli)/|#include \"launcher/[a-z_]+\\.h\""
-  "launcher/egress|#include \"(policy|agent)/|#include \"launcher/(broker|model|run|batch|cli)/|#include \"launcher/[a-z_]+\\.h\""
-  "launcher/mcp|#include \"(policy|agent)/|#include \"launcher/(broker|model|egress|run|batch|cli)/|#include \"launcher/[a-z_]+\\.h\""
-  "launcher/broker|#include \"launcher/(mcp|run|batch|cli)/|#include \"launcher/[a-z_]+\\.h\""
-  "launcher/run|#include \"launcher/(batch|cli)/"
-  "launcher/batch|#include \"launcher/cli/")
+  "policy/match|#include \"(launcher|agent)/|#include \"policy/(language|review)/"
+  "policy/language|#include \"(launcher|agent)/|#include \"policy/review/"
+  "policy/review|#include \"(launcher|agent)/"
+  "agent|#include \"launcher/|#include \"policy/review/"
+  "launcher/guard|#include \"(policy|agent)/|#include \"launcher/(sandbox|profile|model|egress|mcp|broker|session|run|batch|cli)/"
+  "launcher/sandbox|#include \"(policy|agent)/|#include \"launcher/(profile|model|egress|mcp|broker|session|run|batch|cli)/"
+  "launcher/profile|#include \"agent/|#include \"policy/review/|#include \"launcher/(model|egress|mcp|broker|session|run|batch|cli)/"
+  "launcher/model|#include \"(policy|agent)/|#include \"launcher/(guard|sandbox|profile|egress|mcp|broker|session|run|batch|cli)/"
+  "launcher/egress|#include \"(policy|agent)/|#include \"launcher/(guard|sandbox|profile|model|mcp|broker|session|run|batch|cli)/"
+  "launcher/mcp/protocol|#include \"(policy|agent)/|#include \"launcher/(guard|sandbox|profile|model|egress|mcp/serve|broker|session|run|batch|cli)/"
+  "launcher/broker|#include \"agent/|#include \"policy/review/|#include \"launcher/(guard|sandbox|profile|mcp|session|run|batch|cli)/"
+  "launcher/session|#include \"agent/|#include \"policy/review/|#include \"launcher/(mcp|run|batch|cli)/"
+  "launcher/mcp/serve|#include \"agent/|#include \"policy/review/|#include \"launcher/(run|batch|cli)/"
+  "launcher/run|#include \"agent/|#include \"policy/review/|#include \"launcher/(mcp|batch|cli)/"
+  "launcher/batch|#include \"agent/|#include \"launcher/cli/"
+  "launcher/cli|#include \"agent/")
+# Code lives in a layer's folder: a folder that groups layers (launcher/, policy/, launcher/mcp/)
+# holds none of its own, so every source file has a rule above.
+set(grouping_folders launcher policy launcher/mcp)
 set(violations "")
 foreach(rule IN LISTS rules)
   string(FIND "${rule}" "|" bar)
@@ -27,6 +37,13 @@ foreach(rule IN LISTS rules)
       file(RELATIVE_PATH rel "${SOURCE_DIR}" "${f}")
       string(APPEND violations "  ${rel}: ${h}\n")
     endforeach()
+  endforeach()
+endforeach()
+foreach(dir IN LISTS grouping_folders)
+  file(GLOB loose "${SOURCE_DIR}/${dir}/*.h" "${SOURCE_DIR}/${dir}/*.cc")
+  foreach(f IN LISTS loose)
+    file(RELATIVE_PATH rel "${SOURCE_DIR}" "${f}")
+    string(APPEND violations "  ${rel}: a source file outside a layer's folder\n")
   endforeach()
 endforeach()
 if(violations)

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/engine.h"
-#include "policy/loader.h"
+#include "policy/language/engine.h"
+#include "policy/language/loader.h"
 
 namespace cagent::policy::testing {
 

@@ -1,11 +1,11 @@
-#include "launcher/mcp/http_screen.h"
+#include "launcher/mcp/protocol/http_screen.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include "common/json_text.h"
-#include "launcher/mcp/http_transport.h"
-#include "launcher/mcp/session.h"
+#include "launcher/mcp/protocol/http_transport.h"
+#include "launcher/mcp/protocol/session.h"
 
 namespace cagent::launcher::mcp {
 namespace {

@@ -1,4 +1,4 @@
-#include "launcher/mcp/http_transport.h"
+#include "launcher/mcp/protocol/http_transport.h"
 
 #include <sys/random.h>
 
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "common/json_text.h"
-#include "launcher/mcp/http_screen.h"
+#include "launcher/mcp/protocol/http_screen.h"
 
 namespace cagent::launcher::mcp {
 namespace {

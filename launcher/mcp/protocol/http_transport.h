@@ -57,7 +57,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "launcher/mcp/session.h"
+#include "launcher/mcp/protocol/session.h"
 
 namespace cagent::launcher::mcp {
 

@@ -1,10 +1,10 @@
-#include "launcher/mcp/jsonrpc.h"
+#include "launcher/mcp/protocol/jsonrpc.h"
 
 #include <string>
 #include <utility>
 
 #include "common/json_text.h"
-#include "launcher/mcp/session.h"
+#include "launcher/mcp/protocol/session.h"
 
 namespace cagent::launcher::mcp {
 namespace {

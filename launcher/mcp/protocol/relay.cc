@@ -1,4 +1,4 @@
-#include "launcher/mcp/relay.h"
+#include "launcher/mcp/protocol/relay.h"
 
 #include <array>
 #include <boost/asio/posix/stream_descriptor.hpp>

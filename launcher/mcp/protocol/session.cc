@@ -1,4 +1,4 @@
-#include "launcher/mcp/session.h"
+#include "launcher/mcp/protocol/session.h"
 
 #include <boost/asio/post.hpp>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/json_text.h"
-#include "launcher/mcp/jsonrpc.h"
+#include "launcher/mcp/protocol/jsonrpc.h"
 
 namespace cagent::launcher::mcp {
 

@@ -1,4 +1,4 @@
-#include "launcher/mcp/stdio_transport.h"
+#include "launcher/mcp/protocol/stdio_transport.h"
 
 #include <fcntl.h>
 #include <sys/epoll.h>
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "common/json_text.h"
-#include "launcher/mcp/jsonrpc.h"
+#include "launcher/mcp/protocol/jsonrpc.h"
 
 namespace cagent::launcher::mcp {
 namespace {

@@ -33,7 +33,7 @@
 #include <string>
 
 #include "common/unique_fd.h"
-#include "launcher/mcp/session.h"
+#include "launcher/mcp/protocol/session.h"
 
 namespace cagent::launcher::mcp {
 

@@ -1,4 +1,4 @@
-#include "launcher/run/mcp_serve.h"
+#include "launcher/mcp/serve/serve.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -29,13 +29,13 @@
 #include "launcher/broker/audit_log.h"
 #include "launcher/broker/audit_schema.h"
 #include "launcher/broker/tool_mapping.h"
-#include "launcher/mcp/http_transport.h"
-#include "launcher/mcp/session.h"
-#include "launcher/mcp/stdio_transport.h"
-#include "launcher/run/agent_session.h"
-#include "launcher/run/state_dir.h"
+#include "launcher/mcp/protocol/http_transport.h"
+#include "launcher/mcp/protocol/session.h"
+#include "launcher/mcp/protocol/stdio_transport.h"
+#include "launcher/session/agent.h"
+#include "launcher/session/state_dir.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::mcp {
 namespace {
 
 namespace asio = boost::asio;
@@ -142,8 +142,8 @@ class Bridge : public mcp::ToolHandler,
     PostToSession([self = shared_from_this()] { self->OnClosed(); });
   }
 
-  // The agent session has ended (its thread, after RunAgentSession returned): the calls still in
-  // progress fail with `why`.
+  // The agent session has ended (its thread, after session::RunAgentSession returned): the calls
+  // still in progress fail with `why`.
   void SessionEnded(const std::string& why) {
     asio::post(mio_, [self = shared_from_this(), why] {
       self->closed_ = true;
@@ -485,7 +485,7 @@ class ServedSession {
 
   // Runs the agent session to its end; `ended` gets the reason (on this thread).
   void Run(bool handle_signals, const std::function<void(const std::string&)>& ended) {
-    AgentSessionOptions a;
+    session::AgentSessionOptions a;
     a.run_id = id_;
     a.policy = options_.policy;
     a.binding = options_.binding;
@@ -502,8 +502,8 @@ class ServedSession {
     a.client_name = client_;
     a.handle_signals = handle_signals;
     std::optional<broker::AuditLog> audit;
-    auto opened =
-        broker::AuditLog::Open(dir_ + "/events.jsonl", id_, PolicyDigest(*options_.policy), false);
+    auto opened = broker::AuditLog::Open(dir_ + "/events.jsonl", id_,
+                                         session::PolicyDigest(*options_.policy), false);
     if (!opened) {
       Finish(opened.error().Message(), ended, nullptr);
       return;
@@ -524,7 +524,7 @@ class ServedSession {
     a.on_broker = [bridge, log](asio::io_context* io, broker::Broker* b) {
       bridge->Attach(io, b, log);
     };
-    auto result = RunAgentSession(a);
+    auto result = session::RunAgentSession(a);
     bridge_->Detach();
     std::string why;
     if (!result) {
@@ -582,7 +582,7 @@ class ServedSession {
 
 // <state>/mcp/<id>, made 0700 (its parents too).
 Result<std::string> MakeSessionDir(const McpServeOptions& o, const std::string& id) {
-  const std::string base = (o.state_dir.empty() ? StateDirectory() : o.state_dir) + "/mcp";
+  const std::string base = (o.state_dir.empty() ? session::StateDirectory() : o.state_dir) + "/mcp";
   std::error_code ec;
   std::filesystem::create_directories(base, ec);
   if (ec) return PlainError("create " + base, ec.message());
@@ -605,7 +605,7 @@ mcp::SessionOptions SessionOptionsFor(const McpServeOptions& o) {
 }
 
 Result<McpServeResult> ServeStdio(const McpServeOptions& o, std::vector<McpToolInfo> tools) {
-  const std::string id = NewRunId();
+  const std::string id = session::NewRunId();
   auto dir = MakeSessionDir(o, id);
   if (!dir) return dir.error();
   Notice(o, "cagent: MCP session " + id + " (records: " + *dir + ")");
@@ -667,7 +667,7 @@ Result<McpServeResult> ServeHttp(const McpServeOptions& o, std::vector<McpToolIn
   std::unique_ptr<mcp::HttpTransport> transport;
 
   auto make = [&](const std::string& session_id) -> Result<std::shared_ptr<mcp::ToolHandler>> {
-    const std::string id = NewRunId();
+    const std::string id = session::NewRunId();
     auto dir = MakeSessionDir(o, id);
     if (!dir) return dir.error();
     Notice(o, "cagent: MCP session " + id + " (records: " + *dir + ")");
@@ -780,4 +780,4 @@ std::string ElicitationMessage(const broker::ApprovalRequest& request) {
          "\nAllow it once, for the rest of this session (this exact action), or deny it?";
 }
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::mcp

@@ -39,10 +39,10 @@
 #include "launcher/broker/approver.h"
 #include "launcher/broker/broker.h"
 #include "launcher/egress/proxy.h"
-#include "policy/binding.h"
-#include "policy/ir.h"
+#include "policy/language/binding.h"
+#include "policy/language/ir.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::mcp {
 
 struct McpServeOptions {
   std::shared_ptr<const policy::Policy> policy;
@@ -55,8 +55,8 @@ struct McpServeOptions {
   std::string pre_approval_file;
   broker::Budgets budget_overrides;  // may only lower the profile's
   std::vector<egress::ResolveOverride> resolve;
-  std::string agent_binary;  // "" = FindAgentBinary()
-  std::string state_dir;     // "" = StateDirectory()
+  std::string agent_binary;  // "" = session::FindAgentBinary()
+  std::string state_dir;     // "" = session::StateDirectory()
 
   // Transport: stdio on in_fd/out_fd when `listen_port` is 0 and `listen_address` empty, else
   // Streamable HTTP on listen_address:listen_port (loopback only) with `bearer_token`.
@@ -107,4 +107,4 @@ std::vector<McpToolInfo> McpToolsFor(const policy::Policy& policy);
 // exported for tests.
 std::string ElicitationMessage(const broker::ApprovalRequest& request);
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::mcp

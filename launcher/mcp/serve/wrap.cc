@@ -1,4 +1,4 @@
-#include "launcher/run/mcp_wrap.h"
+#include "launcher/mcp/serve/wrap.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -21,14 +21,14 @@
 #include "launcher/broker/approver.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/broker/mcp_gate.h"
-#include "launcher/caches.h"
-#include "launcher/profile_spec.h"
-#include "launcher/run/agent_session.h"
-#include "launcher/run/egress_session.h"
-#include "launcher/run/git_identity.h"
-#include "launcher/run/state_dir.h"
+#include "launcher/profile/caches.h"
+#include "launcher/profile/spec.h"
+#include "launcher/session/agent.h"
+#include "launcher/session/egress.h"
+#include "launcher/session/git_identity.h"
+#include "launcher/session/state_dir.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::mcp {
 namespace {
 
 namespace fs = std::filesystem;
@@ -125,9 +125,9 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
         .WithCode(Error::Code::kInvalidInput);
   }
   McpWrapResult result;
-  result.policy_digest = PolicyDigest(*o.policy);
-  result.run_id = o.run_id.empty() ? NewRunId() : o.run_id;
-  const std::string state = o.state_dir.empty() ? StateDirectory() : o.state_dir;
+  result.policy_digest = session::PolicyDigest(*o.policy);
+  result.run_id = o.run_id.empty() ? session::NewRunId() : o.run_id;
+  const std::string state = o.state_dir.empty() ? session::StateDirectory() : o.state_dir;
   result.session_dir = state + "/mcp/" + result.run_id;
   result.audit_log_path = result.session_dir + "/events.jsonl";
 
@@ -144,7 +144,7 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
   // Like the agent's sandbox: the caller's git identity, and the profile's caches (read-only
   // unless the profile marks one read-write). No checkout to carry from.
   ProfileContext ctx{o.binding, CallerEnviron()};
-  ctx.git_identity = CallerGitIdentity().Env();
+  ctx.git_identity = session::CallerGitIdentity().Env();
   ctx.cache_root = CacheRoot();
   auto launch = SpecFromPolicy(*o.policy, o.argv, ctx);
   if (!launch) return std::move(launch).Context("build the sandbox from the profile").error();
@@ -195,23 +195,23 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
   GateAdapter adapter(gate);
 
   // Filtered egress with the profile's hosts rules; without, no network, where a name lookup
-  // answers "no such name" at once (launcher/egress_view.h).
-  std::unique_ptr<EgressSession> egress;
+  // answers "no such name" at once (launcher/sandbox/egress_view.h).
+  std::unique_ptr<session::EgressSession> egress;
   const bool filtered = o.policy->egress.value && spec.network == NetworkMode::kLoopback;
-  if (filtered || EgressSession::Applies(spec)) {
-    EgressSessionConfig ec;
+  if (filtered || session::EgressSession::Applies(spec)) {
+    session::EgressSessionConfig ec;
     if (filtered) ec.policy = o.policy;
     ec.hint.profile = o.policy->name;
     ec.binding = o.binding;
     ec.overrides = o.resolve;
     ec.approval = o.approval;
     ec.phase = "exec";
-    EgressSessionServices es;
+    session::EgressSessionServices es;
     es.io = &io;
     es.approver = approver.get();
     es.approvals = &approvals;
     es.audit = [&audit](const broker::AuditEvent& e) { audit.Append(e); };
-    auto prepared = EgressSession::Prepare(spec, std::move(ec), std::move(es));
+    auto prepared = session::EgressSession::Prepare(spec, std::move(ec), std::move(es));
     if (!prepared) {
       return std::move(prepared)
           .Context(filtered ? "set up filtered egress" : "set up the sandbox's name lookups")
@@ -349,4 +349,4 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
   return result;
 }
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::mcp

@@ -7,9 +7,10 @@
 // the profile does not deny. Runs in cagent (trusted).
 //
 // Threads: the calling thread builds and supervises the sandbox (RunSandbox: the sandbox's death
-// signal is tied to it); a second thread runs one io_context with the relay (launcher/mcp/relay.h),
-// the gate, the approver, the egress proxy's asks and the audit log, and handles SIGINT, SIGTERM,
-// SIGHUP and SIGQUIT (they end the session). The session ends when
+// signal is tied to it); a second thread runs one io_context with the relay
+// (launcher/mcp/protocol/relay.h), the gate, the approver, the egress proxy's asks and the audit
+// log, and handles SIGINT, SIGTERM, SIGHUP and SIGQUIT (they end the session). The session ends
+// when
 //   - the client closes cagent's stdin (a client that is done, or the end of a file of requests):
 //     the server's stdin is closed, its answers still reach the client, it gets kMcpStopGrace to
 //     exit by itself, then the sandbox is stopped (SIGTERM, the profile's kill grace, SIGKILL);
@@ -19,7 +20,7 @@
 // cagent must ignore SIGPIPE (launcher/cli/main.cc does): a peer that closed its end is an error
 // on the write, not a signal.
 //
-// The session's record: StateDirectory()/mcp/<run id>/ (mode 0700) with events.jsonl, the
+// The session's record: session::StateDirectory()/mcp/<run id>/ (mode 0700) with events.jsonl, the
 // hash-chained audit log (`cagent log check DIR/events.jsonl`): mcp_call / approval / mcp_result /
 // mcp_list / budget / egress events, and a closing shutdown event.
 #pragma once
@@ -34,11 +35,11 @@
 #include "common/result.h"
 #include "launcher/broker/broker.h"
 #include "launcher/egress/proxy.h"
-#include "launcher/mcp/relay.h"
-#include "launcher/sandbox.h"
-#include "policy/ir.h"
+#include "launcher/mcp/protocol/relay.h"
+#include "launcher/sandbox/sandbox.h"
+#include "policy/language/ir.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::mcp {
 
 // How long a server whose client went away may take to exit by itself before it is stopped.
 inline constexpr std::chrono::seconds kMcpStopGrace{2};
@@ -66,9 +67,9 @@ struct McpWrapOptions {
   int client_out_fd = 1;
   // Where the server's stderr goes: "" = cagent's stderr; else this file (created 0600, appended).
   std::string server_log_path;
-  // The session's id and directory: "" = NewRunId() under StateDirectory()/mcp/.
+  // The session's id and directory: "" = session::NewRunId() under session::StateDirectory()/mcp/.
   std::string run_id;
-  std::string state_dir;  // "" = StateDirectory()
+  std::string state_dir;  // "" = session::StateDirectory()
   // Called once the session directory and the audit log exist, before the sandbox starts, with
   // the log's path (the CLI prints it on stderr). On the calling thread; may be empty.
   std::function<void(const std::string& audit_log_path)> on_started;
@@ -106,4 +107,4 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& options);
 // off the caller's); anything else, or when reopening fails, is dup()ed. Close-on-exec.
 Result<UniqueFd> OwnDescription(int fd, bool write);
 
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::mcp

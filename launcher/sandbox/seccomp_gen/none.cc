@@ -1,5 +1,5 @@
 // The generator's own table: empty, so SeccompFilter::Prepare compiles every policy there.
-#include "launcher/seccomp_prebuilt.h"
+#include "launcher/sandbox/seccomp_prebuilt.h"
 
 namespace cagent::launcher {
 

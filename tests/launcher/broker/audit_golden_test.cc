@@ -20,7 +20,7 @@
 #include "common/json_text.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/broker/audit_schema.h"
-#include "tests/broker/broker_test_util.h"
+#include "tests/launcher/broker/broker_test_util.h"
 
 namespace cagent::launcher::broker::testing {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "common/json_text.h"
 #include "launcher/broker/tool_mapping.h"
-#include "tests/broker/broker_test_util.h"
+#include "tests/launcher/broker/broker_test_util.h"
 
 namespace cagent::launcher::broker::testing {
 namespace {

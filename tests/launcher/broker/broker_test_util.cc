@@ -1,4 +1,4 @@
-#include "tests/broker/broker_test_util.h"
+#include "tests/launcher/broker/broker_test_util.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -14,8 +14,8 @@
 #include <fstream>
 
 #include "common/json_text.h"
-#include "policy/diagnostics.h"
-#include "policy/loader.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher::broker::testing {
 

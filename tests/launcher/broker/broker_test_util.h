@@ -25,7 +25,7 @@
 #include "launcher/broker/broker.h"
 #include "launcher/broker/redactor.h"
 #include "launcher/model/model_provider.h"
-#include "policy/ir.h"
+#include "policy/language/ir.h"
 
 namespace cagent::launcher::broker::testing {
 

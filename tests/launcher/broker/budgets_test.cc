@@ -9,8 +9,8 @@
 #include "common/tool_schemas.h"
 #include "launcher/broker/model_turns.h"
 #include "launcher/broker/tool_mapping.h"
-#include "policy/lowering.h"
-#include "tests/broker/broker_test_util.h"
+#include "policy/language/lowering.h"
+#include "tests/launcher/broker/broker_test_util.h"
 
 namespace cagent::launcher::broker::testing {
 namespace {
@@ -117,8 +117,8 @@ TEST(LowerBudgets, TheRefusalIsTheUsersMistakeNamingTheFlagExactly) {
 }
 
 TEST(LowerBudgets, GoesThroughTheSameLoweringCheckAsExec) {
-  // policy/lowering.h is the one "may only lower" rule: exec's limits (narrow_test.cc) and these
-  // budgets give the same refusal for the same ceiling.
+  // policy/language/lowering.h is the one "may only lower" rule: exec's limits (narrow_test.cc) and
+  // these budgets give the same refusal for the same ceiling.
   Budgets b;
   b.wall_time = std::chrono::minutes(30);
   Budgets raise;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/loader.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher::broker {
 namespace {

@@ -10,7 +10,7 @@
 #include <thread>
 #include <utility>
 
-#include "tests/broker/broker_test_util.h"
+#include "tests/launcher/broker/broker_test_util.h"
 
 namespace cagent::launcher::broker::testing {
 namespace {

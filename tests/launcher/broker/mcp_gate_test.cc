@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "launcher/broker/audit_log.h"
-#include "policy/loader.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher::broker {
 namespace {

@@ -14,7 +14,7 @@
 #include "launcher/broker/budgets.h"
 #include "launcher/broker/model_turns.h"
 #include "launcher/broker/tool_mapping.h"
-#include "tests/broker/broker_test_util.h"
+#include "tests/launcher/broker/broker_test_util.h"
 
 namespace cagent::launcher::broker::testing {
 namespace {

@@ -12,8 +12,8 @@
 #include "common/tool_schemas.h"
 #include "launcher/broker/model_turns.h"
 #include "launcher/broker/tool_mapping.h"
-#include "tests/broker/broker_test_util.h"
-#include "tests/model/fake_provider_util.h"
+#include "tests/launcher/broker/broker_test_util.h"
+#include "tests/launcher/model/fake_provider_util.h"
 
 namespace cagent::launcher::broker::testing {
 namespace {

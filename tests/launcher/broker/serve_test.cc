@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/broker/broker_test_util.h"
+#include "tests/launcher/broker/broker_test_util.h"
 
 namespace cagent::launcher::broker {
 namespace {

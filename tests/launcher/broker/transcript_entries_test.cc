@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tests/broker/broker_test_util.h"
+#include "tests/launcher/broker/broker_test_util.h"
 
 namespace cagent::launcher::broker::testing {
 namespace {

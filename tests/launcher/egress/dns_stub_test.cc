@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "launcher/egress/proxy.h"
-#include "tests/egress/egress_test_util.h"
+#include "tests/launcher/egress/egress_test_util.h"
 
 namespace cagent::launcher::egress {
 namespace {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "launcher/egress/socks5.h"
-#include "tests/egress/egress_test_util.h"
+#include "tests/launcher/egress/egress_test_util.h"
 
 namespace cagent::launcher::egress {
 namespace {

@@ -2,7 +2,7 @@
 // sandbox, the listing through git (which must execute nothing), the rendering (git reads back
 // exactly what was kept), and the rewrite of hostile files on disk (links, FIFOs, directories,
 // huge, binary), each with the naive twin where there is one.
-#include "launcher/git_config_guard.h"
+#include "launcher/guard/git_config_guard.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/run/git.h"
+#include "launcher/guard/git.h"
 
 namespace cagent::launcher {
 namespace {
@@ -263,7 +263,7 @@ TEST_F(GitConfigListTest, MalformedAndBinaryFilesAreErrorsNotPartialListings) {
 
 TEST(GitConfigEnvironment, HasTheIsolationOfCagentsOtherGit) {
   const std::vector<std::string> mine = GitConfigListingEnvironment();
-  for (const std::string& v : run::GitEnvironment("")) {
+  for (const std::string& v : GitEnvironment("")) {
     if (v.starts_with("PATH=")) continue;
     EXPECT_THAT(mine, Contains(v));
   }

@@ -1,6 +1,6 @@
 // The hardened git runner: every git cagent runs is bounded (memory, CPU time, file size, wall
 // time, its own process group) whatever repository or work tree it is pointed at.
-#include "launcher/run/git.h"
+#include "launcher/guard/git.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "tests/model/fake_provider_util.h"
+#include "tests/launcher/model/fake_provider_util.h"
 
 #include <sys/socket.h>
 #include <sys/time.h>

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "tests/model/fake_provider_util.h"
+#include "tests/launcher/model/fake_provider_util.h"
 
 namespace cagent::launcher::model {
 namespace {

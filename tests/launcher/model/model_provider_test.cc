@@ -32,7 +32,7 @@
 #include "launcher/model/http_model_provider.h"
 #include "launcher/model/openai_provider.h"
 #include "launcher/model/replay_provider.h"
-#include "tests/model/fake_provider_util.h"
+#include "tests/launcher/model/fake_provider_util.h"
 
 namespace cagent::launcher::model {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "common/tool_schemas.h"
 #include "launcher/model/model_provider.h"
-#include "tests/model/fake_provider_util.h"
+#include "tests/launcher/model/fake_provider_util.h"
 
 namespace cagent::launcher::model {
 namespace {

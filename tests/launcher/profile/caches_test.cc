@@ -1,7 +1,7 @@
-// Profile caches on the host (launcher/caches.h) and the binds a profile's `cache` and `carry`
-// add to a sandbox (SpecFromPolicy). The e2e tests (run_setup_test) show them in real runs; these
-// check the host side, where a cache or a checkout written by a sandbox is hostile.
-#include "launcher/caches.h"
+// Profile caches on the host (launcher/profile/caches.h) and the binds a profile's `cache` and
+// `carry` add to a sandbox (SpecFromPolicy). The e2e tests (run_setup_test) show them in real runs;
+// these check the host side, where a cache or a checkout written by a sandbox is hostile.
+#include "launcher/profile/caches.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,9 +11,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/profile_spec.h"
-#include "policy/diagnostics.h"
-#include "policy/loader.h"
+#include "launcher/profile/spec.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher {
 namespace {

@@ -1,4 +1,4 @@
-#include "launcher/profile_choice.h"
+#include "launcher/profile/choice.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The host secret set in the LaunchSpec (launcher/profile_spec.h: SpecFromPolicy's and
+// The host secret set in the LaunchSpec (launcher/profile/spec.h: SpecFromPolicy's and
 // HideHostSecrets'): which paths are hidden under the home and at the workspace's top level, and
 // that a workspace link in the set never brings a host path into the view.
 #include <gmock/gmock.h>
@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/profile_spec.h"
-#include "policy/diagnostics.h"
-#include "policy/loader.h"
+#include "launcher/profile/spec.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "launcher/profile_init.h"
+#include "launcher/profile/init.h"
 
 namespace cagent::launcher {
 namespace {

@@ -1,6 +1,6 @@
 // launcher/profile_init: a starting profile guessed from a repository and the machine's
 // toolchains; always compiled before it is written.
-#include "launcher/profile_init.h"
+#include "launcher/profile/init.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "launcher/repo_profiles.h"
-#include "policy/engine.h"
+#include "launcher/profile/repo_profiles.h"
+#include "policy/language/engine.h"
 
 namespace cagent::launcher {
 namespace {

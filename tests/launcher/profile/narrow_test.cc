@@ -3,7 +3,7 @@
 // profile's value), and — the twin — accepted as given without a profile, so each refusal is seen
 // to come from the profile. End to end: tests/e2e/profile_samples_test.cc
 // (CommandLineLimitsCanOnlyLower).
-#include "launcher/narrow.h"
+#include "launcher/profile/narrow.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,10 +11,10 @@
 
 #include <filesystem>
 
-#include "launcher/profile_spec.h"
-#include "policy/diagnostics.h"
-#include "policy/loader.h"
-#include "policy/lowering.h"
+#include "launcher/profile/spec.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/loader.h"
+#include "policy/language/lowering.h"
 
 namespace cagent::launcher {
 namespace {

@@ -1,6 +1,6 @@
 // SpecFromPolicy: a compiled profile becomes a LaunchSpec. The e2e tests (profile_samples_test)
 // show the resulting sandbox enforcing it; these check the translation itself.
-#include "launcher/profile_spec.h"
+#include "launcher/profile/spec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "policy/diagnostics.h"
-#include "policy/loader.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher {
 namespace {

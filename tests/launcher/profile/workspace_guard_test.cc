@@ -1,6 +1,6 @@
-// The workspace guard's classification (launcher/workspace_guard.h) on fixed contexts, and its
-// messages; HostGuardContext on this machine's own paths.
-#include "launcher/workspace_guard.h"
+// The workspace guard's classification (launcher/profile/workspace_guard.h) on fixed contexts, and
+// its messages; HostGuardContext on this machine's own paths.
+#include "launcher/profile/workspace_guard.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "policy/host_secrets.h"
+#include "policy/match/host_secrets.h"
 
 namespace cagent::launcher {
 namespace {

@@ -1,13 +1,13 @@
-// One binding, four consumers (policy/binding.h): a profile's `read-only`, `hide` and `deny` paths
-// name the same files in the sandbox's view (SpecFromPolicy), in the broker's engine and the
-// agent's path filter (policy::Engine over the run's binding), in the run's patch check
+// One binding, four consumers (policy/language/binding.h): a profile's `read-only`, `hide` and
+// `deny` paths name the same files in the sandbox's view (SpecFromPolicy), in the broker's engine
+// and the agent's path filter (policy::Engine over the run's binding), in the run's patch check
 // (CheckPatch) and in `policy explain` (which binds with RunBinding, as the run does).
 //
 // The twin: with the bindings the consumers used before they shared one (the engine and the patch
 // check bound "~" to the sandbox's own /home/cagent while the view bound it to the caller's home),
 // the same profile hides a file in the view that the engine allows, and the patch check passes a
 // change the view protects.
-#include "policy/binding.h"
+#include "policy/language/binding.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -17,11 +17,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/profile_spec.h"
+#include "launcher/profile/spec.h"
 #include "launcher/run/workspace.h"
-#include "policy/diagnostics.h"
-#include "policy/engine.h"
-#include "policy/loader.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/engine.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher {
 namespace {

@@ -18,10 +18,10 @@
 #include <sstream>
 
 #include "common/sha256.h"
+#include "launcher/guard/git.h"
 #include "launcher/run/checkout.h"
-#include "launcher/run/git.h"
-#include "policy/diagnostics.h"
-#include "policy/loader.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher::run {
 namespace {

@@ -1,4 +1,4 @@
-#include "launcher/cgroup.h"
+#include "launcher/sandbox/cgroup.h"
 
 #include <signal.h>
 #include <sys/stat.h>

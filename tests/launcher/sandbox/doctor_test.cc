@@ -1,7 +1,7 @@
 // cagent doctor's AppArmor probe: the restriction on unprivileged user namespaces of Ubuntu 23.10
 // and later, read from a sysctl file the test writes itself, so every state is covered on any
 // kernel.
-#include "launcher/doctor.h"
+#include "launcher/sandbox/doctor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

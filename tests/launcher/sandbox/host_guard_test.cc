@@ -1,7 +1,7 @@
-// The host-side guards of RunSandbox (label: sandbox): the git guard (launcher/git_guard.h) and the
-// leftover sweep (launcher/leftovers.h). Each attack runs in a real sandbox twice: with the guard
-// switched off (LaunchSpec::guard_*), showing it works, and with it on, showing it refused or
-// undone. The test runner itself is never confined.
+// The host-side guards of RunSandbox (label: sandbox): the git guard (launcher/guard/git_guard.h)
+// and the leftover sweep (launcher/guard/leftovers.h). Each attack runs in a real sandbox twice:
+// with the guard switched off (LaunchSpec::guard_*), showing it works, and with it on, showing it
+// refused or undone. The test runner itself is never confined.
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "launcher/sandbox.h"
+#include "launcher/sandbox/sandbox.h"
 
 namespace cagent::launcher {
 namespace {

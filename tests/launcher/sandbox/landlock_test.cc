@@ -1,6 +1,6 @@
 // Landlock: the ruleset is only ever applied in a forked child; the test runner stays unconfined.
 // Every guard is shown both ways: the same attempt in a child without the ruleset succeeds.
-#include "launcher/landlock.h"
+#include "launcher/sandbox/landlock.h"
 
 #include <fcntl.h>
 #include <linux/landlock.h>

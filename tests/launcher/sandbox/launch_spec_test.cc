@@ -1,4 +1,4 @@
-#include "launcher/launch_spec.h"
+#include "launcher/sandbox/launch_spec.h"
 
 #include "gtest/gtest.h"
 

@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "launcher/netns.h"
-#include "launcher/sandbox.h"
+#include "launcher/sandbox/netns.h"
+#include "launcher/sandbox/sandbox.h"
 
 namespace cagent::launcher {
 namespace {

@@ -1,4 +1,5 @@
-// The prepare-to-mount race of the mount view (label: sandbox; launcher/mountns.h, "the race").
+// The prepare-to-mount race of the mount view (label: sandbox; launcher/sandbox/mountns.h, "the
+// race").
 //
 // Each test runs PrepareMountPlan in the test process, then plays the concurrent writer on the host
 // (swaps a workspace path), then applies the plan in a forked child that owns new user, mount and
@@ -24,7 +25,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "launcher/mountns.h"
+#include "launcher/sandbox/mountns.h"
 
 namespace cagent::launcher {
 namespace {

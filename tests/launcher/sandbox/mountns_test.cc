@@ -1,4 +1,4 @@
-#include "launcher/mountns.h"
+#include "launcher/sandbox/mountns.h"
 
 #include <sys/mount.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "launcher/process.h"
+#include "launcher/sandbox/process.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-#include "launcher/rlimits.h"
+#include "launcher/sandbox/rlimits.h"
 
 #include <fcntl.h>
 #include <sched.h>

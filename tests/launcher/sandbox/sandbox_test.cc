@@ -1,6 +1,6 @@
 // The launcher library building real sandboxes (label: sandbox). RunSandbox forks the sandbox from
 // this process; the test runner itself is never confined.
-#include "launcher/sandbox.h"
+#include "launcher/sandbox/sandbox.h"
 
 #include <stdlib.h>
 #include <unistd.h>

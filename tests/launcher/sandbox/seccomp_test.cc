@@ -8,7 +8,7 @@
 //     twice, in a bare child (the call works, or at least does not answer EPERM) and in a filtered
 //     one (it answers the filter's errno), so a guard is never only seen "working". Ordinary work
 //     (threads, fork, exec, Unix and loopback sockets, terminal queries) is run filtered too.
-#include "launcher/seccomp.h"
+#include "launcher/sandbox/seccomp.h"
 
 #include <fcntl.h>
 #include <ifaddrs.h>

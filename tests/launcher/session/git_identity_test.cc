@@ -1,7 +1,7 @@
-// Reading the caller's git identity (launcher/run/git_identity.h) from test-made configuration
+// Reading the caller's git identity (launcher/session/git_identity.h) from test-made configuration
 // files: which files count and in which order, includes, values that are refused, and that a
 // repository's configuration never does.
-#include "launcher/run/git_identity.h"
+#include "launcher/session/git_identity.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <fstream>
 #include <optional>
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::session {
 namespace {
 
 namespace fs = std::filesystem;
@@ -156,9 +156,9 @@ TEST_F(GitIdentityTest, ARepositoryAroundTheCurrentDirectoryIsNeverRead) {
 }
 
 }  // namespace
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::session
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::session {
 namespace {
 
 // git's own answer for `key` in configuration file `path` (the last value, as --get gives it), or
@@ -244,4 +244,4 @@ TEST_F(GitIdentityTest, TheBuiltInReaderAgreesWithGitOrLeavesTheFileToGit) {
 }
 
 }  // namespace
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::session

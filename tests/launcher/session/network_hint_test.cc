@@ -1,6 +1,6 @@
 // The no-network view's nsswitch.conf rewrite and the hint lines (issue #32): which ways to allow a
 // host each case names, and that a sandbox gets one line per cause however many lookups fail.
-#include "launcher/run/network_hint.h"
+#include "launcher/session/network_hint.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "launcher/egress_view.h"
+#include "launcher/sandbox/egress_view.h"
 
 namespace cagent::launcher {
 namespace {
@@ -124,63 +124,63 @@ egress::ConnectionRecord Refused(const std::string& host, std::uint16_t port, eg
 }
 
 TEST(NetworkHintTest, ALookupWithoutNetworkNamesTheModeAndTheWaysThatApply) {
-  run::NetworkHintContext exec_profile{.profile = "frontend", .exec = true};
-  const std::string h = run::LookupRefusedHint(exec_profile, "registry.npmjs.org");
+  session::NetworkHintContext exec_profile{.profile = "frontend", .exec = true};
+  const std::string h = session::LookupRefusedHint(exec_profile, "registry.npmjs.org");
   EXPECT_EQ(h,
             "network: profile 'frontend' has no network beyond loopback (network loopback), so "
             "every name lookup (registry.npmjs.org first) answers \"no such name\"; to let the "
             "command reach a host: a hosts section (docs/policy-language.md, \"hosts\") in the "
             "profile, a -registries profile (--profile backend-registries or "
             "frontend-registries), or cagent exec --allow-host HOST without --profile");
-  run::NetworkHintContext exec_default{.exec = true};
-  EXPECT_THAT(run::LookupRefusedHint(exec_default, "pypi.org"),
+  session::NetworkHintContext exec_default{.exec = true};
+  EXPECT_THAT(session::LookupRefusedHint(exec_default, "pypi.org"),
               HasSubstr("cagent exec without a profile has no network beyond loopback"));
-  EXPECT_THAT(run::LookupRefusedHint(exec_default, "pypi.org"),
+  EXPECT_THAT(session::LookupRefusedHint(exec_default, "pypi.org"),
               HasSubstr("host: --allow-host HOST, a -registries profile"));
-  run::NetworkHintContext in_run{.profile = "backend", .exec = false};
-  const std::string r = run::LookupRefusedHint(in_run, "pypi.org");
+  session::NetworkHintContext in_run{.profile = "backend", .exec = false};
+  const std::string r = session::LookupRefusedHint(in_run, "pypi.org");
   EXPECT_THAT(r, Not(HasSubstr("--allow-host"))) << "cagent run has no --allow-host";
   EXPECT_THAT(r, HasSubstr("or in its setup block, for setup commands"));
 }
 
 TEST(NetworkHintTest, FilteredEgressNamesTheRuleToAdd) {
-  run::NetworkHintContext ctx{.profile = "ci", .filtered = true, .exec = true};
-  EXPECT_EQ(run::LookupRefusedHint(ctx, "evil.test"),
+  session::NetworkHintContext ctx{.profile = "ci", .filtered = true, .exec = true};
+  EXPECT_EQ(session::LookupRefusedHint(ctx, "evil.test"),
             "network: profile 'ci' reaches only the hosts its hosts section allows (network "
             "loopback with a hosts section), and evil.test is not one of them (its lookup answers "
             "\"no such name\"); to allow it: a rule in the profile's hosts section: allow "
             "evil.test");
   EXPECT_THAT(
-      run::ConnectionRefusedHint(ctx, Refused("evil.test", 443, egress::RefusedBy::kPolicy)),
+      session::ConnectionRefusedHint(ctx, Refused("evil.test", 443, egress::RefusedBy::kPolicy)),
       HasSubstr("evil.test:443 is refused; to allow it: a rule in the profile's hosts section: "
                 "allow evil.test:443"));
-  run::NetworkHintContext flag{.filtered = true, .allow_host_flag = true, .exec = true};
+  session::NetworkHintContext flag{.filtered = true, .allow_host_flag = true, .exec = true};
   EXPECT_THAT(
-      run::ConnectionRefusedHint(flag, Refused("evil.test", 443, egress::RefusedBy::kPolicy)),
+      session::ConnectionRefusedHint(flag, Refused("evil.test", 443, egress::RefusedBy::kPolicy)),
       HasSubstr("this sandbox reaches only the --allow-host hosts, and evil.test:443 is refused; "
                 "to allow it: --allow-host evil.test:443"));
-  EXPECT_EQ(run::ConnectionRefusedHint(ctx, Refused("evil.test", 443, egress::RefusedBy::kProxy)),
-            "")
+  EXPECT_EQ(
+      session::ConnectionRefusedHint(ctx, Refused("evil.test", 443, egress::RefusedBy::kProxy)), "")
       << "a malformed request or a TLS name mismatch is not fixed by a host rule";
 }
 
 TEST(NetworkHintTest, AReservedAddressNamesResolveAndARuleForTheAddress) {
-  run::NetworkHintContext ctx{.profile = "ci", .filtered = true, .exec = true};
-  EXPECT_EQ(run::ConnectionRefusedHint(
+  session::NetworkHintContext ctx{.profile = "ci", .filtered = true, .exec = true};
+  EXPECT_EQ(session::ConnectionRefusedHint(
                 ctx, Refused("pkgs.test", 8080, egress::RefusedBy::kAddress, "127.0.0.2")),
             "network: pkgs.test resolves to 127.0.0.2, a loopback address, which cagent refuses "
             "unless the address is named (against DNS rebinding); to reach it: --resolve "
             "pkgs.test:8080:127.0.0.2, or a rule in the profile's hosts section: allow "
             "127.0.0.2:8080");
-  EXPECT_THAT(run::ConnectionRefusedHint(
+  EXPECT_THAT(session::ConnectionRefusedHint(
                   ctx, Refused("meta.test", 80, egress::RefusedBy::kAddress, "169.254.169.254")),
               HasSubstr("a cloud metadata address"));
-  EXPECT_THAT(run::ConnectionRefusedHint(
+  EXPECT_THAT(session::ConnectionRefusedHint(
                   ctx, Refused("v6.test", 443, egress::RefusedBy::kAddress, "fd00::1")),
               HasSubstr("--resolve v6.test:443:[fd00::1], or a rule in the profile's hosts "
                         "section: allow [fd00::1]:443"));
   // An address literal: --resolve does not apply, the rule does.
-  const std::string literal = run::ConnectionRefusedHint(
+  const std::string literal = session::ConnectionRefusedHint(
       ctx, Refused("10.1.2.3", 22, egress::RefusedBy::kAddress, "10.1.2.3"));
   EXPECT_THAT(literal, HasSubstr("10.1.2.3 is a private address"));
   EXPECT_THAT(literal, Not(HasSubstr("--resolve")));
@@ -188,7 +188,7 @@ TEST(NetworkHintTest, AReservedAddressNamesResolveAndARuleForTheAddress) {
 }
 
 TEST(RefusalTallyTest, OneLinePerCauseHoweverManyRefusals) {
-  run::RefusalTally tally(run::NetworkHintContext{.profile = "frontend", .exec = true});
+  session::RefusalTally tally(session::NetworkHintContext{.profile = "frontend", .exec = true});
   EXPECT_NE(tally.OnLookupRefused("registry.npmjs.org"), "");
   for (int i = 0; i < 50; ++i) {
     EXPECT_EQ(tally.OnLookupRefused("registry.npmjs.org"), "") << i;
@@ -196,7 +196,7 @@ TEST(RefusalTallyTest, OneLinePerCauseHoweverManyRefusals) {
   }
   EXPECT_EQ(tally.hints().size(), 1U);
   EXPECT_EQ(tally.lookups_refused(), 101U);
-  ASSERT_EQ(tally.refused().size(), run::RefusalTally::kMaxListed);
+  ASSERT_EQ(tally.refused().size(), session::RefusalTally::kMaxListed);
   EXPECT_EQ(tally.refused()[0], "registry.npmjs.org (lookup)");
   EXPECT_EQ(tally.refused()[1], "n0.test (lookup)");
   // A second cause still gets its own line, once.
@@ -206,7 +206,7 @@ TEST(RefusalTallyTest, OneLinePerCauseHoweverManyRefusals) {
 }
 
 TEST(RefusalTallyTest, LocalNamesAreNotRefusalsToExplain) {
-  run::RefusalTally tally(run::NetworkHintContext{.profile = "frontend", .exec = true});
+  session::RefusalTally tally(session::NetworkHintContext{.profile = "frontend", .exec = true});
   EXPECT_EQ(tally.OnLookupRefused("localhost"), "") << "its AAAA when /etc/hosts has only its A";
   EXPECT_EQ(tally.OnLookupRefused("cagent"), "") << "the sandbox's own hostname";
   EXPECT_EQ(tally.OnLookupRefused("app.localhost"), "");
@@ -216,12 +216,12 @@ TEST(RefusalTallyTest, LocalNamesAreNotRefusalsToExplain) {
 }
 
 TEST(RefusalTallyTest, WithRefusalsAppendsWhatWasRefusedAndTheHint) {
-  run::RefusalTally none(run::NetworkHintContext{.profile = "backend"});
-  EXPECT_EQ(run::WithRefusals("exit status 1", none), "exit status 1");
-  run::RefusalTally tally(run::NetworkHintContext{.profile = "backend"});
+  session::RefusalTally none(session::NetworkHintContext{.profile = "backend"});
+  EXPECT_EQ(session::WithRefusals("exit status 1", none), "exit status 1");
+  session::RefusalTally tally(session::NetworkHintContext{.profile = "backend"});
   (void)tally.OnLookupRefused("pypi.org");
   (void)tally.OnLookupRefused("files.pythonhosted.org");
-  const std::string d = run::WithRefusals("exit status 1", tally);
+  const std::string d = session::WithRefusals("exit status 1", tally);
   EXPECT_THAT(d, ::testing::StartsWith(
                      "exit status 1; refused: pypi.org (lookup), files.pythonhosted.org (lookup); "
                      "network: profile 'backend' has no network beyond loopback"));

@@ -31,9 +31,9 @@
 #include <string>
 #include <vector>
 
-#include "policy/binding.h"
-#include "policy/engine.h"
-#include "policy/loader.h"
+#include "policy/language/binding.h"
+#include "policy/language/engine.h"
+#include "policy/language/loader.h"
 
 namespace cagent::policy {
 namespace {

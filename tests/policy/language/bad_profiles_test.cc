@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "policy/diagnostics.h"
-#include "policy/loader.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/loader.h"
 
 namespace cagent::policy {
 namespace {

@@ -10,9 +10,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "policy/dump.h"
-#include "policy/loader.h"
-#include "policy/parser.h"
+#include "policy/language/dump.h"
+#include "policy/language/loader.h"
+#include "policy/language/parser.h"
 
 namespace cagent::policy {
 namespace {

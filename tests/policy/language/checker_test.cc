@@ -1,6 +1,6 @@
 // The checker, compiler and loader: exact rendered diagnostics (message, source line, caret, hint)
 // for the mistakes people make in profiles, and the merge rules of `extends`.
-#include "policy/checker.h"
+#include "policy/language/checker.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "policy/compiler.h"
-#include "policy/dump.h"
-#include "policy/engine.h"
-#include "policy/loader.h"
+#include "policy/language/compiler.h"
+#include "policy/language/dump.h"
+#include "policy/language/engine.h"
+#include "policy/language/loader.h"
 #include "tests/policy/policy_test_util.h"
 
 namespace cagent::policy {

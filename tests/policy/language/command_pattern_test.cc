@@ -5,8 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "policy/checker.h"
-#include "policy_test_util.h"
+#include "policy/language/checker.h"
+#include "tests/policy/policy_test_util.h"
 
 namespace cagent::policy {
 namespace {

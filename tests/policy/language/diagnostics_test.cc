@@ -1,12 +1,12 @@
-// Tests for policy/source.h and policy/diagnostics.h: line lookup, sorting and the exact rendered
-// text of a diagnostic (source line and caret line included).
-#include "policy/diagnostics.h"
+// Tests for policy/language/source.h and policy/language/diagnostics.h: line lookup, sorting and
+// the exact rendered text of a diagnostic (source line and caret line included).
+#include "policy/language/diagnostics.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "policy/source.h"
+#include "policy/language/source.h"
 
 namespace cagent::policy {
 namespace {

@@ -1,7 +1,7 @@
 // The decision engine, through the ExpectAllow / ExpectAsk / ExpectDeny harness: every expectation
 // names the rule that decides (STYLE.md "Tests"). Small inline profiles pin one mechanism each;
 // the built-in profiles ("extends backend") show the rules people actually get.
-#include "policy/engine.h"
+#include "policy/language/engine.h"
 
 #include <gtest/gtest.h>
 
@@ -599,7 +599,7 @@ TEST_F(ShellTest, RedirectionTargetsAreCheckedAsWrites) {
               "filesystem: deny write .git/hooks/**");
   EXPECT_DENY(engine_->Shell("ls && echo x > .gitmodules"), "filesystem: deny write .gitmodules");
   // .git/config is git's to rewrite (git config, git branch -D); cagent checks it after the
-  // sandbox instead (launcher/git_config_guard.h).
+  // sandbox instead (launcher/guard/git_config_guard.h).
   EXPECT_EQ(engine_->Shell("echo x > .git/config").verdict, Verdict::kAllow);
 }
 
@@ -746,7 +746,7 @@ TEST_F(ViewTest, HomePaths) {
   EXPECT_DENY(Read("~/notes"), kOutside);
   EXPECT_DENY(Read("~"), kOutside);
   EXPECT_DENY(Read("~/.cargo/../notes"), kOutside);
-  // The host secret set (policy/host_secrets.h) is hidden by cagent itself, before any rule.
+  // The host secret set (policy/match/host_secrets.h) is hidden by cagent itself, before any rule.
   const char* ssh = "built-in: the host secret set is always hidden (.ssh)";
   EXPECT_DENY(Read("~/.ssh/id_rsa"), ssh);
   EXPECT_EQ(Read("~/.ssh/id_rsa").reason, "cagent hides this path in every sandbox");

@@ -1,14 +1,14 @@
-// Tests for policy/lexer.h: token kinds, texts, locations and lengths, and the exact diagnostics
-// for malformed input.
-#include "policy/lexer.h"
+// Tests for policy/language/lexer.h: token kinds, texts, locations and lengths, and the exact
+// diagnostics for malformed input.
+#include "policy/language/lexer.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "policy/diagnostics.h"
-#include "policy/source.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/source.h"
 
 namespace cagent::policy {
 namespace {

@@ -1,15 +1,15 @@
-// Tests for policy/parser.h: the AST for valid input (values, groups, blocks, locations and
-// lengths) and the exact rendered diagnostics, caret line included, for invalid input.
-#include "policy/parser.h"
+// Tests for policy/language/parser.h: the AST for valid input (values, groups, blocks, locations
+// and lengths) and the exact rendered diagnostics, caret line included, for invalid input.
+#include "policy/language/parser.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "policy/ast.h"
-#include "policy/diagnostics.h"
-#include "policy/source.h"
+#include "policy/language/ast.h"
+#include "policy/language/diagnostics.h"
+#include "policy/language/source.h"
 
 namespace cagent::policy {
 namespace {

@@ -1,4 +1,4 @@
-#include "policy/glob.h"
+#include "policy/match/glob.h"
 
 #include <string>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "policy/shell.h"
+#include "policy/match/shell.h"
 
 #include <iterator>
 #include <string>

@@ -1,5 +1,5 @@
 // policy/audit: risk findings, each located at the statement responsible.
-#include "policy/audit.h"
+#include "policy/review/audit.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

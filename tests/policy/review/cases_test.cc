@@ -1,16 +1,16 @@
-// The `policy test` cases parser (policy/cases.h): each malformed line gives one exact diagnostic
-// with file:line:col, the source line and a caret; a well-formed table gives the requests the
-// request grammar (policy/request.h) says; and the same request text decides the same in a cases
-// file and in a profile's `examples` section.
-#include "policy/cases.h"
+// The `policy test` cases parser (policy/review/cases.h): each malformed line gives one exact
+// diagnostic with file:line:col, the source line and a caret; a well-formed table gives the
+// requests the request grammar (policy/language/request.h) says; and the same request text decides
+// the same in a cases file and in a profile's `examples` section.
+#include "policy/review/cases.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "policy/engine.h"
-#include "policy/loader.h"
+#include "policy/language/engine.h"
+#include "policy/language/loader.h"
 #include "tests/policy/policy_test_util.h"
 
 namespace cagent::policy {

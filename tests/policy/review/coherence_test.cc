@@ -1,12 +1,12 @@
 // Ask rules that cannot ask (never-ask) or ask for an install no registry is reachable for
-// (policy/coherence.h), and the built-in profiles, which must have neither.
-#include "policy/coherence.h"
+// (policy/language/coherence.h), and the built-in profiles, which must have neither.
+#include "policy/language/coherence.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "policy/audit.h"
-#include "policy_test_util.h"
+#include "policy/review/audit.h"
+#include "tests/policy/policy_test_util.h"
 
 namespace cagent::policy {
 namespace {

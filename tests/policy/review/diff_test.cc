@@ -1,5 +1,5 @@
 // policy/diff: what becomes wider or narrower between two compiled policies.
-#include "policy/diff.h"
+#include "policy/review/diff.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // the engine (names, case, trailing dots, *.suffix, *, ports, IP literals, IPv6 canonical form),
 // precedence across a chain, AddressNamed / HostMayConnect / HostPorts, `host` requests in
 // examples and cases files, dump, diff and audit.
-#include "policy/hosts.h"
+#include "policy/match/hosts.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "policy/audit.h"
-#include "policy/cases.h"
-#include "policy/diff.h"
-#include "policy/dump.h"
-#include "policy/engine.h"
-#include "policy/loader.h"
+#include "policy/language/dump.h"
+#include "policy/language/engine.h"
+#include "policy/language/loader.h"
+#include "policy/review/audit.h"
+#include "policy/review/cases.h"
+#include "policy/review/diff.h"
 #include "tests/policy/policy_test_util.h"
 
 namespace cagent::policy {

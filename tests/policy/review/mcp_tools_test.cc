@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "policy/audit.h"
-#include "policy/cases.h"
-#include "policy/diff.h"
-#include "policy/dump.h"
-#include "policy/engine.h"
-#include "policy/loader.h"
+#include "policy/language/dump.h"
+#include "policy/language/engine.h"
+#include "policy/language/loader.h"
+#include "policy/review/audit.h"
+#include "policy/review/cases.h"
+#include "policy/review/diff.h"
 #include "tests/policy/policy_test_util.h"
 
 namespace cagent::policy {

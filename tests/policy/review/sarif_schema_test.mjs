@@ -15,7 +15,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const modules = join(here, "..", "mcp_clients", "package.json");
+const modules = join(here, "..", "..", "mcp_clients", "package.json");
 const cagent = process.argv[2] ? resolve(process.argv[2]) : "";
 
 function skipOrFail(why) {

@@ -1,7 +1,7 @@
-// The SARIF rendering of an audit (policy/sarif.h): the SARIF 2.1.0 shape code-scanning tools
-// require, the level of each risk, locations as URI references, and file names that are hostile
-// (spaces, '%', '#', '?', control bytes, non-ASCII) still giving valid, unambiguous URIs.
-#include "policy/sarif.h"
+// The SARIF rendering of an audit (policy/review/sarif.h): the SARIF 2.1.0 shape code-scanning
+// tools require, the level of each risk, locations as URI references, and file names that are
+// hostile (spaces, '%', '#', '?', control bytes, non-ASCII) still giving valid, unambiguous URIs.
+#include "policy/review/sarif.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "policy/audit.h"
-#include "policy/loader.h"
+#include "policy/language/loader.h"
+#include "policy/review/audit.h"
 #include "tests/policy/policy_test_util.h"
 
 namespace cagent::policy {
@@ -36,7 +36,7 @@ SarifOptions Options() {
 }
 
 // The parts of SARIF 2.1.0 that GitHub code scanning and other readers require (the whole schema
-// is checked by tests/policy/sarif_schema_test.mjs).
+// is checked by tests/policy/review/sarif_schema_test.mjs).
 void ExpectSarifShape(const json& s) {
   ASSERT_TRUE(s.is_object());
   EXPECT_EQ(s["version"], "2.1.0");

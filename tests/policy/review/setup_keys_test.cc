@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "policy/audit.h"
-#include "policy/diff.h"
-#include "policy/dump.h"
+#include "policy/language/dump.h"
+#include "policy/review/audit.h"
+#include "policy/review/diff.h"
 #include "tests/policy/policy_test_util.h"
 
 namespace cagent::policy {

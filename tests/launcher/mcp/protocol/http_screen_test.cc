@@ -1,7 +1,7 @@
-// The MCP HTTP transport's screening as pure functions (launcher/mcp/http_screen.h), over
+// The MCP HTTP transport's screening as pure functions (launcher/mcp/protocol/http_screen.h), over
 // requests parsed from raw bytes the way the transport parses them. The transport's own tests
 // (http_transport_test.cc) show the same answers on the wire.
-#include "launcher/mcp/http_screen.h"
+#include "launcher/mcp/protocol/http_screen.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <string>
 #include <variant>
 
-#include "launcher/mcp/http_transport.h"
-#include "launcher/mcp/session.h"
+#include "launcher/mcp/protocol/http_transport.h"
+#include "launcher/mcp/protocol/session.h"
 
 namespace cagent::launcher::mcp {
 namespace {

@@ -1,4 +1,4 @@
-#include "tests/mcp/http_test_util.h"
+#include "tests/launcher/mcp/protocol/http_test_util.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "launcher/mcp/http_transport.h"
+#include "launcher/mcp/protocol/http_transport.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "common/json_text.h"
-#include "tests/mcp/http_test_util.h"
+#include "tests/launcher/mcp/protocol/http_test_util.h"
 
 namespace cagent::launcher::mcp {
 namespace {

@@ -1,4 +1,4 @@
-#include "tests/mcp/mcp_test_util.h"
+#include "tests/launcher/mcp/protocol/mcp_test_util.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/mcp/session.h"
+#include "launcher/mcp/protocol/session.h"
 
 namespace cagent::launcher::mcp::testing {
 

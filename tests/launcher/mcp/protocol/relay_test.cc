@@ -1,4 +1,4 @@
-#include "launcher/mcp/relay.h"
+#include "launcher/mcp/protocol/relay.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "launcher/mcp/session.h"
+#include "launcher/mcp/protocol/session.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <string>
 
 #include "common/json_text.h"
-#include "launcher/mcp/jsonrpc.h"
-#include "tests/mcp/mcp_test_util.h"
+#include "launcher/mcp/protocol/jsonrpc.h"
+#include "tests/launcher/mcp/protocol/mcp_test_util.h"
 
 namespace cagent::launcher::mcp {
 namespace {

@@ -1,4 +1,4 @@
-#include "launcher/mcp/stdio_transport.h"
+#include "launcher/mcp/protocol/stdio_transport.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/json_text.h"
-#include "tests/mcp/mcp_test_util.h"
+#include "tests/launcher/mcp/protocol/mcp_test_util.h"
 
 namespace cagent::launcher::mcp {
 namespace {

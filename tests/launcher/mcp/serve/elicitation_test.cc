@@ -7,9 +7,9 @@
 #include <string>
 
 #include "launcher/broker/approver.h"
-#include "launcher/run/mcp_serve.h"
+#include "launcher/mcp/serve/serve.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::mcp {
 namespace {
 
 broker::ApprovalRequest HostileAsk() {
@@ -70,4 +70,4 @@ TEST(McpElicitationTest, TheSameRenderingAsTheTerminalPrompt) {
 }
 
 }  // namespace
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::mcp

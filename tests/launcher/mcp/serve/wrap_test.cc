@@ -1,9 +1,9 @@
-// RunMcpWrap (launcher/run/mcp_wrap.h) with a real sandbox: a tiny stdio MCP server (python3)
+// RunMcpWrap (launcher/mcp/serve/wrap.h) with a real sandbox: a tiny stdio MCP server (python3)
 // with a tool that reads any file path it is given runs under `cagent mcp wrap`'s machinery. The
 // sandbox keeps a planted host file out of its reach (twin: the same server and request outside
 // the sandbox read it), the gate refuses a denied tool and tools/list hides it, and the session's
 // audit log holds a conforming, intact chain of the calls.
-#include "launcher/run/mcp_wrap.h"
+#include "launcher/mcp/serve/wrap.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -27,10 +27,10 @@
 #include "common/json_text.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/broker/audit_schema.h"
-#include "launcher/profile_spec.h"
-#include "policy/loader.h"
+#include "launcher/profile/spec.h"
+#include "policy/language/loader.h"
 
-namespace cagent::launcher::run {
+namespace cagent::launcher::mcp {
 namespace {
 
 namespace fs = std::filesystem;
@@ -366,4 +366,4 @@ TEST_F(McpWrapTest, TwinOutsideTheSandboxTheSameReadSucceeds) {
 }
 
 }  // namespace
-}  // namespace cagent::launcher::run
+}  // namespace cagent::launcher::mcp
