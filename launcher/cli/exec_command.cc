@@ -7,9 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,7 +16,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 
 #include "common/exit_codes.h"
 #include "common/json_text.h"
@@ -40,6 +37,7 @@
 #include "launcher/sandbox/tty.h"
 #include "launcher/session/egress.h"
 #include "launcher/session/git_identity.h"
+#include "launcher/session/session.h"
 #include "policy/language/dump.h"
 #include "policy/language/loader.h"
 
@@ -453,6 +451,63 @@ nlohmann::json EgressJson(const session::EgressSession& egress) {
           {"bytes_down", t.bytes_down}, {"budget_exhausted", egress.budget_exhausted()}};
 }
 
+// exec's session: the spec as narrowed; filtered egress by `egress_policy` (asked on `tty_fd`,
+// -1 = headless), else the no-network view; hints and connection lines printed as they come
+// unless the command owns the terminal.
+Result<session::SessionOptions> ExecSession(const ExecOptions& o, const LaunchSpec& spec,
+                                            std::shared_ptr<const policy::Policy> egress_policy,
+                                            bool command_has_terminal, int tty_fd) {
+  auto overrides = session::ParseResolveOverrides(o.resolve);
+  if (!overrides) return overrides.error();
+  session::SessionOptions so;
+  so.spec = spec;
+  so.profile.binding = RunBinding(spec.workspace);
+  so.egress_required = true;
+  so.resolve = std::move(*overrides);
+  so.pre_approvals = o.pre_approve;
+  so.approval = o.approve == "never" ? broker::ApprovalMode::kNever : broker::ApprovalMode::kPolicy;
+  so.tty_fd = tty_fd;
+  so.phase = "exec";
+  so.hint = ExecHintContext(o);
+  so.on_hint = ExecHintPrinter(command_has_terminal);
+  if (egress_policy && !o.quiet && !command_has_terminal) {
+    // (With the command on the terminal a line per connection would land in its screen.)
+    so.on_record = [](const egress::ConnectionRecord& r) {
+      spdlog::info("egress: {}", TerminalSafe(session::DescribeConnection(r), TerminalLines::kOne));
+    };
+  }
+  so.egress_policy = std::move(egress_policy);
+  return so;
+}
+
+// What exec says after the command: downgrades, the hint lines held back while the command had
+// the terminal, the outcome, an egress budget that ran out; the --json record to `json_fd` (-1 =
+// none).
+void ReportExec(const ExecOptions& o, const ExecProfile& profile, const LaunchSpec& launch,
+                const session::EgressSession* egress, bool command_had_terminal,
+                const SandboxOutcome& outcome, int json_fd) {
+  // Each once, unless the caller acknowledged it (cli/downgrade_notes.h); --json has them all.
+  (void)WarnDowngrades(outcome.downgrades, CallerHome());
+  // With --tty the hint waited for the terminal to be the caller's again; -q keeps it (it is why
+  // the command failed).
+  if (egress != nullptr && command_had_terminal) {
+    for (const std::string& h : egress->refusals().hints()) {
+      spdlog::warn("{}", TerminalSafe(h, TerminalLines::kOne));
+    }
+  }
+  ReportOutcome(o, outcome);
+  if (egress != nullptr && !o.quiet && !egress->budget_exhausted().empty()) {
+    spdlog::warn("warning: egress stopped: {}", egress->budget_exhausted());
+  }
+  if (json_fd >= 0) {
+    nlohmann::json j = OutcomeJson(o, profile, launch, outcome);
+    j["egress"] = egress != nullptr && egress->filtered() ? EgressJson(*egress) : nlohmann::json();
+    j["network_refusals"] = egress != nullptr ? RefusalsJson(egress->refusals()) : nlohmann::json();
+    if (auto s = WriteJsonRecord(json_fd, JsonText(j) + "\n"); !s) {
+      spdlog::error("{}", s.error().Message());
+    }
+  }
+}
 }  // namespace
 
 CLI::App* AddExecCommand(CLI::App& app, ExecOptions& o) {
@@ -694,132 +749,56 @@ int RunExecCommand(const ExecOptions& o) {
   std::unique_ptr<CallerTerminal> terminal;
   if (use_tty) terminal = CallerTerminal::Capture(STDIN_FILENO, STDOUT_FILENO);
 
-  // Filtered egress: the profile's hosts section, or --allow-host without a profile.
-  LaunchSpec launch = spec;
+  // The session: filtered egress by the profile's hosts section or --allow-host (asked on the
+  // caller's terminal), else the no-network view.
   auto egress_policy = ExecEgressPolicy(o, profile->policy);
   if (!egress_policy) return Usage(egress_policy.error().Message());
-  std::unique_ptr<session::EgressSession> egress;
-  broker::ApprovalBook approvals;
-  std::unique_ptr<boost::asio::io_context> approver_io;
-  std::unique_ptr<broker::Approver> approver;
-  UniqueFd tty;
-  if (*egress_policy) {
-    auto overrides = session::ParseResolveOverrides(o.resolve);
-    if (!overrides) return Usage(overrides.error().Message());
-    for (const auto& line : o.pre_approve) {
-      if (auto s = approvals.AddPreApproval(line, "--pre-approve"); !s) {
-        return Usage(s.error().Message());
-      }
-    }
-    session::EgressSessionConfig config;
-    config.policy = *egress_policy;
-    config.binding = RunBinding(spec.workspace);
-    config.overrides = std::move(*overrides);
-    config.approval =
-        o.approve == "never" ? broker::ApprovalMode::kNever : broker::ApprovalMode::kPolicy;
-    config.phase = "exec";
-    session::EgressSessionServices services;
-    services.approvals = &approvals;
-    // With --tty the caller's terminal is the command's: no prompt can share it.
-    if (config.approval == broker::ApprovalMode::kPolicy && !terminal) {
-      tty.Reset(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY));
-    }
-    if (tty.valid()) {
-      // The approver lives on the session's io thread; the session runs that io itself when it
-      // is given none, so make one here that the approver can be bound to.
-      approver_io = std::make_unique<boost::asio::io_context>();
-      approver = broker::MakeTerminalApprover(*approver_io, tty.get());
-      services.io = approver_io.get();
-      services.approver = approver.get();
-    }
-    if (!o.quiet && !terminal) {  // a line per connection would land in the command's screen
-      services.on_record = [](const egress::ConnectionRecord& r) {
-        spdlog::info("egress: {}",
-                     TerminalSafe(session::DescribeConnection(r), TerminalLines::kOne));
-      };
-    }
-    config.hint = ExecHintContext(o);
-    services.on_hint = ExecHintPrinter(terminal != nullptr);
-    auto session = session::EgressSession::Prepare(launch, std::move(config), std::move(services));
-    if (!session) return Usage(session.error().Message());
-    egress = std::move(*session);
-  } else if (!o.resolve.empty() || !o.pre_approve.empty()) {
+  if (!*egress_policy && (!o.resolve.empty() || !o.pre_approve.empty())) {
     return Usage(
         "--resolve and --pre-approve need filtered egress: --allow-host, or a profile "
         "with a hosts section");
-  } else if (session::EgressSession::Applies(launch)) {
-    // No network beyond loopback (or none): lookups fail at once with "no such name", and the
-    // first one is explained (launcher/sandbox/egress_view.h, launcher/session/network_hint.h).
-    session::EgressSessionConfig config;
-    config.phase = "exec";
-    config.hint = ExecHintContext(o);
-    session::EgressSessionServices services;
-    services.on_hint = ExecHintPrinter(terminal != nullptr);
-    auto session = session::EgressSession::Prepare(launch, std::move(config), std::move(services));
-    if (!session) return Usage(session.error().Message());
-    egress = std::move(*session);
   }
+  // With --tty the caller's terminal is the command's: no prompt can share it.
+  UniqueFd tty;
+  if (*egress_policy && o.approve != "never" && !terminal) {
+    tty.Reset(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY));
+  }
+  auto so = ExecSession(o, spec, *egress_policy, terminal != nullptr, tty.get());
+  if (!so) return Usage(so.error().Message());
+  auto plan = session::Prepare(std::move(*so));
+  if (!plan) return Usage(plan.error().Message());
+  const LaunchSpec& launch = (*plan)->spec();
+  const session::EgressSession* egress = (*plan)->egress();
 
-  std::optional<std::thread> approver_thread;
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
-  if (approver_io) {
-    work.emplace(approver_io->get_executor());
-    approver_thread.emplace([io = approver_io.get()] { io->run(); });
-  }
-  SandboxControl control;
-  if (egress && !launch.net_listeners.empty()) {
-    control.on_listeners = [&egress](std::vector<UniqueFd> fds) {
-      return egress->Start(std::move(fds));
-    };
-  }
+  // The payload: the command's own terminal, relayed to the caller's.
+  session::Payload payload;
   std::unique_ptr<TerminalRelay> relay;
   if (terminal) {
-    control.terminal = &terminal->plan();
-    control.on_terminal = [&terminal, &relay](UniqueFd master) -> Status {
-      auto started = TerminalRelay::Start(*terminal, std::move(master));
-      if (!started) return started.error();
-      relay = std::move(*started);
-      return Ok{};
+    payload.control = [&terminal, &relay](SandboxControl& control) {
+      control.terminal = &terminal->plan();
+      control.on_terminal = [&terminal, &relay](UniqueFd master) -> Status {
+        auto started = TerminalRelay::Start(*terminal, std::move(master));
+        if (!started) return started.error();
+        relay = std::move(*started);
+        return Ok{};
+      };
     };
     if (auto s = terminal->EnterRaw(); !s) {
       spdlog::error("{}", s.error().Message());
       return ToInt(ExitCode::kSetupFailed);
     }
   }
-  auto outcome = RunSandbox(launch, control);
   // The command's last output, then the caller's modes back, before anything else is printed.
-  if (relay) relay->Finish();
-  if (terminal) terminal->Restore();
-  if (egress) egress->Stop();
-  // The approver belongs to its io thread: cancel what still waits there, then let it run dry.
-  if (approver) boost::asio::post(*approver_io, [&approver] { approver->Cancel(); });
-  work.reset();
-  if (approver_thread) approver_thread->join();
+  payload.exited = [&relay, &terminal](const Result<SandboxOutcome>&) {
+    if (relay) relay->Finish();
+    if (terminal) terminal->Restore();
+  };
+  auto outcome = session::Run(**plan, payload);
   if (!outcome) {
     spdlog::error("{}", outcome.error().Message());
     return ToInt(ExitCodeFor(outcome.error(), ExitCode::kSetupFailed));
   }
-  // Each once, unless the caller acknowledged it (cli/downgrade_notes.h); --json has them all.
-  (void)WarnDowngrades(outcome->downgrades, CallerHome());
-  // With --tty the hint waited for the terminal to be the caller's again; -q keeps it (it is why
-  // the command failed).
-  if (egress && terminal) {
-    for (const std::string& h : egress->refusals().hints()) {
-      spdlog::warn("{}", TerminalSafe(h, TerminalLines::kOne));
-    }
-  }
-  ReportOutcome(o, *outcome);
-  if (egress && !o.quiet && !egress->budget_exhausted().empty()) {
-    spdlog::warn("warning: egress stopped: {}", egress->budget_exhausted());
-  }
-  if (json_out->valid()) {
-    nlohmann::json j = OutcomeJson(o, *profile, launch, *outcome);
-    j["egress"] = egress && egress->filtered() ? EgressJson(*egress) : nlohmann::json();
-    j["network_refusals"] = egress ? RefusalsJson(egress->refusals()) : nlohmann::json();
-    if (auto s = WriteJsonRecord(json_out->get(), JsonText(j) + "\n"); !s) {
-      spdlog::error("{}", s.error().Message());
-    }
-  }
+  ReportExec(o, *profile, launch, egress, terminal != nullptr, *outcome, json_out->get());
   return outcome->exit_code;
 }
 }  // namespace cagent::launcher::cli

@@ -26,6 +26,7 @@
 #include "launcher/run/last_resort.h"
 #include "launcher/session/agent.h"
 #include "launcher/session/git_identity.h"
+#include "launcher/session/session.h"
 #include "launcher/session/state_dir.h"
 #include "policy/language/diagnostics.h"
 #include "policy/language/dump.h"

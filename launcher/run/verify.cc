@@ -7,8 +7,7 @@
 
 #include "common/unique_fd.h"
 #include "launcher/sandbox/sandbox.h"
-#include "launcher/session/egress.h"
-#include "launcher/session/git_identity.h"
+#include "launcher/session/session.h"
 
 namespace cagent::launcher::run {
 
@@ -65,58 +64,40 @@ VerifyEntry RunTrusted(const policy::Policy& policy, const policy::VerifyCommand
     e.detail = "cannot open the log file " + e.log_path;
     return e;
   }
-  // The run's binding, over `dir` instead of the agent's workspace.
-  ProfileContext in_tree = ctx;
-  in_tree.binding.workspace = dir;
-  // git in a verification command commits as the caller (unless `git-identity none`).
-  if (in_tree.git_identity.empty()) in_tree.git_identity = session::CallerGitIdentity().Env();
-  auto built = SpecFromPolicy(policy, {"/bin/sh", "-c", v.command}, in_tree);
-  if (!built) {
+  // A fresh session: the run's binding over `dir` instead of the agent's workspace; filtered
+  // egress with the profile's hosts rules, or no network: either way refusals the entry reports
+  // when the command fails. Nothing is asked: a person is not watching verification.
+  session::SessionOptions so;
+  so.policy = std::shared_ptr<const policy::Policy>(std::shared_ptr<void>(), &policy);
+  so.argv = {"/bin/sh", "-c", v.command};
+  so.profile = ctx;
+  so.profile.binding.workspace = dir;
+  if (egress != nullptr) {
+    so.egress_policy = egress->policy;
+    so.resolve = egress->overrides;
+    so.hint.profile = egress->profile;
+    so.audit_sink = egress->audit;
+  }
+  so.hint.resolve_flag = true;  // cagent run --resolve
+  so.approval = broker::ApprovalMode::kNever;
+  so.phase = phase;
+  auto prepared = session::Prepare(std::move(so));
+  if (!prepared) {
     e.status = VerifyEntry::Status::kInfrastructure;
-    e.detail = "could not build the sandbox: " + built.error().Message();
+    e.detail = "could not set up the sandbox: " + prepared.error().Message();
     return e;
   }
-  LaunchSpec spec = std::move(built->spec);
-  spec.timeout = VerifyTimeout(policy, v);
-  // Filtered egress with the profile's hosts rules, or no network: either way a session, whose
-  // refusals the entry reports when the command fails.
-  std::unique_ptr<session::EgressSession> proxy;
-  const bool filtered = egress != nullptr && egress->policy && egress->policy->egress.value &&
-                        spec.network == NetworkMode::kLoopback;
-  if (filtered || session::EgressSession::Applies(spec)) {
-    session::EgressSessionConfig ec;
-    if (filtered) ec.policy = egress->policy;
-    ec.hint.profile = egress != nullptr ? egress->profile : "";
-    ec.hint.resolve_flag = true;  // cagent run --resolve
-    ec.binding = in_tree.binding;
-    ec.overrides = egress->overrides;
-    ec.approval = broker::ApprovalMode::kNever;
-    ec.phase = phase;
-    session::EgressSessionServices es;
-    if (egress != nullptr && egress->audit) {
-      es.audit = [a = egress->audit](const broker::AuditEvent& ev) { a(ev); };
-    }
-    auto prepared = session::EgressSession::Prepare(spec, std::move(ec), std::move(es));
-    if (!prepared) {
-      e.status = VerifyEntry::Status::kInfrastructure;
-      e.detail = std::string(filtered ? "could not set up filtered egress: "
-                                      : "could not set up the sandbox's name lookups: ") +
-                 prepared.error().Message();
-      return e;
-    }
-    proxy = std::move(*prepared);
-  }
-  SandboxControl control;
-  if (proxy && !spec.net_listeners.empty()) {
-    control.on_listeners = [&proxy](std::vector<UniqueFd> fds) {
-      return proxy->Start(std::move(fds));
-    };
-  }
-  control.stdin_fd = null_in.get();
-  control.stdout_fd = log.get();
-  control.stderr_fd = log.get();
-  auto outcome = RunSandbox(spec, control);
-  if (proxy) proxy->Stop();
+  session::SessionPlan& plan = **prepared;
+  plan.spec().timeout = VerifyTimeout(policy, v);
+  session::Payload payload;
+  payload.control = [&](SandboxControl& control) {
+    control.stdin_fd = null_in.get();
+    control.stdout_fd = log.get();
+    control.stderr_fd = log.get();
+  };
+  auto outcome = session::Run(plan, payload);
+  const session::EgressSession* proxy = plan.egress();
+  const LaunchSpec& spec = plan.spec();
   if (!outcome) {
     e.status = VerifyEntry::Status::kInfrastructure;
     e.detail = outcome.error().Message();

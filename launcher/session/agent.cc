@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,15 +17,13 @@
 #include <mutex>
 #include <thread>
 
-#include "common/sha256.h"
 #include "common/unique_fd.h"
 #include "launcher/broker/approver.h"
 #include "launcher/broker/audit_log.h"
 #include "launcher/broker/redactor.h"
 #include "launcher/profile/spec.h"
 #include "launcher/session/egress.h"
-#include "launcher/session/git_identity.h"
-#include "policy/language/dump.h"
+#include "launcher/session/session.h"
 
 namespace cagent::launcher::session {
 namespace {
@@ -65,6 +62,131 @@ bool UnderSystemTree(const std::string& path) {
   return false;
 }
 
+// The agent's session: its sandbox from the profile, the run's approvals and audit log, egress by
+// the profile's hosts rules; a broker (and its io thread) in any case.
+SessionOptions AgentSessionFor(const AgentSessionOptions& o, const std::string& agent_binary,
+                               const std::vector<std::string>& caller_env) {
+  SessionOptions so;
+  so.policy = o.policy;
+  so.argv = {agent_binary};
+  so.argv.insert(so.argv.end(), o.agent_args.begin(), o.agent_args.end());
+  so.profile.binding = o.binding;
+  so.profile.environ = caller_env;
+  so.profile.cache_root = o.cache_root;
+  so.profile.cache_scope = o.cache_scope;
+  so.profile.carry_from = o.carry_from;
+  so.egress_policy = o.policy;
+  so.resolve = o.resolve;
+  so.hint.profile = o.policy->name;
+  so.phase = "agent";
+  so.approval = o.approval;
+  so.pre_approvals = o.pre_approvals;
+  so.pre_approval_file = o.pre_approval_file;
+  so.tty_fd = o.tty_fd;
+  so.make_approver = o.make_approver;
+  so.audit = o.audit;
+  so.audit_log_path = o.audit_log_path;
+  so.run_id = o.run_id;
+  so.resume_audit_log = o.resume_audit_log;
+  so.on_audit_entry = o.on_entry;
+  so.io_thread = true;  // the broker's
+  return so;
+}
+
+// The payload's descriptors: the broker's socketpair (the agent's end crosses into the sandbox at
+// the same number), the agent's stdin (/dev/null: the operator's terminal belongs to the prompts)
+// and its log.
+struct AgentChannel {
+  UniqueFd broker_end;
+  UniqueFd agent_end;
+  UniqueFd dev_null;
+  UniqueFd agent_log;  // invalid: cagent's stderr
+};
+
+Result<AgentChannel> OpenAgentChannel(const AgentSessionOptions& o, LaunchSpec& spec) {
+  AgentChannel c;
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    return ErrnoError("socketpair");
+  }
+  c.broker_end.Reset(pair[0]);
+  c.agent_end.Reset(pair[1]);
+  // execve must not close it; the agent sets FD_CLOEXEC again so its commands do not inherit it.
+  if (::fcntl(c.agent_end.get(), F_SETFD, 0) != 0) return ErrnoError("fcntl F_SETFD");
+  spec.keep_fds.push_back(c.agent_end.get());
+  spec.env_set.push_back({protocol::kBrokerFdEnv, std::to_string(c.agent_end.get())});
+  c.dev_null.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!c.dev_null.valid()) return ErrnoError("open /dev/null");
+  if (!o.agent_log_path.empty()) {
+    c.agent_log.Reset(::open(o.agent_log_path.c_str(),
+                             O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!c.agent_log.valid()) return ErrnoError("open " + o.agent_log_path);
+  }
+  return c;
+}
+
+Result<broker::BrokerConfig> BrokerConfigFor(const AgentSessionOptions& o,
+                                             const std::string& policy_digest) {
+  broker::BrokerConfig config;
+  config.run_id = o.run_id;
+  config.policy = o.policy;
+  config.bindings = o.binding;
+  config.policy_digest = policy_digest;
+  config.task = o.task;
+  config.budgets = broker::BudgetsFromPolicy(*o.policy);
+  if (auto s = broker::LowerBudgets(config.budgets, o.budget_overrides); !s) return s.error();
+  config.approval = o.approval;
+  config.serve = o.calls != nullptr;
+  config.client_name = o.client_name;
+  return config;
+}
+
+// A stop signal sent to every process of a job (Slurm's linuxproc and cgroup process tracking,
+// systemd's control-group kill) reaches the agent as well as cagent, one process after the other:
+// the agent may die, and the broker see its connection go, before cagent's own signal is handled.
+// An agent killed by such a signal gives that request a moment to arrive; any other death is
+// final at once.
+void AwaitOperatorsSignal(const Result<SandboxOutcome>& sandbox, const std::atomic<int>& signal) {
+  if (!sandbox || sandbox->kind != SandboxOutcome::Kind::kSignaled ||
+      !IsStopSignal(sandbox->signal)) {
+    return;
+  }
+  const auto until = std::chrono::steady_clock::now() + kCancelSignalGrace;
+  while (signal.load() == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// The session's result once it ended: the sandbox's and the broker's outcomes, the log's head.
+AgentSessionResult SessionResult(SessionPlan& plan, SandboxOutcome sandbox,
+                                 BrokerOutcome broker_outcome, int cancel_signal) {
+  AgentSessionResult result;
+  result.policy_digest = plan.policy_digest();
+  result.notes = plan.notes();
+  result.sandbox = std::move(sandbox);
+  result.broker = std::move(broker_outcome);
+  if (result.broker.status == BrokerOutcome::Status::kFailed && result.broker.agent_gone &&
+      cancel_signal != 0) {
+    // The broker ended the session when the agent's connection went; the operator's request,
+    // which reached the agent first, is why. The reason is the one a cancel that reached cagent
+    // first gives, word for word: which process a job-wide signal reached first is a race, and
+    // the same stop must read the same in result.json whatever its order (batch reports compare
+    // them). The event log keeps the broker's own record of the connection closing.
+    result.broker.status = BrokerOutcome::Status::kCancelled;
+    result.broker.reason =
+        std::string("cancelled by the operator (") + sigabbrev_np(cancel_signal) + ")";
+  }
+  const broker::AuditLog& audit = *plan.audit();
+  result.audit_entries = audit.entries();
+  result.audit_lost = audit.lost();
+  result.audit_head = audit.head();
+  if (const EgressSession* egress = plan.egress(); egress != nullptr && egress->filtered()) {
+    result.egress = true;
+    result.egress_connections = egress->records();
+    result.egress_budget_exhausted = egress->budget_exhausted();
+  }
+  return result;
+}
 }  // namespace
 
 Result<std::string> FindAgentBinary() {
@@ -91,271 +213,104 @@ Result<std::string> FindAgentBinary() {
                         " (looked in ../agent/ and ../libexec/cagent/); set CAGENT_AGENT_BINARY");
 }
 
-std::string PolicyDigest(const policy::Policy& policy) {
-  return Sha256Hex(policy::Dump(policy, /*with_locations=*/false));
-}
-
 Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   if (!o.policy) return PlainError("start agent session", "no policy");
-  AgentSessionResult result;
-  result.policy_digest = PolicyDigest(*o.policy);
-
   std::string agent_binary = o.agent_binary;
   if (agent_binary.empty()) {
     auto found = FindAgentBinary();
     if (!found) return found.error();
     agent_binary = *found;
   }
-
-  // ---- the broker's parts (all before the sandbox exists, so a bad option costs nothing) ----
   const std::vector<std::string> caller_env = CallerEnviron();
+  auto prepared = Prepare(AgentSessionFor(o, agent_binary, caller_env));
+  if (!prepared) return prepared.error();
+  SessionPlan& plan = **prepared;
+  boost::asio::io_context& io = *plan.io();
+
+  // ---- the broker's parts ----
   std::vector<std::string> scrub;
   for (const auto& p : o.policy->env_scrub) scrub.push_back(p.name.pattern());
   const broker::Redactor redactor = broker::Redactor::FromEnvironment(caller_env, scrub);
-
-  broker::ApprovalBook approvals;
-  for (const auto& line : o.pre_approvals) {
-    if (auto s = approvals.AddPreApproval(line, "--pre-approve"); !s) return s.error();
-  }
-  if (!o.pre_approval_file.empty()) {
-    if (auto s = approvals.LoadPreApprovals(o.pre_approval_file); !s) return s.error();
-  }
-
-  std::optional<broker::AuditLog> own_audit;
-  broker::AuditLog* audit = o.audit;
-  if (audit == nullptr) {
-    auto opened = broker::AuditLog::Open(o.audit_log_path, o.run_id, result.policy_digest,
-                                         o.resume_audit_log);
-    if (!opened) return std::move(opened).Context("open the audit log").error();
-    own_audit.emplace(std::move(*opened));
-    own_audit->SetObserver(o.on_entry);
-    audit = &*own_audit;
-  }
-
-  boost::asio::io_context io;
   std::unique_ptr<model::ModelProvider> provider;
   if (o.calls == nullptr) {
     auto made = model::MakeModelProvider(io, o.model, EnvironmentMap(caller_env));
     if (!made) return std::move(made).Context("set up the model provider").error();
     provider = std::move(*made);
   }
-
-  std::unique_ptr<broker::Approver> approver;
-  if (o.make_approver) {
-    approver = o.make_approver(io);
-  } else if (o.approval != broker::ApprovalMode::kNever && o.tty_fd >= 0) {
-    approver = broker::MakeTerminalApprover(io, o.tty_fd);
-  }
-
-  // ---- the sandbox's description ----
-  ProfileContext ctx;
-  ctx.binding = o.binding;
-  ctx.environ = caller_env;
-  ctx.cache_root = o.cache_root;
-  ctx.cache_scope = o.cache_scope;
-  ctx.carry_from = o.carry_from;
-  // git inside commits as the caller (unless the profile says `git-identity none`).
-  ctx.git_identity = CallerGitIdentity().Env();
-  std::vector<std::string> argv = {agent_binary};
-  argv.insert(argv.end(), o.agent_args.begin(), o.agent_args.end());
-  auto launch = SpecFromPolicy(*o.policy, argv, ctx);
-  if (!launch) return std::move(launch).Context("build the sandbox from the profile").error();
-  LaunchSpec spec = std::move(launch->spec);
-  result.notes = std::move(launch->notes);
-  if (!UnderSystemTree(agent_binary)) spec.read_only_paths.push_back(agent_binary);
-
-  // The socketpair: the agent's end crosses into the sandbox at the same fd number; cagent's copy
-  // of it is closed right after clone so the broker sees EOF when the agent is gone.
-  int pair[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-    return ErrnoError("socketpair");
-  }
-  UniqueFd broker_end(pair[0]);
-  UniqueFd agent_end(pair[1]);
-  // execve must not close it; the agent sets FD_CLOEXEC again so its commands do not inherit it.
-  if (::fcntl(agent_end.get(), F_SETFD, 0) != 0) return ErrnoError("fcntl F_SETFD");
-  spec.keep_fds.push_back(agent_end.get());
-  // Filtered egress: the profile's hosts rules, asked through the same approver, audited in the
-  // same log (on the broker's thread). Without a hosts section: no network, where a name lookup
-  // answers "no such name" at once (launcher/sandbox/egress_view.h).
-  std::unique_ptr<EgressSession> egress;
-  const bool filtered = o.policy->egress.value && spec.network == NetworkMode::kLoopback;
-  if (filtered || EgressSession::Applies(spec)) {
-    EgressSessionConfig ec;
-    if (filtered) ec.policy = o.policy;
-    ec.hint.profile = o.policy->name;
-    ec.binding = o.binding;
-    ec.overrides = o.resolve;
-    ec.approval = o.approval;
-    ec.phase = "agent";
-    EgressSessionServices es;
-    es.io = &io;
-    es.approver = approver.get();
-    es.approvals = &approvals;
-    es.audit = [audit](const broker::AuditEvent& e) { audit->Append(e); };
-    auto prepared = EgressSession::Prepare(spec, std::move(ec), std::move(es));
-    if (!prepared) {
-      return std::move(prepared)
-          .Context(filtered ? "set up filtered egress" : "set up the sandbox's name lookups")
-          .error();
-    }
-    egress = std::move(*prepared);
-  }
-  spec.env_set.push_back({protocol::kBrokerFdEnv, std::to_string(agent_end.get())});
-
-  UniqueFd stop_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!stop_fd.valid()) return ErrnoError("eventfd");
-  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!dev_null.valid()) return ErrnoError("open /dev/null");
-  UniqueFd agent_log;
-  if (!o.agent_log_path.empty()) {
-    agent_log.Reset(::open(o.agent_log_path.c_str(),
-                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!agent_log.valid()) return ErrnoError("open " + o.agent_log_path);
-  }
-
-  broker::BrokerConfig config;
-  config.run_id = o.run_id;
-  config.policy = o.policy;
-  config.bindings = o.binding;
-  config.policy_digest = result.policy_digest;
-  config.task = o.task;
-  config.budgets = broker::BudgetsFromPolicy(*o.policy);
-  if (auto s = broker::LowerBudgets(config.budgets, o.budget_overrides); !s) return s.error();
-  config.approval = o.approval;
-  config.serve = o.calls != nullptr;
-  config.client_name = o.client_name;
+  auto config = BrokerConfigFor(o, plan.policy_digest());
+  if (!config) return config.error();
+  if (!UnderSystemTree(agent_binary)) plan.spec().read_only_paths.push_back(agent_binary);
+  auto channel = OpenAgentChannel(o, plan.spec());
+  if (!channel) return channel.error();
 
   broker::BrokerServices services;
-  services.audit = audit;
+  services.audit = plan.audit();
   services.redactor = &redactor;
-  services.approver = approver.get();
-  services.approvals = &approvals;
+  services.approver = plan.approver();
+  services.approvals = &plan.approvals();
   services.model = provider.get();
   services.calls = o.calls;
-
-  broker::Broker session(io, std::move(config), services);
+  broker::Broker session(io, std::move(*config), services);
   // After a finish the agent exits by itself; it gets a moment to do so before the sandbox is
   // stopped (so its exit is an exit, not a SIGTERM). Any other end stops the sandbox at once.
   boost::asio::steady_timer exit_grace(io);
-  auto stop_sandbox = [&stop_fd] {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const ssize_t n = ::write(stop_fd.get(), &one, sizeof(one));
-  };
   session.SetOnEnd([&](const BrokerOutcome& outcome) {
     if (outcome.status != BrokerOutcome::Status::kFinished) {
-      stop_sandbox();
+      plan.StopSandbox();
       return;
     }
     exit_grace.expires_after(std::chrono::seconds(3));
-    exit_grace.async_wait([stop_sandbox](const boost::system::error_code& ec) {
-      if (!ec) stop_sandbox();
+    exit_grace.async_wait([&plan](const boost::system::error_code& ec) {
+      if (!ec) plan.StopSandbox();
     });
   });
   if (o.on_event) session.SetOnEvent(o.on_event);
 
-  // Signals: blocked on this thread (and so inherited blocked by nothing else), delivered to the
-  // broker's thread through a signal_set, which cancels the run.
-  sigset_t cancel_signals;
-  ::sigemptyset(&cancel_signals);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::sigaddset(&cancel_signals, sig);
-  sigset_t old_mask;
-  ::pthread_sigmask(SIG_BLOCK, &cancel_signals, &old_mask);
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
-  signals.add(SIGQUIT);
+  // ---- the payload: the broker on the agent's socket ----
   std::atomic<int> cancel_signal{0};  // the operator's request, once one arrived
+  Payload payload;
+  // The signals go to the broker's thread, which cancels the run (mcp serve handles its own).
+  payload.route_signals = true;
   if (o.handle_signals) {
-    signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-      if (ec) return;
+    payload.on_signal = [&](int sig) {
       cancel_signal.store(sig);
       session.Stop(BrokerOutcome::Status::kCancelled,
                    std::string("cancelled by the operator (") + sigabbrev_np(sig) + ")");
-    });
-  }
-
-  session.Start(std::move(broker_end));
-  if (o.on_broker) {
-    boost::asio::post(io, [&o, &io, &session] { o.on_broker(&io, &session); });
-  }
-  auto work = boost::asio::make_work_guard(io);
-  std::thread io_thread([&] {
-    sigset_t none;
-    ::sigemptyset(&none);
-    ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
-    io.run();
-  });
-
-  SandboxControl control;
-  control.stdin_fd = dev_null.get();
-  control.stdout_fd = agent_log.get();
-  control.stderr_fd = agent_log.get();
-  control.stop_fd = stop_fd.get();
-  control.forward_signals = false;
-  const int agent_fd = agent_end.get();
-  control.after_clone = [&agent_end, agent_fd] {
-    if (agent_end.get() == agent_fd) agent_end.Reset();
-  };
-  if (egress && !spec.net_listeners.empty()) {
-    control.on_listeners = [&egress](std::vector<UniqueFd> fds) {
-      return egress->Start(std::move(fds));
     };
   }
-  auto sandbox = RunSandbox(spec, control);
-  agent_end.Reset();
-  // The proxy's last records are posted to the broker's thread, which is still running.
-  if (egress) egress->Stop();
-  // A stop signal sent to every process of a job (Slurm's linuxproc and cgroup process tracking,
-  // systemd's control-group kill) reaches the agent as well as cagent, one process after the
-  // other: the agent may die, and the broker see its connection go, before cagent's own signal is
-  // handled. An agent killed by such a signal gives that request a moment to arrive (below, a
-  // cancel that did is what ended the session); any other death is final at once.
-  if (o.handle_signals && sandbox && sandbox->kind == SandboxOutcome::Kind::kSignaled &&
-      IsStopSignal(sandbox->signal)) {
-    const auto until = std::chrono::steady_clock::now() + kCancelSignalGrace;
-    while (cancel_signal.load() == 0 && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  payload.start = [&] {
+    session.Start(std::move(channel->broker_end));
+    if (o.on_broker) {
+      boost::asio::post(io, [&o, &io, &session] { o.on_broker(&io, &session); });
     }
-  }
-
-  // The sandbox is gone. If the broker is still waiting, the agent ended without finishing.
-  std::string why = "the agent exited without finishing";
-  if (sandbox) {
-    why = "the agent ended without finishing (" + DescribeOutcome(*sandbox) + ")";
-  }
-  boost::asio::post(io, [&session, why] { session.Stop(BrokerOutcome::Status::kFailed, why); });
-  work.reset();
-  boost::asio::post(io, [&signals, &exit_grace] {
-    boost::system::error_code ignored;
-    signals.cancel(ignored);
-    exit_grace.cancel();
-  });
-  io_thread.join();
+  };
+  UniqueFd& agent_end = channel->agent_end;
+  const int agent_fd = agent_end.get();
+  payload.control = [&](SandboxControl& control) {
+    control.stdin_fd = channel->dev_null.get();
+    control.stdout_fd = channel->agent_log.get();
+    control.stderr_fd = channel->agent_log.get();
+    // cagent's copy of the agent's end goes right after clone: the broker sees EOF when the
+    // agent is gone.
+    control.after_clone = [&agent_end, agent_fd] {
+      if (agent_end.get() == agent_fd) agent_end.Reset();
+    };
+  };
+  payload.exited = [&](const Result<SandboxOutcome>&) { agent_end.Reset(); };
+  payload.wind_down = [&](const Result<SandboxOutcome>& sandbox) {
+    if (o.handle_signals) AwaitOperatorsSignal(sandbox, cancel_signal);
+    // The sandbox is gone. If the broker is still waiting, the agent ended without finishing.
+    std::string why = "the agent exited without finishing";
+    if (sandbox) why = "the agent ended without finishing (" + DescribeOutcome(*sandbox) + ")";
+    boost::asio::post(io, [&session, &exit_grace, why] {
+      session.Stop(BrokerOutcome::Status::kFailed, why);
+      exit_grace.cancel();
+    });
+  };
+  auto sandbox = Run(plan, payload);
   if (o.on_broker) o.on_broker(nullptr, nullptr);
-  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-
   if (!sandbox) return sandbox.error();
-  result.sandbox = std::move(*sandbox);
-  result.broker = session.outcome();
-  if (result.broker.status == BrokerOutcome::Status::kFailed && result.broker.agent_gone &&
-      cancel_signal.load() != 0) {
-    // The broker ended the session when the agent's connection went; the operator's request,
-    // which reached the agent first, is why. The reason is the one a cancel that reached cagent
-    // first gives, word for word: which process a job-wide signal reached first is a race, and
-    // the same stop must read the same in result.json whatever its order (batch reports compare
-    // them). The event log keeps the broker's own record of the connection closing.
-    result.broker.status = BrokerOutcome::Status::kCancelled;
-    result.broker.reason =
-        std::string("cancelled by the operator (") + sigabbrev_np(cancel_signal.load()) + ")";
-  }
-  result.audit_entries = audit->entries();
-  result.audit_lost = audit->lost();
-  result.audit_head = audit->head();
-  if (egress && egress->filtered()) {
-    result.egress = true;
-    result.egress_connections = egress->records();
-    result.egress_budget_exhausted = egress->budget_exhausted();
-  }
-  return result;
+  return SessionResult(plan, std::move(*sandbox), session.outcome(), cancel_signal.load());
 }
 
 }  // namespace cagent::launcher::session

@@ -101,9 +101,6 @@ struct AgentSessionResult {
 // (<exe dir>/../agent/cagent-agent), else the installed <exe dir>/../libexec/cagent/cagent-agent.
 Result<std::string> FindAgentBinary();
 
-// SHA-256 of policy::Dump(policy) (the audit log's and the result's policy digest).
-std::string PolicyDigest(const policy::Policy& policy);
-
 // Runs the session to its end. An error Result means the session could not start (bad options,
 // unreadable files, the provider could not be made); everything after the start is an outcome.
 Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& options);

@@ -33,6 +33,7 @@
 #include "launcher/mcp/protocol/session.h"
 #include "launcher/mcp/protocol/stdio_transport.h"
 #include "launcher/session/agent.h"
+#include "launcher/session/session.h"
 #include "launcher/session/state_dir.h"
 
 namespace cagent::launcher::mcp {

@@ -1,21 +1,16 @@
 #include "launcher/mcp/serve/wrap.h"
 
 #include <fcntl.h>
-#include <signal.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <thread>
 #include <utility>
 
 #include "launcher/broker/approver.h"
@@ -23,9 +18,7 @@
 #include "launcher/broker/mcp_gate.h"
 #include "launcher/profile/caches.h"
 #include "launcher/profile/spec.h"
-#include "launcher/session/agent.h"
-#include "launcher/session/egress.h"
-#include "launcher/session/git_identity.h"
+#include "launcher/session/session.h"
 #include "launcher/session/state_dir.h"
 
 namespace cagent::launcher::mcp {
@@ -100,6 +93,82 @@ std::string_view ShutdownStatus(mcp::RelayEnd end, const SandboxOutcome& sandbox
   return "failed";
 }
 
+// Like the agent's sandbox: the caller's git identity, the profile's caches (read-only unless the
+// profile marks one read-write), no checkout to carry from; the relay's io thread; the record
+// (the session's directory and its audit log) made last.
+session::SessionOptions WrapSessionFor(const McpWrapOptions& o, const McpWrapResult& result,
+                                       const std::string& state) {
+  session::SessionOptions so;
+  so.policy = o.policy;
+  so.argv = o.argv;
+  so.profile = ProfileContext{o.binding, CallerEnviron()};
+  so.profile.cache_root = CacheRoot();
+  so.egress_policy = o.policy;
+  so.resolve = o.resolve;
+  so.hint.profile = o.policy->name;
+  so.phase = "exec";
+  so.approval = o.approval;
+  so.pre_approvals = o.pre_approvals;
+  so.pre_approval_file = o.pre_approval_file;
+  so.tty_fd = o.tty_fd;
+  so.audit_log_path = result.audit_log_path;
+  so.run_id = result.run_id;
+  so.before_audit = [state, dir = result.session_dir]() -> Status {
+    if (auto s = MakePrivateDirectory(state + "/mcp"); !s) return s.error();
+    return MakePrivateDirectory(dir);
+  };
+  so.io_thread = true;
+  return so;
+}
+
+// The broker's judgement of each tools/call, asked and audited through the session's.
+std::shared_ptr<broker::McpGate> MakeGate(const McpWrapOptions& o, session::SessionPlan& plan,
+                                          broker::Budgets budgets) {
+  broker::McpGateConfig config;
+  config.policy = o.policy;
+  config.binding = o.binding;
+  config.approval = o.approval;
+  config.mode = "wrap";
+  config.budgets = std::move(budgets);
+  broker::McpGateServices services;
+  services.approver = plan.approver();
+  services.approvals = &plan.approvals();
+  services.audit = [audit = plan.audit()](const broker::AuditEvent& e) { audit->Append(e); };
+  return std::make_shared<broker::McpGate>(std::move(config), std::move(services));
+}
+
+// The session's result once the server is gone, and the audit log's last entry: how it ended.
+// Fails (with the launch's error) when the sandbox could not be built.
+Status FinishResult(McpWrapResult& result, Result<SandboxOutcome> sandbox,
+                    const mcp::RelayStats& relay, const broker::McpGate& gate,
+                    session::SessionPlan& plan) {
+  result.relay = relay;
+  result.calls_allowed = gate.allowed();
+  result.calls_denied = gate.denied();
+  result.budget_exhausted = gate.budget_exhausted();
+  result.needs_approval = gate.needs_approval();
+  if (const session::EgressSession* egress = plan.egress();
+      egress != nullptr && egress->filtered()) {
+    result.egress = true;
+    result.egress_connections = egress->records();
+  }
+  broker::AuditLog& audit = *plan.audit();
+  if (!sandbox) {
+    audit.Append(broker::audit::Shutdown(
+        {.status = "failed",
+         .reason = "the sandbox could not be built: " + sandbox.error().Message()}));
+    return sandbox.error();
+  }
+  result.sandbox = std::move(*sandbox);
+  std::string reason = result.end_reason;
+  if (!reason.empty()) reason += "; ";
+  reason += "server: " + DescribeOutcome(result.sandbox);
+  audit.Append(broker::audit::Shutdown(
+      {.status = std::string(ShutdownStatus(result.ended_by, result.sandbox)), .reason = reason}));
+  result.audit_entries = audit.entries();
+  result.audit_lost = audit.lost();
+  return Ok{};
+}
 }  // namespace
 
 Result<UniqueFd> OwnDescription(int fd, bool write) {
@@ -118,6 +187,39 @@ Result<UniqueFd> OwnDescription(int fd, bool write) {
   return dup;
 }
 
+namespace {
+
+// The relay's descriptors: the client's ends (own open file descriptions), the server's pipes, and
+// the server's log ("" = cagent's stderr).
+struct RelayEnds {
+  UniqueFd client_in, client_out;
+  Pipe server_in, server_out;
+  UniqueFd server_log;
+};
+
+Result<RelayEnds> OpenRelayEnds(const McpWrapOptions& o) {
+  RelayEnds e;
+  auto client_in = OwnDescription(o.client_in_fd, /*write=*/false);
+  if (!client_in) return std::move(client_in).Context("the client's input").error();
+  e.client_in = std::move(*client_in);
+  auto client_out = OwnDescription(o.client_out_fd, /*write=*/true);
+  if (!client_out) return std::move(client_out).Context("the client's output").error();
+  e.client_out = std::move(*client_out);
+  auto server_in = MakePipe();
+  if (!server_in) return server_in.error();
+  e.server_in = std::move(*server_in);
+  auto server_out = MakePipe();
+  if (!server_out) return server_out.error();
+  e.server_out = std::move(*server_out);
+  if (!o.server_log_path.empty()) {
+    e.server_log.Reset(::open(o.server_log_path.c_str(),
+                              O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!e.server_log.valid()) return ErrnoError("open " + o.server_log_path);
+  }
+  return e;
+}
+}  // namespace
+
 Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
   if (!o.policy) return PlainError("start mcp wrap", "no policy");
   if (o.argv.empty()) {
@@ -125,7 +227,6 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
         .WithCode(Error::Code::kInvalidInput);
   }
   McpWrapResult result;
-  result.policy_digest = session::PolicyDigest(*o.policy);
   result.run_id = o.run_id.empty() ? session::NewRunId() : o.run_id;
   const std::string state = o.state_dir.empty() ? session::StateDirectory() : o.state_dir;
   result.session_dir = state + "/mcp/" + result.run_id;
@@ -134,96 +235,22 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
   // ---- everything that can fail on bad options, before a directory or a sandbox exists ----
   broker::Budgets budgets = broker::BudgetsFromPolicy(*o.policy);
   if (auto s = broker::LowerBudgets(budgets, o.budget_overrides); !s) return s.error();
-  broker::ApprovalBook approvals;
-  for (const auto& line : o.pre_approvals) {
-    if (auto s = approvals.AddPreApproval(line, "--pre-approve"); !s) return s.error();
-  }
-  if (!o.pre_approval_file.empty()) {
-    if (auto s = approvals.LoadPreApprovals(o.pre_approval_file); !s) return s.error();
-  }
-  // Like the agent's sandbox: the caller's git identity, and the profile's caches (read-only
-  // unless the profile marks one read-write). No checkout to carry from.
-  ProfileContext ctx{o.binding, CallerEnviron()};
-  ctx.git_identity = session::CallerGitIdentity().Env();
-  ctx.cache_root = CacheRoot();
-  auto launch = SpecFromPolicy(*o.policy, o.argv, ctx);
-  if (!launch) return std::move(launch).Context("build the sandbox from the profile").error();
-  LaunchSpec spec = std::move(launch->spec);
-  result.notes = std::move(launch->notes);
+  auto fds = OpenRelayEnds(o);
+  if (!fds) return fds.error();
 
-  auto client_in = OwnDescription(o.client_in_fd, /*write=*/false);
-  if (!client_in) return std::move(client_in).Context("the client's input").error();
-  auto client_out = OwnDescription(o.client_out_fd, /*write=*/true);
-  if (!client_out) return std::move(client_out).Context("the client's output").error();
-  auto server_in = MakePipe();
-  if (!server_in) return server_in.error();
-  auto server_out = MakePipe();
-  if (!server_out) return server_out.error();
-  UniqueFd server_log;
-  if (!o.server_log_path.empty()) {
-    server_log.Reset(::open(o.server_log_path.c_str(),
-                            O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!server_log.valid()) return ErrnoError("open " + o.server_log_path);
-  }
-  UniqueFd stop_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!stop_fd.valid()) return ErrnoError("eventfd");
+  // ---- the session, its record made last ----
+  auto prepared = session::Prepare(WrapSessionFor(o, result, state));
+  if (!prepared) return prepared.error();
+  session::SessionPlan& plan = **prepared;
+  result.policy_digest = plan.policy_digest();
+  result.notes = plan.notes();
+  boost::asio::io_context& io = *plan.io();
 
-  // ---- the session's record ----
-  if (auto s = MakePrivateDirectory(state + "/mcp"); !s) return s.error();
-  if (auto s = MakePrivateDirectory(result.session_dir); !s) return s.error();
-  auto opened = broker::AuditLog::Open(result.audit_log_path, result.run_id, result.policy_digest);
-  if (!opened) return std::move(opened).Context("open the audit log").error();
-  broker::AuditLog audit = std::move(*opened);
-
-  // ---- the io thread's parts: approver, gate, egress, relay ----
-  boost::asio::io_context io;
-  std::unique_ptr<broker::Approver> approver;
-  if (o.approval != broker::ApprovalMode::kNever && o.tty_fd >= 0) {
-    approver = broker::MakeTerminalApprover(io, o.tty_fd);
-  }
-  broker::McpGateConfig gate_config;
-  gate_config.policy = o.policy;
-  gate_config.binding = o.binding;
-  gate_config.approval = o.approval;
-  gate_config.mode = "wrap";
-  gate_config.budgets = budgets;
-  broker::McpGateServices gate_services;
-  gate_services.approver = approver.get();
-  gate_services.approvals = &approvals;
-  gate_services.audit = [&audit](const broker::AuditEvent& e) { audit.Append(e); };
-  auto gate = std::make_shared<broker::McpGate>(std::move(gate_config), std::move(gate_services));
+  // ---- the payload: the relay between the client and the server's pipes, behind the gate ----
+  auto gate = MakeGate(o, plan, std::move(budgets));
   GateAdapter adapter(gate);
 
-  // Filtered egress with the profile's hosts rules; without, no network, where a name lookup
-  // answers "no such name" at once (launcher/sandbox/egress_view.h).
-  std::unique_ptr<session::EgressSession> egress;
-  const bool filtered = o.policy->egress.value && spec.network == NetworkMode::kLoopback;
-  if (filtered || session::EgressSession::Applies(spec)) {
-    session::EgressSessionConfig ec;
-    if (filtered) ec.policy = o.policy;
-    ec.hint.profile = o.policy->name;
-    ec.binding = o.binding;
-    ec.overrides = o.resolve;
-    ec.approval = o.approval;
-    ec.phase = "exec";
-    session::EgressSessionServices es;
-    es.io = &io;
-    es.approver = approver.get();
-    es.approvals = &approvals;
-    es.audit = [&audit](const broker::AuditEvent& e) { audit.Append(e); };
-    auto prepared = session::EgressSession::Prepare(spec, std::move(ec), std::move(es));
-    if (!prepared) {
-      return std::move(prepared)
-          .Context(filtered ? "set up filtered egress" : "set up the sandbox's name lookups")
-          .error();
-    }
-    egress = std::move(*prepared);
-  }
-
-  auto stop_sandbox = [&stop_fd] {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const ssize_t n = ::write(stop_fd.get(), &one, sizeof(one));
-  };
+  auto stop_sandbox = [&plan] { plan.StopSandbox(); };
   // After the client left (or the server closed its output), the server gets a moment to exit by
   // itself before it is stopped.
   boost::asio::steady_timer stop_grace(io);
@@ -237,8 +264,8 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
   });
   std::string start_error;
   const bool started = relay.Start(
-      {std::move(*client_in), std::move(*client_out), std::move(server_in->w),
-       std::move(server_out->r)},
+      {std::move(fds->client_in), std::move(fds->client_out), std::move(fds->server_in.w),
+       std::move(fds->server_out.r)},
       [&](mcp::RelayEnd why, const std::string& text) {
         relay_ended = true;
         result.ended_by = why;
@@ -256,96 +283,49 @@ Result<McpWrapResult> RunMcpWrap(const McpWrapOptions& o) {
   if (!started) return PlainError("start the relay", start_error);
   if (o.on_started) o.on_started(result.audit_log_path);
 
-  // Signals: blocked on this thread, delivered to the io thread, where they end the session.
-  sigset_t cancel_signals;
-  ::sigemptyset(&cancel_signals);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::sigaddset(&cancel_signals, sig);
-  sigset_t old_mask;
-  ::pthread_sigmask(SIG_BLOCK, &cancel_signals, &old_mask);
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
-  signals.add(SIGQUIT);
-  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    relay.Stop();  // on_end stops the sandbox
+  session::Payload payload;
+  // Signals end the session on the io thread: the relay stops, and its end stops the sandbox.
+  payload.route_signals = true;
+  payload.on_signal = [&](int sig) {
+    relay.Stop();
     result.end_reason = std::string("cancelled by the operator (") + sigabbrev_np(sig) + ")";
-  });
-
-  auto work = boost::asio::make_work_guard(io);
-  std::thread io_thread([&] {
-    sigset_t none;
-    ::sigemptyset(&none);
-    ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
-    io.run();
-  });
-
-  SandboxControl control;
-  UniqueFd sandbox_stdin = std::move(server_in->r);
-  UniqueFd sandbox_stdout = std::move(server_out->w);
-  control.stdin_fd = sandbox_stdin.get();
-  control.stdout_fd = sandbox_stdout.get();
-  control.stderr_fd = server_log.valid() ? server_log.get() : -1;
-  control.stop_fd = stop_fd.get();
-  control.forward_signals = false;
-  // cagent's copies of the sandbox's ends go right after clone, so the relay sees EOF when the
-  // server is gone.
-  control.after_clone = [&sandbox_stdin, &sandbox_stdout] {
+  };
+  UniqueFd sandbox_stdin = std::move(fds->server_in.r);
+  UniqueFd sandbox_stdout = std::move(fds->server_out.w);
+  payload.control = [&](SandboxControl& control) {
+    control.stdin_fd = sandbox_stdin.get();
+    control.stdout_fd = sandbox_stdout.get();
+    control.stderr_fd = fds->server_log.valid() ? fds->server_log.get() : -1;
+    // cagent's copies of the sandbox's ends go right after clone, so the relay sees EOF when the
+    // server is gone.
+    control.after_clone = [&sandbox_stdin, &sandbox_stdout] {
+      sandbox_stdin.Reset();
+      sandbox_stdout.Reset();
+    };
+  };
+  payload.exited = [&](const Result<SandboxOutcome>&) {
+    // Also when the launch failed before clone: the relay then sees the server's EOF.
     sandbox_stdin.Reset();
     sandbox_stdout.Reset();
   };
-  if (egress && !spec.net_listeners.empty()) {
-    control.on_listeners = [&egress](std::vector<UniqueFd> fds) {
-      return egress->Start(std::move(fds));
-    };
-  }
-  auto sandbox = RunSandbox(spec, control);
-  // Also when the launch failed before clone: the relay then sees the server's EOF.
-  sandbox_stdin.Reset();
-  sandbox_stdout.Reset();
-  if (egress) egress->Stop();
-
   // The server is gone: the relay flushes what it has for the client (its EOF on the server's
   // output is on its way); one that cannot finish within the grace is stopped.
   boost::asio::steady_timer flush_deadline(io);
-  boost::asio::post(io, [&] {
-    stop_grace.cancel();
-    if (relay_ended) return;
-    flush_deadline.expires_after(kMcpStopGrace);
-    flush_deadline.async_wait([&relay](const boost::system::error_code& ec) {
-      if (!ec) relay.Stop();
+  payload.wind_down = [&](const Result<SandboxOutcome>&) {
+    boost::asio::post(io, [&] {
+      stop_grace.cancel();
+      if (relay_ended) return;
+      flush_deadline.expires_after(kMcpStopGrace);
+      flush_deadline.async_wait([&relay](const boost::system::error_code& ec) {
+        if (!ec) relay.Stop();
+      });
     });
-  });
-  boost::asio::post(io, [&] {
-    boost::system::error_code ignored;
-    signals.cancel(ignored);
-    if (approver) approver->Cancel();
-  });
-  work.reset();
-  io_thread.join();
-  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  };
+  auto sandbox = session::Run(plan, payload);
 
-  result.relay = relay.stats();
-  result.calls_allowed = gate->allowed();
-  result.calls_denied = gate->denied();
-  result.budget_exhausted = gate->budget_exhausted();
-  result.needs_approval = gate->needs_approval();
-  if (egress && egress->filtered()) {
-    result.egress = true;
-    result.egress_connections = egress->records();
+  if (auto s = FinishResult(result, std::move(sandbox), relay.stats(), *gate, plan); !s) {
+    return s.error();
   }
-  if (!sandbox) {
-    audit.Append(broker::audit::Shutdown(
-        {.status = "failed",
-         .reason = "the sandbox could not be built: " + sandbox.error().Message()}));
-    return sandbox.error();
-  }
-  result.sandbox = std::move(*sandbox);
-  std::string reason = result.end_reason;
-  if (!reason.empty()) reason += "; ";
-  reason += "server: " + DescribeOutcome(result.sandbox);
-  audit.Append(broker::audit::Shutdown(
-      {.status = std::string(ShutdownStatus(result.ended_by, result.sandbox)), .reason = reason}));
-  result.audit_entries = audit.entries();
-  result.audit_lost = audit.lost();
   return result;
 }
 
