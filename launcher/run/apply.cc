@@ -653,94 +653,126 @@ std::string RefusedPatchPath(std::string_view path, std::string_view new_mode) {
   return "";
 }
 
-Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
-  // ---- 1. the run ----
-  auto record = ReadRunResult(req.run_dir);
-  if (!record) return record.error();
-  const json& j = *record;
+namespace {
+
+// What the phases of ApplyRun share, filled in phase by phase.
+struct Apply {
+  explicit Apply(const ApplyRequest& r) : req(r) {}
+  const ApplyRequest& req;
   ApplyReport report;
-  report.run_id = JsonString(j, "run_id");
-  if (report.run_id.empty()) report.run_id = fs::path(req.run_dir).filename().string();
-  const std::string& id = report.run_id;
+  json record;  // result.json
+  std::string id;
+  std::string patch_file;
+  std::string base;                      // the run's base commit
+  std::map<std::string, json> recorded;  // result.json's changed_files, by path
+  std::optional<ScratchDir> scratch;
+  GitEnv env;
+  std::string blob_dir;
+  std::vector<Change> changes;  // the patch applied to the base, as git sees it
+  std::string head_commit;      // the caller's HEAD ("" = none)
+  std::optional<WorkTree> work_tree;
+  std::map<std::string, Checked> checked;
+  std::map<std::string, std::string> blobs;  // blob id -> content
+};
+
+// 1. The run: completed, its patch the one recorded, a valid base commit. Sets nothing_to_apply
+// for an empty patch.
+Status CheckRun(Apply& a) {
+  auto record = ReadRunResult(a.req.run_dir);
+  if (!record) return record.error();
+  a.record = std::move(*record);
+  const json& j = a.record;
+  a.report.run_id = JsonString(j, "run_id");
+  if (a.report.run_id.empty()) a.report.run_id = fs::path(a.req.run_dir).filename().string();
+  a.id = a.report.run_id;
+  const std::string& id = a.id;
   if (JsonString(j, "status") != "completed") {
     return PlainError("apply run " + id, "the run is " + Shown(JsonString(j, "status")) +
                                              ", not completed: only a completed run's patch "
                                              "is applied");
   }
   const auto verified = j.find("verified");
-  report.unverified = verified == j.end() || !verified->is_boolean() || !verified->get<bool>();
+  a.report.unverified = verified == j.end() || !verified->is_boolean() || !verified->get<bool>();
   bool ok = false;
-  const std::string patch_file = req.run_dir + "/patch.diff";
-  const std::string patch = ReadFile(patch_file, &ok);
-  if (!ok) return PlainError("apply run " + id, "cannot read " + patch_file);
+  a.patch_file = a.req.run_dir + "/patch.diff";
+  const std::string patch = ReadFile(a.patch_file, &ok);
+  if (!ok) return PlainError("apply run " + id, "cannot read " + a.patch_file);
   const std::string expected = j.contains("patch") ? JsonString(j["patch"], "sha256") : "";
   if (Sha256Hex(patch) != expected) {
-    return PlainError("apply run " + id, patch_file +
+    return PlainError("apply run " + id, a.patch_file +
                                              " does not match the digest recorded for the run (" +
                                              expected.substr(0, 16) +
                                              "); refusing a patch that changed after the run");
   }
-  const std::string base = JsonString(j, "base_commit");
-  if (base.size() != 40 || base.find_first_not_of("0123456789abcdef") != std::string::npos) {
+  a.base = JsonString(j, "base_commit");
+  if (a.base.size() != 40 || a.base.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return PlainError("apply run " + id, "result.json records no valid base commit");
   }
-  if (patch.empty()) {
-    report.nothing_to_apply = true;
-    return report;
-  }
+  a.report.nothing_to_apply = patch.empty();
+  return Ok{};
+}
 
-  // ---- 2. the paths, as strings, from result.json ----
-  std::map<std::string, json> recorded;
-  const auto files = j.find("changed_files");
-  if (files == j.end() || !files->is_array()) {
-    return PlainError("apply run " + id, "result.json has no changed_files list");
+// 2. The paths, as strings, from result.json.
+Status CheckRecordedPaths(Apply& a) {
+  const auto files = a.record.find("changed_files");
+  if (files == a.record.end() || !files->is_array()) {
+    return PlainError("apply run " + a.id, "result.json has no changed_files list");
   }
   for (const auto& f : *files) {
     const std::string path = JsonString(f, "path");
     if (const std::string why = RefusedPatchPath(path, JsonString(f, "new_mode")); !why.empty()) {
-      return Refusal(id, "the patch touches " + Shown(path) + ": " + why,
-                     "Review it with cagent diff " + id + "; such a patch is never applied.");
+      return Refusal(a.id, "the patch touches " + Shown(path) + ": " + why,
+                     "Review it with cagent diff " + a.id + "; such a patch is never applied.");
     }
-    recorded[path] = f;
+    a.recorded[path] = f;
   }
+  return Ok{};
+}
 
-  // ---- 3. the patch in cagent's scratch git dir ----
-  const WorkspaceLayout layout = LayoutFor(req.run_dir);
+// 3a. cagent's scratch git dir: a bare repository borrowing the run's own objects, converting
+// nothing.
+Status MakeScratchGit(Apply& a) {
+  const WorkspaceLayout layout = LayoutFor(a.req.run_dir);
   std::error_code ec;
   if (!fs::is_directory(layout.trusted_git + "/objects", ec)) {
-    return PlainError("apply run " + id, "the run's own git directory " + layout.trusted_git +
-                                             " is missing; the patch cannot be checked "
-                                             "without it (run the task again)");
+    return PlainError("apply run " + a.id, "the run's own git directory " + layout.trusted_git +
+                                               " is missing; the patch cannot be checked "
+                                               "without it (run the task again)");
   }
-  auto scratch = ScratchDir::Make(req.run_dir);
+  auto scratch = ScratchDir::Make(a.req.run_dir);
   if (!scratch) return scratch.error();
-  GitEnv env;
-  env.scratch_git = scratch->path() + "/git";
-  env.home = scratch->path() + "/home";
-  const std::string blob_dir = scratch->path() + "/blobs";
+  a.scratch.emplace(std::move(*scratch));
+  GitEnv& env = a.env;
+  env.scratch_git = a.scratch->path() + "/git";
+  env.home = a.scratch->path() + "/home";
+  a.blob_dir = a.scratch->path() + "/blobs";
   fs::create_directories(env.home, ec);
-  fs::create_directories(blob_dir, ec);
-  {
-    GitInvocation init;
-    init.cwd = scratch->path();
-    init.home = env.home;
-    init.args = {"init", "--quiet", "--bare", "--template=", "--", env.scratch_git};
-    if (auto r = GitOutput(init); !r) return std::move(r).Context("prepare the check").error();
-    fs::create_directories(env.scratch_git + "/objects/info", ec);
-    fs::create_directories(env.scratch_git + "/info", ec);
-    std::ofstream alt(env.scratch_git + "/objects/info/alternates", std::ios::trunc);
-    alt << fs::absolute(layout.trusted_git + "/objects").string() << "\n";
-    // Highest-precedence attributes: nothing converts content in the scratch index.
-    std::ofstream attrs(env.scratch_git + "/info/attributes", std::ios::trunc);
-    attrs << "* -text -eol -ident -filter -diff -merge -working-tree-encoding -whitespace\n";
-    if (!alt || !attrs) {
-      return PlainError("prepare the check", "cannot write in " + env.scratch_git);
-    }
+  fs::create_directories(a.blob_dir, ec);
+  GitInvocation init;
+  init.cwd = a.scratch->path();
+  init.home = env.home;
+  init.args = {"init", "--quiet", "--bare", "--template=", "--", env.scratch_git};
+  if (auto r = GitOutput(init); !r) return std::move(r).Context("prepare the check").error();
+  fs::create_directories(env.scratch_git + "/objects/info", ec);
+  fs::create_directories(env.scratch_git + "/info", ec);
+  std::ofstream alt(env.scratch_git + "/objects/info/alternates", std::ios::trunc);
+  alt << fs::absolute(layout.trusted_git + "/objects").string() << "\n";
+  // Highest-precedence attributes: nothing converts content in the scratch index.
+  std::ofstream attrs(env.scratch_git + "/info/attributes", std::ios::trunc);
+  attrs << "* -text -eol -ident -filter -diff -merge -working-tree-encoding -whitespace\n";
+  if (!alt || !attrs) return PlainError("prepare the check", "cannot write in " + env.scratch_git);
+  return Ok{};
+}
+
+// 3b. The patch applied to the base in the scratch git dir; the three views of the change set
+// (the patch's own list, its effect, result.json) must agree.
+Status CheckPatchEffect(Apply& a) {
+  const std::string& id = a.id;
+  const GitEnv& env = a.env;
+  if (auto r = GitOutput(InScratch(env, {"read-tree", a.base})); !r) {
+    return std::move(r).Context("read the run's base commit " + a.base.substr(0, 12)).error();
   }
-  if (auto r = GitOutput(InScratch(env, {"read-tree", base})); !r) {
-    return std::move(r).Context("read the run's base commit " + base.substr(0, 12)).error();
-  }
-  auto numstat = GitOutput(InScratch(env, {"apply", "--numstat", "-z", "--", patch_file}));
+  auto numstat = GitOutput(InScratch(env, {"apply", "--numstat", "-z", "--", a.patch_file}));
   if (!numstat) return std::move(numstat).Context("read the patch's file list").error();
   auto listed = NumstatPaths(*numstat);
   if (!listed) return listed.error();
@@ -750,8 +782,8 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
                      "Review it with cagent diff " + id + "; such a patch is never applied.");
     }
   }
-  if (auto r =
-          GitOutput(InScratch(env, {"apply", "--cached", "--whitespace=nowarn", "--", patch_file}));
+  if (auto r = GitOutput(
+          InScratch(env, {"apply", "--cached", "--whitespace=nowarn", "--", a.patch_file}));
       !r) {
     return std::move(r)
         .Context("apply the patch to the base commit (in cagent's own git dir)")
@@ -760,14 +792,14 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
   auto tree = GitOutput(InScratch(env, {"write-tree"}));
   if (!tree) return std::move(tree).Context("record the patched tree").error();
   auto raw = GitOutput(InScratch(env, {"diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff",
-                                       "--no-textconv", base, TrimLine(*tree)}));
+                                       "--no-textconv", a.base, TrimLine(*tree)}));
   if (!raw) return std::move(raw).Context("list the patch's changes").error();
   auto changes = ParseRaw(*raw);
   if (!changes) return changes.error();
+  a.changes = std::move(*changes);
 
-  // The three views of the change set must agree.
   std::set<std::string> seen;
-  for (const auto& c : *changes) {
+  for (const auto& c : a.changes) {
     seen.insert(c.path);
     if (const std::string why = RefusedPatchPath(c.path, c.new_mode); !why.empty()) {
       return Refusal(id, "the patch touches " + Shown(c.path) + ": " + why,
@@ -780,8 +812,8 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
                          c.status + " " + c.old_mode + " -> " + c.new_mode + ")",
                      "Apply it by hand after reviewing it with cagent diff " + id + ".");
     }
-    const auto rec = recorded.find(c.path);
-    if (rec == recorded.end() || JsonString(rec->second, "status") != std::string(1, c.status) ||
+    const auto rec = a.recorded.find(c.path);
+    if (rec == a.recorded.end() || JsonString(rec->second, "status") != std::string(1, c.status) ||
         JsonString(rec->second, "new_mode") != c.new_mode ||
         JsonString(rec->second, "old_mode") != c.old_mode) {
       return Refusal(id,
@@ -791,7 +823,7 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
                      "The run directory was altered; run the task again.");
     }
   }
-  for (const auto& [path, f] : recorded) {
+  for (const auto& [path, f] : a.recorded) {
     if (seen.count(path) == 0) {
       return Refusal(id,
                      "result.json lists " + Shown(path) +
@@ -806,9 +838,9 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
                    "commit disagree",
                    "Review it with cagent diff " + id + "; such a patch is never applied.");
   }
-  for (const auto& c : *changes) {
+  for (const auto& c : a.changes) {
     if (c.new_mode != "120000") continue;
-    for (const auto& other : *changes) {
+    for (const auto& other : a.changes) {
       if (!other.removes() && other.path.starts_with(c.path + "/")) {
         return Refusal(id,
                        "the patch makes " + Shown(c.path) + " a symbolic link and writes " +
@@ -817,50 +849,65 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
       }
     }
   }
+  return Ok{};
+}
 
-  // ---- 4. the caller's repository ----
-  const std::string repo_dir = req.repo.empty() ? JsonString(j, "repo") : req.repo;
-  if (repo_dir.empty()) return PlainError("apply run " + id, "no repository (pass --repo DIR)");
-  {
-    GitInvocation g;
-    g.cwd = repo_dir;
-    g.home = env.home;
-    g.args = {"rev-parse", "--show-toplevel"};
-    auto root = GitOutput(g);
-    if (!root) return PlainError(repo_dir, "is not a git work tree (pass --repo DIR)");
-    env.repo_root = TrimLine(*root);
+// The caller's uncommitted paths, untracked files under the profile's outputs left out (a
+// build/ the caller's own build left is not an uncommitted change, issue 32; the patch never adds
+// a path there, and one that adds a file where one exists is refused by the collision checks).
+Result<std::vector<std::string>> DirtyPaths(const Apply& a) {
+  const GitEnv& env = a.env;
+  auto status = GitOutput(InRepo(
+      env, {"status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all"}));
+  if (!status) return std::move(status).Context("check " + env.repo_root + " is clean").error();
+  std::vector<std::string> out;
+  for (auto& e : SplitNul(*status)) {
+    if (!e.empty()) out.push_back(std::move(e));
   }
-  report.repo_root = env.repo_root;
-  auto overrides = FilterOverrides(env.repo_root, env.home);
-  if (!overrides) return overrides.error();
-  env.filter_overrides = std::move(*overrides);
-  auto dirty_paths = [&]() -> Result<std::vector<std::string>> {
-    auto status = GitOutput(InRepo(env, {"status", "--porcelain=v1", "-z", "--untracked-files=all",
-                                         "--ignore-submodules=all"}));
-    if (!status) return std::move(status).Context("check " + env.repo_root + " is clean").error();
-    std::vector<std::string> out;
-    for (auto& e : SplitNul(*status)) {
-      if (!e.empty()) out.push_back(std::move(e));
-    }
-    return out;
-  };
-  auto dirty = dirty_paths();
-  if (!dirty) return dirty.error();
-  // Untracked files under the profile's outputs (a build/ the caller's own build left) are not
-  // uncommitted changes (issue 32); the patch never adds a path there (the capture left such
-  // paths out), and a patch that adds a file where one exists is refused by the collision checks.
-  if (const auto it = j.find("outputs"); it != j.end() && it->is_array()) {
+  if (const auto it = a.record.find("outputs"); it != a.record.end() && it->is_array()) {
     std::vector<policy::OutputRule> outputs;
     for (const auto& o : *it) {
       if (!o.is_string()) continue;
       auto glob = policy::PathGlob::Compile(o.get<std::string>());
       if (glob) outputs.push_back({o.get<std::string>(), std::move(*glob), {}});
     }
-    RepoInfo status;
-    status.dirty = std::move(*dirty);
-    LeaveOutUntrackedOutputs(status, outputs);
-    *dirty = std::move(status.dirty);
+    RepoInfo info;
+    info.dirty = std::move(out);
+    LeaveOutUntrackedOutputs(info, outputs);
+    out = std::move(info.dirty);
   }
+  return out;
+}
+
+// The branch --branch names: a checkout of the base runs with every filter driver emptied (and
+// no hook, as every git of cagent's).
+Status MakeBranch(Apply& a) {
+  auto r = GitOutput(InRepo(a.env, {"switch", "--quiet", "--no-guess", "--no-recurse-submodules",
+                                    "--create", a.req.branch, a.base}));
+  if (!r) return std::move(r).Context("create the branch " + Shown(a.req.branch)).error();
+  a.report.branch = a.req.branch;
+  return Ok{};
+}
+
+// 4. The caller's repository: clean, at the base (or a valid --branch to make there).
+Status CheckRepository(Apply& a) {
+  const std::string& id = a.id;
+  GitEnv& env = a.env;
+  const std::string repo_dir = a.req.repo.empty() ? JsonString(a.record, "repo") : a.req.repo;
+  if (repo_dir.empty()) return PlainError("apply run " + id, "no repository (pass --repo DIR)");
+  GitInvocation g;
+  g.cwd = repo_dir;
+  g.home = env.home;
+  g.args = {"rev-parse", "--show-toplevel"};
+  auto root = GitOutput(g);
+  if (!root) return PlainError(repo_dir, "is not a git work tree (pass --repo DIR)");
+  env.repo_root = TrimLine(*root);
+  a.report.repo_root = env.repo_root;
+  auto overrides = FilterOverrides(env.repo_root, env.home);
+  if (!overrides) return overrides.error();
+  env.filter_overrides = std::move(*overrides);
+  auto dirty = DirtyPaths(a);
+  if (!dirty) return dirty.error();
   if (!dirty->empty()) {
     std::string list;
     for (std::size_t i = 0; i < dirty->size() && i < 5; ++i) list += " " + Shown((*dirty)[i]);
@@ -868,67 +915,68 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
                    "Commit or stash them before applying run " + id + ".");
   }
   auto head = GitOutput(InRepo(env, {"rev-parse", "--verify", "--quiet", "HEAD^{commit}"}));
-  const std::string head_commit = head ? TrimLine(*head) : "";
-  if (!req.branch.empty()) {
-    if (req.branch.starts_with("-")) {
-      return PlainError("--branch " + Shown(req.branch), "is not a valid branch name");
+  a.head_commit = head ? TrimLine(*head) : "";
+  const std::string& branch = a.req.branch;
+  if (!branch.empty()) {
+    if (branch.starts_with("-")) {
+      return PlainError("--branch " + Shown(branch), "is not a valid branch name");
     }
-    auto valid = GitOutput(InRepo(env, {"check-ref-format", "--branch", req.branch}));
-    if (!valid) return PlainError("--branch " + Shown(req.branch), "is not a valid branch name");
-  } else if (head_commit != base) {
+    auto valid = GitOutput(InRepo(env, {"check-ref-format", "--branch", branch}));
+    if (!valid) return PlainError("--branch " + Shown(branch), "is not a valid branch name");
+  } else if (a.head_commit != a.base) {
     return Refusal(id,
-                   env.repo_root + " has moved: HEAD is " + head_commit.substr(0, 12) +
-                       ", the run was made on " + base.substr(0, 12),
+                   env.repo_root + " has moved: HEAD is " + a.head_commit.substr(0, 12) +
+                       ", the run was made on " + a.base.substr(0, 12),
                    "Check out the base commit, or pass --branch NAME to apply on a new branch "
                    "created at it.");
   }
-  // The branch: a checkout of the base runs with every filter driver emptied (and no hook, as
-  // every git of cagent's). When HEAD is already the base nothing is checked out.
-  auto make_branch = [&]() -> Status {
-    auto r = GitOutput(InRepo(env, {"switch", "--quiet", "--no-guess", "--no-recurse-submodules",
-                                    "--create", req.branch, base}));
-    if (!r) return std::move(r).Context("create the branch " + Shown(req.branch)).error();
-    report.branch = req.branch;
-    return Ok{};
-  };
-  if (!req.branch.empty() && head_commit != base) {
-    if (auto s = make_branch(); !s) return s.error();
-    auto again = dirty_paths();
+  // When HEAD is already the base nothing is checked out (the branch is made in phase 6).
+  if (!branch.empty() && a.head_commit != a.base) {
+    if (auto s = MakeBranch(a); !s) return s.error();
+    auto again = DirtyPaths(a);
     if (!again) return again.error();
     if (!again->empty()) {
-      return PlainError(
-          "apply run " + id,
-          "the branch " + Shown(req.branch) +
-              " was created at the base, but its "
-              "checkout left changes in the work tree; nothing of the patch was written");
+      return PlainError("apply run " + id, "the branch " + Shown(branch) +
+                                               " was created at the base, but its "
+                                               "checkout left changes in the work tree; nothing "
+                                               "of the patch was written");
     }
   }
+  return Ok{};
+}
 
-  // ---- 5. the work tree, kernel-resolved ----
-  auto work_tree = WorkTree::Open(env.repo_root);
+// 5. The work tree, kernel-resolved.
+Status CheckTree(Apply& a) {
+  auto work_tree = WorkTree::Open(a.env.repo_root);
   if (!work_tree) return work_tree.error();
-  auto checked = CheckWorkTree(*work_tree, *changes, id);
+  a.work_tree.emplace(std::move(*work_tree));
+  auto checked = CheckWorkTree(*a.work_tree, a.changes, a.id);
   if (!checked) {
-    if (!report.branch.empty()) {
-      checked.error().detail += " (The branch " + TerminalSafe(req.branch) +
-                                " was created and checked out at the base first.)";
+    Error e = checked.error();
+    if (!a.report.branch.empty()) {
+      e.detail += " (The branch " + TerminalSafe(a.req.branch) +
+                  " was created and checked out at the base first.)";
     }
-    return checked.error();
+    return e;
   }
+  a.checked = std::move(*checked);
+  return Ok{};
+}
 
-  // ---- 6. the blobs, into the caller's object store, unfiltered ----
-  std::map<std::string, std::string> blobs;
+// 6. The blobs, into the caller's object store, unfiltered; each must get the run's id.
+Status StoreBlobs(Apply& a) {
+  const GitEnv& env = a.env;
   std::vector<std::pair<std::string, std::string>> to_hash;  // (file, expected id)
-  for (const auto& c : *changes) {
-    if (c.removes() || blobs.count(c.new_blob) != 0) continue;
+  for (const auto& c : a.changes) {
+    if (c.removes() || a.blobs.count(c.new_blob) != 0) continue;
     GitInvocation cat = InScratch(env, {"cat-file", "blob", c.new_blob});
     cat.max_output = 1ULL << 31;
     auto content = GitOutput(cat);
     if (!content) return std::move(content).Context("read " + Shown(c.path)).error();
-    auto file = WriteScratchFile(blob_dir, to_hash.size(), *content);
+    auto file = WriteScratchFile(a.blob_dir, to_hash.size(), *content);
     if (!file) return file.error();
     to_hash.emplace_back(*file, c.new_blob);
-    blobs[c.new_blob] = std::move(*content);
+    a.blobs[c.new_blob] = std::move(*content);
   }
   for (std::size_t i = 0; i < to_hash.size(); i += kArgsPerCall) {
     std::vector<std::string> args = {"hash-object", "-w", "--no-filters", "--"};
@@ -941,36 +989,41 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
     std::string line;
     for (std::size_t k = i; k < std::min(to_hash.size(), i + kArgsPerCall); ++k) {
       if (!std::getline(lines, line) || line != to_hash[k].second) {
-        return PlainError("apply run " + id,
+        return PlainError("apply run " + a.id,
                           "the repository stored a file under a different "
                           "id than the run's (another object format?); "
                           "nothing was written");
       }
     }
   }
-  if (!req.branch.empty() && head_commit == base) {
-    if (auto s = make_branch(); !s) return s.error();
-  }
+  if (!a.req.branch.empty() && a.head_commit == a.base) return MakeBranch(a);
+  return Ok{};
+}
 
-  // ---- 7. the files ----
-  if (req.before_write) req.before_write();
+// 7. The files.
+Status WriteFiles(Apply& a) {
+  if (a.req.before_write) a.req.before_write();
   std::vector<std::string> written;
-  if (auto s = WriteWorkTree(*work_tree, *changes, *checked, blobs, &written); !s) {
+  if (auto s = WriteWorkTree(*a.work_tree, a.changes, a.checked, a.blobs, &written); !s) {
     Error e = s.error();
     std::string list;
     for (const auto& p : written) list += " " + Shown(p);
-    e.context = "apply run " + id + " stopped: " + e.context;
+    e.context = "apply run " + a.id + " stopped: " + e.context;
     e.detail += written.empty()
                     ? std::string(" (nothing was written)")
                     : " (already changed in the work tree, not in the index:" + list +
                           "; inspect with git status and restore with git checkout -- PATH)";
     return e;
   }
+  a.report.paths = std::move(written);
+  return Ok{};
+}
 
-  // ---- 8. the index ----
+// 8. The index.
+Status StageFiles(const Apply& a) {
   std::vector<std::string> removed;
   std::vector<std::string> entries;
-  for (const auto& c : *changes) {
+  for (const auto& c : a.changes) {
     if (c.removes()) {
       removed.push_back(c.path);
     } else {
@@ -986,7 +1039,7 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
         if (flag != nullptr) args.emplace_back(flag);
         args.push_back(items[k]);
       }
-      if (auto r = GitOutput(InRepo(env, args)); !r) {
+      if (auto r = GitOutput(InRepo(a.env, args)); !r) {
         return std::move(r)
             .Context("the files were written, but staging failed (stage them with git add)")
             .error();
@@ -997,11 +1050,21 @@ Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
   if (auto st = stage({"update-index", "--force-remove", "--"}, nullptr, removed); !st) {
     return st.error();
   }
-  if (auto st = stage({"update-index", "--add", "--replace"}, "--cacheinfo", entries); !st) {
-    return st.error();
+  return stage({"update-index", "--add", "--replace"}, "--cacheinfo", entries);
+}
+
+}  // namespace
+
+Result<ApplyReport> ApplyRun(const ApplyRequest& req) {
+  Apply a(req);
+  if (auto s = CheckRun(a); !s) return s.error();
+  if (a.report.nothing_to_apply) return a.report;
+  for (Status (*phase)(Apply&) : {CheckRecordedPaths, MakeScratchGit, CheckPatchEffect,
+                                  CheckRepository, CheckTree, StoreBlobs, WriteFiles}) {
+    if (auto s = phase(a); !s) return s.error();
   }
-  report.paths = std::move(written);
-  return report;
+  if (auto s = StageFiles(a); !s) return s.error();
+  return a.report;
 }
 
 }  // namespace cagent::launcher::run

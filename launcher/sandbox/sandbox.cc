@@ -502,65 +502,120 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec) {
   return RunSandbox(spec, SandboxControl{});
 }
 
-Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& control) {
-  SandboxOutcome disabled_only;
-  for (size_t i = 0; i < static_cast<size_t>(Layer::kCount); ++i) {
-    if (spec.disabled.Has(static_cast<Layer>(i))) {
-      disabled_only.disabled_layers.emplace_back(LayerName(static_cast<Layer>(i)));
-    }
-  }
-  auto fail = [&](std::string step, const Error& e) {
-    SandboxOutcome o = SetupFailure(std::move(step), e);
-    o.disabled_layers = disabled_only.disabled_layers;
-    return o;
-  };
+namespace {
 
-  // ---- prepare (parent, before clone) ----
-  if (auto s = ValidateLaunchSpec(spec); !s) return fail("validate launch spec", s.error());
-  // Host-side guards first: the git guard's binds are part of the mount plan.
-  const bool guard_git = spec.guard_git_metadata && !spec.disabled.Has(Layer::kGitGuard);
+// The host-side guards around one sandbox: before it, what the writable trees hold (their git
+// entries, set-user-ID files), each git dir's configuration, and the git guard's placeholders;
+// after it, the sweep over what it left.
+struct HostGuards {
+  bool git = false;         // the workspace's git metadata (and its sweep)
+  bool privileged = false;  // the set-user-ID sweep
+  std::optional<TreeSnapshot> before;
+  std::optional<GitConfigGuard> config_guard;
+  GitGuard git_guard;    // removes its placeholders when RunSandbox returns
+  bool in_view = false;  // the git guard's binds are part of the mount plan
+  std::string git_summary = "off";
+};
+
+Result<HostGuards> PrepareHostGuards(const LaunchSpec& spec, std::string& step) {
+  HostGuards g;
+  g.git = spec.guard_git_metadata && !spec.disabled.Has(Layer::kGitGuard);
   // The config check needs no mount: it runs with the fs layer off too.
-  const bool guard_git_config = guard_git && !spec.disabled.Has(Layer::kGitConfig);
+  const bool git_config = g.git && !spec.disabled.Has(Layer::kGitConfig);
   // The sweep is for root callers: the sandbox is uid 0 over the files it makes, so a set-user-ID
   // bit there is a setuid-root program for the host. Any other caller's sandbox runs as that
   // caller, and a set-user-ID file it leaves runs as the same caller — no privilege gained — so
   // the walk that stats every entry (before and after each launch) is not paid for it; the
   // seccomp mode rules still apply to everyone.
-  const bool guard_privileged =
+  g.privileged =
       spec.guard_privileged_files && !spec.disabled.Has(Layer::kSetuidGuard) && ::geteuid() == 0;
-  std::optional<TreeSnapshot> before;
-  if (guard_git || guard_privileged) {
-    auto snap = SnapshotTrees(WritableRoots(spec), guard_privileged);
-    if (!snap) return fail("inspect the writable trees", snap.error());
-    before.emplace(std::move(*snap));
+  if (g.git || g.privileged) {
+    auto snap = SnapshotTrees(WritableRoots(spec), g.privileged);
+    if (!snap) {
+      step = "inspect the writable trees";
+      return snap.error();
+    }
+    g.before.emplace(std::move(*snap));
   }
   // Before the git guard makes its placeholders: what each git dir's config says now.
-  std::optional<GitConfigGuard> config_guard;
-  if (guard_git_config) {
-    config_guard.emplace(
-        GitConfigGuard::Snapshot(GitDirsOf(*before, before->roots), before->roots));
+  if (git_config) {
+    g.config_guard.emplace(
+        GitConfigGuard::Snapshot(GitDirsOf(*g.before, g.before->roots), g.before->roots));
   }
-  GitGuard git_guard;  // removes its placeholders on every return below
-  std::string git_guard_summary = "off";
-  const bool can_guard_git = guard_git && !spec.disabled.Has(Layer::kMountView);
-  if (guard_git && !can_guard_git) {
-    git_guard_summary = "off: the mount view (fs layer) is switched off";
-  }
-  if (can_guard_git) {
+  g.in_view = g.git && !spec.disabled.Has(Layer::kMountView);
+  if (g.git && !g.in_view) g.git_summary = "off: the mount view (fs layer) is switched off";
+  if (g.in_view) {
     std::vector<std::string> entries;
-    for (const auto& [path, id] : before->git_entries) entries.push_back(path);
-    auto g = GitGuard::Prepare(entries);
-    if (!g) return fail("guard the workspace's git metadata", g.error());
-    git_guard = std::move(*g);
-    git_guard_summary = git_guard.Summary();
+    for (const auto& [path, id] : g.before->git_entries) entries.push_back(path);
+    auto guard = GitGuard::Prepare(entries);
+    if (!guard) {
+      step = "guard the workspace's git metadata";
+      return guard.error();
+    }
+    g.git_guard = std::move(*guard);
+    g.git_summary = g.git_guard.Summary();
   }
-  const LaunchSpec view = can_guard_git ? WithGitGuard(spec, git_guard) : spec;
+  return g;
+}
+
+// After the sandbox: the git guard's notes, then the sweep, and the git configurations neutralised
+// before anything on the host runs git there (git dirs found now, planted ones included). Each
+// finding is also a warning.
+void FinishHostGuards(HostGuards& g, SandboxOutcome& out) {
+  out.git_guard = std::move(g.git_summary);
+  for (const std::string& note : g.git_guard.Finish()) out.git_guard += "; " + note;
+  if (g.before) {
+    LeftoverReport leftovers = SweepLeftovers(*g.before, g.git, g.privileged);
+    out.planted_repositories = std::move(leftovers.planted_repositories);
+    out.cleared_files = std::move(leftovers.cleared_files);
+    out.host_findings = std::move(leftovers.findings);
+    if (g.config_guard) {
+      std::vector<std::string> dirs = std::move(leftovers.git_dirs);
+      for (const std::string& link : leftovers.gitdir_links) {
+        if (auto target = GitConfigGuard::GitdirTarget(link, g.before->roots)) {
+          dirs.push_back(*target);
+        }
+      }
+      for (const std::string& link : leftovers.gitdir_symlinks) {
+        if (auto target = GitConfigGuard::SymlinkTarget(link, g.before->roots)) {
+          dirs.push_back(*target);
+        }
+      }
+      std::vector<std::string> notes;
+      out.git_config_rewrites = g.config_guard->Neutralise(std::move(dirs), g.before->roots, notes);
+      for (const GitConfigRewrite& r : out.git_config_rewrites) {
+        out.host_findings.push_back(DescribeRewrite(r));
+      }
+      for (std::string& n : notes) out.host_findings.push_back(std::move(n));
+    }
+  }
+  for (const std::string& finding : out.host_findings) {
+    spdlog::warn("warning: {}", TerminalSafe(finding, TerminalLines::kOne));
+  }
+}
+
+// What the outcome says of each layer, as prepared.
+struct LayerSummaries {
+  std::vector<std::string> downgrades;
+  std::string landlock = "off";
+  std::string seccomp = "off";
+  std::string cgroup = "not used";
+};
+
+// Every mechanism's preparation, in the parent before clone (`view`: the spec with the git
+// guard's binds). Sets `step` on failure.
+Result<Prepared> PrepareLayers(const LaunchSpec& spec, const LaunchSpec& view, LayerSummaries& sum,
+                               std::string& step) {
+  auto failed = [&step](const char* at, Error e) {
+    step = at;
+    return e;
+  };
   auto mounts = PrepareMountPlan(view);
-  if (!mounts) return fail("prepare mount view", mounts.error());
+  if (!mounts) return failed("prepare mount view", mounts.error());
   auto caps = CapabilityDrop::Prepare();
-  if (!caps) return fail("prepare capability drop", caps.error());
+  if (!caps) return failed("prepare capability drop", caps.error());
   auto exec = PrepareExec(spec, environ);
-  if (!exec) return fail("prepare command", exec.error());
+  if (!exec) return failed("prepare command", exec.error());
   Prepared p{PrepareIdMaps(),
              std::move(*mounts),
              std::move(*caps),
@@ -573,13 +628,11 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
              -1,
              {},
              0};
-  std::vector<std::string> downgrades;
-  std::string landlock_summary = "off", seccomp_summary = "off", cgroup_summary = "not used";
   if (!spec.disabled.Has(Layer::kLandlock)) {
     auto ruleset = LandlockRuleset::Prepare(LandlockRulesFor(view), LandlockAbi());
-    if (!ruleset) return fail("prepare Landlock rules", ruleset.error());
-    for (const auto& d : ruleset->Downgrades()) downgrades.push_back(d);
-    landlock_summary = ruleset->Summary().ToString();
+    if (!ruleset) return failed("prepare Landlock rules", ruleset.error());
+    for (const auto& d : ruleset->Downgrades()) sum.downgrades.push_back(d);
+    sum.landlock = ruleset->Summary().ToString();
     p.landlock.emplace(std::move(*ruleset));
   }
   if (!spec.disabled.Has(Layer::kSeccomp)) {
@@ -588,14 +641,14 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
     // guard_privileged_files is the sweep alone.
     seccomp_policy.deny_privileged_modes = !spec.disabled.Has(Layer::kSetuidGuard);
     auto filter = SeccompFilter::Prepare(seccomp_policy);
-    if (!filter) return fail("prepare seccomp filter", filter.error());
-    seccomp_summary = std::to_string(filter->DeniedSyscallNames().size()) +
-                      " system calls denied, plus socket, ioctl, clone and personality rules";
+    if (!filter) return failed("prepare seccomp filter", filter.error());
+    sum.seccomp = std::to_string(filter->DeniedSyscallNames().size()) +
+                  " system calls denied, plus socket, ioctl, clone and personality rules";
     p.seccomp.emplace(std::move(*filter));
   }
   if (!spec.disabled.Has(Layer::kCgroupLimits) && !spec.cgroup_limits.Controllers().empty()) {
-    auto cg = PrepareCgroup(spec, downgrades, cgroup_summary);
-    if (!cg) return fail("prepare cgroup", cg.error());
+    auto cg = PrepareCgroup(spec, sum.downgrades, sum.cgroup);
+    if (!cg) return failed("prepare cgroup", cg.error());
     if (cg->has_value()) p.cgroup.emplace(std::move(**cg));
   }
   p.clone_flags = CLONE_NEWUSER | CLONE_NEWNS;  // the mount namespace always: /proc is ours
@@ -606,156 +659,140 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
   // The cgroup namespace is not created by clone but by the child after cagent has moved it into
   // its own cgroup (step 3): created here it would be rooted at cagent's cgroup, whose limits
   // the sandbox's uid owns.
+  return p;
+}
 
+// The channels between cagent and the child: the sync pipe (its EOF tells the child cagent is
+// gone), the report pipe, and the sockets the listeners and the terminal's master come back on.
+struct Channels {
+  UniqueFd sync_r, sync_w, report_r, report_w;
+  UniqueFd listeners_parent, listeners_child;
+  UniqueFd terminal_parent, terminal_child;
+};
+
+Result<Channels> OpenChannels(const LaunchSpec& spec, const SandboxControl& control, Prepared& p,
+                              std::string& step) {
+  Channels c;
   int sync_pipe[2];
   int report_pipe[2];
-  if (::pipe2(sync_pipe, O_CLOEXEC) != 0) return fail("create pipe", ErrnoError("pipe2"));
-  UniqueFd sync_r(sync_pipe[0]), sync_w(sync_pipe[1]);
-  if (::pipe2(report_pipe, O_CLOEXEC) != 0) return fail("create pipe", ErrnoError("pipe2"));
-  UniqueFd report_r(report_pipe[0]), report_w(report_pipe[1]);
-  UniqueFd listeners_parent, listeners_child;
+  step = "create pipe";
+  if (::pipe2(sync_pipe, O_CLOEXEC) != 0) return ErrnoError("pipe2");
+  c.sync_r.Reset(sync_pipe[0]);
+  c.sync_w.Reset(sync_pipe[1]);
+  if (::pipe2(report_pipe, O_CLOEXEC) != 0) return ErrnoError("pipe2");
+  c.report_r.Reset(report_pipe[0]);
+  c.report_w.Reset(report_pipe[1]);
   if (!spec.net_listeners.empty()) {
     auto prepared = PrepareListeners(spec.net_listeners);
-    if (!prepared) return fail("prepare listeners", prepared.error());
+    step = "prepare listeners";
+    if (!prepared) return prepared.error();
     p.listeners = std::move(*prepared);
     int pair[2];
+    step = "create listener channel";
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-      return fail("create listener channel", ErrnoError("socketpair"));
+      return ErrnoError("socketpair");
     }
-    listeners_parent.Reset(pair[0]);
-    listeners_child.Reset(pair[1]);
-    p.listener_channel = listeners_child.get();
+    c.listeners_parent.Reset(pair[0]);
+    c.listeners_child.Reset(pair[1]);
+    p.listener_channel = c.listeners_child.get();
   }
-  UniqueFd terminal_parent, terminal_child;
   if (control.terminal != nullptr) {
     int pair[2];
+    step = "create terminal channel";
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-      return fail("create terminal channel", ErrnoError("socketpair"));
+      return ErrnoError("socketpair");
     }
-    terminal_parent.Reset(pair[0]);
-    terminal_child.Reset(pair[1]);
+    c.terminal_parent.Reset(pair[0]);
+    c.terminal_child.Reset(pair[1]);
     p.terminal = *control.terminal;
-    p.terminal_channel = terminal_child.get();
+    p.terminal_channel = c.terminal_child.get();
     p.exec.controlling_terminal = true;
   }
   p.child_keep_fds = spec.keep_fds;
-  if (listeners_child.valid()) p.child_keep_fds.push_back(listeners_child.get());
-  if (terminal_child.valid()) p.child_keep_fds.push_back(terminal_child.get());
+  if (c.listeners_child.valid()) p.child_keep_fds.push_back(c.listeners_child.get());
+  if (c.terminal_child.valid()) p.child_keep_fds.push_back(c.terminal_child.get());
   p.stdio[0] = control.stdin_fd;
   p.stdio[1] = control.stdout_fd;
   p.stdio[2] = control.stderr_fd;
-  p.child_keep_fds.push_back(sync_r.get());
-  p.child_keep_fds.push_back(report_w.get());
+  p.child_keep_fds.push_back(c.sync_r.get());
+  p.child_keep_fds.push_back(c.report_w.get());
   std::sort(p.child_keep_fds.begin(), p.child_keep_fds.end());
+  return c;
+}
 
-  sigset_t forwarded;
-  ::sigemptyset(&forwarded);
-  for (int sig : kParentSignals) ::sigaddset(&forwarded, sig);
-  std::optional<SignalMaskGuard> mask_guard;
-  UniqueFd sigfd;
-  if (control.forward_signals) {
-    mask_guard.emplace(forwarded);
-    sigfd.Reset(::signalfd(-1, &forwarded, SFD_CLOEXEC));
-    if (!sigfd.valid()) return fail("create signalfd", ErrnoError("signalfd"));
-  }
+// A failure after the child was released that the child's own report may explain better: the
+// listeners or the terminal did not come (the child was killed; Supervise reads why).
+struct LateFailure {
+  std::optional<Error> error;
+  std::string step = "receive listeners";
+};
 
-  // ---- clone ----
-  const pid_t child = static_cast<pid_t>(
-      ::syscall(SYS_clone, p.clone_flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
-  if (child < 0) {
-    Error e = ErrnoError("clone").WithCode(Error::Code::kSetup);
-    if (e.err == EPERM || e.err == ENOSPC || e.err == EINVAL) {
-      e.code = Error::Code::kUnsupported;
-      e.detail =
-          "this kernel refuses unprivileged user namespaces; check "
-          "/proc/sys/user/max_user_namespaces, /proc/sys/kernel/unprivileged_userns_clone and "
-          "AppArmor's kernel.apparmor_restrict_unprivileged_userns";
-    }
-    return fail("create namespaces", e);
-  }
-  if (child == 0) ChildMain(spec, p, sync_r.get(), report_w.get());
-
-  sync_r.Reset();
-  report_w.Reset();
-  listeners_child.Reset();
-  terminal_child.Reset();
-  if (control.after_clone) control.after_clone();
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
-  auto abort_child = [&] {
-    ::kill(child, SIGKILL);
-    ::waitpid(child, nullptr, 0);
-  };
-  if (!pidfd.valid()) {
-    const Error e = ErrnoError("pidfd_open");
-    abort_child();
-    return fail("watch sandbox init", e);
-  }
-
-  // ---- setup-from-parent ----
+// Setup from the parent, once the child exists: its id maps, its cgroup, its release, then what it
+// sends back (the listeners, started by on_listeners; the terminal's master, by on_terminal). An
+// error (with `step`) means the child must be killed; a late failure is reported by the outcome.
+Result<LateFailure> SetUpFromParent(const LaunchSpec& spec, const SandboxControl& control,
+                                    const Prepared& p, Channels& c, pid_t child,
+                                    std::string& step) {
   if (auto s = WriteIdMaps(child, p.maps); !s) {
-    abort_child();
-    return fail("write user namespace id maps", s.error());
+    step = "write user namespace id maps";
+    return s.error();
   }
   // Into the cgroup before the child runs anything, so every process it starts is counted.
   if (p.cgroup) {
     if (auto s = p.cgroup->Attach(child); !s) {
-      abort_child();
-      return fail("attach to cgroup", s.error());
+      step = "attach to cgroup";
+      return s.error();
     }
   }
   const char go = 1;
-  if (::write(sync_w.get(), &go, 1) != 1) {
-    const Error e = ErrnoError("write sync pipe");
-    abort_child();
-    return fail("release sandbox", e);
+  if (::write(c.sync_w.get(), &go, 1) != 1) {
+    step = "release sandbox";
+    return ErrnoError("write sync pipe");
   }
-  // sync_w stays open until we return: its EOF tells the child that cagent is gone.
+  // sync_w stays open until RunSandbox returns: its EOF tells the child that cagent is gone.
   // The listeners: when they do not come, the child failed (its report says where) or hangs.
-  std::optional<Error> listener_failure;
-  std::string listener_failure_step = "receive listeners";
-  if (listeners_parent.valid()) {
-    auto fds = ReceiveListeners(listeners_parent.get(), spec.net_listeners.size(),
+  LateFailure late;
+  if (c.listeners_parent.valid()) {
+    auto fds = ReceiveListeners(c.listeners_parent.get(), spec.net_listeners.size(),
                                 std::chrono::seconds(30));
     if (!fds) {
-      listener_failure = fds.error();
+      late.error = fds.error();
       ::kill(child, SIGKILL);
     } else if (control.on_listeners) {
       if (auto s = control.on_listeners(std::move(*fds)); !s) {
-        abort_child();
-        return fail("start the egress proxy", s.error());
+        step = "start the egress proxy";
+        return s.error();
       }
     }
-    listeners_parent.Reset();
+    c.listeners_parent.Reset();
   }
   // The terminal's master, sent once the view exists (step 6b); the relay starts on it.
-  if (terminal_parent.valid() && !listener_failure) {
-    auto master = ReceiveSandboxTerminal(terminal_parent.get(), std::chrono::seconds(30));
+  if (c.terminal_parent.valid() && !late.error) {
+    auto master = ReceiveSandboxTerminal(c.terminal_parent.get(), std::chrono::seconds(30));
     if (!master) {
-      listener_failure = master.error();
-      listener_failure_step = "receive the sandbox's terminal";
+      late.error = master.error();
+      late.step = "receive the sandbox's terminal";
       ::kill(child, SIGKILL);
     } else if (control.on_terminal) {
       if (auto s = control.on_terminal(std::move(*master)); !s) {
-        abort_child();
-        return fail("start the terminal relay", s.error());
+        step = "start the terminal relay";
+        return s.error();
       }
     }
-    terminal_parent.Reset();
+    c.terminal_parent.Reset();
   }
+  return late;
+}
 
-  SandboxOutcome out;
-  out.disabled_layers = disabled_only.disabled_layers;
-  out.downgrades = std::move(downgrades);
-  out.landlock = std::move(landlock_summary);
-  out.seccomp = std::move(seccomp_summary);
-  out.cgroup = std::move(cgroup_summary);
-  out.rlimits = spec.disabled.Has(Layer::kRlimits) ? "off" : DescribeLimits(spec.limits);
-  Supervise(spec, p, child, pidfd.get(), sigfd.get(), control.stop_fd, report_r.get(), out);
-  if (listener_failure && out.kind != SandboxOutcome::Kind::kSetupFailed) {
+// The outcome once the sandbox is gone: a late setup failure, the cgroup's kill and figures, and
+// which limit a signal most likely came from.
+void FinishOutcome(const LaunchSpec& spec, Prepared& p, const LateFailure& late,
+                   SandboxOutcome& out) {
+  if (late.error && out.kind != SandboxOutcome::Kind::kSetupFailed) {
     out.kind = SandboxOutcome::Kind::kSetupFailed;
     out.exit_code = kExitSetupFailed;
-    out.failed_step = listener_failure_step;
-    out.error = listener_failure_step + ": " + listener_failure->Message();
+    out.failed_step = late.step;
+    out.error = late.step + ": " + late.error->Message();
   }
   if (p.cgroup) {
     // Whatever is left (a daemon of a disabled pid namespace) goes with the sandbox.
@@ -772,38 +809,100 @@ Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& 
       !spec.disabled.Has(Layer::kRlimits)) {
     out.limit_hit = ExplainLimitSignal(out.signal, spec.limits);
   }
-  // ---- after exit: the host-side guards ----
-  out.git_guard = std::move(git_guard_summary);
-  for (const std::string& note : git_guard.Finish()) out.git_guard += "; " + note;
-  if (before) {
-    LeftoverReport leftovers = SweepLeftovers(*before, guard_git, guard_privileged);
-    out.planted_repositories = std::move(leftovers.planted_repositories);
-    out.cleared_files = std::move(leftovers.cleared_files);
-    out.host_findings = std::move(leftovers.findings);
-    // Before anything on the host runs git there: git dirs found now, planted ones included.
-    if (config_guard) {
-      std::vector<std::string> dirs = std::move(leftovers.git_dirs);
-      for (const std::string& link : leftovers.gitdir_links) {
-        if (auto target = GitConfigGuard::GitdirTarget(link, before->roots)) {
-          dirs.push_back(*target);
-        }
-      }
-      for (const std::string& link : leftovers.gitdir_symlinks) {
-        if (auto target = GitConfigGuard::SymlinkTarget(link, before->roots)) {
-          dirs.push_back(*target);
-        }
-      }
-      std::vector<std::string> notes;
-      out.git_config_rewrites = config_guard->Neutralise(std::move(dirs), before->roots, notes);
-      for (const GitConfigRewrite& r : out.git_config_rewrites) {
-        out.host_findings.push_back(DescribeRewrite(r));
-      }
-      for (std::string& n : notes) out.host_findings.push_back(std::move(n));
+}
+
+}  // namespace
+
+Result<SandboxOutcome> RunSandbox(const LaunchSpec& spec, const SandboxControl& control) {
+  std::vector<std::string> disabled;
+  for (size_t i = 0; i < static_cast<size_t>(Layer::kCount); ++i) {
+    if (spec.disabled.Has(static_cast<Layer>(i))) {
+      disabled.emplace_back(LayerName(static_cast<Layer>(i)));
     }
   }
-  for (const std::string& finding : out.host_findings) {
-    spdlog::warn("warning: {}", TerminalSafe(finding, TerminalLines::kOne));
+  std::string step;  // where a setup failure happened
+  auto fail = [&](const Error& e) {
+    SandboxOutcome o = SetupFailure(step, e);
+    o.disabled_layers = disabled;
+    return o;
+  };
+
+  // ---- prepare (parent, before clone) ----
+  step = "validate launch spec";
+  if (auto s = ValidateLaunchSpec(spec); !s) return fail(s.error());
+  // Host-side guards first: the git guard's binds are part of the mount plan.
+  auto guards = PrepareHostGuards(spec, step);
+  if (!guards) return fail(guards.error());
+  const LaunchSpec view = guards->in_view ? WithGitGuard(spec, guards->git_guard) : spec;
+  LayerSummaries summaries;
+  auto prepared = PrepareLayers(spec, view, summaries, step);
+  if (!prepared) return fail(prepared.error());
+  Prepared& p = *prepared;
+  auto channels = OpenChannels(spec, control, p, step);
+  if (!channels) return fail(channels.error());
+  Channels& c = *channels;
+  sigset_t forwarded;
+  ::sigemptyset(&forwarded);
+  for (int sig : kParentSignals) ::sigaddset(&forwarded, sig);
+  std::optional<SignalMaskGuard> mask_guard;
+  UniqueFd sigfd;
+  if (control.forward_signals) {
+    mask_guard.emplace(forwarded);
+    sigfd.Reset(::signalfd(-1, &forwarded, SFD_CLOEXEC));
+    step = "create signalfd";
+    if (!sigfd.valid()) return fail(ErrnoError("signalfd"));
   }
+
+  // ---- clone ----
+  const pid_t child = static_cast<pid_t>(
+      ::syscall(SYS_clone, p.clone_flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+  if (child < 0) {
+    Error e = ErrnoError("clone").WithCode(Error::Code::kSetup);
+    if (e.err == EPERM || e.err == ENOSPC || e.err == EINVAL) {
+      e.code = Error::Code::kUnsupported;
+      e.detail =
+          "this kernel refuses unprivileged user namespaces; check "
+          "/proc/sys/user/max_user_namespaces, /proc/sys/kernel/unprivileged_userns_clone and "
+          "AppArmor's kernel.apparmor_restrict_unprivileged_userns";
+    }
+    step = "create namespaces";
+    return fail(e);
+  }
+  if (child == 0) ChildMain(spec, p, c.sync_r.get(), c.report_w.get());
+
+  c.sync_r.Reset();
+  c.report_w.Reset();
+  c.listeners_child.Reset();
+  c.terminal_child.Reset();
+  if (control.after_clone) control.after_clone();
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+  auto abort_child = [&](const Error& e) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    return fail(e);
+  };
+  if (!pidfd.valid()) {
+    step = "watch sandbox init";
+    return abort_child(ErrnoError("pidfd_open"));
+  }
+
+  // ---- setup-from-parent ----
+  auto late = SetUpFromParent(spec, control, p, c, child, step);
+  if (!late) return abort_child(late.error());
+
+  // ---- supervise ----
+  SandboxOutcome out;
+  out.disabled_layers = std::move(disabled);
+  out.downgrades = std::move(summaries.downgrades);
+  out.landlock = std::move(summaries.landlock);
+  out.seccomp = std::move(summaries.seccomp);
+  out.cgroup = std::move(summaries.cgroup);
+  out.rlimits = spec.disabled.Has(Layer::kRlimits) ? "off" : DescribeLimits(spec.limits);
+  Supervise(spec, p, child, pidfd.get(), sigfd.get(), control.stop_fd, c.report_r.get(), out);
+  FinishOutcome(spec, p, *late, out);
+
+  // ---- after exit: the host-side guards ----
+  FinishHostGuards(*guards, out);
   return out;
 }
 
