@@ -281,6 +281,15 @@ class Broker::Impl {
   void OnModelDone(std::uint64_t id, std::uint64_t turn, std::uint64_t max_tokens,
                    model::ModelOutcome outcome);
   void OnToolRequest(std::uint64_t id, const protocol::ToolRequest& request);
+  // The refusals of OnToolRequest that come before the policy is asked; each answers the request
+  // and returns true when it refused it.
+  bool RefuseOverBudget(std::uint64_t id, const protocol::ToolRequest& request,
+                        const std::string& args_digest);
+  bool RefuseBadArguments(std::uint64_t id, const protocol::ToolRequest& request,
+                          const MappedTool& call);
+  bool RefuseLoop(std::uint64_t id, const protocol::ToolRequest& request,
+                  const std::string& args_text, const std::string& args_digest,
+                  const MappedTool& call);
   void OnToolResult(std::uint64_t id, const protocol::ToolResult& result);
   void OnProgress(std::uint64_t id, const protocol::Progress& progress);
   void OnFinish(std::uint64_t id, const protocol::Finish& finish);
@@ -1031,11 +1040,8 @@ void Broker::Impl::DenyUnmapped(std::uint64_t id, const protocol::ToolRequest& r
   Send(Kind::kDecision, id, std::move(reply));
 }
 
-void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& request) {
-  // The canonical text of the arguments, made once: their digest (the log's `args`), loop
-  // detection's key and, for an ask, the approval digest are all hashes over it.
-  const std::string args_text = JsonText(request.args);
-  const std::string args_digest = Sha256Hex(args_text);
+bool Broker::Impl::RefuseOverBudget(std::uint64_t id, const protocol::ToolRequest& request,
+                                    const std::string& args_digest) {
   // A request refused before it is decided (an error reply, no decision) is recorded as itself;
   // every other request is recorded in its decision's entry, which carries the request too.
   const auto record_undecided = [&] {
@@ -1053,16 +1059,77 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
                       " allowed tool calls are still waiting for their tool_result; report those "
                       "first",
                   id);
-    return;
+    return true;
   }
   // Every request counts against the tool-call budgets, whatever the decision: a refused call
   // costs the run as much attention as an allowed one.
   if (auto exhausted = budget_.CheckToolCall(request.tool)) {
     record_undecided();
     BudgetExhausted(id, *exhausted);
-    return;
+    return true;
   }
   budget_.CountToolCall(request.tool);
+  return false;
+}
+
+bool Broker::Impl::RefuseBadArguments(std::uint64_t id, const protocol::ToolRequest& request,
+                                      const MappedTool& call) {
+  if (!call.argument_error.empty() || request.paths.size() > kMaxRequestPaths) {
+    ++outcome_.denials;
+    protocol::Decision reply;
+    reply.verdict = protocol::Verdict::kDeny;
+    reply.rule = "arguments";
+    reply.reason = call.argument_error.empty()
+                       ? "more than " + std::to_string(kMaxRequestPaths) + " paths in one call"
+                       : call.argument_error;
+    MappedTool shown = call;
+    if (shown.argument_error.empty()) shown.argument_error = reply.reason;
+    reply.message = ArgumentMessage(shown);
+    SendDecision(id, call, std::move(reply));
+    return true;
+  }
+  return false;
+}
+
+bool Broker::Impl::RefuseLoop(std::uint64_t id, const protocol::ToolRequest& request,
+                              const std::string& args_text, const std::string& args_digest,
+                              const MappedTool& call) {
+  // Loop detection before the policy: a repeated call is refused however it would be decided.
+  // The state is cagent's own digest of the workspace on the host, never anything the agent says;
+  // a fresh one is taken whenever this call was last seen in the state cached now.
+  // The key is the call without its resolved paths: those are the agent's to choose, and a
+  // different list each time would make the same command look new forever (a re-pointed symlink
+  // changes the workspace state anyway).
+  const std::string loop_key = CallDigestOfText(request.tool, args_text, {});
+  std::string state = WorkspaceStateDigest(false);
+  if (loop_.SuspectsRepeat(loop_key, state)) state = WorkspaceStateDigest(true);
+  if (auto loop = loop_.Check(loop_key, state)) {
+    ++outcome_.denials;
+    protocol::Decision reply;
+    reply.verdict = protocol::Verdict::kDeny;
+    reply.rule = "loop detection";
+    reply.reason =
+        loop->kind == LoopFinding::Kind::kRepeat
+            ? "the same call " + std::to_string(loop->count) + " times with no workspace change"
+            : "a cycle of " + std::to_string(loop->period) + " calls repeated " +
+                  std::to_string(loop->count) + " times";
+    reply.message = LoopMessage(*loop, ShortText(call.action, 200));
+    Audit(audit::Loop({.id = id,
+                       .tool = std::string(policy::ToolName(call.request.tool)),
+                       .args_digest = args_digest,
+                       .reason = reply.reason}));
+    SendDecision(id, call, std::move(reply));
+    return true;
+  }
+  return false;
+}
+
+void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& request) {
+  // The canonical text of the arguments, made once: their digest (the log's `args`), loop
+  // detection's key and, for an ask, the approval digest are all hashes over it.
+  const std::string args_text = JsonText(request.args);
+  const std::string args_digest = Sha256Hex(args_text);
+  if (RefuseOverBudget(id, request, args_digest)) return;
 
   // The request must be one the model made: a call of its latest turn, named once, with the
   // model's tool and arguments. The agent cannot run a tool the model did not ask for.
@@ -1107,48 +1174,9 @@ void Broker::Impl::OnToolRequest(std::uint64_t id, const protocol::ToolRequest& 
     return;
   }
   const MappedTool& call = *mapped;
-  if (!call.argument_error.empty() || request.paths.size() > kMaxRequestPaths) {
-    ++outcome_.denials;
-    protocol::Decision reply;
-    reply.verdict = protocol::Verdict::kDeny;
-    reply.rule = "arguments";
-    reply.reason = call.argument_error.empty()
-                       ? "more than " + std::to_string(kMaxRequestPaths) + " paths in one call"
-                       : call.argument_error;
-    MappedTool shown = call;
-    if (shown.argument_error.empty()) shown.argument_error = reply.reason;
-    reply.message = ArgumentMessage(shown);
-    SendDecision(id, call, std::move(reply));
-    return;
-  }
+  if (RefuseBadArguments(id, request, call)) return;
 
-  // Loop detection before the policy: a repeated call is refused however it would be decided.
-  // The state is cagent's own digest of the workspace on the host, never anything the agent says;
-  // a fresh one is taken whenever this call was last seen in the state cached now.
-  // The key is the call without its resolved paths: those are the agent's to choose, and a
-  // different list each time would make the same command look new forever (a re-pointed symlink
-  // changes the workspace state anyway).
-  const std::string loop_key = CallDigestOfText(request.tool, args_text, {});
-  std::string state = WorkspaceStateDigest(false);
-  if (loop_.SuspectsRepeat(loop_key, state)) state = WorkspaceStateDigest(true);
-  if (auto loop = loop_.Check(loop_key, state)) {
-    ++outcome_.denials;
-    protocol::Decision reply;
-    reply.verdict = protocol::Verdict::kDeny;
-    reply.rule = "loop detection";
-    reply.reason =
-        loop->kind == LoopFinding::Kind::kRepeat
-            ? "the same call " + std::to_string(loop->count) + " times with no workspace change"
-            : "a cycle of " + std::to_string(loop->period) + " calls repeated " +
-                  std::to_string(loop->count) + " times";
-    reply.message = LoopMessage(*loop, ShortText(call.action, 200));
-    Audit(audit::Loop({.id = id,
-                       .tool = std::string(policy::ToolName(call.request.tool)),
-                       .args_digest = args_digest,
-                       .reason = reply.reason}));
-    SendDecision(id, call, std::move(reply));
-    return;
-  }
+  if (RefuseLoop(id, request, args_text, args_digest, call)) return;
 
   const policy::Decision decision = Decide(call, request.paths);
   const std::string location = Where(decision.loc);

@@ -58,6 +58,99 @@ Status MakeDirs(const std::string& path) {
   return Ok{};
 }
 
+ExitCode AgentExitCode(const broker::BrokerOutcome& b) {
+  switch (b.status) {
+    case broker::BrokerOutcome::Status::kFinished:
+      return ExitCode::kOk;
+    case broker::BrokerOutcome::Status::kCancelled:
+      return ExitCode::kCancelled;
+    case broker::BrokerOutcome::Status::kNeedsApproval:
+      return ExitCode::kNeedsApproval;
+    case broker::BrokerOutcome::Status::kRunning:
+    case broker::BrokerOutcome::Status::kFailed:
+      break;
+  }
+  return ExitCode::kRunFailed;
+}
+
+// `cagent agent --json`: the session's end as one object.
+nlohmann::json AgentSessionJson(const session::AgentSessionOptions& s, std::uint64_t sequence,
+                                const session::AgentSessionResult& result,
+                                const std::vector<std::string>& downgrades) {
+  const auto& b = result.broker;
+  nlohmann::json j;
+  j["run_id"] = s.run_id;
+  j["kind"] = "agent";
+  j["sequence"] = sequence;
+  j["status"] = broker::BrokerStatusName(b.status);
+  j["reason"] = b.reason;
+  j["summary"] = b.finish ? b.finish->summary : "";
+  j["profile"] = s.policy->name;
+  j["policy_digest"] = result.policy_digest;
+  j["audit_log"] = s.audit_log_path;
+  j["agent_log"] = s.agent_log_path;
+  j["audit_entries"] = result.audit_entries;
+  j["audit_lost"] = result.audit_lost;
+  j["usage"] = {{"model_turns", b.used.model_turns},
+                {"input_tokens", b.used.input_tokens},
+                {"output_tokens", b.used.output_tokens},
+                {"tool_calls", b.used.tool_calls},
+                {"output_bytes", b.used.output_bytes}};
+  j["sandbox"] = DescribeOutcome(result.sandbox);
+  j["downgrades"] = downgrades;
+  if (b.needs_approval) {
+    j["needs_approval"] = {{"tool", b.needs_approval->tool},
+                           {"action", b.needs_approval->action},
+                           {"rule", b.needs_approval->rule},
+                           {"pre_approve", "sha256:" + b.needs_approval->digest}};
+  }
+  return j;
+}
+
+// The session's end for people: its status, the pre-approval that allows a stopped action, the
+// agent's summary (escaped: the agent wrote it).
+void PrintSessionEnd(const broker::BrokerOutcome& b) {
+  std::string line = std::string("session ") + std::string(broker::BrokerStatusName(b.status));
+  if (!b.reason.empty()) line += ": " + TerminalSafe(b.reason);
+  spdlog::info("{}", line);
+  if (b.needs_approval) {
+    spdlog::info("to allow exactly this action: --pre-approve 'sha256:{}'",
+                 b.needs_approval->digest);
+  }
+  if (b.finish && !b.finish->summary.empty()) {
+    std::cerr << TerminalSafe(b.finish->summary, TerminalLines::kMultiple) << "\n";
+  }
+}
+
+// The session's record once it ended (`cagent runs` lists it, `cagent log` finds its log).
+void RecordSessionEnd(const std::string& record_path, nlohmann::json& record,
+                      const session::AgentSessionResult& result,
+                      const std::vector<std::string>& downgrades) {
+  const auto& b = result.broker;
+  record["status"] = run::SessionStatus(broker::BrokerStatusName(b.status));
+  record["reason"] = b.reason;
+  record["summary"] = b.finish ? b.finish->summary : "";
+  record["downgrades"] = downgrades;
+  record["event_log_entries"] = result.audit_entries;
+  record["event_log_head"] = result.audit_head;
+  record["event_log_lost"] = result.audit_lost;
+  if (auto st = run::WriteSessionRecord(record_path, record); !st) {
+    spdlog::warn("warning: {}: the session will be listed as unfinished", st.error().Message());
+  }
+}
+
+// The task file's text; refused when it cannot be read or holds only blanks.
+Result<std::string> ReadTask(const std::string& path) {
+  std::ifstream task(path, std::ios::binary);
+  if (!task) return PlainError("cannot read the task file " + path);
+  std::ostringstream text;
+  text << task.rdbuf();
+  if (text.str().find_first_not_of(" \t\r\n") == std::string::npos) {
+    return PlainError("the task file " + path + " is empty");
+  }
+  return text.str();
+}
+
 }  // namespace
 
 CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
@@ -111,14 +204,9 @@ int RunAgentCommand(const AgentOptions& o) {
   if (auto st = CheckWorkspace(*workspace, named); !st) return Usage(st.error().Message());
   s.binding = RunBinding(*workspace);
 
-  std::ifstream task(o.task_file, std::ios::binary);
-  if (!task) return Usage("cannot read the task file " + o.task_file);
-  std::ostringstream text;
-  text << task.rdbuf();
-  s.task = text.str();
-  if (s.task.find_first_not_of(" \t\r\n") == std::string::npos) {
-    return Usage("the task file " + o.task_file + " is empty");
-  }
+  auto task = ReadTask(o.task_file);
+  if (!task) return Usage(task.error().Message());
+  s.task = std::move(*task);
 
   auto settings = ResolveSessionFlags(o.session);
   if (!settings) return Usage(settings.error().Message());
@@ -212,61 +300,13 @@ int RunAgentCommand(const AgentOptions& o) {
   }
   if (!o.quiet) (void)WarnDowngrades(downgrades, CallerHome());
   const auto& b = result->broker;
-  record["status"] = run::SessionStatus(broker::BrokerStatusName(b.status));
-  record["reason"] = b.reason;
-  record["summary"] = b.finish ? b.finish->summary : "";
-  record["downgrades"] = downgrades;
-  record["event_log_entries"] = result->audit_entries;
-  record["event_log_head"] = result->audit_head;
-  record["event_log_lost"] = result->audit_lost;
-  if (auto st = run::WriteSessionRecord(record_path, record); !st) {
-    spdlog::warn("warning: {}: the session will be listed as unfinished", st.error().Message());
-  }
-  ExitCode code = ExitCode::kRunFailed;
-  if (b.status == broker::BrokerOutcome::Status::kFinished) code = ExitCode::kOk;
-  if (b.status == broker::BrokerOutcome::Status::kCancelled) code = ExitCode::kCancelled;
-  if (b.status == broker::BrokerOutcome::Status::kNeedsApproval) code = ExitCode::kNeedsApproval;
+  RecordSessionEnd(record_path, record, *result, downgrades);
   if (o.json) {
-    nlohmann::json j;
-    j["run_id"] = s.run_id;
-    j["kind"] = "agent";
-    j["sequence"] = *sequence;
-    j["status"] = broker::BrokerStatusName(b.status);
-    j["reason"] = b.reason;
-    j["summary"] = b.finish ? b.finish->summary : "";
-    j["profile"] = s.policy->name;
-    j["policy_digest"] = result->policy_digest;
-    j["audit_log"] = s.audit_log_path;
-    j["agent_log"] = s.agent_log_path;
-    j["audit_entries"] = result->audit_entries;
-    j["audit_lost"] = result->audit_lost;
-    j["usage"] = {{"model_turns", b.used.model_turns},
-                  {"input_tokens", b.used.input_tokens},
-                  {"output_tokens", b.used.output_tokens},
-                  {"tool_calls", b.used.tool_calls},
-                  {"output_bytes", b.used.output_bytes}};
-    j["sandbox"] = DescribeOutcome(result->sandbox);
-    j["downgrades"] = downgrades;
-    if (b.needs_approval) {
-      j["needs_approval"] = {{"tool", b.needs_approval->tool},
-                             {"action", b.needs_approval->action},
-                             {"rule", b.needs_approval->rule},
-                             {"pre_approve", "sha256:" + b.needs_approval->digest}};
-    }
-    std::cout << JsonText(j, 2) << "\n";
+    std::cout << JsonText(AgentSessionJson(s, *sequence, *result, downgrades), 2) << "\n";
   } else {
-    std::string line = std::string("session ") + std::string(broker::BrokerStatusName(b.status));
-    if (!b.reason.empty()) line += ": " + TerminalSafe(b.reason);
-    spdlog::info("{}", line);
-    if (b.needs_approval) {
-      spdlog::info("to allow exactly this action: --pre-approve 'sha256:{}'",
-                   b.needs_approval->digest);
-    }
-    if (b.finish && !b.finish->summary.empty()) {
-      std::cerr << TerminalSafe(b.finish->summary, TerminalLines::kMultiple) << "\n";
-    }
+    PrintSessionEnd(b);
   }
-  return ToInt(code);
+  return ToInt(AgentExitCode(b));
 }
 
 }  // namespace cagent::launcher::cli

@@ -310,7 +310,8 @@ std::string EffectiveReason(const policy::Policy& p, const policy::Decision& d,
          (where.empty() ? std::string() : " at " + where) + ")";
 }
 
-int RunExplain(const PolicyOptions& o) {
+// The one request `policy explain` was given, from its flags.
+Result<policy::Request> ExplainRequest(const PolicyOptions& o) {
   policy::Request r;
   int given = 0;
   if (!o.command.empty() && o.tool.empty()) {
@@ -332,7 +333,7 @@ int RunExplain(const PolicyOptions& o) {
   if (!o.host.empty()) {
     ++given;
     auto hp = policy::ParseHostPort(o.host);
-    if (!hp) return Usage("--host " + hp.error().op + "; " + hp.error().detail);
+    if (!hp) return PlainError("--host " + hp.error().op + "; " + hp.error().detail);
     r = policy::Request::Host(std::move(hp->first), hp->second);
   }
   if (!o.mcp_tool.empty()) {
@@ -342,27 +343,123 @@ int RunExplain(const PolicyOptions& o) {
   if (!o.tool.empty()) {
     ++given;
     auto t = policy::ParseTool(o.tool);
-    if (!t) return Usage("unknown tool '" + o.tool + "'; the tools are: " + ToolList());
+    if (!t) return PlainError("unknown tool '" + o.tool + "'; the tools are: " + ToolList());
     if (*t == policy::Tool::kRunCommand) {
       std::string line = o.shell;
       if (line.empty()) {
         for (const auto& a : o.command) line += (line.empty() ? "" : " ") + ShellWord(a);
       }
       if (line.empty()) {
-        return Usage("--tool run_command needs the command: --shell 'STRING' or -- CMD...");
+        return PlainError("--tool run_command needs the command: --shell 'STRING' or -- CMD...");
       }
       r = policy::Request::ToolCall(*t, std::move(line));
     } else {
       r = policy::Request::ToolCall(*t, o.tool_path);
     }
   } else if (!o.tool_path.empty()) {
-    return Usage("--path goes with --tool TOOL (e.g. --tool write_file --path src/main.c)");
+    return PlainError("--path goes with --tool TOOL (e.g. --tool write_file --path src/main.c)");
   }
   if (given != 1) {
-    return Usage(std::string(given == 0 ? "nothing to explain" : "one request at a time") +
-                 ": give one of -- CMD..., --shell 'STRING', --read PATH, --write PATH, --host "
-                 "HOST[:PORT], --mcp-tool NAME or --tool TOOL [--path P]");
+    return PlainError(
+        std::string(given == 0 ? "nothing to explain" : "one request at a time") +
+        ": give one of -- CMD..., --shell 'STRING', --read PATH, --write PATH, --host "
+        "HOST[:PORT], --mcp-tool NAME or --tool TOOL [--path P]");
   }
+
+  return r;
+}
+
+// `policy explain --json`.
+json ExplainJson(const policy::Policy& policy, const policy::Request& r, const policy::Decision& d,
+                 policy::Verdict effective, const policy::Binding& bindings,
+                 const std::vector<policy::Engine::ShellPart>& parts, bool shell_line) {
+  const policy::Policy* p = &policy;
+  const std::string approval(policy::ApprovalName(p->approval.value));
+  json j = {{"profile", p->name},
+            {"chain", p->chain},
+            {"request", {{"kind", policy::KindName(r)}, {"text", policy::Describe(r)}}},
+            {"verdict", policy::VerdictName(d.verdict)},
+            {"effective", policy::VerdictName(effective)},
+            {"approval", approval},
+            {"rule", d.rule},
+            {"at", At(*p, d.loc)},
+            {"source", SourceLine(*p, d.loc)},
+            {"reason", d.reason},
+            {"effective_reason", EffectiveReason(*p, d, effective)},
+            {"workspace", bindings.workspace},
+            {"home", bindings.home}};
+  using Kind = policy::Request::Kind;
+  if (r.kind == Kind::kCommand) j["request"]["argv"] = r.argv;
+  if (r.kind == Kind::kTool) j["request"]["tool"] = policy::ToolName(r.tool);
+  if (r.kind == Kind::kShell) j["request"]["subject"] = r.script;
+  if (r.kind == Kind::kPath) j["request"]["subject"] = r.path;
+  if (r.kind == Kind::kTool) j["request"]["subject"] = r.ToolSubject();
+  if (r.kind == Kind::kHost) j["request"]["host"] = r.host;
+  if (r.kind == Kind::kHost) j["request"]["port"] = r.port;
+  if (r.kind == Kind::kMcpTool) j["request"]["mcp_tool"] = r.mcp_tool;
+  if (shell_line) {
+    j["parts"] = json::array();
+    for (const auto& part : parts) {
+      j["parts"].push_back({{"kind", part.what},
+                            {"text", part.text},
+                            {"run_by", part.run_by},
+                            {"verdict", policy::VerdictName(part.decision.verdict)},
+                            {"rule", part.decision.rule},
+                            {"at", At(*p, part.decision.loc)},
+                            {"reason", part.decision.reason}});
+    }
+  }
+  return j;
+}
+
+// `policy explain` for people: the verdict, the rule and where it is, each part of a shell line.
+void PrintExplain(const policy::Policy& policy, const policy::Request& r, const policy::Decision& d,
+                  policy::Verdict effective, const std::vector<policy::Engine::ShellPart>& parts) {
+  const policy::Policy* p = &policy;
+  const std::string approval(policy::ApprovalName(p->approval.value));
+  std::cout << "profile:   " << p->name << " (" << p->ChainText() << ")\n";
+  std::cout << "request:   " << TerminalSafe(policy::Describe(r)) << "\n";
+  std::cout << "verdict:   " << policy::VerdictName(d.verdict) << "\n";
+  std::cout << "effective: " << policy::VerdictName(effective);
+  if (d.verdict == policy::Verdict::kAsk) {
+    std::cout << " (approval " << approval
+              << (effective == policy::Verdict::kDeny    ? ": nobody is asked, so it is denied"
+                  : effective == policy::Verdict::kAllow ? ": allowed without asking"
+                                                         : ": a person at the terminal decides")
+              << ")";
+  }
+  std::cout << "\n";
+  std::cout << "rule:      " << d.rule << "\n";
+  if (d.loc.valid()) {
+    std::cout << "at:        " << p->Where(d.loc) << "\n";
+    std::string line = SourceLine(*p, d.loc);
+    if (!line.empty()) std::cout << "           " << line << "\n";
+  } else {
+    std::cout << "at:        "
+              << (d.rule == "default" ? "(no rule matched: what no rule allows is denied)"
+                                      : "(built into cagent)")
+              << "\n";
+  }
+  std::cout << "reason:    " << d.reason << "\n";
+  if (!parts.empty()) {
+    // Every simple command and redirection the line holds, each with its own decision; the
+    // line's verdict is the strongest of them.
+    std::cout << "parts:\n";
+    for (const auto& part : parts) {
+      std::cout << "  " << policy::VerdictName(part.decision.verdict) << "\t" << part.what << " "
+                << TerminalSafe(part.text);
+      if (!part.run_by.empty()) std::cout << "  (run by " << TerminalSafe(part.run_by) << ")";
+      std::cout << "\n    by " << TerminalSafe(part.decision.rule);
+      if (part.decision.loc.valid()) std::cout << " at " << p->Where(part.decision.loc);
+      std::cout << "\n";
+    }
+  }
+}
+
+int RunExplain(const PolicyOptions& o) {
+  auto request = ExplainRequest(o);
+  if (!request) return Usage(request.error().Message());
+  const policy::Request& r = *request;
 
   auto p = LoadOrReport(o.profile, Search());
   if (!p) return kExitUsage;
@@ -373,7 +470,6 @@ int RunExplain(const PolicyOptions& o) {
   policy::Engine engine(*p, bindings);
   policy::Decision d = engine.Decide(r);
   policy::Verdict effective = engine.Effective(d.verdict);
-  const std::string approval(policy::ApprovalName(p->approval.value));
   // A shell line: how it was split, and what decided each part.
   const bool shell_line =
       r.kind == policy::Request::Kind::kShell ||
@@ -382,79 +478,10 @@ int RunExplain(const PolicyOptions& o) {
       shell_line ? engine.ShellParts(r.script) : std::vector<policy::Engine::ShellPart>{};
 
   if (o.json) {
-    json j = {{"profile", p->name},
-              {"chain", p->chain},
-              {"request", {{"kind", policy::KindName(r)}, {"text", policy::Describe(r)}}},
-              {"verdict", policy::VerdictName(d.verdict)},
-              {"effective", policy::VerdictName(effective)},
-              {"approval", approval},
-              {"rule", d.rule},
-              {"at", At(*p, d.loc)},
-              {"source", SourceLine(*p, d.loc)},
-              {"reason", d.reason},
-              {"effective_reason", EffectiveReason(*p, d, effective)},
-              {"workspace", bindings.workspace},
-              {"home", bindings.home}};
-    using Kind = policy::Request::Kind;
-    if (r.kind == Kind::kCommand) j["request"]["argv"] = r.argv;
-    if (r.kind == Kind::kTool) j["request"]["tool"] = policy::ToolName(r.tool);
-    if (r.kind == Kind::kShell) j["request"]["subject"] = r.script;
-    if (r.kind == Kind::kPath) j["request"]["subject"] = r.path;
-    if (r.kind == Kind::kTool) j["request"]["subject"] = r.ToolSubject();
-    if (r.kind == Kind::kHost) j["request"]["host"] = r.host;
-    if (r.kind == Kind::kHost) j["request"]["port"] = r.port;
-    if (r.kind == Kind::kMcpTool) j["request"]["mcp_tool"] = r.mcp_tool;
-    if (shell_line) {
-      j["parts"] = json::array();
-      for (const auto& part : parts) {
-        j["parts"].push_back({{"kind", part.what},
-                              {"text", part.text},
-                              {"run_by", part.run_by},
-                              {"verdict", policy::VerdictName(part.decision.verdict)},
-                              {"rule", part.decision.rule},
-                              {"at", At(*p, part.decision.loc)},
-                              {"reason", part.decision.reason}});
-      }
-    }
-    std::cout << JsonText(j, 2) << std::endl;
+    std::cout << JsonText(ExplainJson(*p, r, d, effective, bindings, parts, shell_line), 2)
+              << std::endl;
   } else {
-    std::cout << "profile:   " << p->name << " (" << p->ChainText() << ")\n";
-    std::cout << "request:   " << TerminalSafe(policy::Describe(r)) << "\n";
-    std::cout << "verdict:   " << policy::VerdictName(d.verdict) << "\n";
-    std::cout << "effective: " << policy::VerdictName(effective);
-    if (d.verdict == policy::Verdict::kAsk) {
-      std::cout << " (approval " << approval
-                << (effective == policy::Verdict::kDeny    ? ": nobody is asked, so it is denied"
-                    : effective == policy::Verdict::kAllow ? ": allowed without asking"
-                                                           : ": a person at the terminal decides")
-                << ")";
-    }
-    std::cout << "\n";
-    std::cout << "rule:      " << d.rule << "\n";
-    if (d.loc.valid()) {
-      std::cout << "at:        " << p->Where(d.loc) << "\n";
-      std::string line = SourceLine(*p, d.loc);
-      if (!line.empty()) std::cout << "           " << line << "\n";
-    } else {
-      std::cout << "at:        "
-                << (d.rule == "default" ? "(no rule matched: what no rule allows is denied)"
-                                        : "(built into cagent)")
-                << "\n";
-    }
-    std::cout << "reason:    " << d.reason << "\n";
-    if (!parts.empty()) {
-      // Every simple command and redirection the line holds, each with its own decision; the
-      // line's verdict is the strongest of them.
-      std::cout << "parts:\n";
-      for (const auto& part : parts) {
-        std::cout << "  " << policy::VerdictName(part.decision.verdict) << "\t" << part.what << " "
-                  << TerminalSafe(part.text);
-        if (!part.run_by.empty()) std::cout << "  (run by " << TerminalSafe(part.run_by) << ")";
-        std::cout << "\n    by " << TerminalSafe(part.decision.rule);
-        if (part.decision.loc.valid()) std::cout << " at " << p->Where(part.decision.loc);
-        std::cout << "\n";
-      }
-    }
+    PrintExplain(*p, r, d, effective, parts);
   }
   switch (effective) {
     case policy::Verdict::kAllow:

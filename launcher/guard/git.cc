@@ -215,6 +215,102 @@ std::vector<std::string> GitEnvironment(const std::string& home) {
   return env;
 }
 
+namespace {
+
+// Git's limits (address space, CPU, file size, no core), never above what cagent itself was given:
+// raising a hard limit needs privilege, and a caller's tighter limit stays in force.
+void SetLimits(ChildPlan& plan, const GitInvocation& inv) {
+  plan.limits[0] = {RLIMIT_AS, {inv.max_memory, inv.max_memory}};
+  plan.limits[1] = {RLIMIT_CPU, {inv.max_cpu_seconds, inv.max_cpu_seconds + 5}};
+  plan.limits[2] = {RLIMIT_FSIZE, {inv.max_file_size, inv.max_file_size}};
+  plan.limits[3] = {RLIMIT_CORE, {0, 0}};
+  for (auto& l : plan.limits) {
+    struct rlimit now {};
+    if (::getrlimit(l.resource, &now) != 0) continue;
+    l.value.rlim_max = std::min(l.value.rlim_max, now.rlim_max);
+    l.value.rlim_cur = std::min(l.value.rlim_cur, l.value.rlim_max);
+  }
+}
+
+// How watching git ended: its wait status, or the deadline passed, or its output grew too large.
+struct Watched {
+  bool timed_out = false;
+  bool flooded = false;
+  int status = 0;
+};
+
+// Reads git's stdout into result.out (up to inv.max_output) and its stderr into result.err (the
+// first MiB kept), until git has exited and both pipes are closed (a process git started may hold
+// them), or the deadline. git closing its output and then hanging is covered too: exit is polled.
+// Whatever git started goes with it when it is killed (a hung helper, a pager someone configured
+// anyway). On return git is reaped.
+Watched Watch(pid_t pid, int out_fd, int err_fd, const GitInvocation& inv, GitResult& result) {
+  Watched watched;
+  const auto deadline = Clock::now() + inv.timeout;
+  bool& flooded = watched.flooded;
+  bool& timed_out = watched.timed_out;
+  int& status = watched.status;
+  bool exited = false;
+  std::array<char, 65536> buf{};
+  bool out_open = true, err_open = true;
+  std::int64_t exit_poll_ms = 1;
+  while (out_open || err_open || !exited) {
+    if (!exited) {
+      const pid_t w = ::waitpid(pid, &status, WNOHANG);
+      if (w == pid) exited = true;
+      if (exited && !out_open && !err_open) break;
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    std::int64_t wait_ms = std::min<std::int64_t>(left.count(), 1 << 30);
+    if (!exited) {
+      // With both pipes closed git is exiting: look again after 1, 2, 4 ... ms (at most 50), not
+      // 50 ms at once, which every git call cagent makes (the git identity at each launch) paid.
+      const bool piped = out_open || err_open;
+      wait_ms = std::min<std::int64_t>(wait_ms, piped ? 50 : exit_poll_ms);
+      if (!piped) exit_poll_ms = std::min<std::int64_t>(exit_poll_ms * 2, 50);
+    }
+    struct pollfd fds[2] = {{out_open ? out_fd : -1, POLLIN, 0},
+                            {err_open ? err_fd : -1, POLLIN, 0}};
+    const int ready = ::poll(fds, 2, static_cast<int>(wait_ms));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) {
+      timed_out = true;  // cannot watch it any more: treat as a hang, kill and report
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].revents == 0) continue;
+      const ssize_t n = ::read(fds[i].fd, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        (i == 0 ? out_open : err_open) = false;
+        continue;
+      }
+      std::string& sink = i == 0 ? result.out : result.err;
+      if (i == 1 && sink.size() > (1U << 20)) continue;  // keep reading, stop keeping
+      sink.append(buf.data(), static_cast<size_t>(n));
+      if (i == 0 && sink.size() > inv.max_output) {
+        flooded = true;
+        break;
+      }
+    }
+    if (flooded) break;
+  }
+  // Whatever git started goes with it (a hung helper, a pager someone configured anyway). Before
+  // git is reaped its zombie keeps the group id reserved; after, a member holding the pipes does.
+  if (!exited || timed_out || flooded) ::kill(-pid, SIGKILL);
+  while (!exited) {
+    if (::waitpid(pid, &status, 0) == pid || errno != EINTR) exited = true;
+  }
+  return watched;
+}
+
+}  // namespace
+
 Result<GitResult> RunGit(const GitInvocation& inv) {
   std::vector<std::string> argv = {"git"};
   for (auto& opt : HardeningOptions()) argv.push_back(std::move(opt));
@@ -259,18 +355,7 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
   plan.fds[2] = err_w.get();
   plan.exec_fd = exec_w.get();
   plan.parent = ::getpid();
-  plan.limits[0] = {RLIMIT_AS, {inv.max_memory, inv.max_memory}};
-  plan.limits[1] = {RLIMIT_CPU, {inv.max_cpu_seconds, inv.max_cpu_seconds + 5}};
-  plan.limits[2] = {RLIMIT_FSIZE, {inv.max_file_size, inv.max_file_size}};
-  plan.limits[3] = {RLIMIT_CORE, {0, 0}};
-  // Never above what cagent itself was given: raising a hard limit needs privilege, and a caller's
-  // tighter limit stays in force.
-  for (auto& l : plan.limits) {
-    struct rlimit now {};
-    if (::getrlimit(l.resource, &now) != 0) continue;
-    l.value.rlim_max = std::min(l.value.rlim_max, now.rlim_max);
-    l.value.rlim_cur = std::min(l.value.rlim_cur, l.value.rlim_max);
-  }
+  SetLimits(plan, inv);
 
   const pid_t pid = ::fork();
   if (pid < 0) return ErrnoError("fork (to run git)");
@@ -301,66 +386,9 @@ Result<GitResult> RunGit(const GitInvocation& inv) {
   }
 
   GitResult result;
-  const auto deadline = Clock::now() + inv.timeout;
-  bool flooded = false, timed_out = false, exited = false;
-  int status = 0;
-  std::array<char, 65536> buf{};
-  bool out_open = true, err_open = true;
-  std::int64_t exit_poll_ms = 1;
-  // Until git has exited and both pipes are closed (a process git started may hold them), or the
-  // deadline. git closing its output and then hanging is covered too: exit is polled.
-  while (out_open || err_open || !exited) {
-    if (!exited) {
-      const pid_t w = ::waitpid(pid, &status, WNOHANG);
-      if (w == pid) exited = true;
-      if (exited && !out_open && !err_open) break;
-    }
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    std::int64_t wait_ms = std::min<std::int64_t>(left.count(), 1 << 30);
-    if (!exited) {
-      // With both pipes closed git is exiting: look again after 1, 2, 4 ... ms (at most 50), not
-      // 50 ms at once, which every git call cagent makes (the git identity at each launch) paid.
-      const bool piped = out_open || err_open;
-      wait_ms = std::min<std::int64_t>(wait_ms, piped ? 50 : exit_poll_ms);
-      if (!piped) exit_poll_ms = std::min<std::int64_t>(exit_poll_ms * 2, 50);
-    }
-    struct pollfd fds[2] = {{out_open ? out_r.get() : -1, POLLIN, 0},
-                            {err_open ? err_r.get() : -1, POLLIN, 0}};
-    const int ready = ::poll(fds, 2, static_cast<int>(wait_ms));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) {
-      timed_out = true;  // cannot watch it any more: treat as a hang, kill and report
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].revents == 0) continue;
-      const ssize_t n = ::read(fds[i].fd, buf.data(), buf.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        (i == 0 ? out_open : err_open) = false;
-        continue;
-      }
-      std::string& sink = i == 0 ? result.out : result.err;
-      if (i == 1 && sink.size() > (1U << 20)) continue;  // keep reading, stop keeping
-      sink.append(buf.data(), static_cast<size_t>(n));
-      if (i == 0 && sink.size() > inv.max_output) {
-        flooded = true;
-        break;
-      }
-    }
-    if (flooded) break;
-  }
-  // Whatever git started goes with it (a hung helper, a pager someone configured anyway). Before
-  // git is reaped its zombie keeps the group id reserved; after, a member holding the pipes does.
-  if (!exited || timed_out || flooded) ::kill(-pid, SIGKILL);
-  while (!exited) {
-    if (::waitpid(pid, &status, 0) == pid || errno != EINTR) exited = true;
-  }
+  const Watched watched = Watch(pid, out_r.get(), err_r.get(), inv, result);
+  const bool timed_out = watched.timed_out, flooded = watched.flooded;
+  const int status = watched.status;
   if (timed_out) {
     return PlainError(JoinArgs(inv.args),
                       "timed out after " + std::to_string(inv.timeout.count() / 1000) + " s");

@@ -68,70 +68,126 @@ GitGuard& GitGuard::operator=(GitGuard&& other) noexcept {
 
 GitGuard::~GitGuard() { (void)Finish(); }
 
+Result<bool> GitGuard::Ensure(int dir, const std::string& dir_path, const std::string& name,
+                              bool directory, std::string_view content) {
+  const int dfd = dirs_[static_cast<std::size_t>(dir)].get();
+  const std::string path = dir_path + "/" + name;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    struct stat st {};
+    if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      if (directory ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)) return true;
+      return Unguardable(path, "it is " + KindOf(st.st_mode) + ", not " +
+                                   (directory ? "a directory" : "a regular file"));
+    }
+    if (errno != ENOENT) return ErrnoError("inspect '" + path + "'");
+    Placeholder p{dir, name, path, directory, 0, 0};
+    if (directory) {
+      if (::mkdirat(dfd, name.c_str(), 0755) != 0) {
+        if (errno == EEXIST) continue;
+        if (Unwritable(errno)) return false;
+        return ErrnoError("create the placeholder directory '" + path + "'");
+      }
+      if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        return ErrnoError("inspect '" + path + "'");
+      }
+    } else {
+      UniqueFd fd(
+          ::openat(dfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+      if (!fd.valid()) {
+        if (errno == EEXIST) continue;
+        if (Unwritable(errno)) return false;
+        return ErrnoError("create the placeholder '" + path + "'");
+      }
+      if (!content.empty() && ::write(fd.get(), content.data(), content.size()) !=
+                                  static_cast<ssize_t>(content.size())) {
+        const Error e = ErrnoError("write the placeholder '" + path + "'");
+        ::unlinkat(dfd, name.c_str(), 0);
+        return e;
+      }
+      if (::fstat(fd.get(), &st) != 0) return ErrnoError("inspect '" + path + "'");
+    }
+    p.dev = st.st_dev;
+    p.ino = st.st_ino;
+    placeholders_.push_back(std::move(p));
+    return true;
+  }
+  return Unguardable(path, "it changes while cagent looks at it");
+}
+
+Result<int> GitGuard::OpenDir(int parent, const std::string& name, const std::string& path,
+                              int owner) {
+  UniqueFd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (errno == ELOOP || errno == ENOTDIR) return Unguardable(path, "it is not a directory");
+    return ErrnoError("open '" + path + "'");
+  }
+  dirs_.push_back(std::move(fd));
+  dir_owner_.push_back(owner);
+  return static_cast<int>(dirs_.size() - 1);
+}
+
+Status GitGuard::GuardGitDir(const std::string& entry) {
+  UniqueFd gfd(::open(entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!gfd.valid()) return ErrnoError("open '" + entry + "'");
+  // Shared while the sandbox runs: Finish removes placeholders only when it can upgrade this to
+  // exclusive, i.e. no other cagent's sandbox relies on them right now.
+  (void)::flock(gfd.get(), LOCK_SH | LOCK_NB);
+  const int owner = static_cast<int>(git_dirs_.size());
+  const int dup = ::fcntl(gfd.get(), F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return ErrnoError("duplicate a descriptor of '" + entry + "'");
+  git_dirs_.push_back({entry, std::move(gfd)});
+  dirs_.emplace_back(dup);
+  dir_owner_.push_back(owner);
+  const int git = static_cast<int>(dirs_.size() - 1);
+  const std::size_t before = placeholders_.size();
+
+  self_binds_.push_back(entry);
+  for (const ProtectedFile& f : kProtectedFiles) {
+    auto made = Ensure(git, entry, f.name, false, f.placeholder);
+    if (!made) return made.error();
+    if (*made) read_only_.push_back(entry + "/" + f.name);
+  }
+  for (const char* d : kProtectedDirs) {
+    auto made = Ensure(git, entry, d, true, {});
+    if (!made) return made.error();
+    if (*made) read_only_.push_back(entry + "/" + d);
+  }
+  // objects/info/alternates: only where git would look, below an existing objects/ (without
+  // one the directory is no repository git accepts, whatever else it holds).
+  struct stat ost {};
+  const std::string objects = entry + "/objects";
+  if (::fstatat(dirs_[static_cast<std::size_t>(git)].get(), "objects", &ost, AT_SYMLINK_NOFOLLOW) ==
+      0) {
+    if (!S_ISDIR(ost.st_mode)) return Unguardable(objects, "it is " + KindOf(ost.st_mode));
+    auto obj = OpenDir(dirs_[static_cast<std::size_t>(git)].get(), "objects", objects, owner);
+    if (!obj) return obj.error();
+    self_binds_.push_back(objects);
+    auto made = Ensure(*obj, objects, "info", true, {});
+    if (!made) return made.error();
+    if (*made) {
+      const std::string info = objects + "/info";
+      auto infod = OpenDir(dirs_[static_cast<std::size_t>(*obj)].get(), "info", info, owner);
+      if (!infod) return infod.error();
+      self_binds_.push_back(info);
+      for (const ProtectedFile& f : kAlternates) {
+        auto alt = Ensure(*infod, info, f.name, false, f.placeholder);
+        if (!alt) return alt.error();
+        if (*alt) read_only_.push_back(info + "/" + f.name);
+      }
+    }
+  }
+  std::string names;
+  for (std::size_t i = before; i < placeholders_.size(); ++i) {
+    names += (names.empty() ? "" : ", ") + placeholders_[i].path.substr(entry.size() + 1);
+  }
+  guarded_.push_back(entry + (names.empty() ? "" : " (placeholders: " + names + ")"));
+  return Ok{};
+}
+
 Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& git_entries) {
   GitGuard g;
   g.finished_ = false;
   std::size_t repositories = 0;
-
-  // Makes sure `name` exists in dirs_[dir] as the expected kind, creating a placeholder when it is
-  // absent. Returns false (and no error) when the caller cannot create it.
-  auto ensure = [&g](int dir, const std::string& dir_path, const std::string& name, bool directory,
-                     std::string_view content) -> Result<bool> {
-    const int dfd = g.dirs_[static_cast<std::size_t>(dir)].get();
-    const std::string path = dir_path + "/" + name;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      struct stat st {};
-      if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (directory ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)) return true;
-        return Unguardable(path, "it is " + KindOf(st.st_mode) + ", not " +
-                                     (directory ? "a directory" : "a regular file"));
-      }
-      if (errno != ENOENT) return ErrnoError("inspect '" + path + "'");
-      Placeholder p{dir, name, path, directory, 0, 0};
-      if (directory) {
-        if (::mkdirat(dfd, name.c_str(), 0755) != 0) {
-          if (errno == EEXIST) continue;
-          if (Unwritable(errno)) return false;
-          return ErrnoError("create the placeholder directory '" + path + "'");
-        }
-        if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-          return ErrnoError("inspect '" + path + "'");
-        }
-      } else {
-        UniqueFd fd(::openat(dfd, name.c_str(),
-                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-        if (!fd.valid()) {
-          if (errno == EEXIST) continue;
-          if (Unwritable(errno)) return false;
-          return ErrnoError("create the placeholder '" + path + "'");
-        }
-        if (!content.empty() && ::write(fd.get(), content.data(), content.size()) !=
-                                    static_cast<ssize_t>(content.size())) {
-          const Error e = ErrnoError("write the placeholder '" + path + "'");
-          ::unlinkat(dfd, name.c_str(), 0);
-          return e;
-        }
-        if (::fstat(fd.get(), &st) != 0) return ErrnoError("inspect '" + path + "'");
-      }
-      p.dev = st.st_dev;
-      p.ino = st.st_ino;
-      g.placeholders_.push_back(std::move(p));
-      return true;
-    }
-    return Unguardable(path, "it changes while cagent looks at it");
-  };
-  auto open_dir = [&g](int parent, const std::string& name, const std::string& path,
-                       int owner) -> Result<int> {
-    UniqueFd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd.valid()) {
-      if (errno == ELOOP || errno == ENOTDIR) return Unguardable(path, "it is not a directory");
-      return ErrnoError("open '" + path + "'");
-    }
-    g.dirs_.push_back(std::move(fd));
-    g.dir_owner_.push_back(owner);
-    return static_cast<int>(g.dirs_.size() - 1);
-  };
-
   for (const std::string& entry : git_entries) {
     struct stat st {};
     if (::lstat(entry.c_str(), &st) != 0) {
@@ -153,60 +209,7 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& git_entries) 
     }
     if (!S_ISDIR(st.st_mode)) return Unguardable(entry, "it is " + KindOf(st.st_mode));
 
-    UniqueFd gfd(::open(entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!gfd.valid()) return ErrnoError("open '" + entry + "'");
-    // Shared while the sandbox runs: Finish removes placeholders only when it can upgrade this to
-    // exclusive, i.e. no other cagent's sandbox relies on them right now.
-    (void)::flock(gfd.get(), LOCK_SH | LOCK_NB);
-    const int owner = static_cast<int>(g.git_dirs_.size());
-    const int dup = ::fcntl(gfd.get(), F_DUPFD_CLOEXEC, 0);
-    if (dup < 0) return ErrnoError("duplicate a descriptor of '" + entry + "'");
-    g.git_dirs_.push_back({entry, std::move(gfd)});
-    g.dirs_.emplace_back(dup);
-    g.dir_owner_.push_back(owner);
-    const int git = static_cast<int>(g.dirs_.size() - 1);
-    const std::size_t before = g.placeholders_.size();
-
-    g.self_binds_.push_back(entry);
-    for (const ProtectedFile& f : kProtectedFiles) {
-      auto made = ensure(git, entry, f.name, false, f.placeholder);
-      if (!made) return made.error();
-      if (*made) g.read_only_.push_back(entry + "/" + f.name);
-    }
-    for (const char* d : kProtectedDirs) {
-      auto made = ensure(git, entry, d, true, {});
-      if (!made) return made.error();
-      if (*made) g.read_only_.push_back(entry + "/" + d);
-    }
-    // objects/info/alternates: only where git would look, below an existing objects/ (without
-    // one the directory is no repository git accepts, whatever else it holds).
-    struct stat ost {};
-    const std::string objects = entry + "/objects";
-    if (::fstatat(g.dirs_[static_cast<std::size_t>(git)].get(), "objects", &ost,
-                  AT_SYMLINK_NOFOLLOW) == 0) {
-      if (!S_ISDIR(ost.st_mode)) return Unguardable(objects, "it is " + KindOf(ost.st_mode));
-      auto obj = open_dir(g.dirs_[static_cast<std::size_t>(git)].get(), "objects", objects, owner);
-      if (!obj) return obj.error();
-      g.self_binds_.push_back(objects);
-      auto made = ensure(*obj, objects, "info", true, {});
-      if (!made) return made.error();
-      if (*made) {
-        const std::string info = objects + "/info";
-        auto infod = open_dir(g.dirs_[static_cast<std::size_t>(*obj)].get(), "info", info, owner);
-        if (!infod) return infod.error();
-        g.self_binds_.push_back(info);
-        for (const ProtectedFile& f : kAlternates) {
-          auto alt = ensure(*infod, info, f.name, false, f.placeholder);
-          if (!alt) return alt.error();
-          if (*alt) g.read_only_.push_back(info + "/" + f.name);
-        }
-      }
-    }
-    std::string names;
-    for (std::size_t i = before; i < g.placeholders_.size(); ++i) {
-      names += (names.empty() ? "" : ", ") + g.placeholders_[i].path.substr(entry.size() + 1);
-    }
-    g.guarded_.push_back(entry + (names.empty() ? "" : " (placeholders: " + names + ")"));
+    if (auto s = g.GuardGitDir(entry); !s) return s.error();
   }
   return g;
 }

@@ -96,6 +96,17 @@ class GitGuard {
     UniqueFd fd;  // holds a shared flock while the sandbox runs
   };
 
+  // Guards one git dir (`entry`, a directory): its protected files and directories, and
+  // objects/info/alternates below an existing objects/.
+  Status GuardGitDir(const std::string& entry);
+  // Makes sure `name` exists in dirs_[dir] as the expected kind, creating a placeholder when it
+  // is absent. false (and no error) when the caller cannot create it.
+  Result<bool> Ensure(int dir, const std::string& dir_path, const std::string& name, bool directory,
+                      std::string_view content);
+  // Opens the directory `name` of `parent` (no link followed) into dirs_, owned by
+  // git_dirs_[owner]; its index.
+  Result<int> OpenDir(int parent, const std::string& name, const std::string& path, int owner);
+
   std::vector<GitDir> git_dirs_;
   std::vector<UniqueFd> dirs_;  // the directories placeholders live in (git dirs, objects/info)
   std::vector<int> dir_owner_;  // dirs_[i] belongs to git_dirs_[dir_owner_[i]]

@@ -35,10 +35,12 @@ bool IsDir(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
+
 bool IsFile(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
+
 bool IsExecutableFile(const std::string& path) {
   return IsFile(path) && ::access(path.c_str(), X_OK) == 0;
 }
@@ -133,6 +135,7 @@ std::string Dirname(const std::string& p) {
   if (slash == 0) return "/";
   return p.substr(0, slash);
 }
+
 std::string Basename(const std::string& p) {
   auto slash = p.rfind('/');
   return slash == std::string::npos ? p : p.substr(slash + 1);
@@ -648,17 +651,11 @@ bool ValidName(std::string_view s) {
 
 }  // namespace
 
-Result<InitPlan> PlanProfile(const InitOptions& o) {
-  if (!IsDir(o.dir)) {
-    return PlainError("'" + o.dir + "' is not a directory", "pass the repository's root directory")
-        .WithCode(Error::Code::kInvalidInput);
-  }
-  const auto id = IdentifyRepository(o.dir);
-  if (!id) {
-    return PlainError("'" + o.dir + "' cannot be resolved", "pass the repository's root directory")
-        .WithCode(Error::Code::kInvalidInput);
-  }
-  const std::string name = o.name.empty() ? id->name : o.name;
+namespace {
+
+// The checks on the options before anything is inspected: a valid name that shadows no built-in
+// profile, and somewhere to write it.
+Status CheckInitOptions(const InitOptions& o, const std::string& name) {
   if (!ValidName(name)) {
     return PlainError("invalid profile name '" + name + "'",
                       "names are letters, digits, '-', '_' and '.', not starting with '.'")
@@ -678,49 +675,43 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
                       "write it into the repository's .cagent/")
         .WithCode(Error::Code::kInvalidInput);
   }
+  return Ok{};
+}
 
-  const std::string dir = Absolute(o.dir);
-  InitPlan plan;
-  plan.name = name;
-  plan.in_repository = o.in_repository;
-  plan.repository = id->root;
-  plan.repository_key = id->key;
-  plan.path = o.in_repository ? dir + "/.cagent/" + name + ".cagent"
-                              : RepositoryProfileDir(o.config_dir, *id) + "/" + name + ".cagent";
-  const RepoFacts f = InspectRepository(dir);
-
-  bool code = f.python || f.rust || f.go || f.cmake || f.meson || f.java;
-  // A Makefile alone means C or similar, unless it only drives a docs build or npm.
-  const bool backend = code || f.shell || (f.make && !f.node && !f.mkdocs && !f.sphinx);
-  plan.parent = !backend && f.node ? "frontend" : !backend && f.docs ? "docs" : "backend";
-
-  // What was recognised, for the comment at the top and for the command's report.
+// What was recognised, for the comment at the top and for the command's report.
+std::vector<std::string> FoundInRepository(const RepoFacts& f, const std::string& parent) {
+  std::vector<std::string> found;
   if (f.python) {
-    plan.found.push_back(std::string("Python project") +
-                         (f.python_src_layout ? " (src/ layout)" : ""));
+    found.push_back(std::string("Python project") + (f.python_src_layout ? " (src/ layout)" : ""));
   }
-  if (f.rust) plan.found.push_back("Rust crate (Cargo.toml)");
-  if (f.go) plan.found.push_back("Go module (go.mod)");
-  if (f.cmake) plan.found.push_back("CMake project (CMakeLists.txt)");
-  if (f.meson) plan.found.push_back("Meson project (meson.build)");
+  if (f.rust) found.push_back("Rust crate (Cargo.toml)");
+  if (f.go) found.push_back("Go module (go.mod)");
+  if (f.cmake) found.push_back("CMake project (CMakeLists.txt)");
+  if (f.meson) found.push_back("Meson project (meson.build)");
   if (f.make) {
-    plan.found.push_back("Makefile" + (f.make_target.empty()
-                                           ? std::string()
-                                           : " with a '" + f.make_target + "' target"));
+    found.push_back("Makefile" + (f.make_target.empty()
+                                      ? std::string()
+                                      : " with a '" + f.make_target + "' target"));
   }
-  if (f.java) plan.found.push_back(f.maven ? "Maven project (pom.xml)" : "Gradle project");
-  if (f.node) plan.found.push_back("Node project (package.json, " + f.node_runner + ")");
-  if (f.shell) plan.found.push_back("shell scripts");
-  if (f.docs && plan.parent == "docs") {
-    plan.found.push_back(f.mkdocs   ? "MkDocs site (mkdocs.yml)"
-                         : f.sphinx ? "Sphinx documentation (conf.py)"
-                                    : "documentation files");
+  if (f.java) found.push_back(f.maven ? "Maven project (pom.xml)" : "Gradle project");
+  if (f.node) found.push_back("Node project (package.json, " + f.node_runner + ")");
+  if (f.shell) found.push_back("shell scripts");
+  if (f.docs && parent == "docs") {
+    found.push_back(f.mkdocs   ? "MkDocs site (mkdocs.yml)"
+                    : f.sphinx ? "Sphinx documentation (conf.py)"
+                               : "documentation files");
   }
-  if (plan.found.empty()) plan.found.push_back("no known build files");
+  if (found.empty()) found.push_back("no known build files");
+  return found;
+}
 
-  // Every recognised ecosystem's recipe; the first in this order decides setup, caches and the
-  // verify command (the project's own entry point first: a Makefile's test target runs the tests
-  // however the project builds, with the dependencies the language's setup installed).
+// Every recognised ecosystem's recipe; the first in this order decides setup, caches and the
+// verify command (the project's own entry point first: a Makefile's test target runs the tests
+// however the project builds, with the dependencies the language's setup installed). Fills the
+// plan's verify, setup, hosts, caches, outputs and notes; `verify_why` and `timeout` are for the
+// verify block's comment and limit.
+void ChooseRecipe(InitPlan& plan, const RepoFacts& f, const InitOptions& o, const std::string& dir,
+                  std::string& verify_why, std::string& timeout) {
   std::vector<Recipe> recipes;
   if (plan.parent != "docs") {
     if (f.rust) recipes.push_back(Rust(f));
@@ -754,8 +745,8 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
       chosen.verify_why = make.verify_why;
     }
   }
-  std::string verify_why = chosen.verify_why;
-  std::string timeout = chosen.timeout;
+  verify_why = chosen.verify_why;
+  timeout = chosen.timeout;
   plan.verify = chosen.verify;
   plan.setup = chosen.setup;
   plan.setup_hosts = chosen.hosts;
@@ -776,15 +767,16 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
       verify_why = "Sphinx conf.py";
     }
   }
+}
 
-  // The parent as this profile will see it: from DIR/.cagent/ a copy of it there wins, as it will
-  // later; from CONFIG/repos/KEY/ the repository's .cagent/ is never a parent. Compiled through a
-  // one-line child so that it resolves exactly like the profile written below.
-  const std::string& workspace = dir;
-  // Outside the repository the parent is looked up after the profile's own directory only. The
-  // loader knows that order by the directory's inode, and CONFIG/repos/KEY may not exist yet (it
-  // is made when the profile is written): without its entries before that directory the search
-  // path says the same now.
+// The search path the parent is compiled with, as this profile will see it: from DIR/.cagent/ a
+// copy of it there wins, as it will later; from CONFIG/repos/KEY/ the repository's .cagent/ is
+// never a parent. Outside the repository the parent is looked up after the profile's own
+// directory only. The loader knows that order by the directory's inode, and CONFIG/repos/KEY may
+// not exist yet (it is made when the profile is written): without its entries before that
+// directory the search path says the same now.
+policy::SearchPath ParentSearchPath(const InitOptions& o, const InitPlan& plan,
+                                    const std::string& dir) {
   policy::SearchPath search = o.search;
   if (!o.in_repository) {
     const std::string own = Dirname(plan.path);
@@ -798,13 +790,17 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
       });
     }
   }
-  policy::Compiled parent = policy::CompileText(plan.path, "extends " + plan.parent + "\n", search);
-  const policy::Policy* parent_policy = parent.ok() ? parent.policy.get() : nullptr;
+  return search;
+}
+
+// The toolchains found on this machine: the ones the parent already shows, and the ones the
+// profile must show read-only (never the repository's own content, nor a link into it).
+void PlaceToolchains(InitPlan& plan, const RepoFacts& f, const InitOptions& o,
+                     const std::string& dir, const policy::Policy* parent_policy) {
+  const std::string& workspace = dir;
   std::string home_abs = o.home.empty() ? "" : Absolute(o.home);
   for (auto& t : FindToolchains(f, o.home, o.path_env, dir)) {
     std::string abs = t.path.starts_with("~/") ? home_abs + t.path.substr(1) : t.path;
-    // Inside the repository, or reached through a link into it: the repository's content, which
-    // a profile never mounts on its say-so.
     if (Under(abs, workspace) || HostResolutionEnters(abs, workspace)) continue;
     if (ParentShows(parent_policy, workspace, home_abs, abs)) {
       plan.already.push_back(t.path);
@@ -812,16 +808,22 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
       plan.exposed.push_back(std::move(t));
     }
   }
-  bool node_in_backend = f.node && plan.parent == "backend";
+}
 
-  std::string& s = plan.text;
+// The profile's text: the comment saying what was found and how to review it, then the sections.
+std::string ProfileText(const InitPlan& plan, const InitOptions& o, const RepositoryIdentity& id,
+                        const std::string& dir, const RepoFacts& f, const std::string& verify_why,
+                        const std::string& timeout) {
+  const std::string& name = plan.name;
+  const bool node_in_backend = f.node && plan.parent == "backend";
+  std::string s;
   // Comment text comes from the directory's name and the host's PATH: one line each, escaped, so
   // a name holding a newline cannot add rules to the profile below the comment.
   const std::string shown_dir = TerminalSafe(Basename(dir), TerminalLines::kOne);
   s += "# " + name + ": written by `cagent profile init` for " + shown_dir + ".\n";
   if (!o.in_repository) {
     s += "# Kept outside the repository (nothing to commit; it never enters a run's patch):\n";
-    s += "# `--profile " + name + "` finds it from " + TerminalSafe(id->root, TerminalLines::kOne) +
+    s += "# `--profile " + name + "` finds it from " + TerminalSafe(id.root, TerminalLines::kOne) +
          ".\n";
   }
   s += "# Review it: it is a starting point, guessed from the repository's build files and the\n";
@@ -910,6 +912,48 @@ Result<InitPlan> PlanProfile(const InitOptions& o) {
     s += "  run " + policy::QuoteString(plan.verify) + " timeout " + timeout + "\n";
     s += "}\n";
   }
+  return s;
+}
+
+}  // namespace
+
+Result<InitPlan> PlanProfile(const InitOptions& o) {
+  if (!IsDir(o.dir)) {
+    return PlainError("'" + o.dir + "' is not a directory", "pass the repository's root directory")
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  const auto id = IdentifyRepository(o.dir);
+  if (!id) {
+    return PlainError("'" + o.dir + "' cannot be resolved", "pass the repository's root directory")
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  const std::string name = o.name.empty() ? id->name : o.name;
+  if (auto s = CheckInitOptions(o, name); !s) return s.error();
+
+  const std::string dir = Absolute(o.dir);
+  InitPlan plan;
+  plan.name = name;
+  plan.in_repository = o.in_repository;
+  plan.repository = id->root;
+  plan.repository_key = id->key;
+  plan.path = o.in_repository ? dir + "/.cagent/" + name + ".cagent"
+                              : RepositoryProfileDir(o.config_dir, *id) + "/" + name + ".cagent";
+  const RepoFacts f = InspectRepository(dir);
+  bool code = f.python || f.rust || f.go || f.cmake || f.meson || f.java;
+  // A Makefile alone means C or similar, unless it only drives a docs build or npm.
+  const bool backend = code || f.shell || (f.make && !f.node && !f.mkdocs && !f.sphinx);
+  plan.parent = !backend && f.node ? "frontend" : !backend && f.docs ? "docs" : "backend";
+  plan.found = FoundInRepository(f, plan.parent);
+  std::string verify_why;
+  std::string timeout;
+  ChooseRecipe(plan, f, o, dir, verify_why, timeout);
+
+  // The parent, compiled through a one-line child so that it resolves exactly like the profile
+  // written below.
+  const policy::SearchPath search = ParentSearchPath(o, plan, dir);
+  policy::Compiled parent = policy::CompileText(plan.path, "extends " + plan.parent + "\n", search);
+  PlaceToolchains(plan, f, o, dir, parent.ok() ? parent.policy.get() : nullptr);
+  plan.text = ProfileText(plan, o, *id, dir, f, verify_why, timeout);
 
   // Refuse to hand over a profile that `cagent policy check` would reject.
   policy::Compiled check = policy::CompileText(plan.path, plan.text, search);
