@@ -204,6 +204,119 @@ void ReadAvailable(int fd, OutputCapture* capture, bool* eof) {
   }
 }
 
+// The command's descriptors, all above 2 (so no dup2 in the child overwrites a later one's
+// source): its output pipe, the pipe its exec failure (or stderr) comes back on, and stdin.
+struct CommandFds {
+  UniqueFd out_r, out_w, err_r, err_w, stdin_fd;
+};
+
+bool OpenCommandFds(CommandFds& f, std::string& start_error) {
+  int out_pipe[2];
+  int err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    start_error = std::string("pipe: ") + std::strerror(errno);
+    return false;
+  }
+  f.out_r.Reset(AboveStdio(out_pipe[0]));
+  f.out_w.Reset(AboveStdio(out_pipe[1]));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    start_error = std::string("pipe: ") + std::strerror(errno);
+    return false;
+  }
+  f.err_r.Reset(AboveStdio(err_pipe[0]));
+  f.err_w.Reset(AboveStdio(err_pipe[1]));
+  f.stdin_fd.Reset(AboveStdio(::open("/dev/null", O_RDONLY | O_CLOEXEC)));
+  if (!f.stdin_fd.valid()) {
+    // No /dev/null in this view: an empty pipe whose write end is closed reads as EOF just the
+    // same.
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) {
+      start_error = std::string("stdin pipe: ") + std::strerror(errno);
+      return false;
+    }
+    f.stdin_fd.Reset(AboveStdio(p[0]));
+    ::close(p[1]);
+  }
+  if (!f.out_r.valid() || !f.out_w.valid() || !f.err_r.valid() || !f.err_w.valid() ||
+      !f.stdin_fd.valid()) {
+    start_error = "cannot set up the command's descriptors";
+    return false;
+  }
+  return true;
+}
+
+// Watches the shell until it exits: its output into `capture` (until EOF), the timeout and an
+// interruption answered with SIGTERM to its group, then SIGKILL after the grace.
+void WatchCommand(const CommandSpec& spec, pid_t pid, int pidfd_raw, int out_fd,
+                  OutputCapture& capture, bool& pipe_eof, CommandRun& run) {
+  const pid_t pgid = pid;
+  bool shell_exited = false;
+  enum class Phase { kRunning, kTerminating, kKilled } phase = Phase::kRunning;
+  const auto deadline = Clock::now() + spec.timeout;
+  auto grace_deadline = Clock::time_point::max();
+
+  while (!shell_exited) {
+    const auto now = Clock::now();
+    if (phase == Phase::kRunning && (now >= deadline || run.cancelled)) {
+      run.timed_out = !run.cancelled;
+      ::kill(-pgid, SIGTERM);
+      ::kill(pid, SIGTERM);  // in case the shell moved itself to another group
+      phase = Phase::kTerminating;
+      grace_deadline = now + spec.kill_grace;
+    } else if (phase == Phase::kTerminating && now >= grace_deadline) {
+      run.escalated = true;
+      ::kill(-pgid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      phase = Phase::kKilled;
+    }
+    auto next = phase == Phase::kRunning       ? deadline
+                : phase == Phase::kTerminating ? grace_deadline
+                                               : Clock::now() + std::chrono::milliseconds(100);
+    auto wait_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count() + 1;
+    if (!(pidfd_raw >= 0))
+      wait_ms = std::min<decltype(wait_ms)>(wait_ms, 50);  // poll waitid instead
+    wait_ms = std::clamp<decltype(wait_ms)>(wait_ms, 0, 1000);
+    struct pollfd fds[3];
+    nfds_t nfds = 0;
+    int pipe_index = -1;
+    int pid_index = -1;
+    int interrupt_index = -1;
+    if (phase == Phase::kRunning && spec.interrupt_fd >= 0 && spec.interrupted) {
+      interrupt_index = static_cast<int>(nfds);
+      fds[nfds++] = {spec.interrupt_fd, POLLIN, 0};
+    }
+    if (!pipe_eof) {
+      pipe_index = static_cast<int>(nfds);
+      fds[nfds++] = {out_fd, POLLIN, 0};
+    }
+    if ((pidfd_raw >= 0)) {
+      pid_index = static_cast<int>(nfds);
+      fds[nfds++] = {pidfd_raw, POLLIN, 0};
+    }
+    int rc = ::poll(fds, nfds, static_cast<int>(wait_ms));
+    if (rc < 0 && errno != EINTR) break;
+    if (rc > 0 && interrupt_index >= 0 &&
+        (fds[interrupt_index].revents & (POLLIN | POLLHUP | POLLERR)) != 0 && spec.interrupted()) {
+      run.cancelled = true;
+      continue;  // the top of the loop sends SIGTERM at once
+    }
+    if (rc > 0 && pipe_index >= 0 && (fds[pipe_index].revents & (POLLIN | POLLHUP)) != 0) {
+      ReadAvailable(out_fd, &capture, &pipe_eof);
+    }
+    if (pid_index >= 0) {
+      if (rc > 0 && (fds[pid_index].revents & POLLIN) != 0) shell_exited = true;
+    } else {
+      // Without a pidfd: look without reaping, so the zombie keeps the group id reserved.
+      siginfo_t info{};
+      if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          info.si_pid == pid) {
+        shell_exited = true;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::string SignalDescription(int sig) {
@@ -219,37 +332,13 @@ CommandRun RunShellCommand(const CommandSpec& spec) {
   const std::set<pid_t> keep = ChildrenOfSelf(&proc_ok);
   run.proc_scan = proc_ok;
 
-  int out_pipe[2];
-  int err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
-    run.start_error = std::string("pipe: ") + std::strerror(errno);
-    return run;
-  }
-  UniqueFd out_r(AboveStdio(out_pipe[0]));
-  UniqueFd out_w(AboveStdio(out_pipe[1]));
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    run.start_error = std::string("pipe: ") + std::strerror(errno);
-    return run;
-  }
-  UniqueFd err_r(AboveStdio(err_pipe[0]));
-  UniqueFd err_w(AboveStdio(err_pipe[1]));
-  UniqueFd stdin_fd(AboveStdio(::open("/dev/null", O_RDONLY | O_CLOEXEC)));
-  UniqueFd empty_w;
-  if (!stdin_fd.valid()) {
-    // No /dev/null in this view: an empty pipe whose write end is closed reads as EOF just the
-    // same.
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) != 0) {
-      run.start_error = std::string("stdin pipe: ") + std::strerror(errno);
-      return run;
-    }
-    stdin_fd.Reset(AboveStdio(p[0]));
-    ::close(p[1]);
-  }
-  if (!out_r.valid() || !out_w.valid() || !err_r.valid() || !err_w.valid() || !stdin_fd.valid()) {
-    run.start_error = "cannot set up the command's descriptors";
-    return run;
-  }
+  CommandFds f;
+  if (!OpenCommandFds(f, run.start_error)) return run;
+  UniqueFd& out_r = f.out_r;
+  UniqueFd& out_w = f.out_w;
+  UniqueFd& err_r = f.err_r;
+  UniqueFd& err_w = f.err_w;
+  UniqueFd& stdin_fd = f.stdin_fd;
   struct rlimit nofile {};
   int max_fd = 1024;
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
@@ -290,70 +379,7 @@ CommandRun RunShellCommand(const CommandSpec& spec) {
   ::fcntl(out_r.get(), F_SETFL, ::fcntl(out_r.get(), F_GETFL) | O_NONBLOCK);
   OutputCapture capture(spec.output_cap);
   bool pipe_eof = false;
-  bool shell_exited = false;
-  enum class Phase { kRunning, kTerminating, kKilled } phase = Phase::kRunning;
-  const auto deadline = Clock::now() + spec.timeout;
-  auto grace_deadline = Clock::time_point::max();
-
-  while (!shell_exited) {
-    const auto now = Clock::now();
-    if (phase == Phase::kRunning && (now >= deadline || run.cancelled)) {
-      run.timed_out = !run.cancelled;
-      ::kill(-pgid, SIGTERM);
-      ::kill(pid, SIGTERM);  // in case the shell moved itself to another group
-      phase = Phase::kTerminating;
-      grace_deadline = now + spec.kill_grace;
-    } else if (phase == Phase::kTerminating && now >= grace_deadline) {
-      run.escalated = true;
-      ::kill(-pgid, SIGKILL);
-      ::kill(pid, SIGKILL);
-      phase = Phase::kKilled;
-    }
-    auto next = phase == Phase::kRunning       ? deadline
-                : phase == Phase::kTerminating ? grace_deadline
-                                               : Clock::now() + std::chrono::milliseconds(100);
-    auto wait_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count() + 1;
-    if (!pidfd.valid()) wait_ms = std::min<decltype(wait_ms)>(wait_ms, 50);  // poll waitid instead
-    wait_ms = std::clamp<decltype(wait_ms)>(wait_ms, 0, 1000);
-    struct pollfd fds[3];
-    nfds_t nfds = 0;
-    int pipe_index = -1;
-    int pid_index = -1;
-    int interrupt_index = -1;
-    if (phase == Phase::kRunning && spec.interrupt_fd >= 0 && spec.interrupted) {
-      interrupt_index = static_cast<int>(nfds);
-      fds[nfds++] = {spec.interrupt_fd, POLLIN, 0};
-    }
-    if (!pipe_eof) {
-      pipe_index = static_cast<int>(nfds);
-      fds[nfds++] = {out_r.get(), POLLIN, 0};
-    }
-    if (pidfd.valid()) {
-      pid_index = static_cast<int>(nfds);
-      fds[nfds++] = {pidfd.get(), POLLIN, 0};
-    }
-    int rc = ::poll(fds, nfds, static_cast<int>(wait_ms));
-    if (rc < 0 && errno != EINTR) break;
-    if (rc > 0 && interrupt_index >= 0 &&
-        (fds[interrupt_index].revents & (POLLIN | POLLHUP | POLLERR)) != 0 && spec.interrupted()) {
-      run.cancelled = true;
-      continue;  // the top of the loop sends SIGTERM at once
-    }
-    if (rc > 0 && pipe_index >= 0 && (fds[pipe_index].revents & (POLLIN | POLLHUP)) != 0) {
-      ReadAvailable(out_r.get(), &capture, &pipe_eof);
-    }
-    if (pid_index >= 0) {
-      if (rc > 0 && (fds[pid_index].revents & POLLIN) != 0) shell_exited = true;
-    } else {
-      // Without a pidfd: look without reaping, so the zombie keeps the group id reserved.
-      siginfo_t info{};
-      if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-          info.si_pid == pid) {
-        shell_exited = true;
-      }
-    }
-  }
+  WatchCommand(spec, pid, pidfd.get(), out_r.get(), capture, pipe_eof, run);
 
   // The shell is a zombie now (not reaped yet, so its pid and group id cannot be reused): kill
   // whatever is left of its group, reap it, then hunt down the orphans.

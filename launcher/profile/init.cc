@@ -187,16 +187,17 @@ bool ParentShows(const policy::Policy* parent, const std::string& workspace,
 
 }  // namespace
 
-RepoFacts InspectRepository(const std::string& dir) {
-  RepoFacts f;
-  const RepoReader repo(dir);
-  auto has = [&](const std::string& name) { return repo.Exists(name); };
-  auto mark = [&](const std::string& name) {
-    if (has(name)) f.markers.push_back(name);
-    return has(name);
-  };
+// A file or directory of the repository's top level that says what it is: recorded as a marker.
+bool Mark(const RepoReader& repo, RepoFacts& f, const std::string& name) {
+  if (!repo.Exists(name)) return false;
+  f.markers.push_back(name);
+  return true;
+}
 
-  if (mark("package.json")) {
+// package.json: the runner its lockfile names, its test script, whether it has dependencies.
+void InspectNode(const RepoReader& repo, RepoFacts& f) {
+  auto has = [&](const std::string& name) { return repo.Exists(name); };
+  if (Mark(repo, f, "package.json")) {
     f.node = true;
     // The repository's: bounded in size (ReadSmall) and in nesting.
     auto json = ParseJsonWithin(repo.ReadSmall("package.json"), kMaxPackageJsonDepth);
@@ -217,10 +218,16 @@ RepoFacts InspectRepository(const std::string& dir) {
       }
     }
   }
+}
+
+// Python: requirements files, pyproject.toml, setup.py/setup.cfg, pytest, the tests' layout and
+// whether dependencies are declared; `top` is the top level's listing.
+void InspectPython(const RepoReader& repo, RepoFacts& f, const std::vector<std::string>& top) {
+  auto has = [&](const std::string& name) { return repo.Exists(name); };
+  auto mark = [&](const std::string& name) { return Mark(repo, f, name); };
   bool pyproject = mark("pyproject.toml");
   bool setup_py = mark("setup.py");
   bool setup_cfg = mark("setup.cfg");
-  std::vector<std::string> top = repo.List();
   std::string python_text;
   for (const auto& n : top) {
     if (n.starts_with("requirements") && n.ends_with(".txt")) {
@@ -272,6 +279,20 @@ RepoFacts InspectRepository(const std::string& dir) {
   f.python_installable =
       setup_py || (pyproject && (pyproject_text.find("[project]") != std::string::npos ||
                                  pyproject_text.find("[build-system]") != std::string::npos));
+}
+
+RepoFacts InspectRepository(const std::string& dir) {
+  RepoFacts f;
+  const RepoReader repo(dir);
+  auto has = [&](const std::string& name) { return repo.Exists(name); };
+  auto mark = [&](const std::string& name) {
+    if (has(name)) f.markers.push_back(name);
+    return has(name);
+  };
+
+  InspectNode(repo, f);
+  std::vector<std::string> top = repo.List();
+  InspectPython(repo, f, top);
 
   f.rust = mark("Cargo.toml");
   f.rust_lockfile = f.rust && has("Cargo.lock");

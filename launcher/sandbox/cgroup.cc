@@ -327,6 +327,131 @@ CgroupEnv CgroupEnv::FromProcess() {
   return env;
 }
 
+namespace {
+
+// The base cgroup sandboxes are made under: CAGENT_CGROUP (inside the cgroup2 mount), or cagent's
+// own cgroup (its parent once cagent stepped aside into the supervisor leaf). The reason it is
+// unusable, or nullopt.
+std::optional<std::string> ChooseBase(CgroupDiscovery& d, const CgroupEnv& env,
+                                      const CgroupMounts& mounts) {
+  if (!env.override_dir.empty()) {
+    d.from_override = true;
+    char resolved[PATH_MAX];
+    if (::realpath(env.override_dir.c_str(), resolved) == nullptr) {
+      return std::optional<std::string>(ErrnoError("CAGENT_CGROUP=" + env.override_dir).Message());
+    }
+    const std::string base = StripTrailingSlashes(resolved);
+    const auto mount = std::find_if(mounts.v2.begin(), mounts.v2.end(),
+                                    [&](const auto& m) { return IsUnder(base, m.mount_point); });
+    if (mount == mounts.v2.end()) {
+      return std::optional<std::string>("CAGENT_CGROUP=" + env.override_dir +
+                                        " is not inside the cgroup2 mount at " +
+                                        mounts.v2.front().mount_point);
+    }
+    d.mount_point = mount->mount_point;
+    d.base = base;
+  } else {
+    if (d.own_dir.empty()) {
+      return std::optional<std::string>(
+          "cagent's cgroup v2 directory is unknown (no \"0::\" line in " + env.proc_cgroup_path +
+          " under a cgroup2 mount)");
+    }
+    d.base = d.own_dir;
+    // Once cagent has stepped aside into its supervisor leaf (an earlier Create in this process),
+    // its own cgroup is that leaf; the base is still the leaf's parent.
+    const std::string leaf_suffix = "/" + std::string(SandboxCgroup::kSupervisorLeaf);
+    if (d.base.ends_with(leaf_suffix) && d.base.size() > leaf_suffix.size()) {
+      d.base.resize(d.base.size() - leaf_suffix.size());
+    }
+  }
+
+  return std::nullopt;
+}
+
+// Whether this user may make and move into cgroups below the base: write access (what systemd's
+// Delegate=yes or a chown grants), a common ancestor whose cgroup.procs it can write, and no
+// other processes in the base when controllers must be enabled there. The reason, or nullopt.
+std::optional<std::string> CheckDelegation(CgroupDiscovery& d, const CgroupEnv& env) {
+  for (const std::string& path :
+       {d.base, Join(d.base, "cgroup.procs"), Join(d.base, "cgroup.subtree_control")}) {
+    if (::access(path.c_str(), W_OK) != 0) {
+      return std::optional<std::string>(
+          path + " is not writable by this user (the cgroup is not delegated to it)");
+    }
+  }
+  // Delegation containment: Attach moves a child of cagent from cagent's cgroup into one below
+  // the base, which needs write access to cgroup.procs of their common ancestor.
+  if (d.own_dir.empty()) {
+    return std::optional<std::string>("cagent's own cgroup is unknown (no \"0::\" line in " +
+                                      env.proc_cgroup_path +
+                                      "), so no process could be moved into " + d.base);
+  }
+  const std::string ancestor = CommonAncestor(d.own_dir, d.base);
+  if (::access(Join(ancestor, "cgroup.procs").c_str(), W_OK) != 0) {
+    return std::optional<std::string>(
+        "cagent's cgroup " + d.own_dir + " and " + d.base + " meet at " + ancestor +
+        ", whose cgroup.procs this user cannot write, so the kernel refuses to move "
+        "processes between them: start cagent inside " +
+        d.base + " (e.g. systemd-run --user --scope -p Delegate=yes)");
+  }
+  // No internal processes: a non-root cgroup with processes cannot enable controllers for its
+  // children. cagent itself can step aside into the supervisor leaf; anyone else cannot be moved.
+  if (!d.is_root && !d.delegated.Minus(d.enabled).empty()) {
+    auto procs = ReadFile(Join(d.base, "cgroup.procs"));
+    if (!procs) return std::optional<std::string>(procs.error().Message());
+    std::vector<pid_t> others;
+    for (pid_t pid : ParsePids(*procs)) {
+      if (pid == d.self) {
+        d.must_leave_base = true;
+      } else {
+        others.push_back(pid);
+      }
+    }
+    if (!others.empty()) {
+      d.must_leave_base = false;
+      return std::optional<std::string>(
+          d.base + " holds other processes (pid " + PidList(others) +
+          "), and a cgroup with processes cannot give controllers to child cgroups "
+          "(the \"no internal processes\" rule): run cagent in a cgroup of its own "
+          "(systemd-run --user --scope -p Delegate=yes cagent ...) or set "
+          "CAGENT_CGROUP to an empty delegated cgroup");
+    }
+  }
+
+  return std::nullopt;
+}
+
+// Why each controller the base lacks is missing (not delegated, or bound to cgroup v1), and the
+// discovery's reason in one line.
+void ExplainMissing(CgroupDiscovery& d,
+                    const std::array<std::string, kCgroupControllerCount>& v1_mount,
+                    std::string_view controllers, const std::string& v1_note_missing) {
+  const ControllerSet missing = ControllerSet::All().Minus(d.available);
+  for (CgroupController c : kAllControllers) {
+    if (!missing.Has(c)) continue;
+    const std::string name(CgroupControllerName(c));
+    const std::string& v1 = v1_mount[static_cast<size_t>(c)];
+    std::string& why = d.why_not[static_cast<size_t>(c)];
+    why = name;
+    if (v1.empty()) {
+      why += " is not in " + Join(d.base, "cgroup.controllers");
+      why += " (not enabled in the parent's cgroup.subtree_control: not delegated)";
+    } else {
+      why += " is bound to cgroup v1 at " + v1;
+    }
+  }
+  if (!missing.empty()) {
+    const std::string_view listed = TrimSpace(controllers);
+    d.reason = listed.empty()
+                   ? "no controllers delegated to " + d.base + " (its cgroup.controllers is empty)"
+                   : missing.ToProse() + " not delegated to " + d.base +
+                         " (its cgroup.controllers lists: " + std::string(listed) + ")";
+    d.reason += v1_note_missing;
+  }
+}
+
+}  // namespace
+
 CgroupDiscovery DiscoverCgroup(const CgroupEnv& env) {
   CgroupDiscovery d;
   d.hooks = env.hooks;
@@ -367,34 +492,7 @@ CgroupDiscovery DiscoverCgroup(const CgroupEnv& env) {
     }
   }
 
-  if (!env.override_dir.empty()) {
-    d.from_override = true;
-    char resolved[PATH_MAX];
-    if (::realpath(env.override_dir.c_str(), resolved) == nullptr) {
-      return unusable(ErrnoError("CAGENT_CGROUP=" + env.override_dir).Message());
-    }
-    const std::string base = StripTrailingSlashes(resolved);
-    const auto mount = std::find_if(mounts.v2.begin(), mounts.v2.end(),
-                                    [&](const auto& m) { return IsUnder(base, m.mount_point); });
-    if (mount == mounts.v2.end()) {
-      return unusable("CAGENT_CGROUP=" + env.override_dir + " is not inside the cgroup2 mount at " +
-                      mounts.v2.front().mount_point);
-    }
-    d.mount_point = mount->mount_point;
-    d.base = base;
-  } else {
-    if (d.own_dir.empty()) {
-      return unusable("cagent's cgroup v2 directory is unknown (no \"0::\" line in " +
-                      env.proc_cgroup_path + " under a cgroup2 mount)");
-    }
-    d.base = d.own_dir;
-    // Once cagent has stepped aside into its supervisor leaf (an earlier Create in this process),
-    // its own cgroup is that leaf; the base is still the leaf's parent.
-    const std::string leaf_suffix = "/" + std::string(SandboxCgroup::kSupervisorLeaf);
-    if (d.base.ends_with(leaf_suffix) && d.base.size() > leaf_suffix.size()) {
-      d.base.resize(d.base.size() - leaf_suffix.size());
-    }
-  }
+  if (auto why = ChooseBase(d, env, mounts)) return unusable(std::move(*why));
 
   auto controllers = ReadFile(Join(d.base, "cgroup.controllers"));
   if (!controllers) {
@@ -407,72 +505,10 @@ CgroupDiscovery DiscoverCgroup(const CgroupEnv& env) {
   // The root cgroup is the one without cgroup.type (CFTYPE_NOT_ON_ROOT).
   d.is_root = ::access(Join(d.base, "cgroup.type").c_str(), F_OK) != 0 && errno == ENOENT;
 
-  // Writable by this user: what systemd's Delegate=yes (or a chown) grants.
-  for (const std::string& path :
-       {d.base, Join(d.base, "cgroup.procs"), Join(d.base, "cgroup.subtree_control")}) {
-    if (::access(path.c_str(), W_OK) != 0) {
-      return unusable(path + " is not writable by this user (the cgroup is not delegated to it)");
-    }
-  }
-  // Delegation containment: Attach moves a child of cagent from cagent's cgroup into one below
-  // the base, which needs write access to cgroup.procs of their common ancestor.
-  if (d.own_dir.empty()) {
-    return unusable("cagent's own cgroup is unknown (no \"0::\" line in " + env.proc_cgroup_path +
-                    "), so no process could be moved into " + d.base);
-  }
-  const std::string ancestor = CommonAncestor(d.own_dir, d.base);
-  if (::access(Join(ancestor, "cgroup.procs").c_str(), W_OK) != 0) {
-    return unusable("cagent's cgroup " + d.own_dir + " and " + d.base + " meet at " + ancestor +
-                    ", whose cgroup.procs this user cannot write, so the kernel refuses to move "
-                    "processes between them: start cagent inside " +
-                    d.base + " (e.g. systemd-run --user --scope -p Delegate=yes)");
-  }
-  // No internal processes: a non-root cgroup with processes cannot enable controllers for its
-  // children. cagent itself can step aside into the supervisor leaf; anyone else cannot be moved.
-  if (!d.is_root && !d.delegated.Minus(d.enabled).empty()) {
-    auto procs = ReadFile(Join(d.base, "cgroup.procs"));
-    if (!procs) return unusable(procs.error().Message());
-    std::vector<pid_t> others;
-    for (pid_t pid : ParsePids(*procs)) {
-      if (pid == d.self) {
-        d.must_leave_base = true;
-      } else {
-        others.push_back(pid);
-      }
-    }
-    if (!others.empty()) {
-      d.must_leave_base = false;
-      return unusable(d.base + " holds other processes (pid " + PidList(others) +
-                      "), and a cgroup with processes cannot give controllers to child cgroups "
-                      "(the \"no internal processes\" rule): run cagent in a cgroup of its own "
-                      "(systemd-run --user --scope -p Delegate=yes cagent ...) or set "
-                      "CAGENT_CGROUP to an empty delegated cgroup");
-    }
-  }
+  if (auto why = CheckDelegation(d, env)) return unusable(std::move(*why));
 
   d.available = d.delegated;
-  const ControllerSet missing = ControllerSet::All().Minus(d.available);
-  for (CgroupController c : kAllControllers) {
-    if (!missing.Has(c)) continue;
-    const std::string name(CgroupControllerName(c));
-    const std::string& v1 = v1_mount[static_cast<size_t>(c)];
-    std::string& why = d.why_not[static_cast<size_t>(c)];
-    why = name;
-    if (v1.empty()) {
-      why += " is not in " + Join(d.base, "cgroup.controllers");
-      why += " (not enabled in the parent's cgroup.subtree_control: not delegated)";
-    } else {
-      why += " is bound to cgroup v1 at " + v1;
-    }
-  }
-  if (!missing.empty()) {
-    const std::string_view listed = TrimSpace(*controllers);
-    d.reason = listed.empty()
-                   ? "no controllers delegated to " + d.base + " (its cgroup.controllers is empty)"
-                   : missing.ToProse() + " not delegated to " + d.base +
-                         " (its cgroup.controllers lists: " + std::string(listed) + ")";
-    d.reason += v1_note(missing);
-  }
+  ExplainMissing(d, v1_mount, *controllers, v1_note(ControllerSet::All().Minus(d.available)));
   return d;
 }
 

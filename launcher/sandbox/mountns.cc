@@ -615,6 +615,121 @@ static const DirBind* DirBindHolding(const LaunchSpec& spec, const std::string& 
   return best;
 }
 
+namespace {
+
+// The spec's directory binds (carried trees, caches): bound, or under a private writable layer
+// (overlay), each source a directory; a mount point in the workspace must still be the directory
+// cagent made.
+Status AddDirBinds(const LaunchSpec& spec, std::vector<Entry>& entries) {
+  for (const DirBind& b : spec.dir_binds) {
+    struct stat src {};
+    if (::lstat(b.source.c_str(), &src) != 0 || !S_ISDIR(src.st_mode)) {
+      return PlainError("cannot show " + b.source + " at " + b.target,
+                        "it is not a directory (or is a symlink)");
+    }
+    const bool overlay = b.scratch && !b.writable;
+    Entry e{overlay ? Entry::What::kOverlay : Entry::What::kBindDir,
+            b.target,
+            b.source,
+            static_cast<std::uint64_t>(MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                       (b.writable ? 0 : MOUNT_ATTR_RDONLY)),
+            0,
+            "show " + b.source + " at " + b.target +
+                (b.writable ? " read-write"
+                 : overlay  ? " read-only under a private writable layer"
+                            : " read-only")};
+    e.id = IdentityOf(src);
+    // The layer may hold as much as HOME may.
+    if (overlay) e.layer_options = "mode=0755,size=" + std::to_string(spec.home_size_bytes);
+    if (IsUnder(b.target, spec.workspace)) {
+      // A mount point cagent made in the workspace: it must still be that directory when the
+      // child binds over it (never a link the workspace put in its place).
+      struct stat dst {};
+      if (::lstat(b.target.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+        return PlainError("cannot show " + b.source + " at " + b.target,
+                          "the mount point is not a directory in the workspace");
+      }
+      e.dest_id = IdentityOf(dst);
+    }
+    entries.push_back(std::move(e));
+  }
+  return Ok{};
+}
+
+// The spec's file binds (e.g. resolv.conf), each over a regular file the view already shows.
+Status AddFileBinds(const LaunchSpec& spec, std::vector<Entry>& entries) {
+  for (const FileBind& b : spec.file_binds) {
+    auto canonical = CanonicalParent(b.target);
+    if (!canonical) continue;  // its directory does not exist: nothing to show it in
+    std::string dest = *canonical;
+    struct stat st {};
+    if (::lstat(dest.c_str(), &st) != 0) continue;  // a bound tree cannot gain a mount point
+    if (S_ISLNK(st.st_mode)) {
+      // /etc/resolv.conf -> ../run/...: cover the file the link leads to, if the view has it.
+      std::array<char, PATH_MAX> resolved{};
+      if (::realpath(dest.c_str(), resolved.data()) == nullptr) continue;
+      dest = resolved.data();
+      if (::lstat(dest.c_str(), &st) != 0) continue;
+    }
+    if (!S_ISREG(st.st_mode)) continue;
+    const bool visible = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
+      return (e.what == Entry::What::kBindDir || e.what == Entry::What::kBindFile) &&
+             (e.dest == dest || IsUnder(dest, e.dest));
+    });
+    if (!visible) continue;
+    struct stat src {};
+    if (::lstat(b.source.c_str(), &src) != 0 || !S_ISREG(src.st_mode)) {
+      return PlainError("cannot show " + b.source + " at " + b.target, "it is not a regular file");
+    }
+    Entry e{Entry::What::kBindOver, dest, b.source, 0, 0, "show " + b.source + " at " + dest};
+    e.id = IdentityOf(src);
+    e.dest_id = IdentityOf(st);
+    entries.push_back(std::move(e));
+  }
+  return Ok{};
+}
+
+// The spec's hidden paths that the view shows, covered by an empty file or directory.
+void AddHiddenPaths(const LaunchSpec& spec, std::vector<Entry>& entries) {
+  for (const auto& requested : spec.hidden_paths) {
+    // Below a directory bind (a carried tree, a cache): the host path there is the bind's
+    // mount point, not what the view shows. What to hide is looked up beneath the bind's
+    // source, links refused, and checked in the child like any host-backed hide.
+    if (const DirBind* b = DirBindHolding(spec, requested); b != nullptr) {
+      UniqueFd src(::open(b->source.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!src.valid()) continue;  // refused with the bind above
+      UniqueFd at(Openat2(src.get(), requested.substr(b->target.size() + 1), O_PATH | O_NOFOLLOW));
+      struct stat st {};
+      if (!at.valid() || ::fstat(at.get(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
+      entries.push_back({S_ISDIR(st.st_mode) ? Entry::What::kHideDir : Entry::What::kHideFile,
+                         requested, "", 0, 0, "hide " + requested, false, IdentityOf(st)});
+      continue;
+    }
+    // Canonical through the parent, like the bound paths: the view's paths are canonical, and
+    // the child refuses to resolve a symlink on the way to a mount (see mountns.h). The last
+    // component is not followed: a hidden symlink is skipped below.
+    auto canonical = CanonicalParent(requested);
+    if (!canonical) continue;  // its directory does not exist: nothing to hide
+    const std::string& p = *canonical;
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) continue;  // nothing to hide
+    // Only what the view shows needs covering: a path outside every bind (a profile that does
+    // not mount /etc, a symlink target elsewhere on the host) is invisible already, and
+    // mounting over it would need directories the view does not have.
+    const bool visible = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
+      const bool shows = e.what == Entry::What::kBindDir || e.what == Entry::What::kBindFile ||
+                         e.what == Entry::What::kTmpfs;
+      return shows && (e.dest == p || IsUnder(p, e.dest));
+    });
+    if (!visible) continue;
+    if (S_ISLNK(st.st_mode)) continue;  // the link's target is what a bind would expose
+    entries.push_back({S_ISDIR(st.st_mode) ? Entry::What::kHideDir : Entry::What::kHideFile, p, "",
+                       0, 0, "hide " + p, false, IdentityOf(st)});
+  }
+}
+
+}  // namespace
+
 Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
   const bool fresh_root = !spec.disabled.Has(Layer::kMountView);
   std::vector<Entry> entries;
@@ -634,104 +749,10 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
     if (auto s = AddHostPath(spec.workspace, spec.workspace_writable, true, entries); !s) {
       return std::move(s.error()).Context("workspace");
     }
-    for (const DirBind& b : spec.dir_binds) {
-      struct stat src {};
-      if (::lstat(b.source.c_str(), &src) != 0 || !S_ISDIR(src.st_mode)) {
-        return PlainError("cannot show " + b.source + " at " + b.target,
-                          "it is not a directory (or is a symlink)");
-      }
-      const bool overlay = b.scratch && !b.writable;
-      Entry e{overlay ? Entry::What::kOverlay : Entry::What::kBindDir,
-              b.target,
-              b.source,
-              static_cast<std::uint64_t>(MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                         (b.writable ? 0 : MOUNT_ATTR_RDONLY)),
-              0,
-              "show " + b.source + " at " + b.target +
-                  (b.writable ? " read-write"
-                   : overlay  ? " read-only under a private writable layer"
-                              : " read-only")};
-      e.id = IdentityOf(src);
-      // The layer may hold as much as HOME may.
-      if (overlay) e.layer_options = "mode=0755,size=" + std::to_string(spec.home_size_bytes);
-      if (IsUnder(b.target, spec.workspace)) {
-        // A mount point cagent made in the workspace: it must still be that directory when the
-        // child binds over it (never a link the workspace put in its place).
-        struct stat dst {};
-        if (::lstat(b.target.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)) {
-          return PlainError("cannot show " + b.source + " at " + b.target,
-                            "the mount point is not a directory in the workspace");
-        }
-        e.dest_id = IdentityOf(dst);
-      }
-      entries.push_back(std::move(e));
-    }
+    if (auto s = AddDirBinds(spec, entries); !s) return s.error();
     AddDev(entries);
-    for (const FileBind& b : spec.file_binds) {
-      auto canonical = CanonicalParent(b.target);
-      if (!canonical) continue;  // its directory does not exist: nothing to show it in
-      std::string dest = *canonical;
-      struct stat st {};
-      if (::lstat(dest.c_str(), &st) != 0) continue;  // a bound tree cannot gain a mount point
-      if (S_ISLNK(st.st_mode)) {
-        // /etc/resolv.conf -> ../run/...: cover the file the link leads to, if the view has it.
-        std::array<char, PATH_MAX> resolved{};
-        if (::realpath(dest.c_str(), resolved.data()) == nullptr) continue;
-        dest = resolved.data();
-        if (::lstat(dest.c_str(), &st) != 0) continue;
-      }
-      if (!S_ISREG(st.st_mode)) continue;
-      const bool visible = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
-        return (e.what == Entry::What::kBindDir || e.what == Entry::What::kBindFile) &&
-               (e.dest == dest || IsUnder(dest, e.dest));
-      });
-      if (!visible) continue;
-      struct stat src {};
-      if (::lstat(b.source.c_str(), &src) != 0 || !S_ISREG(src.st_mode)) {
-        return PlainError("cannot show " + b.source + " at " + b.target,
-                          "it is not a regular file");
-      }
-      Entry e{Entry::What::kBindOver, dest, b.source, 0, 0, "show " + b.source + " at " + dest};
-      e.id = IdentityOf(src);
-      e.dest_id = IdentityOf(st);
-      entries.push_back(std::move(e));
-    }
-    for (const auto& requested : spec.hidden_paths) {
-      // Below a directory bind (a carried tree, a cache): the host path there is the bind's
-      // mount point, not what the view shows. What to hide is looked up beneath the bind's
-      // source, links refused, and checked in the child like any host-backed hide.
-      if (const DirBind* b = DirBindHolding(spec, requested); b != nullptr) {
-        UniqueFd src(::open(b->source.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (!src.valid()) continue;  // refused with the bind above
-        UniqueFd at(
-            Openat2(src.get(), requested.substr(b->target.size() + 1), O_PATH | O_NOFOLLOW));
-        struct stat st {};
-        if (!at.valid() || ::fstat(at.get(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
-        entries.push_back({S_ISDIR(st.st_mode) ? Entry::What::kHideDir : Entry::What::kHideFile,
-                           requested, "", 0, 0, "hide " + requested, false, IdentityOf(st)});
-        continue;
-      }
-      // Canonical through the parent, like the bound paths: the view's paths are canonical, and
-      // the child refuses to resolve a symlink on the way to a mount (see mountns.h). The last
-      // component is not followed: a hidden symlink is skipped below.
-      auto canonical = CanonicalParent(requested);
-      if (!canonical) continue;  // its directory does not exist: nothing to hide
-      const std::string& p = *canonical;
-      struct stat st {};
-      if (::lstat(p.c_str(), &st) != 0) continue;  // nothing to hide
-      // Only what the view shows needs covering: a path outside every bind (a profile that does
-      // not mount /etc, a symlink target elsewhere on the host) is invisible already, and
-      // mounting over it would need directories the view does not have.
-      const bool visible = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
-        const bool shows = e.what == Entry::What::kBindDir || e.what == Entry::What::kBindFile ||
-                           e.what == Entry::What::kTmpfs;
-        return shows && (e.dest == p || IsUnder(p, e.dest));
-      });
-      if (!visible) continue;
-      if (S_ISLNK(st.st_mode)) continue;  // the link's target is what a bind would expose
-      entries.push_back({S_ISDIR(st.st_mode) ? Entry::What::kHideDir : Entry::What::kHideFile, p,
-                         "", 0, 0, "hide " + p, false, IdentityOf(st)});
-    }
+    if (auto s = AddFileBinds(spec, entries); !s) return s.error();
+    AddHiddenPaths(spec, entries);
   }
   AddProc(spec, entries);
 
