@@ -274,8 +274,7 @@ void WatchCommand(const CommandSpec& spec, pid_t pid, int pidfd_raw, int out_fd,
                                                : Clock::now() + std::chrono::milliseconds(100);
     auto wait_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count() + 1;
-    if (!(pidfd_raw >= 0))
-      wait_ms = std::min<decltype(wait_ms)>(wait_ms, 50);  // poll waitid instead
+    if (pidfd_raw < 0) wait_ms = std::min<decltype(wait_ms)>(wait_ms, 50);  // poll waitid instead
     wait_ms = std::clamp<decltype(wait_ms)>(wait_ms, 0, 1000);
     struct pollfd fds[3];
     nfds_t nfds = 0;
@@ -290,7 +289,7 @@ void WatchCommand(const CommandSpec& spec, pid_t pid, int pidfd_raw, int out_fd,
       pipe_index = static_cast<int>(nfds);
       fds[nfds++] = {out_fd, POLLIN, 0};
     }
-    if ((pidfd_raw >= 0)) {
+    if (pidfd_raw >= 0) {
       pid_index = static_cast<int>(nfds);
       fds[nfds++] = {pidfd_raw, POLLIN, 0};
     }
