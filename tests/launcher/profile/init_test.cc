@@ -1,4 +1,4 @@
-// launcher/profile_init: a starting profile guessed from a repository and the machine's
+// launcher/profile/init: a starting profile guessed from a repository and the machine's
 // toolchains; always compiled before it is written.
 #include "launcher/profile/init.h"
 
