@@ -189,6 +189,21 @@ std::string_view BrokerStatusName(BrokerOutcome::Status status) {
   return "failed";
 }
 
+ExitCode BrokerExitCode(BrokerOutcome::Status status) {
+  switch (status) {
+    case BrokerOutcome::Status::kFinished:
+      return ExitCode::kOk;
+    case BrokerOutcome::Status::kCancelled:
+      return ExitCode::kCancelled;
+    case BrokerOutcome::Status::kNeedsApproval:
+      return ExitCode::kNeedsApproval;
+    case BrokerOutcome::Status::kRunning:
+    case BrokerOutcome::Status::kFailed:
+      break;
+  }
+  return ExitCode::kRunFailed;
+}
+
 class Broker::Impl {
  public:
   Impl(asio::io_context& io, BrokerConfig config, BrokerServices services)

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "common/exit_codes.h"
 #include "common/protocol.h"
 #include "common/result.h"
 #include "common/unique_fd.h"
@@ -192,6 +193,9 @@ struct BrokerOutcome {
   std::optional<ApprovalRequest> needs_approval;
 };
 std::string_view BrokerStatusName(BrokerOutcome::Status status);  // "running", "finished", ...
+// The exit status of a command whose session ended so (cagent(1), EXIT STATUS): finished 0,
+// cancelled and needs-approval their own, anything else a failed run.
+ExitCode BrokerExitCode(BrokerOutcome::Status status);
 
 // What the operator's display is told (progress line, approvals waiting...).
 struct BrokerEvent {

@@ -58,21 +58,6 @@ Status MakeDirs(const std::string& path) {
   return Ok{};
 }
 
-ExitCode AgentExitCode(const broker::BrokerOutcome& b) {
-  switch (b.status) {
-    case broker::BrokerOutcome::Status::kFinished:
-      return ExitCode::kOk;
-    case broker::BrokerOutcome::Status::kCancelled:
-      return ExitCode::kCancelled;
-    case broker::BrokerOutcome::Status::kNeedsApproval:
-      return ExitCode::kNeedsApproval;
-    case broker::BrokerOutcome::Status::kRunning:
-    case broker::BrokerOutcome::Status::kFailed:
-      break;
-  }
-  return ExitCode::kRunFailed;
-}
-
 // `cagent agent --json`: the session's end as one object.
 nlohmann::json AgentSessionJson(const session::AgentSessionOptions& s, std::uint64_t sequence,
                                 const session::AgentSessionResult& result,
@@ -306,7 +291,7 @@ int RunAgentCommand(const AgentOptions& o) {
   } else {
     PrintSessionEnd(b);
   }
-  return ToInt(AgentExitCode(b));
+  return ToInt(broker::BrokerExitCode(b.status));
 }
 
 }  // namespace cagent::launcher::cli

@@ -165,21 +165,6 @@ Result<std::string> BearerToken(const std::string& file, bool* printed) {
   return token;
 }
 
-int ExitFor(const broker::BrokerOutcome& b) {
-  switch (b.status) {
-    case broker::BrokerOutcome::Status::kFinished:
-      return ToInt(ExitCode::kOk);
-    case broker::BrokerOutcome::Status::kCancelled:
-      return ToInt(ExitCode::kCancelled);
-    case broker::BrokerOutcome::Status::kNeedsApproval:
-      return ToInt(ExitCode::kNeedsApproval);
-    case broker::BrokerOutcome::Status::kRunning:
-    case broker::BrokerOutcome::Status::kFailed:
-      break;
-  }
-  return ToInt(ExitCode::kRunFailed);
-}
-
 int RunServe(const McpOptions& o) {
   auto common = LoadCommon(o);
   if (!common) return Usage(common.error().Message());
@@ -240,7 +225,7 @@ int RunServe(const McpOptions& o) {
   int code = ToInt(ExitCode::kOk);
   for (const mcp::McpSessionSummary& session : result->sessions) {
     if (session.broker.status != broker::BrokerOutcome::Status::kFinished) {
-      code = ExitFor(session.broker);
+      code = ToInt(broker::BrokerExitCode(session.broker.status));
     }
   }
   return code;

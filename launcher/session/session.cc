@@ -23,6 +23,11 @@ std::string PolicyDigest(const policy::Policy& policy) {
 
 SessionPlan::~SessionPlan() = default;
 
+const std::string& SessionPlan::policy_digest() const {
+  if (!policy_digest_) policy_digest_ = policy_ ? PolicyDigest(*policy_) : std::string();
+  return *policy_digest_;
+}
+
 void SessionPlan::StopSandbox() const {
   const std::uint64_t one = 1;
   [[maybe_unused]] const ssize_t n = ::write(stop_fd_.get(), &one, sizeof(one));
@@ -42,7 +47,7 @@ Result<std::unique_ptr<SessionPlan>> Prepare(SessionOptions o) {
     plan->spec_ = std::move(launch->spec);
     plan->notes_ = std::move(launch->notes);
   }
-  if (o.policy) plan->policy_digest_ = PolicyDigest(*o.policy);
+  plan->policy_ = o.policy;
 
   // 2. What the operator approved in advance.
   for (const auto& line : o.pre_approvals) {
@@ -62,7 +67,7 @@ Result<std::unique_ptr<SessionPlan>> Prepare(SessionOptions o) {
     if (o.before_audit) {
       if (auto s = o.before_audit(); !s) return s.error();
     }
-    auto opened = broker::AuditLog::Open(o.audit_log_path, o.run_id, plan->policy_digest_,
+    auto opened = broker::AuditLog::Open(o.audit_log_path, o.run_id, plan->policy_digest(),
                                          o.resume_audit_log);
     if (!opened) return std::move(opened).Context("open the audit log").error();
     plan->own_audit_.emplace(std::move(*opened));

@@ -108,8 +108,9 @@ class SessionPlan {
   [[nodiscard]] LaunchSpec& spec() { return spec_; }
   // What the profile named but this machine lacks, and what the deny globs covered.
   [[nodiscard]] const std::vector<std::string>& notes() const { return notes_; }
-  // SHA-256 of the profile's dump (PolicyDigest); "" without a profile.
-  [[nodiscard]] const std::string& policy_digest() const { return policy_digest_; }
+  // SHA-256 of the profile's dump (PolicyDigest); "" without a profile. Computed on first use
+  // (the audit log's, a result's): a verification command's session never needs it.
+  [[nodiscard]] const std::string& policy_digest() const;
   // The session's io_context (the approver's, the broker's, the relay's); null without one.
   [[nodiscard]] boost::asio::io_context* io() { return io_.get(); }
   [[nodiscard]] broker::ApprovalBook& approvals() { return approvals_; }
@@ -129,7 +130,8 @@ class SessionPlan {
 
   LaunchSpec spec_;
   std::vector<std::string> notes_;
-  std::string policy_digest_;
+  std::shared_ptr<const policy::Policy> policy_;
+  mutable std::optional<std::string> policy_digest_;
   std::unique_ptr<boost::asio::io_context> io_;
   broker::ApprovalBook approvals_;
   std::optional<broker::AuditLog> own_audit_;
