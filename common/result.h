@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -55,6 +56,12 @@ struct Error {
 [[nodiscard]] Error ErrnoError(std::string op, int err = errno);
 // Builds an Error that is not a syscall failure.
 [[nodiscard]] Error PlainError(std::string op, std::string detail = {});
+
+// What a check that may refuse something returns: std::nullopt when it lets it be, else why not,
+// in one line for a person. The validators that answer "may this be?" with a reason (a budget, a
+// model_call's conversation, a git identity, a patch path, a batch task's result) return it, so
+// an empty string never has to mean "fine".
+using Refusal = std::optional<std::string>;
 
 template <typename T>
 class [[nodiscard]] Result {

@@ -1,25 +1,30 @@
-// The audit log's schema: the one list of event kinds the run's events.jsonl may contain, who may
-// record each, which envelope fields it sets and its detail fields (name, JSON type, required or
-// optional, meaning); a typed builder per kind, so a call site cannot misspell a kind or a field;
-// a validator over a parsed line (used by `cagent log check` and the tests); and the Markdown
-// rendering of the schema that docs/audit-log.md embeds (a test keeps the two equal).
+// The audit log's schema, made from the one table of event kinds in audit_events.h: who may
+// record each kind, which envelope fields it sets and its detail fields (name, JSON type, required
+// or optional, meaning); a typed builder per kind, so a call site cannot misspell a kind or a
+// field; the field names readers use; a validator over a parsed line (used by `cagent log check`
+// and the tests); and the Markdown rendering of the schema that docs/audit-log.md embeds (a test
+// keeps the two equal).
 //
 // Pure data and functions: no I/O except ValidateAuditLogFile(), which reads one file. Runs in
 // cagent (trusted); the broker, the run and `cagent log` all include it. Security teams read the
-// log, so a change here is a change of a product surface: add a field as optional, never change a
-// field's type or meaning, and update docs/audit-log.md (the schema test says how).
+// log, so a change of the table is a change of a product surface (audit_events.h says the rules).
 #pragma once
 
+#include <concepts>
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/protocol.h"
 #include "common/result.h"
+#include "launcher/broker/audit_events.h"
 
 namespace cagent::launcher::broker {
 
@@ -41,36 +46,17 @@ enum class AuditActor : std::uint8_t {
 std::string_view AuditActorName(AuditActor actor);  // "agent" | "broker" | "operator" | "cagent"
 std::optional<AuditActor> ParseAuditActor(std::string_view name);
 
-// Every kind of entry. The order is the order of the documentation (roughly the order of a run).
+// Every kind of entry, in the table's order (audit_events.h), which is the documentation's
+// (roughly the order of a run): kState, kWorkspace, kHello ... kSetup.
+// clang-format off
 enum class AuditKind : std::uint8_t {
-  kState,          // cagent: the run changed state
-  kWorkspace,      // cagent: the disposable workspace was made
-  kHello,          // agent: first message of the session
-  kWelcome,        // broker: the session's terms given to the agent
-  kModelCall,      // agent: a model call, as the broker will send it
-  kModelResult,    // broker: the model's turn
-  kModelError,     // broker: the provider failed
-  kToolRequest,    // agent: a tool call it wants to make
-  kDecision,       // broker: the verdict on a tool request
-  kLoop,           // broker: loop detection refused a request
-  kLoopState,      // broker: loop detection sees only part of the workspace
-  kApproval,       // operator: an answer to an ask
-  kToolResult,     // agent: the outcome of an allowed tool call
-  kProgress,       // agent: a status line for the operator
-  kFinish,         // agent: it says it is done (or gives up)
-  kProtocolError,  // agent: a message the broker refused
-  kBudget,         // broker: a budget ran out
-  kShutdown,       // broker: the session ended
-  kPatch,          // cagent: the change set git observed
-  kVerifyTree,     // cagent: the fresh checkout verification runs on
-  kVerify,         // cagent: one verification command's outcome
-  kEgress,         // broker: a connection through the egress proxy, when it ended or was refused
-  kMcpCall,        // broker: an MCP client's tools/call and its decision (mcp wrap / serve)
-  kMcpResult,      // broker: what the MCP server answered to an allowed tools/call
-  kMcpList,        // broker: a tools/list response as filtered for the client (mcp wrap)
-  kSetup,          // cagent: one setup command's outcome (before the agent, or before verifying)
-  kCount,
+#define CAGENT_AUDIT_ENUM(Kind, name, actor, writer, meaning) k##Kind,
+#define CAGENT_AUDIT_NONE(...)
+  CAGENT_AUDIT_EVENTS(CAGENT_AUDIT_ENUM, CAGENT_AUDIT_NONE, CAGENT_AUDIT_NONE, CAGENT_AUDIT_NONE)
+#undef CAGENT_AUDIT_ENUM
+  kCount,  // not a kind
 };
+// clang-format on
 std::string_view AuditKindName(AuditKind kind);  // the "event" value on disk, e.g. "tool_request"
 std::optional<AuditKind> ParseAuditKind(std::string_view name);
 
@@ -162,284 +148,139 @@ struct AuditEvent {
   [[nodiscard]] nlohmann::json DetailJson() const;
 };
 
-// ---- typed builders, one per kind (namespace audit) ----
+// ---- the table's types, builders and field names (namespace audit) ----
 //
-// Each takes the kind's fields as a struct (designated initializers name them at the call site)
-// and returns an AuditEvent that conforms to AuditSpec(kind): required fields are always written,
-// optional ones only when set. Strings are taken as given: callers shorten what the agent sent
-// (ShortText) before passing it; the broker's Audit() redacts the detail afterwards.
+// For every kind of audit_events.h: a struct <Kind>Fields whose members are the kind's rows (its
+// envelope members and detail fields, in the table's order, so designated initializers name them
+// at the call site), a builder <Kind>(<Kind>Fields) that returns an AuditEvent conforming to
+// AuditSpec(kind) (required fields always written, optional ones as their type says), and a
+// struct names::<Kind> of the detail fields' names for readers. Strings are taken as given:
+// callers shorten what the agent sent (ShortText) before passing it; the broker's Audit() redacts
+// the detail afterwards.
 namespace audit {
 
 // Lists longer than these are recorded as a count ("40 paths") instead of the names.
 inline constexpr std::size_t kMaxLoggedPaths = 32;
 inline constexpr std::size_t kMaxLoggedChangedPaths = 64;
 
-struct StateFields {
-  std::string state{};   // a run state: created, preparing, running, verifying, completed, ...
-  std::string reason{};  // "" = none
-  std::optional<std::string> profile{};  // with created
-  std::optional<std::string> model{};    // with created
-};
-AuditEvent State(StateFields f);
+// Field types the table names (single tokens: the preprocessor splits macro arguments on commas).
+using StringList = std::vector<std::string>;
+using IntList = std::vector<int>;
 
-struct WorkspaceFields {
-  std::string repo{};
-  std::string base_commit{};
-  bool carried_dirty = false;
-  std::vector<std::string> carried_paths{};
+// A value written only when it is not empty (a string, a list).
+template <typename T>
+struct OmitEmpty {
+  T value{};
+  OmitEmpty() = default;
+  // Implicit, so a call site writes `.reason = why` as for a plain member.
+  template <std::convertible_to<T> U>
+  // NOLINTNEXTLINE(google-explicit-constructor,bugprone-forwarding-reference-overload)
+  OmitEmpty(U&& v) : value(std::forward<U>(v)) {}
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  OmitEmpty(
+      std::initializer_list<std::string> v) requires std::is_same_v<T, std::vector<std::string>>
+      : value(v) {}
 };
-AuditEvent Workspace(WorkspaceFields f);
 
-struct HelloFields {
-  std::uint64_t id = 0;
-  std::string agent{};
-  std::vector<int> protocols{};
+// A list of names recorded as the names, or above kCap as the string "<count><kUnit>".
+template <std::size_t kCap, bool kPathsUnit>
+struct CappedList {
+  static constexpr std::size_t kCapacity = kCap;
+  static constexpr std::string_view kUnit = kPathsUnit ? " paths" : "";
+  StringList items{};
+  CappedList() = default;
+  template <std::convertible_to<StringList> U>
+  // NOLINTNEXTLINE(google-explicit-constructor,bugprone-forwarding-reference-overload)
+  CappedList(U&& v) : items(std::forward<U>(v)) {}
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  CappedList(std::initializer_list<std::string> v) : items(v) {}
 };
-AuditEvent Hello(HelloFields f);
+using PathList = CappedList<kMaxLoggedPaths, true>;                 // "40 paths"
+using ChangedPathList = CappedList<kMaxLoggedChangedPaths, false>;  // "70"
 
-struct WelcomeFields {
-  std::uint64_t id = 0;
-  std::vector<std::string> tools{};
-  std::uint64_t max_turns = 0;
-};
-AuditEvent Welcome(WelcomeFields f);
-
-struct ModelCallFields {
-  std::uint64_t id = 0;
-  std::string conversation_digest{};  // envelope args
-  std::uint64_t turn = 0;
-  std::uint64_t messages = 0;
-  std::uint64_t redactions = 0;
-  std::uint64_t input_estimate = 0;
-  std::uint64_t max_tokens = 0;
-  std::vector<std::string> tools{};
-};
-AuditEvent ModelCall(ModelCallFields f);
-
-// One tool call of a model turn as the log records it (the arguments as their digest).
+// One tool call of a model turn as the log records it (the arguments as their digest): written
+// as {id, name, args, arguments_error}.
 struct LoggedToolCall {
   std::string id{};
   std::string name{};
   std::string args_digest{};
   std::string arguments_error{};
 };
-struct ModelResultFields {
-  std::uint64_t id = 0;
-  std::string raw_digest{};  // envelope result: CanonicalDigest of `body`
-  std::uint64_t turn = 0;
-  protocol::Usage usage{};
-  std::string stop_reason{};           // protocol::StopReasonName
-  std::string provider_stop_reason{};  // the provider's own word
-  std::uint64_t text_bytes = 0;
-  std::vector<LoggedToolCall> tool_calls{};
-  nlohmann::json body = nlohmann::json::object();  // the provider's response body
-};
-AuditEvent ModelResult(ModelResultFields f);
+using ToolCallList = std::vector<LoggedToolCall>;
 
-struct ModelErrorFields {
-  std::uint64_t id = 0;
-  std::uint64_t turn = 0;
-  std::string code{};  // protocol::ErrorCodeName
-  std::string message{};
-};
-AuditEvent ModelError(ModelErrorFields f);
+// The JSON type a field of C++ type T has in the log.
+template <typename T>
+struct FieldType;
+template <>
+struct FieldType<std::uint64_t> : std::integral_constant<AuditTypes, kAuditCount> {};
+template <>
+struct FieldType<std::int64_t> : std::integral_constant<AuditTypes, kAuditInteger> {};
+template <>
+struct FieldType<bool> : std::integral_constant<AuditTypes, kAuditBoolean> {};
+template <>
+struct FieldType<std::string> : std::integral_constant<AuditTypes, kAuditString> {};
+template <>
+struct FieldType<StringList> : std::integral_constant<AuditTypes, kAuditStringList> {};
+template <>
+struct FieldType<IntList> : std::integral_constant<AuditTypes, kAuditIntegerList> {};
+template <>
+struct FieldType<protocol::Usage> : std::integral_constant<AuditTypes, kAuditObject> {};
+template <>
+struct FieldType<nlohmann::json> : std::integral_constant<AuditTypes, kAuditObject> {};
+template <>
+struct FieldType<ToolCallList> : std::integral_constant<AuditTypes, kAuditObjectList> {};
+template <std::size_t kCap, bool kPathsUnit>
+struct FieldType<CappedList<kCap, kPathsUnit>>
+    : std::integral_constant<AuditTypes, kAuditStringList | kAuditString> {};
+template <typename T>
+struct FieldType<std::optional<T>> : FieldType<T> {};
+template <typename T>
+struct FieldType<OmitEmpty<T>> : FieldType<T> {};
 
-struct ToolRequestFields {
-  std::uint64_t id = 0;
-  std::string tool{};  // as the agent named it (shortened)
-  std::string args_digest{};
-  std::string call_id{};
-  std::uint64_t turn = 0;            // the model's latest turn when the request came
-  std::vector<std::string> paths{};  // recorded as "N paths" above kMaxLoggedPaths
-};
-AuditEvent ToolRequest(ToolRequestFields f);
+// Whether a field of type T is written on every entry of its kind (else it must be kOptional).
+template <typename T>
+inline constexpr bool kAlwaysWritten = true;
+template <typename T>
+inline constexpr bool kAlwaysWritten<std::optional<T>> = false;
+template <typename T>
+inline constexpr bool kAlwaysWritten<OmitEmpty<T>> = false;
 
-struct DecisionFields {
-  std::uint64_t id = 0;
-  std::string tool{};
-  std::string args_digest{};
-  std::string verdict{};  // protocol::VerdictName: allow | deny | ask
-  std::string rule{};
-  std::string call_id{};
-  std::uint64_t turn = 0;
-  std::vector<std::string> paths{};  // the request's paths; as in ToolRequestFields
-  std::string reason{};
-  std::optional<std::string> location{};  // the rule's file:line:col ("" when none)
-  std::optional<bool> pending{};          // true: an approval message follows
-  std::optional<std::string> note{};      // how an ask was settled without asking
-};
-AuditEvent Decision(DecisionFields f);
+#define CAGENT_AUDIT_STRUCT_BEGIN(Kind, name, actor, writer, meaning) struct Kind##Fields {
+#define CAGENT_AUDIT_STRUCT_ENVELOPE(Kind, slot, member, Type, presence, meaning) Type member{};
+#define CAGENT_AUDIT_STRUCT_FIELD(Kind, member, Type, need, meaning)                         \
+  static_assert(kAlwaysWritten<Type> || AuditPresence::need == AuditPresence::kOptional,     \
+                #Kind "." #member ": a field that is not always written must be kOptional"); \
+  Type member{};
+#define CAGENT_AUDIT_STRUCT_END(Kind) \
+  }                                   \
+  ;                                   \
+  AuditEvent Kind(Kind##Fields f);
+CAGENT_AUDIT_EVENTS(CAGENT_AUDIT_STRUCT_BEGIN, CAGENT_AUDIT_STRUCT_ENVELOPE,
+                    CAGENT_AUDIT_STRUCT_FIELD, CAGENT_AUDIT_STRUCT_END)
+#undef CAGENT_AUDIT_STRUCT_BEGIN
+#undef CAGENT_AUDIT_STRUCT_ENVELOPE
+#undef CAGENT_AUDIT_STRUCT_FIELD
+#undef CAGENT_AUDIT_STRUCT_END
 
-struct LoopFields {
-  std::uint64_t id = 0;
-  std::string tool{};
-  std::string args_digest{};
-  std::string reason{};
-};
-AuditEvent Loop(LoopFields f);
-
-struct LoopStateFields {
-  std::uint64_t entries = 0;
-  std::uint64_t max_entries = 0;
-  bool truncated = false;
-  std::uint64_t not_walked = 0;
-  std::string error{};
-};
-AuditEvent LoopState(LoopStateFields f);
-
-struct ApprovalFields {
-  std::uint64_t id = 0;
-  std::string tool{};
-  std::string args_digest{};
-  bool approved = false;  // envelope verdict: allow | deny
-  std::string rule{};
-  std::string call_id{};
-  std::uint64_t turn = 0;
-  std::string scope{};  // ApprovalScopeName
-  std::string by{};
-};
-AuditEvent Approval(ApprovalFields f);
-
-struct ToolResultFields {
-  std::uint64_t id = 0;
-  std::string tool{};
-  std::string output_digest{};  // envelope result: of the redacted output
-  std::uint64_t request = 0;
-  std::string call_id{};
-  std::uint64_t turn = 0;
-  bool ok = false;
-  std::string error_code{};
-  std::uint64_t bytes = 0;
-  bool redacted = false;
-  std::vector<std::string> changed_paths{};  // recorded as "N" above kMaxLoggedChangedPaths
-};
-AuditEvent ToolResult(ToolResultFields f);
-// A tool_result naming no allowed request awaiting its result (a protocol error follows).
+// A tool_result naming no allowed request awaiting its result (a protocol error follows): the
+// kind's other variant, with only id, request and unmatched.
 AuditEvent UnmatchedToolResult(std::uint64_t id, std::uint64_t request);
 
-struct ProgressFields {
-  std::uint64_t id = 0;
-  std::string state{};
-  std::string text{};
-};
-AuditEvent Progress(ProgressFields f);
-
-struct FinishFields {
-  std::uint64_t id = 0;
-  std::string outcome{};
-  std::string summary{};
-};
-AuditEvent Finish(FinishFields f);
-
-struct ProtocolErrorFields {
-  std::uint64_t id = 0;
-  std::string code{};  // protocol::ErrorCodeName
-  std::string message{};
-};
-AuditEvent ProtocolError(ProtocolErrorFields f);
-
-struct BudgetFields {
-  std::optional<std::uint64_t> id{};    // the request that hit it; none for wall time
-  std::optional<std::string> budget{};  // which budget, when not said by the request ("wall-time")
-  std::string reason{};
-};
-AuditEvent Budget(BudgetFields f);
-
-struct ShutdownFields {
-  std::string status{};  // BrokerStatusName
-  std::string reason{};
-};
-AuditEvent Shutdown(ShutdownFields f);
-
-struct PatchFields {
-  std::string patch_digest{};  // envelope result: sha256 of patch.diff
-  std::uint64_t files = 0;
-  std::uint64_t bytes = 0;
-  std::uint64_t violations = 0;
-  // What the git config guard dropped from configs the agent's sandbox changed, one "FILE: KEY"
-  // each, recorded only when there is any (launcher/guard/git_config_guard.h).
-  std::vector<std::string> git_config_dropped{};
-};
-AuditEvent Patch(PatchFields f);
-
-struct VerifyTreeFields {
-  std::string tree{};
-  std::string base_commit{};
-  std::string path{};
-};
-AuditEvent VerifyTree(VerifyTreeFields f);
-
-struct VerifyFields {
-  std::string command{};
-  std::string status{};  // VerifyStatusName
-  std::int64_t exit_code = -1;
-  std::int64_t duration_ms = 0;
-  std::string tree{};
-  // What its sandbox's network refused and the hint lines (network_hint.h); only when it failed.
-  std::vector<std::string> refused{};
-  std::vector<std::string> network_hints{};
-};
-AuditEvent Verify(VerifyFields f);
-
-struct SetupFields {
-  std::string command{};
-  std::string status{};  // VerifyStatusName
-  std::int64_t exit_code = -1;
-  std::int64_t duration_ms = 0;
-  std::string where{};  // "workspace" (before the agent) or "verify-tree" (before verifying)
-  std::string log{};    // the log file, relative to the run directory
-  std::vector<std::string> refused{};        // as VerifyFields
-  std::vector<std::string> network_hints{};  // as VerifyFields
-};
-AuditEvent Setup(SetupFields f);
-
-struct EgressFields {
-  std::string host{};  // the name (or IP literal) the sandbox asked for
-  std::uint64_t port = 0;
-  std::string address{};  // the address cagent connected to ("" when none)
-  std::string via{};      // "connect", "http", "socks5", "transparent"
-  bool allowed = false;   // envelope verdict: allow / deny
-  std::string rule{};     // envelope rule ("" = no rule: the default, or the proxy's own refusal)
-  std::string reason{};
-  std::string error{};  // upstream or relay error ("" when none)
-  std::uint64_t bytes_up = 0;
-  std::uint64_t bytes_down = 0;
-  std::int64_t duration_ms = 0;
-  std::string phase{};  // "agent", "verify", "exec", "setup"
-};
-AuditEvent Egress(EgressFields f);
-
-struct McpCallFields {
-  std::string mode{};         // "wrap" | "serve"
-  std::string request{};      // the client's JSON-RPC id, as JSON text ("7", "\"a\"")
-  std::string tool{};         // envelope tool: the MCP tool name (shortened)
-  std::string args_digest{};  // envelope args: CanonicalDigest of the arguments
-  std::string verdict{};      // envelope verdict: allow | deny (the final one, after any ask)
-  std::string rule{};         // envelope rule ("" = none: the default)
-  std::string location{};     // the rule's file:line:col ("" = none)
-  std::string reason{};
-  std::optional<std::string> note{};  // how an ask was settled, or why the broker refused
-};
-AuditEvent McpCall(McpCallFields f);
-
-struct McpResultFields {
-  std::string mode{};
-  std::string request{};
-  std::string tool{};           // envelope tool
-  std::string result_digest{};  // envelope result: CanonicalDigest of the result or error ("")
-  bool ok = false;              // a JSON-RPC result (not an error, not a failure)
-  bool is_error = false;        // the result's isError
-  std::uint64_t bytes = 0;
-  std::string error{};  // "" when ok
-};
-AuditEvent McpResult(McpResultFields f);
-
-struct McpListFields {
-  std::string mode{};
-  std::vector<std::string> offered{};
-  std::vector<std::string> hidden{};
-};
-AuditEvent McpList(McpListFields f);
+// The detail fields' names, per kind: names::Decision::reason is "reason". Readers of a log use
+// them, so a name the table does not declare for that kind does not compile.
+namespace names {
+#define CAGENT_AUDIT_NAMES_BEGIN(Kind, name, actor, writer, meaning) struct Kind {
+#define CAGENT_AUDIT_NAMES_FIELD(Kind, member, Type, need, meaning) \
+  static constexpr std::string_view member = #member;
+#define CAGENT_AUDIT_NAMES_END(Kind) \
+  }                                  \
+  ;
+CAGENT_AUDIT_EVENTS(CAGENT_AUDIT_NAMES_BEGIN, CAGENT_AUDIT_NONE, CAGENT_AUDIT_NAMES_FIELD,
+                    CAGENT_AUDIT_NAMES_END)
+#undef CAGENT_AUDIT_NAMES_BEGIN
+#undef CAGENT_AUDIT_NAMES_FIELD
+#undef CAGENT_AUDIT_NAMES_END
+}  // namespace names
 
 }  // namespace audit
 

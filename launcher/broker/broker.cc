@@ -792,8 +792,8 @@ void Broker::Impl::OnModelCall(std::uint64_t id, protocol::ModelCall call,
   }
   // The conversation may say anything, but its tool calls must be the model's own and its tool
   // results must answer them: the agent cannot put words in the model's mouth as calls.
-  if (std::string wrong = turns_.CheckConversation(call); !wrong.empty()) {
-    ProtocolError(ErrorCode::kMalformed, "model_call: " + wrong, id);
+  if (const Refusal wrong = turns_.CheckConversation(call)) {
+    ProtocolError(ErrorCode::kMalformed, "model_call: " + *wrong, id);
     return;
   }
   // The output cap: the model's per-response limit, lowered to what the token budget has left

@@ -93,7 +93,7 @@ Status LowerBudgets(Budgets& budgets, const Budgets& requested) {
   return Ok{};
 }
 
-std::optional<std::string> BudgetCounter::CheckModelCall() const {
+Refusal BudgetCounter::CheckModelCall() const {
   if (budgets_.model_turns && used_.model_turns >= *budgets_.model_turns) {
     return "model-turn budget (" + Count(*budgets_.model_turns) + ") reached";
   }
@@ -139,7 +139,7 @@ std::optional<std::string> BudgetCounter::AddTokens(const protocol::Usage& usage
   return std::nullopt;
 }
 
-std::optional<std::string> BudgetCounter::CheckToolCall(const std::string& tool) const {
+Refusal BudgetCounter::CheckToolCall(const std::string& tool) const {
   if (budgets_.tool_calls && used_.tool_calls >= *budgets_.tool_calls) {
     return "tool-call budget (" + Count(*budgets_.tool_calls) + ") reached";
   }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/protocol.h"
+#include "common/result.h"
 #include "launcher/broker/broker.h"
 
 namespace cagent::launcher::broker {
@@ -23,7 +24,7 @@ class BudgetCounter {
   explicit BudgetCounter(Budgets budgets) : budgets_(std::move(budgets)) {}
 
   // Before a model call: the turn and token budgets.
-  [[nodiscard]] std::optional<std::string> CheckModelCall() const;
+  [[nodiscard]] Refusal CheckModelCall() const;
   // Counts one model turn; returns its 1-based number.
   std::uint64_t CountModelTurn();
   // Tokens (input + output) the model-token budget still allows; nullopt when it is unlimited.
@@ -39,7 +40,7 @@ class BudgetCounter {
   std::optional<std::string> AddTokens(const protocol::Usage& usage);
 
   // Before a tool call of `tool` ("run_command"): the total and the per-kind budgets.
-  [[nodiscard]] std::optional<std::string> CheckToolCall(const std::string& tool) const;
+  [[nodiscard]] Refusal CheckToolCall(const std::string& tool) const;
   void CountToolCall(const std::string& tool);
 
   // Adds a tool result's output size; the reason when the output budget is now exceeded.

@@ -42,7 +42,7 @@ void ModelTurns::Record(std::uint64_t turn, const std::vector<protocol::ToolCall
   }
 }
 
-std::string ModelTurns::CheckConversation(const protocol::ModelCall& call) const {
+Refusal ModelTurns::CheckConversation(const protocol::ModelCall& call) const {
   const protocol::ChatMessage* assistant = nullptr;  // the nearest one so far
   std::set<std::string> answered;                    // call ids of `assistant` answered so far
   for (std::size_t i = 0; i < call.messages.size(); ++i) {

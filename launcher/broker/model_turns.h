@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "common/result.h"
 
 namespace cagent::launcher::broker {
 
@@ -30,9 +31,9 @@ class ModelTurns {
   // Records turn `turn` (1-based) and makes its calls the ones tool requests may name.
   void Record(std::uint64_t turn, const std::vector<protocol::ToolCall>& calls);
 
-  // Empty when `call`'s messages pass the check above, else what is wrong, naming the message
+  // Nothing when `call`'s messages pass the check above, else what is wrong, naming the message
   // ("messages[4] (assistant): tool call \"call_9\" (read_file) is not one the model made").
-  [[nodiscard]] std::string CheckConversation(const protocol::ModelCall& call) const;
+  [[nodiscard]] Refusal CheckConversation(const protocol::ModelCall& call) const;
 
   struct Binding {
     bool ok = false;

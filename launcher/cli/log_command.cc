@@ -64,6 +64,16 @@ std::string Field(broker::AuditKind kind, const json& detail, std::string_view n
   return Str(detail, std::string(name).c_str());
 }
 
+// A detail member as it is (null when absent).
+const json& Raw(const json& detail, std::string_view name) {
+  static const json kNull;
+  if (!detail.is_object()) return kNull;
+  const auto it = detail.find(name);
+  return it == detail.end() ? kNull : *it;
+}
+
+bool IsPositive(const json& v) { return v.is_number_unsigned() && v.get<std::uint64_t>() > 0; }
+
 }  // namespace
 
 std::string DescribeAuditEntry(const json& e, std::map<std::string, json>& calls) {
@@ -89,161 +99,213 @@ std::string DescribeAuditEntry(const json& e, std::map<std::string, json>& calls
   }
   using K = broker::AuditKind;
   switch (*kind) {
-    case K::kState:
-      text = d("state");
-      if (detail.contains("profile")) {
-        text += " (profile " + d("profile") + ", model " + d("model") + ")";
+    case K::kState: {
+      using N = broker::audit::names::State;
+      text = d(N::state);
+      if (detail.contains(N::profile)) {
+        text += " (profile " + d(N::profile) + ", model " + d(N::model) + ")";
       }
-      if (detail.contains("reason")) text += ": " + d("reason");
+      if (detail.contains(N::reason)) text += ": " + d(N::reason);
       break;
-    case K::kWorkspace:
-      text = "base " + d("base_commit").substr(0, 12) + " of " + d("repo");
-      if (flag("carried_dirty")) {
+    }
+    case K::kWorkspace: {
+      using N = broker::audit::names::Workspace;
+      text = "base " + d(N::base_commit).substr(0, 12) + " of " + d(N::repo);
+      if (flag(N::carried_dirty)) {
         text += ", uncommitted changes carried in (" +
-                std::to_string(detail.value("carried_paths", json::array()).size()) + " paths)";
+                std::to_string(Raw(detail, N::carried_paths).size()) + " paths)";
       }
       break;
-    case K::kHello:
-      text = d("agent") + ", protocols " + d("protocols");
+    }
+    case K::kHello: {
+      using N = broker::audit::names::Hello;
+      text = d(N::agent) + ", protocols " + d(N::protocols);
       break;
-    case K::kWelcome:
-      text = "tools " + d("tools") + ", max turns " + d("max_turns");
+    }
+    case K::kWelcome: {
+      using N = broker::audit::names::Welcome;
+      text = "tools " + d(N::tools) + ", max turns " + d(N::max_turns);
       break;
-    case K::kModelCall:
-      text =
-          "turn " + d("turn") + ": " + d("messages") + " messages, max_tokens " + d("max_tokens");
-      if (detail.value("redactions", 0) > 0) text += ", " + d("redactions") + " redactions";
+    }
+    case K::kModelCall: {
+      using N = broker::audit::names::ModelCall;
+      text = "turn " + d(N::turn) + ": " + d(N::messages) + " messages, max_tokens " +
+             d(N::max_tokens);
+      if (IsPositive(Raw(detail, N::redactions))) text += ", " + d(N::redactions) + " redactions";
       break;
+    }
     case K::kModelResult: {
+      using N = broker::audit::names::ModelResult;
       // The body of a replayed turn is the neutral turn itself ({text, tool_calls: [{id, name,
       // arguments}]}): its arguments let a later tool_request show what the model asked for.
       // Other providers' bodies are their own wire format, which is not parsed here.
-      const json body = detail.value("body", json::object());
+      const json& body = Raw(detail, N::body);
       if (body.is_object() && body.contains("tool_calls") && body["tool_calls"].is_array()) {
         for (const json& call : body["tool_calls"]) {
           if (call.is_object() && call.contains("arguments")) calls[Str(call, "id")] = call;
         }
       }
-      text = "turn " + d("turn") + " " + d("stop_reason");
+      text = "turn " + d(N::turn) + " " + d(N::stop_reason);
       if (body.is_object() && body.contains("text") && body["text"].is_string()) {
         text += " " + Str(body, "text");
       }
       std::string names;
-      if (detail.contains("tool_calls") && detail["tool_calls"].is_array()) {
-        for (const json& call : detail["tool_calls"]) {
+      if (const json& made = Raw(detail, N::tool_calls); made.is_array()) {
+        for (const json& call : made) {
           names += (names.empty() ? "" : ", ") + Str(call, "name");
         }
       }
       if (!names.empty()) text += " -> " + names;
       break;
     }
-    case K::kModelError:
-      text = "turn " + d("turn") + ": " + d("code") + ": " + d("message");
-      break;
-    case K::kToolRequest:
-      text = Str(e, "tool") + " " + called(d("call_id"));
-      break;
-    case K::kDecision:
-      // Since issue 18 the decision is also the request's entry: it shows what was asked.
-      text = Str(e, "verdict") + " " + Str(e, "tool") + " " + called(d("call_id")) + " by " +
-             Str(e, "rule");
-      if (detail.contains("location") && !d("location").empty()) {
-        text += " (" + d("location") + ")";
-      }
-      if (detail.contains("reason")) text += ": " + d("reason");
-      break;
-    case K::kLoop:
-      text = Str(e, "tool") + ": " + d("reason");
-      break;
-    case K::kLoopState:
-      text = "loop detection sees part of the workspace: " + d("entries") + " entries (cap " +
-             d("max_entries") + ")";
-      if (flag("truncated")) text += ", walk cut at the cap";
-      if (!d("not_walked").empty() && d("not_walked") != "0") {
-        text += ", " + d("not_walked") + " directories not walked";
-      }
-      if (!d("error").empty()) text += ", " + d("error");
-      break;
-    case K::kApproval:
-      text = Str(e, "verdict") + " " + Str(e, "tool") + " (" + d("scope") + ", by " + d("by") + ")";
-      break;
-    case K::kToolResult:
-      if (flag("unmatched")) {
-        text = "for request " + d("request") + ", which awaits no result";
-        break;
-      }
-      text = Str(e, "tool") + (flag("ok") ? " ok" : " error " + d("error_code"));
-      text += ", " + d("bytes") + " bytes";
-      if (detail.contains("changed_paths") && !detail["changed_paths"].empty()) {
-        text += ", changed " + Compact(detail["changed_paths"], 120);
-      }
-      break;
-    case K::kProgress:
-      text = d("state") + (d("text").empty() ? "" : ": " + d("text"));
-      break;
-    case K::kFinish:
-      text = d("outcome") + ": " + d("summary");
-      break;
-    case K::kProtocolError:
-      text = d("code") + ": " + d("message");
-      break;
-    case K::kBudget:
-      text = d("reason");
-      break;
-    case K::kShutdown:
-      text = d("status");
-      if (!d("reason").empty()) text += ": " + d("reason");
-      break;
-    case K::kPatch:
-      text =
-          d("files") + " files, " + d("bytes") + " bytes, " + d("violations") + " rule violations";
-      break;
-    case K::kVerifyTree:
-      text = "fresh checkout of base " + d("base_commit").substr(0, 12) + " + patch: tree " +
-             d("tree").substr(0, 12) + " at " + d("path");
-      break;
-    case K::kVerify:
-      text = d("status") + ": " + d("command") + " (exit " + d("exit_code") + ", " +
-             d("duration_ms") + " ms)";
-      break;
-    case K::kSetup:
-      text = "setup on the " +
-             std::string(d("where") == "verify-tree" ? "verification tree" : "workspace") + ": " +
-             d("status") + ": " + d("command") + " (exit " + d("exit_code") + ", " +
-             d("duration_ms") + " ms; output in " + d("log") + ")";
-      break;
-    case K::kEgress: {
-      const std::string host = d("host");
-      const std::string target =
-          (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + d("port");
-      text = Str(e, "verdict") + " " + target + " via " + d("via");
-      if (!d("address").empty()) text += " to " + d("address");
-      if (!Str(e, "rule").empty()) text += " (rule " + Str(e, "rule") + ")";
-      if (Str(e, "verdict") == "allow") {
-        text += ": " + d("bytes_up") + " bytes up, " + d("bytes_down") + " down, " +
-                d("duration_ms") + " ms";
-      } else {
-        text += ": " + d("reason");
-      }
-      if (detail.contains("error")) text += "; " + d("error");
-      text += " [" + d("phase") + "]";
+    case K::kModelError: {
+      using N = broker::audit::names::ModelError;
+      text = "turn " + d(N::turn) + ": " + d(N::code) + ": " + d(N::message);
       break;
     }
-    case K::kMcpCall:
-      text = Str(e, "verdict") + " " + Str(e, "tool") + " (" + d("mode") + ", request " +
-             d("request") + ")";
+    case K::kToolRequest: {
+      using N = broker::audit::names::ToolRequest;
+      text = Str(e, "tool") + " " + called(d(N::call_id));
+      break;
+    }
+    case K::kDecision: {
+      using N = broker::audit::names::Decision;
+      // Since issue 18 the decision is also the request's entry: it shows what was asked.
+      text = Str(e, "verdict") + " " + Str(e, "tool") + " " + called(d(N::call_id)) + " by " +
+             Str(e, "rule");
+      if (detail.contains(N::location) && !d(N::location).empty()) {
+        text += " (" + d(N::location) + ")";
+      }
+      if (detail.contains(N::reason)) text += ": " + d(N::reason);
+      break;
+    }
+    case K::kLoop: {
+      using N = broker::audit::names::Loop;
+      text = Str(e, "tool") + ": " + d(N::reason);
+      break;
+    }
+    case K::kLoopState: {
+      using N = broker::audit::names::LoopState;
+      text = "loop detection sees part of the workspace: " + d(N::entries) + " entries (cap " +
+             d(N::max_entries) + ")";
+      if (flag(N::truncated)) text += ", walk cut at the cap";
+      if (!d(N::not_walked).empty() && d(N::not_walked) != "0") {
+        text += ", " + d(N::not_walked) + " directories not walked";
+      }
+      if (!d(N::error).empty()) text += ", " + d(N::error);
+      break;
+    }
+    case K::kApproval: {
+      using N = broker::audit::names::Approval;
+      text =
+          Str(e, "verdict") + " " + Str(e, "tool") + " (" + d(N::scope) + ", by " + d(N::by) + ")";
+      break;
+    }
+    case K::kToolResult: {
+      using N = broker::audit::names::ToolResult;
+      if (flag(N::unmatched)) {
+        text = "for request " + d(N::request) + ", which awaits no result";
+        break;
+      }
+      text = Str(e, "tool") + (flag(N::ok) ? " ok" : " error " + d(N::error_code));
+      text += ", " + d(N::bytes) + " bytes";
+      if (const json& changed = Raw(detail, N::changed_paths); !changed.empty()) {
+        text += ", changed " + Compact(changed, 120);
+      }
+      break;
+    }
+    case K::kProgress: {
+      using N = broker::audit::names::Progress;
+      text = d(N::state) + (d(N::text).empty() ? "" : ": " + d(N::text));
+      break;
+    }
+    case K::kFinish: {
+      using N = broker::audit::names::Finish;
+      text = d(N::outcome) + ": " + d(N::summary);
+      break;
+    }
+    case K::kProtocolError: {
+      using N = broker::audit::names::ProtocolError;
+      text = d(N::code) + ": " + d(N::message);
+      break;
+    }
+    case K::kBudget: {
+      using N = broker::audit::names::Budget;
+      text = d(N::reason);
+      break;
+    }
+    case K::kShutdown: {
+      using N = broker::audit::names::Shutdown;
+      text = d(N::status);
+      if (!d(N::reason).empty()) text += ": " + d(N::reason);
+      break;
+    }
+    case K::kPatch: {
+      using N = broker::audit::names::Patch;
+      text = d(N::files) + " files, " + d(N::bytes) + " bytes, " + d(N::violations) +
+             " rule violations";
+      break;
+    }
+    case K::kVerifyTree: {
+      using N = broker::audit::names::VerifyTree;
+      text = "fresh checkout of base " + d(N::base_commit).substr(0, 12) + " + patch: tree " +
+             d(N::tree).substr(0, 12) + " at " + d(N::path);
+      break;
+    }
+    case K::kVerify: {
+      using N = broker::audit::names::Verify;
+      text = d(N::status) + ": " + d(N::command) + " (exit " + d(N::exit_code) + ", " +
+             d(N::duration_ms) + " ms)";
+      break;
+    }
+    case K::kSetup: {
+      using N = broker::audit::names::Setup;
+      text = "setup on the " +
+             std::string(d(N::where) == "verify-tree" ? "verification tree" : "workspace") + ": " +
+             d(N::status) + ": " + d(N::command) + " (exit " + d(N::exit_code) + ", " +
+             d(N::duration_ms) + " ms; output in " + d(N::log) + ")";
+      break;
+    }
+    case K::kEgress: {
+      using N = broker::audit::names::Egress;
+      const std::string host = d(N::host);
+      const std::string target =
+          (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + d(N::port);
+      text = Str(e, "verdict") + " " + target + " via " + d(N::via);
+      if (!d(N::address).empty()) text += " to " + d(N::address);
+      if (!Str(e, "rule").empty()) text += " (rule " + Str(e, "rule") + ")";
+      if (Str(e, "verdict") == "allow") {
+        text += ": " + d(N::bytes_up) + " bytes up, " + d(N::bytes_down) + " down, " +
+                d(N::duration_ms) + " ms";
+      } else {
+        text += ": " + d(N::reason);
+      }
+      if (detail.contains(N::error)) text += "; " + d(N::error);
+      text += " [" + d(N::phase) + "]";
+      break;
+    }
+    case K::kMcpCall: {
+      using N = broker::audit::names::McpCall;
+      text = Str(e, "verdict") + " " + Str(e, "tool") + " (" + d(N::mode) + ", request " +
+             d(N::request) + ")";
       if (!Str(e, "rule").empty()) text += " by " + Str(e, "rule");
-      text += ": " + d("reason");
+      text += ": " + d(N::reason);
       break;
-    case K::kMcpResult:
-      text = Str(e, "tool") + " (" + d("mode") + ", request " + d("request") + ") " +
-             (flag("ok") ? (flag("is_error") ? "isError" : "ok") : "failed") + ", " + d("bytes") +
-             " bytes";
-      if (detail.contains("error")) text += ": " + d("error");
+    }
+    case K::kMcpResult: {
+      using N = broker::audit::names::McpResult;
+      text = Str(e, "tool") + " (" + d(N::mode) + ", request " + d(N::request) + ") " +
+             (flag(N::ok) ? (flag(N::is_error) ? "isError" : "ok") : "failed") + ", " +
+             d(N::bytes) + " bytes";
+      if (detail.contains(N::error)) text += ": " + d(N::error);
       break;
-    case K::kMcpList:
-      text = "tools offered " + d("offered") + ", hidden " + d("hidden") + " (" + d("mode") + ")";
+    }
+    case K::kMcpList: {
+      using N = broker::audit::names::McpList;
+      text =
+          "tools offered " + d(N::offered) + ", hidden " + d(N::hidden) + " (" + d(N::mode) + ")";
       break;
+    }
     case K::kCount:
       break;
   }

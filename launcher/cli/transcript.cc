@@ -27,7 +27,7 @@ std::string One(std::string_view text, std::size_t max = kTranscriptLineBytes) {
   return Cut(TerminalSafe(text, TerminalLines::kOne), max);
 }
 
-std::string Str(const json& j, const char* key) {
+std::string Str(const json& j, std::string_view key) {
   if (!j.is_object()) return {};
   const auto it = j.find(key);
   if (it == j.end()) return {};
@@ -36,13 +36,13 @@ std::string Str(const json& j, const char* key) {
   return JsonText(*it);
 }
 
-bool Flag(const json& j, const char* key) {
+bool Flag(const json& j, std::string_view key) {
   if (!j.is_object()) return false;
   const auto it = j.find(key);
   return it != j.end() && it->is_boolean() && it->get<bool>();
 }
 
-const json& Member(const json& j, const char* key) {
+const json& Member(const json& j, std::string_view key) {
   static const json kNull;
   if (!j.is_object()) return kNull;
   const auto it = j.find(key);
@@ -113,18 +113,20 @@ std::string Arguments(const std::string& tool, const json& args) {
 }
 
 void State(std::vector<std::string>& out, const json& d) {
-  std::string s = "--- " + One(Str(d, "state"), 40);
-  if (d.contains("profile")) {
-    s += " (profile " + One(Str(d, "profile"), 80) + ", model " + One(Str(d, "model"), 80) + ")";
+  using N = broker::audit::names::State;
+  std::string s = "--- " + One(Str(d, N::state), 40);
+  if (d.contains(N::profile)) {
+    s += " (profile " + One(Str(d, N::profile), 80) + ", model " + One(Str(d, N::model), 80) + ")";
   }
-  if (!Str(d, "reason").empty()) s += ": " + One(Str(d, "reason"));
+  if (!Str(d, N::reason).empty()) s += ": " + One(Str(d, N::reason));
   out.push_back(std::move(s));
 }
 
 void ModelResult(std::vector<std::string>& out, const json& d, const json& t) {
-  const json& usage = Member(d, "usage");
-  std::string head = "model, turn " + One(Str(d, "turn"), 20) + " (" +
-                     One(Str(d, "stop_reason"), 20) + ", " + One(Str(usage, "input_tokens"), 20) +
+  using N = broker::audit::names::ModelResult;
+  const json& usage = Member(d, N::usage);
+  std::string head = "model, turn " + One(Str(d, N::turn), 20) + " (" +
+                     One(Str(d, N::stop_reason), 20) + ", " + One(Str(usage, "input_tokens"), 20) +
                      " tokens in, " + One(Str(usage, "output_tokens"), 20) + " out)";
   const json& text = Member(t, "text");
   if (text.is_string()) {
@@ -136,39 +138,41 @@ void ModelResult(std::vector<std::string>& out, const json& d, const json& t) {
     }
   } else {
     // No transcript (a log read afterwards): the size only; the text is in the provider's body.
-    out.push_back(head + ": " + One(Str(d, "text_bytes"), 20) + " bytes of text");
+    out.push_back(head + ": " + One(Str(d, N::text_bytes), 20) + " bytes of text");
   }
 }
 
 void Decision(std::vector<std::string>& out, const json& e, const json& d, const json& t) {
+  using N = broker::audit::names::Decision;
   const std::string tool = Str(e, "tool");
   std::string call = "tool " + One(tool, 64);
-  if (!Str(d, "call_id").empty()) call += " [" + One(Str(d, "call_id"), 64) + "]";
+  if (!Str(d, N::call_id).empty()) call += " [" + One(Str(d, N::call_id), 64) + "]";
   const json& args = Member(t, "arguments");
   if (!args.is_null()) call += ": " + Arguments(tool, args);
   out.push_back(std::move(call));
   std::string verdict = "  " + One(Str(e, "verdict"), 10);
   if (!Str(e, "rule").empty()) verdict += " by " + One(Str(e, "rule"), 120);
-  if (!Str(d, "location").empty()) verdict += " (" + One(Str(d, "location"), 120) + ")";
+  if (!Str(d, N::location).empty()) verdict += " (" + One(Str(d, N::location), 120) + ")";
   // An allow says its rule; a refusal or an ask also why.
-  if (Str(e, "verdict") != "allow" && !Str(d, "reason").empty()) {
-    verdict += ": " + One(Str(d, "reason"));
+  if (Str(e, "verdict") != "allow" && !Str(d, N::reason).empty()) {
+    verdict += ": " + One(Str(d, N::reason));
   }
-  if (!Str(d, "note").empty()) verdict += " [" + One(Str(d, "note"), 120) + "]";
+  if (!Str(d, N::note).empty()) verdict += " [" + One(Str(d, N::note), 120) + "]";
   out.push_back(Cut(std::move(verdict), kTranscriptLineBytes + 40));
 }
 
 void ToolResult(std::vector<std::string>& out, const json& d, const json& t) {
-  if (Flag(d, "unmatched")) {
-    out.push_back("  result for request " + One(Str(d, "request"), 20) +
+  using N = broker::audit::names::ToolResult;
+  if (Flag(d, N::unmatched)) {
+    out.push_back("  result for request " + One(Str(d, N::request), 20) +
                   ", which awaits none (refused)");
     return;
   }
   std::string s = "  result: ";
-  s += Flag(d, "ok") ? "ok" : "failed (" + One(Str(d, "error_code"), 64) + ")";
-  s += ", " + One(Str(d, "bytes"), 20) + " bytes";
-  if (Flag(d, "redacted")) s += ", secrets redacted";
-  const json& changed = Member(d, "changed_paths");
+  s += Flag(d, N::ok) ? "ok" : "failed (" + One(Str(d, N::error_code), 64) + ")";
+  s += ", " + One(Str(d, N::bytes), 20) + " bytes";
+  if (Flag(d, N::redacted)) s += ", secrets redacted";
+  const json& changed = Member(d, N::changed_paths);
   if (changed.is_array() && !changed.empty()) {
     std::string names;
     for (const json& p : changed) {
@@ -192,58 +196,123 @@ std::vector<std::string> TranscriptLines(const json& e) {
   if (!e.is_object()) return out;
   const json& d = Member(e, "detail");
   const json& t = Member(e, "transcript");
-  const std::string event = Str(e, "event");
-  if (event == "state") {
-    State(out, d);
-  } else if (event == "workspace") {
-    out.push_back("--- workspace: base " + One(Str(d, "base_commit").substr(0, 12)) + " of " +
-                  One(Str(d, "repo")) +
-                  (Flag(d, "carried_dirty") ? ", uncommitted changes carried in" : ""));
-  } else if (event == "hello") {
-    out.push_back("agent connected: " + One(Str(d, "agent"), 120));
-  } else if (event == "model_result") {
-    ModelResult(out, d, t);
-  } else if (event == "model_error") {
-    out.push_back("model error, turn " + One(Str(d, "turn"), 20) + ": " + One(Str(d, "code"), 40) +
-                  ": " + One(Str(d, "message")));
-  } else if (event == "tool_request") {
-    // Only a request refused before a decision has an entry of its own.
-    std::string s = "tool " + One(Str(e, "tool"), 64) + " [" + One(Str(d, "call_id"), 64) + "]";
-    const json& args = Member(t, "arguments");
-    if (!args.is_null()) s += ": " + Arguments(Str(e, "tool"), args);
-    out.push_back(s + " (refused before a decision)");
-  } else if (event == "decision") {
-    Decision(out, e, d, t);
-  } else if (event == "loop") {
-    out.push_back("  loop detection: " + One(Str(d, "reason")));
-  } else if (event == "approval") {
-    out.push_back("  " + std::string(Str(e, "verdict") == "allow" ? "approved" : "not approved") +
-                  " (" + One(Str(d, "scope"), 20) + ", by " + One(Str(d, "by"), 60) + ")");
-  } else if (event == "tool_result") {
-    ToolResult(out, d, t);
-  } else if (event == "finish") {
-    out.push_back("agent finished (" + One(Str(d, "outcome"), 20) + "):");
-    Block(out, Str(d, "summary"), kTranscriptTextLines, "  ");
-  } else if (event == "protocol_error") {
-    out.push_back("protocol error: " + One(Str(d, "code"), 40) + ": " + One(Str(d, "message")));
-  } else if (event == "budget") {
-    out.push_back("budget: " + One(Str(d, "reason")));
-  } else if (event == "shutdown") {
-    std::string s = "session ended: " + One(Str(d, "status"), 40);
-    if (!Str(d, "reason").empty()) s += ": " + One(Str(d, "reason"));
-    out.push_back(std::move(s));
-  } else if (event == "patch") {
-    out.push_back("--- patch: " + One(Str(d, "files"), 20) + " files, " + One(Str(d, "bytes"), 20) +
-                  " bytes, " + One(Str(d, "violations"), 20) + " rule violations");
-  } else if (event == "verify" || event == "setup") {
-    out.push_back("--- " + event + " " + One(Str(d, "status"), 40) + ": " + One(Str(d, "command")) +
-                  " (exit " + One(Str(d, "exit_code"), 20) + ", " + One(Str(d, "duration_ms"), 20) +
-                  " ms)");
-  } else if (event == "egress") {
-    std::string s = "network " + One(Str(e, "verdict"), 10) + " " + One(Str(d, "host"), 120) + ":" +
-                    One(Str(d, "port"), 10) + " via " + One(Str(d, "via"), 20);
-    if (Str(e, "verdict") != "allow") s += ": " + One(Str(d, "reason"));
-    out.push_back(std::move(s));
+  const std::optional<broker::AuditKind> kind = broker::ParseAuditKind(Str(e, "event"));
+  if (!kind) return out;
+  using K = broker::AuditKind;
+  switch (*kind) {
+    case K::kState: {
+      State(out, d);
+      break;
+    }
+    case K::kWorkspace: {
+      using N = broker::audit::names::Workspace;
+      out.push_back("--- workspace: base " + One(Str(d, N::base_commit).substr(0, 12)) + " of " +
+                    One(Str(d, N::repo)) +
+                    (Flag(d, N::carried_dirty) ? ", uncommitted changes carried in" : ""));
+      break;
+    }
+    case K::kHello: {
+      using N = broker::audit::names::Hello;
+      out.push_back("agent connected: " + One(Str(d, N::agent), 120));
+      break;
+    }
+    case K::kModelResult: {
+      ModelResult(out, d, t);
+      break;
+    }
+    case K::kModelError: {
+      using N = broker::audit::names::ModelError;
+      out.push_back("model error, turn " + One(Str(d, N::turn), 20) + ": " +
+                    One(Str(d, N::code), 40) + ": " + One(Str(d, N::message)));
+      break;
+    }
+    case K::kToolRequest: {
+      using N = broker::audit::names::ToolRequest;
+      // Only a request refused before a decision has an entry of its own.
+      std::string s = "tool " + One(Str(e, "tool"), 64) + " [" + One(Str(d, N::call_id), 64) + "]";
+      const json& args = Member(t, "arguments");
+      if (!args.is_null()) s += ": " + Arguments(Str(e, "tool"), args);
+      out.push_back(s + " (refused before a decision)");
+      break;
+    }
+    case K::kDecision: {
+      Decision(out, e, d, t);
+      break;
+    }
+    case K::kLoop: {
+      using N = broker::audit::names::Loop;
+      out.push_back("  loop detection: " + One(Str(d, N::reason)));
+      break;
+    }
+    case K::kApproval: {
+      using N = broker::audit::names::Approval;
+      out.push_back("  " + std::string(Str(e, "verdict") == "allow" ? "approved" : "not approved") +
+                    " (" + One(Str(d, N::scope), 20) + ", by " + One(Str(d, N::by), 60) + ")");
+      break;
+    }
+    case K::kToolResult: {
+      ToolResult(out, d, t);
+      break;
+    }
+    case K::kFinish: {
+      using N = broker::audit::names::Finish;
+      out.push_back("agent finished (" + One(Str(d, N::outcome), 20) + "):");
+      Block(out, Str(d, N::summary), kTranscriptTextLines, "  ");
+      break;
+    }
+    case K::kProtocolError: {
+      using N = broker::audit::names::ProtocolError;
+      out.push_back("protocol error: " + One(Str(d, N::code), 40) + ": " + One(Str(d, N::message)));
+      break;
+    }
+    case K::kBudget: {
+      using N = broker::audit::names::Budget;
+      out.push_back("budget: " + One(Str(d, N::reason)));
+      break;
+    }
+    case K::kShutdown: {
+      using N = broker::audit::names::Shutdown;
+      std::string s = "session ended: " + One(Str(d, N::status), 40);
+      if (!Str(d, N::reason).empty()) s += ": " + One(Str(d, N::reason));
+      out.push_back(std::move(s));
+      break;
+    }
+    case K::kPatch: {
+      using N = broker::audit::names::Patch;
+      out.push_back("--- patch: " + One(Str(d, N::files), 20) + " files, " +
+                    One(Str(d, N::bytes), 20) + " bytes, " + One(Str(d, N::violations), 20) +
+                    " rule violations");
+      break;
+    }
+    case K::kVerify:
+    case K::kSetup: {
+      using N = broker::audit::names::Verify;
+      out.push_back("--- " + std::string(broker::AuditKindName(*kind)) + " " +
+                    One(Str(d, N::status), 40) + ": " + One(Str(d, N::command)) + " (exit " +
+                    One(Str(d, N::exit_code), 20) + ", " + One(Str(d, N::duration_ms), 20) +
+                    " ms)");
+      break;
+    }
+    case K::kEgress: {
+      using N = broker::audit::names::Egress;
+      std::string s = "network " + One(Str(e, "verdict"), 10) + " " + One(Str(d, N::host), 120) +
+                      ":" + One(Str(d, N::port), 10) + " via " + One(Str(d, N::via), 20);
+      if (Str(e, "verdict") != "allow") s += ": " + One(Str(d, N::reason));
+      out.push_back(std::move(s));
+      break;
+    }
+    // Left out of a transcript: the terms, the request before its answer, status lines, and what
+    // the verification tree and MCP sessions record (no transcript is shown for those).
+    case K::kWelcome:
+    case K::kModelCall:
+    case K::kLoopState:
+    case K::kProgress:
+    case K::kVerifyTree:
+    case K::kMcpCall:
+    case K::kMcpResult:
+    case K::kMcpList:
+    case K::kCount:
+      break;
   }
   return out;
 }

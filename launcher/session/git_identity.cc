@@ -328,7 +328,7 @@ std::vector<EnvVar> GitIdentity::Env() const {
   return out;
 }
 
-std::string GitIdentityProblem(const std::string& value) {
+Refusal GitIdentityProblem(const std::string& value) {
   if (value.empty()) return "it is empty";
   if (value.size() > kMaxGitIdentityBytes) {
     return "it is longer than " + std::to_string(kMaxGitIdentityBytes) + " bytes";
@@ -356,9 +356,9 @@ GitIdentity ReadGitIdentity(const std::vector<std::string>& env, const std::stri
     for (const auto& [key, value] : found.entries) {
       std::string* slot = key == "user.name" ? &id.name : key == "user.email" ? &id.email : nullptr;
       if (slot == nullptr) continue;
-      if (const std::string why = GitIdentityProblem(value); !why.empty()) {
+      if (const Refusal why = GitIdentityProblem(value)) {
         // git would use this value; pass none rather than an earlier file's.
-        id.notes.push_back("git identity: skipped " + key + " from " + Shown(file) + ": " + why);
+        id.notes.push_back("git identity: skipped " + key + " from " + Shown(file) + ": " + *why);
         slot->clear();
         continue;
       }

@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/result.h"
 #include "launcher/sandbox/launch_spec.h"
 
 namespace cagent::launcher::session {
@@ -51,8 +52,8 @@ struct GitIdentity {
   [[nodiscard]] std::vector<EnvVar> Env() const;
 };
 
-// Whether `value` may be passed as a name or an email: "" when it may, else why not.
-std::string GitIdentityProblem(const std::string& value);
+// Whether `value` may be passed as a name or an email: nothing when it may, else why not.
+Refusal GitIdentityProblem(const std::string& value);
 
 // Reads the identity as described above, from the files the environment `env` ("NAME=value", the
 // caller's) names, with `home` as the caller's home ("" = no ~ files). Runs git; blocks the thread

@@ -252,6 +252,55 @@ TEST(AuditSchemaTest, EveryBuilderWrittenByTheLogConformsAndEveryKindIsBuilt) {
   EXPECT_NE(content.find("\"changed_paths\":\"65\""), std::string::npos) << content;
 }
 
+// The builders come from the table (audit_events.h), one per kind: built from empty fields, each
+// writes every detail field the schema requires and nothing it does not declare, and its optional
+// fields only when set. A row whose type and requirement disagree does not compile (the struct's
+// static_assert); this is the run-time half: a writer that drops a required field fails here.
+TEST(AuditSchemaTest, EveryGeneratedBuilderWritesExactlyTheRequiredFieldsWhenEmpty) {
+  std::vector<AuditEvent> events;
+#define CAGENT_TEST_BUILD(Kind, kName, kActor, kWriter, kMeaning) \
+  events.push_back(audit::Kind(audit::Kind##Fields{}));
+#define CAGENT_TEST_NONE(...)
+  CAGENT_AUDIT_EVENTS(CAGENT_TEST_BUILD, CAGENT_TEST_NONE, CAGENT_TEST_NONE, CAGENT_TEST_NONE)
+#undef CAGENT_TEST_BUILD
+#undef CAGENT_TEST_NONE
+  ASSERT_EQ(events.size(), static_cast<std::size_t>(AuditKind::kCount));
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const AuditEvent& e = events[i];
+    EXPECT_EQ(e.kind, static_cast<AuditKind>(i));
+    const AuditEventSpec& spec = AuditSpec(e.kind);
+    EXPECT_EQ(e.actor, spec.actors.front()) << spec.name;
+    const json detail = e.DetailJson();
+    std::set<std::string> required;
+    for (const AuditField& f : spec.detail) {
+      if (f.required) required.insert(std::string(f.name));
+    }
+    std::set<std::string> written;
+    for (const auto& [key, value] : detail.items()) written.insert(key);
+    // tool_result's fields are optional only because its unmatched variant leaves them out;
+    // the builder of the matched result writes them all (their types are plain).
+    for (const std::string& name : required) {
+      EXPECT_TRUE(written.contains(name)) << spec.name << "." << name << " not written";
+    }
+    for (const std::string& name : written) {
+      bool declared = false;
+      for (const AuditField& f : spec.detail) declared = declared || f.name == name;
+      EXPECT_TRUE(declared) << spec.name << "." << name << " written but not declared";
+    }
+  }
+  // Optional fields are absent when unset: a state without a reason, a patch with nothing dropped.
+  EXPECT_FALSE(audit::State({.state = "running"}).detail.contains("reason"));
+  EXPECT_FALSE(audit::Patch({}).detail.contains("git_config_dropped"));
+  EXPECT_FALSE(audit::Budget({.reason = "r"}).detail.contains("id"));
+  EXPECT_TRUE(audit::Budget({.id = 0, .reason = "r"}).detail.contains("id"));
+  // The typed kinds keep their fields sorted by name, as a json object writes them.
+  const AuditEvent d = audit::Decision({.reason = "r", .note = "n"});
+  ASSERT_FALSE(d.fields.empty());
+  for (std::size_t i = 1; i < d.fields.size(); ++i) {
+    EXPECT_LT(d.fields[i - 1].name, d.fields[i].name);
+  }
+}
+
 // An event not made by a builder has no kind: the log says so and the validator refuses it.
 TEST(AuditSchemaTest, AnEventWithoutAKindIsWrittenAsInvalidAndRefused) {
   TempDir dir;

@@ -328,7 +328,7 @@ TEST(ModelTurns, IdsReusedAcrossTurnsAreKnownWithEachTurnsCall) {
   call.messages.push_back(
       {protocol::Role::kAssistant, "", {Call("call_1", "grep", {{"pattern", "x"}})}, "", false});
   call.messages.push_back({protocol::Role::kTool, "r", {}, "call_1", false});
-  EXPECT_EQ(turns.CheckConversation(call), "");
+  EXPECT_EQ(turns.CheckConversation(call), std::nullopt);
   // Only the latest turn's meaning of the id can be run.
   EXPECT_FALSE(turns.Bind("call_1", "read_file", CanonicalDigest(json{{"path", "a"}})).ok);
   ModelTurns fresh;

@@ -111,11 +111,11 @@ TEST_F(GitIdentityTest, RefusesControlCharactersLongValuesAndAngleBrackets) {
   ASSERT_EQ(id.notes.size(), 1u);
   EXPECT_THAT(id.notes[0], HasSubstr("longer than 256 bytes"));
 
-  EXPECT_EQ(GitIdentityProblem("Ada"), "");
-  EXPECT_EQ(GitIdentityProblem(std::string(256, 'a')), "");
-  EXPECT_NE(GitIdentityProblem(std::string(257, 'a')), "");
-  EXPECT_NE(GitIdentityProblem(""), "");
-  EXPECT_NE(GitIdentityProblem("a\x7f"), "");
+  EXPECT_EQ(GitIdentityProblem("Ada"), std::nullopt);
+  EXPECT_EQ(GitIdentityProblem(std::string(256, 'a')), std::nullopt);
+  EXPECT_NE(GitIdentityProblem(std::string(257, 'a')), std::nullopt);
+  EXPECT_NE(GitIdentityProblem(""), std::nullopt);
+  EXPECT_NE(GitIdentityProblem("a\x7f"), std::nullopt);
 }
 
 TEST_F(GitIdentityTest, AFifoIsSkippedInsteadOfBlockingTheLaunch) {
@@ -235,7 +235,7 @@ TEST_F(GitIdentityTest, TheBuiltInReaderAgreesWithGitOrLeavesTheFileToGit) {
     // Whatever path it takes, ReadGitIdentity ends with git's answer (values it refuses aside).
     const GitIdentity id = ReadGitIdentity(Env({"GIT_CONFIG_GLOBAL=" + path}), home_);
     const auto git_name = GitSays(path, "user.name");
-    if (git_name && GitIdentityProblem(*git_name).empty()) {
+    if (git_name && !GitIdentityProblem(*git_name)) {
       EXPECT_EQ(id.name, *git_name);
     } else {
       EXPECT_EQ(id.name, "");
