@@ -581,7 +581,7 @@ void Batch::Finish(Active& a, const std::optional<int>& wait_status, std::string
     }
     f.run_dir = run_dir;
     if (!run_dir.empty()) {
-      if (auto r = run::ReadRunResult(run_dir); r && r->is_object()) run_result = std::move(*r);
+      if (auto r = run::ReadRunResultJson(run_dir); r && r->is_object()) run_result = std::move(*r);
     }
     if (!run_result.is_object()) {
       if (cancel_signal_ != 0) {
