@@ -7,7 +7,7 @@
 // changed paths, verification details) and the file may be damaged or planted by anything that
 // can write the state directory. So it is read like hostile input: a regular file of bounded size
 // and nesting, every field type-checked before use (FromJson), every string escaped before it
-// reaches the terminal. Pure except ReadRunResult; nothing here throws
+// reaches the terminal. Pure except the two ReadRunResult*; nothing here throws
 // (tests/fuzz/run_record_fuzz.cc).
 #pragma once
 
@@ -199,9 +199,10 @@ struct RunRecord {
 
   // `j` read back: every member type-checked; a member that is missing, of another type, a
   // negative or fractional count, or out of range is left at its default (records of older cagent
-  // versions lack fields; a damaged one may have anything), an array element that is no object
-  // is an entry of defaults, and members the record does not know (a batch's "batch", say) are
-  // ignored. An error only for a `j` that is no object. Never throws. For a record the run wrote,
+  // versions lack fields; a damaged one may have anything); an element of a list of entries that
+  // is no object is an entry of defaults, one of a list of strings that is no string is left out;
+  // members the record does not know (a batch's "batch", say) are ignored. An error only for a
+  // `j` that is no object. Never throws. For a record the run wrote,
   // FromJson(r.ToJson()).ToJson() == r.ToJson().
   [[nodiscard]] static Result<RunRecord> FromJson(const nlohmann::json& j);
 };
