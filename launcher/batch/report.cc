@@ -28,30 +28,27 @@ bool LooksLikeTaskId(const std::string& name) {
          std::isalnum(static_cast<unsigned char>(name[0])) != 0;
 }
 
-json Row(const std::string& id, const json& r) {
-  const json b = r.contains("batch") ? r["batch"] : json::object();
-  const json usage = r.contains("usage") && r["usage"].is_object() ? r["usage"] : json::object();
-  const std::string rerun = Str(b, "rerun_reason");
-  return json{{"index", Num(b, "index")},
+json Row(const std::string& id, const TaskResult& r) {
+  const BatchFields& f = r.batch.fields;
+  const broker::BudgetUsage used = r.run ? r.run->used : broker::BudgetUsage{};
+  return json{{"index", r.batch.index},
               {"id", id},
-              {"line", Num(b, "line")},
-              {"status", Str(r, "status")},
-              {"verified", r.value("verified", false) == true},
-              {"turns", Num(usage, "model_turns")},
-              {"input_tokens", Num(usage, "input_tokens")},
-              {"output_tokens", Num(usage, "output_tokens")},
-              {"tokens", Num(usage, "input_tokens") + Num(usage, "output_tokens")},
-              {"tool_calls", Num(usage, "tool_calls")},
-              {"wall_time_ms", Num(b, "wall_time_ms")},
-              {"exit_status", b.contains("exit_status") && b["exit_status"].is_number_integer()
-                                  ? b["exit_status"]
-                                  : json(nullptr)},
-              {"reason", Str(r, "reason")},
-              {"rerun_reason", rerun.empty() ? json(nullptr) : json(rerun)},
-              {"run_id", Str(r, "run_id")},
-              {"run_dir", Str(b, "run_dir")},
-              {"host", Str(b, "host")},
-              {"finished_at", Str(b, "finished_at")}};
+              {"line", r.batch.line},
+              {"status", r.Status()},
+              {"verified", r.Verified()},
+              {"turns", used.model_turns},
+              {"input_tokens", used.input_tokens},
+              {"output_tokens", used.output_tokens},
+              {"tokens", used.input_tokens + used.output_tokens},
+              {"tool_calls", used.tool_calls},
+              {"wall_time_ms", f.wall_time_ms},
+              {"exit_status", f.exit_status ? json(*f.exit_status) : json(nullptr)},
+              {"reason", r.Reason()},
+              {"rerun_reason", f.rerun_reason.empty() ? json(nullptr) : json(f.rerun_reason)},
+              {"run_id", r.run ? r.run->run_id : std::string()},
+              {"run_dir", f.run_dir},
+              {"host", f.host},
+              {"finished_at", f.finished_at}};
 }
 
 std::string OneLine(const std::string& text, std::size_t max) {
@@ -123,13 +120,13 @@ Result<json> BuildReport(const std::string& results_dir) {
     if (r) {
       json row = Row(id, *r);
       // The directory's name is the id; a result naming another task is reported as damaged.
-      if (Str((*r)["batch"], "task_id") != id) {
+      if (r->batch.task_id != id) {
         row["status"] = "unknown";
         row["reason"] = "result.json names another task";
       }
       rows.push_back(std::move(row));
     } else {
-      json row = Row(id, json::object());
+      json row = Row(id, TaskResult{});
       row["index"] = nullptr;
       row["status"] = "unknown";
       row["reason"] =

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <utility>
 
@@ -57,6 +58,23 @@ std::string FileSha256(const std::string& path) {
 
 json OptInt(const std::optional<int>& v) { return v ? json(*v) : json(nullptr); }
 
+// An integer member within int; nullopt when absent, null, of another type or out of range.
+std::optional<int> IntMember(const json& obj, const char* key) {
+  if (!obj.is_object()) return std::nullopt;
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number_integer()) return std::nullopt;
+  if (it->is_number_unsigned()) {
+    const auto v = it->get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) return std::nullopt;
+    return static_cast<int>(v);
+  }
+  const auto v = it->get<std::int64_t>();
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+    return std::nullopt;
+  }
+  return static_cast<int>(v);
+}
+
 }  // namespace
 
 std::string Str(const json& obj, const char* key) {
@@ -84,18 +102,14 @@ std::string TaskDir(const std::string& results_dir, const BatchTask& task) {
   return results_dir + "/" + task.id;
 }
 
-json MakeResult(const BatchTask& task, const json& run_result, const std::string& status,
-                const std::string& reason, const BatchFields& f) {
-  json out;
-  if (run_result.is_object() && run_result.contains("status") && run_result["status"].is_string()) {
-    out = run_result;
-  } else {
-    out = json{{"status", status}, {"reason", reason}, {"verified", false}};
-  }
+json TaskResult::ToJson() const {
+  json out =
+      run ? run->ToJson() : json{{"status", status}, {"reason", reason}, {"verified", false}};
+  const BatchFields& f = batch.fields;
   out["batch"] =
-      json{{"task_id", task.id},
-           {"index", task.index},
-           {"line", task.line},
+      json{{"task_id", batch.task_id},
+           {"index", batch.index},
+           {"line", batch.line},
            {"exit_status", OptInt(f.exit_status)},
            {"signal", OptInt(f.signal)},
            {"wall_time_ms", f.wall_time_ms},
@@ -107,29 +121,76 @@ json MakeResult(const BatchTask& task, const json& run_result, const std::string
   return out;
 }
 
-json SummaryLine(const json& result) {
-  const json batch = result.contains("batch") ? result["batch"] : json::object();
-  const json usage =
-      result.contains("usage") && result["usage"].is_object() ? result["usage"] : json::object();
-  return json{{"id", Str(batch, "task_id")},
-              {"index", Num(batch, "index")},
-              {"line", Num(batch, "line")},
-              {"status", Str(result, "status")},
-              {"verified", result.value("verified", false) == true},
-              {"exit_status", batch.value("exit_status", json(nullptr))},
-              {"signal", batch.value("signal", json(nullptr))},
-              {"turns", Num(usage, "model_turns")},
-              {"tokens", Num(usage, "input_tokens") + Num(usage, "output_tokens")},
-              {"wall_time_ms", Num(batch, "wall_time_ms")},
-              {"reason", Str(result, "reason")},
-              {"run_id", Str(result, "run_id")},
-              {"host", Str(batch, "host")},
-              {"finished_at", Str(batch, "finished_at")}};
+Result<TaskResult> TaskResult::FromJson(const json& j) {
+  if (!j.is_object()) return PlainError("a task's result.json", "is not a JSON object");
+  const auto b = j.find("batch");
+  if (b == j.end() || !b->is_object()) {
+    return PlainError("a task's result.json",
+                      "has no \"batch\" object (not written by cagent batch)");
+  }
+  TaskResult r;
+  if (!Str(j, "run_id").empty()) {
+    auto run = run::RunRecord::FromJson(j);
+    if (!run) return run.error();
+    r.run = std::move(*run);
+  } else {
+    r.status = Str(j, "status");
+    r.reason = Str(j, "reason");
+  }
+  r.batch.task_id = Str(*b, "task_id");
+  r.batch.index = Num(*b, "index");
+  r.batch.line = Num(*b, "line");
+  BatchFields& f = r.batch.fields;
+  f.exit_status = IntMember(*b, "exit_status");
+  f.signal = IntMember(*b, "signal");
+  f.wall_time_ms = Num(*b, "wall_time_ms");
+  f.run_dir = Str(*b, "run_dir");
+  f.host = Str(*b, "host");
+  f.started_at = Str(*b, "started_at");
+  f.finished_at = Str(*b, "finished_at");
+  f.rerun_reason = Str(*b, "rerun_reason");
+  return r;
 }
 
-Status RecordResult(const std::string& results_dir, const BatchTask& task, const json& result) {
+TaskResult MakeResult(const BatchTask& task, const std::optional<run::RunRecord>& run,
+                      const std::string& status, const std::string& reason, const BatchFields& f) {
+  TaskResult out;
+  out.run = run;
+  if (!run) {
+    out.status = status;
+    out.reason = reason;
+  }
+  out.batch.task_id = task.id;
+  out.batch.index = task.index;
+  out.batch.line = task.line;
+  out.batch.fields = f;
+  return out;
+}
+
+json SummaryLine(const TaskResult& result) {
+  const BatchRecord& b = result.batch;
+  const broker::BudgetUsage used = result.run ? result.run->used : broker::BudgetUsage{};
+  return json{{"id", b.task_id},
+              {"index", b.index},
+              {"line", b.line},
+              {"status", result.Status()},
+              {"verified", result.Verified()},
+              {"exit_status", OptInt(b.fields.exit_status)},
+              {"signal", OptInt(b.fields.signal)},
+              {"turns", used.model_turns},
+              {"tokens", used.input_tokens + used.output_tokens},
+              {"wall_time_ms", b.fields.wall_time_ms},
+              {"reason", result.Reason()},
+              {"run_id", result.run ? result.run->run_id : std::string()},
+              {"host", b.fields.host},
+              {"finished_at", b.fields.finished_at}};
+}
+
+Status RecordResult(const std::string& results_dir, const BatchTask& task,
+                    const TaskResult& result) {
   const std::string dir = TaskDir(results_dir, task);
-  if (auto s = session::WriteFileAtomic(dir + "/result.json", JsonText(result, 2) + "\n"); !s) {
+  if (auto s = session::WriteFileAtomic(dir + "/result.json", JsonText(result.ToJson(), 2) + "\n");
+      !s) {
     return std::move(s).Context("record the result of task " + task.id);
   }
   const std::string path = results_dir + "/" + kSummaryFile;
@@ -145,7 +206,7 @@ Status RecordResult(const std::string& results_dir, const BatchTask& task, const
   return s;
 }
 
-Result<json> ReadResult(const std::string& path) {
+Result<TaskResult> ReadResult(const std::string& path) {
   auto text = ReadSmallFile(path, kMaxResultBytes);
   if (!text) return text.error();
   bool too_deep = false;
@@ -155,11 +216,11 @@ Result<json> ReadResult(const std::string& path) {
   if (!j.contains("batch") || !j["batch"].is_object()) {
     return PlainError(path, "has no \"batch\" object (not written by cagent batch)");
   }
-  return j;
+  return TaskResult::FromJson(j);
 }
 
-bool Succeeded(const json& result) {
-  return Str(result, "status") == "completed" && result.value("verified", false) == true;
+bool Succeeded(const TaskResult& result) {
+  return result.Status() == "completed" && result.Verified();
 }
 
 std::string CheckComplete(const std::string& results_dir, const BatchTask& task) {
@@ -170,32 +231,30 @@ std::string CheckComplete(const std::string& results_dir, const BatchTask& task)
   }
   auto r = ReadResult(dir + "/result.json");
   if (!r) return "result.json unreadable: " + r.error().Message();
-  const json& res = *r;
-  const json& b = res["batch"];
-  if (Str(b, "task_id") != task.id) return "result.json is of another task";
-  const std::string status = Str(res, "status");
+  const TaskResult& res = *r;
+  if (res.batch.task_id != task.id) return "result.json is of another task";
+  const std::string status = res.Status();
   if (status != "completed" && status != "failed" && status != "needs-approval" &&
       status != "no-change") {
     return "the previous attempt ended " +
            (status.empty() ? std::string("without a status") : "'" + status + "'");
   }
   // A "failed" batch could not start cagent run: it has no run to check, and is tried again.
-  const std::string run_dir = Str(b, "run_dir");
-  if (run_dir.empty() || !res.contains("run_id")) return "the previous attempt recorded no run";
+  const std::string& run_dir = res.batch.fields.run_dir;
+  if (run_dir.empty() || !res.run) return "the previous attempt recorded no run";
   // The run directory must be this task's own (a result copied from elsewhere names another).
   if (run_dir.rfind(dir + "/state/runs/", 0) != 0) {
     return "the recorded run directory is not under " + dir + "/state/runs/";
   }
-  auto run = ReadSmallFile(run_dir + "/result.json", kMaxResultBytes);
-  if (!run) return "the run's result.json is missing: " + run.error().Message();
-  json own = ParseJsonWithin(*run, kMaxResultDepth);  // compared below, which recurses
-  json copy = res;
-  copy.erase("batch");
-  if (!own.is_object() || own != copy) {
+  // Compared as records (each read back the one way, every field the record has): the copy is
+  // the run's own record unless one of them was edited.
+  auto own = run::ReadRunResult(run_dir);
+  if (!own) return "the run's result.json is missing or unreadable: " + own.error().Message();
+  if (own->ToJson() != res.run->ToJson()) {
     return "the run's result.json differs from the batch's copy";
   }
-  const json patch = res.contains("patch") && res["patch"].is_object() ? res["patch"] : json();
-  const std::string want = Str(patch, "sha256");
+  const run::RunRecord& rec = *res.run;
+  const std::string& want = rec.patch.sha256;
   if (!want.empty()) {
     const std::string got = FileSha256(run_dir + "/patch.diff");
     if (got != want) {
@@ -207,11 +266,10 @@ std::string CheckComplete(const std::string& results_dir, const BatchTask& task)
   auto chain = broker::VerifyAuditLog(run_dir + "/events.jsonl");
   if (!chain) return "the event log cannot be read: " + chain.error().Message();
   if (!chain->ok) return "the event log does not verify: " + chain->message;
-  if (chain->entries != Num(res, "event_log_entries") ||
-      chain->head != Str(res, "event_log_head")) {
+  const std::uint64_t recorded = rec.event_log_entries.value_or(0);
+  if (chain->entries != recorded || chain->head != rec.event_log_head) {
     return "the event log has " + std::to_string(chain->entries) +
-           " entries, result.json records " + std::to_string(Num(res, "event_log_entries")) +
-           " (or another head)";
+           " entries, result.json records " + std::to_string(recorded) + " (or another head)";
   }
   return {};
 }

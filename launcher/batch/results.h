@@ -30,6 +30,7 @@
 
 #include "common/result.h"
 #include "launcher/batch/tasks.h"
+#include "launcher/run/run_record.h"
 
 namespace cagent::launcher::batch {
 
@@ -48,28 +49,60 @@ struct BatchFields {
   std::string rerun_reason;
 };
 
+// The "batch" object of a task's result.json.
+struct BatchRecord {
+  std::string task_id;
+  std::uint64_t index = 0;
+  std::uint64_t line = 0;
+  BatchFields fields;
+};
+
+// A task's result.json (DIR/<id>/result.json): the run's record (run_record.h) with a "batch"
+// object added or, when cagent run recorded none, batch's own status and reason. The run's part
+// is the RunRecord, not its own copy of the fields: batch reads and writes it with the run's
+// ToJson/FromJson, and RunRecord::FromJson ignores the "batch" member.
+struct TaskResult {
+  std::optional<run::RunRecord> run;  // nullopt: no run recorded a result
+  // Without a run: "crashed", "not-run", "failed" or "cancelled", and why.
+  std::string status;
+  std::string reason;
+  BatchRecord batch;
+
+  [[nodiscard]] std::string Status() const { return run ? run->status() : status; }
+  [[nodiscard]] std::string Reason() const { return run ? run->reason : reason; }
+  // Completed and verified (as the run recorded it).
+  [[nodiscard]] bool Verified() const { return run && run->verified(); }
+
+  // The file's object: the run's ToJson() or {"status", "reason", "verified": false}, with
+  // "batch" added. Never throws.
+  [[nodiscard]] nlohmann::json ToJson() const;
+  // `j` read back like the run's record (every field type-checked, defaults for the rest); a run
+  // is there when `j` has a non-empty string "run_id". An error unless `j` is an object with a
+  // "batch" object. Never throws.
+  [[nodiscard]] static Result<TaskResult> FromJson(const nlohmann::json& j);
+};
+
 // DIR/<id>.
 [[nodiscard]] std::string TaskDir(const std::string& results_dir, const BatchTask& task);
 
-// The task's result.json: `run_result` (the run's result.json, or null when there is none) with
-// "batch" added; without a run result, {"status": status, "reason": reason, "verified": false}.
-// A run result whose "status" is not a string is replaced the same way (status "crashed").
-[[nodiscard]] nlohmann::json MakeResult(const BatchTask& task, const nlohmann::json& run_result,
-                                        const std::string& status, const std::string& reason,
-                                        const BatchFields& fields);
+// The task's result: `run` (the run's record read back, or nullopt when there is none) with the
+// batch's fields; without a run, `status` and `reason` are the task's.
+[[nodiscard]] TaskResult MakeResult(const BatchTask& task, const std::optional<run::RunRecord>& run,
+                                    const std::string& status, const std::string& reason,
+                                    const BatchFields& fields);
 
 // The summary.jsonl line of a result (one line, no newline): id, index, line, status, verified,
 // exit_status, signal, turns, tokens, wall_time_ms, reason, run_id, host, finished_at.
-[[nodiscard]] nlohmann::json SummaryLine(const nlohmann::json& result);
+[[nodiscard]] nlohmann::json SummaryLine(const TaskResult& result);
 
 // Writes DIR/<id>/result.json (a temporary file renamed over it) and appends the summary line to
 // DIR/summary.jsonl: one write(2) of the whole line on an O_APPEND descriptor held under
 // flock(LOCK_EX), so lines from concurrent writers (other nodes' array tasks) never interleave.
 Status RecordResult(const std::string& results_dir, const BatchTask& task,
-                    const nlohmann::json& result);
+                    const TaskResult& result);
 
-// Reads a result.json (at most 16 MiB), checked to be an object with a "batch" object.
-Result<nlohmann::json> ReadResult(const std::string& path);
+// Reads a result.json (at most 16 MiB, nested at most 64 deep), then TaskResult::FromJson.
+Result<TaskResult> ReadResult(const std::string& path);
 
 // For --resume: "" when DIR/<id>/result.json records a finished run (completed, failed or
 // needs-approval) of this task whose evidence still holds — the run's own result.json agrees with
@@ -79,7 +112,7 @@ Result<nlohmann::json> ReadResult(const std::string& path);
 [[nodiscard]] std::string CheckComplete(const std::string& results_dir, const BatchTask& task);
 
 // Whether a result counts as a success: completed and verified.
-[[nodiscard]] bool Succeeded(const nlohmann::json& result);
+[[nodiscard]] bool Succeeded(const TaskResult& result);
 
 // A string member, "" when absent or not a string; a number member, 0 likewise.
 [[nodiscard]] std::string Str(const nlohmann::json& obj, const char* key);

@@ -31,11 +31,12 @@
 #include "common/beneath.h"
 #include "common/exit_codes.h"
 #include "common/json_text.h"
+#include "common/small_file.h"
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
 #include "launcher/batch/results.h"
 #include "launcher/guard/git.h"
-#include "launcher/run/run.h"
+#include "launcher/run/run_record.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
 
@@ -563,15 +564,20 @@ void Batch::Finish(Active& a, const std::optional<int>& wait_status, std::string
   f.rerun_reason = a.rerun_reason;
   f.wall_time_ms = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - a.started).count());
-  json run_result;
+  std::optional<run::RunRecord> run_result;
   if (wait_status) {
     if (WIFEXITED(*wait_status)) f.exit_status = WEXITSTATUS(*wait_status);
     if (WIFSIGNALED(*wait_status)) f.signal = WTERMSIG(*wait_status);
     // The run directory: what cagent run printed, else the one directory under state/runs/.
     const std::string runs = dir + "/state/runs/";
-    std::ifstream printed(dir + "/run.json", std::ios::binary);
-    const json stdout_json = json::parse(printed, nullptr, /*allow_exceptions=*/false);
-    std::string run_dir = Str(stdout_json, "run_dir");
+    // run.json is `cagent run --json`'s output, the run's record (RunRecord::ToJson); read like
+    // the run's result.json: bounded in size and nesting, every field type-checked.
+    std::string run_dir;
+    if (auto text = ReadSmallFile(dir + "/run.json", run::kMaxRunResultBytes)) {
+      if (auto printed = run::ParseRunResult(*text, dir + "/run.json")) {
+        if (auto rec = run::RunRecord::FromJson(*printed)) run_dir = rec->run_dir;
+      }
+    }
     if (run_dir.rfind(runs, 0) != 0 || run_dir.find("/..") != std::string::npos) run_dir.clear();
     if (run_dir.empty()) {
       std::error_code ec;
@@ -581,9 +587,12 @@ void Batch::Finish(Active& a, const std::optional<int>& wait_status, std::string
     }
     f.run_dir = run_dir;
     if (!run_dir.empty()) {
-      if (auto r = run::ReadRunResult(run_dir); r && r->is_object()) run_result = std::move(*r);
+      // A record whose status names no run state is no result of this cagent run.
+      if (auto r = run::ReadRunResult(run_dir); r && !r->unknown_status) {
+        run_result = std::move(*r);
+      }
     }
-    if (!run_result.is_object()) {
+    if (!run_result) {
       if (cancel_signal_ != 0) {
         status = "cancelled";
         reason = "the batch was cancelled (" + SignalName(cancel_signal_) +
@@ -604,7 +613,7 @@ void Batch::Finish(Active& a, const std::optional<int>& wait_status, std::string
       if (!last.empty()) reason += ": " + last;
     }
   }
-  const json result = MakeResult(t, run_result, status, reason, f);
+  const TaskResult result = MakeResult(t, run_result, status, reason, f);
   if (auto s = RecordResult(o_.results_dir, t, result); !s) {
     Print("cagent: batch: " + TerminalSafe(s.error().Message()));
   }
@@ -617,10 +626,10 @@ void Batch::Finish(Active& a, const std::optional<int>& wait_status, std::string
   } else {
     ++out_.unsuccessful;
   }
-  std::string event = "cagent: batch: " + t.id + " " + TerminalSafe(Str(result, "status"));
-  if (result.value("verified", false) == true) event += ", verified";
+  std::string event = "cagent: batch: " + t.id + " " + TerminalSafe(result.Status());
+  if (result.Verified()) event += ", verified";
   event += " (" + FormatWall(f.wall_time_ms) + ")";
-  const std::string why = Str(result, "reason");
+  const std::string why = result.Reason();
   if (!ok && !why.empty()) {
     std::string one = TerminalSafe(why.substr(0, why.find('\n')));
     if (one.size() > 160) one = one.substr(0, 157) + "...";
@@ -638,8 +647,8 @@ void Batch::RecordNotRun(std::size_t task) {
   BatchFields f;
   f.host = host_;
   f.finished_at = UtcNow();
-  const json result = MakeResult(
-      t, json(), "not-run",
+  const TaskResult result = MakeResult(
+      t, std::nullopt, "not-run",
       "the batch was cancelled (" + SignalName(cancel_signal_) + ") before this task started", f);
   (void)RecordResult(o_.results_dir, t, result);
   ++out_.unsuccessful;

@@ -42,37 +42,13 @@
 #include "common/unique_fd.h"
 #include "launcher/broker/approver.h"
 #include "launcher/broker/audit_log.h"
+#include "launcher/broker/budgets.h"
 #include "launcher/broker/redactor.h"
 #include "launcher/model/model_provider.h"
 #include "policy/language/engine.h"
 #include "policy/language/ir.h"
 
 namespace cagent::launcher::broker {
-
-// Budgets counted by the broker (not by the agent). nullopt = unlimited.
-struct Budgets {
-  std::optional<std::uint64_t> model_turns;
-  std::optional<std::uint64_t> model_tokens;  // input + output, summed over the run
-  std::optional<std::uint64_t> tool_calls;
-  std::map<std::string, std::uint64_t> tool_calls_by_kind;  // "run_command" -> 50
-  std::optional<std::chrono::milliseconds> wall_time;
-  std::optional<std::uint64_t> output_bytes;  // tool output returned to the model
-};
-// From the policy's limits (model-turns, model-tokens, tool-calls, wall-time, total-output).
-Budgets BudgetsFromPolicy(const policy::Policy& policy);
-// Applies command-line values, which may only lower: a higher value is an error naming the budget
-// and the profile's value.
-Status LowerBudgets(Budgets& budgets, const Budgets& requested);
-
-struct BudgetUsage {
-  std::uint64_t model_turns = 0;
-  std::uint64_t input_tokens = 0;
-  std::uint64_t output_tokens = 0;
-  std::uint64_t tool_calls = 0;
-  std::map<std::string, std::uint64_t> tool_calls_by_kind;
-  std::uint64_t output_bytes = 0;
-  std::chrono::milliseconds elapsed{0};
-};
 
 struct LoopLimits {
   // The same call (canonical tool + arguments) with no workspace change in between: the Nth

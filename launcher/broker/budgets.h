@@ -1,5 +1,7 @@
-// Budget counting for one run: what the broker has let through so far, checked against the
-// run's Budgets (broker.h; BudgetsFromPolicy and LowerBudgets are implemented in budgets.cc).
+// Budgets: what a run may spend (Budgets), what it spent (BudgetUsage), and the counting of one
+// run: what the broker has let through so far, checked against the run's Budgets. The two structs
+// are here, not in broker.h, so that a run's record (launcher/run/run_record.h) can hold them
+// without the broker.
 // Runs in cagent (trusted), on the broker's thread; pure (no I/O, no clock: elapsed time is given).
 //
 // Each Check* answers "may one more of these happen?" and, when not, the reason the run ends,
@@ -10,14 +12,44 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "common/protocol.h"
 #include "common/result.h"
-#include "launcher/broker/broker.h"
+
+namespace cagent::policy {
+struct Policy;
+}  // namespace cagent::policy
 
 namespace cagent::launcher::broker {
+
+// Budgets counted by the broker (not by the agent). nullopt = unlimited.
+struct Budgets {
+  std::optional<std::uint64_t> model_turns;
+  std::optional<std::uint64_t> model_tokens;  // input + output, summed over the run
+  std::optional<std::uint64_t> tool_calls;
+  std::map<std::string, std::uint64_t> tool_calls_by_kind;  // "run_command" -> 50
+  std::optional<std::chrono::milliseconds> wall_time;
+  std::optional<std::uint64_t> output_bytes;  // tool output returned to the model
+};
+// From the policy's limits (model-turns, model-tokens, tool-calls, wall-time, total-output).
+Budgets BudgetsFromPolicy(const policy::Policy& policy);
+// Applies command-line values, which may only lower: a higher value is an error naming the budget
+// and the profile's value.
+Status LowerBudgets(Budgets& budgets, const Budgets& requested);
+
+struct BudgetUsage {
+  std::uint64_t model_turns = 0;
+  std::uint64_t input_tokens = 0;
+  std::uint64_t output_tokens = 0;
+  std::uint64_t tool_calls = 0;
+  std::map<std::string, std::uint64_t> tool_calls_by_kind;
+  std::uint64_t output_bytes = 0;
+  std::chrono::milliseconds elapsed{0};
+};
 
 class BudgetCounter {
  public:

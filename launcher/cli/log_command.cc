@@ -18,7 +18,7 @@
 #include "launcher/broker/audit_log.h"
 #include "launcher/broker/audit_schema.h"
 #include "launcher/cli/run_command.h"
-#include "launcher/run/run.h"
+#include "launcher/run/run_record.h"
 #include "launcher/session/state_dir.h"
 
 namespace cagent::launcher::cli {
@@ -398,21 +398,18 @@ Result<LogCheck> CheckLog(const std::string& path, const std::string& run_dir) {
   c.schema = std::move(*schema);
   if (!run_dir.empty()) {
     // What the run recorded when it ended (absent while it runs, or if it was killed).
-    auto result = run::ReadRunResult(run_dir);
-    if (!result.ok() && run_dir.ends_with(".session.json")) {
-      // A `cagent agent` session's record, which records the same two fields when it ends.
-      json record = ReadRecord(run_dir);
-      if (record.is_object()) result = std::move(record);
-    }
-    if (!result.ok()) {
-      // An MCP session's summary (cagent mcp serve) records the same two fields.
-      json session = ReadRecord(run_dir + "/session.json");
-      if (session.is_object()) result = std::move(session);
-    }
-    if (result.ok() && result->is_object()) {
-      if (result->contains("event_log_entries") && (*result)["event_log_entries"].is_number()) {
-        c.recorded_entries = (*result)["event_log_entries"].get<std::uint64_t>();
-        c.recorded_head = Str(*result, "event_log_head");
+    if (auto result = run::ReadRunResult(run_dir); result.ok()) {
+      c.recorded_entries = result->event_log_entries;
+      c.recorded_head = result->event_log_head;
+    } else {
+      // A `cagent agent` session's record, or an MCP session's summary (cagent mcp serve):
+      // records of their own that record the same two fields when the session ends.
+      json record = run_dir.ends_with(".session.json") ? ReadRecord(run_dir) : json();
+      if (!record.is_object()) record = ReadRecord(run_dir + "/session.json");
+      if (record.is_object() && record.contains("event_log_entries") &&
+          record["event_log_entries"].is_number_unsigned()) {
+        c.recorded_entries = record["event_log_entries"].get<std::uint64_t>();
+        c.recorded_head = Str(record, "event_log_head");
       }
     }
   }

@@ -380,19 +380,21 @@ void PrintSafeInspection(std::ostream& o, const std::string& run_id, const std::
 }
 
 int DoShow(const RunsCommandOptions& o, const std::string& run_dir) {
-  auto r = run::ReadRunResult(run_dir);
+  // --json prints the file as it is; the summary and the exit code come from the record read back.
+  auto raw = run::ReadRunResultJson(run_dir);
+  if (!raw) return Usage(raw.error().Message());
+  auto r = run::RunRecord::FromJson(*raw);
   if (!r) return Usage(r.error().Message());
-  const json& j = *r;
   if (o.json) {
-    std::cout << JsonText(j, 2) << "\n";
+    std::cout << JsonText(*raw, 2) << "\n";
   } else {
-    std::cout << run::RunShowText(j);
+    std::cout << run::RunShowText(*r);
     std::error_code ec;
     if (fs::is_directory(run_dir + "/workspace", ec)) {
-      PrintSafeInspection(std::cout, run::RecordString(j, "run_id"), run_dir);
+      PrintSafeInspection(std::cout, r->run_id, run_dir);
     }
   }
-  return ToInt(run::RunShowExitCode(j));
+  return ToInt(run::RunShowExitCode(*r));
 }
 
 int DoDiff(const RunsCommandOptions& o, const std::string& run_dir) {
@@ -406,9 +408,7 @@ int DoDiff(const RunsCommandOptions& o, const std::string& run_dir) {
     // the digest is of the exact bytes, which plain `cagent diff` prints.
     auto rec = run::ReadRunResult(run_dir);
     json changed = json::array();
-    if (rec && rec->contains("changed_files") && (*rec)["changed_files"].is_array()) {
-      changed = (*rec)["changed_files"];
-    }
+    if (rec) changed = rec->ToJson()["changed_files"];
     std::cout << JsonText(json{{"run", fs::path(run_dir).filename().string()},
                                {"sha256", Sha256Hex(patch)},
                                {"bytes", patch.size()},

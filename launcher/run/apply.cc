@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -23,14 +22,13 @@
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
 #include "launcher/guard/git.h"
-#include "launcher/run/run.h"
+#include "launcher/run/run_record.h"
 #include "launcher/run/workspace.h"
 
 namespace cagent::launcher::run {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 constexpr std::size_t kArgsPerCall = 200;
 
@@ -69,12 +67,6 @@ std::string ReadFile(const std::string& path, bool* ok) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string JsonString(const json& j, const char* key) {
-  if (!j.is_object()) return "";
-  const auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 // The nothing-was-written refusal: what, which path, why, what to do.
@@ -660,11 +652,11 @@ struct Apply {
   explicit Apply(const ApplyRequest& r) : req(r) {}
   const ApplyRequest& req;
   ApplyReport report;
-  json record;  // result.json
+  RunRecord record;  // result.json
   std::string id;
   std::string patch_file;
-  std::string base;                      // the run's base commit
-  std::map<std::string, json> recorded;  // result.json's changed_files, by path
+  std::string base;                             // the run's base commit
+  std::map<std::string, ChangedFile> recorded;  // result.json's changed_files, by path
   std::optional<ScratchDir> scratch;
   GitEnv env;
   std::string blob_dir;
@@ -681,30 +673,29 @@ Status CheckRun(Apply& a) {
   auto record = ReadRunResult(a.req.run_dir);
   if (!record) return record.error();
   a.record = std::move(*record);
-  const json& j = a.record;
-  a.report.run_id = JsonString(j, "run_id");
+  const RunRecord& r = a.record;
+  a.report.run_id = r.run_id;
   if (a.report.run_id.empty()) a.report.run_id = fs::path(a.req.run_dir).filename().string();
   a.id = a.report.run_id;
   const std::string& id = a.id;
-  if (JsonString(j, "status") != "completed") {
-    return PlainError("apply run " + id, "the run is " + Shown(JsonString(j, "status")) +
+  if (r.unknown_status || r.state != RunState::kCompleted) {
+    return PlainError("apply run " + id, "the run is " + Shown(r.status()) +
                                              ", not completed: only a completed run's patch "
                                              "is applied");
   }
-  const auto verified = j.find("verified");
-  a.report.unverified = verified == j.end() || !verified->is_boolean() || !verified->get<bool>();
+  a.report.unverified = !r.recorded_verified.value_or(false);
   bool ok = false;
   a.patch_file = a.req.run_dir + "/patch.diff";
   const std::string patch = ReadFile(a.patch_file, &ok);
   if (!ok) return PlainError("apply run " + id, "cannot read " + a.patch_file);
-  const std::string expected = j.contains("patch") ? JsonString(j["patch"], "sha256") : "";
+  const std::string& expected = r.patch.sha256;
   if (Sha256Hex(patch) != expected) {
     return PlainError("apply run " + id, a.patch_file +
                                              " does not match the digest recorded for the run (" +
                                              expected.substr(0, 16) +
                                              "); refusing a patch that changed after the run");
   }
-  a.base = JsonString(j, "base_commit");
+  a.base = r.base_commit;
   if (a.base.size() != 40 || a.base.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return PlainError("apply run " + id, "result.json records no valid base commit");
   }
@@ -714,13 +705,11 @@ Status CheckRun(Apply& a) {
 
 // 2. The paths, as strings, from result.json.
 Status CheckRecordedPaths(Apply& a) {
-  const auto files = a.record.find("changed_files");
-  if (files == a.record.end() || !files->is_array()) {
-    return PlainError("apply run " + a.id, "result.json has no changed_files list");
-  }
-  for (const auto& f : *files) {
-    const std::string path = JsonString(f, "path");
-    if (const std::string why = RefusedPatchPath(path, JsonString(f, "new_mode")); !why.empty()) {
+  // A record without the list (damaged) lists nothing: a patch that changes anything then
+  // disagrees with it (CheckPatchEffect).
+  for (const ChangedFile& f : a.record.patch.files) {
+    const std::string& path = f.path;
+    if (const std::string why = RefusedPatchPath(path, f.new_mode); !why.empty()) {
       return Refusal(a.id, "the patch touches " + Shown(path) + ": " + why,
                      "Review it with cagent diff " + a.id + "; such a patch is never applied.");
     }
@@ -813,9 +802,8 @@ Status CheckPatchEffect(Apply& a) {
                      "Apply it by hand after reviewing it with cagent diff " + id + ".");
     }
     const auto rec = a.recorded.find(c.path);
-    if (rec == a.recorded.end() || JsonString(rec->second, "status") != std::string(1, c.status) ||
-        JsonString(rec->second, "new_mode") != c.new_mode ||
-        JsonString(rec->second, "old_mode") != c.old_mode) {
+    if (rec == a.recorded.end() || rec->second.status != c.status ||
+        rec->second.new_mode != c.new_mode || rec->second.old_mode != c.old_mode) {
       return Refusal(id,
                      "the patch changes " + Shown(c.path) + " (" + c.status + " " + c.old_mode +
                          " -> " + c.new_mode +
@@ -864,12 +852,11 @@ Result<std::vector<std::string>> DirtyPaths(const Apply& a) {
   for (auto& e : SplitNul(*status)) {
     if (!e.empty()) out.push_back(std::move(e));
   }
-  if (const auto it = a.record.find("outputs"); it != a.record.end() && it->is_array()) {
+  if (!a.record.outputs.empty()) {
     std::vector<policy::OutputRule> outputs;
-    for (const auto& o : *it) {
-      if (!o.is_string()) continue;
-      auto glob = policy::PathGlob::Compile(o.get<std::string>());
-      if (glob) outputs.push_back({o.get<std::string>(), std::move(*glob), {}});
+    for (const std::string& o : a.record.outputs) {
+      auto glob = policy::PathGlob::Compile(o);
+      if (glob) outputs.push_back({o, std::move(*glob), {}});
     }
     RepoInfo info;
     info.dirty = std::move(out);
@@ -893,7 +880,7 @@ Status MakeBranch(Apply& a) {
 Status CheckRepository(Apply& a) {
   const std::string& id = a.id;
   GitEnv& env = a.env;
-  const std::string repo_dir = a.req.repo.empty() ? JsonString(a.record, "repo") : a.req.repo;
+  const std::string repo_dir = a.req.repo.empty() ? a.record.repo : a.req.repo;
   if (repo_dir.empty()) return PlainError("apply run " + id, "no repository (pass --repo DIR)");
   GitInvocation g;
   g.cwd = repo_dir;

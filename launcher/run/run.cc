@@ -50,155 +50,6 @@ std::string NowRfc3339() {
   return buf;
 }
 
-json UsageJson(const broker::BudgetUsage& u) {
-  json by_kind = json::object();
-  for (const auto& [k, v] : u.tool_calls_by_kind) by_kind[k] = v;
-  return json{{"model_turns", u.model_turns},     {"input_tokens", u.input_tokens},
-              {"output_tokens", u.output_tokens}, {"tool_calls", u.tool_calls},
-              {"tool_calls_by_kind", by_kind},    {"output_bytes", u.output_bytes},
-              {"elapsed_ms", u.elapsed.count()}};
-}
-
-json BudgetsJson(const broker::Budgets& b) {
-  auto opt = [](const std::optional<std::uint64_t>& v) { return v ? json(*v) : json(nullptr); };
-  return json{{"model_turns", opt(b.model_turns)},
-              {"model_tokens", opt(b.model_tokens)},
-              {"tool_calls", opt(b.tool_calls)},
-              {"output_bytes", opt(b.output_bytes)},
-              {"wall_time_ms", b.wall_time ? json(b.wall_time->count()) : json(nullptr)}};
-}
-
-// What `outputs` kept out of the patch (issue 32).
-json LeftOutJson(const LeftOut& l) {
-  json roots = json::array();
-  for (const auto& r : l.roots) roots.push_back({{"path", r.path}, {"files", r.files}});
-  return json{{"files", l.files},
-              {"paths", roots},
-              {"source_files", l.sources},
-              {"source_files_total", l.sources_total}};
-}
-
-}  // namespace
-
-bool RunRecord::verification_failed() const {
-  for (const auto& v : verification) {
-    if (v.status == VerifyEntry::Status::kFailed || v.status == VerifyEntry::Status::kTimedOut) {
-      return true;
-    }
-  }
-  return false;
-}
-
-json RunRecord::ToJson() const {
-  json config_rewrites = json::array();
-  for (const GitConfigRewrite& r : git_config_rewrites) {
-    config_rewrites.push_back(
-        {{"path", r.path}, {"dropped_keys", r.dropped}, {"reason", r.reason}});
-  }
-  json files = json::array();
-  for (const auto& f : patch.files) {
-    files.push_back({{"path", f.path},
-                     {"status", std::string(1, f.status)},
-                     {"old_mode", f.old_mode},
-                     {"new_mode", f.new_mode},
-                     {"binary", f.binary},
-                     {"submodule", f.submodule}});
-  }
-  json broken = json::array();
-  for (const auto& v : violations) {
-    broken.push_back({{"rule", v.rule}, {"path", v.path}, {"message", v.message}});
-  }
-  auto entries = [](const std::vector<VerifyEntry>& list) {
-    json out = json::array();
-    for (const auto& v : list) {
-      out.push_back({{"command", v.command},
-                     {"status", VerifyStatusName(v.status)},
-                     {"exit_code", v.exit_code},
-                     {"duration_ms", v.duration.count()},
-                     {"log", v.log_path},
-                     {"detail", v.detail},
-                     {"tree", v.tree}});
-    }
-    return out;
-  };
-  const json verify = entries(verification);
-  // The tree verification ran on (a fresh checkout of base + patch), "" when nothing ran.
-  std::string verified_tree;
-  for (const auto& v : verification) {
-    if (!v.tree.empty()) verified_tree = v.tree;
-  }
-  json pending = nullptr;
-  if (needs_approval) {
-    pending = {{"tool", needs_approval->tool},
-               {"action", needs_approval->action},
-               {"resolved_paths", needs_approval->resolved_paths},
-               {"digest", needs_approval->digest},
-               {"rule", needs_approval->rule},
-               {"location", needs_approval->location},
-               {"pre_approve", "sha256:" + needs_approval->digest}};
-  }
-  return json{
-      {"run_id", run_id},
-      {"sequence", sequence},
-      {"status", RunStateName(state)},
-      {"reason", reason},
-      {"exit_code", ToInt(ExitCodeFor(state, verification_failed()))},
-      {"verified", state == RunState::kCompleted && !verification.empty()},
-      {"run_dir", run_dir},
-      {"profile", profile},
-      {"profile_file", profile_file},
-      {"profile_sha256", profile_sha256},
-      {"profile_from_repository", profile_from_repository},
-      {"policy_digest", policy_digest},
-      {"repo", repo},
-      {"base_commit", base_commit},
-      {"carried_dirty", carried_dirty},
-      {"carried_paths", carried_paths},
-      {"task", task_file},
-      {"model", model},
-      {"agent_summary", agent_summary},
-      {"patch",
-       {{"sha256", patch.sha256},
-        {"bytes", patch.patch.size()},
-        {"file", run_dir + "/patch.diff"},
-        {"diff_check_clean", patch.check_clean},
-        {"diff_check", patch.check_output},
-        {"tree", patch.tree}}},
-      {"changed_files", files},
-      {"left_out", LeftOutJson(patch.left_out)},
-      {"outputs", outputs},
-      {"violations", broken},
-      {"setup", {{"workspace", entries(setup)}, {"verify_tree", entries(verify_setup)}}},
-      {"verification", verify},
-      {"verified_tree", verified_tree},
-      {"verify_tree", verified_tree.empty() ? std::string() : run_dir + "/verify-tree"},
-      {"usage", UsageJson(used)},
-      {"budgets", BudgetsJson(budgets)},
-      {"denials", denials},
-      {"approvals_asked", approvals_asked},
-      {"egress", egress},
-      {"needs_approval", pending},
-      {"sandbox",
-       {{"layers", layers},
-        {"downgrades", downgrades},
-        {"git_guard", git_guard},
-        {"host_findings", host_findings},
-        {"planted_repositories", planted_repositories},
-        {"cleared_files", cleared_files},
-        {"git_config_rewrites", config_rewrites}}},
-      {"event_log", run_dir + "/events.jsonl"},
-      {"event_log_entries", event_log_entries},
-      {"event_log_head", event_log_head},
-      {"event_log_lost", event_log_lost},
-      {"agent_log", run_dir + "/agent.log"},
-      {"workspace", run_dir + "/workspace"},
-      {"created_at", created_at},
-      {"finished_at", finished_at},
-  };
-}
-
-namespace {
-
 // What a run starts from, read and checked before anything is created (the pre-flight checks):
 // nothing is left behind for a run that cannot start — a task, profile or budget that is wrong,
 // a directory that is no repository, a dirty tree without --allow-dirty, a model that cannot be
@@ -522,7 +373,15 @@ class RunDriver {
     }
     if (b.status == broker::BrokerOutcome::Status::kNeedsApproval) {
       // The work so far is captured (cagent diff shows it) but not verified: the run stopped.
-      rec_.needs_approval = b.needs_approval;
+      if (b.needs_approval) {
+        const broker::ApprovalRequest& a = *b.needs_approval;
+        rec_.needs_approval = PendingApproval{.tool = a.tool,
+                                              .action = a.action,
+                                              .resolved_paths = a.resolved_paths,
+                                              .digest = a.digest,
+                                              .rule = a.rule,
+                                              .location = a.location};
+      }
       std::string why = b.reason;
       if (b.needs_approval) {
         why += "; to allow exactly this action, run again with --pre-approve 'sha256:" +

@@ -63,67 +63,6 @@ struct RunProgress {
   std::string last_action;
 };
 
-// The whole record (result.json).
-struct RunRecord {
-  std::string run_id;
-  std::uint64_t sequence = 0;  // the run's number (state_dir.h): the order of `cagent runs`
-  RunState state = RunState::kCreated;
-  std::string reason;  // why it failed / was cancelled
-  std::string run_dir;
-  std::string profile;
-  std::string profile_file;    // the file compiled (absolute, or "<built-in>/NAME.cagent")
-  std::string profile_sha256;  // of that file's text
-  // The profile's `outputs` globs as written: `cagent apply` lets untracked files there be.
-  std::vector<std::string> outputs;
-  bool profile_from_repository = false;
-  std::string policy_digest;
-  std::string repo;
-  std::string base_commit;
-  bool carried_dirty = false;
-  std::vector<std::string> carried_paths;
-  std::string task_file;
-  std::string model;
-  std::string agent_summary;
-  CapturedPatch patch;  // patch text itself lives in patch.diff
-  std::vector<PatchViolation> violations;
-  std::vector<VerifyEntry> verification;
-  // The profile's setup commands: before the agent on the workspace, and again on the
-  // verification tree before the verify commands (its own entries, tree set).
-  std::vector<VerifyEntry> setup;
-  std::vector<VerifyEntry> verify_setup;
-  broker::BudgetUsage used;
-  broker::Budgets budgets;
-  std::vector<std::string> layers;      // sandbox layers active
-  std::vector<std::string> downgrades;  // restrictions applied only in part
-  // The host-side guards of the agent's sandbox (SandboxOutcome): the git guard in words, and what
-  // cagent found and undid after it exited (planted repositories, cleared setuid/setgid bits).
-  std::string git_guard;
-  std::vector<std::string> host_findings;
-  std::vector<std::string> planted_repositories;
-  std::vector<std::string> cleared_files;
-  // Git configuration files the agent's sandbox changed that cagent rewrote before capture, with
-  // the keys it dropped (launcher/guard/git_config_guard.h).
-  std::vector<GitConfigRewrite> git_config_rewrites;
-  std::uint64_t denials = 0;
-  std::uint64_t approvals_asked = 0;
-  // The agent's filtered egress (a profile with a hosts section), null without: relayed and
-  // refused connections, bytes each way, the hosts reached, why the proxy stopped early. Every
-  // connection is an `egress` event in the event log.
-  nlohmann::json egress;
-  // needs-approval: the action that stopped the run, and the pre-approval that allows exactly it.
-  std::optional<broker::ApprovalRequest> needs_approval;
-  std::string created_at;
-  std::string finished_at;
-  std::uint64_t event_log_entries = 0;
-  // Digest of the log's last line when the result was written: the chain alone cannot show lines
-  // cut from the end or an edited last line; this and the entry count can.
-  std::string event_log_head;
-  std::uint64_t event_log_lost = 0;
-
-  [[nodiscard]] nlohmann::json ToJson() const;
-  [[nodiscard]] bool verification_failed() const;
-};
-
 // Runs it, along run_state.h's edges. An error Result only when the run could not even be created:
 // its inputs are wrong (an unreadable or empty task file, a profile that does not compile, a
 // budget above the profile's: Error::Code::kInvalidInput; a profile without verify commands and no

@@ -11,22 +11,6 @@
 
 namespace cagent::launcher::run {
 
-std::string_view VerifyStatusName(VerifyEntry::Status status) {
-  switch (status) {
-    case VerifyEntry::Status::kPassed:
-      return "passed";
-    case VerifyEntry::Status::kFailed:
-      return "failed";
-    case VerifyEntry::Status::kTimedOut:
-      return "timed-out";
-    case VerifyEntry::Status::kInfrastructure:
-      return "infrastructure-error";
-    case VerifyEntry::Status::kNotRun:
-      return "not-run";
-  }
-  return "unknown";
-}
-
 std::chrono::milliseconds VerifyTimeout(const policy::Policy& policy,
                                         const policy::VerifyCommand& v) {
   if (v.timeout_ms) return std::chrono::milliseconds(*v.timeout_ms);

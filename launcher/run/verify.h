@@ -17,28 +17,12 @@
 #include "launcher/egress/proxy.h"
 #include "launcher/profile/spec.h"
 #include "launcher/run/checkout.h"
+#include "launcher/run/run_record.h"
 #include "policy/language/ir.h"
 
 namespace cagent::launcher::run {
 
-struct VerifyEntry {
-  enum class Status { kPassed, kFailed, kTimedOut, kInfrastructure, kNotRun };
-  std::string command;
-  Status status = Status::kNotRun;
-  int exit_code = -1;
-  std::chrono::milliseconds duration{0};
-  std::string log_path;  // the command's stdout+stderr
-  std::string tree;      // the git tree id it ran on (VerifyTree::tree); "" = not run on one
-  std::string detail;    // why, in words ("exit status 1", "timed out after 300 s", ...)
-  // What the sandbox applied only in part (SandboxOutcome::downgrades): a run records the union
-  // of its sandboxes' once (RunRecord::downgrades), not per entry.
-  std::vector<std::string> downgrades;
-  // When it did not pass: what its sandbox's network refused and cagent's hint lines
-  // (launcher/session/network_hint.h; also appended to `detail`, which the run's summary prints).
-  std::vector<std::string> network_refused;
-  std::vector<std::string> network_hints;
-};
-std::string_view VerifyStatusName(VerifyEntry::Status status);  // "passed", "failed", ...
+// VerifyEntry and VerifyStatusName are in run_record.h: the entries are part of the run's record.
 
 // The entries for `policy`'s verify commands, all kNotRun (for runs that end before verifying).
 std::vector<VerifyEntry> PlannedVerification(const policy::Policy& policy);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "launcher/run/run_record.h"
 #include "policy/language/engine.h"
 #include "policy/language/ir.h"
 
@@ -70,41 +71,8 @@ struct Materialized {
 Result<Materialized> MaterializeWorkspace(const RepoInfo& repo, const WorkspaceLayout& layout,
                                           bool allow_dirty);
 
-struct ChangedFile {
-  std::string path;
-  char status = 'M';  // A added, M modified, D deleted, T type changed
-  std::string old_mode, new_mode;
-  bool binary = false;
-  bool submodule = false;  // a gitlink (mode 160000) appeared, changed or went away
-};
-
-// What the capture left out of the change set because the profile's `outputs` cover it
-// (issue 32): files git does not track and does not ignore, at or below an outputs glob.
-struct LeftOut {
-  struct Root {
-    std::string path;  // the covered path nearest the top ("build", "src/a/__pycache__")
-    std::size_t files = 0;
-  };
-  std::size_t files = 0;    // every file left out
-  std::vector<Root> roots;  // sorted by path
-  // Left-out files that look like source code (*.c, *.py, *.go, *.rs, *.js, *.ts, *.java, ...):
-  // a new source file below a build directory is more likely the agent's work than a build's, so
-  // each is named (the first kMaxNamed) with a warning. Sorted.
-  std::vector<std::string> sources;
-  std::size_t sources_total = 0;
-  static constexpr std::size_t kMaxNamed = 100;
-  [[nodiscard]] bool empty() const { return files == 0; }
-};
-
-struct CapturedPatch {
-  std::string patch;   // binary-safe (git diff --binary --full-index), a/ b/ prefixes
-  std::string sha256;  // of `patch`
-  std::string tree;    // the tree git recorded (base + patch), as `git write-tree` names it
-  std::vector<ChangedFile> files;
-  std::string check_output;  // git diff --check (whitespace errors, conflict markers)
-  bool check_clean = true;
-  LeftOut left_out;  // what `outputs` kept out of the change set (issue 32)
-};
+// ChangedFile, LeftOut, CapturedPatch and PatchViolation are in run_record.h: what the capture
+// and the patch check find is part of the run's record.
 
 // Whether `rel` looks like a source file by its extension (.c, .h, .cc, .py, .rs, .go, .js, .ts,
 // .java, .kt, .rb, .sh, ...): the left-out files named with a warning.
@@ -152,12 +120,6 @@ struct ScanLimits {
 //   - more than `limits.max_entries` entries or directories deeper than `limits.max_depth`.
 // The root's own .git is the agent's repository, which cagent's git never reads: it is skipped.
 Result<WorkspaceScan> ScanWorkspace(const std::string& workspace, const ScanLimits& limits = {});
-
-struct PatchViolation {
-  std::string rule;     // "deny write .github/**" at "backend.cagent:12:3", "changed-files 50"
-  std::string path;     // "" for whole-patch limits
-  std::string message;  // one line for the human
-};
 
 // The profile's rules applied to what git observed: every changed path must be writable under
 // the policy (Engine::Path kWrite on the workspace-relative path), at most `changed-files` files,

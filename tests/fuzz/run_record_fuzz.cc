@@ -1,10 +1,12 @@
 // libFuzzer target for a run's record read back (launcher/run/run_record.h): result.json as
-// `cagent runs`, `show`, `rm` and `log` read it (ParseRunResult), then the row `runs` lists, its
-// line, `show`'s text and exit code.
+// `cagent runs`, `show`, `rm`, `log`, `apply` and `batch` read it (ParseRunResult, then
+// RunRecord::FromJson), then the row `runs` lists, its line, `show`'s text and exit code, and the
+// record written again (ToJson).
 //
-// Input: the file's bytes. Invariants: a record is a JSON object; nothing throws; the listing is
-// one line and `show`'s text holds no control byte but its newlines (every field escaped); the row
-// serializes and parses back.
+// Input: the file's bytes. Invariants: a record is a JSON object and every object reads as a
+// RunRecord; nothing throws; the listing is one line and `show`'s text holds no control byte but
+// its newlines (every field escaped); the row serializes and parses back; what a record reads as
+// writes out and reads back the same (ToJson . FromJson is stable after one pass).
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -40,12 +42,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const nlohmann::json& j = *record;
   Check(j.is_object());
-  const nlohmann::json row = run::RunRow("run-1", &j);
+  auto typed = run::RunRecord::FromJson(j);
+  Check(typed.ok());
+  const run::RunRecord& rec = *typed;
+  const nlohmann::json row = run::RunRow("run-1", &rec);
   const std::string line = run::RunListLine(row, "/home/u");
   Check(Printable(line));
   Check(!line.empty() && line.find('\n') == line.size() - 1);
   Check(cagent::ParseJsonText(cagent::JsonText(row)).is_object());
-  Check(Printable(run::RunShowText(j)));
-  (void)run::RunShowExitCode(j);
+  Check(Printable(run::RunShowText(rec)));
+  (void)run::RunShowExitCode(rec);
+  const nlohmann::json written = rec.ToJson();
+  auto again = run::RunRecord::FromJson(cagent::ParseJsonText(cagent::JsonText(written)));
+  Check(again.ok());
+  Check(again->ToJson() == written);
   return 0;
 }

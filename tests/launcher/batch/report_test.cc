@@ -21,6 +21,9 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// A run's record as the run's result.json gives it to batch (run::ReadRunResult).
+std::optional<run::RunRecord> RunOf(const json& j) { return run::RunRecord::FromJson(j).value(); }
+
 class ReportTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -45,7 +48,7 @@ class ReportTest : public ::testing::Test {
                 {"usage", {{"model_turns", 2}, {"input_tokens", 100}, {"output_tokens", 10}}}};
     BatchFields f;
     f.wall_time_ms = 1500;
-    ASSERT_TRUE(RecordResult(root_, t, MakeResult(t, run, "", "", f)).ok());
+    ASSERT_TRUE(RecordResult(root_, t, MakeResult(t, RunOf(run), "", "", f)).ok());
   }
 
   std::string root_;
@@ -118,18 +121,20 @@ TEST_F(ReportTest, ResumeRerunsWhatIsNotAFinishedRunOfItsOwn) {
   // A result that points at a run directory elsewhere (copied in, or edited) is not kept.
   BatchFields f;
   f.run_dir = "/tmp/elsewhere/state/runs/r";
-  ASSERT_TRUE(RecordResult(root_, t,
-                           MakeResult(t, json{{"status", "completed"}, {"run_id", "r"}}, "", "", f))
-                  .ok());
+  ASSERT_TRUE(
+      RecordResult(root_, t,
+                   MakeResult(t, RunOf({{"status", "completed"}, {"run_id", "r"}}), "", "", f))
+          .ok());
   EXPECT_THAT(CheckComplete(root_, t), HasSubstr("not under"));
   // Its own run directory, but the run's result.json says something else than the copy.
   const std::string run_dir = root_ + "/t/state/runs/r";
   fs::create_directories(run_dir);
   std::ofstream(run_dir + "/result.json") << R"({"status": "failed", "run_id": "r"})";
   f.run_dir = run_dir;
-  ASSERT_TRUE(RecordResult(root_, t,
-                           MakeResult(t, json{{"status", "completed"}, {"run_id", "r"}}, "", "", f))
-                  .ok());
+  ASSERT_TRUE(
+      RecordResult(root_, t,
+                   MakeResult(t, RunOf({{"status", "completed"}, {"run_id", "r"}}), "", "", f))
+          .ok());
   EXPECT_THAT(CheckComplete(root_, t), HasSubstr("differs from the batch's copy"));
   BatchTask other;
   other.id = "u";

@@ -17,6 +17,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// `j` read back as every reader reads it.
+RunRecord Rec(const nlohmann::json& j) { return RunRecord::FromJson(j).value(); }
+
 TEST(ParseRunResultTest, AnObjectIsARecordAndAnythingElseIsNot) {
   auto ok = ParseRunResult(R"({"status":"completed","verified":true})", "r");
   ASSERT_TRUE(ok.ok()) << ok.error().Message();
@@ -62,7 +65,7 @@ TEST(ReadRunResultTest, AMissingLinkedOrHugeFileIsRefused) {
   std::filesystem::rename(dir + "/elsewhere.json", dir + "/result.json");
   auto ok = ReadRunResult(dir);
   ASSERT_TRUE(ok.ok()) << ok.error().Message();
-  EXPECT_EQ((*ok)["status"], "completed");
+  EXPECT_EQ(ok->state, RunState::kCompleted);
   std::filesystem::resize_file(dir + "/result.json", kMaxRunResultBytes + 1);
   EXPECT_THAT(ReadRunResult(dir).error().Message(), HasSubstr("is larger than"));
   std::filesystem::remove_all(dir);
@@ -83,12 +86,13 @@ TEST(RunRecordViewTest, EveryFieldIsEscapedTheDigestToo) {
                             {"sandbox", {{"host_findings", {"found \x1b[1m"}}}}};
   const std::string raw_twin = digest.substr(0, 16);  // what the old code wrote
   EXPECT_NE(raw_twin.find('\x1b'), std::string::npos);
-  const std::string text = RunShowText(j);
+  const RunRecord rec = Rec(j);
+  const std::string text = RunShowText(rec);
   for (char c : text) {
     EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << "control byte in: " << text;
   }
   EXPECT_THAT(text, HasSubstr("run r1: completed — line one\\nrule: allow everything"));
-  const std::string line = RunListLine(RunRow("r1", &j), "/home/u");
+  const std::string line = RunListLine(RunRow("r1", &rec), "/home/u");
   EXPECT_EQ(line.find('\n'), line.size() - 1) << line;
   EXPECT_THAT(line, HasSubstr("r1  completed"));
   EXPECT_THAT(line, HasSubstr("1 files"));
@@ -103,11 +107,12 @@ TEST(RunRecordViewTest, FieldsOfTheWrongTypeAreLeftOutNotThrown) {
                             {"left_out", {{"files", -3}, {"paths", 5}}},
                             {"verification", {{{"status", "failed"}}, 3}},
                             {"repo", "/home/u/src/app"}};
-  const std::string text = RunShowText(j);
+  const RunRecord rec = Rec(j);
+  const std::string text = RunShowText(rec);
   EXPECT_THAT(text, HasSubstr("run : \n"));
   EXPECT_THAT(text, HasSubstr("patch        ? bytes"));
-  EXPECT_EQ(RunShowExitCode(j), ExitCode::kRunFailed);  // no run status
-  const nlohmann::json row = RunRow("r2", &j);
+  EXPECT_EQ(RunShowExitCode(rec), ExitCode::kRunFailed);  // no run status
+  const nlohmann::json row = RunRow("r2", &rec);
   EXPECT_EQ(row["files"], 0);
   EXPECT_THAT(RunListLine(row, "/home/u"), HasSubstr("  ~/src/app"));
   EXPECT_EQ(RunListLine(RunRow("r3", nullptr), ""),
@@ -116,9 +121,9 @@ TEST(RunRecordViewTest, FieldsOfTheWrongTypeAreLeftOutNotThrown) {
 
 TEST(RunRecordViewTest, ShowExitCodeFollowsStatusAndVerification) {
   nlohmann::json j = {{"status", "completed"}, {"verification", {{{"status", "passed"}}}}};
-  EXPECT_EQ(RunShowExitCode(j), ExitCodeFor(RunState::kCompleted, false));
+  EXPECT_EQ(RunShowExitCode(Rec(j)), ExitCodeFor(RunState::kCompleted, false));
   j["verification"].push_back({{"status", "timed-out"}});
-  EXPECT_EQ(RunShowExitCode(j), ExitCodeFor(RunState::kCompleted, true));
+  EXPECT_EQ(RunShowExitCode(Rec(j)), ExitCodeFor(RunState::kCompleted, true));
 }
 
 }  // namespace
