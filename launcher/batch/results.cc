@@ -223,7 +223,7 @@ bool Succeeded(const TaskResult& result) {
   return result.Status() == "completed" && result.Verified();
 }
 
-std::string CheckComplete(const std::string& results_dir, const BatchTask& task) {
+Refusal CheckComplete(const std::string& results_dir, const BatchTask& task) {
   const std::string dir = TaskDir(results_dir, task);
   struct stat st {};
   if (::lstat((dir + "/result.json").c_str(), &st) != 0) {

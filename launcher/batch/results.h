@@ -104,12 +104,12 @@ Status RecordResult(const std::string& results_dir, const BatchTask& task,
 // Reads a result.json (at most 16 MiB, nested at most 64 deep), then TaskResult::FromJson.
 Result<TaskResult> ReadResult(const std::string& path);
 
-// For --resume: "" when DIR/<id>/result.json records a finished run (completed, failed or
+// For --resume: nothing when DIR/<id>/result.json records a finished run (completed, failed or
 // needs-approval) of this task whose evidence still holds — the run's own result.json agrees with
 // the copy, patch.diff's SHA-256 is the recorded patch digest, and the event log's hash chain
 // verifies with the recorded entry count and head (what `cagent log verify` checks); otherwise
 // why not, one line (the task is then run again and its new result says why).
-[[nodiscard]] std::string CheckComplete(const std::string& results_dir, const BatchTask& task);
+[[nodiscard]] Refusal CheckComplete(const std::string& results_dir, const BatchTask& task);
 
 // Whether a result counts as a success: completed and verified.
 [[nodiscard]] bool Succeeded(const TaskResult& result);

@@ -326,8 +326,8 @@ Status Batch::Prepare() {
       if (existing_count++ < 3) existing += "\n  " + dir;
       continue;
     }
-    std::string why = CheckComplete(o_.results_dir, t);
-    if (why.empty()) {
+    const Refusal why = CheckComplete(o_.results_dir, t);
+    if (!why) {
       auto r = ReadResult(dir + "/result.json");
       ++out_.skipped;
       ++done_;
@@ -338,7 +338,7 @@ Status Batch::Prepare() {
       }
       continue;
     }
-    queue_.emplace_back(i, why);
+    queue_.emplace_back(i, *why);
   }
   if (existing_count > 0) {
     if (existing_count > 3) {

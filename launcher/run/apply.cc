@@ -70,7 +70,7 @@ std::string ReadFile(const std::string& path, bool* ok) {
 }
 
 // The nothing-was-written refusal: what, which path, why, what to do.
-Error Refusal(const std::string& run_id, const std::string& what, const std::string& todo) {
+Error RefuseApply(const std::string& run_id, const std::string& what, const std::string& todo) {
   return PlainError("refusing to apply run " + run_id,
                     what + ". Nothing was written to your repository. " + todo);
 }
@@ -408,21 +408,21 @@ Result<std::map<std::string, Checked>> CheckWorkTree(const WorkTree& tree,
     if (!walk) {
       const Error& e = walk.error();
       if (e.err != 0) return e;
-      return Refusal(run_id,
-                     Shown(c.path) + " goes through " + e.op + ", which " + e.detail + " in " +
-                         root +
-                         "; cagent writes a patch only into real directories of your work "
-                         "tree, never through a symlink, a file or another repository",
-                     "Move " + e.op +
-                         " out of the way (or apply to a fresh clone with --repo DIR) "
-                         "and run cagent apply again.");
+      return RefuseApply(run_id,
+                         Shown(c.path) + " goes through " + e.op + ", which " + e.detail + " in " +
+                             root +
+                             "; cagent writes a patch only into real directories of your work "
+                             "tree, never through a symlink, a file or another repository",
+                         "Move " + e.op +
+                             " out of the way (or apply to a fresh clone with --repo DIR) "
+                             "and run cagent apply again.");
     }
     if (!walk->fd.valid()) {
       if (!c.adds()) {
-        return Refusal(run_id,
-                       Shown(c.path) + " is missing from " + root + " (" + Shown(walk->absent) +
-                           " does not exist), but the patch changes it",
-                       "Restore your work tree to the run's base commit and try again.");
+        return RefuseApply(run_id,
+                           Shown(c.path) + " is missing from " + root + " (" + Shown(walk->absent) +
+                               " does not exist), but the patch changes it",
+                           "Restore your work tree to the run's base commit and try again.");
       }
       checked[c.path] = {};
       continue;
@@ -441,28 +441,28 @@ Result<std::map<std::string, Checked>> CheckWorkTree(const WorkTree& tree,
         auto left = LeftoverBelow(dir.get(), c.path, gone);
         if (!left) return left.error();
         if (!left->empty()) {
-          return Refusal(run_id,
-                         "the patch adds the file " + Shown(c.path) + ", but " + root +
-                             " has a directory there holding " + Shown(*left) +
-                             ", which git does not track (ignored or untracked)",
-                         "Move it out of the way, then run cagent apply again.");
+          return RefuseApply(run_id,
+                             "the patch adds the file " + Shown(c.path) + ", but " + root +
+                                 " has a directory there holding " + Shown(*left) +
+                                 ", which git does not track (ignored or untracked)",
+                             "Move it out of the way, then run cagent apply again.");
         }
       } else if (exists) {
-        return Refusal(run_id,
-                       "the patch adds " + Shown(c.path) + ", but " + root + " already has a " +
-                           KindOf(st) +
-                           " there that git does not track (ignored or untracked); "
-                           "applying would replace it",
-                       "Move it out of the way, then run cagent apply again.");
+        return RefuseApply(run_id,
+                           "the patch adds " + Shown(c.path) + ", but " + root + " already has a " +
+                               KindOf(st) +
+                               " there that git does not track (ignored or untracked); "
+                               "applying would replace it",
+                           "Move it out of the way, then run cagent apply again.");
       }
     } else {
       const bool want_link = c.old_mode == "120000";
       if (!exists || (want_link ? !S_ISLNK(st.st_mode) : !S_ISREG(st.st_mode))) {
-        return Refusal(run_id,
-                       Shown(c.path) + " is " +
-                           (exists ? "a " + KindOf(st) : std::string("missing")) + " in " + root +
-                           ", but a " + KindOfMode(c.old_mode) + " in the run's base commit",
-                       "Restore your work tree to the run's base commit and try again.");
+        return RefuseApply(
+            run_id,
+            Shown(c.path) + " is " + (exists ? "a " + KindOf(st) : std::string("missing")) +
+                " in " + root + ", but a " + KindOfMode(c.old_mode) + " in the run's base commit",
+            "Restore your work tree to the run's base commit and try again.");
       }
     }
     checked[c.path] = k;
@@ -618,7 +618,7 @@ bool IsDotGitComponent(std::string_view component) {
   return rest.find_first_not_of(". ") == std::string_view::npos;
 }
 
-std::string RefusedPatchPath(std::string_view path, std::string_view new_mode) {
+Refusal RefusedPatchPath(std::string_view path, std::string_view new_mode) {
   if (path.empty()) return "the path is empty";
   if (path.front() == '/') return "the path is absolute";
   if (path.back() == '/') return "the path ends in '/'";
@@ -642,7 +642,7 @@ std::string RefusedPatchPath(std::string_view path, std::string_view new_mode) {
       if (base == special) return "the patch makes " + std::string(special) + " a symbolic link";
     }
   }
-  return "";
+  return std::nullopt;
 }
 
 namespace {
@@ -709,9 +709,9 @@ Status CheckRecordedPaths(Apply& a) {
   // disagrees with it (CheckPatchEffect).
   for (const ChangedFile& f : a.record.patch.files) {
     const std::string& path = f.path;
-    if (const std::string why = RefusedPatchPath(path, f.new_mode); !why.empty()) {
-      return Refusal(a.id, "the patch touches " + Shown(path) + ": " + why,
-                     "Review it with cagent diff " + a.id + "; such a patch is never applied.");
+    if (const Refusal why = RefusedPatchPath(path, f.new_mode)) {
+      return RefuseApply(a.id, "the patch touches " + Shown(path) + ": " + *why,
+                         "Review it with cagent diff " + a.id + "; such a patch is never applied.");
     }
     a.recorded[path] = f;
   }
@@ -766,9 +766,9 @@ Status CheckPatchEffect(Apply& a) {
   auto listed = NumstatPaths(*numstat);
   if (!listed) return listed.error();
   for (const auto& path : *listed) {
-    if (const std::string why = RefusedPatchPath(path, ""); !why.empty()) {
-      return Refusal(id, "the patch touches " + Shown(path) + ": " + why,
-                     "Review it with cagent diff " + id + "; such a patch is never applied.");
+    if (const Refusal why = RefusedPatchPath(path, "")) {
+      return RefuseApply(id, "the patch touches " + Shown(path) + ": " + *why,
+                         "Review it with cagent diff " + id + "; such a patch is never applied.");
     }
   }
   if (auto r = GitOutput(
@@ -790,50 +790,51 @@ Status CheckPatchEffect(Apply& a) {
   std::set<std::string> seen;
   for (const auto& c : a.changes) {
     seen.insert(c.path);
-    if (const std::string why = RefusedPatchPath(c.path, c.new_mode); !why.empty()) {
-      return Refusal(id, "the patch touches " + Shown(c.path) + ": " + why,
-                     "Review it with cagent diff " + id + "; such a patch is never applied.");
+    if (const Refusal why = RefusedPatchPath(c.path, c.new_mode)) {
+      return RefuseApply(id, "the patch touches " + Shown(c.path) + ": " + *why,
+                         "Review it with cagent diff " + id + "; such a patch is never applied.");
     }
     if (c.old_mode == "160000" || !IsDecimalModeOf(c.old_mode) || !IsDecimalModeOf(c.new_mode) ||
         std::string("AMDT").find(c.status) == std::string::npos) {
-      return Refusal(id,
-                     "the patch changes " + Shown(c.path) + " in a way cagent does not apply (" +
-                         c.status + " " + c.old_mode + " -> " + c.new_mode + ")",
-                     "Apply it by hand after reviewing it with cagent diff " + id + ".");
+      return RefuseApply(id,
+                         "the patch changes " + Shown(c.path) +
+                             " in a way cagent does not apply (" + c.status + " " + c.old_mode +
+                             " -> " + c.new_mode + ")",
+                         "Apply it by hand after reviewing it with cagent diff " + id + ".");
     }
     const auto rec = a.recorded.find(c.path);
     if (rec == a.recorded.end() || rec->second.status != c.status ||
         rec->second.new_mode != c.new_mode || rec->second.old_mode != c.old_mode) {
-      return Refusal(id,
-                     "the patch changes " + Shown(c.path) + " (" + c.status + " " + c.old_mode +
-                         " -> " + c.new_mode +
-                         "), which is not what result.json records for the run",
-                     "The run directory was altered; run the task again.");
+      return RefuseApply(id,
+                         "the patch changes " + Shown(c.path) + " (" + c.status + " " + c.old_mode +
+                             " -> " + c.new_mode +
+                             "), which is not what result.json records for the run",
+                         "The run directory was altered; run the task again.");
     }
   }
   for (const auto& [path, f] : a.recorded) {
     if (seen.count(path) == 0) {
-      return Refusal(id,
-                     "result.json lists " + Shown(path) +
-                         " as changed, but the patch does not "
-                         "change it",
-                     "The run directory was altered; run the task again.");
+      return RefuseApply(id,
+                         "result.json lists " + Shown(path) +
+                             " as changed, but the patch does not "
+                             "change it",
+                         "The run directory was altered; run the task again.");
     }
   }
   if (*listed != seen) {
-    return Refusal(id,
-                   "the patch's own file list (git apply --numstat) and its effect on the base "
-                   "commit disagree",
-                   "Review it with cagent diff " + id + "; such a patch is never applied.");
+    return RefuseApply(id,
+                       "the patch's own file list (git apply --numstat) and its effect on the base "
+                       "commit disagree",
+                       "Review it with cagent diff " + id + "; such a patch is never applied.");
   }
   for (const auto& c : a.changes) {
     if (c.new_mode != "120000") continue;
     for (const auto& other : a.changes) {
       if (!other.removes() && other.path.starts_with(c.path + "/")) {
-        return Refusal(id,
-                       "the patch makes " + Shown(c.path) + " a symbolic link and writes " +
-                           Shown(other.path) + " through it",
-                       "Such a patch is never applied.");
+        return RefuseApply(id,
+                           "the patch makes " + Shown(c.path) + " a symbolic link and writes " +
+                               Shown(other.path) + " through it",
+                           "Such a patch is never applied.");
       }
     }
   }
@@ -898,8 +899,8 @@ Status CheckRepository(Apply& a) {
   if (!dirty->empty()) {
     std::string list;
     for (std::size_t i = 0; i < dirty->size() && i < 5; ++i) list += " " + Shown((*dirty)[i]);
-    return Refusal(id, env.repo_root + " has uncommitted changes:" + list,
-                   "Commit or stash them before applying run " + id + ".");
+    return RefuseApply(id, env.repo_root + " has uncommitted changes:" + list,
+                       "Commit or stash them before applying run " + id + ".");
   }
   auto head = GitOutput(InRepo(env, {"rev-parse", "--verify", "--quiet", "HEAD^{commit}"}));
   a.head_commit = head ? TrimLine(*head) : "";
@@ -911,11 +912,11 @@ Status CheckRepository(Apply& a) {
     auto valid = GitOutput(InRepo(env, {"check-ref-format", "--branch", branch}));
     if (!valid) return PlainError("--branch " + Shown(branch), "is not a valid branch name");
   } else if (a.head_commit != a.base) {
-    return Refusal(id,
-                   env.repo_root + " has moved: HEAD is " + a.head_commit.substr(0, 12) +
-                       ", the run was made on " + a.base.substr(0, 12),
-                   "Check out the base commit, or pass --branch NAME to apply on a new branch "
-                   "created at it.");
+    return RefuseApply(id,
+                       env.repo_root + " has moved: HEAD is " + a.head_commit.substr(0, 12) +
+                           ", the run was made on " + a.base.substr(0, 12),
+                       "Check out the base commit, or pass --branch NAME to apply on a new branch "
+                       "created at it.");
   }
   // When HEAD is already the base nothing is checked out (the branch is made in phase 6).
   if (!branch.empty() && a.head_commit != a.base) {

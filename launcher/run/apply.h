@@ -63,8 +63,8 @@ struct ApplyReport {
 Result<ApplyReport> ApplyRun(const ApplyRequest& request);
 
 // Why a patch may not touch `path` (a path relative to the work tree, as git prints it with -z),
-// or "" when it may. Pure; exposed for tests.
-std::string RefusedPatchPath(std::string_view path, std::string_view new_mode);
+// or nothing when it may. Pure; exposed for tests.
+Refusal RefusedPatchPath(std::string_view path, std::string_view new_mode);
 
 // True when `component` (one path component) is .git as some file system would see it: any case,
 // trailing dots or spaces (NTFS, Win32), an NTFS stream suffix (".git::$INDEX_ALLOCATION"), the

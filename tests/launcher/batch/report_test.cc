@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::Optional;
 
 // A run's record as the run's result.json gives it to batch (run::ReadRunResult).
 std::optional<run::RunRecord> RunOf(const json& j) { return run::RunRecord::FromJson(j).value(); }
@@ -115,9 +116,9 @@ TEST_F(ReportTest, HostileStringsReachNeitherTheTerminalNorASpreadsheetRaw) {
 TEST_F(ReportTest, ResumeRerunsWhatIsNotAFinishedRunOfItsOwn) {
   BatchTask t;
   t.id = "t";
-  EXPECT_THAT(CheckComplete(root_, t), HasSubstr("no result.json"));
+  EXPECT_THAT(CheckComplete(root_, t), Optional(HasSubstr("no result.json")));
   Put("t", 0, "cancelled", false);
-  EXPECT_THAT(CheckComplete(root_, t), HasSubstr("ended 'cancelled'"));
+  EXPECT_THAT(CheckComplete(root_, t), Optional(HasSubstr("ended 'cancelled'")));
   // A result that points at a run directory elsewhere (copied in, or edited) is not kept.
   BatchFields f;
   f.run_dir = "/tmp/elsewhere/state/runs/r";
@@ -125,7 +126,7 @@ TEST_F(ReportTest, ResumeRerunsWhatIsNotAFinishedRunOfItsOwn) {
       RecordResult(root_, t,
                    MakeResult(t, RunOf({{"status", "completed"}, {"run_id", "r"}}), "", "", f))
           .ok());
-  EXPECT_THAT(CheckComplete(root_, t), HasSubstr("not under"));
+  EXPECT_THAT(CheckComplete(root_, t), Optional(HasSubstr("not under")));
   // Its own run directory, but the run's result.json says something else than the copy.
   const std::string run_dir = root_ + "/t/state/runs/r";
   fs::create_directories(run_dir);
@@ -135,12 +136,12 @@ TEST_F(ReportTest, ResumeRerunsWhatIsNotAFinishedRunOfItsOwn) {
       RecordResult(root_, t,
                    MakeResult(t, RunOf({{"status", "completed"}, {"run_id", "r"}}), "", "", f))
           .ok());
-  EXPECT_THAT(CheckComplete(root_, t), HasSubstr("differs from the batch's copy"));
+  EXPECT_THAT(CheckComplete(root_, t), Optional(HasSubstr("differs from the batch's copy")));
   BatchTask other;
   other.id = "u";
   fs::create_directories(root_ + "/u");
   fs::copy_file(root_ + "/t/result.json", root_ + "/u/result.json");
-  EXPECT_THAT(CheckComplete(root_, other), HasSubstr("another task"));
+  EXPECT_THAT(CheckComplete(root_, other), Optional(HasSubstr("another task")));
 }
 
 }  // namespace

@@ -263,16 +263,16 @@ TEST_F(ApplyTest, DotGitInEverySpellingIsRefusedAsAPath) {
         ".git::$INDEX_ALLOCATION/config", "git~1/config", "GIT~1/config", "sub/.git/config",
         ".g\u200cit/config", "\ufeff.git/config", ".git", "a/../b", "./a", "/etc/passwd", "a//b",
         ""}) {
-    EXPECT_NE(RefusedPatchPath(bad, "100644"), "") << bad;
+    EXPECT_NE(RefusedPatchPath(bad, "100644"), std::nullopt) << bad;
   }
   for (const char* good : {".github/workflows/x.yml", ".gitignore", ".gitattributes", "a.git/x",
                            "git/x", ".gitx/y", "src/git~2", "x.git"}) {
-    EXPECT_EQ(RefusedPatchPath(good, "100644"), "") << good;
+    EXPECT_EQ(RefusedPatchPath(good, "100644"), std::nullopt) << good;
   }
-  EXPECT_NE(RefusedPatchPath("sub", "160000"), "");
-  EXPECT_NE(RefusedPatchPath("x/.gitattributes", "120000"), "");
-  EXPECT_NE(RefusedPatchPath(".GITMODULES", "120000"), "");
-  EXPECT_EQ(RefusedPatchPath("x/.gitattributes", "100644"), "");
+  EXPECT_NE(RefusedPatchPath("sub", "160000"), std::nullopt);
+  EXPECT_NE(RefusedPatchPath("x/.gitattributes", "120000"), std::nullopt);
+  EXPECT_NE(RefusedPatchPath(".GITMODULES", "120000"), std::nullopt);
+  EXPECT_EQ(RefusedPatchPath("x/.gitattributes", "100644"), std::nullopt);
 }
 
 TEST_F(ApplyTest, APatchTouchingDotGitConfigIsRefusedWherePatchWritesIt) {
