@@ -170,24 +170,89 @@ void AddProc(const LaunchSpec& spec, std::vector<Entry>& entries) {
 
 // Turns entries (already ordered parents-first) into ops with every path prefixed for the child.
 // `dev_null` is the host's /dev/null as prepare saw it (the source of file hides).
-MountPlan Lower(std::vector<Entry> entries, bool fresh_root, const FileIdentity& dev_null) {
-  MountPlan plan;
-  plan.fresh_root = fresh_root;
-  if (fresh_root) plan.scratch = kScratch;
-  const std::string dst_prefix = fresh_root ? kNewRoot : "";
-  const std::string src_prefix = fresh_root ? kOldRoot : "";
-  std::set<std::string> made;      // view paths known to exist as directories
-  std::vector<std::string> bound;  // bind destinations: their contents come from the host
-  std::size_t layers = 0;          // kOverlay ops so far, naming their layer directories
-  // Every mount so far, in order, with whether what it shows comes from the host: a path whose
-  // innermost covering mount is a host bind is the host's file, so prepare's identity of it is
-  // what the child must find there. Without a fresh root every path is the host's.
-  std::vector<std::pair<std::string, bool>> regions;
-  if (!fresh_root) regions.emplace_back("/", true);
-  auto host_backed = [&](const std::string& dest) {
+// The lowering of one plan: the state the entries share (which view directories exist, which
+// paths are host binds, which mounts show host files) and one method per kind of entry.
+class Lowering {
+ public:
+  Lowering(bool fresh_root, const FileIdentity& dev_null)
+      : dst_prefix_(fresh_root ? kNewRoot : ""),
+        src_prefix_(fresh_root ? kOldRoot : ""),
+        dev_null_(dev_null) {
+    plan_.fresh_root = fresh_root;
+    if (fresh_root) plan_.scratch = kScratch;
+    // Without a fresh root every path is the host's.
+    if (!fresh_root) regions_.emplace_back("/", true);
+  }
+
+  void Add(const Entry& e) {
+    // An entry inside a host bind that is the same host path needs nothing: it is already there.
+    const bool inside_same_bind = std::any_of(
+        bound_.begin(), bound_.end(), [&](const std::string& b) { return IsUnder(e.dest, b); });
+    if (inside_same_bind && e.what == Entry::What::kSymlink) return;
+    EnsureDirs(e.dest, e.description);
+    const std::string target = dst_prefix_ + e.dest;
+    switch (e.what) {
+      case Entry::What::kBindDir:
+      case Entry::What::kBindFile:
+        Bind(e, target);
+        break;
+      case Entry::What::kSymlink:
+        plan_.ops.push_back(
+            {MountOp::Kind::kSymlink, target, e.source, "", 0, 0, 0, e.description});
+        break;
+      case Entry::What::kOverlay:
+        Overlay(e, target);
+        break;
+      case Entry::What::kTmpfs:
+        NewFilesystem(e, target, 0755,
+                      {MountOp::Kind::kTmpfs, target, "", e.source, MS_NOSUID | MS_NODEV, 0, 0,
+                       e.description});
+        break;
+      case Entry::What::kProc:
+        NewFilesystem(e, target, 0555,
+                      {MountOp::Kind::kProc, target, "", "", MS_NOSUID | MS_NODEV | MS_NOEXEC, 0, 0,
+                       e.description});
+        break;
+      case Entry::What::kDevpts:
+        NewFilesystem(e, target, 0755,
+                      {MountOp::Kind::kDevpts, target, "", e.source, MS_NOSUID | MS_NOEXEC, 0, 0,
+                       e.description});
+        break;
+      case Entry::What::kHideDir:
+        HideDir(e, target);
+        break;
+      case Entry::What::kBindOver:
+        BindOver(e, target);
+        break;
+      case Entry::What::kHideFile:
+        HideFile(e, target);
+        break;
+    }
+  }
+
+  MountPlan Finish() && {
+    if (plan_.fresh_root) {
+      // Finally the root itself becomes read-only: writes outside the workspace, /tmp and HOME
+      // fail with EROFS instead of landing silently in a tmpfs.
+      plan_.ops.push_back({MountOp::Kind::kSetAttr, kNewRoot, "", "", 0,
+                           MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0,
+                           "make the root read-only"});
+    }
+    for (auto& op : plan_.ops) {
+      const size_t slash = op.target.rfind('/');
+      op.parent = slash == 0 ? "/" : op.target.substr(0, slash);
+      op.name = op.target.substr(slash + 1);
+    }
+    return std::move(plan_);
+  }
+
+ private:
+  // Whether what `dest` shows comes from the host: its innermost covering mount is a host bind,
+  // so prepare's identity of it is what the child must find there.
+  bool HostBacked(const std::string& dest) const {
     size_t best = 0;
     bool host = false;
-    for (const auto& [d, h] : regions) {
+    for (const auto& [d, h] : regions_) {
       const bool covers = d == "/" || d == dest || IsUnder(dest, d);
       if (covers && d.size() >= best) {
         best = d.size();
@@ -195,171 +260,144 @@ MountPlan Lower(std::vector<Entry> entries, bool fresh_root, const FileIdentity&
       }
     }
     return host;
-  };
+  }
 
-  auto ensure_dirs = [&](const std::string& view_path, const std::string& why) {
-    // Create each missing ancestor (and nothing inside a bind: those exist on the host already).
+  // Creates each missing ancestor of `view_path` (and nothing inside a bind: those exist on the
+  // host already).
+  void EnsureDirs(const std::string& view_path, const std::string& why) {
     std::string cur;
     size_t pos = 1;
     while ((pos = view_path.find('/', pos)) != std::string::npos) {
       cur = view_path.substr(0, pos);
       ++pos;
-      if (made.count(cur)) continue;
-      made.insert(cur);
-      plan.ops.push_back({MountOp::Kind::kMkdir, dst_prefix + cur, "", "", 0, 0, 0755,
-                          "create directory " + cur + " for " + why});
+      if (made_.count(cur)) continue;
+      made_.insert(cur);
+      plan_.ops.push_back({MountOp::Kind::kMkdir, dst_prefix_ + cur, "", "", 0, 0, 0755,
+                           "create directory " + cur + " for " + why});
     }
-  };
+  }
 
-  for (auto& e : entries) {
-    // An entry inside a host bind that is the same host path needs nothing: it is already there.
-    const bool inside_same_bind = std::any_of(
-        bound.begin(), bound.end(), [&](const std::string& b) { return IsUnder(e.dest, b); });
-    if (inside_same_bind && e.what == Entry::What::kSymlink) continue;
-    ensure_dirs(e.dest, e.description);
-    const std::string target = dst_prefix + e.dest;
-    switch (e.what) {
-      case Entry::What::kBindDir:
-      case Entry::What::kBindFile: {
-        const bool dir = e.what == Entry::What::kBindDir;
-        // A path bound onto itself exists already; every other bind needs a mount point.
-        if (!made.count(e.dest) && !e.source.empty()) {
-          plan.ops.push_back({dir ? MountOp::Kind::kMkdir : MountOp::Kind::kTouch, target, "", "",
-                              0, 0, dir ? 0755U : 0444U, e.description, e.optional});
-          if (dir) made.insert(e.dest);
-        }
-        // An empty source means "this view path, bound onto itself" (to change its flags).
-        const std::string source = e.source.empty() ? target : src_prefix + e.source;
-        MountOp op{MountOp::Kind::kBind, target, source,        "",        0,
-                   e.attr_set,           0,      e.description, e.optional};
-        if (!e.source.empty()) {
-          op.source_id = e.id;
-          // Sources are bound at their own path: inside a host-bound tree the target is the same
-          // host file (the git guard's self-binds, a read-only path inside the workspace).
-          if (host_backed(e.dest)) op.target_id = e.dest_id.Known() ? e.dest_id : e.id;
-          bound.push_back(e.dest);
-        }
-        plan.ops.push_back(std::move(op));
-        regions.emplace_back(e.dest, !e.source.empty() || host_backed(e.dest));
-        break;
-      }
-      case Entry::What::kSymlink:
-        plan.ops.push_back({MountOp::Kind::kSymlink, target, e.source, "", 0, 0, 0, e.description});
-        break;
-      case Entry::What::kOverlay: {
-        if (!made.count(e.dest)) {
-          plan.ops.push_back({MountOp::Kind::kMkdir, target, "", "", 0, 0, 0755, e.description});
-          made.insert(e.dest);
-        }
-        // The layer's tmpfs is mounted on a directory of the staging root, which only this mount
-        // namespace has and which goes with it; the overlay keeps its own reference to it.
-        const std::string layer = "/cagent-layer-" + std::to_string(++layers);
-        MountOp op{MountOp::Kind::kOverlay,
-                   target,
-                   src_prefix + e.source,
-                   "lowerdir=" + OverlayPath(src_prefix + e.source) + ",upperdir=" + layer +
-                       "/upper,workdir=" + layer + "/work",
-                   MS_NOSUID | MS_NODEV,
-                   0,
-                   0,
-                   e.description};
-        op.source_id = e.id;
-        op.layer = layer;
-        op.layer_options = e.layer_options;
-        plan.ops.push_back(std::move(op));
-        // Not the host's files any more (overlayfs reports its own device): hides below it are
-        // made without an identity check, like those below a tmpfs.
-        regions.emplace_back(e.dest, false);
-        break;
-      }
-      case Entry::What::kTmpfs:
-        if (!made.count(e.dest)) {
-          plan.ops.push_back({MountOp::Kind::kMkdir, target, "", "", 0, 0, 0755, e.description});
-          made.insert(e.dest);
-        }
-        plan.ops.push_back({MountOp::Kind::kTmpfs, target, "", e.source, MS_NOSUID | MS_NODEV, 0, 0,
-                            e.description});
-        regions.emplace_back(e.dest, false);
-        break;
-      case Entry::What::kProc:
-        if (!made.count(e.dest)) {
-          plan.ops.push_back({MountOp::Kind::kMkdir, target, "", "", 0, 0, 0555, e.description});
-          made.insert(e.dest);
-        }
-        plan.ops.push_back({MountOp::Kind::kProc, target, "", "", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                            0, 0, e.description});
-        regions.emplace_back(e.dest, false);
-        break;
-      case Entry::What::kDevpts:
-        if (!made.count(e.dest)) {
-          plan.ops.push_back({MountOp::Kind::kMkdir, target, "", "", 0, 0, 0755, e.description});
-          made.insert(e.dest);
-        }
-        plan.ops.push_back({MountOp::Kind::kDevpts, target, "", e.source, MS_NOSUID | MS_NOEXEC, 0,
-                            0, e.description});
-        regions.emplace_back(e.dest, false);
-        break;
-      case Entry::What::kHideDir: {
-        // An empty, read-only, mode-000 tmpfs over the directory, which must still be the one
-        // prepare looked at (a renamed directory with a new one in its place is not).
-        MountOp op{MountOp::Kind::kTmpfs,
-                   target,
-                   "",
-                   "mode=000,size=4k",
-                   MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
-                   0,
-                   0,
-                   e.description};
-        if (host_backed(e.dest)) op.target_id = e.id;
-        plan.ops.push_back(std::move(op));
-        regions.emplace_back(e.dest, false);
-        break;
-      }
-      case Entry::What::kBindOver: {
-        MountOp op{MountOp::Kind::kBind,
-                   target,
-                   src_prefix + e.source,
-                   "",
-                   0,
-                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                   0,
-                   e.description};
-        op.source_id = e.id;
-        if (host_backed(e.dest)) op.target_id = e.dest_id;
-        plan.ops.push_back(std::move(op));
-        regions.emplace_back(e.dest, false);
-        break;
-      }
-      case Entry::What::kHideFile: {
-        MountOp op{MountOp::Kind::kBind,
-                   target,
-                   src_prefix + "/dev/null",
-                   "",
-                   0,
-                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
-                   0,
-                   e.description};
-        op.source_id = dev_null;
-        if (host_backed(e.dest)) op.target_id = e.id;
-        plan.ops.push_back(std::move(op));
-        regions.emplace_back(e.dest, false);
-        break;
-      }
+  // The mount point of a new filesystem or an overlay, unless made already.
+  void MountPointDir(const Entry& e, const std::string& target, unsigned mode) {
+    if (made_.count(e.dest)) return;
+    plan_.ops.push_back({MountOp::Kind::kMkdir, target, "", "", 0, 0, mode, e.description});
+    made_.insert(e.dest);
+  }
+
+  void Bind(const Entry& e, const std::string& target) {
+    const bool dir = e.what == Entry::What::kBindDir;
+    // A path bound onto itself exists already; every other bind needs a mount point.
+    if (!made_.count(e.dest) && !e.source.empty()) {
+      plan_.ops.push_back({dir ? MountOp::Kind::kMkdir : MountOp::Kind::kTouch, target, "", "", 0,
+                           0, dir ? 0755U : 0444U, e.description, e.optional});
+      if (dir) made_.insert(e.dest);
     }
+    // An empty source means "this view path, bound onto itself" (to change its flags).
+    const std::string source = e.source.empty() ? target : src_prefix_ + e.source;
+    MountOp op{MountOp::Kind::kBind, target, source,        "",        0,
+               e.attr_set,           0,      e.description, e.optional};
+    if (!e.source.empty()) {
+      op.source_id = e.id;
+      // Sources are bound at their own path: inside a host-bound tree the target is the same
+      // host file (the git guard's self-binds, a read-only path inside the workspace).
+      if (HostBacked(e.dest)) op.target_id = e.dest_id.Known() ? e.dest_id : e.id;
+      bound_.push_back(e.dest);
+    }
+    plan_.ops.push_back(std::move(op));
+    regions_.emplace_back(e.dest, !e.source.empty() || HostBacked(e.dest));
   }
-  if (fresh_root) {
-    // Finally the root itself becomes read-only: writes outside the workspace, /tmp and HOME fail
-    // with EROFS instead of landing silently in a tmpfs.
-    plan.ops.push_back({MountOp::Kind::kSetAttr, kNewRoot, "", "", 0,
-                        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0,
-                        "make the root read-only"});
+
+  void Overlay(const Entry& e, const std::string& target) {
+    MountPointDir(e, target, 0755);
+    // The layer's tmpfs is mounted on a directory of the staging root, which only this mount
+    // namespace has and which goes with it; the overlay keeps its own reference to it.
+    const std::string layer = "/cagent-layer-" + std::to_string(++layers_);
+    MountOp op{MountOp::Kind::kOverlay,
+               target,
+               src_prefix_ + e.source,
+               "lowerdir=" + OverlayPath(src_prefix_ + e.source) + ",upperdir=" + layer +
+                   "/upper,workdir=" + layer + "/work",
+               MS_NOSUID | MS_NODEV,
+               0,
+               0,
+               e.description};
+    op.source_id = e.id;
+    op.layer = layer;
+    op.layer_options = e.layer_options;
+    plan_.ops.push_back(std::move(op));
+    // Not the host's files any more (overlayfs reports its own device): hides below it are
+    // made without an identity check, like those below a tmpfs.
+    regions_.emplace_back(e.dest, false);
   }
-  for (auto& op : plan.ops) {
-    const size_t slash = op.target.rfind('/');
-    op.parent = slash == 0 ? "/" : op.target.substr(0, slash);
-    op.name = op.target.substr(slash + 1);
+
+  // A tmpfs, procfs or devpts instance on a directory of its own.
+  void NewFilesystem(const Entry& e, const std::string& target, unsigned mode, MountOp op) {
+    MountPointDir(e, target, mode);
+    plan_.ops.push_back(std::move(op));
+    regions_.emplace_back(e.dest, false);
   }
-  return plan;
+
+  void HideDir(const Entry& e, const std::string& target) {
+    // An empty, read-only, mode-000 tmpfs over the directory, which must still be the one
+    // prepare looked at (a renamed directory with a new one in its place is not).
+    MountOp op{MountOp::Kind::kTmpfs,
+               target,
+               "",
+               "mode=000,size=4k",
+               MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+               0,
+               0,
+               e.description};
+    if (HostBacked(e.dest)) op.target_id = e.id;
+    plan_.ops.push_back(std::move(op));
+    regions_.emplace_back(e.dest, false);
+  }
+
+  void BindOver(const Entry& e, const std::string& target) {
+    MountOp op{MountOp::Kind::kBind,
+               target,
+               src_prefix_ + e.source,
+               "",
+               0,
+               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+               0,
+               e.description};
+    op.source_id = e.id;
+    if (HostBacked(e.dest)) op.target_id = e.dest_id;
+    plan_.ops.push_back(std::move(op));
+    regions_.emplace_back(e.dest, false);
+  }
+
+  void HideFile(const Entry& e, const std::string& target) {
+    MountOp op{MountOp::Kind::kBind,
+               target,
+               src_prefix_ + "/dev/null",
+               "",
+               0,
+               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+               0,
+               e.description};
+    op.source_id = dev_null_;
+    if (HostBacked(e.dest)) op.target_id = e.id;
+    plan_.ops.push_back(std::move(op));
+    regions_.emplace_back(e.dest, false);
+  }
+
+  const std::string dst_prefix_;
+  const std::string src_prefix_;
+  const FileIdentity& dev_null_;
+  MountPlan plan_;
+  std::set<std::string> made_;      // view paths known to exist as directories
+  std::vector<std::string> bound_;  // bind destinations: their contents come from the host
+  std::size_t layers_ = 0;          // kOverlay ops so far, naming their layer directories
+  // Every mount so far, in order, with whether what it shows comes from the host (HostBacked).
+  std::vector<std::pair<std::string, bool>> regions_;
+};
+
+MountPlan Lower(const std::vector<Entry>& entries, bool fresh_root, const FileIdentity& dev_null) {
+  Lowering lowering(fresh_root, dev_null);
+  for (const Entry& e : entries) lowering.Add(e);
+  return std::move(lowering).Finish();
 }
 
 // ---- child side: syscalls only ----
@@ -767,7 +805,7 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
              e.what != Entry::What::kBindOver;
     });
   }
-  return Lower(std::move(entries), fresh_root, LstatIdentity("/dev/null"));
+  return Lower(entries, fresh_root, LstatIdentity("/dev/null"));
 }
 
 ChildResult ApplyMountView(const MountPlan& plan) {
