@@ -64,7 +64,7 @@ std::string Lower(std::string_view s) {
 
 // A task id names DIR/<id>/ on the results filesystem (perhaps shared by a cluster): one path
 // component, never "." or "..", never hidden, never an option to a program it is passed to.
-std::string CheckId(const std::string& id) {
+Refusal CheckId(const std::string& id) {
   if (id.empty()) return "\"id\" is empty";
   if (id.size() > kMaxIdLength) {
     return "\"id\" is longer than " + std::to_string(kMaxIdLength) + " characters";
@@ -93,7 +93,7 @@ std::string CheckId(const std::string& id) {
 
 // A revision as git takes it on the command line: no option (leading '-'), no whitespace or
 // control characters, bounded.
-std::string CheckCommit(const std::string& commit) {
+Refusal CheckCommit(const std::string& commit) {
   if (commit.empty()) return "\"commit\" is empty (leave it out for the repository's HEAD)";
   if (commit.size() > kMaxRefLength) return "\"commit\" is too long";
   if (commit[0] == '-') return "\"commit\" must not start with '-'";
@@ -193,8 +193,8 @@ enum class PathKind { kFile, kDirectory };
 
 // Finds `raw`, the value of task field `field`, under `rule`: its link-free absolute path in
 // *out, or what is wrong with it, naming the task and the path.
-std::string Locate(const PathRule& rule, const std::string& id, const std::string& field,
-                   const std::string& raw, PathKind kind, std::string* out) {
+Refusal Locate(const PathRule& rule, const std::string& id, const std::string& field,
+               const std::string& raw, PathKind kind, std::string* out) {
   const std::string what = kind == PathKind::kFile ? "a readable file" : "a directory";
   if (rule.trust) {
     *out = Resolve(rule.base, raw);
@@ -305,8 +305,111 @@ std::optional<std::string> StringField(const json& obj, const char* name, std::s
   return it->get<std::string>();
 }
 
+// The task's "repo": a git URL a batch may clone, or a directory under the rule.
+Refusal CheckRepo(const std::string& repo, const PathRule& rule, BatchTask& task) {
+  if (repo.empty()) return "missing field \"repo\" (a path or a git URL)";
+  if (repo[0] == '-') return "\"repo\" must not start with '-'";
+  const RepoKind kind = ClassifyRepo(repo);
+  if (!kind.problem.empty()) return kind.problem;
+  task.repo_is_url = kind.is_url;
+  task.paths_confined = !rule.trust;
+  if (kind.is_url && Lower(repo.substr(0, 7)) == "file://" && !rule.trust) {
+    // A file:// URL is a local path too: git would clone whatever it names.
+    std::string local;
+    if (Refusal p =
+            Locate(rule, task.id, "\"repo\"", repo.substr(7), PathKind::kDirectory, &local)) {
+      return p;
+    }
+    task.repo = "file://" + local;
+    return std::nullopt;
+  }
+  if (kind.is_url) {
+    task.repo = repo;
+    return std::nullopt;
+  }
+  return Locate(rule, task.id, "\"repo\"", repo, PathKind::kDirectory, &task.repo);
+}
+
+// The task itself: "task" (the text) or "task_file" (a file under the rule), exactly one.
+Refusal CheckTaskText(const std::optional<std::string>& text,
+                      const std::optional<std::string>& file, const PathRule& rule,
+                      BatchTask& task) {
+  if (text && file) return "give \"task\" or \"task_file\", not both";
+  if (!text && !file) return "missing the task: give \"task\" (the text) or \"task_file\"";
+  if (text) {
+    if (TrimSpace(*text).empty()) return "\"task\" is empty";
+    task.task_text = *text;
+    return std::nullopt;
+  }
+  if (file->empty()) return "\"task_file\" is empty";
+  return Locate(rule, task.id, "\"task_file\"", *file, PathKind::kFile, &task.task_file);
+}
+
+// "profile": a built-in name, or a profile file under the rule.
+Refusal CheckProfile(const std::string& profile, const PathRule& rule, BatchTask& task) {
+  if (profile.empty()) return "missing field \"profile\"";
+  if (profile[0] == '-') return "\"profile\" must not start with '-'";
+  const bool profile_is_file = profile.find('/') != std::string::npos ||
+                               (profile.size() > 7 && profile.ends_with(".cagent"));
+  if (profile_is_file && !profile.starts_with("<built-in>/")) {
+    return Locate(rule, task.id, "\"profile\"", profile, PathKind::kFile, &task.profile);
+  }
+  task.profile = profile;
+  return std::nullopt;
+}
+
+// "model": a model spec; a replay file is located under the rule.
+Refusal CheckModel(const std::string& model, const PathRule& rule, BatchTask& task) {
+  if (model.empty()) return "\"model\" is empty (leave it out for cagent run's default)";
+  if (model[0] == '-') return "\"model\" must not start with '-'";
+  if (!model.starts_with("replay:")) {
+    task.model = model;
+    return std::nullopt;
+  }
+  std::string file_path;
+  if (Refusal p = Locate(rule, task.id, "\"model\" replay file", model.substr(7), PathKind::kFile,
+                         &file_path)) {
+    return p;
+  }
+  task.model = "replay:" + file_path;
+  return std::nullopt;
+}
+
+// "budgets": an object of known budgets, each a positive count or (wall_time) a duration.
+Refusal CheckBudgets(const json& budgets, BatchTask& task) {
+  if (!budgets.is_object()) return "\"budgets\" must be an object";
+  for (const auto& [key, value] : budgets.items()) {
+    if (!OneOf(kBudgetFields, key)) {
+      return "unknown budget \"" + TerminalSafe(key) +
+             "\" (budgets are max_turns, max_tool_calls, max_tokens, wall_time)";
+    }
+    if (key == "wall_time") {
+      if (!value.is_string()) return "budget \"wall_time\" must be a string such as \"20m\"";
+      const auto text_value = value.get<std::string>();
+      if (!ParseDuration(text_value)) {
+        return "budget \"wall_time\" is not a duration (e.g. \"90s\", \"20m\"): \"" +
+               TerminalSafe(text_value) + "\"";
+      }
+      task.budgets.wall_time = text_value;
+      continue;
+    }
+    if (!value.is_number_unsigned() || value.get<std::uint64_t>() == 0) {
+      return "budget \"" + key + "\" must be a positive integer";
+    }
+    const auto n = value.get<std::uint64_t>();
+    if (key == "max_turns") {
+      task.budgets.max_turns = n;
+    } else if (key == "max_tool_calls") {
+      task.budgets.max_tool_calls = n;
+    } else {
+      task.budgets.max_tokens = n;
+    }
+  }
+  return std::nullopt;
+}
+
 // One line's task, or the first thing wrong with it.
-std::string CheckTask(const json& obj, const PathRule& rule, BatchTask& task) {
+Refusal CheckTask(const json& obj, const PathRule& rule, BatchTask& task) {
   for (const auto& [key, value] : obj.items()) {
     if (!OneOf(kTopFields, key)) {
       return "unknown field \"" + TerminalSafe(key) +
@@ -314,127 +417,41 @@ std::string CheckTask(const json& obj, const PathRule& rule, BatchTask& task) {
     }
   }
   std::string problem;
-  auto id = StringField(obj, "id", &problem);
+  const auto id = StringField(obj, "id", &problem);
   if (!problem.empty()) return problem;
   if (!id) return "missing field \"id\"";
-  if (std::string p = CheckId(*id); !p.empty()) return p;
+  if (Refusal p = CheckId(*id)) return p;
   task.id = *id;
 
-  auto repo = StringField(obj, "repo", &problem);
+  const auto repo = StringField(obj, "repo", &problem);
   if (!problem.empty()) return problem;
-  if (!repo || repo->empty()) return "missing field \"repo\" (a path or a git URL)";
-  if ((*repo)[0] == '-') return "\"repo\" must not start with '-'";
-  const RepoKind kind = ClassifyRepo(*repo);
-  if (!kind.problem.empty()) return kind.problem;
-  task.repo_is_url = kind.is_url;
-  task.paths_confined = !rule.trust;
-  if (kind.is_url && Lower(repo->substr(0, 7)) == "file://" && !rule.trust) {
-    // A file:// URL is a local path too: git would clone whatever it names.
-    std::string local;
-    if (std::string p =
-            Locate(rule, task.id, "\"repo\"", repo->substr(7), PathKind::kDirectory, &local);
-        !p.empty()) {
-      return p;
-    }
-    task.repo = "file://" + local;
-  } else if (kind.is_url) {
-    task.repo = *repo;
-  } else if (std::string p =
-                 Locate(rule, task.id, "\"repo\"", *repo, PathKind::kDirectory, &task.repo);
-             !p.empty()) {
-    return p;
-  }
+  if (Refusal p = CheckRepo(repo.value_or(""), rule, task)) return p;
 
-  auto commit = StringField(obj, "commit", &problem);
+  const auto commit = StringField(obj, "commit", &problem);
   if (!problem.empty()) return problem;
   if (commit) {
-    if (std::string p = CheckCommit(*commit); !p.empty()) return p;
+    if (Refusal p = CheckCommit(*commit)) return p;
     task.commit = *commit;
   }
 
-  auto text = StringField(obj, "task", &problem);
+  const auto text = StringField(obj, "task", &problem);
   if (!problem.empty()) return problem;
-  auto file = StringField(obj, "task_file", &problem);
+  const auto file = StringField(obj, "task_file", &problem);
   if (!problem.empty()) return problem;
-  if (text && file) return "give \"task\" or \"task_file\", not both";
-  if (!text && !file) return "missing the task: give \"task\" (the text) or \"task_file\"";
-  if (text) {
-    if (TrimSpace(*text).empty()) return "\"task\" is empty";
-    task.task_text = *text;
-  } else {
-    if (file->empty()) return "\"task_file\" is empty";
-    if (std::string p =
-            Locate(rule, task.id, "\"task_file\"", *file, PathKind::kFile, &task.task_file);
-        !p.empty()) {
-      return p;
-    }
-  }
+  if (Refusal p = CheckTaskText(text, file, rule, task)) return p;
 
-  auto profile = StringField(obj, "profile", &problem);
+  const auto profile = StringField(obj, "profile", &problem);
   if (!problem.empty()) return problem;
-  if (!profile || profile->empty()) return "missing field \"profile\"";
-  if ((*profile)[0] == '-') return "\"profile\" must not start with '-'";
-  const bool profile_is_file = profile->find('/') != std::string::npos ||
-                               (profile->size() > 7 && profile->ends_with(".cagent"));
-  if (profile_is_file && !profile->starts_with("<built-in>/")) {
-    if (std::string p =
-            Locate(rule, task.id, "\"profile\"", *profile, PathKind::kFile, &task.profile);
-        !p.empty()) {
-      return p;
-    }
-  } else {
-    task.profile = *profile;
-  }
+  if (Refusal p = CheckProfile(profile.value_or(""), rule, task)) return p;
 
-  auto model = StringField(obj, "model", &problem);
+  const auto model = StringField(obj, "model", &problem);
   if (!problem.empty()) return problem;
   if (model) {
-    if (model->empty()) return "\"model\" is empty (leave it out for cagent run's default)";
-    if ((*model)[0] == '-') return "\"model\" must not start with '-'";
-    if (model->starts_with("replay:")) {
-      std::string file_path;
-      if (std::string p = Locate(rule, task.id, "\"model\" replay file", model->substr(7),
-                                 PathKind::kFile, &file_path);
-          !p.empty()) {
-        return p;
-      }
-      task.model = "replay:" + file_path;
-    } else {
-      task.model = *model;
-    }
+    if (Refusal p = CheckModel(*model, rule, task)) return p;
   }
 
-  if (auto it = obj.find("budgets"); it != obj.end()) {
-    if (!it->is_object()) return "\"budgets\" must be an object";
-    for (const auto& [key, value] : it->items()) {
-      if (!OneOf(kBudgetFields, key)) {
-        return "unknown budget \"" + TerminalSafe(key) +
-               "\" (budgets are max_turns, max_tool_calls, max_tokens, wall_time)";
-      }
-      if (key == "wall_time") {
-        if (!value.is_string()) return "budget \"wall_time\" must be a string such as \"20m\"";
-        const auto text_value = value.get<std::string>();
-        if (!ParseDuration(text_value)) {
-          return "budget \"wall_time\" is not a duration (e.g. \"90s\", \"20m\"): \"" +
-                 TerminalSafe(text_value) + "\"";
-        }
-        task.budgets.wall_time = text_value;
-        continue;
-      }
-      if (!value.is_number_unsigned() || value.get<std::uint64_t>() == 0) {
-        return "budget \"" + key + "\" must be a positive integer";
-      }
-      const auto n = value.get<std::uint64_t>();
-      if (key == "max_turns") {
-        task.budgets.max_turns = n;
-      } else if (key == "max_tool_calls") {
-        task.budgets.max_tool_calls = n;
-      } else {
-        task.budgets.max_tokens = n;
-      }
-    }
-  }
-  return {};
+  if (auto it = obj.find("budgets"); it != obj.end()) return CheckBudgets(*it, task);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -510,8 +527,8 @@ Result<std::vector<BatchTask>> LoadTasks(const std::string& path, const TaskPath
     }
     BatchTask task;
     task.line = number;
-    if (std::string p = CheckTask(parsed.value, rule, task); !p.empty()) {
-      bad(number, p);
+    if (Refusal p = CheckTask(parsed.value, rule, task)) {
+      bad(number, *p);
       continue;
     }
     auto [it, fresh] = seen.emplace(Lower(task.id), number);
