@@ -285,6 +285,16 @@ struct TerminalRelay::Impl {
     }
   }
 
+  // Writes the sandbox terminal's end-of-file character (^D unless it was changed) to the master:
+  // true once written, or when writing fails for good.
+  bool SendEof() {
+    struct termios t {};
+    const char eof = ::tcgetattr(master.get(), &t) == 0 && t.c_cc[VEOF] != 0
+                         ? static_cast<char>(t.c_cc[VEOF])
+                         : '\x04';
+    return ::write(master.get(), &eof, 1) == 1 || (errno != EINTR && errno != EAGAIN);
+  }
+
   void Run() {
     // SIGPIPE stays pending for this thread instead of killing cagent: a gone stdout is EPIPE.
     sigset_t pipe_set;
@@ -370,14 +380,8 @@ struct TerminalRelay::Impl {
           } else if (n < 0 && errno != EINTR && errno != EAGAIN) {
             master_open = false;
           }
-        } else if (send_eof) {
-          struct termios t {};
-          const char eof = ::tcgetattr(master.get(), &t) == 0 && t.c_cc[VEOF] != 0
-                               ? static_cast<char>(t.c_cc[VEOF])
-                               : '\x04';
-          if (::write(master.get(), &eof, 1) == 1 || (errno != EINTR && errno != EAGAIN)) {
-            send_eof = false;
-          }
+        } else if (send_eof && SendEof()) {
+          send_eof = false;
         }
       }
       if (master_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
