@@ -301,14 +301,6 @@ class Detail<Writer::kJson> {
   void Put(std::string_view name, T value) {
     d_[std::string(name)] = Value(std::move(value));
   }
-  template <typename T>
-  void Put(std::string_view name, std::optional<T> value) {
-    if (value) Put(name, std::move(*value));
-  }
-  template <typename T>
-  void Put(std::string_view name, OmitEmpty<T> value) {
-    if (!value.value.empty()) Put(name, std::move(value.value));
-  }
   void Finish() {}
 
  private:
@@ -354,14 +346,6 @@ class Detail<Writer::kTyped> {
     f_.push_back(
         CappedListField(name, std::move(list.items), kCap, CappedList<kCap, kPathsUnit>::kUnit));
   }
-  template <typename T>
-  void Put(std::string_view name, std::optional<T> value) {
-    if (value) Put(name, std::move(*value));
-  }
-  template <typename T>
-  void Put(std::string_view name, OmitEmpty<T> value) {
-    if (!value.value.empty()) Put(name, std::move(value.value));
-  }
   void Finish() {
     std::sort(f_.begin(), f_.end(),
               [](const AuditDetailField& a, const AuditDetailField& b) { return a.name < b.name; });
@@ -370,6 +354,21 @@ class Detail<Writer::kTyped> {
  private:
   std::vector<AuditDetailField>& f_;
 };
+
+// A field into either writer: an optional one only when set, an OmitEmpty one only when not
+// empty, any other always.
+template <typename W, typename T>
+void PutField(W& w, std::string_view name, T value) {
+  w.Put(name, std::move(value));
+}
+template <typename W, typename T>
+void PutField(W& w, std::string_view name, std::optional<T> value) {
+  if (value) w.Put(name, std::move(*value));
+}
+template <typename W, typename T>
+void PutField(W& w, std::string_view name, OmitEmpty<T> value) {
+  if (!value.value.empty()) w.Put(name, std::move(value.value));
+}
 
 // The envelope's string slots, by the table's slot names.
 // NOLINTBEGIN(readability-identifier-naming): named as the table's slots
@@ -393,7 +392,7 @@ void SetSlot(std::string& slot, bool allowed) { slot = allowed ? "allow" : "deny
 #define CAGENT_AUDIT_BUILDER_ENVELOPE(Kind, kSlot, kMember, Type, kPresence, kMeaning) \
   SetSlot(e.*EnvelopeMember::kSlot, std::move(f.kMember));
 #define CAGENT_AUDIT_BUILDER_FIELD(Kind, kMember, Type, kNeed, kMeaning) \
-  w.Put(#kMember, std::move(f.kMember));
+  PutField(w, #kMember, std::move(f.kMember));
 #define CAGENT_AUDIT_BUILDER_END(Kind) \
   w.Finish();                          \
   return e;                            \
