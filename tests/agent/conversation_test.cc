@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <set>
 #include <string>
 
 #include "common/json_text.h"
@@ -68,6 +70,59 @@ TEST(ToModelCall, NoSystemMessageIsAnEmptySystemText) {
   c.AddTask("task");
   EXPECT_EQ(ToModelCall(c).system, "");
   EXPECT_EQ(ToModelCall(c).messages.size(), 1U);
+}
+
+// The plan is the model's own "Plan:" block (no tool): the last one in a message, its items only.
+TEST(ExtractPlan, TakesTheItemsAfterAPlanLine) {
+  EXPECT_EQ(ExtractPlan("I'll do this.\n\nPlan:\n- [done] read a.c\n- [doing] fix b.c\n  (the "
+                        "loop at line 40)\n- [todo] run tests\n\nNow reading a.c."),
+            "- [done] read a.c\n- [doing] fix b.c\n  (the loop at line 40)\n- [todo] run tests");
+  EXPECT_EQ(ExtractPlan("## Plan\n\n1. one\n2) two\nThen prose."), "1. one\n2) two");
+  EXPECT_EQ(ExtractPlan("**Plan:**\n* a\n+ b"), "* a\n+ b");
+  EXPECT_EQ(ExtractPlan("PLAN:\n- only"), "- only");
+}
+
+TEST(ExtractPlan, NoPlanBlockIsNothing) {
+  EXPECT_EQ(ExtractPlan(""), std::nullopt);
+  EXPECT_EQ(ExtractPlan("The plan: read the file, then fix it."), std::nullopt);
+  EXPECT_EQ(ExtractPlan("Plan:\nread the file, then fix it.\n- too late"), std::nullopt);
+  EXPECT_EQ(ExtractPlan("My plan:\n- a"), std::nullopt);
+  EXPECT_EQ(ExtractPlan("Plan:"), std::nullopt);
+}
+
+TEST(ExtractPlan, TheLastBlockWinsAndLongPlansAreCut) {
+  EXPECT_EQ(ExtractPlan("Plan:\n- old\n\nPlan:\n- new"), "- new");
+  EXPECT_EQ(ExtractPlan("Plan:\n- kept\n\nPlan:\nno items"), "- kept");
+  std::string many = "Plan:\n";
+  for (std::size_t i = 0; i < kMaxPlanLines + 5; ++i) many += "- step " + std::to_string(i) + "\n";
+  many += "- " + std::string(1000, 'x');
+  const std::string plan = ExtractPlan(many).value_or("");
+  EXPECT_EQ(plan.substr(plan.rfind('\n') + 1), "(6 more lines not kept)");
+  EXPECT_EQ(ExtractPlan("Plan:\n- " + std::string(1000, 'y'))->size(), kMaxPlanLineBytes + 3);
+}
+
+TEST(Conversation, KeepsTheLatestPlanAndTheFilesTheFileToolsChanged) {
+  Conversation c;
+  c.AddSystem("s");
+  c.AddTask("t");
+  EXPECT_EQ(c.plan(), "");
+  EXPECT_EQ(c.plan_turn(), 0U);
+  c.AddAssistant("Plan:\n- a\n- b", {});
+  c.AddAssistant("no plan here", {});
+  EXPECT_EQ(c.plan(), "- a\n- b");
+  EXPECT_EQ(c.plan_turn(), 1U);
+  c.AddAssistant("Plan:\n- [done] a\n- [doing] b", {ToolCall{"c1", "edit_file", {}, ""}});
+  EXPECT_EQ(c.plan(), "- [done] a\n- [doing] b");
+  EXPECT_EQ(c.plan_turn(), 3U);
+  ToolResultInfo info;
+  info.tool = "edit_file";
+  info.changed_paths = {"src/b.c"};
+  c.AddToolResult({"c1", "diff", false}, info);
+  info.changed_paths = {"a.c", "src/b.c"};
+  c.AddToolResult({"c1", "diff", false}, info);
+  EXPECT_EQ(c.changed_files(), (std::set<std::string>{"a.c", "src/b.c"}));
+  // The state is not a message: the conversation holds only what was added.
+  EXPECT_EQ(c.messages().size(), 7U);
 }
 
 }  // namespace
