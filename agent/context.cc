@@ -13,8 +13,10 @@ namespace {
 
 constexpr std::size_t kExcerptBytes = 160;
 constexpr std::size_t kMaxSummaryLines = 200;
+constexpr std::size_t kMaxChangedFiles = 300;
 constexpr const char* kSummaryHeader =
-    "[Earlier turns were compacted to save context. What happened, oldest first:]";
+    "[Earlier turns were compacted to save context; this message stands for them.]";
+constexpr const char* kHistoryHeader = "What happened in the compacted turns, oldest first:";
 constexpr const char* kSummaryFooter =
     "Files read or written in those turns are no longer in context: read them again before "
     "editing them.";
@@ -74,15 +76,57 @@ std::size_t RecentStart(const std::vector<Message>& messages, std::size_t first,
   return first;
 }
 
+// The summary's text: the pinned state (the latest plan, the files changed), then `entries`.
+std::string SummaryText(const Conversation& conversation, const std::vector<std::string>& entries) {
+  std::string text = kSummaryHeader;
+  text += "\n\n";
+  if (conversation.plan().empty()) {
+    text +=
+        "Your plan: none stated yet. Write one as a \"Plan:\" block of steps with their status "
+        "(see the system prompt).\n";
+  } else {
+    text += "Your plan, as you last stated it (turn " + std::to_string(conversation.plan_turn()) +
+            "; write a new \"Plan:\" block when it changes):\n" + conversation.plan() + "\n";
+  }
+  text += "\n";
+  const std::set<std::string>& files = conversation.changed_files();
+  if (files.empty()) {
+    text += "Files changed by your file tools (write_file, edit_file): none so far.";
+  } else {
+    text += "Files changed by your file tools (write_file, edit_file) so far:";
+    std::size_t listed = 0;
+    for (const std::string& path : files) {
+      if (listed++ == kMaxChangedFiles) {
+        text += "\n- (" + std::to_string(files.size() - kMaxChangedFiles) + " more)";
+        break;
+      }
+      text += "\n- " + OneLine(path, kExcerptBytes);
+    }
+  }
+  text +=
+      "\nCommands you ran (run_command) may have changed other files; this list cannot show "
+      "them.\n\n";
+  text += kHistoryHeader;
+  for (const std::string& line : entries) text += "\n" + line;
+  text += "\n";
+  text += kSummaryFooter;
+  return text;
+}
+
 class Compactor {
  public:
   Compactor(Conversation& conversation, const ContextLimits& limits)
-      : conversation_(conversation), limits_(limits), budget_(limits.Budget()) {}
+      : conversation_(conversation),
+        limits_(limits),
+        budget_(limits.Budget()),
+        target_(limits.Target()) {}
 
   CompactionReport Run(Ledger* ledger) {
     report_.tokens_before = conversation_.EstimateTokens();
     report_.tokens_after = report_.tokens_before;
+    // Under the trigger nothing is touched: the conversation stays a byte-stable prefix.
     if (budget_ == 0 || report_.tokens_before <= budget_) return report_;
+    report_.target = target_;
 
     for (std::size_t keep = std::max<std::size_t>(limits_.keep_recent_turns, 1);; --keep) {
       if (Stub(keep) || Summarise(keep) || keep == 1) break;
@@ -94,9 +138,9 @@ class Compactor {
   }
 
  private:
-  [[nodiscard]] bool UnderBudget() const { return conversation_.EstimateTokens() <= budget_; }
+  [[nodiscard]] bool UnderTarget() const { return conversation_.EstimateTokens() <= target_; }
 
-  // Stage 1. Returns true once under budget.
+  // Stage 1. Returns true once under the target.
   bool Stub(std::size_t keep) {
     auto& messages = conversation_.mutable_messages();
     const std::size_t first = FirstUnpinned(messages);
@@ -111,18 +155,18 @@ class Compactor {
       m.result.content = DroppedOutputStub(m.info.tool, m.info.subject, m.result.content.size());
       m.info.stubbed = true;
       ++report_.stubbed;
-      if (UnderBudget()) return true;
+      if (UnderTarget()) return true;
     }
-    return UnderBudget();
+    return UnderTarget();
   }
 
-  // Stage 2. Returns true once under budget.
+  // Stage 2. Returns true once under the target.
   bool Summarise(std::size_t keep) {
     auto& messages = conversation_.mutable_messages();
     const std::size_t first = FirstUnpinned(messages);
     const std::size_t end = RecentStart(messages, first, keep);
     // Nothing to fold, or only an earlier summary.
-    if (end <= first || (end == first + 1 && messages[first].summary)) return UnderBudget();
+    if (end <= first || (end == first + 1 && messages[first].summary)) return UnderTarget();
 
     std::deque<std::string> lines;
     std::size_t folded = 0;
@@ -134,7 +178,7 @@ class Compactor {
           break;
         case Role::kUser:
           if (m.summary) {
-            AppendEarlierSummary(m.text, lines);
+            lines.insert(lines.end(), m.summary_entries.begin(), m.summary_entries.end());
           } else if (!m.text.empty()) {
             lines.push_back("- user: " + OneLine(m.text, kExcerptBytes));
           }
@@ -155,31 +199,16 @@ class Compactor {
       lines.erase(lines.begin(), lines.begin() + static_cast<std::ptrdiff_t>(omitted));
       lines.push_front("- (" + std::to_string(omitted) + " earlier entries omitted)");
     }
-    std::string text = kSummaryHeader;
-    for (const std::string& line : lines) text += "\n" + line;
-    text += "\n";
-    text += kSummaryFooter;
-
     Message summary;
     summary.role = Role::kUser;
-    summary.text = std::move(text);
+    summary.summary_entries.assign(lines.begin(), lines.end());
+    summary.text = SummaryText(conversation_, summary.summary_entries);
     summary.summary = true;
     messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(first),
                    messages.begin() + static_cast<std::ptrdiff_t>(end));
     messages.insert(messages.begin() + static_cast<std::ptrdiff_t>(first), std::move(summary));
     report_.summarised += folded;
-    return UnderBudget();
-  }
-
-  static void AppendEarlierSummary(const std::string& text, std::deque<std::string>& lines) {
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-      std::size_t nl = text.find('\n', pos);
-      if (nl == std::string::npos) nl = text.size();
-      std::string line = text.substr(pos, nl - pos);
-      if (line.rfind("- ", 0) == 0) lines.push_back(std::move(line));
-      pos = nl + 1;
-    }
+    return UnderTarget();
   }
 
   static std::string ResultLine(const Message& m,
@@ -231,6 +260,7 @@ class Compactor {
   Conversation& conversation_;
   const ContextLimits& limits_;
   std::uint64_t budget_;
+  std::uint64_t target_;
   CompactionReport report_;
   std::set<std::string> dropped_;
 };
@@ -242,6 +272,11 @@ std::uint64_t ContextLimits::Budget() const {
   const std::uint64_t usable =
       context_window > max_output_tokens ? context_window - max_output_tokens : 0;
   return static_cast<std::uint64_t>(static_cast<double>(usable) * threshold);
+}
+
+std::uint64_t ContextLimits::Target() const {
+  const double share = target > 0 && target <= 1 ? target : 1.0;
+  return static_cast<std::uint64_t>(static_cast<double>(Budget()) * share);
 }
 
 std::string DroppedOutputStub(const std::string& tool, const std::string& subject,

@@ -65,6 +65,7 @@ class Loop {
     limits_.max_output_tokens = welcome_.model.max_output_tokens;
     limits_.keep_recent_turns = options_.keep_recent_turns;
     limits_.threshold = options_.compaction_threshold;
+    limits_.target = options_.compaction_target;
   }
 
   LoopResult Run() {
@@ -83,9 +84,14 @@ class Loop {
   std::optional<LoopResult> Turn() {
     CompactionReport compaction = Compact(conversation_, limits_, &toolbox_.ledger());
     if (compaction.compacted()) {
+      // Rare by design (context.h): each one breaks the provider's prompt cache, so say so.
+      ++compactions_;
       auto sent = client_.Progress(
-          "compacting", "context ~" + std::to_string(compaction.tokens_before) + " -> ~" +
-                            std::to_string(compaction.tokens_after) + " tokens (" +
+          "compacting", "compaction " + std::to_string(compactions_) + " before turn " +
+                            std::to_string(turns_ + 1) + ": context ~" +
+                            std::to_string(compaction.tokens_before) + " -> ~" +
+                            std::to_string(compaction.tokens_after) + " tokens (target ~" +
+                            std::to_string(compaction.target) + "; " +
                             std::to_string(compaction.stubbed) + " outputs dropped, " +
                             std::to_string(compaction.summarised) + " messages summarised)");
       if (!sent.ok()) return FromFailure(sent.failure());
@@ -215,6 +221,7 @@ class Loop {
                                                          outcome.changed_paths, ""});
     if (!ack.ok()) return FromFailure(ack.failure());
     info.error_code = outcome.code;
+    info.changed_paths = outcome.changed_paths;  // pinned in compaction summaries
     Append(call, ack.value().output, !outcome.ok, info);
     return std::nullopt;
   }
@@ -277,6 +284,7 @@ class Loop {
   ContextLimits limits_;
   Conversation conversation_;
   std::uint64_t turns_ = 0;
+  std::uint64_t compactions_ = 0;
 };
 
 }  // namespace

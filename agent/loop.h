@@ -1,6 +1,7 @@
 // The agent's ReAct loop (cagent-agent, inside the sandbox; single-threaded, blocking).
 //
-// Per turn: compact the context if needed (progress "compacting"), progress "thinking",
+// Per turn: compact the context if needed (rarely: see context.h; progress "compacting" names the
+// compaction's number, the turn and the estimate before and after), progress "thinking",
 // model_call with the conversation alone (ToModelCall: system text and messages; the broker
 // chooses the model, the tools offered and max_tokens), and the model_result's neutral turn comes
 // back. A turn without tool calls is a final answer (outcome "done"), except: cut off at the output
@@ -38,8 +39,9 @@ inline constexpr const char* kMaxTurnsMessage =
     "max turns exceeded without the model signalling completion";
 
 struct LoopOptions {
-  std::size_t keep_recent_turns = 3;  // see ContextLimits
-  double compaction_threshold = 0.75;
+  std::size_t keep_recent_turns = 3;   // see ContextLimits
+  double compaction_threshold = 0.75;  // see ContextLimits::threshold
+  double compaction_target = 0.5;      // see ContextLimits::target
 };
 
 struct LoopResult {

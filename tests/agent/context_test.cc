@@ -115,9 +115,11 @@ TEST(Context, OldLargeOutputsBecomeStubsAndFilesAreInvalidated) {
   AddTurn(c, 6, "list_dir", ".", 50);
   ContextLimits limits;
   limits.keep_recent_turns = 3;
-  // Total ~3,270 estimated tokens; a budget of 2,325 needs one stub (x.py), not two.
+  // Total ~3,270 estimated tokens; a budget of 2,325 needs one stub (x.py), not two, when the
+  // target is the budget itself (no lower target: this test is about "only as far as needed").
   limits.context_window = 3200;
   limits.max_output_tokens = 100;
+  limits.target = 1.0;
   ASSERT_GT(c.EstimateTokens(), limits.Budget());
   Ledger ledger;
   for (const char* p : {"src/x.py", "src/y.py", "src/z.py"}) ledger.RecordRead(p, "d");
@@ -338,6 +340,67 @@ TEST(Context, AResultWithoutItsCallBreaksTheBrokersRule) {
   AddTurn(altered, 1, "read_file", "a.py", 10);
   altered.mutable_messages()[2].tool_calls[0].arguments["path"] = "other.py";
   EXPECT_NE(testing::ConversationProblem(ToModelCall(altered), issued), "");
+}
+
+// The summary pins the latest plan and the files the file tools changed, once each, also when a
+// later compaction folds an earlier summary (its record is carried, not its text re-read).
+TEST(Context, TheSummaryPinsTheLatestPlanAndTheChangedFiles) {
+  Conversation c = Base();
+  c.AddAssistant("Plan:\n- [doing] fix a.py\n- [todo] test", {ToolCall{"e1", "edit_file", {}, ""}});
+  ToolResultInfo info;
+  info.tool = "edit_file";
+  info.subject = "a.py";
+  info.paths = {"a.py"};
+  info.changed_paths = {"a.py"};
+  c.AddToolResult({"e1", "diff", false}, info);
+  for (int i = 2; i <= 20; ++i) AddTurn(c, i, "read_file", "f" + std::to_string(i) + ".py", 800);
+  ContextLimits limits;
+  limits.keep_recent_turns = 2;
+  limits.context_window = 2000;
+  ASSERT_GT(Compact(c, limits, nullptr).summarised, 0U);
+  for (int i = 21; i <= 40; ++i) AddTurn(c, i, "read_file", "g" + std::to_string(i) + ".py", 800);
+  ASSERT_GT(Compact(c, limits, nullptr).summarised, 0U);
+  ExpectPinnedKept(c);
+  const std::string& text = c.messages()[2].text;
+  ASSERT_TRUE(c.messages()[2].summary);
+  const std::string plan = "- [doing] fix a.py\n- [todo] test";
+  ASSERT_NE(text.find(plan), std::string::npos) << text;
+  EXPECT_EQ(text.find(plan, text.find(plan) + 1), std::string::npos) << "plan repeated: " << text;
+  EXPECT_NE(text.find("(turn 1; write a new \"Plan:\" block when it changes)"), std::string::npos);
+  EXPECT_NE(text.find("so far:\n- a.py\nCommands you ran (run_command) may have changed other "
+                      "files; this list cannot show them."),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("- edit_file a.py -> ok"), std::string::npos);
+  EXPECT_NE(text.find("- read_file g21.py -> ok"), std::string::npos);
+}
+
+TEST(Context, WithoutAPlanOrChangesTheSummarySaysSo) {
+  Conversation c = Base();
+  for (int i = 1; i <= 20; ++i) AddTurn(c, i, "read_file", "f" + std::to_string(i) + ".py", 800);
+  ContextLimits limits;
+  limits.context_window = 2000;
+  ASSERT_GT(Compact(c, limits, nullptr).summarised, 0U);
+  const std::string& text = c.messages()[2].text;
+  EXPECT_NE(text.find("Your plan: none stated yet."), std::string::npos) << text;
+  EXPECT_NE(text.find("Files changed by your file tools (write_file, edit_file): none so far."),
+            std::string::npos);
+}
+
+// A compaction goes down to the target, below the trigger, so the next turns leave it alone.
+TEST(Context, CompactionGoesDownToTheTargetNotJustUnderTheTrigger) {
+  Conversation c = Base();
+  for (int i = 1; i <= 30; ++i) AddTurn(c, i, "read_file", "f" + std::to_string(i) + ".py", 2000);
+  ContextLimits limits;
+  limits.context_window = 20000;
+  ASSERT_GT(c.EstimateTokens(), limits.Budget());
+  const CompactionReport report = Compact(c, limits, nullptr);
+  EXPECT_EQ(report.target, limits.Budget() / 2);
+  EXPECT_LE(report.tokens_after, limits.Target());
+  const auto before = c.messages().size();
+  AddTurn(c, 31, "read_file", "g.py", 2000);
+  EXPECT_FALSE(Compact(c, limits, nullptr).compacted());
+  EXPECT_EQ(c.messages().size(), before + 2);
 }
 
 TEST(Context, StubNamesToolSubjectAndSize) {

@@ -725,5 +725,62 @@ TEST_F(LoopTest, WithoutCompactionTheSameEditSucceeds) {
   EXPECT_NE(Calc().find("return a + b"), std::string::npos);
 }
 
+// The loop feeds the pinned state: the plan from the model's text, the files from what the write
+// and edit tools reported (ToolOutcome::changed_paths); a compaction's summary carries both once
+// the turns that stated them are folded.
+TEST_F(LoopTest, ACompactionSummaryCarriesThePlanAndTheFilesTheToolsChanged) {
+  std::string big = "def add(a, b):\n    return a - b\n";
+  for (int i = 0; i < 400; ++i) big += "# padding line " + std::to_string(i) + "\n";
+  WriteText(fs::path(ws_.path()) / "calc.py", big);
+  protocol::Welcome w = Welcome();
+  w.model.context_window = 3000;
+  w.model.max_output_tokens = 0;
+  ScriptedBroker broker;
+  broker.Expect(Kind::kHello, testing::SendWelcome(w))
+      .Expect(Kind::kModelCall,
+              testing::SendModelTurn(
+                  Calls({{"c1", "write_file", R"({"path": "notes.md", "content": "todo\n"})"}},
+                        "Plan:\n- [doing] fix add in calc.py\n- [todo] run the tests")))
+      .Expect(Kind::kToolRequest, testing::Allow())
+      .Expect(Kind::kToolResult, testing::AckResult())
+      .Expect(Kind::kModelCall,
+              testing::SendModelTurn(Calls({{"c2", "read_file", R"({"path": "calc.py"})"}})))
+      .Expect(Kind::kToolRequest, testing::Allow())
+      .Expect(Kind::kToolResult, testing::AckResult());
+  for (int i = 3; i <= 5; ++i) {
+    broker
+        .Expect(Kind::kModelCall, testing::SendModelTurn(Calls({{"c" + std::to_string(i), "glob",
+                                                                 R"({"pattern": "*.md"})"}})))
+        .Expect(Kind::kToolRequest, testing::Allow())
+        .Expect(Kind::kToolResult, testing::AckResult());
+  }
+  broker.Expect(Kind::kModelCall, testing::SendModelTurn(TextTurn("done")))
+      .Expect(Kind::kFinish, testing::SendAck());
+  LoopOptions options;
+  options.keep_recent_turns = 2;
+  const LoopResult result = Run(broker, options);
+  EXPECT_EQ(result.status, LoopResult::Status::kDone) << result.message;
+
+  std::string summary;
+  for (const auto& message : SentMessages(broker, 5)) {
+    if (message.text.rfind("[Earlier turns were compacted", 0) == 0) summary = message.text;
+  }
+  ASSERT_FALSE(summary.empty()) << SentText(broker, 5).substr(0, 3000);
+  EXPECT_NE(summary.find("(turn 1; write a new \"Plan:\" block when it changes):\n- [doing] fix "
+                         "add in calc.py\n- [todo] run the tests\n"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("Files changed by your file tools (write_file, edit_file) so far:\n"
+                         "- notes.md\nCommands you ran (run_command) may have changed other "
+                         "files; this list cannot show them."),
+            std::string::npos)
+      << summary;
+  // The model's own turn 1 is gone: the summary is what carries the plan now.
+  for (const auto& message : SentMessages(broker, 5)) {
+    EXPECT_FALSE(message.role == protocol::Role::kAssistant &&
+                 message.text.find("Plan:") != std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace cagent::agent
