@@ -31,6 +31,20 @@ std::string BuildSystemPrompt(const protocol::Welcome& welcome,
     out += "- You have at most " + std::to_string(welcome.max_turns) + " model turns.\n";
   }
 
+  // The plan is read from the model's own text (ExtractPlan, agent/conversation.h): no tool.
+  out +=
+      "\n## Plan and long tasks\n"
+      "Keep a short plan. In your first reply, and in any reply where it changes, write it as a "
+      "line \"Plan:\" followed by one line per step with its status, for example:\n"
+      "Plan:\n"
+      "- [done] find where the parser handles escapes\n"
+      "- [doing] fix the escape handling in src/parser.c\n"
+      "- [todo] add a test and run the test suite\n"
+      "On a long task, older turns are compacted from time to time: their tool outputs are "
+      "dropped and they are replaced by a summary that keeps the task, your latest plan and the "
+      "list of files your write_file and edit_file calls changed (files that commands changed "
+      "are not in it). Read a file again before editing it if its contents were dropped.\n";
+
   out += "\n## Tools\n";
   for (const std::string& tool : tools) out += "- " + tool + "\n";
   out += "- finish: end the task with a summary (required when you are done)\n";
