@@ -24,7 +24,9 @@
 //      call): the pinned state, then a mechanical record of which tools were called on what and
 //      with which outcome (an earlier summary's record is carried forward). A turn is cut only
 //      before an assistant message, so a tool call is never separated from its result. If still
-//      too large, fewer recent turns are kept (at least one).
+//      too large, fewer recent turns are kept (at least one). When even the pinned parts and the
+//      last turn stay over the budget (a huge last output), nothing more can go: the report says
+//      still_over, and the next turn compacts again.
 //
 // What stays pinned across every compaction:
 //   - the system prompt and the task (the first user message): never touched, so they stay the
