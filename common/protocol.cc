@@ -7,6 +7,15 @@
 #include "common/json_text.h"
 
 namespace cagent::protocol {
+
+nlohmann::json UsageJson(const Usage& u) {
+  nlohmann::json out{{"input_tokens", u.input_tokens}, {"output_tokens", u.output_tokens}};
+  if (u.cache_read_tokens != 0) out["cache_read_tokens"] = u.cache_read_tokens;
+  if (u.cache_write_tokens != 0) out["cache_write_tokens"] = u.cache_write_tokens;
+  if (u.reasoning_tokens != 0) out["reasoning_tokens"] = u.reasoning_tokens;
+  return out;
+}
+
 namespace {
 
 using nlohmann::json;
@@ -139,10 +148,6 @@ class Reader {
   json& object_;
   std::string error_;
 };
-
-json UsageJson(const Usage& u) {
-  return json{{"input_tokens", u.input_tokens}, {"output_tokens", u.output_tokens}};
-}
 
 json ToolCallsJson(const std::vector<ToolCall>& calls) {
   json out = json::array();
@@ -642,6 +647,9 @@ std::pair<Body, std::string> ParseBody(Kind kind, json& object) {
       Reader ur(usage);
       m.usage.input_tokens = ur.Unsigned("input_tokens", false);
       m.usage.output_tokens = ur.Unsigned("output_tokens", false);
+      m.usage.cache_read_tokens = ur.Unsigned("cache_read_tokens", false);
+      m.usage.cache_write_tokens = ur.Unsigned("cache_write_tokens", false);
+      m.usage.reasoning_tokens = ur.Unsigned("reasoning_tokens", false);
       m.turn = r.Unsigned("turn");
       m.max_turns = r.Unsigned("max_turns", false);
       if (r.error().empty() && !ur.error().empty()) return {Body{}, "usage: " + ur.error()};

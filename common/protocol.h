@@ -282,10 +282,19 @@ struct Welcome {
   std::uint64_t command_output_bytes = 0;  // run_command output cap
 };
 
+// What one model call used, as the provider counted it. input_tokens is all the input, cached or
+// not; output_tokens all the output, reasoning included. The other three are parts of those that
+// the provider reports separately (0 when it does not): on the wire they are written only when
+// not 0.
 struct Usage {
   std::uint64_t input_tokens = 0;
   std::uint64_t output_tokens = 0;
+  std::uint64_t cache_read_tokens = 0;   // input read from the provider's prompt cache
+  std::uint64_t cache_write_tokens = 0;  // input written to the prompt cache (Anthropic)
+  std::uint64_t reasoning_tokens = 0;    // output spent on reasoning (OpenAI reports it)
 };
+// The usage as JSON: input_tokens and output_tokens always, the parts when not 0.
+nlohmann::json UsageJson(const Usage& usage);
 
 struct ModelResult {
   AssistantTurn answer;  // wire: "text", "tool_calls", "stop_reason" at the top level

@@ -28,6 +28,8 @@ protocol::Usage UsageOf(const json& usage) {
                    JsonCount(usage, "cache_creation_input_tokens") +
                    JsonCount(usage, "cache_read_input_tokens");
   u.output_tokens = JsonCount(usage, "output_tokens");
+  u.cache_read_tokens = JsonCount(usage, "cache_read_input_tokens");
+  u.cache_write_tokens = JsonCount(usage, "cache_creation_input_tokens");
   return u;
 }
 
@@ -234,7 +236,7 @@ class AnthropicDialect final : public ProviderDialect {
       : spec_(std::move(spec)), key_(std::move(key)), display_(std::move(display)) {}
 
   [[nodiscard]] Result<std::string> BuildBody(const ModelRequest& request) const override {
-    auto body = BuildAnthropicBody(spec_, request);
+    auto body = BuildAnthropicBody(spec_, request, &thinking_);
     if (!body.ok()) return body.error();
     return JsonText(*body);
   }
@@ -250,7 +252,12 @@ class AnthropicDialect final : public ProviderDialect {
   }
 
   [[nodiscard]] AttemptOutcome ParseWhole(json body) override {
-    return ParseAnthropicResponse(display_, std::move(body), ids_);
+    AttemptOutcome out = ParseAnthropicResponse(display_, std::move(body), ids_);
+    if (auto* response = std::get_if<ModelResponse>(&out);
+        response != nullptr && !response->turn.tool_calls.empty()) {
+      thinking_.Remember(response->turn.tool_calls.front().id, response->raw["content"]);
+    }
+    return out;
   }
 
  private:
@@ -258,7 +265,25 @@ class AnthropicDialect final : public ProviderDialect {
   std::string key_;
   std::string display_;
   CallIdSource ids_;
+  ThinkingMemory thinking_;
 };
+
+const json kEphemeral = {{"type", "ephemeral"}};
+
+bool IsThinking(const json& block) {
+  const std::string type = StringField(block, "type");
+  return type == "thinking" || type == "redacted_thinking";
+}
+
+// Marks the last block of each of the last `count` user messages (a text or tool_result block:
+// never empty, so the API accepts a breakpoint there).
+void MarkRecentUserMessages(json& messages, std::size_t count) {
+  for (auto it = messages.rbegin(); it != messages.rend() && count > 0; ++it) {
+    if ((*it)["role"] != "user" || (*it)["content"].empty()) continue;
+    (*it)["content"].back()["cache_control"] = kEphemeral;
+    --count;
+  }
+}
 
 json TextBlock(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
 
@@ -285,14 +310,44 @@ void Append(json& messages, const char* role, json blocks) {
 
 }  // namespace
 
+void ThinkingMemory::Remember(const std::string& first_call_id, const json& content) {
+  if (first_call_id.empty() || !content.is_array()) return;
+  json kept = json::array();
+  for (const json& block : content) {
+    if (block.is_object() && IsThinking(block)) kept.push_back(block);
+  }
+  if (kept.empty()) return;
+  if (blocks_.find(first_call_id) == blocks_.end()) order_.push_back(first_call_id);
+  blocks_[first_call_id] = std::move(kept);
+  while (order_.size() > kMaxTurns) {
+    blocks_.erase(order_.front());
+    order_.pop_front();
+  }
+}
+
+const json* ThinkingMemory::Find(const std::string& first_call_id) const {
+  const auto it = blocks_.find(first_call_id);
+  return it == blocks_.end() ? nullptr : &it->second;
+}
+
+std::uint64_t AnthropicThinkingBudget(const ModelSpec& spec, std::uint64_t max_tokens) {
+  constexpr std::uint64_t kMinThinking = 1024;  // the API's minimum budget_tokens
+  constexpr std::uint64_t kAnswerRoom = 1024;   // kept for the answer after the thinking
+  if (spec.thinking_budget == 0 || max_tokens <= kAnswerRoom) return 0;
+  const std::uint64_t budget = std::min(spec.thinking_budget, max_tokens - kAnswerRoom);
+  return budget < kMinThinking ? 0 : budget;
+}
+
 std::unique_ptr<StreamAssembler> NewAnthropicStreamAssembler(std::string display,
                                                              std::string model) {
   return std::make_unique<AnthropicAssembler>(std::move(display), std::move(model));
 }
 
-Result<json> BuildAnthropicBody(const ModelSpec& spec, const ModelRequest& request) {
+Result<json> BuildAnthropicBody(const ModelSpec& spec, const ModelRequest& request,
+                                const ThinkingMemory* memory) {
   auto tools = CheckModelRequest(request);
   if (!tools.ok()) return tools.error();
+  const std::uint64_t thinking = AnthropicThinkingBudget(spec, request.max_tokens);
   json messages = json::array();
   for (const protocol::ChatMessage& m : request.messages) {
     switch (m.role) {
@@ -302,6 +357,12 @@ Result<json> BuildAnthropicBody(const ModelSpec& spec, const ModelRequest& reque
         break;
       case protocol::Role::kAssistant: {
         json blocks = json::array();
+        // The model's own thinking for this turn goes back first, as the API requires.
+        if (const json* kept = memory != nullptr && thinking > 0 && !m.tool_calls.empty()
+                                   ? memory->Find(m.tool_calls.front().id)
+                                   : nullptr) {
+          for (const json& block : *kept) blocks.push_back(block);
+        }
         if (!m.text.empty()) blocks.push_back(TextBlock(m.text));
         for (const protocol::ToolCall& call : m.tool_calls) {
           blocks.push_back(
@@ -325,9 +386,20 @@ Result<json> BuildAnthropicBody(const ModelSpec& spec, const ModelRequest& reque
       }
     }
   }
+  // Breakpoints, at most kAnthropicMaxBreakpoints: the tools, the system text, the last two user
+  // messages (what the previous request wrote to the cache, and the newest turn).
+  if (spec.prompt_caching) MarkRecentUserMessages(messages, 2);
   json body = {
       {"model", spec.model}, {"max_tokens", request.max_tokens}, {"messages", std::move(messages)}};
-  if (!request.system.empty()) body["system"] = request.system;
+  if (!request.system.empty()) {
+    if (spec.prompt_caching) {
+      json block = TextBlock(request.system);
+      block["cache_control"] = kEphemeral;
+      body["system"] = json::array({std::move(block)});
+    } else {
+      body["system"] = request.system;
+    }
+  }
   if (!tools->empty()) {
     json list = json::array();
     for (ToolSchema& t : *tools) {
@@ -335,10 +407,12 @@ Result<json> BuildAnthropicBody(const ModelSpec& spec, const ModelRequest& reque
                       {"description", std::move(t.description)},
                       {"input_schema", std::move(t.parameters)}});
     }
+    if (spec.prompt_caching) list.back()["cache_control"] = kEphemeral;
     body["tools"] = std::move(list);
   }
+  if (thinking > 0) body["thinking"] = {{"type", "enabled"}, {"budget_tokens", thinking}};
   if (spec.stream) body["stream"] = true;
-  if (spec.temperature) body["temperature"] = *spec.temperature;
+  if (spec.temperature && thinking == 0) body["temperature"] = *spec.temperature;
   return body;
 }
 

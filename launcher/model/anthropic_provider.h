@@ -5,6 +5,8 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,6 +28,30 @@ Result<std::unique_ptr<ModelProvider>> MakeAnthropicProvider(boost::asio::io_con
                                                              const ModelSpec& spec,
                                                              const Environment& env);
 
+// The thinking blocks of the model's recent tool-use turns, kept by the provider (never by the
+// agent) so that the next request can give them back with their signatures intact, as extended
+// thinking requires in a tool-use loop. Keyed by the turn's first tool call id, which the broker
+// checks the agent sends back unchanged; the agent never sees a thinking block, so it can neither
+// read nor forge one. At most kMaxTurns turns are kept (older turns need none: the API keeps only
+// the last assistant turn's thinking).
+class ThinkingMemory {
+ public:
+  static constexpr std::size_t kMaxTurns = 64;
+  // Keeps the thinking and redacted_thinking blocks of `content` (a response's content list) for
+  // the turn whose first tool call has `first_call_id`. Turns without calls are not kept.
+  void Remember(const std::string& first_call_id, const nlohmann::json& content);
+  // The blocks kept for the turn, or null.
+  [[nodiscard]] const nlohmann::json* Find(const std::string& first_call_id) const;
+  [[nodiscard]] std::size_t size() const { return order_.size(); }
+
+ private:
+  std::map<std::string, nlohmann::json> blocks_;
+  std::deque<std::string> order_;
+};
+
+// The number of cache_control breakpoints the API accepts in one request.
+inline constexpr std::size_t kAnthropicMaxBreakpoints = 4;
+
 // The request body for `request`, from an allow-list of keys only:
 //   model        spec.model
 //   max_tokens   request.max_tokens
@@ -39,9 +65,20 @@ Result<std::unique_ptr<ModelProvider>> MakeAnthropicProvider(boost::asio::io_con
 //   tools        [{name, description, input_schema}], omitted when the request has none
 //   stream       only when spec.stream
 //   temperature  only when spec.temperature is set
+//   thinking     {type: enabled, budget_tokens} when spec.thinking_budget > 0: the budget
+//                lowered to max_tokens - 1024 (room for the answer), and left out when that is
+//                under the API's minimum of 1024; an assistant message with tool calls starts
+//                with the thinking blocks `memory` kept for it
+// With spec.prompt_caching, cache_control {type: ephemeral} marks the last tool, the system text
+// (then a list of one text block) and the last block of each of the last two user messages: the
+// tools, the system text and the conversation up to the previous turn are read from the cache,
+// and the newest turn is written to it. At most kAnthropicMaxBreakpoints.
 // Nothing else: no server-side tools, no tool_choice, no metadata. Every message text is a JSON
 // string value, so no text can add a key. Fails as CheckModelRequest.
-Result<nlohmann::json> BuildAnthropicBody(const ModelSpec& spec, const ModelRequest& request);
+Result<nlohmann::json> BuildAnthropicBody(const ModelSpec& spec, const ModelRequest& request,
+                                          const ThinkingMemory* memory = nullptr);
+// The thinking budget a call with `max_tokens` gets under `spec`; 0 = no thinking in this call.
+std::uint64_t AnthropicThinkingBudget(const ModelSpec& spec, std::uint64_t max_tokens);
 
 // stop_reason in neutral words: end_turn / stop_sequence -> end, tool_use -> tool_calls,
 // max_tokens -> max_tokens, refusal -> refused, anything else -> other.
@@ -59,9 +96,9 @@ std::unique_ptr<StreamAssembler> NewAnthropicStreamAssembler(std::string display
 // Parses a non-streaming message into a neutral turn: text blocks joined, tool_use blocks as calls
 // (input an object, or JSON text for an object, else an arguments_error), other blocks (thinking,
 // server tools) skipped; stop_reason; usage, where input_tokens counts cached input too (input +
-// cache creation + cache read). The turn has passed FinishTurn (ids generated from `ids`); raw is
-// `body`. An error object, a body without a content list, or a block that is not an object are
-// provider errors.
+// cache creation + cache read), cache_read_tokens and cache_write_tokens the parts. The turn has
+// passed FinishTurn (ids generated from `ids`); raw is `body`. An error object, a body without a
+// content list, or a block that is not an object are provider errors.
 AttemptOutcome ParseAnthropicResponse(const std::string& display, nlohmann::json body,
                                       CallIdSource& ids);
 

@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/money.h"
 #include "common/protocol.h"
 #include "common/result.h"
 
@@ -37,12 +38,23 @@ namespace cagent::launcher::model {
 //    "tool_calls": [{"id": "call_1", "name": "read_file", "arguments": {"path": "test_calc.py"}}],
 //    "stop_reason": "tool_calls",
 //    "usage": {"input_tokens": 812, "output_tokens": 40}}
-// "text" and "tool_calls" are optional (at least one is present); "stop_reason" is optional
+// "text" and "tool_calls" are optional (at least one is present); "usage" may also give
+// cache_read_tokens, cache_write_tokens and reasoning_tokens; "stop_reason" is optional
 // (tool_calls when there are calls, else end); a turn without tool calls is a final answer.
 // Asking for a turn past the end is a provider error naming the file and its length.
+// The request shape a model takes. Chosen by the model's entry in models.toml, else by its
+// provider and a documented list of names (DefaultFamily, model_config.h).
+enum class ModelFamily : std::uint8_t {
+  kOpenAiChat,       // chat completions: max_tokens, temperature
+  kOpenAiReasoning,  // chat completions: max_completion_tokens, reasoning_effort, no temperature
+  kAnthropic,        // messages; extended thinking when a thinking budget is set
+  kReplay,           // a recorded session
+};
+
 struct ModelSpec {
-  std::string provider;  // "openai" | "anthropic" | "replay"
-  std::string model;     // model name, or the replay file's path
+  std::string provider;                           // "openai" | "anthropic" | "replay"
+  std::string model;                              // model name, or the replay file's path
+  ModelFamily family = ModelFamily::kOpenAiChat;  // ParseModelSpec sets the provider's default
   std::string base_url;  // overrides the environment's; empty = from environment or default
   bool stream = true;    // use SSE towards the provider (the agent always gets the whole turn)
   std::uint64_t context_window = 0;     // 0 = the provider's known default for the model
@@ -58,6 +70,17 @@ struct ModelSpec {
   std::chrono::milliseconds retry_max_backoff{60000};
   // An extra PEM file of CAs to trust besides the system store (a company proxy, a test CA).
   std::string ca_file;
+  // openai-reasoning: sent as reasoning_effort (minimal, low, medium, high); "" = not sent.
+  std::string reasoning_effort;
+  // anthropic: extended thinking with this many tokens of budget, kept inside each call's
+  // max_tokens (a call whose cap leaves no room for 1024 tokens of thinking and an answer is sent
+  // without thinking); 0 = off.
+  std::uint64_t thinking_budget = 0;
+  // anthropic: cache_control breakpoints on the tools, the system text and the conversation.
+  bool prompt_caching = true;
+  // Prices from models.toml; nullopt = unknown (a money budget then refuses to start).
+  std::optional<TokenPrices> prices;
+  std::string config_entry;  // "models.toml:12" of the entry that applied, or ""
 };
 Result<ModelSpec> ParseModelSpec(const std::string& spec);
 

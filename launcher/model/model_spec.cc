@@ -1,3 +1,4 @@
+#include "launcher/model/model_config.h"
 #include "launcher/model/model_provider.h"
 
 namespace cagent::launcher::model {
@@ -16,6 +17,7 @@ Result<ModelSpec> ParseModelSpec(const std::string& spec) {
     return PlainError("--model " + spec,
                       "unknown provider \"" + out.provider + "\" (openai, anthropic or replay)");
   }
+  out.family = DefaultFamily(out.provider, out.model);
   return out;
 }
 

@@ -135,6 +135,12 @@ class OpenAiAssembler final : public StreamAssembler {
                       {"finish_reason", finish_reason_ ? json(*finish_reason_) : json(nullptr)}}});
     body["usage"] = {
         {"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", total}};
+    // The parts (cached input, reasoning output) as the final chunk gave them.
+    for (const char* details : {"prompt_tokens_details", "completion_tokens_details"}) {
+      if (auto d = usage_.find(details); d != usage_.end() && d->is_object()) {
+        body["usage"][details] = *d;
+      }
+    }
     return body;
   }
 
@@ -294,8 +300,11 @@ Result<json> BuildOpenAiBody(const ModelSpec& spec, const ModelRequest& request)
         break;
     }
   }
-  json body = {
-      {"model", spec.model}, {"messages", std::move(messages)}, {"max_tokens", request.max_tokens}};
+  const bool reasoning = spec.family == ModelFamily::kOpenAiReasoning;
+  json body = {{"model", spec.model}, {"messages", std::move(messages)}};
+  // Reasoning models refuse max_tokens: their cap counts the hidden reasoning too.
+  body[reasoning ? "max_completion_tokens" : "max_tokens"] = request.max_tokens;
+  if (reasoning && !spec.reasoning_effort.empty()) body["reasoning_effort"] = spec.reasoning_effort;
   if (!tools->empty()) {
     json list = json::array();
     for (ToolSchema& t : *tools) {
@@ -311,7 +320,7 @@ Result<json> BuildOpenAiBody(const ModelSpec& spec, const ModelRequest& request)
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};
   }
-  if (spec.temperature) body["temperature"] = *spec.temperature;
+  if (spec.temperature && !reasoning) body["temperature"] = *spec.temperature;
   return body;
 }
 
@@ -378,6 +387,14 @@ AttemptOutcome ParseOpenAiResponse(const std::string& display, json body, CallId
   if (auto usage = body.find("usage"); usage != body.end()) {
     out.usage.input_tokens = JsonCount(*usage, "prompt_tokens");
     out.usage.output_tokens = JsonCount(*usage, "completion_tokens");
+    // The parts: prompt_tokens counts cached input too, completion_tokens reasoning too.
+    const auto part = [&](const char* details, const char* key) -> std::uint64_t {
+      if (!usage->is_object()) return 0;
+      const auto d = usage->find(details);
+      return d == usage->end() ? 0 : JsonCount(*d, key);
+    };
+    out.usage.cache_read_tokens = part("prompt_tokens_details", "cached_tokens");
+    out.usage.reasoning_tokens = part("completion_tokens_details", "reasoning_tokens");
   }
   out.raw = std::move(body);
   return out;

@@ -35,9 +35,14 @@ Result<std::unique_ptr<ModelProvider>> MakeOpenAiProvider(boost::asio::io_contex
 //                {tool_call_id, content}
 //   tools        [{type "function", function {name, description, parameters}}], omitted when
 //                the request has none
-//   max_tokens   request.max_tokens
+//   max_tokens   request.max_tokens; for the openai-reasoning family max_completion_tokens
+//                instead (their cap counts the hidden reasoning), and reasoning_effort when
+//                spec.reasoning_effort is set
 //   stream, stream_options {include_usage true}   only when spec.stream
-//   temperature  only when spec.temperature is set
+//   temperature  only when spec.temperature is set (never for openai-reasoning)
+// The messages are rebuilt from the conversation on every call the same way, so a conversation
+// that only grew gives a request whose messages begin with the previous request's, byte for byte:
+// the stable prefix OpenAI-compatible servers cache.
 // Nothing else: no n (one choice is the default), no tool_choice, no metadata, no logprobs. Every
 // message text is a JSON string value, so no text can add a key. Fails as CheckModelRequest.
 Result<nlohmann::json> BuildOpenAiBody(const ModelSpec& spec, const ModelRequest& request);

@@ -81,13 +81,20 @@ std::variant<ModelResponse, std::string> ReadTurn(json line, CallIdSource& ids,
   }
   if (const auto usage = line.find("usage"); usage != line.end()) {
     if (!usage->is_object()) return std::string("\"usage\" must be an object");
-    for (const char* key : {"input_tokens", "output_tokens"}) {
-      if (const auto v = usage->find(key); v != usage->end() && !v->is_number_unsigned()) {
+    const std::pair<const char*, std::uint64_t*> counts[] = {
+        {"input_tokens", &r.usage.input_tokens},
+        {"output_tokens", &r.usage.output_tokens},
+        {"cache_read_tokens", &r.usage.cache_read_tokens},
+        {"cache_write_tokens", &r.usage.cache_write_tokens},
+        {"reasoning_tokens", &r.usage.reasoning_tokens}};
+    for (const auto& [key, field] : counts) {
+      const auto v = usage->find(key);
+      if (v == usage->end()) continue;
+      if (!v->is_number_unsigned()) {
         return std::string("usage.") + key + " must be a non-negative integer";
       }
+      *field = v->get<std::uint64_t>();
     }
-    r.usage.input_tokens = usage->value("input_tokens", std::uint64_t{0});
-    r.usage.output_tokens = usage->value("output_tokens", std::uint64_t{0});
   }
   if (Status st = FinishTurn(r.turn, ids, name); !st.ok()) return st.error().Message();
   r.provider_stop_reason = std::string(protocol::StopReasonName(r.turn.stop_reason));

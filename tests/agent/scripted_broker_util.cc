@@ -238,7 +238,7 @@ Handler SendModelTurn(protocol::AssistantTurn turn) {
   return [turn, count](const Message& request) {
     protocol::ModelResult result;
     result.answer = turn;
-    result.usage = protocol::Usage{100, 20};
+    result.usage = protocol::Usage{.input_tokens = 100, .output_tokens = 20};
     result.turn = ++*count;
     result.max_tokens = 4096;
     return Reply(Kind::kModelResult, request.header.id, result);

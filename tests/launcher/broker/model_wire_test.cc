@@ -162,16 +162,28 @@ TEST(ModelWire, AnthropicReceivesOnlyTheBrokersFieldsAndTheMessageContent) {
             (std::set<std::string>{"model", "system", "messages", "tools", "max_tokens"}))
       << requests[0].body;
   EXPECT_EQ(body["model"], "claude-test");
-  EXPECT_EQ(body["system"], "sys");
+  // The system text as one block with the broker's cache breakpoint: the only keys are cagent's.
+  const json mark = {{"type", "ephemeral"}};
+  EXPECT_EQ(body["system"],
+            json::array({{{"type", "text"}, {"text", "sys"}, {"cache_control", mark}}}));
   EXPECT_EQ(body["max_tokens"], ExpectedCap(h, call));
   std::vector<std::string> tools;
   for (const json& t : body["tools"]) tools.push_back(t["name"]);
   EXPECT_EQ(tools, EnabledNames(*h.policy));
-  for (const json& t : body["tools"]) {
-    EXPECT_EQ(Keys(t), (std::set<std::string>{"name", "description", "input_schema"}));
+  for (std::size_t i = 0; i < body["tools"].size(); ++i) {
+    const json& t = body["tools"][i];
+    if (i + 1 == body["tools"].size()) {
+      EXPECT_EQ(Keys(t),
+                (std::set<std::string>{"name", "description", "input_schema", "cache_control"}));
+      EXPECT_EQ(t["cache_control"], mark);
+    } else {
+      EXPECT_EQ(Keys(t), (std::set<std::string>{"name", "description", "input_schema"}));
+    }
   }
   ASSERT_EQ(body["messages"].size(), 1U);
   EXPECT_EQ(body["messages"][0]["content"][0]["text"], call["messages"][0]["text"]);
+  EXPECT_EQ(Keys(body["messages"][0]["content"][0]),
+            (std::set<std::string>{"type", "text", "cache_control"}));
   EXPECT_THAT(requests[0].body, ::testing::Not(HasSubstr("gpt-5-pro")));
   EXPECT_THAT(requests[0].body, ::testing::Not(HasSubstr("exfil")));
 

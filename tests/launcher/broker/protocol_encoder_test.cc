@@ -202,7 +202,7 @@ std::vector<Body> Bodies(Strings& s) {
       ModelResult{
           AssistantTurn{
               s.Next(), {ToolCall{s.Next(), s.Next(), s.Args(), s.Next()}}, StopReason::kToolCalls},
-          Usage{s.Id(), s.Id()}, s.Id(), s.Id(), s.Id()},
+          Usage{s.Id(), s.Id(), s.Id(), s.Id(), s.Id()}, s.Id(), s.Id(), s.Id()},
   };
 }
 

@@ -194,7 +194,7 @@ std::vector<Message> SampleMessages() {
   result.answer.tool_calls = {
       ToolCall{"call_9", "run_command", json{{"command", "pytest -q"}}, ""}};
   result.answer.stop_reason = StopReason::kToolCalls;
-  result.usage = Usage{1234, 56};
+  result.usage = Usage{.input_tokens = 1234, .output_tokens = 56};
   result.turn = 3;
   result.max_turns = 40;
   result.max_tokens = 2048;

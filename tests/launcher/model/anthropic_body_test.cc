@@ -26,6 +26,7 @@ ModelSpec Spec(bool stream = false) {
   spec.provider = "anthropic";
   spec.model = "claude-test";
   spec.stream = stream;
+  spec.prompt_caching = false;  // the shape without breakpoints; CacheBreakpoints* add them
   return spec;
 }
 
@@ -147,6 +148,126 @@ TEST(AnthropicBody, ResultsGoBeforeTextEvenWhenTheTextCameFirst) {
   EXPECT_EQ(user[0],
             (json{{"type", "tool_result"}, {"tool_use_id", "t1"}, {"content", "(no output)"}}));
   EXPECT_EQ(user[1], (json{{"type", "text"}, {"text", "a nudge"}}));
+}
+
+TEST(AnthropicBody, CacheBreakpointsMarkToolsSystemAndTheLastTwoUserMessages) {
+  ModelRequest r;
+  r.system = "sys";
+  r.tools = json::array({{{"name", "a"}, {"parameters", {{"type", "object"}}}},
+                         {{"name", "b"}, {"parameters", {{"type", "object"}}}}});
+  r.max_tokens = 100;
+  ToolCall c1{"t1", "a", json::object(), ""};
+  ToolCall c2{"t2", "b", json::object(), ""};
+  r.messages = {User("task"), Assistant("", {c1}), ToolResult("t1", "one", false),
+                Assistant("x", {c2}), ToolResult("t2", "two", false)};
+  ModelSpec spec = Spec();
+  spec.prompt_caching = true;
+  const json body = Build(r, spec);
+  const json mark = {{"type", "ephemeral"}};
+  EXPECT_EQ(body["system"],
+            json::array({{{"type", "text"}, {"text", "sys"}, {"cache_control", mark}}}));
+  EXPECT_FALSE(body["tools"][0].contains("cache_control"));
+  EXPECT_EQ(body["tools"][1]["cache_control"], mark);
+  const json& m = body["messages"];
+  ASSERT_EQ(m.size(), 5U);
+  EXPECT_FALSE(m[0]["content"].back().contains("cache_control"));  // the task: 3 user messages back
+  EXPECT_EQ(m[2]["content"].back()["cache_control"], mark);
+  EXPECT_EQ(m[4]["content"].back()["cache_control"], mark);
+  std::size_t marks = 0;
+  for (const json& msg : m) {
+    for (const json& b : msg["content"]) marks += b.contains("cache_control") ? 1 : 0;
+  }
+  EXPECT_EQ(marks + 2, kAnthropicMaxBreakpoints);
+  // The marks do not change the content: without them the body is the same otherwise.
+  json stripped = body;
+  stripped["system"] = "sys";
+  stripped["tools"][1].erase("cache_control");
+  for (json& msg : stripped["messages"]) {
+    for (json& b : msg["content"]) b.erase("cache_control");
+  }
+  EXPECT_EQ(stripped, Build(r));
+}
+
+TEST(AnthropicBody, TheThinkingBudgetFitsInsideEachCallsCap) {
+  ModelSpec spec = Spec();
+  spec.thinking_budget = 8192;
+  EXPECT_EQ(AnthropicThinkingBudget(spec, 16000), 8192U);
+  EXPECT_EQ(AnthropicThinkingBudget(spec, 4096), 3072U);  // 1024 left for the answer
+  EXPECT_EQ(AnthropicThinkingBudget(spec, 2048), 1024U);
+  EXPECT_EQ(AnthropicThinkingBudget(spec, 2047), 0U);  // no room for the API's minimum
+  spec.thinking_budget = 0;
+  EXPECT_EQ(AnthropicThinkingBudget(spec, 16000), 0U);
+
+  ModelRequest r;
+  r.messages = {User("task")};
+  r.max_tokens = 4096;
+  spec.thinking_budget = 8192;
+  spec.temperature = 0.5;
+  json body = Build(r, spec);
+  EXPECT_EQ(body["thinking"], (json{{"type", "enabled"}, {"budget_tokens", 3072}}));
+  EXPECT_FALSE(body.contains("temperature"));  // the API takes none with thinking
+  r.max_tokens = 1500;
+  body = Build(r, spec);
+  EXPECT_FALSE(body.contains("thinking"));
+  EXPECT_EQ(body["temperature"], 0.5);
+}
+
+TEST(AnthropicBody, KeptThinkingGoesFirstInItsTurnAndOnlyThere) {
+  ModelRequest r;
+  r.max_tokens = 4096;
+  ToolCall c1{"toolu_1", "a", json::object(), ""};
+  ToolCall c2{"toolu_2", "a", json::object(), ""};
+  r.messages = {User("task"), Assistant("looking", {c1}), ToolResult("toolu_1", "out", false),
+                Assistant("", {c2}), ToolResult("toolu_2", "out", false)};
+  ThinkingMemory memory;
+  const json thought = {{"type", "thinking"}, {"thinking", "hmm"}, {"signature", "sig"}};
+  const json hidden = {{"type", "redacted_thinking"}, {"data", "opaque"}};
+  memory.Remember("toolu_1", json::array({thought, {{"type", "text"}, {"text", "t"}}, hidden}));
+  EXPECT_EQ(memory.size(), 1U);
+  memory.Remember("", json::array({thought}));  // a turn without calls is not kept
+  EXPECT_EQ(memory.size(), 1U);
+  ModelSpec spec = Spec();
+  spec.thinking_budget = 2048;
+  auto body = BuildAnthropicBody(spec, r, &memory);
+  ASSERT_TRUE(body.ok());
+  const json& first = (*body)["messages"][1]["content"];
+  ASSERT_EQ(first.size(), 4U);
+  EXPECT_EQ(first[0], thought);
+  EXPECT_EQ(first[1], hidden);
+  EXPECT_EQ(first[2]["type"], "text");
+  EXPECT_EQ(first[3]["type"], "tool_use");
+  EXPECT_EQ((*body)["messages"][3]["content"][0]["type"], "tool_use");  // nothing kept for it
+  // With thinking off for a call, no thinking block is sent.
+  spec.thinking_budget = 0;
+  body = BuildAnthropicBody(spec, r, &memory);
+  ASSERT_TRUE(body.ok());
+  EXPECT_EQ((*body)["messages"][1]["content"][0]["type"], "text");
+}
+
+TEST(AnthropicBody, ThinkingMemoryKeepsOnlyTheRecentTurns) {
+  ThinkingMemory memory;
+  const json blocks = json::array({{{"type", "thinking"}, {"thinking", "t"}, {"signature", "s"}}});
+  for (std::size_t i = 0; i < ThinkingMemory::kMaxTurns + 10; ++i) {
+    memory.Remember("call_" + std::to_string(i), blocks);
+  }
+  EXPECT_EQ(memory.size(), ThinkingMemory::kMaxTurns);
+  EXPECT_EQ(memory.Find("call_0"), nullptr);
+  EXPECT_NE(memory.Find("call_" + std::to_string(ThinkingMemory::kMaxTurns + 9)), nullptr);
+}
+
+TEST(AnthropicBody, CacheCountsAreTheInputsParts) {
+  const json body = {{"content", {{{"type", "text"}, {"text", "ok"}}}},
+                     {"stop_reason", "end_turn"},
+                     {"usage",
+                      {{"input_tokens", 10},
+                       {"cache_creation_input_tokens", 200},
+                       {"cache_read_input_tokens", 3000},
+                       {"output_tokens", 5}}}};
+  const ModelResponse r = Parse(body);
+  EXPECT_EQ(r.usage.input_tokens, 3210U);
+  EXPECT_EQ(r.usage.cache_read_tokens, 3000U);
+  EXPECT_EQ(r.usage.cache_write_tokens, 200U);
+  EXPECT_EQ(r.usage.output_tokens, 5U);
 }
 
 TEST(AnthropicBody, ParsesTextAndToolUse) {

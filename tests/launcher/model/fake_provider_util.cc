@@ -358,7 +358,12 @@ void FakeProvider::Serve(int fd) {
       std::lock_guard lock(mu_);
       requests_.push_back(rec);
     }
-    FakeReply reply = NextReply().value_or(DefaultReply(rec));
+    std::optional<FakeReply> scripted = NextReply();
+    if (!scripted && options_.responder) {
+      std::lock_guard lock(responder_mu_);
+      scripted = options_.responder(rec);
+    }
+    FakeReply reply = scripted ? std::move(*scripted) : DefaultReply(rec);
     if (!Sleep(reply.delay)) return;
     if (reply.close_without_reply) return;
     std::string head =

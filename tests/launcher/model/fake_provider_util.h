@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -78,6 +79,9 @@ class FakeProvider {
     bool tls = false;
     std::string cert_file;  // PEM chain and key for TLS
     std::string key_file;
+    // Answers a request when no scripted reply is queued (before the default answer); called on
+    // the connection's thread, one request at a time. Empty = the default answer.
+    std::function<FakeReply(const RecordedRequest&)> responder = nullptr;
   };
   // Listens on 127.0.0.1:0 and serves on background threads until destroyed.
   FakeProvider() : FakeProvider(Options()) {}
@@ -112,6 +116,7 @@ class FakeProvider {
   std::atomic<int> connections_{0};
   std::atomic<int> failed_handshakes_{0};
   mutable std::mutex mu_;
+  std::mutex responder_mu_;
   std::deque<FakeReply> replies_;
   std::vector<RecordedRequest> requests_;
   std::vector<std::thread> workers_;

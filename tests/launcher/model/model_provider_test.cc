@@ -552,7 +552,10 @@ TEST_F(ModelProviderTest, AnthropicStreamedTextAndToolUseAreAssembled) {
   EXPECT_EQ(sent["model"], "claude-sonnet-4-5");
   EXPECT_EQ(sent["stream"], true);
   EXPECT_EQ(sent["max_tokens"], 1000);  // the request's, not the spec's 2000
-  EXPECT_EQ(sent["system"], "be careful");
+  // The system text as one block carrying a cache breakpoint (prompt caching is on by default).
+  EXPECT_EQ(sent["system"], json::array({{{"type", "text"},
+                                          {"text", "be careful"},
+                                          {"cache_control", {{"type", "ephemeral"}}}}}));
 }
 
 TEST_F(ModelProviderTest, AnthropicNonStreamingSendsTheRequestsMaxTokens) {

@@ -114,6 +114,46 @@ TEST(OpenAiBody, StreamAndTemperatureOnlyWhenTheSpecSaysSo) {
   EXPECT_FALSE(Build(r).contains("temperature"));
 }
 
+TEST(OpenAiBody, AReasoningModelGetsMaxCompletionTokensItsEffortAndNoTemperature) {
+  ModelRequest r;
+  r.messages = {User("hi")};
+  r.max_tokens = 500;
+  ModelSpec spec = Spec();
+  spec.family = ModelFamily::kOpenAiReasoning;
+  spec.temperature = 0.3;  // ApplyModelConfig refuses this pair; the body never carries it
+  json body = Build(r, spec);
+  EXPECT_EQ(body["max_completion_tokens"], 500);
+  EXPECT_FALSE(body.contains("max_tokens"));
+  EXPECT_FALSE(body.contains("reasoning_effort"));
+  EXPECT_FALSE(body.contains("temperature"));
+  spec.reasoning_effort = "minimal";
+  EXPECT_EQ(Build(r, spec)["reasoning_effort"], "minimal");
+  // A chat model: max_tokens, and an effort is never sent.
+  ModelSpec chat = Spec();
+  chat.reasoning_effort = "high";
+  body = Build(r, chat);
+  EXPECT_EQ(body["max_tokens"], 500);
+  EXPECT_FALSE(body.contains("max_completion_tokens"));
+  EXPECT_FALSE(body.contains("reasoning_effort"));
+}
+
+TEST(OpenAiBody, CachedAndReasoningTokensAreTheParts) {
+  const json body = {
+      {"choices",
+       {{{"message", {{"role", "assistant"}, {"content", "ok"}}}, {"finish_reason", "stop"}}}},
+      {"usage",
+       {{"prompt_tokens", 5000},
+        {"completion_tokens", 900},
+        {"prompt_tokens_details", {{"cached_tokens", 4096}}},
+        {"completion_tokens_details", {{"reasoning_tokens", 640}}}}}};
+  const ModelResponse r = Parse(body);
+  EXPECT_EQ(r.usage.input_tokens, 5000U);
+  EXPECT_EQ(r.usage.cache_read_tokens, 4096U);
+  EXPECT_EQ(r.usage.output_tokens, 900U);
+  EXPECT_EQ(r.usage.reasoning_tokens, 640U);
+  EXPECT_EQ(r.usage.cache_write_tokens, 0U);
+}
+
 TEST(OpenAiBody, ToolCallsAndResultsRoundTrip) {
   ModelRequest r;
   r.system = "sys";

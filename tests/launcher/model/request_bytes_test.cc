@@ -193,7 +193,10 @@ TEST_F(RequestBytesTest, HostileMessageTextsArriveAsStringValuesOnly) {
         EXPECT_TRUE(message["content"].is_string()) << message.dump();
       }
     } else {
-      EXPECT_EQ(body["system"], kObjectText);
+      // One text block (with its cache breakpoint): the text is still only a string value.
+      ASSERT_EQ(body["system"].size(), 1U);
+      EXPECT_EQ(body["system"][0]["text"], kObjectText);
+      EXPECT_EQ(body["system"][0].size(), 3U);  // type, text, cache_control
       ASSERT_EQ(m.size(), 3U);
       EXPECT_EQ(m[0]["content"][0]["text"], kBreakout);
       EXPECT_EQ(m[1]["content"][0]["text"], kObjectText);
