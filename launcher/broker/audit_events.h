@@ -124,7 +124,11 @@ inline constexpr std::string_view kAuditHintsMeaning =
            "digest of `detail.body` before redaction")                                             \
   FIELD(ModelResult, turn, std::uint64_t, kRequired, "the turn number")                            \
   FIELD(ModelResult, usage, protocol::Usage, kRequired,                                            \
-        "`{input_tokens, output_tokens}` as the provider counted")                                 \
+        "`{input_tokens, output_tokens}` as the provider counted (all input, cached or not; all "  \
+        "output, reasoning included), with the parts it reported separately when not 0: "          \
+        "`cache_read_tokens`, `cache_write_tokens`, `reasoning_tokens`")                           \
+  FIELD(ModelResult, cost, OmitEmpty<std::string>, kOptional,                                      \
+        "what the call cost at the model's prices (`0.0123 USD`); left out without prices")        \
   FIELD(ModelResult, stop_reason, std::string, kRequired,                                          \
         "`end`, `tool_calls`, `max_tokens`, `refused` or `other`")                                 \
   FIELD(ModelResult, provider_stop_reason, std::string, kRequired,                                 \

@@ -13,9 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr AuditPresence kOptional = AuditPresence::kOptional;
-constexpr AuditPresence kRequired = AuditPresence::kRequired;
-
 constexpr std::array<std::string_view, static_cast<std::size_t>(AuditActor::kCount)> kActorNames = {
     "agent", "broker", "operator", "cagent"};
 
@@ -308,9 +305,7 @@ class Detail<Writer::kJson> {
   static json Value(T value) {
     return json(std::move(value));
   }
-  static json Value(protocol::Usage u) {
-    return {{"input_tokens", u.input_tokens}, {"output_tokens", u.output_tokens}};
-  }
+  static json Value(protocol::Usage u) { return protocol::UsageJson(u); }
   static json Value(json body) {
     return body.is_object() ? std::move(body) : json{{"value", std::move(body)}};
   }

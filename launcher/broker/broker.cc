@@ -214,7 +214,7 @@ class Broker::Impl {
         enabled_tools_(EnabledTools(*config_.policy)),
         tool_schemas_(ToolSchemasFor(enabled_tools_)),
         tool_schemas_bytes_(JsonText(tool_schemas_).size()),
-        budget_(config_.budgets),
+        budget_(config_.budgets, config_.model_prices),
         loop_(config_.loop),
         decoder_(config_.max_frame_bytes),
         wall_timer_(io),
@@ -870,7 +870,12 @@ void Broker::Impl::OnModelDone(std::uint64_t id, std::uint64_t turn, std::uint64
     return;
   }
   auto& response = std::get<model::ModelResponse>(outcome);
+  const std::uint64_t spent_before = budget_.used().cost_micros;
   const std::optional<std::string> exhausted = budget_.AddTokens(response.usage);
+  const std::string& currency = budget_.used().currency;
+  std::string cost = currency.empty()
+                         ? std::string()
+                         : FormatMoney(budget_.used().cost_micros - spent_before, currency);
   std::vector<audit::LoggedToolCall> calls;
   for (const protocol::ToolCall& c : response.turn.tool_calls) {
     calls.push_back({.id = c.id,
@@ -885,6 +890,7 @@ void Broker::Impl::OnModelDone(std::uint64_t id, std::uint64_t turn, std::uint64
        .raw_digest = CanonicalDigest(response.raw),
        .turn = turn,
        .usage = response.usage,
+       .cost = std::move(cost),
        .stop_reason = std::string(protocol::StopReasonName(response.turn.stop_reason)),
        .provider_stop_reason = response.provider_stop_reason,
        .text_bytes = response.turn.text.size(),

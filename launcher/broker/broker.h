@@ -85,6 +85,9 @@ struct BrokerConfig {
   std::string policy_digest;  // SHA-256 of policy::Dump(*policy)
   std::string task;           // the task text (untrusted; forwarded to the agent)
   Budgets budgets;
+  // The model's prices (models.toml), to count what the run spends; nullopt = not known (a
+  // model-cost budget then cannot be set: CheckCostBudget).
+  std::optional<TokenPrices> model_prices;
   LoopLimits loop;
   ApprovalMode approval = ApprovalMode::kPolicy;
   std::uint32_t max_protocol_errors = 8;

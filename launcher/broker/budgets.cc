@@ -45,6 +45,9 @@ Budgets BudgetsFromPolicy(const policy::Policy& policy) {
   if (auto wall = Bounded(policy, policy::Limit::kWallTime)) {
     b.wall_time = std::chrono::milliseconds(*wall);
   }
+  if (const policy::LimitValue& cost = policy.limit(policy::Limit::kModelCost); cost.bounded()) {
+    b.model_cost = Money{cost.value, cost.currency};
+  }
   return b;
 }
 
@@ -54,19 +57,19 @@ Status LowerBudgets(Budgets& budgets, const Budgets& requested) {
   // the profile writes it.
   std::vector<Lowering> all = {
       {"--max-turns",
-       {"model-turns", budgets.model_turns, LimitKind::kCount, ""},
+       {"model-turns", budgets.model_turns, LimitKind::kCount, "", ""},
        requested.model_turns},
       {"--max-tokens",
-       {"model-tokens", budgets.model_tokens, LimitKind::kCount, ""},
+       {"model-tokens", budgets.model_tokens, LimitKind::kCount, "", ""},
        requested.model_tokens},
       {"--max-tool-calls",
-       {"tool-calls", budgets.tool_calls, LimitKind::kCount, ""},
+       {"tool-calls", budgets.tool_calls, LimitKind::kCount, "", ""},
        requested.tool_calls},
       {"--wall-time",
-       {"wall-time", Ms(budgets.wall_time), LimitKind::kDuration, ""},
+       {"wall-time", Ms(budgets.wall_time), LimitKind::kDuration, "", ""},
        Ms(requested.wall_time)},
       {"--max-output",
-       {"total-output", budgets.output_bytes, LimitKind::kSize, ""},
+       {"total-output", budgets.output_bytes, LimitKind::kSize, "", ""},
        requested.output_bytes},
   };
   for (const auto& [kind, value] : requested.tool_calls_by_kind) {
@@ -75,7 +78,22 @@ Status LowerBudgets(Budgets& budgets, const Budgets& requested) {
       profile = it->second;
     }
     const std::string name = "tool-calls[" + kind + "]";
-    all.push_back({"budget " + name, {name, profile, LimitKind::kCount, ""}, value});
+    all.push_back({"budget " + name, {name, profile, LimitKind::kCount, "", ""}, value});
+  }
+  std::optional<Money> cost = requested.model_cost;
+  if (cost) {
+    if (cost->currency.empty() && budgets.model_cost) cost->currency = budgets.model_cost->currency;
+    if (budgets.model_cost && cost->currency != budgets.model_cost->currency) {
+      return PlainError("--max-cost " + FormatMoney(*cost),
+                        "the profile's model-cost budget is in " + budgets.model_cost->currency +
+                            "; pass the amount in " + budgets.model_cost->currency)
+          .WithCode(Error::Code::kInvalidInput);
+    }
+    all.push_back({"--max-cost",
+                   {"model-cost",
+                    budgets.model_cost ? std::optional(budgets.model_cost->micros) : std::nullopt,
+                    LimitKind::kMoney, "", cost->currency},
+                   cost->micros});
   }
   // Check everything before changing anything: a refused request leaves the budgets as they were.
   for (const Lowering& l : all) {
@@ -87,10 +105,43 @@ Status LowerBudgets(Budgets& budgets, const Budgets& requested) {
   if (requested.tool_calls) budgets.tool_calls = requested.tool_calls;
   if (requested.wall_time) budgets.wall_time = requested.wall_time;
   if (requested.output_bytes) budgets.output_bytes = requested.output_bytes;
+  if (cost) budgets.model_cost = cost;
   for (const auto& [kind, value] : requested.tool_calls_by_kind) {
     budgets.tool_calls_by_kind[kind] = value;
   }
   return Ok{};
+}
+
+Status CheckCostBudget(Budgets& budgets, const std::optional<TokenPrices>& prices,
+                       const std::string& model_label) {
+  if (!budgets.model_cost) return Ok{};
+  const std::string budget = "the model-cost budget (" + FormatMoney(*budgets.model_cost) + ")";
+  if (!prices) {
+    return PlainError(budget + " needs " + model_label + "'s prices",
+                      "add them to its models.toml entry: [model.\"" + model_label +
+                          "\"] with currency, input_per_mtok and output_per_mtok (cagent has no "
+                          "built-in prices; docs/model-providers.md)")
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  if (budgets.model_cost->currency.empty()) budgets.model_cost->currency = prices->currency;
+  if (budgets.model_cost->currency != prices->currency) {
+    return PlainError(budget + " is not in the currency of " + model_label + "'s prices",
+                      "its models.toml entry prices it in " + prices->currency +
+                          "; write the budget in " + prices->currency)
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  return Ok{};
+}
+
+BudgetCounter::BudgetCounter(Budgets budgets, std::optional<TokenPrices> prices)
+    : budgets_(std::move(budgets)), prices_(std::move(prices)) {
+  if (prices_) used_.currency = prices_->currency;
+}
+
+std::optional<std::uint64_t> BudgetCounter::MicrosLeft() const {
+  if (!budgets_.model_cost || !prices_) return std::nullopt;
+  const std::uint64_t limit = budgets_.model_cost->micros;
+  return used_.cost_micros >= limit ? 0 : limit - used_.cost_micros;
 }
 
 Refusal BudgetCounter::CheckModelCall() const {
@@ -99,6 +150,10 @@ Refusal BudgetCounter::CheckModelCall() const {
   }
   if (budgets_.model_tokens && used_.input_tokens + used_.output_tokens >= *budgets_.model_tokens) {
     return "model-token budget (" + Count(*budgets_.model_tokens) + ") reached";
+  }
+  if (budgets_.model_cost && MicrosLeft() == std::uint64_t{0}) {
+    return "model-cost budget (" + FormatMoney(*budgets_.model_cost) + ") reached (" +
+           FormatMoney(used_.cost_micros, used_.currency) + " spent)";
   }
   return std::nullopt;
 }
@@ -112,18 +167,40 @@ std::optional<std::uint64_t> BudgetCounter::TokensLeft() const {
 std::optional<std::uint64_t> BudgetCounter::OutputCap(std::uint64_t max_output,
                                                       std::uint64_t estimated_input,
                                                       std::string* why) const {
-  const std::uint64_t wanted = std::max<std::uint64_t>(max_output, 1);
-  const std::optional<std::uint64_t> left = TokensLeft();
-  if (!left) return wanted;
-  if (*left <= estimated_input) {
-    if (why != nullptr) {
-      *why = "model-token budget (" + Count(*budgets_.model_tokens) + ") reached: " + Count(*left) +
-             " tokens left, and the next call's input alone is about " + Count(estimated_input) +
-             " tokens";
+  std::uint64_t cap = std::max<std::uint64_t>(max_output, 1);
+  if (const std::optional<std::uint64_t> left = TokensLeft()) {
+    if (*left <= estimated_input) {
+      if (why != nullptr) {
+        *why = "model-token budget (" + Count(*budgets_.model_tokens) +
+               ") reached: " + Count(*left) +
+               " tokens left, and the next call's input alone is about " + Count(estimated_input) +
+               " tokens";
+      }
+      return std::nullopt;
     }
-    return std::nullopt;
+    cap = std::min(cap, *left - estimated_input);
   }
-  return std::min(wanted, *left - estimated_input);
+  if (const std::optional<std::uint64_t> money = MicrosLeft()) {
+    // The input is an estimate (the broker's, ~bytes/4), priced as if none of it were cached;
+    // the output is priced at its cap, the most the provider may bill.
+    const std::uint64_t input_cost = prices_->WorstInputMicros(estimated_input);
+    const std::uint64_t after_input = *money > input_cost ? *money - input_cost : 0;
+    const double per_token = prices_->output;
+    const std::uint64_t affordable =
+        per_token > 0 ? static_cast<std::uint64_t>(static_cast<double>(after_input) / per_token)
+                      : cap;
+    if (after_input == 0 || affordable == 0) {
+      if (why != nullptr) {
+        *why = "model-cost budget (" + FormatMoney(*budgets_.model_cost) +
+               ") reached: " + FormatMoney(*money, used_.currency) +
+               " left, and the next call may cost more: its input alone up to " +
+               FormatMoney(input_cost, used_.currency);
+      }
+      return std::nullopt;
+    }
+    cap = std::min(cap, affordable);
+  }
+  return cap;
 }
 
 std::uint64_t BudgetCounter::CountModelTurn() { return ++used_.model_turns; }
@@ -131,10 +208,21 @@ std::uint64_t BudgetCounter::CountModelTurn() { return ++used_.model_turns; }
 std::optional<std::string> BudgetCounter::AddTokens(const protocol::Usage& usage) {
   used_.input_tokens += usage.input_tokens;
   used_.output_tokens += usage.output_tokens;
+  used_.cache_read_tokens += usage.cache_read_tokens;
+  used_.cache_write_tokens += usage.cache_write_tokens;
+  used_.reasoning_tokens += usage.reasoning_tokens;
+  if (prices_) {
+    used_.cost_micros += prices_->CostMicros(usage.input_tokens, usage.cache_read_tokens,
+                                             usage.cache_write_tokens, usage.output_tokens);
+  }
   const std::uint64_t total = used_.input_tokens + used_.output_tokens;
   if (budgets_.model_tokens && total > *budgets_.model_tokens) {
     return "model-token budget (" + Count(*budgets_.model_tokens) + ") exceeded (" + Count(total) +
            " tokens used)";
+  }
+  if (budgets_.model_cost && prices_ && used_.cost_micros > budgets_.model_cost->micros) {
+    return "model-cost budget (" + FormatMoney(*budgets_.model_cost) + ") exceeded (" +
+           FormatMoney(used_.cost_micros, used_.currency) + " spent)";
   }
   return std::nullopt;
 }

@@ -17,6 +17,7 @@
 #include "common/duration.h"
 #include "common/exit_codes.h"
 #include "common/json_text.h"
+#include "common/money.h"
 #include "common/terminal_text.h"
 #include "common/unique_fd.h"
 #include "launcher/cli/downgrade_notes.h"
@@ -76,11 +77,20 @@ nlohmann::json AgentSessionJson(const session::AgentSessionOptions& s, std::uint
   j["agent_log"] = s.agent_log_path;
   j["audit_entries"] = result.audit_entries;
   j["audit_lost"] = result.audit_lost;
-  j["usage"] = {{"model_turns", b.used.model_turns},
-                {"input_tokens", b.used.input_tokens},
-                {"output_tokens", b.used.output_tokens},
-                {"tool_calls", b.used.tool_calls},
-                {"output_bytes", b.used.output_bytes}};
+  j["usage"] = {
+      {"model_turns", b.used.model_turns},
+      {"input_tokens", b.used.input_tokens},
+      {"output_tokens", b.used.output_tokens},
+      {"cache_read_tokens", b.used.cache_read_tokens},
+      {"cache_write_tokens", b.used.cache_write_tokens},
+      {"reasoning_tokens", b.used.reasoning_tokens},
+      {"cost", b.used.currency.empty()
+                   ? nlohmann::json(nullptr)
+                   : nlohmann::json{{"micros", b.used.cost_micros},
+                                    {"currency", b.used.currency},
+                                    {"text", FormatMoney(b.used.cost_micros, b.used.currency)}}},
+      {"tool_calls", b.used.tool_calls},
+      {"output_bytes", b.used.output_bytes}};
   j["sandbox"] = DescribeOutcome(result.sandbox);
   j["downgrades"] = downgrades;
   if (b.needs_approval) {

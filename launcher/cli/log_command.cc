@@ -156,6 +156,7 @@ std::string DescribeAuditEntry(const json& e, std::map<std::string, json>& calls
         }
       }
       if (!names.empty()) text += " -> " + names;
+      if (const std::string cost = d(N::cost); !cost.empty()) text += " [" + cost + "]";
       break;
     }
     case K::kModelError: {

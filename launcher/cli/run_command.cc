@@ -26,6 +26,7 @@
 #include "common/duration.h"
 #include "common/exit_codes.h"
 #include "common/json_text.h"
+#include "common/money.h"
 #include "common/sha256.h"
 #include "common/terminal_text.h"
 #include "common/text.h"
@@ -197,7 +198,15 @@ void PrintSummary(const run::RunRecord& r) {
   o << "  base         " << r.base_commit << (r.carried_dirty ? " + uncommitted changes" : "")
     << "\n";
   o << "  model        " << t(r.model) << ": " << r.used.model_turns << " turns, "
-    << r.used.input_tokens << " tokens in, " << r.used.output_tokens << " out\n";
+    << r.used.input_tokens << " tokens in";
+  if (r.used.cache_read_tokens != 0) o << " (" << r.used.cache_read_tokens << " from cache)";
+  o << ", " << r.used.output_tokens << " out";
+  if (r.used.reasoning_tokens != 0) o << " (" << r.used.reasoning_tokens << " reasoning)";
+  if (!r.used.currency.empty()) {
+    o << ", " << FormatMoney(r.used.cost_micros, r.used.currency);
+    if (r.budgets.model_cost) o << " of " << FormatMoney(*r.budgets.model_cost);
+  }
+  o << "\n";
   o << "  tool calls   " << r.used.tool_calls << " (" << r.denials << " refused)\n";
   o << "  patch        " << r.patch.files.size() << " files, " << r.patch.patch.size()
     << " bytes, sha256 " << r.patch.sha256.substr(0, 16) << "\n";

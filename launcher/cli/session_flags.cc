@@ -7,6 +7,8 @@
 #include <cstdlib>
 
 #include "common/duration.h"
+#include "common/money.h"
+#include "launcher/model/model_config.h"
 
 namespace cagent::launcher::cli {
 
@@ -19,6 +21,18 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--model-url", f.model_url,
                   "Base URL of the provider (overrides the environment); plain http:// is for "
                   "local servers and needs no key.");
+  cmd->add_option("--models-config", f.models_config,
+                  "The models.toml that describes models: family (request shape), limits, "
+                  "reasoning settings and prices per million tokens (docs/model-providers.md). "
+                  "Default: $CAGENT_MODELS_CONFIG, else $XDG_CONFIG_HOME/cagent/models.toml, else "
+                  "~/.config/cagent/models.toml (read when it exists).");
+  cmd->add_option("--reasoning-effort", f.reasoning_effort,
+                  "How hard a reasoning model thinks: minimal, low, medium or high. OpenAI "
+                  "reasoning models get it as reasoning_effort; Anthropic models get extended "
+                  "thinking with a budget of 1024, 2048, 8192 or 24576 tokens (within each "
+                  "call's output cap). Refused for models that take none. Default: the model's "
+                  "models.toml entry, else not sent.")
+      ->check(CLI::IsMember({"minimal", "low", "medium", "high"}));
   cmd->add_option("--temperature", f.temperature,
                   "Sampling temperature sent with every model request, from 0 (most "
                   "deterministic) to 2 (most varied). Default: not sent, so the provider's own "
@@ -55,6 +69,11 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--max-tool-calls", f.max_tool_calls, "Lower the tool-call budget.")
       ->group("Budgets");
   cmd->add_option("--max-tokens", f.max_tokens, "Lower the model-token budget (in + out).")
+      ->group("Budgets");
+  cmd->add_option("--max-cost", f.max_cost,
+                  "Lower (or set, when the profile has none) the model-cost budget: AMOUNT or "
+                  "AMOUNT+CURRENCY, e.g. 0.50 or 0.50USD, at the prices of the model's "
+                  "models.toml entry. A call whose worst case would overrun it is not made.")
       ->group("Budgets");
   cmd->add_option("--max-output", f.max_output,
                   "Lower the budget of tool output returned to the model (bytes).")
@@ -93,6 +112,23 @@ Result<SessionSettings> ResolveSessionFlags(const SessionFlags& f) {
           .WithCode(Error::Code::kInvalidInput);
     }
     s.model.max_output_tokens = *f.max_output_tokens;
+  }
+  model::Environment env;
+  for (const char* name : {"CAGENT_MODELS_CONFIG", "XDG_CONFIG_HOME", "HOME"}) {
+    if (const char* v = std::getenv(name); v != nullptr) env[name] = v;
+  }
+  auto config = model::LoadModelConfig(f.models_config, env);
+  if (!config) return std::move(config.error()).WithCode(Error::Code::kInvalidInput);
+  if (auto st = model::ApplyModelConfig(s.model, s.model_label, *config, f.reasoning_effort); !st) {
+    return std::move(st.error()).WithCode(Error::Code::kInvalidInput);
+  }
+  if (!f.max_cost.empty()) {
+    auto cost = ParseMoneyWord(f.max_cost, "");
+    if (!cost) {
+      return PlainError("--max-cost " + f.max_cost, cost.error().detail)
+          .WithCode(Error::Code::kInvalidInput);
+    }
+    s.budget_overrides.model_cost = *cost;
   }
 
   s.approval = f.approve == "never"  ? broker::ApprovalMode::kNever

@@ -25,6 +25,9 @@ struct SessionFlags {
   std::string model_url;                           // base URL override
   std::optional<double> temperature;               // 0..2; unset = the provider's default
   std::optional<std::uint64_t> max_output_tokens;  // per response; unset = 4096
+  std::string reasoning_effort;                    // minimal | low | medium | high; "" = unset
+  std::string models_config;                       // models.toml; "" = the default places
+  std::string max_cost;                            // "2.50", "2.50USD"; "" = unset
   std::string approve = "policy";                  // policy | never | stop
   std::vector<std::string> pre_approve;
   std::string pre_approve_file;
@@ -45,14 +48,16 @@ struct SessionSettings {
   std::vector<egress::ResolveOverride> resolve;  // for the egress proxy (hosts rules)
 };
 
-// Registers --model, --model-url, --temperature, --max-output-tokens, --approve, --pre-approve,
-// --pre-approve-file and the Budgets
-// group (--max-turns, --max-tool-calls, --max-tokens, --max-output, --wall-time) on `cmd`.
+// Registers --model, --model-url, --models-config, --temperature, --reasoning-effort,
+// --max-output-tokens, --approve, --pre-approve, --pre-approve-file and the Budgets group
+// (--max-turns, --max-tool-calls, --max-tokens, --max-cost, --max-output, --wall-time) on `cmd`.
 void AddSessionFlags(CLI::App* cmd, SessionFlags& flags);
 
 // Checks the flags: a model is required (flag or $CAGENT_MODEL) and must parse; --temperature
-// must be a number from 0 to 2, --max-output-tokens at least 1; --wall-time must be a duration. The
-// error (code kInvalidInput) names the flag and is meant for the user as it is.
+// must be a number from 0 to 2, --max-output-tokens at least 1; --wall-time must be a duration,
+// --max-cost an amount. Reads models.toml (model_config.h) and applies the model's entry and
+// --reasoning-effort to the spec. The error (code kInvalidInput) names the flag or the file and is
+// meant for the user as it is.
 Result<SessionSettings> ResolveSessionFlags(const SessionFlags& flags);
 
 // The terminal approvals are asked on: /dev/tty when approvals may be asked at all (--approve

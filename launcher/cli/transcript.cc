@@ -127,7 +127,13 @@ void ModelResult(std::vector<std::string>& out, const json& d, const json& t) {
   const json& usage = Member(d, N::usage);
   std::string head = "model, turn " + One(Str(d, N::turn), 20) + " (" +
                      One(Str(d, N::stop_reason), 20) + ", " + One(Str(usage, "input_tokens"), 20) +
-                     " tokens in, " + One(Str(usage, "output_tokens"), 20) + " out)";
+                     " tokens in";
+  if (!Str(usage, "cache_read_tokens").empty()) {
+    head += " (" + One(Str(usage, "cache_read_tokens"), 20) + " from cache)";
+  }
+  head += ", " + One(Str(usage, "output_tokens"), 20) + " out";
+  if (!Str(d, N::cost).empty()) head += ", " + One(Str(d, N::cost), 40);
+  head += ")";
   const json& text = Member(t, "text");
   if (text.is_string()) {
     if (text.get_ref<const std::string&>().empty()) {

@@ -110,6 +110,11 @@ Result<RunInputs> LoadInputs(const RunRequest& req) {
   in.policy = compiled.policy;
   in.budgets = broker::BudgetsFromPolicy(*in.policy);
   if (auto s = broker::LowerBudgets(in.budgets, req.budget_overrides); !s) return s.error();
+  if (auto s = broker::CheckCostBudget(in.budgets, req.model.prices,
+                                       req.model.provider + ":" + req.model.model);
+      !s) {
+    return s.error();
+  }
   if (in.policy->verify.empty() && !req.allow_unverified) {
     // Fail closed: "completed" must mean verified unless the caller said otherwise.
     return PlainError("profile " + in.policy->name,

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/json_text.h"
+#include "common/money.h"
 #include "common/small_file.h"
 #include "common/terminal_text.h"
 #include "launcher/run/run_state.h"
@@ -47,12 +48,23 @@ std::optional<VerifyEntry::Status> ParseVerifyStatus(std::string_view name) {
 
 namespace {
 
+json MoneyJson(std::uint64_t micros, const std::string& currency) {
+  return json{{"micros", micros}, {"currency", currency}, {"text", FormatMoney(micros, currency)}};
+}
+
 json UsageJson(const broker::BudgetUsage& u) {
   json by_kind = json::object();
   for (const auto& [k, v] : u.tool_calls_by_kind) by_kind[k] = v;
-  return json{{"model_turns", u.model_turns},     {"input_tokens", u.input_tokens},
-              {"output_tokens", u.output_tokens}, {"tool_calls", u.tool_calls},
-              {"tool_calls_by_kind", by_kind},    {"output_bytes", u.output_bytes},
+  return json{{"model_turns", u.model_turns},
+              {"input_tokens", u.input_tokens},
+              {"output_tokens", u.output_tokens},
+              {"cache_read_tokens", u.cache_read_tokens},
+              {"cache_write_tokens", u.cache_write_tokens},
+              {"reasoning_tokens", u.reasoning_tokens},
+              {"cost", u.currency.empty() ? json(nullptr) : MoneyJson(u.cost_micros, u.currency)},
+              {"tool_calls", u.tool_calls},
+              {"tool_calls_by_kind", by_kind},
+              {"output_bytes", u.output_bytes},
               {"elapsed_ms", u.elapsed.count()}};
 }
 
@@ -62,7 +74,9 @@ json BudgetsJson(const broker::Budgets& b) {
               {"model_tokens", opt(b.model_tokens)},
               {"tool_calls", opt(b.tool_calls)},
               {"output_bytes", opt(b.output_bytes)},
-              {"wall_time_ms", b.wall_time ? json(b.wall_time->count()) : json(nullptr)}};
+              {"wall_time_ms", b.wall_time ? json(b.wall_time->count()) : json(nullptr)},
+              {"model_cost", b.model_cost ? MoneyJson(b.model_cost->micros, b.model_cost->currency)
+                                          : json(nullptr)}};
 }
 
 // What `outputs` kept out of the patch (issue 32).
@@ -346,11 +360,27 @@ CapturedPatch PatchFrom(const json& j) {
   return p;
 }
 
+// {"micros", "currency"} under `key`; nullopt when absent, null or not of that shape.
+std::optional<Money> MoneyFrom(const json& parent, const char* key) {
+  const json& m = Object(parent, key);
+  const auto micros = Count(m, "micros");
+  const std::string currency = Str(m, "currency");
+  if (!micros || !IsCurrencyCode(currency)) return std::nullopt;
+  return Money{*micros, currency};
+}
+
 broker::BudgetUsage UsageFrom(const json& u) {
   broker::BudgetUsage used;
   used.model_turns = CountOr0(u, "model_turns");
   used.input_tokens = CountOr0(u, "input_tokens");
   used.output_tokens = CountOr0(u, "output_tokens");
+  used.cache_read_tokens = CountOr0(u, "cache_read_tokens");
+  used.cache_write_tokens = CountOr0(u, "cache_write_tokens");
+  used.reasoning_tokens = CountOr0(u, "reasoning_tokens");
+  if (auto cost = MoneyFrom(u, "cost")) {
+    used.cost_micros = cost->micros;
+    used.currency = cost->currency;
+  }
   used.tool_calls = CountOr0(u, "tool_calls");
   for (const auto& [kind, n] : Object(u, "tool_calls_by_kind").items()) {
     if (auto count = CountOf(n)) used.tool_calls_by_kind[kind] = *count;
@@ -367,6 +397,7 @@ broker::Budgets BudgetsFrom(const json& b) {
   budgets.tool_calls = Count(b, "tool_calls");
   budgets.output_bytes = Count(b, "output_bytes");
   budgets.wall_time = Millis(b, "wall_time_ms");
+  budgets.model_cost = MoneyFrom(b, "model_cost");
   return budgets;
 }
 

@@ -135,6 +135,12 @@ Result<broker::BrokerConfig> BrokerConfigFor(const AgentSessionOptions& o,
   config.task = o.task;
   config.budgets = broker::BudgetsFromPolicy(*o.policy);
   if (auto s = broker::LowerBudgets(config.budgets, o.budget_overrides); !s) return s.error();
+  if (auto s = broker::CheckCostBudget(config.budgets, o.model.prices,
+                                       o.model.provider + ":" + o.model.model);
+      !s) {
+    return s.error();
+  }
+  config.model_prices = o.model.prices;
   config.approval = o.approval;
   config.serve = o.calls != nullptr;
   config.client_name = o.client_name;

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "common/duration.h"
+#include "common/money.h"
 #include "policy/match/hosts.h"
 #include "policy/match/shell.h"
 
@@ -830,6 +831,10 @@ class Checker {
     }
     if (!NoBlock(st)) return;
     LimitKind kind = LimitKindOf(*limit);
+    if (kind == LimitKind::kMoney) {
+      MoneyLimit(st, *limit);
+      return;
+    }
     const char* what = kind == LimitKind::kDuration ? "one duration (90s, 10m, 2h) or unlimited"
                        : kind == LimitKind::kSize   ? "one size (512K, 64M, 4G) or unlimited"
                                                     : "one number or unlimited";
@@ -883,6 +888,34 @@ class Checker {
       }
     }
     out_.layer.limits[static_cast<std::size_t>(*limit)] = lv;
+  }
+
+  // `model-cost 2.50 USD` or `model-cost unlimited`.
+  void MoneyLimit(const Statement& st, Limit limit) {
+    if (!NoGroups(st) || !FirstTime(st, "limits." + st.keyword)) return;
+    LimitValue lv;
+    lv.set = true;
+    lv.loc = st.loc;
+    if (st.args.size() == 1 && st.args[0].text == "unlimited") {
+      lv.unlimited = true;
+    } else if (st.args.size() != 2) {
+      ErrAt(st.args.size() > 2 ? st.args[2]
+                               : Value{Value::Kind::kWord, "", {}, st.loc, st.keyword_length},
+            "'" + st.keyword + "' takes an amount and a currency, or unlimited",
+            "write e.g. " + st.keyword + " 2.50 USD");
+      return;
+    } else {
+      auto money = ParseMoney(st.args[0].text, st.args[1].text);
+      if (!money) {
+        ErrAt(st.args[IsCurrencyCode(st.args[1].text) ? 0 : 1],
+              "invalid amount '" + st.args[0].text + " " + st.args[1].text + "'",
+              money.error().detail);
+        return;
+      }
+      lv.value = money->micros;
+      lv.currency = money->currency;
+    }
+    out_.layer.limits[static_cast<std::size_t>(limit)] = lv;
   }
 
   // ---- environment ----

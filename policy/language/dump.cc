@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/money.h"
+
 namespace cagent::policy {
 namespace {
 
@@ -73,6 +75,8 @@ std::string FormatLimit(Limit limit, const LimitValue& v) {
       return FormatSize(v.value);
     case LimitKind::kCount:
       return std::to_string(v.value);
+    case LimitKind::kMoney:
+      return FormatMoney(v.value, v.currency);
   }
   return std::to_string(v.value);
 }
@@ -263,7 +267,9 @@ nlohmann::json ToJson(const Policy& p) {
     e["value"] = v.bounded() ? json(v.value) : json(nullptr);
     e["unit"] = LimitKindOf(l) == LimitKind::kDuration ? "ms"
                 : LimitKindOf(l) == LimitKind::kSize   ? "bytes"
-                                                       : "count";
+                : LimitKindOf(l) == LimitKind::kMoney
+                    ? "micro-" + (v.currency.empty() ? std::string("unit") : v.currency)
+                    : "count";
     j["limits"][std::string(LimitName(l))] = e;
   }
   json env = {{"pass", json::array()}, {"scrub", json::array()}, {"set", json::object()}};

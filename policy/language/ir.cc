@@ -10,10 +10,10 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Tool::kCount)> k
     "read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "run_command", "finish",
 };
 constexpr std::array<std::string_view, static_cast<std::size_t>(Limit::kCount)> kLimitNames = {
-    "wall-time",  "cpu-time",       "command-timeout", "memory",
-    "file-size",  "command-output", "total-output",    "patch-size",
-    "processes",  "open-files",     "model-turns",     "model-tokens",
-    "tool-calls", "changed-files",  "egress-bytes",    "egress-connections",
+    "wall-time",          "cpu-time",     "command-timeout", "memory",        "file-size",
+    "command-output",     "total-output", "patch-size",      "processes",     "open-files",
+    "model-turns",        "model-tokens", "tool-calls",      "changed-files", "egress-bytes",
+    "egress-connections", "model-cost",
 };
 constexpr std::array<std::string_view, static_cast<std::size_t>(Requirement::kCount)>
     kRequirementNames = {"landlock", "seccomp", "cgroup", "memory-limit", "pids-limit"};
@@ -259,6 +259,8 @@ LimitKind LimitKindOf(Limit l) {
     case Limit::kPatchSize:
     case Limit::kEgressBytes:
       return LimitKind::kSize;
+    case Limit::kModelCost:
+      return LimitKind::kMoney;
     default:
       return LimitKind::kCount;
   }

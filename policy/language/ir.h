@@ -168,9 +168,10 @@ struct HostRule {
   Location loc;
 };
 
-enum class LimitKind : std::uint8_t { kDuration, kSize, kCount };
+enum class LimitKind : std::uint8_t { kDuration, kSize, kCount, kMoney };
 
-// Limits and budgets. Durations in milliseconds, sizes in bytes.
+// Limits and budgets. Durations in milliseconds, sizes in bytes, money in millionths of its
+// currency (LimitValue::currency).
 enum class Limit : std::uint8_t {
   kWallTime,
   kCpuTime,
@@ -188,6 +189,7 @@ enum class Limit : std::uint8_t {
   kChangedFiles,
   kEgressBytes,        // bytes both ways over all of a run's proxied connections
   kEgressConnections,  // proxied connections a run may open
+  kModelCost,          // what the model calls may cost, at the user's prices (models.toml)
   kCount,
 };
 std::string_view LimitName(Limit l);  // the profile key: "wall-time", "memory", ...
@@ -198,6 +200,7 @@ struct LimitValue {
   bool set = false;        // written somewhere in the chain
   bool unlimited = false;  // written as `unlimited`
   std::uint64_t value = 0;
+  std::string currency;  // kMoney: "USD"
   Location loc;
 
   // Set and bounded.

@@ -22,8 +22,9 @@ namespace cagent::policy {
 struct Ceiling {
   std::string name;                    // as a profile writes it: "cpu-time", "tool-calls[grep]"
   std::optional<std::uint64_t> value;  // in the limit's unit; nullopt = unbounded
-  LimitKind kind = LimitKind::kCount;  // how values are written: 10m, 4G, 256
+  LimitKind kind = LimitKind::kCount;  // how values are written: 10m, 4G, 256, 2.50 USD
   std::string where;                   // "'base' sets it at FILE:L:C", or "" when not known
+  std::string currency;                // kMoney: the currency of value ("USD")
 };
 
 // The ceiling `policy` sets for `limit`: unbounded when the limit is unset or `unlimited`, with
@@ -31,8 +32,9 @@ struct Ceiling {
 [[nodiscard]] Ceiling CeilingOf(const Policy& policy, Limit limit);
 
 // `value` in `kind`'s notation: FormatDuration for durations (ms), FormatSize for sizes (bytes),
-// the number for counts.
-[[nodiscard]] std::string FormatValue(LimitKind kind, std::uint64_t value);
+// the number for counts, FormatMoney for money (millionths of `currency`).
+[[nodiscard]] std::string FormatValue(LimitKind kind, std::uint64_t value,
+                                      const std::string& currency = "");
 
 // Ok when `requested` (in the ceiling's unit) is at most the ceiling, or the ceiling is unbounded.
 // Otherwise an Error with code kInvalidInput whose message names `flag` (as the user typed it:

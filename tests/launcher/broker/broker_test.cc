@@ -99,7 +99,7 @@ verify { run "make test" }
 TEST(Broker, ModelCallIsRedactedForwardedAndAnswered) {
   Harness h;
   h.Hello();
-  h.model.Script(Turn("hi", {}, protocol::Usage{100, 20}));
+  h.model.Script(Turn("hi", {}, protocol::Usage{.input_tokens = 100, .output_tokens = 20}));
   auto reply = h.Request(h.Msg(
       "model_call", {{"system", "be brief"},
                      {"messages", {{{"role", "user"}, {"text", std::string("key ") + kSecret}}}}}));

@@ -289,6 +289,7 @@ Harness::Harness(HarnessOptions options) : redactor(options.secrets) {
   // A binding like a run's: the harness's workspace, and a home that is not this machine's.
   config.bindings = policy::Binding{workspace, kTestHome, "/home/cagent"};
   config.budgets = options.budgets ? *options.budgets : BudgetsFromPolicy(*policy);
+  config.model_prices = options.prices;
   config.loop = options.loop;
   config.approval = options.approval;
   config.max_protocol_errors = options.max_protocol_errors;

@@ -146,7 +146,8 @@ inline constexpr const char* kTestHome = "/home/tester";
 
 struct HarnessOptions {
   std::string profile = kTestProfile;
-  std::optional<Budgets> budgets;  // default: BudgetsFromPolicy
+  std::optional<Budgets> budgets;     // default: BudgetsFromPolicy
+  std::optional<TokenPrices> prices;  // the model's (BrokerConfig::model_prices)
   LoopLimits loop;
   ApprovalMode approval = ApprovalMode::kPolicy;
   std::uint32_t max_protocol_errors = 8;

@@ -126,7 +126,8 @@ TEST(LowerBudgets, GoesThroughTheSameLoweringCheckAsExec) {
   const Status s = LowerBudgets(b, raise);
   ASSERT_FALSE(s.ok());
   const Status direct = policy::CheckLowers(
-      "--wall-time", policy::Ceiling{"wall-time", 30 * 60 * 1000, policy::LimitKind::kDuration, ""},
+      "--wall-time",
+      policy::Ceiling{"wall-time", 30 * 60 * 1000, policy::LimitKind::kDuration, "", ""},
       45 * 60 * 1000);
   ASSERT_FALSE(direct.ok());
   EXPECT_EQ(s.error().Message(), direct.error().Message());
@@ -233,7 +234,8 @@ TEST(BrokerBudgets, ModelTokens) {
   b.model_tokens = estimate + 20;
   Harness h(WithBudgets(b));
   h.Hello();
-  h.model.Script(Turn("ok", {}, protocol::Usage{estimate + 10, 15}));
+  h.model.Script(
+      Turn("ok", {}, protocol::Usage{.input_tokens = estimate + 10, .output_tokens = 15}));
   ExpectBudgetEnd(h, h.Request(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}})),
                   "model-token budget (" + std::to_string(estimate + 20) + ") exceeded");
   EXPECT_EQ(h.model.requests.size(), 1U);
@@ -273,6 +275,132 @@ TEST(BrokerBudgets, OutputBytes) {
       h,
       h.Request(h.Msg("tool_result", {{"request", second["id"]}, {"ok", true}, {"output", "x"}})),
       "output budget (10) exceeded");
+}
+
+// Prices as a models.toml entry gives them: USD per million tokens.
+TokenPrices Prices() {
+  TokenPrices p;
+  p.currency = "USD";
+  p.input = 3.0;
+  p.cached_input = 0.30;
+  p.cache_write = 3.75;
+  p.output = 15.0;
+  return p;
+}
+
+TEST(Budgets, ModelCostFromTheProfileAndLoweredFromTheCommandLine) {
+  auto p = CompileProfile("extends base\nlimits {\n  model-cost 2.50 USD\n}\n");
+  ASSERT_TRUE(p);
+  Budgets b = BudgetsFromPolicy(*p);
+  ASSERT_TRUE(b.model_cost);
+  EXPECT_EQ(b.model_cost->micros, 2500000U);
+  EXPECT_EQ(b.model_cost->currency, "USD");
+
+  Budgets lower;
+  lower.model_cost = Money{500000, ""};  // --max-cost 0.50: the profile's currency
+  ASSERT_TRUE(LowerBudgets(b, lower).ok());
+  EXPECT_EQ(b.model_cost->micros, 500000U);
+  EXPECT_EQ(b.model_cost->currency, "USD");
+
+  Budgets raise;
+  raise.model_cost = Money{3000000, "USD"};
+  const Status s = LowerBudgets(b, raise);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().Message(), HasSubstr("--max-cost can only lower the profile's limit"));
+  EXPECT_THAT(s.error().Message(), HasSubstr("3.00 USD asked"));
+  EXPECT_THAT(s.error().Message(), HasSubstr("pass at most 0.50 USD"));
+
+  Budgets other;
+  other.model_cost = Money{100000, "EUR"};
+  const Status eur = LowerBudgets(b, other);
+  ASSERT_FALSE(eur.ok());
+  EXPECT_THAT(eur.error().Message(), HasSubstr("is in USD"));
+}
+
+TEST(Budgets, ACostBudgetNeedsPricesInItsCurrency) {
+  Budgets b;
+  b.model_cost = Money{1000000, ""};
+  const Status none = CheckCostBudget(b, std::nullopt, "openai:gpt-4.1");
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.error().Message(), HasSubstr("needs openai:gpt-4.1's prices"));
+  EXPECT_THAT(none.error().Message(), HasSubstr("[model.\"openai:gpt-4.1\"]"));
+  ASSERT_TRUE(CheckCostBudget(b, Prices(), "openai:gpt-4.1").ok());
+  EXPECT_EQ(b.model_cost->currency, "USD");  // taken from the prices
+  TokenPrices eur = Prices();
+  eur.currency = "EUR";
+  EXPECT_FALSE(CheckCostBudget(b, eur, "openai:gpt-4.1").ok());
+  Budgets unbounded;
+  EXPECT_TRUE(CheckCostBudget(unbounded, std::nullopt, "openai:gpt-4.1").ok());
+}
+
+TEST(BudgetCounter, CostsEachKindOfTokenAtItsPrice) {
+  Budgets b;
+  b.model_cost = Money{1000000, "USD"};
+  BudgetCounter c(b, Prices());
+  protocol::Usage u;
+  u.input_tokens = 10000;  // of which 6000 read from the cache and 2000 written to it
+  u.cache_read_tokens = 6000;
+  u.cache_write_tokens = 2000;
+  u.output_tokens = 1000;
+  EXPECT_FALSE(c.AddTokens(u));
+  // 2000 * 3 + 6000 * 0.30 + 2000 * 3.75 + 1000 * 15 micro-dollars.
+  EXPECT_EQ(c.used().cost_micros, 6000U + 1800U + 7500U + 15000U);
+  EXPECT_EQ(c.used().currency, "USD");
+  EXPECT_EQ(c.used().cache_read_tokens, 6000U);
+  EXPECT_EQ(c.used().cache_write_tokens, 2000U);
+}
+
+TEST(BudgetCounter, TheOutputCapKeepsTheWorstCaseWithinTheMoneyLeft) {
+  Budgets b;
+  b.model_cost = Money{10000, "USD"};  // 0.01 USD
+  BudgetCounter c(b, Prices());
+  std::string why;
+  // 1000 tokens of input cost at most 1000 * 3.75 = 3750 micros; 6250 are left for output at 15
+  // each: 416 tokens.
+  EXPECT_EQ(c.OutputCap(4096, 1000, &why), 416U);
+  // Input alone over what is left: the call is not made.
+  const auto refused = c.OutputCap(4096, 3000, &why);
+  EXPECT_FALSE(refused);
+  EXPECT_THAT(why, HasSubstr("model-cost budget (0.01 USD) reached"));
+  EXPECT_THAT(why, HasSubstr("0.01 USD left"));
+  // Without prices there is nothing to count against (CheckCostBudget refuses such a run).
+  BudgetCounter unpriced(Budgets{});
+  EXPECT_EQ(unpriced.OutputCap(4096, 3000, &why), 4096U);
+}
+
+TEST(BrokerBudgets, ModelCostStopsTheRunBeforeTheCallThatWouldOverrunIt) {
+  const std::uint64_t estimate = EstimateInputTokens(
+      protocol::ModelCall{"s", {}},
+      JsonText(ToolSchemasFor(EnabledTools(*CompileProfile(kTestProfile)))).size());
+  Budgets b;
+  b.model_cost = Money{10000, "USD"};  // 0.01 USD
+  HarnessOptions o = WithBudgets(b);
+  o.prices = Prices();
+  Harness h(o);
+  h.Hello();
+  // The first call fits and spends 0.006 USD (2000 input tokens, no output).
+  h.model.Script(Turn("ok", {}, protocol::Usage{.input_tokens = 2000, .output_tokens = 0}));
+  auto first = h.Request(h.Msg("model_call", {{"system", "s"}, {"messages", json::array()}}));
+  ASSERT_TRUE(first);
+  EXPECT_EQ((*first)["type"], "model_result");
+  ASSERT_EQ(h.model.requests.size(), 1U);
+  const std::uint64_t left = 10000 - static_cast<std::uint64_t>(estimate * 3.75 + 0.999);
+  EXPECT_EQ(h.model.requests[0].max_tokens, left / 15);
+  // 0.004 USD left; the next call's input alone may cost more than that.
+  std::string big(4 * 2000, 'x');
+  ExpectBudgetEnd(
+      h,
+      h.Request(h.Msg("model_call",
+                      {{"system", "s"}, {"messages", {{{"role", "user"}, {"text", big}}}}})),
+      "model-cost budget (0.01 USD) reached");
+  EXPECT_EQ(h.model.requests.size(), 1U);  // the second call never reached the provider
+  bool costed = false;
+  for (const json& e : h.AuditEntries()) {
+    if (e.value("event", "") == "model_result") {
+      costed = e["detail"].value("cost", "") == "0.006 USD";
+    }
+  }
+  EXPECT_TRUE(costed);
 }
 
 TEST(BrokerBudgets, WallTime) {

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -27,9 +28,50 @@ SessionFlags Parse(std::vector<std::string> args) {
 
 class SessionFlagsTest : public ::testing::Test {
  protected:
-  void SetUp() override { ::unsetenv("CAGENT_MODEL"); }
-  void TearDown() override { ::unsetenv("CAGENT_MODEL"); }
+  // The caller's own models.toml must not change what these tests see.
+  void SetUp() override {
+    ::unsetenv("CAGENT_MODEL");
+    ::setenv("CAGENT_MODELS_CONFIG", "/dev/null", 1);
+  }
+  void TearDown() override {
+    ::unsetenv("CAGENT_MODEL");
+    ::unsetenv("CAGENT_MODELS_CONFIG");
+  }
 };
+
+TEST_F(SessionFlagsTest, ReasoningEffortModelsConfigAndMaxCost) {
+  char path[] = "/tmp/cagent-models-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text =
+      "[model.\"openai:house-reasoner\"]\nfamily = \"openai-reasoning\"\ncurrency = \"EUR\"\n"
+      "input_per_mtok = 1\noutput_per_mtok = 4\n";
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  auto s = ResolveSessionFlags(Parse({"--model", "openai:house-reasoner", "--models-config", path,
+                                      "--reasoning-effort", "low", "--max-cost", "0.75EUR"}));
+  ASSERT_TRUE(s.ok()) << s.error().Message();
+  EXPECT_EQ(s->model.family, model::ModelFamily::kOpenAiReasoning);
+  EXPECT_EQ(s->model.reasoning_effort, "low");
+  ASSERT_TRUE(s->model.prices);
+  EXPECT_EQ(s->model.prices->currency, "EUR");
+  ASSERT_TRUE(s->budget_overrides.model_cost);
+  EXPECT_EQ(s->budget_overrides.model_cost->micros, 750000U);
+  EXPECT_EQ(s->budget_overrides.model_cost->currency, "EUR");
+  // The config file's mistakes and a bad amount name what is wrong.
+  auto bad = ResolveSessionFlags(Parse({"--model", "openai:x", "--max-cost", "lots"}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().Message(), HasSubstr("--max-cost lots"));
+  auto chat =
+      ResolveSessionFlags(Parse({"--model", "openai:gpt-4.1", "--reasoning-effort", "high"}));
+  ASSERT_FALSE(chat.ok());
+  EXPECT_THAT(chat.error().Message(), HasSubstr("takes no reasoning effort"));
+  auto missing = ResolveSessionFlags(
+      Parse({"--model", "openai:x", "--models-config", std::string(path) + ".missing"}));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.error().Message(), HasSubstr(".missing"));
+  ::unlink(path);
+}
 
 TEST_F(SessionFlagsTest, AModelIsRequiredAndTheErrorSaysHowToGiveOne) {
   auto s = ResolveSessionFlags(Parse({}));

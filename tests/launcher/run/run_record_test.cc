@@ -82,6 +82,11 @@ RunRecord FullRecord() {
   r.used = {.model_turns = 3,
             .input_tokens = 1000,
             .output_tokens = 200,
+            .cache_read_tokens = 600,
+            .cache_write_tokens = 100,
+            .reasoning_tokens = 50,
+            .cost_micros = 4321,
+            .currency = "USD",
             .tool_calls = 9,
             .tool_calls_by_kind = {{"read_file", 5}, {"run_command", 4}},
             .output_bytes = 4096,
@@ -91,6 +96,7 @@ RunRecord FullRecord() {
   r.budgets.tool_calls = 200;
   r.budgets.output_bytes = 1U << 20U;
   r.budgets.wall_time = std::chrono::milliseconds(1800000);
+  r.budgets.model_cost = Money{2500000, "USD"};
   r.layers = {"userns", "seccomp"};
   r.downgrades = {"landlock: ABI 1 (no truncate)"};
   r.git_guard = "on";
@@ -140,6 +146,11 @@ TEST(RunRecordJsonTest, AFullRecordReadsBackTheSame) {
   EXPECT_EQ(back->needs_approval->resolved_paths, r.needs_approval->resolved_paths);
   EXPECT_EQ(back->used.tool_calls_by_kind, r.used.tool_calls_by_kind);
   EXPECT_EQ(back->budgets.wall_time, r.budgets.wall_time);
+  EXPECT_EQ(back->used.cost_micros, 4321U);
+  EXPECT_EQ(back->used.currency, "USD");
+  EXPECT_EQ(back->used.cache_read_tokens, 600U);
+  ASSERT_TRUE(back->budgets.model_cost);
+  EXPECT_EQ(back->budgets.model_cost->micros, 2500000U);
   EXPECT_EQ(back->patch.files[1].status, 'A');
   EXPECT_TRUE(back->patch.files[1].submodule);
   EXPECT_EQ(back->git_config_rewrites[0].dropped, r.git_config_rewrites[0].dropped);

@@ -92,7 +92,7 @@ TEST(CheckerUnknownKey, InLimits) {
             "    ^~~~~~~~~~\n"
             "  hint: valid keys here: wall-time cpu-time command-timeout memory file-size "
             "command-output total-output patch-size processes open-files model-turns model-tokens "
-            "tool-calls changed-files egress-bytes egress-connections\n");
+            "tool-calls changed-files egress-bytes egress-connections model-cost\n");
 }
 
 TEST(CheckerUnknownKey, InEverySection) {
@@ -308,6 +308,32 @@ TEST(CheckerValues, ValidLimitSpellings) {
   EXPECT_FALSE(p->limit(Limit::kToolCalls).set);
 }
 
+TEST(CheckerValues, ModelCostIsAnAmountAndACurrency) {
+  auto p = MustCompile("limits {\n  model-cost 2.50 USD\n}\n");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->limit(Limit::kModelCost).value, 2'500'000U);
+  EXPECT_EQ(p->limit(Limit::kModelCost).currency, "USD");
+  EXPECT_EQ(FormatLimit(Limit::kModelCost, p->limit(Limit::kModelCost)), "2.50 USD");
+  auto u = MustCompile("limits {\n  model-cost unlimited\n}\n");
+  ASSERT_NE(u, nullptr);
+  EXPECT_TRUE(u->limit(Limit::kModelCost).unlimited);
+  EXPECT_EQ(MustFail("limits {\n  model-cost 2.50\n}\n"),
+            "test.cagent:2:3: error: 'model-cost' takes an amount and a currency, or unlimited\n"
+            "    model-cost 2.50\n"
+            "    ^~~~~~~~~~\n"
+            "  hint: write e.g. model-cost 2.50 USD\n");
+  EXPECT_EQ(MustFail("limits {\n  model-cost 2,50 USD\n}\n"),
+            "test.cagent:2:14: error: invalid amount '2,50 USD'\n"
+            "    model-cost 2,50 USD\n"
+            "               ^~~~\n"
+            "  hint: write a number with at most six decimals, e.g. 2.50\n");
+  EXPECT_EQ(MustFail("limits {\n  model-cost 2 dollars\n}\n"),
+            "test.cagent:2:16: error: invalid amount '2 dollars'\n"
+            "    model-cost 2 dollars\n"
+            "                 ^~~~~~~\n"
+            "  hint: the currency must be a code of three capital letters, e.g. USD or EUR\n");
+}
+
 TEST(CheckerValues, EnvironmentNames) {
   EXPECT_EQ(MustFail("environment {\n  pass 9BAD\n}\n"),
             "test.cagent:2:8: error: invalid variable name pattern '9BAD'\n"
@@ -497,13 +523,13 @@ TEST(CheckerTools, OnNeedsGlobsAndToolNames) {
   EXPECT_EQ(MustFail("tools {\n  allow grep on /etc/**\n}\n"),
             "test.cagent:2:17: error: tool paths are relative to the workspace\n"
             "    allow grep on /etc/**\n"
-            "                  ^~~~~~~\n"
+            "                 ^~~~~~~\n"
             "  hint: the agent's file tools only reach the workspace\n");
   EXPECT_EQ(MustFail("tools {\n  allow grep on src/a**\n}\n"),
             "test.cagent:2:17: error: invalid glob 'src/a**': '**' must be a whole path "
             "component\n"
             "    allow grep on src/a**\n"
-            "                  ^~~~~~~\n"
+            "                 ^~~~~~~\n"
             "  hint: in 'src/a**', 'a**': write 'a/**/b' to match any depth, or '*' (as in 'a*') "
             "to match within one component\n");
 }
