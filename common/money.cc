@@ -60,8 +60,9 @@ Result<Money> ParseMoneyWord(std::string_view text, std::string_view default_cur
   std::size_t end = text.size();
   while (end > 0 && text[end - 1] >= 'A' && text[end - 1] <= 'Z') --end;
   const std::string_view code = text.substr(end);
-  auto money = ParseMoney(text.substr(0, end), code.empty() ? default_currency : code);
-  return money;
+  std::string_view amount = text.substr(0, end);
+  if (!code.empty() && !amount.empty() && amount.back() == ' ') amount.remove_suffix(1);
+  return ParseMoney(amount, code.empty() ? default_currency : code);
 }
 
 std::string FormatMoney(std::uint64_t micros, const std::string& currency) {

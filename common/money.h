@@ -21,7 +21,7 @@ struct Money {
 // Parses "2.50" (digits, at most one '.', at most 6 decimals, at most 1,000,000 units) with the
 // currency code "USD" (three capital letters). The error says what is wrong in a sentence.
 Result<Money> ParseMoney(std::string_view amount, std::string_view currency);
-// Parses one word "2.50USD" or "2.50" (then `default_currency`, which may be empty: then the
+// Parses "2.50USD", "2.50 USD" or "2.50" (then `default_currency`, which may be empty: then the
 // currency is unknown until a price supplies it).
 Result<Money> ParseMoneyWord(std::string_view text, std::string_view default_currency);
 // "2.50 USD", "0.004321 USD": at least two decimals, more only as needed.

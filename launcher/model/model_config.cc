@@ -1,13 +1,19 @@
 #include "launcher/model/model_config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
-#include <fstream>
 #include <sstream>
 #include <utility>
 #include <variant>
+
+#include "common/unique_fd.h"
 
 namespace cagent::launcher::model {
 namespace {
@@ -322,15 +328,39 @@ Result<ModelConfig> LoadModelConfig(const std::string& explicit_path, const Envi
   }
   if (path.empty() && !var("HOME").empty()) path = var("HOME") + "/.config/cagent/models.toml";
   if (path.empty()) return ModelConfig{};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (!must_exist && errno == ENOENT) return ModelConfig{};
-    return ErrnoError("reading the model configuration " + path)
+  // The user's own file: a link is followed (dotfiles are often links), a FIFO is not waited on.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) {
+    const int err = errno;
+    // Not there, or in a directory this user cannot look into (a HOME that is not theirs, as
+    // under `sudo -u`): there is no configuration. A file that is there but unreadable is an
+    // error, as is a named file that is missing.
+    const std::string parent = path.substr(0, path.find_last_of('/'));
+    const bool unseen =
+        err == ENOENT || err == ENOTDIR || (err == EACCES && ::access(parent.c_str(), X_OK) != 0);
+    if (!must_exist && unseen) return ModelConfig{};
+    return ErrnoError("reading the model configuration " + path, err)
         .WithCode(Error::Code::kInvalidInput);
   }
-  std::string text(kMaxConfigBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  // A regular file, or /dev/null (`--models-config /dev/null`: no configuration at all).
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 ||
+      !(S_ISREG(st.st_mode) || (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)))) {
+    return PlainError("reading the model configuration " + path, "it is not a regular file")
+        .WithCode(Error::Code::kInvalidInput);
+  }
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return ErrnoError("reading the model configuration " + path)
+          .WithCode(Error::Code::kInvalidInput);
+    }
+    if (n == 0 || text.size() > kMaxConfigBytes) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
   if (text.size() > kMaxConfigBytes) {
     return PlainError("reading the model configuration " + path, "it is larger than 1 MiB")
         .WithCode(Error::Code::kInvalidInput);

@@ -41,6 +41,8 @@ TEST(Money, OneWordTakesItsCurrencyOrTheDefault) {
   EXPECT_EQ(without->micros, 10000U);
   EXPECT_EQ(without->currency, "");
   EXPECT_EQ(ParseMoneyWord("3", "EUR")->currency, "EUR");
+  EXPECT_EQ(ParseMoneyWord("0.50 USD", "")->micros, 500000U);
+  EXPECT_FALSE(ParseMoneyWord("0.50  USD", "").ok());
   EXPECT_FALSE(ParseMoneyWord("USD", "").ok());
 }
 

@@ -179,6 +179,37 @@ TEST_F(RunTest, TheDemoCompletesVerifiedAndApplyBringsThePatchIn) {
       << "the cut chain is expected to verify on its own";
 }
 
+TEST_F(RunTest, AMoneyBudgetStopsTheRunBeforeTheCallThatWouldOverrunIt) {
+  // The demo's recorded session at 4 USD per million input tokens and 20 per million output: the
+  // first call's input (the broker estimates about 2,300 tokens) may cost up to 0.009 USD, which
+  // fits; the turn (1480 in, 31 out) costs 0.00654 USD, which leaves too little of 0.01 USD for
+  // the second call's input alone.
+  WriteFile(dir_ + "/models.toml",
+            "[model.\"replay:*\"]\ncurrency = \"USD\"\ninput_per_mtok = 4\n"
+            "output_per_mtok = 20\n");
+  const RunResult r =
+      Run(ReadFile(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/session.jsonl"),
+          {"--models-config", dir_ + "/models.toml", "--max-cost", "0.01"});
+  SCOPED_TRACE(r.err);
+  const json res = Result(r);
+  ASSERT_TRUE(res.is_object()) << r.out;
+  EXPECT_EQ(res["status"], "failed");
+  EXPECT_THAT(res["reason"].get<std::string>(),
+              HasSubstr("model-cost budget (0.01 USD) reached: 0.00346 USD left"));
+  // --json prints the run's record, result.json.
+  EXPECT_EQ(res["usage"]["model_turns"], 1);
+  EXPECT_EQ(res["usage"]["cost"]["micros"], 6540);
+  EXPECT_EQ(res["usage"]["cost"]["text"], "0.00654 USD");
+  EXPECT_EQ(res["budgets"]["model_cost"]["text"], "0.01 USD");
+  ExpectRepoUntouched();
+  // The same run with a budget it fits in gets past the first turn: the budget, not the prices,
+  // stopped it.
+  const RunResult wide =
+      Run(ReadFile(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/session.jsonl"),
+          {"--models-config", dir_ + "/models.toml", "--max-cost", "1"});
+  EXPECT_EQ(Result(wide)["status"], "completed") << wide.err;
+}
+
 TEST_F(RunTest, DiffAndApplySayWhatTheyDidAsJson) {
   const RunResult r =
       Run(ReadFile(std::string(CAGENT_SOURCE_DIR) + "/examples/fix-add/session.jsonl"));
@@ -663,7 +694,12 @@ TEST_F(RunTest, ARunThatCannotStartLeavesNoRunDirectory) {
       {with("task", dir_ + "/no-such-task.md"), {}, "cannot open the task file"},
       {with("--profile", "no-such-profile-xyz"), {}, "no-such-profile-xyz"},
   };
-  for (const Case& c : cases) {
+  std::vector<Case> more = cases;
+  // A money budget without the model's prices (cagent has none built in).
+  std::vector<std::string> priceless = RunArgs(session, {"--max-cost", "0.01"});
+  priceless.insert(priceless.begin() + 1, {"--models-config", "/dev/null"});
+  more.push_back({priceless, {}, "needs replay:" + dir_ + "/session.jsonl's prices"});
+  for (const Case& c : more) {
     RunOptions o = StateEnv();
     o.extra_env.insert(o.extra_env.end(), c.env.begin(), c.env.end());
     const RunResult r = Harness::Get().Run(c.args, o);

@@ -172,6 +172,13 @@ TEST(ModelConfig, TheDefaultFileIsOptionalButANamedOneMustExist) {
   EXPECT_THAT(named.error().Message(), HasSubstr("nope.toml"));
   auto from_env = LoadModelConfig("", {{"CAGENT_MODELS_CONFIG", home + "/missing.toml"}});
   EXPECT_FALSE(from_env.ok());
+  auto null = LoadModelConfig("/dev/null", {});
+  ASSERT_TRUE(null.ok()) << null.error().Message();
+  EXPECT_TRUE(null->entries.empty());
+  EXPECT_FALSE(LoadModelConfig("/dev/zero", {}).ok());
+  auto directory = LoadModelConfig(home, {});
+  ASSERT_FALSE(directory.ok());
+  EXPECT_THAT(directory.error().Message(), HasSubstr("not a regular file"));
   ASSERT_EQ(::mkdir((home + "/.config").c_str(), 0700), 0);
   ASSERT_EQ(::mkdir((home + "/.config/cagent").c_str(), 0700), 0);
   std::ofstream(home + "/.config/cagent/models.toml") << kExample;
