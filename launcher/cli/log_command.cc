@@ -156,7 +156,16 @@ std::string DescribeAuditEntry(const json& e, std::map<std::string, json>& calls
         }
       }
       if (!names.empty()) text += " -> " + names;
-      if (const std::string cost = d(N::cost); !cost.empty()) text += " [" + cost + "]";
+      // What it used: the tokens, the part read from the cache, the cost at the user's prices.
+      if (const json& usage = Raw(detail, N::usage); usage.is_object()) {
+        std::string used = Str(usage, "input_tokens") + " in";
+        if (!Str(usage, "cache_read_tokens").empty()) {
+          used += " (" + Str(usage, "cache_read_tokens") + " cached)";
+        }
+        used += ", " + Str(usage, "output_tokens") + " out";
+        if (const std::string cost = d(N::cost); !cost.empty()) used += ", " + cost;
+        text += " [" + used + "]";
+      }
       break;
     }
     case K::kModelError: {

@@ -201,6 +201,11 @@ TEST_F(RunTest, AMoneyBudgetStopsTheRunBeforeTheCallThatWouldOverrunIt) {
   EXPECT_EQ(res["usage"]["cost"]["micros"], 6540);
   EXPECT_EQ(res["usage"]["cost"]["text"], "0.00654 USD");
   EXPECT_EQ(res["budgets"]["model_cost"]["text"], "0.01 USD");
+  // `cagent log` shows each turn's tokens and cost.
+  RunOptions o;
+  o.extra_env = {"XDG_STATE_HOME=" + state_};
+  const RunResult log = Harness::Get().Run({"log", res["run_id"].get<std::string>()}, o);
+  EXPECT_THAT(log.out, HasSubstr("[1480 in, 31 out, 0.00654 USD]")) << log.out;
   ExpectRepoUntouched();
   // The same run with a budget it fits in gets past the first turn: the budget, not the prices,
   // stopped it.
