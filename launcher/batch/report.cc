@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/money.h"
 #include "common/terminal_text.h"
 #include "launcher/batch/results.h"
 
@@ -40,6 +41,12 @@ json Row(const std::string& id, const TaskResult& r) {
               {"input_tokens", used.input_tokens},
               {"output_tokens", used.output_tokens},
               {"tokens", used.input_tokens + used.output_tokens},
+              {"cache_read_tokens", used.cache_read_tokens},
+              // At the prices of the model's models.toml entry; null when it had none.
+              {"cost", used.currency.empty() ? json(nullptr)
+                                             : json(FormatMoney(used.cost_micros, used.currency))},
+              {"cost_micros", used.cost_micros},
+              {"currency", used.currency},
               {"tool_calls", used.tool_calls},
               {"wall_time_ms", f.wall_time_ms},
               {"exit_status", f.exit_status ? json(*f.exit_status) : json(nullptr)},
@@ -145,6 +152,7 @@ Result<json> BuildReport(const std::string& results_dir) {
            std::tie(bi, b["id"].get_ref<const std::string&>());
   });
   std::map<std::string, std::uint64_t> counts;
+  std::map<std::string, std::uint64_t> spent;  // currency -> micros
   std::uint64_t verified = 0, turns = 0, input = 0, output = 0, wall = 0;
   json list = json::array();
   for (auto& row : rows) {
@@ -154,7 +162,15 @@ Result<json> BuildReport(const std::string& results_dir) {
     input += row["input_tokens"].get<std::uint64_t>();
     output += row["output_tokens"].get<std::uint64_t>();
     wall += row["wall_time_ms"].get<std::uint64_t>();
+    if (const std::string& currency = row["currency"].get_ref<const std::string&>();
+        !currency.empty()) {
+      spent[currency] += row["cost_micros"].get<std::uint64_t>();
+    }
     list.push_back(std::move(row));
+  }
+  json cost = json::object();
+  for (const auto& [currency, micros] : spent) {
+    cost[currency] = {{"micros", micros}, {"text", FormatMoney(micros, currency)}};
   }
   const double rate =
       std::round(static_cast<double>(verified) / static_cast<double>(list.size()) * 10000.0) /
@@ -167,6 +183,7 @@ Result<json> BuildReport(const std::string& results_dir) {
               {"turns", turns},
               {"tokens", {{"input", input}, {"output", output}, {"total", input + output}}},
               {"wall_time_ms", wall},
+              {"cost", std::move(cost)},
               {"rows", list}};
 }
 
@@ -186,8 +203,14 @@ std::string ReportText(const json& report) {
     << ")\ntokens   " << report["tokens"]["total"].get<std::uint64_t>() << " ("
     << report["tokens"]["input"].get<std::uint64_t>() << " in, "
     << report["tokens"]["output"].get<std::uint64_t>() << " out), "
-    << report["turns"].get<std::uint64_t>() << " model turns\nwall     "
-    << Wall(report["wall_time_ms"].get<std::uint64_t>()) << " (summed over the tasks)\n\n";
+    << report["turns"].get<std::uint64_t>() << " model turns\n";
+  std::string spent;
+  for (const auto& [currency, c] : report["cost"].items()) {
+    spent += (spent.empty() ? "" : ", ") + c["text"].get<std::string>();
+  }
+  if (!spent.empty()) o << "cost     " << TerminalSafe(spent) << " (at the models.toml prices)\n";
+  o << "wall     " << Wall(report["wall_time_ms"].get<std::uint64_t>())
+    << " (summed over the tasks)\n\n";
   std::size_t id_width = 2;
   for (const auto& row : report["rows"]) {
     id_width = std::max(id_width, TerminalSafe(row["id"].get<std::string>()).size());
@@ -212,9 +235,9 @@ std::string ReportText(const json& report) {
 
 std::string ReportCsv(const json& report) {
   static const char* const kColumns[] = {
-      "index",        "id",          "line",         "status",        "verified",
-      "turns",        "tokens",      "input_tokens", "output_tokens", "tool_calls",
-      "wall_time_ms", "exit_status", "run_id",       "reason",        "rerun_reason"};
+      "index",  "id",           "line",          "status",     "verified",     "turns",
+      "tokens", "input_tokens", "output_tokens", "tool_calls", "wall_time_ms", "exit_status",
+      "run_id", "reason",       "rerun_reason",  "cost"};
   std::string out;
   for (const char* c : kColumns) {
     if (!out.empty()) out += ",";

@@ -19,9 +19,11 @@ namespace cagent::launcher::batch {
 // The report of DIR:
 //   {"results_dir", "tasks", "counts": {status: n}, "verified", "verified_rate" (0..1, 4 places),
 //    "turns", "tokens": {"input", "output", "total"}, "wall_time_ms" (sum over tasks),
+//    "cost": {CURRENCY: {"micros", "text"}} (what the tasks with prices spent, per currency),
 //    "rows": [{"index", "id", "line", "status", "verified", "turns", "tokens", "input_tokens",
-//              "output_tokens", "tool_calls", "wall_time_ms", "exit_status", "reason",
-//              "rerun_reason", "run_id", "run_dir", "host", "finished_at"}]}
+//              "output_tokens", "cache_read_tokens", "cost" ("0.0123 USD", or null without
+//              prices), "cost_micros", "currency", "tool_calls", "wall_time_ms", "exit_status",
+//              "reason", "rerun_reason", "run_id", "run_dir", "host", "finished_at"}]}
 // A task directory without a readable result.json is a row of status "unknown" (still running,
 // or its batch was killed). kInvalidInput when DIR is not a directory or holds no task.
 Result<nlohmann::json> BuildReport(const std::string& results_dir);

@@ -81,6 +81,31 @@ TEST_F(ReportTest, RowsFollowTheTaskIndexAndTotalsAddUp) {
   EXPECT_EQ(lines, 3);
 }
 
+TEST_F(ReportTest, CostsAreAddedUpPerCurrencyAndShown) {
+  BatchTask t;
+  t.id = "priced";
+  fs::create_directories(root_ + "/priced");
+  json run = {{"status", "completed"},
+              {"verified", true},
+              {"run_id", "r-priced"},
+              {"usage",
+               {{"model_turns", 2},
+                {"input_tokens", 100},
+                {"output_tokens", 10},
+                {"cache_read_tokens", 60},
+                {"cost", {{"micros", 12300}, {"currency", "USD"}}}}}};
+  ASSERT_TRUE(RecordResult(root_, t, MakeResult(t, RunOf(run), "", "", BatchFields{})).ok());
+  Put("unpriced", 1, "completed", true);
+  auto r = BuildReport(root_);
+  ASSERT_TRUE(r.ok()) << r.error().Message();
+  EXPECT_EQ((*r)["cost"], (json{{"USD", {{"micros", 12300}, {"text", "0.0123 USD"}}}}));
+  EXPECT_EQ((*r)["rows"][0]["cost"], "0.0123 USD");
+  EXPECT_EQ((*r)["rows"][0]["cache_read_tokens"], 60);
+  EXPECT_TRUE((*r)["rows"][1]["cost"].is_null());
+  EXPECT_THAT(ReportText(*r), HasSubstr("cost     0.0123 USD"));
+  EXPECT_THAT(ReportCsv(*r), HasSubstr(",0.0123 USD\r\n"));
+}
+
 TEST_F(ReportTest, ADirectoryWithoutAResultIsReportedNotSkipped) {
   Put("done", 0, "completed", true);
   fs::create_directories(root_ + "/running");
