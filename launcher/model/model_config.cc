@@ -284,8 +284,9 @@ Result<ModelConfig> ParseModelConfig(std::string_view text, const std::string& p
       if (!r.Take(']') || !r.AtEnd()) return fail("expected ']' and the end of the line");
       if (name->empty()) return fail("an empty model name");
       for (const ModelEntry& e : config.entries) {
-        if (e.name == *name)
+        if (e.name == *name) {
           return fail("model \"" + *name + "\" is described twice (" + e.where + ")");
+        }
       }
       config.entries.push_back(ModelEntry{});
       current = &config.entries.back();
