@@ -16,7 +16,8 @@ constexpr std::string_view kTopLevelKeys[] = {
     "description", "workspace", "filesystem", "network", "commands",    "tools",        "limits",
     "environment", "approval",  "verify",     "require", "best-effort", "examples",     "extends",
     "include",     "hosts",     "setup",      "cache",   "carry",       "git-identity",
-    "outputs",  // issue 32
+    "outputs",      // issue 32
+    "credentials",  // issue 36
 };
 constexpr std::string_view kFilesystemKeys[] = {"read-only", "read-write", "hide",
                                                 "deny",      "ask",        "allow"};
@@ -249,6 +250,10 @@ class Checker {
       }
     } else if (k == "outputs") {  // issue 32
       OutputsStatement(st);
+    } else if (k == "credentials") {  // issue 36
+      if (NeedBlock(st)) {
+        for (const auto& s : st.block) CredentialStatement(s);
+      }
     } else if (k == "extends" || k == "include") {
       // The loader consumes these at the top level of a file; reaching here means an included
       // fragment used one where the loader does not allow it (it reports that itself).
@@ -1064,6 +1069,95 @@ class Checker {
       }
       out_.layer.carry.push_back({ref->rel, v.loc});
     }
+  }
+
+  // ---- credentials (issue 36) ----
+
+  static bool CredentialName(std::string_view name) {
+    if (name.empty() || name.size() > 64) return false;
+    if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9'))) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    });
+  }
+
+  static bool VariableName(std::string_view name) {
+    if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+  }
+
+  // `NAME [optional] env VAR for HOST...` or `NAME [optional] file PATH for HOST...`.
+  void CredentialStatement(const Statement& st) {
+    constexpr const char* kShape =
+        "write: NAME env VARIABLE for HOST... (or NAME file PATH for HOST...)";
+    if (!NoBlock(st) || !NoGroups(st)) return;
+    if (!CredentialName(st.keyword)) {
+      ErrAt(st, "invalid credential name '" + st.keyword + "'",
+            "a name is lowercase letters, digits, '_' and '-', starting with a letter or digit");
+      return;
+    }
+    CredentialRule rule;
+    rule.name = st.keyword;
+    rule.loc = st.loc;
+    std::size_t i = 0;
+    if (i < st.args.size() && st.args[i].text == "optional") {
+      rule.optional = true;
+      ++i;
+    }
+    if (i + 1 >= st.args.size() || (st.args[i].text != "env" && st.args[i].text != "file")) {
+      ErrAt(i < st.args.size() ? st.args[i]
+                               : Value{Value::Kind::kWord, "", {}, st.loc, st.keyword_length},
+            "credential '" + rule.name + "' needs where its value comes from", kShape);
+      return;
+    }
+    rule.source = st.args[i].text == "env" ? CredentialSource::kEnv : CredentialSource::kFile;
+    const Value& from = st.args[i + 1];
+    rule.from = from.text;
+    if (rule.source == CredentialSource::kEnv && !VariableName(rule.from)) {
+      ErrAt(from, "invalid variable name " + Describe(from),
+            "names are letters, digits and '_', not starting with a digit");
+      return;
+    }
+    if (rule.source == CredentialSource::kFile &&
+        !(rule.from.starts_with('/') || rule.from.starts_with("~/"))) {
+      ErrAt(from, "a credential file is an absolute path or starts with ~/",
+            "e.g. file ~/.config/tea/token");
+      return;
+    }
+    i += 2;
+    if (i >= st.args.size() || st.args[i].text != "for") {
+      ErrAt(i < st.args.size() ? st.args[i] : from,
+            "credential '" + rule.name + "' needs the hosts it is for", kShape);
+      return;
+    }
+    ++i;
+    if (i >= st.args.size()) {
+      ErrAt(st.args[i - 1], "credential '" + rule.name + "' is for no host",
+            "name one or more hosts after 'for', e.g. for github.com api.github.com");
+      return;
+    }
+    for (; i < st.args.size(); ++i) {
+      const Value& v = st.args[i];
+      auto parsed = ParseHostPattern(v.text);
+      if (const auto* bad = std::get_if<HostPatternError>(&parsed)) {
+        ErrAt(v, "invalid host pattern " + Describe(v) + ": " + bad->message, bad->hint);
+        return;
+      }
+      rule.hosts.push_back(std::get<HostPattern>(std::move(parsed)));
+    }
+    rule.text = rule.name + (rule.optional ? " optional" : "") +
+                (rule.source == CredentialSource::kEnv ? " env " : " file ") + rule.from + " for";
+    for (const HostPattern& h : rule.hosts) rule.text += " " + h.Text();
+    for (const CredentialRule& c : out_.layer.credentials) {
+      if (c.name == rule.name) {
+        ErrAt(st, "credential '" + rule.name + "' is defined twice in this profile",
+              "the first is at line " + std::to_string(c.loc.line));
+        return;
+      }
+    }
+    out_.layer.credentials.push_back(std::move(rule));
   }
 
   // ---- outputs (issue 32) ----

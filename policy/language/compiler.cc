@@ -47,6 +47,7 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
   std::map<std::string, EnvSetting> env_set;
   std::map<std::string, CacheRule> caches;
   std::map<std::string, CarryRule> carry;
+  std::map<std::string, CredentialRule> credentials;
   const std::size_t errors_before = diags.ErrorCount();
 
   for (ChainLink& link : chain) {
@@ -97,7 +98,22 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
     for (auto& r : layer.best_effort) out.best_effort.push_back(r);
     // outputs (issue 32): every profile of the chain adds; sorted and de-duplicated below.
     for (auto& o : layer.outputs) out.outputs.push_back(std::move(o));
+    // credentials (issue 36): every profile adds; a name is defined once in the chain, so a child
+    // can neither remove nor re-bind a parent's credential.
+    for (auto& c : layer.credentials) {
+      auto it = credentials.find(c.name);
+      if (it != credentials.end()) {
+        diags.Error(
+            c.loc, static_cast<std::uint32_t>(c.name.size()),
+            "credential '" + c.name + "' is already defined at " + out.Where(it->second.loc),
+            "a profile adds credentials and never redefines its parents'; choose another "
+            "name");
+        continue;
+      }
+      credentials.emplace(c.name, std::move(c));
+    }
   }
+  for (auto& [name, c] : credentials) out.credentials.push_back(std::move(c));
 
   for (auto& [path, m] : mounts) out.mounts.push_back(std::move(m));
   for (auto& [name, e] : env_set) out.env_set.push_back(std::move(e));

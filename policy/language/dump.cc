@@ -161,6 +161,18 @@ std::string Dump(const Policy& p, bool with_locations) {
   for (const auto& c : p.carry) w.Line(0, "carry " + QuoteWord(c.rel), c.loc);
   // outputs (issue 32)
   for (const auto& o : p.outputs) w.Line(0, "outputs " + QuoteWord(o.pattern), o.loc);
+  // credentials (issue 36): where each value comes from and the hosts it is for, never a value.
+  if (!p.credentials.empty()) {
+    w.Plain("credentials {");
+    for (const auto& c : p.credentials) {
+      std::string line = c.name + (c.optional ? " optional" : "") +
+                         (c.source == CredentialSource::kEnv ? " env " : " file ") +
+                         QuoteWord(c.from) + " for";
+      for (const HostPattern& h : c.hosts) line += " " + h.Text();
+      w.Line(1, line, c.loc);
+    }
+    w.Plain("}");
+  }
   if (!p.setup.commands.empty()) {
     w.Line(0, "setup {", p.setup.loc);
     for (const auto& v : p.setup.commands) {
@@ -290,6 +302,18 @@ nlohmann::json ToJson(const Policy& p) {
   j["outputs"] = json::array();
   for (const auto& o : p.outputs) {
     j["outputs"].push_back({{"pattern", o.pattern}, {"at", where(o.loc)}});
+  }
+  // credentials (issue 36)
+  j["credentials"] = json::array();
+  for (const auto& c : p.credentials) {
+    json hosts = json::array();
+    for (const HostPattern& h : c.hosts) hosts.push_back(h.Text());
+    j["credentials"].push_back({{"name", c.name},
+                                {"source", c.source == CredentialSource::kEnv ? "env" : "file"},
+                                {"from", c.from},
+                                {"optional", c.optional},
+                                {"hosts", std::move(hosts)},
+                                {"at", where(c.loc)}});
   }
   json setup = {{"commands", json::array()}, {"hosts", nullptr}};
   for (const auto& v : p.setup.commands) {

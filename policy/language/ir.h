@@ -282,6 +282,22 @@ struct OutputRule {
   Location loc;
 };
 
+// `credentials { NAME [optional] env VAR|file PATH for HOST... }` (issue 36): a secret cagent reads
+// from its own environment or a file when the sandbox starts and never lets into it. Inside, the
+// variable (or a file at the same path) holds a per-sandbox placeholder; cagent's egress proxy puts
+// the real value in place of the placeholder in requests to the bound hosts only. A child adds,
+// never removes: a name is defined once in the chain.
+enum class CredentialSource : std::uint8_t { kEnv, kFile };
+struct CredentialRule {
+  std::string name;  // [a-z0-9][a-z0-9_-]*, unique in the chain
+  CredentialSource source = CredentialSource::kEnv;
+  std::string from;       // the variable's name, or the file's path as written (~/ allowed)
+  bool optional = false;  // a missing value is a reported skip, not an error
+  std::vector<HostPattern> hosts;  // as written, at least one
+  std::string text;                // as dumped: "gh env GITHUB_TOKEN for github.com api.github.com"
+  Location loc;
+};
+
 // Whether `rel` (a workspace-relative path) is at or below a path some rule of `outputs` matches.
 [[nodiscard]] bool UnderOutputs(const std::vector<OutputRule>& outputs, std::string_view rel);
 
@@ -338,6 +354,8 @@ struct Policy {
   std::vector<Setting<Requirement>> best_effort;   // sorted, unique
   // `outputs`: sorted by pattern, unique (issue 32).
   std::vector<OutputRule> outputs;
+  // `credentials` (issue 36): sorted by name, one per name in the chain.
+  std::vector<CredentialRule> credentials;
 
   // The files the locations point into.
   std::shared_ptr<const SourceSet> sources;

@@ -12,7 +12,7 @@
 namespace cagent::policy {
 namespace {
 
-constexpr std::array<AuditRule, 17> kRules = {{
+constexpr std::array<AuditRule, 18> kRules = {{
     {"CAGENT001", "network", "The sandbox has network access (network is not 'none')", Risk::kLow,
      "Use `network none` unless the tools need sockets; `network loopback` keeps traffic on the "
      "sandbox's own interface, and a `hosts` section lets out only the hosts it names, through "
@@ -86,6 +86,13 @@ constexpr std::array<AuditRule, 17> kRules = {{
      Risk::kInfo,
      "Name only what builds write (build/, target/, dist/, **/__pycache__/); a new source file "
      "below an outputs glob is left out of the patch (the run names it with a warning)."},
+    // issue 36
+    {"CAGENT018", "credential-hosts",
+     "A credential is bound to a wildcard host, or to a host the hosts rules do not allow",
+     Risk::kHigh,
+     "Bind each credential to the exact hosts that need it (`gh env GITHUB_TOKEN for github.com "
+     "api.github.com`) and allow them in the hosts section: cagent puts the real value into "
+     "requests to every host a binding matches."},
 }};
 
 constexpr std::string_view kNetwork = "CAGENT001";
@@ -104,7 +111,8 @@ constexpr std::string_view kSharedHosting = "CAGENT013";
 constexpr std::string_view kInternalAddress = "CAGENT014";
 constexpr std::string_view kAnyMcpTool = "CAGENT015";
 constexpr std::string_view kEnvSecrets = "CAGENT016";
-constexpr std::string_view kOutputs = "CAGENT017";  // issue 32
+constexpr std::string_view kOutputs = "CAGENT017";          // issue 32
+constexpr std::string_view kCredentialHosts = "CAGENT018";  // issue 36
 
 // Host paths whose contents are credentials (or, for ~, contain them and the shell's start-up
 // files). Probed through the engine, so a `hide` or `deny` that covers one clears it.
@@ -235,7 +243,8 @@ class Auditor {
     Limits();
     Layers();
     if (parent_ != nullptr) WeakensParent();
-    Outputs();  // issue 32
+    Outputs();      // issue 32
+    Credentials();  // issue 36
     std::stable_sort(out_.begin(), out_.end(), [](const Finding& a, const Finding& b) {
       return std::tie(a.risk, a.rule_id) < std::tie(b.risk, b.rule_id);
     });
@@ -479,6 +488,32 @@ class Auditor {
     }
   }
 
+  // ---- credentials (issue 36) ----
+
+  // A binding to a wildcard sends the real value to hosts nobody reviewed (high); a binding to a
+  // host the hosts rules do not allow is never used (low: a typo, or a missing allow).
+  void Credentials() {
+    for (const CredentialRule& c : p_.credentials) {
+      for (const HostPattern& h : c.hosts) {
+        if (h.kind == HostPattern::Kind::kAny || h.kind == HostPattern::Kind::kSuffix) {
+          Add(kCredentialHosts, Risk::kHigh,
+              "credential '" + c.name + "' is bound to the wildcard '" + h.Text() +
+                  "': its real value goes to every host that matches; name the hosts",
+              c.loc);
+          continue;
+        }
+        const std::uint16_t port = h.port.value_or(443);
+        if (!Allowed(engine_.Host(h.host, port))) {
+          Add(kCredentialHosts, Risk::kLow,
+              "credential '" + c.name + "' is bound to " + h.Text() +
+                  ", which the hosts rules do not allow: the binding is never used; allow the "
+                  "host or drop it",
+              c.loc);
+        }
+      }
+    }
+  }
+
   // ---- outputs (issue 32) ----
 
   // Each outputs glob, info; low when it also covers where a project keeps its sources (a new
@@ -610,6 +645,9 @@ class Auditor {
       const auto l = static_cast<Limit>(i);
       const LimitValue& v = p_.limits[i];
       if (v.bounded()) continue;
+      // A money budget needs the user's prices (models.toml), which a profile cannot know; the
+      // model-token budget bounds what a run spends without them.
+      if (l == Limit::kModelCost) continue;
       std::string name(LimitName(l));
       if (IsEgressBudget(l)) {
         // Without the proxy there is nothing to count; with it, the allow-list bounds where

@@ -467,6 +467,20 @@ class Differ {
           Add(Direction::kNeutral, "outputs", "removed: outputs " + o.pattern, o.loc,
               DiffSide::kFrom);
         });
+    // credentials (issue 36): a credential, or one bound to more hosts, lets the sandbox act with
+    // the user's authority where it could not before: wider. Keyed by the whole rule, so a
+    // re-bound credential shows as removed and added.
+    auto credential = [](const CredentialRule& c) { return c.text; };
+    SetDiff(
+        from_.credentials, to_.credentials, credential,
+        [&](const CredentialRule& c) {
+          Add(Direction::kWider, "credentials", "added: credential " + c.text, c.loc,
+              DiffSide::kTo);
+        },
+        [&](const CredentialRule& c) {
+          Add(Direction::kNarrower, "credentials", "removed: credential " + c.text, c.loc,
+              DiffSide::kFrom);
+        });
   }
 
   // Calls `added` for each element of `b` whose key is not in `a` (in b's order), then `removed`

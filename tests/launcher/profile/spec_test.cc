@@ -73,6 +73,22 @@ TEST_F(ProfileSpecTest, MountsResolveHomeAndWorkspaceAndSkipAbsentPaths) {
   EXPECT_THAT(l.spec.hidden_paths, Contains("/etc/ssh"));
 }
 
+TEST_F(ProfileSpecTest, ACredentialsSectionIsRefusedUntilItCanBeApplied) {
+  // Issue 36: the placeholders and the proxy's swap are not built yet. A profile that expects its
+  // secret kept out must not run with it silently missing (or let in some other way).
+  auto p = Compile("credentials {\n  gh env GITHUB_TOKEN for github.com\n}\n");
+  ASSERT_NE(p, nullptr);
+  auto r = SpecFromPolicy(*p, {"true"}, ProfileContext{policy::Binding{ws_, home_}, {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Error::Code::kUnsupported);
+  EXPECT_THAT(r.error().Message(), HasSubstr("credential 'gh'"));
+  // The twin: the same profile without the section builds.
+  auto plain = Compile("network none\n");
+  ASSERT_NE(plain, nullptr);
+  EXPECT_TRUE(
+      SpecFromPolicy(*plain, {"true"}, ProfileContext{policy::Binding{ws_, home_}, {}}).ok());
+}
+
 TEST_F(ProfileSpecTest, DenyGlobsHideExistingMatchesAndWriteDenialsBindReadOnly) {
   Touch(".env", "SECRET=1");
   Touch("config/prod/.env.local");

@@ -77,7 +77,7 @@ TEST(CheckerUnknownKey, TopLevelWithoutAGuessListsTheKeys) {
             "  ^~~~~~\n"
             "  hint: valid keys here: description workspace filesystem network commands tools "
             "limits environment approval verify require best-effort examples extends include "
-            "hosts setup cache carry git-identity outputs\n");
+            "hosts setup cache carry git-identity outputs credentials\n");
 }
 
 TEST(CheckerUnknownKey, InLimits) {
@@ -523,13 +523,13 @@ TEST(CheckerTools, OnNeedsGlobsAndToolNames) {
   EXPECT_EQ(MustFail("tools {\n  allow grep on /etc/**\n}\n"),
             "test.cagent:2:17: error: tool paths are relative to the workspace\n"
             "    allow grep on /etc/**\n"
-            "                 ^~~~~~~\n"
+            "                  ^~~~~~~\n"
             "  hint: the agent's file tools only reach the workspace\n");
   EXPECT_EQ(MustFail("tools {\n  allow grep on src/a**\n}\n"),
             "test.cagent:2:17: error: invalid glob 'src/a**': '**' must be a whole path "
             "component\n"
             "    allow grep on src/a**\n"
-            "                 ^~~~~~~\n"
+            "                  ^~~~~~~\n"
             "  hint: in 'src/a**', 'a**': write 'a/**/b' to match any depth, or '*' (as in 'a*') "
             "to match within one component\n");
 }
@@ -629,6 +629,94 @@ TEST(CheckerRequirements, ChildMayNotRelaxWhatItsParentRequires) {
             "              ^~~~~~~~\n"
             "  hint: a required layer cannot be optional; drop one of the two (the require is at "
             "line 1)\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// credentials (issue 36)
+// ---------------------------------------------------------------------------------------------
+
+TEST(CheckerCredentials, NamesWhereTheValueComesFromAndTheHostsItIsFor) {
+  auto p = MustCompile(
+      "credentials {\n"
+      "  gh    env GITHUB_TOKEN for github.com api.github.com\n"
+      "  npm   optional env NPM_TOKEN for registry.npmjs.org\n"
+      "  gitea file ~/.config/tea/token for git.example.org:443\n"
+      "}\n");
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(p->credentials.size(), 3U);
+  const CredentialRule& gh = p->credentials[0];  // sorted by name: gh, gitea, npm
+  EXPECT_EQ(gh.name, "gh");
+  EXPECT_EQ(gh.source, CredentialSource::kEnv);
+  EXPECT_EQ(gh.from, "GITHUB_TOKEN");
+  EXPECT_FALSE(gh.optional);
+  ASSERT_EQ(gh.hosts.size(), 2U);
+  EXPECT_EQ(gh.hosts[1].Text(), "api.github.com");
+  EXPECT_EQ(p->credentials[0].name, "gh");
+  EXPECT_EQ(p->credentials[1].name, "gitea");
+  EXPECT_EQ(p->credentials[1].source, CredentialSource::kFile);
+  EXPECT_EQ(p->credentials[1].from, "~/.config/tea/token");
+  EXPECT_EQ(p->credentials[1].hosts[0].Text(), "git.example.org:443");
+  EXPECT_TRUE(p->credentials[2].optional);
+  // The dump compiles back to the same credentials.
+  const std::string dumped = Dump(*p, false);
+  EXPECT_THAT(dumped,
+              ::testing::HasSubstr("  gh env GITHUB_TOKEN for github.com api.github.com\n"));
+  EXPECT_THAT(dumped,
+              ::testing::HasSubstr("  npm optional env NPM_TOKEN for registry.npmjs.org\n"));
+}
+
+TEST(CheckerCredentials, EveryMistakeIsAnErrorAtItsPlace) {
+  EXPECT_EQ(MustFail("credentials {\n  GH env GITHUB_TOKEN for github.com\n}\n"),
+            "test.cagent:2:3: error: invalid credential name 'GH'\n"
+            "    GH env GITHUB_TOKEN for github.com\n"
+            "    ^~\n"
+            "  hint: a name is lowercase letters, digits, '_' and '-', starting with a letter or "
+            "digit\n");
+  EXPECT_EQ(MustFail("credentials {\n  gh vault x for github.com\n}\n"),
+            "test.cagent:2:6: error: credential 'gh' needs where its value comes from\n"
+            "    gh vault x for github.com\n"
+            "       ^~~~~\n"
+            "  hint: write: NAME env VARIABLE for HOST... (or NAME file PATH for HOST...)\n");
+  EXPECT_EQ(MustFail("credentials {\n  gh env 1TOKEN for github.com\n}\n"),
+            "test.cagent:2:10: error: invalid variable name '1TOKEN'\n"
+            "    gh env 1TOKEN for github.com\n"
+            "           ^~~~~~\n"
+            "  hint: names are letters, digits and '_', not starting with a digit\n");
+  EXPECT_EQ(MustFail("credentials {\n  gh file token.txt for github.com\n}\n"),
+            "test.cagent:2:11: error: a credential file is an absolute path or starts with ~/\n"
+            "    gh file token.txt for github.com\n"
+            "            ^~~~~~~~~\n"
+            "  hint: e.g. file ~/.config/tea/token\n");
+  EXPECT_EQ(MustFail("credentials {\n  gh env T github.com\n}\n"),
+            "test.cagent:2:12: error: credential 'gh' needs the hosts it is for\n"
+            "    gh env T github.com\n"
+            "             ^~~~~~~~~~\n"
+            "  hint: write: NAME env VARIABLE for HOST... (or NAME file PATH for HOST...)\n");
+  EXPECT_EQ(MustFail("credentials {\n  gh env T for\n}\n"),
+            "test.cagent:2:12: error: credential 'gh' is for no host\n"
+            "    gh env T for\n"
+            "             ^~~\n"
+            "  hint: name one or more hosts after 'for', e.g. for github.com api.github.com\n");
+  EXPECT_THAT(MustFail("credentials {\n  gh env T for http://github.com\n}\n"),
+              ::testing::HasSubstr("error: invalid host pattern 'http://github.com'"));
+  EXPECT_THAT(MustFail("credentials {\n  gh env T for a.com\n  gh env U for b.com\n}\n"),
+              ::testing::HasSubstr("error: credential 'gh' is defined twice in this profile"));
+}
+
+TEST(CheckerCredentials, AChildAddsCredentialsButCannotRedefineItsParents) {
+  ProfileDir dir;
+  dir.Write("parent.cagent", "credentials {\n  gh env GITHUB_TOKEN for github.com\n}\n");
+  dir.Write("child.cagent",
+            "extends parent\ncredentials {\n  npm env NPM_TOKEN for registry.npmjs.org\n}\n");
+  Compiled ok = LoadProfile("child", dir.Search(false));
+  ASSERT_TRUE(ok.ok()) << dir.Render(ok);
+  ASSERT_EQ(ok.policy->credentials.size(), 2U);
+  dir.Write("rebind.cagent",
+            "extends parent\ncredentials {\n  gh env GITHUB_TOKEN for evil.example\n}\n");
+  Compiled bad = LoadProfile("rebind", dir.Search(false));
+  EXPECT_FALSE(bad.ok());
+  EXPECT_THAT(dir.Render(bad), ::testing::HasSubstr("error: credential 'gh' is already defined at "
+                                                    "DIR/parent.cagent:2:3"));
 }
 
 // ---------------------------------------------------------------------------------------------

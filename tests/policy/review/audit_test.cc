@@ -46,7 +46,7 @@ TEST(AuditTest, RulesHaveStableUniqueIds) {
     EXPECT_FALSE(r.short_description.empty());
   }
   EXPECT_EQ(AuditRules().front().id, "CAGENT001");
-  EXPECT_EQ(AuditRules().size(), 17u);
+  EXPECT_EQ(AuditRules().size(), 18u);
   for (const auto& r : AuditRules()) EXPECT_FALSE(r.help.empty()) << r.id;
 }
 
