@@ -60,10 +60,11 @@ std::vector<std::string> Texts(const RequestHead& head) {
 bool SwapValue(const std::string& name, std::string& value, const SandboxCredential& c) {
   const bool auth =
       EqualsNoCase(name, "authorization") || EqualsNoCase(name, "proxy-authorization");
-  if (auth && value.size() > 6 && EqualsNoCase(std::string_view(value).substr(0, 6), "basic ")) {
+  const std::string_view view = value;
+  if (auth && view.size() > 6 && EqualsNoCase(view.substr(0, 6), "basic ")) {
     std::size_t start = 6;
     while (start < value.size() && value[start] == ' ') ++start;
-    if (auto decoded = Base64Decode(std::string_view(value).substr(start))) {
+    if (auto decoded = Base64Decode(view.substr(start))) {
       if (ReplaceAll(*decoded, c.placeholder, c.value)) {
         value = value.substr(0, start) + Base64Encode(*decoded);
         return true;

@@ -9,6 +9,7 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "common/host_name.h"
@@ -16,8 +17,8 @@
 namespace cagent::launcher::egress {
 namespace {
 
-constexpr long kLifetime = 24L * 60 * 60;  // seconds
-constexpr long kBackdate = 60L * 60;       // seconds, for clocks behind ours
+constexpr std::int64_t kLifetime = 24 * 60 * 60;  // seconds
+constexpr std::int64_t kBackdate = 60 * 60;       // seconds, for clocks behind ours
 
 struct BioFree {
   void operator()(BIO* b) const { BIO_free(b); }
@@ -40,7 +41,7 @@ using KeyPtr = std::unique_ptr<EVP_PKEY, KeyFree>;
 // The OpenSSL error queue as one line (and emptied).
 std::string OpenSslErrors() {
   std::string out;
-  while (const unsigned long e = ERR_get_error()) {
+  while (const auto e = ERR_get_error()) {
     char buf[256];
     ERR_error_string_n(e, buf, sizeof buf);
     out += (out.empty() ? "" : "; ") + std::string(buf);
@@ -99,7 +100,7 @@ Result<std::string> Pem(X509* cert) {
   std::unique_ptr<BIO, BioFree> bio(BIO_new(BIO_s_mem()));
   if (!bio || PEM_write_bio_X509(bio.get(), cert) != 1) return SslError("writing PEM");
   char* data = nullptr;
-  const long n = BIO_get_mem_data(bio.get(), &data);
+  const auto n = BIO_get_mem_data(bio.get(), &data);
   return std::string(data, static_cast<std::size_t>(n));
 }
 
