@@ -523,13 +523,13 @@ TEST(CheckerTools, OnNeedsGlobsAndToolNames) {
   EXPECT_EQ(MustFail("tools {\n  allow grep on /etc/**\n}\n"),
             "test.cagent:2:17: error: tool paths are relative to the workspace\n"
             "    allow grep on /etc/**\n"
-            "                 ^~~~~~~\n"
+            "                  ^~~~~~~\n"
             "  hint: the agent's file tools only reach the workspace\n");
   EXPECT_EQ(MustFail("tools {\n  allow grep on src/a**\n}\n"),
             "test.cagent:2:17: error: invalid glob 'src/a**': '**' must be a whole path "
             "component\n"
             "    allow grep on src/a**\n"
-            "                 ^~~~~~~\n"
+            "                  ^~~~~~~\n"
             "  hint: in 'src/a**', 'a**': write 'a/**/b' to match any depth, or '*' (as in 'a*') "
             "to match within one component\n");
 }
