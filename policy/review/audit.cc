@@ -610,6 +610,9 @@ class Auditor {
       const auto l = static_cast<Limit>(i);
       const LimitValue& v = p_.limits[i];
       if (v.bounded()) continue;
+      // A money budget needs the user's prices (models.toml), which a profile cannot know; the
+      // model-token budget bounds what a run spends without them.
+      if (l == Limit::kModelCost) continue;
       std::string name(LimitName(l));
       if (IsEgressBudget(l)) {
         // Without the proxy there is nothing to count; with it, the allow-list bounds where
