@@ -69,8 +69,8 @@ std::optional<std::string> ExtractPlan(std::string_view text) {
     if (!IsPlanHeader(lines[i])) continue;
     std::vector<std::string> items;
     std::size_t j = i + 1;
-    while (j < lines.size() && TrimSpace(lines[j]).empty())
-      ++j;  // blank lines before the first item
+    // Blank lines before the first item.
+    while (j < lines.size() && TrimSpace(lines[j]).empty()) ++j;
     for (; j < lines.size(); ++j) {
       const std::string_view line = lines[j];
       if (IsListItem(line)) {
