@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/json_text.h"
+#include "common/text.h"
 
 namespace cagent::agent {
 namespace {
@@ -12,15 +13,9 @@ constexpr std::uint64_t kPerCallOverhead = 8;
 
 std::uint64_t Quarter(std::uint64_t bytes) { return (bytes + 3) / 4; }
 
-std::string_view Trim(std::string_view s) {
-  const std::size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string_view::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-}
-
 // "Plan:", "## Plan", "**Plan:**", "plan" (any case).
 bool IsPlanHeader(std::string_view line) {
-  std::string_view s = Trim(line);
+  std::string_view s = TrimSpace(line);
   auto strip = [&s](std::string_view chars) {
     const std::size_t b = s.find_first_not_of(chars);
     s = b == std::string_view::npos ? std::string_view() : s.substr(b);
@@ -38,7 +33,7 @@ bool IsPlanHeader(std::string_view line) {
 
 // "- x", "* x", "+ x", "12. x", "3) x" (after leading spaces).
 bool IsListItem(std::string_view line) {
-  std::string_view s = Trim(line);
+  std::string_view s = TrimSpace(line);
   if (s.size() >= 2 && (s[0] == '-' || s[0] == '*' || s[0] == '+') && s[1] == ' ') return true;
   std::size_t digits = 0;
   while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
@@ -74,13 +69,15 @@ std::optional<std::string> ExtractPlan(std::string_view text) {
     if (!IsPlanHeader(lines[i])) continue;
     std::vector<std::string> items;
     std::size_t j = i + 1;
-    while (j < lines.size() && Trim(lines[j]).empty()) ++j;  // blank lines before the first item
+    // Blank lines before the first item.
+    while (j < lines.size() && TrimSpace(lines[j]).empty()) ++j;
     for (; j < lines.size(); ++j) {
       const std::string_view line = lines[j];
       if (IsListItem(line)) {
-        items.push_back(Capped(Trim(line)));
-      } else if (!items.empty() && !Trim(line).empty() && (line[0] == ' ' || line[0] == '\t')) {
-        items.push_back("  " + Capped(Trim(line)));  // continues the item before it
+        items.push_back(Capped(TrimSpace(line)));
+      } else if (!items.empty() && !TrimSpace(line).empty() &&
+                 (line[0] == ' ' || line[0] == '\t')) {
+        items.push_back("  " + Capped(TrimSpace(line)));  // continues the item before it
       } else {
         break;
       }
