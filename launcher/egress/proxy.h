@@ -14,6 +14,7 @@
 
 #include "common/result.h"
 #include "launcher/egress/address.h"
+#include "launcher/egress/credential_swap.h"
 
 namespace cagent::launcher::egress {
 
@@ -35,6 +36,16 @@ struct Decision {
   std::string reason;  // one line for people
 };
 
+// One HTTP request the proxy reads in clear on an intercepted connection (a destination some
+// credential is bound to, issue 36), as it is about to go upstream.
+struct HttpExchange {
+  Destination dest;
+  std::string method;  // as sent ("GET")
+  // The request target's path in origin form, without the query ("/org/repo.git/info/refs"); the
+  // query is never given to the policy or the audit log (it may hold a credential).
+  std::string path;
+};
+
 // What the proxy asks. Implemented over the policy engine and the broker's approver; called on
 // the proxy's io thread, so no call may block.
 class Policy {
@@ -49,6 +60,21 @@ class Policy {
   [[nodiscard]] virtual bool AddressNamed(std::string_view address, std::uint16_t port) const = 0;
   // Whether the DNS stub answers this (normalized) name; false: NXDOMAIN.
   [[nodiscard]] virtual bool MayResolve(std::string_view host) const = 0;
+  // The names of the credentials bound to `dest` (ProxyConfig::intercept.credentials), sorted.
+  // Non-empty: the proxy terminates the connection's TLS and reads its requests (with
+  // ProxyConfig::intercept.ca set); empty: a tunnel, as before. Called on the io thread; no
+  // blocking.
+  [[nodiscard]] virtual std::vector<std::string> CredentialsFor(const Destination& dest) const {
+    (void)dest;
+    return {};
+  }
+  // Decides one request on an intercepted connection, after the connection itself was allowed
+  // (Decide): the profile's method and path rules, and the approver for `ask`. Like Decide, `done`
+  // is called exactly once, from any thread. Default: allowed (the connection's decision holds).
+  virtual void DecideRequest(const HttpExchange& request, std::function<void(Decision)> done) {
+    (void)request;
+    done({true, "", "the connection is allowed"});
+  }
 };
 
 // The operator's curl-style `--resolve HOST:PORT:ADDR`. Trusted, so exempt from the refusal of
@@ -90,6 +116,39 @@ struct ConnectionRecord {
   std::string error;  // the upstream connect error, a relay error, "proxy stopped", ...
 };
 
+// One request on an intercepted connection, reported when its response ended (or it was refused).
+struct ExchangeRecord {
+  HttpExchange request;
+  // The credentials whose value went into it (names, never values), sorted.
+  std::vector<std::string> credentials;
+  bool allowed = false;  // decided allowed and sent upstream
+  std::string rule;
+  std::string reason;  // the policy's reason, or the proxy's refusal
+  // Set when the request carried the placeholder of a credential not bound to this host (an
+  // attempted exfiltration): the credential's name. The request was refused.
+  std::string misdirected;
+  int status = 0;  // the upstream's final status code; 0: none (refused, failed, or no head)
+  std::uint64_t bytes_up = 0;    // the request as sent upstream (head and body)
+  std::uint64_t bytes_down = 0;  // the response as relayed to the client
+  std::chrono::milliseconds duration{0};
+  std::string error;  // the upstream TLS or relay error, ""
+};
+
+class SandboxCa;
+
+// TLS interception for destinations a credential is bound to (issue 36).
+struct InterceptConfig {
+  // Mints the leaf certificates; null: nothing is intercepted (every connection a tunnel). Used on
+  // the io thread only.
+  std::shared_ptr<SandboxCa> ca;
+  std::vector<SandboxCredential> credentials;  // every credential of the sandbox
+  // The trust anchors for upstream certificates: a PEM file (cagent's own SSL_CERT_FILE), or ""
+  // for OpenSSL's default paths (the host's trust store).
+  std::string upstream_ca_file;
+  // Each request on an intercepted connection, on the io thread; may be empty.
+  std::function<void(const ExchangeRecord&)> on_exchange;
+};
+
 struct ProxyConfig {
   // A listening TCP socket: HTTP proxy (CONNECT and absolute-form forwarding) and SOCKS5 on the
   // same port, told apart by the first byte (0x05 = SOCKS5). -1 = none.
@@ -116,6 +175,7 @@ struct ProxyConfig {
   // Relay with splice(2) through a pipe per direction (no copy through user space); false, or no
   // pipe to be had: copy through a 64 KiB buffer each way.
   bool use_splice = true;
+  InterceptConfig intercept;
 };
 
 class Proxy {
