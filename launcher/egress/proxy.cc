@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
@@ -25,6 +26,8 @@
 #include "common/unique_fd.h"
 #include "launcher/egress/dns.h"
 #include "launcher/egress/http_head.h"
+#include "launcher/egress/intercept.h"
+#include "launcher/egress/sandbox_ca.h"
 #include "launcher/egress/sni.h"
 #include "launcher/egress/socks5.h"
 
@@ -218,6 +221,8 @@ class Proxy::Impl {
   std::atomic<std::uint64_t> refused_{0};
   std::atomic<std::uint64_t> bytes_up_{0};
   std::atomic<std::uint64_t> bytes_down_{0};
+  // Verifies upstream certificates on intercepted connections; null without interception.
+  std::shared_ptr<ssl_ctx_st> upstream_ctx_;
 
  private:
   void CloseAll();
@@ -287,6 +292,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void SpliceOut(bool up);
   void OnRead(bool up, const error_code& ec, std::size_t n);
   void Forward(bool up, const char* data, std::size_t n);
+  // Interception (intercept.h): the bound credentials, the placeholder check of a plain request,
+  // and the hand-over once the upstream is connected.
+  [[nodiscard]] bool FindBound();
+  [[nodiscard]] bool Misdirected(const HttpHead& head, const std::string& path);
+  void StartIntercept();
+  void OnInterceptEnd(const InterceptEnd& end);
 
   // Refusals and failures, each in the client's protocol, then Finish.
   void Refuse(const std::string& reason, bool policy_rule);
@@ -339,6 +350,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Chunks moved per direction since the last wait for readiness (see SpliceOut).
   std::array<unsigned, 2> burst_{0, 0};
   bool splice_ = false;
+  std::vector<const SandboxCredential*> bound_;  // credentials bound to the destination
+  std::shared_ptr<Interception> intercept_;
 };
 
 // One TCP connection to the DNS stub (RFC 7766): a two-byte length, then that many bytes of
@@ -576,6 +589,9 @@ void Session::OnHttpHead(const HttpHead& head) {
     return;
   }
   rec_.dest = {url->authority.host, url->authority.port, Via::kHttpForward};
+  if (Misdirected(head, url->path)) {
+    return;
+  }
   out_ = OriginFormHead(head, *url);
   Ask();
 }
@@ -682,6 +698,16 @@ void Session::OnDecision(const Decision& d) {
   rec_.allowed = d.allow;  // the proxy's own refusals below turn it off again
   if (!d.allow) {
     Refuse(d.reason, true);
+    return;
+  }
+  if (!FindBound()) {
+    return;
+  }
+  if (!bound_.empty() && rec_.dest.via == Via::kHttpForward) {
+    Refuse(HostPort(rec_.dest.host, rec_.dest.port) + " has a credential bound to it (" +
+               bound_.front()->name +
+               "), which cagent sends only inside TLS: use https:// (plain http:// is refused)",
+           false);
     return;
   }
   Resolve();
@@ -810,6 +836,35 @@ void Session::OnConnected() {
   error_code ec;
   timer_.cancel();
   upstream_.set_option(tcp::no_delay(true), ec);
+  if (!bound_.empty()) {
+    phase_ = Phase::kRelay;
+    auto then_intercept = [self = shared_from_this()](const error_code& wec, std::size_t) {
+      if (self->finished_) {
+        return;
+      }
+      if (wec) {
+        self->Finish(wec.message());
+        return;
+      }
+      self->StartIntercept();
+    };
+    switch (rec_.dest.via) {
+      case Via::kHttpConnect:
+        out_ = "HTTP/1.1 200 Connection established\r\n\r\n";
+        asio::async_write(client_, asio::buffer(out_), then_intercept);
+        return;
+      case Via::kSocks5:
+        out_ = Socks5Reply(kSocksSucceeded);
+        asio::async_write(client_, asio::buffer(out_), then_intercept);
+        return;
+      case Via::kTransparent:
+        StartIntercept();
+        return;
+      case Via::kHttpForward:  // refused in OnDecision
+        Finish("plain HTTP to a destination with a credential");
+        return;
+    }
+  }
   splice_ = impl_->config_.use_splice && SetUpSplice();
   if (!splice_) {
     down_buf_.resize(kRelayBuffer);
@@ -1183,6 +1238,106 @@ void Session::Forward(bool up, const char* data, std::size_t n) {
                     });
 }
 
+// Fills bound_; false when the session was refused (a credential is bound but nothing can
+// intercept).
+bool Session::FindBound() {
+  const InterceptConfig& ic = impl_->config_.intercept;
+  if (ic.credentials.empty()) {
+    return true;
+  }
+  const std::vector<std::string> names = impl_->policy_->CredentialsFor(rec_.dest);
+  for (const SandboxCredential& c : ic.credentials) {
+    if (std::find(names.begin(), names.end(), c.name) != names.end()) {
+      bound_.push_back(&c);
+    }
+  }
+  if (!bound_.empty() && (ic.ca == nullptr || impl_->upstream_ctx_ == nullptr)) {
+    Refuse(HostPort(rec_.dest.host, rec_.dest.port) +
+               " has a credential bound to it but this proxy intercepts nothing",
+           false);
+    return false;
+  }
+  return true;
+}
+
+// A plain request's head is read in clear: a placeholder in it goes nowhere (credentials are
+// swapped only inside TLS, and only for their hosts). Refuses and records the attempt.
+bool Session::Misdirected(const HttpHead& head, const std::string& path) {
+  const InterceptConfig& ic = impl_->config_.intercept;
+  if (ic.credentials.empty()) {
+    return false;
+  }
+  RequestHead copy{head.method, head.target, {}};
+  for (const HttpHeader& h : head.headers) {
+    copy.headers.emplace_back(h.name, h.value);
+  }
+  const SwapResult r = SwapCredentials(copy, {}, ic.credentials);
+  if (!r.misdirected) {
+    return false;
+  }
+  ExchangeRecord x;
+  x.request = {rec_.dest, head.method, path.substr(0, path.find('?'))};
+  x.misdirected = *r.misdirected;
+  x.reason = "the request carries the placeholder of credential '" + *r.misdirected +
+             "', which is not bound to " + HostPort(rec_.dest.host, rec_.dest.port) +
+             " over plain HTTP";
+  x.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start_);
+  if (ic.on_exchange) {
+    ic.on_exchange(x);
+  }
+  Refuse(x.reason, false);
+  return true;
+}
+
+void Session::StartIntercept() {
+  auto server = impl_->config_.intercept.ca->ServerContextFor(rec_.dest.host);
+  if (!server) {
+    rec_.allowed = false;
+    rec_.reason = "no certificate for " + rec_.dest.host + ": " + server.error().Message();
+    rec_.refused_by = RefusedBy::kProxy;
+    Finish("");
+    return;
+  }
+  InterceptSetup setup;
+  setup.dest = rec_.dest;
+  setup.server = std::move(*server);
+  setup.upstream = impl_->upstream_ctx_;
+  setup.bound = bound_;
+  setup.all = &impl_->config_.intercept.credentials;
+  setup.head_timeout = impl_->config_.head_timeout;
+  InterceptHooks hooks;
+  Proxy::Impl* impl = impl_;
+  hooks.spend = [impl](std::uint64_t n, bool up) { return impl->Spend(n, up); };
+  hooks.decide = [impl](const HttpExchange& request, std::function<void(Decision)> then) {
+    impl->policy_->DecideRequest(
+        request, [gate = impl->gate_, then = std::move(then)](Decision d) mutable {
+          const std::lock_guard<std::mutex> lock(gate->mu);
+          if (gate->io == nullptr) {
+            return;
+          }
+          asio::post(*gate->io, [then = std::move(then), d = std::move(d)]() { then(d); });
+        });
+  };
+  hooks.on_exchange = impl_->config_.intercept.on_exchange;
+  intercept_ = std::make_shared<Interception>(
+      client_, upstream_, std::move(setup), std::move(hooks), shared_from_this(),
+      [self = shared_from_this()](const InterceptEnd& end) { self->OnInterceptEnd(end); });
+  intercept_->Start();
+}
+
+void Session::OnInterceptEnd(const InterceptEnd& end) {
+  rec_.bytes_up += end.bytes_up;
+  rec_.bytes_down += end.bytes_down;
+  if (!end.refusal.empty()) {
+    rec_.allowed = false;
+    rec_.reason = end.refusal;
+    rec_.refused_by = RefusedBy::kProxy;
+  }
+  intercept_.reset();
+  Finish(end.error);
+}
+
 void Session::Refuse(const std::string& reason, bool policy_rule) {
   rec_.allowed = false;
   rec_.reason = reason;
@@ -1262,6 +1417,9 @@ void Session::Finish(const std::string& error) {
   }
   finished_ = true;
   const auto self = shared_from_this();  // Remove() below may drop the table's reference
+  if (auto intercept = std::move(intercept_)) {
+    intercept->Stop(error);  // its request is recorded; OnInterceptEnd adds its bytes to rec_
+  }
   error_code ignored;
   timer_.cancel();
   resolver_.cancel();
@@ -1557,8 +1715,17 @@ Result<std::unique_ptr<Proxy>> Proxy::Start(
   if (config.max_concurrent == 0) {
     config.max_concurrent = 1;
   }
+  std::shared_ptr<ssl_ctx_st> upstream_ctx;
+  if (config.intercept.ca != nullptr) {
+    auto made = MakeUpstreamContext(config.intercept.upstream_ca_file);
+    if (!made) {
+      return std::move(made).Context("start the egress proxy").error();
+    }
+    upstream_ctx = std::move(*made);
+  }
   auto impl = std::make_shared<Impl>(std::move(config), std::move(policy), std::move(on_record),
                                      std::move(*synthetic));
+  impl->upstream_ctx_ = std::move(upstream_ctx);
   auto opened = impl->Open(std::move(tcp_fds), std::move(kinds), std::move(dns_fd));
   if (!opened) {
     return std::move(opened).Context("start the egress proxy").error();
