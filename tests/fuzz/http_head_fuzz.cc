@@ -9,6 +9,9 @@
 //   - an absolute-form URL's head for upstream parses as a complete head with the URL's path as
 //     its target, the URL's authority as its only Host, and no proxy or hop-by-hop header left;
 //   - every host accepted is a clean, idempotently normalized host (egress_host_check.h);
+//   - the body after a complete head (RequestBody, the intercepted request's framing): a framing
+//     is refused with a reason or counts out a prefix of what follows, the same whether fed at
+//     once or in two parts; once done it takes nothing more;
 //   - the same bytes as a response head from upstream (RewriteResponseHead): a rewritten head
 //     ends within the limit at CRLF CRLF, is incomplete one byte short, says "Connection: close"
 //     exactly once and nothing else about the connection, and rewriting it again changes nothing.
@@ -17,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "launcher/egress/http_body.h"
 #include "launcher/egress/http_head.h"
 #include "tests/fuzz/egress_host_check.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -82,6 +86,24 @@ void CheckUpstream(const egress::HttpHead& head, const egress::HttpUrl& url) {
           !EqualsNoCase(h.name, "upgrade"));
   }
   Check(hosts == 1);
+}
+
+void CheckBody(const egress::HttpHead& head, std::string_view rest) {
+  auto body = egress::RequestBody::For(head);
+  if (!body.ok()) {
+    Check(!body.error().Message().empty());
+    return;
+  }
+  egress::RequestBody split = *body;
+  const std::size_t whole = body->Feed(rest);
+  Check(whole <= rest.size());
+  if (!body->done()) Check(whole == rest.size() && body->error().empty());
+  if (body->done()) Check(body->Feed(rest.substr(whole)) == 0);
+  const std::size_t cut = rest.size() / 2;
+  std::size_t parts = split.Feed(rest.substr(0, cut));
+  if (!split.done()) parts += split.Feed(rest.substr(cut));
+  Check(split.done() == body->done() && split.error().empty() == body->error().empty());
+  if (body->error().empty()) Check(parts == whole);
 }
 
 bool IsConnectionHeader(std::string_view line) {
@@ -162,6 +184,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       Check(rewritten.status == Status::kComplete && SameHead(rewritten.head, p.head));
 
       if (auto url = egress::ParseHttpUrl(p.head.target)) CheckUpstream(p.head, *url);
+      CheckBody(p.head, bytes.substr(n));
       if (auto a = egress::ParseAuthority(p.head.target, 0)) CheckAuthority(p.head.target, *a);
       for (const auto& h : p.head.headers) {
         if (auto a = egress::ParseAuthority(h.value, 80)) CheckAuthority(h.value, *a);
