@@ -497,3 +497,43 @@ TEST(HttpBodyTest, ChunkedEndsAfterTheTerminatorAndTrailers) {
 
 }  // namespace
 }  // namespace cagent::launcher::egress
+
+namespace cagent::launcher::egress {
+namespace {
+
+// A real client: curl through CONNECT, trusting the sandbox's CA only (as SSL_CERT_FILE inside the
+// sandbox makes it), with the placeholder in its bearer header.
+TEST_F(InterceptTest, CurlGetsTheDataWithThePlaceholder) {
+  if (std::system("curl --version > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "curl is not installed";
+  }
+  TlsUpstream up("pkgs.test");
+  policy_->Bind("pkgs.test", {"tok"});
+  Start(up, up.ca_file());
+  const std::string ca_file = ::testing::TempDir() + "sandbox-ca-" + std::to_string(::getpid());
+  std::ofstream(ca_file) << ca_->CertificatePem();
+  auto curl = [&](const std::string& token) {
+    const std::string cmd = "curl -sS --fail --max-time 10 --cacert " + ca_file +
+                            " -x http://127.0.0.1:" + std::to_string(port_) +
+                            " -H 'Authorization: Bearer " + token +
+                            "' https://pkgs.test:" + std::to_string(up.port()) + "/data 2>&1";
+    std::string out;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    char buf[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int status = ::pclose(p);
+    return std::make_pair(status, out);
+  };
+  const auto [status, out] = curl(credentials_[0].placeholder);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "data for /data");
+  // Twin: a token that is not the placeholder is not swapped, and the upstream refuses it.
+  const auto [bad_status, bad_out] = curl("ghp_" + std::string(36, 'a'));
+  EXPECT_NE(bad_status, 0);
+  EXPECT_THAT(bad_out, HasSubstr("401"));
+  std::remove(ca_file.c_str());
+}
+
+}  // namespace
+}  // namespace cagent::launcher::egress
