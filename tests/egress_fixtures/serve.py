@@ -3,6 +3,8 @@
 
 usage: tests/egress_fixtures/serve.py [--addr A] [--port P] [--root DIR]
                                       [--tls-cert PEM --tls-key PEM] [--blob-max BYTES] [--log]
+                                      [--require-auth VALUE]... [--request-log FILE]
+                                      [--git-backend DIR]
 
 Prints the bound port alone on stdout's first line (flushed), then serves until killed
 (SIGTERM/SIGINT end it quietly). It listens only on a loopback address (127.0.0.0/8; default
@@ -20,11 +22,20 @@ What it answers (GET and HEAD; query strings are ignored, so git's
                      sparse memfd when not over TLS: the benchmark's download, fast enough that
                      the server is not what is measured
   /ping              "pong\n"
+  /git/REPO/...      with --git-backend DIR: git's smart HTTP protocol (`git http-backend`, the
+                     CGI git ships) over the repositories in DIR, fetch and push (GET and POST,
+                     request bodies by Content-Length or chunked)
 HTTP/1.1 with Content-Length everywhere, so clients may keep connections alive.
+
+--require-auth VALUE (repeatable): every request must carry `Authorization: VALUE` for one of the
+values ("Bearer TOKEN", "Basic BASE64"), or it gets 401 with a Basic challenge (so git and pip
+send the credentials of their URL). --request-log FILE: one line per request, appended and
+flushed: "METHOD PATH STATUS" (the path without its query), for tests to see what arrived.
 """
 
 import argparse
 import http.server
+import subprocess
 import ipaddress
 import os
 import signal
@@ -81,9 +92,88 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             self.wfile.write(zeros[:step])
             left -= step
 
+    def log_request(self, code="-", size="-"):  # noqa: N802 (the base class's name)
+        if self.server.request_log:
+            line = f"{self.command} {self._path_only()} {code}\n"
+            with open(self.server.request_log, "a", encoding="utf-8") as f:
+                f.write(line)
+        super().log_request(code, size)
+
+    def _authorized(self) -> bool:
+        """False (after answering 401) when --require-auth is given and not met."""
+        if not self.server.require_auth:
+            return True
+        if self.headers.get("Authorization", "") in self.server.require_auth:
+            return True
+        body = b"authorization required\n"
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Basic realm="cagent-fixture"')
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        return False
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            out = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return out
+                out += self.rfile.read(size)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length", "0") or "0"))
+
+    def _git(self) -> None:
+        """git http-backend as CGI: its headers (Status: among them), then its body."""
+        split = urllib.parse.urlsplit(self.path)
+        body = self._read_body() if self.command == "POST" else b""
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": self.server.git_backend,
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "REMOTE_USER": "fixture",  # http-backend enables receive-pack for a known user
+            "REQUEST_METHOD": self.command,
+            "PATH_INFO": split.path[len("/git"):],
+            "QUERY_STRING": split.query,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "HOME": self.server.git_backend,
+        }
+        proc = subprocess.run(["git", "http-backend"], input=body, env=env,
+                              capture_output=True, check=False)
+        head, _, payload = proc.stdout.partition(b"\r\n\r\n")
+        if not _:
+            head, _, payload = proc.stdout.partition(b"\n\n")
+        status = 200
+        headers = []
+        for line in head.decode("latin-1").splitlines():
+            name, _, value = line.partition(":")
+            if name.lower() == "status":
+                status = int(value.strip().split()[0])
+            elif name:
+                headers.append((name, value.strip()))
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
     def _dispatch(self) -> bool:
         """Answers the special paths; False when the static handler should answer."""
+        if not self._authorized():
+            return True
         path = self._path_only()
+        if self.server.git_backend and path.startswith("/git/"):
+            self._git()
+            return True
         if path == "/ping":
             self._send_small(b"pong\n", "text/plain")
             return True
@@ -119,15 +209,23 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             self.path = self._path_only()
             super().do_HEAD()
 
+    def do_POST(self):  # noqa: N802
+        if not self._dispatch():
+            self._read_body()
+            self.send_error(405, "POST is served under /git/ only")
+
 
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, addr, root, log, blob_max, tls):
+    def __init__(self, addr, root, log, blob_max, tls, extra):
         self.root = root
         self.log = log
+        self.require_auth = extra.require_auth or []
+        self.request_log = extra.request_log
+        self.git_backend = os.path.abspath(extra.git_backend) if extra.git_backend else ""
         self.blob_max = blob_max
         self.blob_fd = -1
         if blob_max > 0 and hasattr(os, "memfd_create"):
@@ -169,6 +267,10 @@ def main() -> int:
     parser.add_argument("--tls-key")
     parser.add_argument("--blob-max", type=int, default=1 << 30)
     parser.add_argument("--log", action="store_true", help="log requests on stderr")
+    parser.add_argument("--require-auth", action="append",
+                        help="an Authorization value every request must carry (repeatable)")
+    parser.add_argument("--request-log", help="append METHOD PATH STATUS lines to this file")
+    parser.add_argument("--git-backend", help="serve the repositories here at /git/ (smart HTTP)")
     args = parser.parse_args()
     try:
         if not ipaddress.ip_address(args.addr).is_loopback:
@@ -186,7 +288,7 @@ def main() -> int:
     family = socket.AF_INET6 if ":" in args.addr else socket.AF_INET
     Server.address_family = family
     server = Server((args.addr, args.port), os.path.abspath(args.root), args.log,
-                    args.blob_max, tls)
+                    args.blob_max, tls, args)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(server.server_address[1], flush=True)
     try:
