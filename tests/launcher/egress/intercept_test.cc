@@ -15,6 +15,7 @@
 #include "launcher/egress/http_body.h"
 #include "launcher/egress/proxy.h"
 #include "launcher/egress/sandbox_ca.h"
+#include "launcher/egress/socks5.h"
 #include "tests/launcher/egress/egress_test_util.h"
 
 namespace cagent::launcher::egress {
@@ -226,7 +227,8 @@ class InterceptTest : public ::testing::Test {
     if (proxy_) proxy_->Stop();
   }
 
-  void Start(const TlsUpstream& up, const std::string& upstream_ca_file) {
+  void Start(const TlsUpstream& up, const std::string& upstream_ca_file,
+             std::chrono::milliseconds head_timeout = std::chrono::milliseconds(3000)) {
     const int fd = ListenTcp("127.0.0.1");
     ASSERT_GE(fd, 0);
     port_ = PortOf(fd);
@@ -239,7 +241,7 @@ class InterceptTest : public ::testing::Test {
     config.intercept.credentials = credentials_;
     config.intercept.upstream_ca_file = upstream_ca_file;
     config.intercept.on_exchange = exchanges_.Callback();
-    config.head_timeout = std::chrono::milliseconds(3000);
+    config.head_timeout = head_timeout;
     auto started = Proxy::Start(std::move(config), policy_, sink_.Callback());
     ASSERT_TRUE(started.ok()) << started.error().Message();
     proxy_ = std::move(started.value());
@@ -248,14 +250,22 @@ class InterceptTest : public ::testing::Test {
   // CONNECTs to host:port, does TLS trusting `trust_pem` (the sandbox's CA, as the sandbox does),
   // sends `request`, and returns the whole response ("" when TLS failed, with *tls_error set).
   std::string Exchange(const std::string& host, std::uint16_t port, const std::string& request,
-                       const std::string& trust_pem, std::string* tls_error = nullptr) const {
+                       const std::string& trust_pem, std::string* tls_error = nullptr,
+                       bool socks = false) const {
     const int fd = ConnectTcp("127.0.0.1", port_);
-    const std::string authority = host + ":" + std::to_string(port);
-    SendAll(fd, "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n");
-    const std::string head = ReadUntil(fd, "\r\n\r\n");
-    if (head.rfind("HTTP/1.1 200", 0) != 0) {
-      ::close(fd);
-      return head;
+    if (socks) {
+      if (Socks5Connect(fd, host, port) != Socks5Reply(kSocksSucceeded)) {
+        ::close(fd);
+        return "socks refused";
+      }
+    } else {
+      const std::string authority = host + ":" + std::to_string(port);
+      SendAll(fd, "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n");
+      const std::string head = ReadUntil(fd, "\r\n\r\n");
+      if (head.rfind("HTTP/1.1 200", 0) != 0) {
+        ::close(fd);
+        return head;
+      }
     }
     std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
     BIO* bio = BIO_new_mem_buf(trust_pem.data(), static_cast<int>(trust_pem.size()));
@@ -401,6 +411,35 @@ TEST_F(InterceptTest, NothingAfterTheFirstRequestReachesTheUpstream) {
   EXPECT_THAT(up.seen()[0], HasSubstr("5\r\nhello\r\n0\r\n\r\n"));
   EXPECT_THAT(up.seen()[0], Not(HasSubstr("DELETE")));
   EXPECT_EQ(policy_->requests().size(), 1U);
+}
+
+TEST_F(InterceptTest, ThroughSocks5TooThePlaceholderBecomesTheValue) {
+  TlsUpstream up("pkgs.test");
+  policy_->Bind("pkgs.test", {"tok"});
+  Start(up, up.ca_file());
+  const std::string out =
+      Exchange("pkgs.test", up.port(), Get("/s", "Bearer " + credentials_[0].placeholder),
+               ca_->CertificatePem(), nullptr, /*socks=*/true);
+  EXPECT_THAT(out, HasSubstr("data for /s"));
+  EXPECT_EQ(sink_.Wait().dest.via, Via::kSocks5);
+}
+
+// A client that opens the tunnel and then says nothing is cut after the head timeout.
+TEST_F(InterceptTest, ASilentClientIsCutAfterTheTimeout) {
+  TlsUpstream up("pkgs.test");
+  policy_->Bind("pkgs.test", {"tok"});
+  Start(up, up.ca_file(), std::chrono::milliseconds(300));
+  const int fd = ConnectTcp("127.0.0.1", port_);
+  const std::string authority = "pkgs.test:" + std::to_string(up.port());
+  SendAll(fd, "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n");
+  EXPECT_THAT(ReadUntil(fd, "\r\n\r\n"), HasSubstr("200"));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ReadAll(fd), "");  // closed by cagent, not by the client
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+  ::close(fd);
+  const ConnectionRecord r = sink_.Wait();
+  EXPECT_FALSE(r.allowed);
+  EXPECT_THAT(r.reason, HasSubstr("no TLS handshake within 300 ms"));
 }
 
 TEST_F(InterceptTest, AClientThatDoesNotTrustTheSandboxCaIsRefusedWithAReason) {

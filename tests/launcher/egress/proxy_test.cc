@@ -229,25 +229,6 @@ TEST_F(ProxyTest, MalformedAndOriginFormAre400) {
   EXPECT_TRUE(policy_->asked().empty());
 }
 
-// A SOCKS5 CONNECT by name: greeting and request, then the tunnel.
-std::string Socks5Connect(int fd, const std::string& host, std::uint16_t port) {
-  SendAll(fd, std::string("\x05\x01\x00", 3));
-  std::string reply(2, '\0');
-  ::recv(fd, reply.data(), 2, MSG_WAITALL);
-  if (reply != std::string("\x05\x00", 2)) {
-    return reply;
-  }
-  std::string req("\x05\x01\x00\x03", 4);
-  req.push_back(static_cast<char>(host.size()));
-  req += host;
-  Put16(req, port);
-  SendAll(fd, req);
-  std::string r(10, '\0');
-  const ssize_t n = ::recv(fd, r.data(), r.size(), MSG_WAITALL);
-  r.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-  return r;
-}
-
 TEST_F(ProxyTest, Socks5DomainAllowed) {
   FakeUpstream up(PongServer);
   policy_->Allow("up.test");
