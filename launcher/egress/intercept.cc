@@ -198,14 +198,13 @@ void Interception::OnClientHandshake(const error_code& ec) {
     SSL_set_tlsext_host_name(up, host.c_str());
     SSL_set1_host(up, host.c_str());
   }
-  ArmTimer("the TLS handshake with " + HostPortText(setup_.dest) + " took longer than " +
-               FormatMs(setup_.head_timeout),
-           TimeoutKind::kError);
-  upstream_tls_->async_handshake(
-      asio::ssl::stream_base::client,
-      [self = shared_from_this()](const error_code& uec) { self->OnUpstreamHandshake(uec); });
+  ArmTimer("the client sent no complete request within " + FormatMs(setup_.head_timeout),
+           TimeoutKind::kRefusal);
+  ReadRequest();
 }
 
+// The upstream's TLS starts only once a request was read and allowed: nothing reaches it for a
+// refused one, and an approval that takes a person minutes does not idle a TLS session meanwhile.
 void Interception::OnUpstreamHandshake(const error_code& ec) {
   if (ended_) return;
   if (ec) {
@@ -216,13 +215,15 @@ void Interception::OnUpstreamHandshake(const error_code& ec) {
           std::string("its certificate did not verify: ") + X509_verify_cert_error_string(verified);
     }
     const std::string where = HostPortText(setup_.dest);
+    const std::string error = "upstream TLS with " + where + ": " + why;
+    exchange_->error = error;
     Answer("502 Bad Gateway", "cagent: no trusted TLS connection to " + where + ": " + why, "",
-           "upstream TLS with " + where + ": " + why);
+           error, /*refused=*/false);
     return;
   }
-  ArmTimer("the client sent no complete request within " + FormatMs(setup_.head_timeout),
-           TimeoutKind::kRefusal);
-  ReadRequest();
+  Disarm();
+  ReadResponse();
+  WriteUpstream(std::exchange(pending_up_, {}));
 }
 
 void Interception::ReadRequest() {
@@ -317,7 +318,8 @@ void Interception::OnRequest(const HttpHead& head) {
 }
 
 void Interception::OnDecision(const Decision& d) {
-  if (ended_ || !exchange_ || request_sent_) return;
+  if (ended_ || !exchange_ || decided_) return;
+  decided_ = true;
   exchange_->rule = d.rule;
   exchange_->reason = d.reason;
   if (!d.allow) {
@@ -341,9 +343,13 @@ void Interception::OnDecision(const Decision& d) {
   out.append(in_, 0, n);
   in_.clear();  // anything after the body is not relayed
   exchange_->allowed = true;
-  request_sent_ = true;
-  ReadResponse();
-  WriteUpstream(std::move(out));
+  pending_up_ = std::move(out);
+  ArmTimer("the TLS handshake with " + HostPortText(setup_.dest) + " took longer than " +
+               FormatMs(setup_.head_timeout),
+           TimeoutKind::kError);
+  upstream_tls_->async_handshake(
+      asio::ssl::stream_base::client,
+      [self = shared_from_this()](const error_code& uec) { self->OnUpstreamHandshake(uec); });
 }
 
 void Interception::WriteUpstream(std::string bytes) {
@@ -485,9 +491,9 @@ void Interception::CloseClient() {
 }
 
 void Interception::Answer(const std::string& status, const std::string& body,
-                          const std::string& reason, const std::string& error) {
+                          const std::string& reason, const std::string& error, bool refused) {
   Disarm();
-  if (exchange_) {
+  if (exchange_ && refused) {
     exchange_->allowed = false;
     exchange_->reason = reason;
   }

@@ -110,9 +110,9 @@ class Interception : public std::enable_shared_from_this<Interception> {
   void EndResponse();
   void CloseClient();
   // Answers the client with `status` and a one-line text body, then ends (the request, if one was
-  // read, recorded as refused with `reason`).
+  // read and `refused`, recorded as refused with `reason`).
   void Answer(const std::string& status, const std::string& body, const std::string& reason,
-              const std::string& error);
+              const std::string& error, bool refused = true);
   void End(const std::string& refusal, const std::string& error);
 
   std::shared_ptr<void> keep_;  // first: released last
@@ -138,7 +138,8 @@ class Interception : public std::enable_shared_from_this<Interception> {
   std::vector<char> down_buf_;
   std::string response_in_;  // the response until its head is rewritten
   bool response_head_ = true;
-  bool request_sent_ = false;
+  bool decided_ = false;    // the policy's decision arrived
+  std::string pending_up_;  // the request's head (and body so far) until then
   std::optional<ExchangeRecord> exchange_;
   std::chrono::steady_clock::time_point exchange_start_;
   InterceptEnd end_;
