@@ -5,7 +5,7 @@
 #
 # usage: tests/bench/egress_bench.sh [BUILD_DIR] [--quick] [--json FILE] [--conns N]
 #                                    [--rounds N] [--runs N] [--size BYTES] [--no-srt]
-#                                    [--no-cagent]
+#                                    [--no-cagent] [--tls]
 #
 #   BUILD_DIR    the CMake build directory (default: build); needs launcher/cagent built in it
 #   --quick      fewer samples and a 128 MiB download instead of 1 GiB (a smoke run)
@@ -16,6 +16,11 @@
 #   --size BYTES the download's size (default 1073741824; --quick 134217728)
 #   --no-srt     leave sandbox-runtime out (it needs node and `npm ci` in tests/bench/egress)
 #   --no-cagent  leave cagent out (e.g. a build without --allow-host)
+#   --tls        also HTTPS (needs openssl): a TLS server beside the plain one, and the rows
+#                direct-tls, cagent-tunnel-tls (CONNECT, tunnelled: TLS end to end) and
+#                cagent-intercept-tls (a credential bound to the host: cagent terminates TLS
+#                with the sandbox's CA, swaps the placeholder, verifies the server itself);
+#                each compared with direct-tls
 #
 # What runs: tests/egress_fixtures/serve.py on 127.0.0.2 (a 24-byte file and a /bytes/N stream
 # sent with sendfile), the name pkgs.test pointed at it. Every row uses the same client, curl, one
@@ -54,6 +59,7 @@ runs=
 size=
 use_srt=1
 use_cagent=1
+use_tls=0
 while (($#)); do
   case $1 in
     --quick) quick=1; shift ;;
@@ -64,6 +70,7 @@ while (($#)); do
     --size) size=${2:?--size needs a value}; shift 2 ;;
     --no-srt) use_srt=0; shift ;;
     --no-cagent) use_cagent=0; shift ;;
+    --tls) use_tls=1; shift ;;
     -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     -*) die "unknown option '$1' (see --help)" ;;
     *) build_dir=$1; shift ;;
@@ -140,13 +147,28 @@ printf 'cagent egress benchmark\n' > "$work/site/f"  # 24 bytes
 start_server port "$python" "$src/tests/egress_fixtures/serve.py" --addr 127.0.0.2 \
   --root "$work/site" --blob-max "$size"
 host=pkgs.test
-small=http://$host:$port/f
-big=http://$host:$port/bytes/$size
 direct=(--noproxy '*' --resolve "$host:$port:127.0.0.2")
 if ((use_srt)); then
   start_server srt_port node "$srt_dir/srt_proxy.mjs" --allow "$host:$port" \
     --resolve "$host:127.0.0.2"
   srt=(--noproxy '' -x "http://127.0.0.1:$srt_port")
+fi
+if ((use_tls)); then
+  command -v openssl > /dev/null || die "--tls needs openssl (apt-get install openssl)"
+  bash "$src/tests/egress_fixtures/make_ca.sh" "$work/ca" "$host" > /dev/null ||
+    die "making the test CA failed" 1
+  tls_port=''
+  start_server tls_port "$python" "$src/tests/egress_fixtures/serve.py" --addr 127.0.0.2 \
+    --root "$work/site" --blob-max "$size" --tls-cert "$work/ca/leaf.pem" \
+    --tls-key "$work/ca/leaf.key"
+  cp "$work/ca/ca.pem" "$work/ws/ca.pem"
+  # The intercepted row's profile: the host allowed, a credential bound to it.
+  printf '%s\n' 'description "egress benchmark: an intercepted host"' 'network loopback' \
+    'hosts {' "  allow $host:$tls_port" '}' 'credentials {' \
+    "  tok env CAGENT_BENCH_TOKEN for $host:$tls_port" '}' > "$work/intercept.cagent"
+  # Inside: the bearer header (with the placeholder) in a file for curl's -H @FILE, then the loop.
+  printf '%s\n' 'printf "Authorization: Bearer %s\n" "$CAGENT_BENCH_TOKEN" > "$HOME/h"' \
+    'exec sh "$(dirname "$0")/loop.sh" "$@" -H "@$HOME/h"' > "$work/ws/intercept_loop.sh"
 fi
 cp "$srt_dir/latency_loop.sh" "$work/ws/loop.sh"
 chmod -R a+rX "$work"
@@ -155,11 +177,34 @@ cagent_exec() {
   "$cagent" exec -q -w "$work/ws" --allow-host "$host:$port" --resolve "$host:$port:127.0.0.2" \
     -- "$@"
 }
+cagent_exec_tls() {
+  "$cagent" exec -q -w "$work/ws" --allow-host "$host:$tls_port" \
+    --resolve "$host:$tls_port:127.0.0.2" -- "$@"
+}
+cagent_intercept() {
+  CAGENT_BENCH_TOKEN=ghp_cagentBenchmarkToken0123456789abcdef SSL_CERT_FILE=$work/ca/ca.pem \
+    "$cagent" exec -q -w "$work/ws" --profile "$work/intercept.cagent" \
+    --resolve "$host:$tls_port:127.0.0.2" -- "$@"
+}
+# url MODE PATH: the URL of PATH on the server the path MODE talks to.
+url() {
+  case $1 in
+    *-tls) echo "https://$host:$tls_port$2" ;;
+    *) echo "http://$host:$port$2" ;;
+  esac
+}
 # loop MODE COUNT URL [CURL_OPTION...]: COUNT timed GETs on the path MODE, their times on stdout.
 loop() {
   local mode=$1
   shift
   case $mode in
+    direct-tls)
+      sh "$work/ws/loop.sh" "$1" "$2" --noproxy '*' --resolve "$host:$tls_port:127.0.0.2" \
+        --cacert "$work/ca/ca.pem" "${@:3}"
+      ;;
+    cagent-tunnel-tls) cagent_exec_tls sh "$work/ws/loop.sh" "$1" "$2" --cacert "$work/ws/ca.pem" \
+      "${@:3}" ;;
+    cagent-intercept-tls) cagent_intercept sh "$work/ws/intercept_loop.sh" "$@" ;;
     direct) sh "$work/ws/loop.sh" "$1" "$2" "${direct[@]}" "${@:3}" ;;
     srt-forward) sh "$work/ws/loop.sh" "$1" "$2" "${srt[@]}" "${@:3}" ;;
     srt-connect) sh "$work/ws/loop.sh" "$1" "$2" "${srt[@]}" --proxytunnel "${@:3}" ;;
@@ -171,21 +216,24 @@ loop() {
 modes=(direct)
 ((use_srt)) && modes+=(srt-forward srt-connect)
 ((use_cagent)) && modes+=(cagent-forward cagent-connect cagent-transparent)
+((use_tls)) && modes+=(direct-tls)
+((use_tls && use_cagent)) && modes+=(cagent-tunnel-tls cagent-intercept-tls)
 
 echo "$prog: ${modes[*]}; $conns connections in $rounds rounds, $runs downloads of $size bytes" >&2
 for mode in "${modes[@]}"; do  # warm-up: caches, the proxies' first connections
-  loop "$mode" 5 "$small" > /dev/null || die "$mode: the warm-up GET of $small failed" 1
+  loop "$mode" 5 "$(url "$mode" /f)" > /dev/null || die "$mode: the warm-up GET failed" 1
 done
 for ((r = 0; r < rounds; r++)); do
   for mode in "${modes[@]}"; do
-    loop "$mode" "$per_round" "$small" >> "$work/samples/latency.$mode" ||
-      die "$mode: a GET of $small failed (round $((r + 1)))" 1
+    loop "$mode" "$per_round" "$(url "$mode" /f)" >> "$work/samples/latency.$mode" ||
+      die "$mode: a GET of $(url "$mode" /f) failed (round $((r + 1)))" 1
   done
 done
 for ((r = 0; r < runs; r++)); do
   for mode in "${modes[@]}"; do
-    loop "$mode" 1 "$big" --max-time 300 --write-out '%{speed_download}\n' \
-      > "$work/speed.one" || die "$mode: the download of $big failed" 1
+    loop "$mode" 1 "$(url "$mode" "/bytes/$size")" --max-time 300 \
+      --write-out '%{speed_download}\n' > "$work/speed.one" ||
+      die "$mode: the download of $(url "$mode" "/bytes/$size") failed" 1
     # loop.sh prints time_total first; the later --write-out wins, so one line: the speed.
     tail -1 "$work/speed.one" >> "$work/samples/speed.$mode"
   done

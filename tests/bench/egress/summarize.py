@@ -8,7 +8,8 @@ SAMPLES_DIR holds one file per measured row and kind:
   speed.MODE     bytes per second of one download (curl's speed_download), one a line
 MODE is direct, or PROXY-PATH (srt-forward, cagent-connect, ...). Each proxy row is compared
 with direct: added latency = its p50 minus direct's p50, throughput ratio = its median over
-direct's median.
+direct's median. Rows ending in -tls (HTTPS: direct-tls, cagent-tunnel-tls,
+cagent-intercept-tls) are compared with direct-tls instead.
 """
 
 import argparse
@@ -50,14 +51,17 @@ def main():
             speed[mode] = read_samples(os.path.join(args.dir, name))
 
     preferred = ["direct", "srt-forward", "srt-connect", "cagent-forward", "cagent-connect",
-                 "cagent-transparent"]
+                 "cagent-transparent", "direct-tls", "cagent-tunnel-tls", "cagent-intercept-tls"]
+
+    def base(mode):
+        return "direct-tls" if mode.endswith("-tls") else "direct"
 
     def order(modes):
         return sorted(modes, key=lambda m: (preferred.index(m) if m in preferred else 99, m))
 
     result = {"meta": dict(kv.split("=", 1) for kv in args.meta), "latency": {},
               "throughput": {}}
-    direct_p50 = percentile(latency.get("direct", []), 0.5)
+    base_p50 = {b: percentile(latency.get(b, []), 0.5) for b in ("direct", "direct-tls")}
     print("Per-connection latency (curl time_total, one new connection per GET of a 24-byte file)")
     print(f"{'path':<20} {'n':>5} {'p50 ms':>9} {'p90 ms':>9} {'added p50 ms':>13} {'ratio':>7}")
     for mode in order(latency):
@@ -65,14 +69,15 @@ def main():
         p50, p90 = percentile(v, 0.5), percentile(v, 0.9)
         row = {"n": len(v), "p50_ms": round(p50 * 1e3, 4), "p90_ms": round(p90 * 1e3, 4)}
         added = ratio = ""
-        if mode != "direct" and "direct" in latency:
-            row["added_p50_ms"] = round((p50 - direct_p50) * 1e3, 4)
-            row["ratio_p50"] = round(p50 / direct_p50, 3)
+        if mode != base(mode) and base(mode) in latency:
+            row["added_p50_ms"] = round((p50 - base_p50[base(mode)]) * 1e3, 4)
+            row["ratio_p50"] = round(p50 / base_p50[base(mode)], 3)
             added, ratio = f"{row['added_p50_ms']:.3f}", f"{row['ratio_p50']:.2f}"
         result["latency"][mode] = row
         print(f"{mode:<20} {len(v):>5} {p50 * 1e3:>9.3f} {p90 * 1e3:>9.3f} {added:>13} {ratio:>7}")
 
-    direct_speed = statistics.median(speed["direct"]) if speed.get("direct") else float("nan")
+    base_speed = {b: statistics.median(speed[b]) if speed.get(b) else float("nan")
+                  for b in ("direct", "direct-tls")}
     print()
     print("Download throughput (median of the runs)")
     print(f"{'path':<20} {'runs':>5} {'MiB/s':>10} {'min MiB/s':>10} {'of direct':>10}")
@@ -81,8 +86,8 @@ def main():
         med = statistics.median(v)
         row = {"runs": len(v), "median_bytes_per_s": round(med), "min_bytes_per_s": round(min(v))}
         share = ""
-        if mode != "direct" and "direct" in speed:
-            row["ratio"] = round(med / direct_speed, 3)
+        if mode != base(mode) and base(mode) in speed:
+            row["ratio"] = round(med / base_speed[base(mode)], 3)
             share = f"{row['ratio'] * 100:.0f} %"
         result["throughput"][mode] = row
         print(f"{mode:<20} {len(v):>5} {med / 2**20:>10.0f} {min(v) / 2**20:>10.0f} {share:>10}")
