@@ -167,6 +167,7 @@ if ((use_tls)); then
     'hosts {' "  allow $host:$tls_port" '}' 'credentials {' \
     "  tok env CAGENT_BENCH_TOKEN for $host:$tls_port" '}' > "$work/intercept.cagent"
   # Inside: the bearer header (with the placeholder) in a file for curl's -H @FILE, then the loop.
+  # shellcheck disable=SC2016 # expanded inside the sandbox, not here
   printf '%s\n' 'printf "Authorization: Bearer %s\n" "$CAGENT_BENCH_TOKEN" > "$HOME/h"' \
     'exec sh "$(dirname "$0")/loop.sh" "$@" -H "@$HOME/h"' > "$work/ws/intercept_loop.sh"
 fi
