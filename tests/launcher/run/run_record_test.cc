@@ -282,7 +282,7 @@ TEST(RunRecordJsonTest, TheFileKeepsItsFieldNames) {
                           "finished_at"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
-  EXPECT_EQ(j.size(), 43U);
+  EXPECT_EQ(j.size(), 44U);
   EXPECT_EQ(j["status"], "completed");
   EXPECT_EQ(j["verified"], true);
   EXPECT_EQ(j["exit_code"], 0);
