@@ -264,6 +264,11 @@ Redactor Redactor::FromEnvironment(const std::vector<std::string>& environ,
   return Redactor(std::move(secrets));
 }
 
+Redactor Redactor::With(std::vector<std::pair<std::string, std::string>> more) const {
+  more.insert(more.end(), secrets_.begin(), secrets_.end());
+  return Redactor(std::move(more));
+}
+
 std::string Redactor::Redact(std::string_view text) const {
   std::vector<Span> spans;
   // 1. The caller's own secret values, found wherever they appear (glibc memmem: linear).

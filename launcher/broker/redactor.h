@@ -38,6 +38,11 @@ class Redactor {
   static Redactor FromEnvironment(const std::vector<std::string>& environ,
                                   const std::vector<std::string>& scrub_patterns);
 
+  // This redactor with `more` (label, value) pairs added ahead of its own, e.g. the sandbox's
+  // credentials ("credential:gh", issue 36): a value both have is labelled as in `more`. The same
+  // minimum length applies.
+  [[nodiscard]] Redactor With(std::vector<std::pair<std::string, std::string>> more) const;
+
   // `text` with every finding replaced. Thread-compatible (const, no shared state).
   [[nodiscard]] std::string Redact(std::string_view text) const;
   // Redacts every string value in place (object keys are left alone); a string member whose key

@@ -456,6 +456,7 @@ nlohmann::json EgressJson(const session::EgressSession& egress) {
 // unless the command owns the terminal.
 Result<session::SessionOptions> ExecSession(const ExecOptions& o, const LaunchSpec& spec,
                                             std::shared_ptr<const policy::Policy> egress_policy,
+                                            std::shared_ptr<const policy::Policy> profile,
                                             bool command_has_terminal, int tty_fd) {
   auto overrides = session::ParseResolveOverrides(o.resolve);
   if (!overrides) return overrides.error();
@@ -477,6 +478,8 @@ Result<session::SessionOptions> ExecSession(const ExecOptions& o, const LaunchSp
     };
   }
   so.egress_policy = std::move(egress_policy);
+  // The profile's credentials (issue 36): placeholders inside, the values put in by the proxy.
+  so.credentials_policy = std::move(profile);
   return so;
 }
 
@@ -763,10 +766,15 @@ int RunExecCommand(const ExecOptions& o) {
   if (*egress_policy && o.approve != "never" && !terminal) {
     tty.Reset(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY));
   }
-  auto so = ExecSession(o, spec, *egress_policy, terminal != nullptr, tty.get());
+  auto so = ExecSession(o, spec, *egress_policy, profile->policy, terminal != nullptr, tty.get());
   if (!so) return Usage(so.error().Message());
   auto plan = session::Prepare(std::move(*so));
   if (!plan) return Usage(plan.error().Message());
+  // The session's own notes (an optional credential without a value), with the profile's.
+  for (const std::string& note : (*plan)->notes()) {
+    if (!o.quiet) spdlog::info("note: {}", TerminalSafe(note, TerminalLines::kOne));
+    profile->notes.push_back(note);
+  }
   const LaunchSpec& launch = (*plan)->spec();
   const session::EgressSession* egress = (*plan)->egress();
 

@@ -988,16 +988,6 @@ policy::Binding RunBinding(const std::string& workspace) {
 
 Result<ProfileLaunch> SpecFromPolicy(const policy::Policy& p, std::vector<std::string> argv,
                                      const ProfileContext& ctx) {
-  // Fail closed until the egress proxy swaps credentials in (issue 36): a profile that names one
-  // expects its value kept out of the sandbox, and nothing here could honour that yet.
-  if (!p.credentials.empty()) {
-    return PlainError("profile " + p.name,
-                      "has a credentials section (credential '" + p.credentials.front().name +
-                          "'), which this build of cagent does not apply yet: the value would not "
-                          "reach the bound hosts; remove the section, or pass the credential "
-                          "another way")
-        .WithCode(Error::Code::kUnsupported);
-  }
   const std::string& workspace = ctx.binding.workspace;
   const std::string& home = ctx.binding.home;
   ProfileLaunch out;

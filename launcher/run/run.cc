@@ -449,6 +449,9 @@ class RunDriver {
                      {"hosts_refused", denied},
                      {"budget_exhausted", session.egress_budget_exhausted}};
     }
+    rec_.credentials =
+        SummarizeCredentials(*in_.policy, session.credentials_loaded, session.egress_exchanges);
+    rec_.credentials_skipped = session.credentials_skipped;
     if (b.finish) rec_.agent_summary = b.finish->summary;
     for (std::size_t i = 0; i < static_cast<std::size_t>(Layer::kCount); ++i) {
       const std::string name(LayerName(static_cast<Layer>(i)));

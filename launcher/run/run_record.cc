@@ -137,7 +137,46 @@ std::string RunRecord::verified_tree() const {
 
 std::string RunRecord::event_log() const { return run_dir + "/events.jsonl"; }
 
+std::vector<CredentialSummary> SummarizeCredentials(
+    const policy::Policy& policy, const std::vector<std::string>& loaded,
+    const std::vector<egress::ExchangeRecord>& exchanges) {
+  std::vector<CredentialSummary> out;
+  for (const policy::CredentialRule& rule : policy.credentials) {
+    if (std::find(loaded.begin(), loaded.end(), rule.name) == loaded.end()) continue;
+    CredentialSummary c;
+    c.name = rule.name;
+    c.source = rule.source == policy::CredentialSource::kEnv ? "env" : "file";
+    for (const policy::HostPattern& h : rule.hosts) c.hosts.push_back(h.Text());
+    for (const egress::ExchangeRecord& r : exchanges) {
+      const bool used =
+          std::find(r.credentials.begin(), r.credentials.end(), rule.name) != r.credentials.end();
+      if (r.misdirected == rule.name) {
+        ++c.misdirected;
+      } else if (r.allowed && used) {
+        ++c.requests;
+      } else if (!r.allowed && r.misdirected.empty()) {
+        const bool bound =
+            std::any_of(rule.hosts.begin(), rule.hosts.end(), [&](const policy::HostPattern& h) {
+              return h.MatchesHost(r.request.dest.host) && h.MatchesPort(r.request.dest.port);
+            });
+        if (used || bound) ++c.refused;
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 json RunRecord::ToJson() const {
+  json loaded = json::array();
+  for (const CredentialSummary& c : credentials) {
+    loaded.push_back({{"name", c.name},
+                      {"source", c.source},
+                      {"hosts", c.hosts},
+                      {"requests", c.requests},
+                      {"refused", c.refused},
+                      {"misdirected", c.misdirected}});
+  }
   json config_rewrites = json::array();
   for (const GitConfigRewrite& r : git_config_rewrites) {
     config_rewrites.push_back(
@@ -209,6 +248,7 @@ json RunRecord::ToJson() const {
       {"denials", denials},
       {"approvals_asked", approvals_asked},
       {"egress", egress},
+      {"credentials", {{"loaded", loaded}, {"skipped", credentials_skipped}}},
       {"needs_approval", pending},
       {"sandbox",
        {{"layers", layers},
@@ -460,6 +500,16 @@ Result<RunRecord> RunRecord::FromJson(const json& j) {
   r.denials = CountOr0(j, "denials");
   r.approvals_asked = CountOr0(j, "approvals_asked");
   if (const json& egress = Member(j, "egress"); egress.is_object()) r.egress = egress;
+  const json& creds = Object(j, "credentials");
+  for (const auto& c : Array(creds, "loaded")) {
+    r.credentials.push_back({.name = Str(c, "name"),
+                             .source = Str(c, "source"),
+                             .hosts = Strings(c, "hosts"),
+                             .requests = CountOr0(c, "requests"),
+                             .refused = CountOr0(c, "refused"),
+                             .misdirected = CountOr0(c, "misdirected")});
+  }
+  r.credentials_skipped = Strings(creds, "skipped");
   if (const json& pending = Member(j, "needs_approval"); pending.is_object()) {
     r.needs_approval = PendingApproval{.tool = Str(pending, "tool"),
                                        .action = Str(pending, "action"),

@@ -24,8 +24,10 @@
 #include "common/exit_codes.h"
 #include "common/result.h"
 #include "launcher/broker/budgets.h"
+#include "launcher/egress/proxy.h"
 #include "launcher/guard/git_config_guard.h"
 #include "launcher/run/run_state.h"
+#include "policy/language/ir.h"
 
 namespace cagent::launcher::run {
 
@@ -109,6 +111,23 @@ struct PendingApproval {
   std::string location;  // "backend.cagent:31:5"
 };
 
+// issue 36: one credential of the agent's sandbox as result.json summarises it (a name, never a
+// value or a placeholder).
+struct CredentialSummary {
+  std::string name;
+  std::string source;              // "env" or "file"
+  std::vector<std::string> hosts;  // the bound hosts, as the profile wrote them
+  std::uint64_t requests = 0;      // requests its real value went into
+  std::uint64_t refused = 0;       // requests to its hosts that were refused (not misdirected)
+  std::uint64_t misdirected = 0;   // requests carrying its placeholder elsewhere (all refused)
+};
+
+// The summaries of `policy`'s credentials named in `loaded` (those that had a value), in the
+// profile's order, counted over the requests read on intercepted connections. Pure.
+std::vector<CredentialSummary> SummarizeCredentials(
+    const policy::Policy& policy, const std::vector<std::string>& loaded,
+    const std::vector<egress::ExchangeRecord>& exchanges);
+
 // ---- The record ----
 
 struct RunRecord {
@@ -157,6 +176,11 @@ struct RunRecord {
   // refused connections, bytes each way, the hosts reached, why the proxy stopped early. Every
   // connection is an `egress` event in the event log. Kept as JSON (read back: an object or null).
   nlohmann::json egress;
+  // The agent's sandbox's credentials (issue 36) and the optional ones skipped for want of a
+  // value ("npm: no value (...); optional, so skipped"). result.json's "credentials":
+  // {"loaded": [...], "skipped": [...]}, read back as empty when absent.
+  std::vector<CredentialSummary> credentials;
+  std::vector<std::string> credentials_skipped;
   // needs-approval: the action that stopped the run, and the pre-approval that allows exactly it.
   std::optional<PendingApproval> needs_approval;
   std::string created_at;

@@ -160,10 +160,33 @@ Status ValidateLaunchSpec(const LaunchSpec& spec) {
           .WithCode(Error::Code::kInvalidInput);
     }
   }
-  for (const auto& v : spec.env_set) {
-    if (v.name.empty() || v.name.find('=') != std::string::npos) {
-      return PlainError("invalid launch spec", "bad environment variable name '" + v.name + "'")
+  for (const auto* list : {&spec.env_set, &spec.env_override}) {
+    for (const auto& v : *list) {
+      if (v.name.empty() || v.name.find('=') != std::string::npos) {
+        return PlainError("invalid launch spec", "bad environment variable name '" + v.name + "'")
+            .WithCode(Error::Code::kInvalidInput);
+      }
+    }
+  }
+  for (const auto& f : spec.home_files) {
+    const bool below = f.path.size() > spec.home.size() && f.path.starts_with(spec.home) &&
+                       f.path[spec.home.size()] == '/';
+    if (!IsAbsoluteNormal(f.path) || !below || (f.mode & ~0777U) != 0) {
+      return PlainError("invalid launch spec",
+                        "a home file needs an absolute, normalised path below HOME (" + spec.home +
+                            ") and permission bits only (got '" + f.path + "')")
           .WithCode(Error::Code::kInvalidInput);
+    }
+    // Below a directory bind (a cache) the file would land in the host's directory, or vanish
+    // under the bind: neither is what was asked.
+    for (const auto& b : spec.dir_binds) {
+      if (f.path == b.target || (f.path.size() > b.target.size() && f.path.starts_with(b.target) &&
+                                 f.path[b.target.size()] == '/')) {
+        return PlainError("invalid launch spec", "the home file " + f.path +
+                                                     " is inside the directory shown at " +
+                                                     b.target + " (a cache or carried path)")
+            .WithCode(Error::Code::kInvalidInput);
+      }
     }
   }
   if (spec.keep_fds.size() > 32) {

@@ -98,6 +98,22 @@ struct NetListener {
 struct FileBind {
   std::string source;  // absolute host path of a regular file
   std::string target;  // absolute path in the view
+  // Set when the file must be shown: a target the view does not show (or that is not a regular
+  // file there) fails the launch instead of being skipped (a credential's placeholder file,
+  // issue 36: the tool reading it would otherwise find nothing, or the real file).
+  bool required = false;
+};
+
+// A file made in the sandbox's private HOME before the command starts (HOME is a fresh tmpfs,
+// so nothing else can put a file there): a credential's placeholder at `~/...`, the CA bundle a
+// sandbox with credentials trusts (issue 36). The missing directories on the way are made (mode
+// 0755); nothing on the way is followed if it is a symlink; a file already there (two entries
+// for one path) fails the launch. Needs the mount view (the fs layer): without it HOME is the
+// caller's own.
+struct HomeFile {
+  std::string path;  // absolute, normalised, strictly below LaunchSpec::home
+  std::string content;
+  unsigned mode = 0600;  // permission bits only (no setuid/setgid/sticky)
 };
 
 // A host directory shown at another path of the view: a profile's cache (its directory under
@@ -144,6 +160,11 @@ struct LaunchSpec {
   // set in the caller's environment. Nothing else crosses.
   std::vector<EnvVar> env_set;
   std::vector<std::string> env_pass;
+  // Set last, over `env_set` and every passed variable, and also with the env-scrub layer off
+  // (the caller's whole environment): a credential's placeholder (issue 36), which a pass
+  // pattern or a --pass-env of the same name must never replace with the real value; and the CA
+  // bundle variables the credential proxy needs the sandbox to use.
+  std::vector<EnvVar> env_override;
   // Descriptors passed on purpose (kept at the same number); every other fd >= 3 is closed.
   std::vector<int> keep_fds;
   // Wall-clock limit for the whole sandbox; zero means none. On expiry the command gets SIGTERM,
@@ -161,6 +182,7 @@ struct LaunchSpec {
   std::vector<NetListener> net_listeners;
   std::vector<FileBind> file_binds;
   std::vector<DirBind> dir_binds;
+  std::vector<HomeFile> home_files;
   // Ceilings set with setrlimit in the sandbox (RLIMIT_NPROC counts per user namespace, so it caps
   // this sandbox only).
   ResourceLimits limits;

@@ -41,6 +41,7 @@ struct Entry {
     kHideFile,
     kBindOver,  // LaunchSpec::file_binds: a host file over an existing file of the view
     kOverlay,   // DirBind::scratch: the host directory read-only under a private writable layer
+    kHomeFile,  // LaunchSpec::home_files: a file written into the private HOME (source: content)
   };
   What what;
   std::string dest;    // absolute path in the view
@@ -226,6 +227,10 @@ class Lowering {
         break;
       case Entry::What::kHideFile:
         HideFile(e, target);
+        break;
+      case Entry::What::kHomeFile:
+        plan_.ops.push_back(
+            {MountOp::Kind::kWriteFile, target, e.source, "", 0, 0, e.mode, e.description});
         break;
     }
   }
@@ -497,6 +502,24 @@ OpStatus CreateOp(const MountOp& op, bool verify) {
         return Failed(errno);
       }
       return Done();
+    case MountOp::Kind::kWriteFile: {
+      // A new file (never one that exists, never through a link), its mode set exactly (the
+      // umask would take bits away), then its content.
+      ChildFd fd(::openat(parent.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                          op.mode));
+      if (fd.get() < 0) return Failed(errno);
+      if (::fchmod(fd.get(), op.mode) != 0) return Failed(errno);
+      const char* data = op.source.data();
+      size_t left = op.source.size();
+      while (left > 0) {
+        const ssize_t n = ::write(fd.get(), data, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return Failed(n < 0 ? errno : EIO);
+        data += n;
+        left -= static_cast<size_t>(n);
+      }
+      return Done();
+    }
     default:
       return Failed(EINVAL);
   }
@@ -617,6 +640,7 @@ OpStatus RunOp(const MountOp& op, const MountPlan& plan) {
     case MountOp::Kind::kMkdir:
     case MountOp::Kind::kTouch:
     case MountOp::Kind::kSymlink:
+    case MountOp::Kind::kWriteFile:
       return CreateOp(op, verify);
     case MountOp::Kind::kBind:
       return BindOp(op, verify);
@@ -697,24 +721,46 @@ Status AddDirBinds(const LaunchSpec& spec, std::vector<Entry>& entries) {
 // The spec's file binds (e.g. resolv.conf), each over a regular file the view already shows.
 Status AddFileBinds(const LaunchSpec& spec, std::vector<Entry>& entries) {
   for (const FileBind& b : spec.file_binds) {
+    // A required bind the view cannot show fails the launch; any other is skipped.
+    auto not_shown = [&b](const std::string& why) -> Status {
+      if (!b.required) return Ok{};
+      return PlainError("cannot show " + b.source + " at " + b.target,
+                        why + "; add the path (or its directory) to the profile's view")
+          .WithCode(Error::Code::kInvalidInput);
+    };
     auto canonical = CanonicalParent(b.target);
-    if (!canonical) continue;  // its directory does not exist: nothing to show it in
+    if (!canonical) {  // its directory does not exist: nothing to show it in
+      if (auto s = not_shown("its directory does not exist on this machine"); !s) return s;
+      continue;
+    }
     std::string dest = *canonical;
     struct stat st {};
-    if (::lstat(dest.c_str(), &st) != 0) continue;  // a bound tree cannot gain a mount point
+    if (::lstat(dest.c_str(), &st) != 0) {  // a bound tree cannot gain a mount point
+      if (auto s = not_shown("there is no file there on this machine"); !s) return s;
+      continue;
+    }
     if (S_ISLNK(st.st_mode)) {
       // /etc/resolv.conf -> ../run/...: cover the file the link leads to, if the view has it.
       std::array<char, PATH_MAX> resolved{};
-      if (::realpath(dest.c_str(), resolved.data()) == nullptr) continue;
+      if (::realpath(dest.c_str(), resolved.data()) == nullptr ||
+          ::lstat(resolved.data(), &st) != 0) {
+        if (auto s = not_shown("it is a symlink to nothing"); !s) return s;
+        continue;
+      }
       dest = resolved.data();
-      if (::lstat(dest.c_str(), &st) != 0) continue;
     }
-    if (!S_ISREG(st.st_mode)) continue;
+    if (!S_ISREG(st.st_mode)) {
+      if (auto s = not_shown("it is not a regular file"); !s) return s;
+      continue;
+    }
     const bool visible = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
       return (e.what == Entry::What::kBindDir || e.what == Entry::What::kBindFile) &&
              (e.dest == dest || IsUnder(dest, e.dest));
     });
-    if (!visible) continue;
+    if (!visible) {
+      if (auto s = not_shown("the sandbox's view does not show " + dest); !s) return s;
+      continue;
+    }
     struct stat src {};
     if (::lstat(b.source.c_str(), &src) != 0 || !S_ISREG(src.st_mode)) {
       return PlainError("cannot show " + b.source + " at " + b.target, "it is not a regular file");
@@ -791,6 +837,18 @@ Result<MountPlan> PrepareMountPlan(const LaunchSpec& spec) {
     AddDev(entries);
     if (auto s = AddFileBinds(spec, entries); !s) return s.error();
     AddHiddenPaths(spec, entries);
+    // Written into the HOME tmpfs, which is empty and the sandbox's own: nothing there to check
+    // against the host (mountns.h). Parents first like every entry (sorted below); the
+    // directories on the way are made by the lowering.
+    for (const HomeFile& f : spec.home_files) {
+      Entry e{Entry::What::kHomeFile, f.path, f.content, 0, f.mode, "write " + f.path};
+      entries.push_back(std::move(e));
+    }
+  } else if (!spec.home_files.empty()) {
+    return PlainError("cannot write " + spec.home_files.front().path,
+                      "files in the sandbox's HOME need the mount view (the fs layer): without it "
+                      "HOME is the caller's own")
+        .WithCode(Error::Code::kInvalidInput);
   }
   AddProc(spec, entries);
 

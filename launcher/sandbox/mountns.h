@@ -65,15 +65,16 @@ struct FileIdentity {
 
 struct MountOp {
   enum class Kind : std::uint8_t {
-    kMkdir,    // mkdir(target, mode); EEXIST is fine
-    kTouch,    // create an empty file as a mount point; EEXIST is fine
-    kSymlink,  // symlink(source, target)
-    kBind,     // bind source on target (recursive), then mount_setattr(attr_set, recursive)
-    kTmpfs,    // tmpfs with `data` options and `flags`
-    kProc,     // a new procfs instance
-    kDevpts,   // a new devpts instance with `data` options
-    kSetAttr,  // mount_setattr(target, attr_set), not recursive
-    kOverlay,  // overlayfs (`data`) over `source` read-only, its upper layer on a tmpfs (`layer`)
+    kMkdir,      // mkdir(target, mode); EEXIST is fine
+    kTouch,      // create an empty file as a mount point; EEXIST is fine
+    kSymlink,    // symlink(source, target)
+    kBind,       // bind source on target (recursive), then mount_setattr(attr_set, recursive)
+    kTmpfs,      // tmpfs with `data` options and `flags`
+    kProc,       // a new procfs instance
+    kDevpts,     // a new devpts instance with `data` options
+    kSetAttr,    // mount_setattr(target, attr_set), not recursive
+    kOverlay,    // overlayfs (`data`) over `source` read-only, its upper layer on a tmpfs (`layer`)
+    kWriteFile,  // create target (O_EXCL, never through a link) with `mode`, write `source` to it
   };
   Kind kind;
   std::string target;          // full path in the child's namespace at the time the op runs

@@ -52,6 +52,8 @@ std::vector<std::string> BuildEnvironment(const LaunchSpec& spec, char** caller_
     const std::string name(EnvName(entry));
     if (seen.insert(name).second) out.push_back(std::move(entry));
   };
+  // The overrides first: the first entry of a name wins.
+  for (const auto& v : spec.env_override) add(v.name + "=" + v.value);
   if (spec.disabled.Has(Layer::kEnvScrub)) {
     for (char** e = caller_env; e != nullptr && *e != nullptr; ++e) add(*e);
     return out;

@@ -35,9 +35,10 @@ struct ExecPlan {
   ExecPlan& operator=(ExecPlan&&) = default;
 };
 
-// The environment the command gets: spec.env_set, then each spec.env_pass name present in
-// `caller_env` (a null-terminated environ array). With the env layer switched off, `caller_env`
-// whole. Later entries do not override earlier ones.
+// The environment the command gets: spec.env_override, then spec.env_set, then each spec.env_pass
+// name present in `caller_env` (a null-terminated environ array). With the env layer switched
+// off, spec.env_override then `caller_env` whole. Later entries do not override earlier ones, so
+// an override always wins.
 std::vector<std::string> BuildEnvironment(const LaunchSpec& spec, char** caller_env);
 
 // Prepare: builds the plan. `caller_env` is normally `environ`.

@@ -190,6 +190,13 @@ AgentSessionResult SessionResult(SessionPlan& plan, SandboxOutcome sandbox,
     result.egress = true;
     result.egress_connections = egress->records();
     result.egress_budget_exhausted = egress->budget_exhausted();
+    result.egress_exchanges = egress->exchanges();
+  }
+  if (const LoadedCredentials* loaded = plan.credentials(); loaded != nullptr) {
+    for (const egress::SandboxCredential& c : loaded->credentials) {
+      result.credentials_loaded.push_back(c.name);
+    }
+    result.credentials_skipped = loaded->skipped;
   }
   return result;
 }
@@ -236,7 +243,16 @@ Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {
   // ---- the broker's parts ----
   std::vector<std::string> scrub;
   for (const auto& p : o.policy->env_scrub) scrub.push_back(p.name.pattern());
-  const broker::Redactor redactor = broker::Redactor::FromEnvironment(caller_env, scrub);
+  // The sandbox's credentials (issue 36) are redacted like the scrubbed variables: the sandbox
+  // never holds them, but an upstream answer or an error text might echo one.
+  std::vector<std::pair<std::string, std::string>> credential_values;
+  if (const LoadedCredentials* loaded = plan.credentials(); loaded != nullptr) {
+    for (const egress::SandboxCredential& c : loaded->credentials) {
+      credential_values.emplace_back("credential:" + c.name, c.value);
+    }
+  }
+  const broker::Redactor redactor =
+      broker::Redactor::FromEnvironment(caller_env, scrub).With(std::move(credential_values));
   std::unique_ptr<model::ModelProvider> provider;
   if (o.calls == nullptr) {
     auto made = model::MakeModelProvider(io, o.model, EnvironmentMap(caller_env));

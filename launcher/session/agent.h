@@ -95,6 +95,11 @@ struct AgentSessionResult {
   bool egress = false;
   std::vector<egress::ConnectionRecord> egress_connections;
   std::string egress_budget_exhausted;
+  // issue 36: the credentials that had a value (names), the optional ones skipped, and every
+  // request read on an intercepted connection.
+  std::vector<std::string> credentials_loaded;
+  std::vector<std::string> credentials_skipped;
+  std::vector<egress::ExchangeRecord> egress_exchanges;
 };
 
 // Where cagent-agent is: $CAGENT_AGENT_BINARY, else beside cagent in the build tree

@@ -39,6 +39,13 @@ Result<std::unique_ptr<EgressSession>> EgressSession::Prepare(LaunchSpec& spec,
   config.hint.filtered = s->filtered_;
   s->tally_ = std::make_unique<RefusalTally>(config.hint);
   if (!s->filtered_) {
+    if (config.credentials) {
+      return PlainError("apply the profile's credentials",
+                        "the sandbox has no filtered egress, and cagent's egress proxy is what "
+                        "puts a credential's value into requests to its hosts; give the profile "
+                        "network loopback and a hosts section allowing them")
+          .WithCode(Error::Code::kInvalidInput);
+    }
     // No network beyond loopback (or none): the no-network view, and the DNS stub alone once the
     // sandbox hands its sockets over. No io thread, gate or approver: nothing is ever asked.
     auto view = AddNoNetworkView(spec);
@@ -51,6 +58,21 @@ Result<std::unique_ptr<EgressSession>> EgressSession::Prepare(LaunchSpec& spec,
   auto view = AddEgressView(spec, policy::HostPorts(*config.policy));
   if (!view) return view.error();
   s->view_ = std::move(*view);
+  if (config.credentials) {
+    if (!config.ca) return PlainError("apply the profile's credentials", "no CA was made for them");
+    CredentialViewOptions cv;
+    for (const auto& [name, placeholder] : config.credentials->env) {
+      cv.env.push_back({name, placeholder});
+    }
+    for (const auto& [path, placeholder] : config.credentials->files) {
+      cv.files.push_back({path, placeholder});
+    }
+    cv.caller_home = config.binding.home;
+    cv.ca_pem = config.ca->CertificatePem();
+    auto credential_view = AddCredentialView(spec, cv);
+    if (!credential_view) return credential_view.error();
+    s->credential_view_ = std::move(*credential_view);
+  }
   if (services.io == nullptr) {
     s->own_io_ = std::make_unique<boost::asio::io_context>();
     s->work_.emplace(s->own_io_->get_executor());
@@ -112,6 +134,19 @@ Status EgressSession::Start(std::vector<UniqueFd> fds) {
   };
   pc.max_bytes = lower(profile.bytes, config_.budgets.bytes);
   pc.max_connections = lower(profile.connections, config_.budgets.connections);
+  if (config_.credentials && config_.ca) {
+    pc.intercept.ca = config_.ca;
+    pc.intercept.credentials = config_.credentials->credentials;
+    pc.intercept.upstream_ca_file = config_.upstream_ca_file;
+    pc.intercept.on_exchange = [this](const egress::ExchangeRecord& record) {
+      {
+        const std::lock_guard<std::mutex> lock(mu_);
+        exchanges_.push_back(record);
+      }
+      // TODO(issue 36): gate_->RecordExchange(record); — the gate's audit event for each
+      // request on an intercepted connection, being added to broker/egress_gate.h.
+    };
+  }
   auto proxy =
       egress::Proxy::Start(std::move(pc), gate_, [this](const egress::ConnectionRecord& record) {
         {
@@ -164,6 +199,11 @@ std::string EgressSession::budget_exhausted() const {
 std::vector<egress::ConnectionRecord> EgressSession::records() const {
   const std::lock_guard<std::mutex> lock(mu_);
   return records_;
+}
+
+std::vector<egress::ExchangeRecord> EgressSession::exchanges() const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return exchanges_;
 }
 
 Result<std::shared_ptr<const policy::Policy>> PolicyAllowingHosts(

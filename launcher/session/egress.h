@@ -24,8 +24,11 @@
 #include "common/unique_fd.h"
 #include "launcher/broker/egress_gate.h"
 #include "launcher/egress/proxy.h"
+#include "launcher/egress/sandbox_ca.h"
+#include "launcher/sandbox/credential_view.h"
 #include "launcher/sandbox/egress_view.h"
 #include "launcher/sandbox/launch_spec.h"
+#include "launcher/session/credentials.h"
 #include "launcher/session/network_hint.h"
 #include "policy/language/ir.h"
 
@@ -43,6 +46,13 @@ struct EgressSessionConfig {
   broker::EgressBudgets budgets;
   // For the hint lines: the profile's name, exec or not (`filtered` is set by Prepare).
   NetworkHintContext hint;
+  // issue 36: the sandbox's credentials (session::Prepare loads them) and the CA made for their
+  // hosts. Both set, or neither. Needs filtered egress: the proxy is what puts the values in.
+  std::shared_ptr<const LoadedCredentials> credentials;
+  std::shared_ptr<egress::SandboxCa> ca;
+  // The trust anchors for the real servers behind intercepted connections: cagent's own
+  // $SSL_CERT_FILE, or "" for the host's default store.
+  std::string upstream_ca_file;
 };
 
 struct EgressSessionServices {
@@ -64,8 +74,11 @@ class EgressSession {
   static bool Applies(const LaunchSpec& spec);
 
   // Filtered egress (config.policy has a hosts section): adds the egress view to `spec` and makes
-  // the gate; fails (kInvalidInput) when the spec has no loopback networking of its own.
-  // Otherwise: adds the no-network view (AddNoNetworkView); fails when !Applies(spec).
+  // the gate; fails (kInvalidInput) when the spec has no loopback networking of its own. With
+  // credentials, also the credential view (launcher/sandbox/credential_view.h: placeholders, the
+  // CA bundle). Otherwise: adds the no-network view (AddNoNetworkView); fails when
+  // !Applies(spec), and (kInvalidInput) when credentials are given: without the proxy nothing
+  // could put their values in.
   static Result<std::unique_ptr<EgressSession>> Prepare(LaunchSpec& spec,
                                                         EgressSessionConfig config,
                                                         EgressSessionServices services);
@@ -84,6 +97,8 @@ class EgressSession {
   [[nodiscard]] std::string budget_exhausted() const;
   // Every connection record so far (copied under a lock), for --json and run records.
   [[nodiscard]] std::vector<egress::ConnectionRecord> records() const;
+  // Every request read on an intercepted connection so far (issue 36; copied under a lock).
+  [[nodiscard]] std::vector<egress::ExchangeRecord> exchanges() const;
   // Whether this is filtered egress (a hosts section or --allow-host) rather than no network.
   [[nodiscard]] bool filtered() const { return filtered_; }
   // What was refused and the hint lines given; thread-safe.
@@ -95,6 +110,7 @@ class EgressSession {
   EgressSessionConfig config_;
   EgressSessionServices services_;
   EgressView view_;
+  CredentialView credential_view_;            // with credentials only
   std::shared_ptr<broker::EgressGate> gate_;  // filtered egress only
   bool filtered_ = false;
   std::unique_ptr<RefusalTally> tally_;
@@ -105,6 +121,7 @@ class EgressSession {
   std::thread io_thread_;
   mutable std::mutex mu_;
   std::vector<egress::ConnectionRecord> records_;
+  std::vector<egress::ExchangeRecord> exchanges_;
   egress::Proxy::Totals final_totals_;
   std::string final_budget_;
 };

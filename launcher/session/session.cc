@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -12,8 +13,10 @@
 #include <utility>
 
 #include "common/sha256.h"
+#include "launcher/egress/sandbox_ca.h"
 #include "launcher/session/git_identity.h"
 #include "policy/language/dump.h"
+#include "policy/match/hosts.h"
 
 namespace cagent::launcher::session {
 
@@ -27,6 +30,42 @@ const std::string& SessionPlan::policy_digest() const {
   if (!policy_digest_) policy_digest_ = policy_ ? PolicyDigest(*policy_) : std::string();
   return *policy_digest_;
 }
+
+Result<std::vector<std::string>> CredentialHosts(const LoadedCredentials& loaded) {
+  std::vector<std::string> hosts;
+  for (const auto& [name, patterns] : loaded.hosts) {
+    for (const policy::HostPattern& h : patterns) {
+      if (h.kind == policy::HostPattern::Kind::kSuffix ||
+          h.kind == policy::HostPattern::Kind::kAny) {
+        return PlainError("credential '" + name + "'",
+                          "is bound to " + h.Text() +
+                              ", a wildcard: cagent makes the sandbox's CA for each named host "
+                              "and vouches for nothing else; name the hosts (e.g. api." +
+                              (h.host.empty() ? std::string("example.org") : h.host) + ")")
+            .WithCode(Error::Code::kInvalidInput);
+      }
+      hosts.push_back(h.host);
+    }
+  }
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  return hosts;
+}
+
+namespace {
+
+// environ as a map (the first of a name wins, as getenv reads it).
+std::map<std::string, std::string> OwnEnvironment() {
+  std::map<std::string, std::string> out;
+  for (const std::string& e : CallerEnviron()) {
+    const std::size_t eq = e.find('=');
+    if (eq == std::string::npos) continue;
+    out.emplace(e.substr(0, eq), e.substr(eq + 1));
+  }
+  return out;
+}
+
+}  // namespace
 
 void SessionPlan::StopSandbox() const {
   const std::uint64_t one = 1;
@@ -48,6 +87,34 @@ Result<std::unique_ptr<SessionPlan>> Prepare(SessionOptions o) {
     plan->notes_ = std::move(launch->notes);
   }
   plan->policy_ = o.policy;
+
+  // The credentials (issue 36): every value read now, before anything runs; the CA for their
+  // hosts. The egress session (5.) shows the sandbox placeholders and gives the proxy the rest.
+  const policy::Policy* with_credentials =
+      o.credentials_policy ? o.credentials_policy.get() : o.policy.get();
+  std::shared_ptr<egress::SandboxCa> ca;
+  std::string upstream_ca_file;
+  if (with_credentials != nullptr && !with_credentials->credentials.empty()) {
+    const std::map<std::string, std::string> env =
+        o.credential_env ? *o.credential_env : OwnEnvironment();
+    auto loaded = LoadCredentials(*with_credentials, env, o.profile.binding.home);
+    if (!loaded) return std::move(loaded).Context("read the profile's credentials").error();
+    for (const std::string& skipped : loaded->skipped) {
+      plan->notes_.push_back("credential " + skipped);
+    }
+    if (!loaded->credentials.empty()) {
+      auto hosts = CredentialHosts(*loaded);
+      if (!hosts) return hosts.error();
+      egress::SandboxCaOptions ca_options;
+      ca_options.label = "cagent sandbox CA" + (o.run_id.empty() ? "" : " " + o.run_id);
+      ca_options.hosts = std::move(*hosts);
+      auto made = egress::SandboxCa::Make(std::move(ca_options));
+      if (!made) return std::move(made).Context("make the sandbox's CA").error();
+      ca = std::move(*made);
+      if (auto it = env.find("SSL_CERT_FILE"); it != env.end()) upstream_ca_file = it->second;
+    }
+    plan->credentials_ = std::make_shared<const LoadedCredentials>(std::move(*loaded));
+  }
 
   // 2. What the operator approved in advance.
   for (const auto& line : o.pre_approvals) {
@@ -92,6 +159,15 @@ Result<std::unique_ptr<SessionPlan>> Prepare(SessionOptions o) {
   LaunchSpec& spec = plan->spec_;
   const bool has_hosts = o.egress_policy != nullptr && o.egress_policy->egress.value;
   const bool filtered = has_hosts && (o.egress_required || spec.network == NetworkMode::kLoopback);
+  if (ca && !filtered) {
+    // Fail closed: the proxy is what applies a credential, and nothing else keeps the value out
+    // while letting the tool use it.
+    return PlainError("apply the profile's credentials",
+                      "they need filtered egress: cagent's egress proxy puts each value into the "
+                      "requests to its hosts. Give the profile network loopback and a hosts "
+                      "section allowing the bound hosts (and keep the net layer on)")
+        .WithCode(Error::Code::kInvalidInput);
+  }
   if (filtered || EgressSession::Applies(spec)) {
     EgressSessionConfig ec;
     if (filtered) ec.policy = o.egress_policy;
@@ -100,6 +176,11 @@ Result<std::unique_ptr<SessionPlan>> Prepare(SessionOptions o) {
     ec.approval = o.approval;
     ec.phase = o.phase;
     ec.hint = std::move(o.hint);
+    if (ca) {
+      ec.credentials = plan->credentials_;
+      ec.ca = ca;
+      ec.upstream_ca_file = upstream_ca_file;
+    }
     EgressSessionServices es;
     es.io = plan->io_.get();
     es.approver = plan->approver_.get();

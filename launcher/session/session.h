@@ -21,6 +21,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,7 @@
 #include "launcher/egress/proxy.h"
 #include "launcher/profile/spec.h"
 #include "launcher/sandbox/sandbox.h"
+#include "launcher/session/credentials.h"
 #include "launcher/session/egress.h"
 #include "policy/language/ir.h"
 
@@ -67,6 +69,14 @@ struct SessionOptions {
   std::function<void(const egress::ConnectionRecord&)> on_record;
   // Each hint line (at most one per cause), on the proxy's thread; may be empty.
   std::function<void(const std::string&)> on_hint;
+
+  // ---- credentials (issue 36) ----
+  // The profile whose credentials section applies; null = `policy`'s (exec gives a spec, and its
+  // profile here). Its values are read from `credential_env` (nullopt = cagent's own
+  // environment) and `~/` files from profile.binding.home; each sandbox holds placeholders only
+  // (launcher/sandbox/credential_view.h) and the egress proxy puts the values in.
+  std::shared_ptr<const policy::Policy> credentials_policy;
+  std::optional<std::map<std::string, std::string>> credential_env;
 
   // ---- approvals ----
   broker::ApprovalMode approval = broker::ApprovalMode::kPolicy;
@@ -119,6 +129,9 @@ class SessionPlan {
   [[nodiscard]] broker::AuditLog* audit() { return audit_; }
   // The egress session; null when the sandbox shares the host's network (--disable-layer net).
   [[nodiscard]] EgressSession* egress() { return egress_.get(); }
+  // The sandbox's credentials (issue 36): the values (for the redactor), placeholders, bound
+  // hosts, the optional ones skipped; null without a credentials section.
+  [[nodiscard]] const LoadedCredentials* credentials() const { return credentials_.get(); }
   // Stops the sandbox (SIGTERM, then SIGKILL after the spec's grace); from any thread, any time.
   void StopSandbox() const;
   // The descriptor StopSandbox writes (SandboxControl::stop_fd).
@@ -138,10 +151,20 @@ class SessionPlan {
   broker::AuditLog* audit_ = nullptr;
   std::unique_ptr<broker::Approver> approver_;
   std::unique_ptr<EgressSession> egress_;
+  std::shared_ptr<const LoadedCredentials> credentials_;
   UniqueFd stop_fd_;
 };
 
+// Errors are the failing step's, with what to do. Credentials: a missing non-optional value, a
+// credential bound to `*` or `*.suffix` (the CA made for the sandbox names each host it vouches
+// for), credentials without filtered egress (kInvalidInput); each optional credential skipped is
+// a note.
 [[nodiscard]] Result<std::unique_ptr<SessionPlan>> Prepare(SessionOptions options);
+
+// The hosts the sandbox's CA is made for: the names and addresses the loaded credentials are bound
+// to, sorted, unique. kInvalidInput for a wildcard pattern (`*`, `*.suffix`): a leaf certificate is
+// minted per name, so a credential is bound to names, never to every subdomain.
+[[nodiscard]] Result<std::vector<std::string>> CredentialHosts(const LoadedCredentials& loaded);
 
 // SHA-256 of policy::Dump(policy) (the audit log's and the result's policy digest).
 [[nodiscard]] std::string PolicyDigest(const policy::Policy& policy);

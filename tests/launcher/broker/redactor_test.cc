@@ -15,6 +15,21 @@ using Secrets = std::vector<std::pair<std::string, std::string>>;
 
 std::string R(std::string_view text) { return Redactor().Redact(text); }
 
+// issue 36: a sandbox's credential values, added to the caller's scrubbed variables; a value both
+// name is labelled as the credential. Twin: without With() the value passes (it has no known
+// shape).
+TEST(RedactorTest, CredentialValuesAddedWithTheirName) {
+  const Redactor base =
+      Redactor::FromEnvironment({"MY_SECRET=plainvalue42", "OTHER=zzzzzzzz"}, {"MY_SECRET"});
+  const std::string text = "got plainvalue42 and tokvalue-99 here";
+  EXPECT_EQ(base.Redact(text), "got [REDACTED:env:MY_SECRET] and tokvalue-99 here");
+  const Redactor with = base.With({{"credential:npm", "tokvalue-99"},
+                                   {"credential:dup", "plainvalue42"},
+                                   {"credential:short", "abc"}});
+  EXPECT_EQ(with.Redact(text), "got [REDACTED:credential:dup] and [REDACTED:credential:npm] here");
+  EXPECT_EQ(with.Redact("abc"), "abc");  // shorter than the minimum, as for variables
+}
+
 TEST(RedactorTest, OpenAiAndAnthropicKeys) {
   EXPECT_EQ(R("key sk-abcdefghij0123456789ABCDEFGHIJ0123456789abcd end"),
             "key [REDACTED:openai_key] end");

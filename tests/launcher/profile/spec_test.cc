@@ -73,20 +73,20 @@ TEST_F(ProfileSpecTest, MountsResolveHomeAndWorkspaceAndSkipAbsentPaths) {
   EXPECT_THAT(l.spec.hidden_paths, Contains("/etc/ssh"));
 }
 
-TEST_F(ProfileSpecTest, ACredentialsSectionIsRefusedUntilItCanBeApplied) {
-  // Issue 36: the placeholders and the proxy's swap are not built yet. A profile that expects its
-  // secret kept out must not run with it silently missing (or let in some other way).
-  auto p = Compile("credentials {\n  gh env GITHUB_TOKEN for github.com\n}\n");
+TEST_F(ProfileSpecTest, ACredentialsSectionBuildsAndIsLeftToTheSession) {
+  // Issue 36: the spec of a profile with credentials builds like any other; the placeholders,
+  // the CA bundle and the proxy's swap are the session's (session::Prepare, which fails closed
+  // without filtered egress). Nothing of the credential is in the spec yet.
+  auto p = Compile(
+      "network loopback\nhosts {\n  allow github.com\n}\n"
+      "credentials {\n  gh env GITHUB_TOKEN for github.com\n}\n");
   ASSERT_NE(p, nullptr);
-  auto r = SpecFromPolicy(*p, {"true"}, ProfileContext{policy::Binding{ws_, home_}, {}});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, Error::Code::kUnsupported);
-  EXPECT_THAT(r.error().Message(), HasSubstr("credential 'gh'"));
-  // The twin: the same profile without the section builds.
-  auto plain = Compile("network none\n");
-  ASSERT_NE(plain, nullptr);
-  EXPECT_TRUE(
-      SpecFromPolicy(*plain, {"true"}, ProfileContext{policy::Binding{ws_, home_}, {}}).ok());
+  auto r = SpecFromPolicy(*p, {"true"},
+                          ProfileContext{policy::Binding{ws_, home_}, {"GITHUB_TOKEN=real"}});
+  ASSERT_TRUE(r.ok()) << r.error().Message();
+  EXPECT_TRUE(r->spec.env_override.empty());
+  EXPECT_TRUE(r->spec.home_files.empty());
+  for (const EnvVar& v : r->spec.env_set) EXPECT_NE(v.value, "real") << v.name;
 }
 
 TEST_F(ProfileSpecTest, DenyGlobsHideExistingMatchesAndWriteDenialsBindReadOnly) {

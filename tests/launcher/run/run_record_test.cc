@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/json_text.h"
+#include "policy/language/loader.h"
 
 namespace cagent::launcher::run {
 namespace {
@@ -107,6 +108,14 @@ RunRecord FullRecord() {
   r.denials = 2;
   r.approvals_asked = 1;
   r.egress = {{"relayed", 3}, {"refused", 1}, {"hosts_reached", {"pypi.org:443"}}};
+  r.credentials = {{.name = "gh",
+                    .source = "env",
+                    .hosts = {"github.com", "api.github.com"},
+                    .requests = 4,
+                    .refused = 1,
+                    .misdirected = 2}};
+  r.credentials_skipped = {
+      "npm: no value (NPM_TOKEN in cagent's environment); optional, so skipped"};
   r.needs_approval = PendingApproval{.tool = "run_command",
                                      .action = "npm install left-pad",
                                      .resolved_paths = {"/w/package.json"},
@@ -158,6 +167,70 @@ TEST(RunRecordJsonTest, AFullRecordReadsBackTheSame) {
 
 // The file's format is what the run has always written: these are the names readers, scripts and
 // docs/architecture.md rely on.
+// issue 36: the credentials' summary, its names in the file, and a record without it (an older
+// cagent's) reads back with none.
+TEST(RunRecordJsonTest, CredentialsAreSummarisedAndAbsentMeansNone) {
+  const json j = FullRecord().ToJson();
+  ASSERT_TRUE(j.contains("credentials"));
+  const json& loaded = j["credentials"]["loaded"];
+  ASSERT_EQ(loaded.size(), 1U);
+  for (const char* key : {"name", "source", "hosts", "requests", "refused", "misdirected"}) {
+    EXPECT_TRUE(loaded[0].contains(key)) << key;
+  }
+  EXPECT_EQ(j["credentials"]["skipped"].size(), 1U);
+  json older = j;
+  older.erase("credentials");
+  auto back = RunRecord::FromJson(older);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->credentials.empty());
+  EXPECT_TRUE(back->credentials_skipped.empty());
+  older["credentials"] = {{"loaded", "no list"}, {"skipped", {1, "kept"}}};
+  back = RunRecord::FromJson(older);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->credentials.empty());
+  EXPECT_EQ(back->credentials_skipped, std::vector<std::string>{"kept"});
+}
+
+TEST(SummarizeCredentialsTest, CountsUsesRefusalsAndMisdirectedAttemptsPerCredential) {
+  policy::SearchPath search;
+  auto compiled = policy::CompileText(
+      "creds.cagent",
+      "network loopback\nhosts {\n  allow github.com\n  allow registry.npmjs.org\n}\n"
+      "credentials {\n  gh env GH_TOKEN for github.com\n"
+      "  npm env NPM_TOKEN for registry.npmjs.org\n  off optional env OFF for github.com\n}\n",
+      search);
+  ASSERT_TRUE(compiled.policy) << "profile did not compile";
+  auto at = [](const std::string& host, std::vector<std::string> used, bool allowed,
+               const std::string& misdirected) {
+    egress::ExchangeRecord r;
+    r.request.dest.host = host;
+    r.request.dest.port = 443;
+    r.credentials = std::move(used);
+    r.allowed = allowed;
+    r.misdirected = misdirected;
+    return r;
+  };
+  const std::vector<egress::ExchangeRecord> exchanges = {
+      at("github.com", {"gh"}, true, ""),
+      at("github.com", {"gh"}, true, ""),
+      at("github.com", {}, false, ""),              // refused by a rule, on gh's host
+      at("github.com", {}, false, "npm"),           // npm's placeholder sent to github.com
+      at("registry.npmjs.org", {"npm"}, true, ""),  // npm used
+  };
+  const auto out = SummarizeCredentials(*compiled.policy, {"gh", "npm"}, exchanges);
+  ASSERT_EQ(out.size(), 2U);  // "off" had no value
+  EXPECT_EQ(out[0].name, "gh");
+  EXPECT_EQ(out[0].source, "env");
+  EXPECT_EQ(out[0].hosts, std::vector<std::string>{"github.com"});
+  EXPECT_EQ(out[0].requests, 2U);
+  EXPECT_EQ(out[0].refused, 1U);
+  EXPECT_EQ(out[0].misdirected, 0U);
+  EXPECT_EQ(out[1].name, "npm");
+  EXPECT_EQ(out[1].requests, 1U);
+  EXPECT_EQ(out[1].refused, 0U);
+  EXPECT_EQ(out[1].misdirected, 1U);
+}
+
 TEST(RunRecordJsonTest, TheFileKeepsItsFieldNames) {
   RunRecord r = FullRecord();
   r.state = RunState::kCompleted;
@@ -196,6 +269,7 @@ TEST(RunRecordJsonTest, TheFileKeepsItsFieldNames) {
                           "denials",
                           "approvals_asked",
                           "egress",
+                          "credentials",
                           "needs_approval",
                           "sandbox",
                           "event_log",
@@ -208,7 +282,7 @@ TEST(RunRecordJsonTest, TheFileKeepsItsFieldNames) {
                           "finished_at"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
-  EXPECT_EQ(j.size(), 43U);
+  EXPECT_EQ(j.size(), 44U);
   EXPECT_EQ(j["status"], "completed");
   EXPECT_EQ(j["verified"], true);
   EXPECT_EQ(j["exit_code"], 0);

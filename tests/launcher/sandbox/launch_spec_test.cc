@@ -32,6 +32,19 @@ TEST(LaunchSpecTest, RejectsUnsafeOrMalformedSpecs) {
   ExpectInvalid(with([](LaunchSpec& s) { s.hidden_paths.push_back("/"); }));
   ExpectInvalid(with([](LaunchSpec& s) { s.env_set.push_back({"A=B", "c"}); }));
   ExpectInvalid(with([](LaunchSpec& s) { s.keep_fds.push_back(1); }));
+  ExpectInvalid(with([](LaunchSpec& s) { s.env_override.push_back({"", "x"}); }));
+  // Home files: below HOME only, permission bits only, never inside a directory bind.
+  ExpectInvalid(with([](LaunchSpec& s) { s.home_files.push_back({"/etc/x", "", 0600}); }));
+  ExpectInvalid(with([](LaunchSpec& s) { s.home_files.push_back({s.home, "", 0600}); }));
+  ExpectInvalid(with([](LaunchSpec& s) { s.home_files.push_back({s.home + "/../x", "", 0600}); }));
+  ExpectInvalid(with([](LaunchSpec& s) { s.home_files.push_back({s.home + "/x", "", 04755}); }));
+  ExpectInvalid(with([](LaunchSpec& s) {
+    s.dir_binds.push_back({"/var/cache/x", s.home + "/.cache/x", false, false});
+    s.home_files.push_back({s.home + "/.cache/x/token", "", 0600});
+  }));
+  EXPECT_TRUE(with([](LaunchSpec& s) {
+                s.home_files.push_back({s.home + "/.config/tool/token", "x", 0400});
+              }).ok());
   ExpectInvalid(with([](LaunchSpec& s) { s.keep_fds.assign(40, 5); }));
   EXPECT_EQ(with([](LaunchSpec& s) { s.workspace = "/"; }).error().Message(),
             "invalid launch spec: workspace must be an absolute, normalised path other than / "

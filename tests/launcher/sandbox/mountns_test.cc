@@ -167,6 +167,65 @@ TEST(MountPlanTest, WithoutTheMountViewOnlyProcIsReplaced) {
   EXPECT_EQ(Find(*plan, Kind::kBind, "/usr"), nullptr);
 }
 
+// A home file is written after HOME's tmpfs is mounted and after the directories on its way are
+// made; its content and mode travel in the op.
+TEST(MountPlanTest, AHomeFileIsWrittenIntoHomeAfterItsDirectories) {
+  LaunchSpec spec = DefaultLaunchSpec("/tmp", {"true"});
+  spec.home_files.push_back({spec.home + "/.config/tool/token", "placeholder\n", 0400});
+  auto plan = PrepareMountPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.error().Message();
+  const std::string home = "/newroot" + spec.home;
+  const size_t tmpfs = IndexOf(*plan, Kind::kTmpfs, home);
+  const size_t config = IndexOf(*plan, Kind::kMkdir, home + "/.config");
+  const size_t tool = IndexOf(*plan, Kind::kMkdir, home + "/.config/tool");
+  const size_t file = IndexOf(*plan, Kind::kWriteFile, home + "/.config/tool/token");
+  ASSERT_NE(file, SIZE_MAX);
+  EXPECT_LT(tmpfs, config);
+  EXPECT_LT(config, tool);
+  EXPECT_LT(tool, file);
+  EXPECT_EQ(plan->ops[file].source, "placeholder\n");
+  EXPECT_EQ(plan->ops[file].mode, 0400U);
+  EXPECT_EQ(plan->ops[file].parent, home + "/.config/tool");
+  EXPECT_EQ(plan->ops[file].name, "token");
+}
+
+TEST(MountPlanTest, AHomeFileNeedsTheMountView) {
+  LaunchSpec spec = DefaultLaunchSpec("/tmp", {"true"});
+  spec.home_files.push_back({spec.home + "/token", "x", 0600});
+  spec.disabled.Add(Layer::kMountView);
+  auto plan = PrepareMountPlan(spec);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.error().Message(), ::testing::HasSubstr("need the mount view"));
+}
+
+// A required file bind the view cannot show fails the plan, naming the path; the same bind not
+// required is skipped (resolv.conf in a profile without /etc).
+TEST(MountPlanTest, ARequiredFileBindOutsideTheViewFails) {
+  char tmpl[] = "/tmp/cagent-required-bind-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::ofstream(dir + "/source") << "placeholder\n";
+  std::ofstream(dir + "/target") << "real\n";
+  LaunchSpec spec = DefaultLaunchSpec("/srv", {"true"});
+  spec.read_only_paths = {"/usr"};
+  spec.workspace = "/usr";
+  spec.file_binds.push_back({dir + "/source", dir + "/target", /*required=*/false});
+  auto skipped = PrepareMountPlan(spec);
+  ASSERT_TRUE(skipped.ok()) << skipped.error().Message();
+  EXPECT_EQ(Find(*skipped, Kind::kBind, "/newroot" + dir + "/target"), nullptr);
+  spec.file_binds.back().required = true;
+  auto refused = PrepareMountPlan(spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().Message(),
+              ::testing::HasSubstr("the sandbox's view does not show " + dir + "/target"));
+  // Shown by the view (the directory bound): bound over the file.
+  spec.read_only_paths.push_back(dir);
+  auto bound = PrepareMountPlan(spec);
+  ASSERT_TRUE(bound.ok()) << bound.error().Message();
+  EXPECT_NE(Find(*bound, Kind::kBind, "/newroot" + dir + "/target"), nullptr);
+  std::filesystem::remove_all(dir);
+}
+
 // ---- the prepare-to-mount race (mountns.h): identities recorded, paths canonical ----
 
 FileIdentity HostIdentity(const std::string& path) {

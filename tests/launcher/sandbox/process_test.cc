@@ -29,6 +29,27 @@ TEST(ProcessTest, EnvironmentHasOnlyWhatTheSpecAllows) {
   EXPECT_EQ(BuildEnvironment(spec, caller.data()), storage);
 }
 
+// issue 36: a credential's placeholder is an override; neither a set nor a passed variable of the
+// same name can bring the real value in, not even with the env layer off. Twin: without the
+// override the passed variable carries the caller's value.
+TEST(ProcessTest, AnOverrideWinsOverSetAndPassedVariables) {
+  LaunchSpec spec = DefaultLaunchSpec("/ws", {"true"});
+  spec.env_set = {{"PATH", "/usr/bin"}, {"TOKEN", "from-set"}};
+  spec.env_pass = {"TOKEN", "NPM_TOKEN"};
+  std::vector<std::string> storage = {"TOKEN=real", "NPM_TOKEN=real-npm"};
+  std::vector<char*> caller;
+  for (auto& s : storage) caller.push_back(s.data());
+  caller.push_back(nullptr);
+  EXPECT_THAT(BuildEnvironment(spec, caller.data()),
+              ElementsAre("PATH=/usr/bin", "TOKEN=from-set", "NPM_TOKEN=real-npm"));
+  spec.env_override = {{"NPM_TOKEN", "npm_placeholder"}, {"TOKEN", "placeholder"}};
+  EXPECT_THAT(BuildEnvironment(spec, caller.data()),
+              ElementsAre("NPM_TOKEN=npm_placeholder", "TOKEN=placeholder", "PATH=/usr/bin"));
+  spec.disabled.Add(Layer::kEnvScrub);
+  EXPECT_THAT(BuildEnvironment(spec, caller.data()),
+              ElementsAre("NPM_TOKEN=npm_placeholder", "TOKEN=placeholder"));
+}
+
 TEST(ProcessTest, CommandIsSearchedInTheSandboxPath) {
   LaunchSpec spec = DefaultLaunchSpec("/ws", {"make", "-j2"});
   spec.env_set = {{"PATH", "/usr/local/bin::/usr/bin"}};

@@ -157,5 +157,29 @@ TEST(SandboxTest, AReadOnlyCacheWithoutTheLayerRefusesWrites) {
   EXPECT_EQ(overlay::Read(f.cache + "/seed"), "from setup\n");
 }
 
+// ---- issue 36: a file in the private HOME, written before the command starts ----
+
+TEST(SandboxTest, AHomeFileIsInTheSandboxsHomeWithItsMode) {
+  LaunchSpec spec = Spec({"/bin/sh", "-c",
+                          "cat ~/.config/tool/token > " + Workspace() +
+                              "/home-file.seen; stat -c %a ~/.config/tool/token >> " + Workspace() +
+                              "/home-file.seen"});
+  spec.home_files.push_back({spec.home + "/.config/tool/token", "placeholder\n", 0400});
+  auto out = RunSandbox(spec);
+  ASSERT_TRUE(out.ok()) << out.error().Message();
+  EXPECT_EQ(out->exit_code, 0) << out->failed_step << ": " << out->error;
+  EXPECT_EQ(overlay::Read(Workspace() + "/home-file.seen"), "placeholder\n400\n");
+}
+
+TEST(SandboxTest, TwoHomeFilesAtOnePathFailTheLaunch) {
+  LaunchSpec spec = Spec({"true"});
+  spec.home_files.push_back({spec.home + "/token", "a", 0600});
+  spec.home_files.push_back({spec.home + "/token", "b", 0600});
+  auto out = RunSandbox(spec);
+  ASSERT_TRUE(out.ok()) << out.error().Message();
+  EXPECT_EQ(out->kind, SandboxOutcome::Kind::kSetupFailed);
+  EXPECT_EQ(out->err, EEXIST);
+}
+
 }  // namespace
 }  // namespace cagent::launcher
