@@ -49,13 +49,14 @@ class CredentialViewE2eTest : public ::testing::Test {
   // The profile: loopback with a hosts section, the credential's variable passed by the profile
   // too (the guard's attack), the file credential's directory shown read-only.
   std::string Profile(bool with_credentials) const {
+    // Not `extends base`: it scrubs *_TOKEN, and the twin needs the variable passed.
     std::string text =
-        "extends base\n"
+        "workspace read-write\n"
         "network loopback\n"
-        "filesystem {\n  read-only " +
+        "filesystem {\n  read-only /usr /etc /bin /sbin /lib /lib64 " +
         secrets_ +
         "\n}\n"
-        "env {\n  pass TEST_TOKEN\n}\n"
+        "environment {\n  pass TEST_TOKEN PATH\n}\n"
         "hosts {\n  allow pkgs.test:8443\n}\n";
     if (with_credentials) {
       text +=
@@ -157,7 +158,7 @@ TEST_F(CredentialViewE2eTest, WithoutTheCredentialsSectionTheScanFindsTheValue) 
 TEST_F(CredentialViewE2eTest, AProfileWithCredentialsButNoHostsIsRefused) {
   const std::string profile = ws_ + "/nohosts.cagent";
   WriteFile(profile,
-            "extends base\nnetwork loopback\n"
+            "workspace read-write\nnetwork loopback\n"
             "credentials {\n  tok env TEST_TOKEN for pkgs.test:8443\n}\n");
   RunOptions o;
   o.extra_env = {"TEST_TOKEN=" + Value()};
