@@ -132,6 +132,7 @@ class Credentials : public ::testing::Test {
     ASSERT_NE(f_.https, nullptr);
     ASSERT_NE(f_.http, nullptr);
     ws_ = h_.MakeDir("cred-ws");
+    WriteFile(ws_ + "/ca.pem", ReadFile(f_.ca_dir + "/ca.pem"));  // for the twins' clients
   }
 
   [[nodiscard]] std::string Port() const { return f_.https->port(); }
@@ -143,7 +144,7 @@ class Credentials : public ::testing::Test {
   std::string Profile(const std::string& credentials, const std::string& extra_hosts = "") {
     const std::string path = ws_ + "/cred.cagent";
     std::string text =
-        "description \"credentials e2e\"\nextends backend\nhosts {\n  allow pkgs.test:" + Port() +
+        "description \"credentials e2e\"\nnetwork loopback\nhosts {\n  allow pkgs.test:" + Port() +
         "\n  allow other.test:" + f_.http->port() + "\n" + extra_hosts + "}\n";
     text += credentials.empty() ? "environment {\n  pass TEST_TOKEN\n}\n"
                                 : "credentials {\n  " + credentials + "\n}\n";
@@ -203,7 +204,7 @@ TEST_F(Credentials, CurlWithThePlaceholderGetsTheDataWhileNothingInsideHoldsTheV
 TEST_F(Credentials, CurlWithoutTheSwapGetsTheServers401) {
   // Twin: no credentials section, a made-up token in the sandbox, the test CA given to curl.
   const RunResult r = Sh(Profile(""),
-                         "curl -sS --fail --max-time 20 --cacert " + f_.ca_dir +
+                         "curl -sS --fail --max-time 20 --cacert " + ws_ +
                              "/ca.pem -H \"Authorization: Bearer $TEST_TOKEN\" " + Origin() + "/f",
                          /*pass_fake=*/true);
   EXPECT_NE(r.exit_code, 0);
@@ -281,7 +282,7 @@ TEST_F(Credentials, NpmInstallWithoutTheSwapFails) {
   // Twin.
   const RunResult r =
       Sh(Profile(""),
-         "export NODE_EXTRA_CA_CERTS=" + f_.ca_dir + "/ca.pem; " + NpmInstall(ws_, Origin()),
+         "export NODE_EXTRA_CA_CERTS=" + ws_ + "/ca.pem; " + NpmInstall(ws_, Origin()),
          /*pass_fake=*/true);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("401"));
@@ -314,7 +315,7 @@ TEST_F(Credentials, PipInstallWithoutTheSwapFails) {
   }
   // Twin.
   const RunResult r =
-      Sh(Profile(""), "export PIP_CERT=" + f_.ca_dir + "/ca.pem; " + PipInstall(ws_, Port()),
+      Sh(Profile(""), "export PIP_CERT=" + ws_ + "/ca.pem; " + PipInstall(ws_, Port()),
          /*pass_fake=*/true);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_FALSE(std::filesystem::exists(ws_ + "/site/tinypkg/__init__.py"));
@@ -337,7 +338,7 @@ TEST_F(Credentials, UrllibGetsTheDataWithThePlaceholder) {
 TEST_F(Credentials, UrllibWithoutTheSwapGets401) {
   // Twin.
   const RunResult r =
-      Sh(Profile(""), "export SSL_CERT_FILE=" + f_.ca_dir + "/ca.pem; " + Urllib(Origin() + "/f"),
+      Sh(Profile(""), "export SSL_CERT_FILE=" + ws_ + "/ca.pem; " + Urllib(Origin() + "/f"),
          /*pass_fake=*/true);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("401"));
