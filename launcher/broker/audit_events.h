@@ -327,6 +327,34 @@ inline constexpr std::string_view kAuditHintsMeaning =
   FIELD(Egress, phase, std::string, kRequired, "`agent`, `setup`, `verify` or `exec`")             \
   END(Egress)                                                                                      \
                                                                                                    \
+  EVENT(HttpRequest, "http_request", kBroker, kJson,                                               \
+        "one request the egress proxy read on a connection it intercepts (a host a credential is " \
+        "bound to, issue 36), when its response ended or it was refused; never a credential's "    \
+        "value, never the query string")                                                           \
+  FIELD(HttpRequest, phase, std::string, kRequired, "`agent`, `setup`, `verify` or `exec`")        \
+  FIELD(HttpRequest, host, std::string, kRequired, "the name or IP literal of the connection")     \
+  FIELD(HttpRequest, port, std::uint64_t, kRequired, "the port")                                   \
+  FIELD(HttpRequest, method, std::string, kRequired, "the request's method, as sent")              \
+  FIELD(HttpRequest, path, std::string, kRequired, "the request target's path, without the query") \
+  FIELD(HttpRequest, credentials, StringList, kRequired,                                           \
+        "the names of the credentials whose value cagent put into the request (never a value)")    \
+  ENVELOPE(HttpRequest, verdict, allowed, bool, kRequired,                                         \
+           "`allow` (sent upstream) or `deny` (refused by a rule, the default or the proxy)")      \
+  ENVELOPE(HttpRequest, rule, rule, std::string, kOptional,                                        \
+           "the hosts rule that decided (absent for the default and the proxy's own refusals)")    \
+  FIELD(HttpRequest, reason, std::string, kRequired, "why it was allowed or refused")              \
+  FIELD(HttpRequest, misdirected, OmitEmpty<std::string>, kOptional,                               \
+        "the credential whose placeholder the request carried to a host it is not bound to (an "   \
+        "attempted exfiltration; the request was refused)")                                        \
+  FIELD(HttpRequest, status, std::int64_t, kRequired,                                              \
+        "the upstream's final status code; 0 when none (refused, failed, or no response head)")    \
+  FIELD(HttpRequest, bytes_up, std::uint64_t, kRequired, "the request as sent upstream, in bytes") \
+  FIELD(HttpRequest, bytes_down, std::uint64_t, kRequired,                                         \
+        "the response as relayed to the sandbox, in bytes")                                        \
+  FIELD(HttpRequest, duration_ms, std::int64_t, kRequired, "how long the exchange lasted")         \
+  FIELD(HttpRequest, error, OmitEmpty<std::string>, kOptional, "the upstream TLS or relay error")  \
+  END(HttpRequest)                                                                                 \
+                                                                                                   \
   EVENT(McpCall, "mcp_call", kBroker, kJson,                                                       \
         "an MCP client's tools/call and the broker's decision on it (`cagent mcp wrap`: by MCP "   \
         "tool name; `cagent mcp serve`: cagent's own tools)")                                      \

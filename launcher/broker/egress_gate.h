@@ -10,6 +10,14 @@
 // never (and stop: a connection cannot wait for a re-run) deny what nobody approved beforehand;
 // the profile's `approval` setting decides otherwise (never-ask denies, auto allows, on-request
 // asks the approver).
+//
+// Issue 36: for a destination some credential is bound to, the proxy reads each request in clear
+// (CredentialsFor says which) and asks DecideRequest about it: the hosts section's method and path
+// rules (policy::Engine::Http). An ask is an ApprovalRequest with tool "http" and action
+// "METHOD HOST:PORT PATH", bound to RequestDigest; `--pre-approve sha256:DIGEST` answers it
+// beforehand, and the approval mode works as for connections. RecordExchange turns each request
+// into an `http_request` audit event: names of credentials, never their values; the path, never
+// the query.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -17,6 +25,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "launcher/broker/approver.h"
 #include "launcher/broker/audit_schema.h"
@@ -52,17 +61,37 @@ class EgressGate final : public egress::Policy, public std::enable_shared_from_t
   void Decide(const egress::Destination& dest, std::function<void(egress::Decision)> done) override;
   [[nodiscard]] bool AddressNamed(std::string_view address, std::uint16_t port) const override;
   [[nodiscard]] bool MayResolve(std::string_view host) const override;
+  // The names of the credentials one of whose host patterns matches dest.host on dest.port (a
+  // pattern without a port: 443 and 80, as for hosts rules), sorted. Called on the proxy's thread.
+  [[nodiscard]] std::vector<std::string> CredentialsFor(
+      const egress::Destination& dest) const override;
+  // The engine's decision on the request (Engine::Http); an ask goes through the approvals like a
+  // connection's (posted to `io`). `done` is called exactly once.
+  void DecideRequest(const egress::HttpExchange& request,
+                     std::function<void(egress::Decision)> done) override;
 
   // Called from the proxy's thread with each finished connection: posts its audit event to `io`.
   void Record(const egress::ConnectionRecord& record);
+  // Called from the proxy's thread with each finished or refused request on an intercepted
+  // connection: posts its `http_request` audit event to `io`.
+  void RecordExchange(const egress::ExchangeRecord& record);
 
   // The approval digest of a destination: SHA-256 of the canonical {"tool":"host","host":H,
   // "port":P}.
   [[nodiscard]] static std::string DestinationDigest(std::string_view host, std::uint16_t port);
+  // The approval digest of a request: SHA-256 of the canonical {"tool":"http","host":H,"port":P,
+  // "method":M,"path":PATH}.
+  [[nodiscard]] static std::string RequestDigest(std::string_view host, std::uint16_t port,
+                                                 std::string_view method, std::string_view path);
 
  private:
+  // The ask of a connection.
   void Ask(const egress::Destination& dest, const policy::Decision& decision,
            std::function<void(egress::Decision)> done);
+  // Any ask, on `io`: pre-approvals by `req`, then the approval mode, then the approver.
+  // `unapproved_hint` says how to approve it beforehand (for the headless refusal).
+  void AskApprover(ApprovalRequest req, const policy::Decision& decision,
+                   const std::string& unapproved_hint, std::function<void(egress::Decision)> done);
 
   EgressGateConfig config_;
   EgressGateServices services_;
@@ -78,5 +107,7 @@ EgressBudgets EgressBudgetsFromPolicy(const policy::Policy& policy);
 
 // The audit event of one connection record.
 AuditEvent EgressAuditEvent(const egress::ConnectionRecord& record, const std::string& phase);
+// The `http_request` audit event of one exchange record: no value, no query.
+AuditEvent HttpRequestAuditEvent(const egress::ExchangeRecord& record, const std::string& phase);
 
 }  // namespace cagent::launcher::broker

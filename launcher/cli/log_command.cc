@@ -294,6 +294,33 @@ std::string DescribeAuditEntry(const json& e, std::map<std::string, json>& calls
       text += " [" + d(N::phase) + "]";
       break;
     }
+    case K::kHttpRequest: {
+      using N = broker::audit::names::HttpRequest;
+      const std::string host = d(N::host);
+      text = Str(e, "verdict") + " " + d(N::method) + " " +
+             (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + d(N::port) +
+             d(N::path);
+      if (const json& names = Raw(detail, N::credentials); names.is_array() && !names.empty()) {
+        std::string joined;
+        for (const json& n : names) {
+          if (n.is_string()) joined += (joined.empty() ? "" : ", ") + n.get<std::string>();
+        }
+        text += " with " + OneLine(joined, 200);
+      }
+      if (!Str(e, "rule").empty()) text += " (rule " + Str(e, "rule") + ")";
+      if (detail.contains(N::misdirected)) {
+        text += ": MISDIRECTED placeholder of credential " + d(N::misdirected);
+      }
+      if (Str(e, "verdict") == "allow") {
+        text += ": status " + d(N::status) + ", " + d(N::bytes_up) + " bytes up, " +
+                d(N::bytes_down) + " down, " + d(N::duration_ms) + " ms";
+      } else {
+        text += ": " + d(N::reason);
+      }
+      if (detail.contains(N::error)) text += "; " + d(N::error);
+      text += " [" + d(N::phase) + "]";
+      break;
+    }
     case K::kMcpCall: {
       using N = broker::audit::names::McpCall;
       text = Str(e, "verdict") + " " + Str(e, "tool") + " (" + d(N::mode) + ", request " +

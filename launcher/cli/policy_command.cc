@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <variant>
 
 #include "common/exit_codes.h"
 #include "common/json_text.h"
@@ -340,6 +341,17 @@ Result<policy::Request> ExplainRequest(const PolicyOptions& o) {
     ++given;
     r = policy::Request::McpTool(o.mcp_tool);
   }
+  if (!o.http.empty()) {
+    ++given;
+    // The same reader as examples and cases files: http HOST[:PORT] METHOD PATH.
+    std::vector<std::string> words = {"http"};
+    words.insert(words.end(), o.http.begin(), o.http.end());
+    auto parsed = policy::ParseRequestWords(words);
+    if (const auto* bad = std::get_if<policy::RequestWordsError>(&parsed)) {
+      return PlainError("--http: " + bad->message + "; " + bad->hint);
+    }
+    r = std::get<policy::Request>(std::move(parsed));
+  }
   if (!o.tool.empty()) {
     ++given;
     auto t = policy::ParseTool(o.tool);
@@ -363,7 +375,8 @@ Result<policy::Request> ExplainRequest(const PolicyOptions& o) {
     return PlainError(
         std::string(given == 0 ? "nothing to explain" : "one request at a time") +
         ": give one of -- CMD..., --shell 'STRING', --read PATH, --write PATH, --host "
-        "HOST[:PORT], --mcp-tool NAME or --tool TOOL [--path P]");
+        "HOST[:PORT], --http HOST[:PORT] METHOD PATH, --mcp-tool NAME or --tool TOOL [--path "
+        "P]");
   }
 
   return r;
@@ -394,8 +407,10 @@ json ExplainJson(const policy::Policy& policy, const policy::Request& r, const p
   if (r.kind == Kind::kShell) j["request"]["subject"] = r.script;
   if (r.kind == Kind::kPath) j["request"]["subject"] = r.path;
   if (r.kind == Kind::kTool) j["request"]["subject"] = r.ToolSubject();
-  if (r.kind == Kind::kHost) j["request"]["host"] = r.host;
-  if (r.kind == Kind::kHost) j["request"]["port"] = r.port;
+  if (r.kind == Kind::kHost || r.kind == Kind::kHttp) j["request"]["host"] = r.host;
+  if (r.kind == Kind::kHost || r.kind == Kind::kHttp) j["request"]["port"] = r.port;
+  if (r.kind == Kind::kHttp) j["request"]["method"] = r.method;
+  if (r.kind == Kind::kHttp) j["request"]["path"] = r.path;
   if (r.kind == Kind::kMcpTool) j["request"]["mcp_tool"] = r.mcp_tool;
   if (shell_line) {
     j["parts"] = json::array();
@@ -796,6 +811,12 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
   o.explain_cmd->add_option("--host", o.host,
                             "A connection through the egress proxy to HOST[:PORT] (no port: 443; "
                             "IPv6 as [::1]:443): the hosts rules.");
+  o.explain_cmd
+      ->add_option("--http", o.http,
+                   "One request on a connection cagent intercepts (a host a credential is bound "
+                   "to): HOST[:PORT] METHOD PATH, the path without its query; the hosts "
+                   "section's method and path rules.")
+      ->expected(3);
   o.explain_cmd->add_option("--mcp-tool", o.mcp_tool,
                             "A tools/call of the MCP tool NAME on a server run by cagent mcp "
                             "wrap: the tools rules' mcp: words.");
@@ -817,6 +838,7 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
       "  cagent policy explain backend --read ~/.ssh/id_ed25519\n"
       "  cagent policy explain frontend --tool write_file --path package-lock.json\n"
       "  cagent policy explain backend-registries --host pypi.org:443\n"
+      "  cagent policy explain my-profile --http github.com POST /org/repo.git/git-receive-pack\n"
       "  cagent policy explain mcp-server --mcp-tool echo");
 
   o.test_cmd = policy->add_subcommand(
@@ -825,7 +847,8 @@ CLI::App* AddPolicyCommand(CLI::App& app, PolicyOptions& o) {
       "profiles. One case per line: VERDICT KIND ARGS, '#' starts a comment. VERDICT is allow, "
       "ask or deny (the profile's verdict, before the approval mode, as in its examples "
       "section). KIND is: command \"LINE\" (a shell line, as run_command runs it); argv WORD... "
-      "(an argv, no shell); read PATH; write PATH; tool TOOL [PATH | \"LINE\"] -- the same "
+      "(an argv, no shell); read PATH; write PATH; tool TOOL [PATH | \"LINE\"]; host HOST[:PORT]; "
+      "mcp-tool NAME; http HOST[:PORT] METHOD PATH -- the same "
       "grammar as a profile's examples section. Words may be quoted with \"...\" "
       "or '...'. Paths are judged with the workspace at /workspace and home at /home/user, so a "
       "table means the same on every machine. Each failing case is reported with its line, the "

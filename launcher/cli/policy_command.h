@@ -22,11 +22,12 @@ struct PolicyOptions {
   // explain: exactly one request.
   std::vector<std::string> command;  // -- CMD...
   std::string shell, read_path, write_path, tool, tool_path, host, mcp_tool;
-  std::string workspace;         // explain: what relative paths are relative to (default: the cwd)
-  std::string cases;             // test
-  std::string from, to;          // diff
-  std::string format = "text";   // audit: text, json, sarif
-  std::string fail_on = "high";  // audit: high, medium, low, info, never
+  std::vector<std::string> http;  // explain --http HOST[:PORT] METHOD PATH (issue 36)
+  std::string workspace;          // explain: what relative paths are relative to (default: the cwd)
+  std::string cases;              // test
+  std::string from, to;           // diff
+  std::string format = "text";    // audit: text, json, sarif
+  std::string fail_on = "high";   // audit: high, medium, low, info, never
 
   // The subcommands, to tell which one was parsed.
   CLI::App* list_cmd = nullptr;

@@ -307,6 +307,15 @@ std::vector<std::string> TranscriptLines(const json& e) {
       out.push_back(std::move(s));
       break;
     }
+    case K::kHttpRequest: {
+      using N = broker::audit::names::HttpRequest;
+      std::string s = "http " + One(Str(e, "verdict"), 10) + " " + One(Str(d, N::method), 20) +
+                      " " + One(Str(d, N::host), 120) + ":" + One(Str(d, N::port), 10) +
+                      One(Str(d, N::path), 200);
+      if (Str(e, "verdict") != "allow") s += ": " + One(Str(d, N::reason));
+      out.push_back(std::move(s));
+      break;
+    }
     // Left out of a transcript: the terms, the request before its answer, status lines, and what
     // the verification tree and MCP sessions record (no transcript is shown for those).
     case K::kWelcome:

@@ -775,11 +775,104 @@ class Checker {
 
   // ---- hosts ----
 
-  // `allow|ask|deny PATTERN...`: one rule per pattern.
-  void HostStatement(const Statement& st) { HostStatementInto(st, out_.layer.hosts, hosts_seen_); }
+  // `allow|ask|deny PATTERN...`: one rule per pattern. `allow|ask|deny PATTERN METHOD PATH`: a
+  // method and path rule (issue 36).
+  void HostStatement(const Statement& st) {
+    HostStatementInto(st, out_.layer.hosts, hosts_seen_, /*setup=*/false);
+  }
+
+  // A word a rule writes where a method goes: uppercase token characters (no '.', so an uppercase
+  // host name stays a host), or a lowercase word followed by a path.
+  static bool LooksLikeMethod(const Value& v) {
+    return v.kind == Value::Kind::kWord && v.text.find('.') == std::string::npos &&
+           IsRuleMethod(v.text);
+  }
+  static bool LooksLikePath(const Value& v) { return v.text.starts_with('/'); }
+
+  // Whether the statement is written as a method and path rule: a path or an uppercase method
+  // after the first pattern, or `* *` as the second and third words. Host names are written in
+  // lowercase, so `deny a.org b.org DELETE *` is a (malformed) method rule, never four patterns
+  // of which `*` would refuse every host.
+  static bool IsMethodForm(const Statement& st) {
+    if (st.args.size() < 2) return false;
+    for (std::size_t i = 1; i < st.args.size(); ++i) {
+      if (LooksLikePath(st.args[i]) || LooksLikeMethod(st.args[i])) return true;
+    }
+    return st.args[1].text == "*" && st.args.size() == 3 && st.args[2].text == "*";
+  }
+
+  // Parses one host pattern, reporting a malformed one at the bytes at fault.
+  std::optional<HostPattern> HostPatternAt(const Value& v) {
+    auto parsed = ParseHostPattern(v.text);
+    if (const auto* bad = std::get_if<HostPatternError>(&parsed)) {
+      // Point at the bytes at fault; a quoted value starts one byte later.
+      const std::uint32_t skip = v.kind == Value::Kind::kString ? 1 : 0;
+      const bool inline_caret = v.kind == Value::Kind::kWord || !v.text.empty();
+      Location at = v.loc;
+      std::uint32_t len = v.length;
+      if (inline_caret) {
+        at.col += skip + static_cast<std::uint32_t>(bad->offset);
+        len = static_cast<std::uint32_t>(bad->length);
+      }
+      Err(at, len, "invalid host pattern " + Describe(v) + ": " + bad->message, bad->hint);
+      return std::nullopt;
+    }
+    return std::get<HostPattern>(std::move(parsed));
+  }
+
+  // The METHOD and PATH of a method and path rule, checked; false after reporting a mistake.
+  bool MethodAndPath(const Value& method, const Value& path) {
+    bool ok = true;
+    if (method.text != "*" && !IsRuleMethod(method.text)) {
+      std::string upper = method.text;
+      for (char& c : upper) {
+        if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+      }
+      if (IsRuleMethod(upper)) {
+        ErrAt(method, "HTTP methods are written in uppercase: " + Describe(method),
+              "write " + upper);
+      } else {
+        ErrAt(method, "invalid HTTP method " + Describe(method),
+              "a method is an uppercase token (GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS), or "
+              "* for any method");
+      }
+      ok = false;
+    }
+    if (path.text != "*" && !path.text.starts_with('/')) {
+      ErrAt(path, "a path in a hosts rule starts with '/' or is '*': " + Describe(path),
+            path.text.empty() ? "write * for any path"
+                              : "write /" + path.text +
+                                    " (a '*' in it matches any characters, "
+                                    "'/' included)");
+      return false;
+    }
+    const std::uint32_t skip = path.kind == Value::Kind::kString ? 1 : 0;
+    for (std::size_t i = 0; i < path.text.size(); ++i) {
+      const auto c = static_cast<unsigned char>(path.text[i]);
+      std::string message;
+      std::string hint;
+      if (c == '?' || c == '#') {
+        message = "a path in a hosts rule has no query or fragment: " + Describe(path);
+        hint =
+            "rules match the request's path without its query string (cagent never shows a "
+            "query to the policy: it may hold a credential); drop what follows the '" +
+            std::string(1, static_cast<char>(c)) + "'";
+      } else if (c <= 0x20 || c == 0x7f) {
+        message = "a path in a hosts rule has no blanks or control characters: " + Describe(path);
+        hint = "write a space as %20, as the request does";
+      } else {
+        continue;
+      }
+      Location at = path.loc;
+      at.col += skip + static_cast<std::uint32_t>(i);
+      Err(at, 1, std::move(message), std::move(hint));
+      return false;
+    }
+    return ok;
+  }
 
   void HostStatementInto(const Statement& st, std::vector<HostRule>& into,
-                         std::map<std::pair<Verdict, std::string>, Location>& seen) {
+                         std::map<std::pair<Verdict, std::string>, Location>& seen, bool setup) {
     auto verdict = ParseVerdict(st.keyword);
     if (!verdict) {
       Unknown(st, "in hosts", kRuleKeys);
@@ -789,36 +882,91 @@ class Checker {
         !NoGroups(st)) {
       return;
     }
+    if (IsMethodForm(st)) {
+      MethodRule(st, *verdict, into, seen, setup);
+      return;
+    }
     for (const Value& v : st.args) {
-      auto parsed = ParseHostPattern(v.text);
-      if (const auto* bad = std::get_if<HostPatternError>(&parsed)) {
-        // Point at the bytes at fault; a quoted value starts one byte later.
-        const std::uint32_t skip = v.kind == Value::Kind::kString ? 1 : 0;
-        const bool inline_caret = v.kind == Value::Kind::kWord || !v.text.empty();
-        Location at = v.loc;
-        std::uint32_t len = v.length;
-        if (inline_caret) {
-          at.col += skip + static_cast<std::uint32_t>(bad->offset);
-          len = static_cast<std::uint32_t>(bad->length);
-        }
-        Err(at, len, "invalid host pattern " + Describe(v) + ": " + bad->message, bad->hint);
-        continue;
-      }
+      std::optional<HostPattern> pattern = HostPatternAt(v);
+      if (!pattern) continue;
       HostRule rule;
       rule.verdict = *verdict;
-      rule.pattern = std::get<HostPattern>(std::move(parsed));
+      rule.pattern = std::move(*pattern);
       rule.text = rule.pattern.Text();
       rule.loc = v.loc;
-      auto [it, inserted] = seen.emplace(std::make_pair(rule.verdict, rule.text), v.loc);
-      if (!inserted) {
-        diags_.Warning(v.loc, v.length,
-                       "hosts rule '" + std::string(VerdictName(rule.verdict)) + " " + rule.text +
-                           "' is written twice",
-                       "the first is at line " + std::to_string(it->second.line));
-        continue;
-      }
-      into.push_back(std::move(rule));
+      AddHostRule(std::move(rule), v, into, seen);
     }
+  }
+
+  // `allow|ask|deny PATTERN METHOD PATH`.
+  void MethodRule(const Statement& st, Verdict verdict, std::vector<HostRule>& into,
+                  std::map<std::pair<Verdict, std::string>, Location>& seen, bool setup) {
+    constexpr const char* kShape =
+        "write: allow HOST METHOD PATH, e.g. allow github.com GET /org/repo.git/* (* for any "
+        "method or any path)";
+    const std::string verdict_word(VerdictName(verdict));
+    if (LooksLikePath(st.args[1])) {
+      ErrAt(st.args[1], "a method and path rule needs a method before its path", kShape);
+      return;
+    }
+    if (st.args.size() == 2) {
+      ErrAt(st.args[1], "method " + Describe(st.args[1]) + " needs a path after it", kShape);
+      return;
+    }
+    if (st.args.size() > 3) {
+      const bool method_second = LooksLikeMethod(st.args[1]) || st.args[1].text == "*";
+      if (method_second) {
+        ErrAt(st.args[3],
+              "a method and path rule ends with its path; found " + Describe(st.args[3]) +
+                  " after it",
+              kShape);
+      } else {
+        ErrAt(st.args[1],
+              "a method and path rule names exactly one host; " + Describe(st.args[1]) +
+                  " is a second",
+              "write one rule per host: " + verdict_word + " " + st.args[0].text +
+                  " METHOD PATH, "
+                  "then " +
+                  verdict_word + " " + st.args[1].text + " METHOD PATH");
+      }
+      return;
+    }
+    const Value& host = st.args[0];
+    const Value& method = st.args[1];
+    const Value& path = st.args[2];
+    std::optional<HostPattern> pattern = HostPatternAt(host);
+    const bool method_ok = MethodAndPath(method, path);
+    if (!pattern || !method_ok) return;
+    if (setup) {
+      ErrAt(method, "setup's hosts take no method and path rules",
+            "cagent reads requests only for hosts a credential is bound to, and setup connects "
+            "without credentials; write '" +
+                verdict_word + " " + host.text +
+                "' in setup, or move the rule to the profile's "
+                "hosts section");
+      return;
+    }
+    HostRule rule;
+    rule.verdict = verdict;
+    rule.pattern = std::move(*pattern);
+    rule.method = method.text;
+    rule.path = path.text;
+    rule.text = rule.pattern.Text() + " " + rule.method + " " + QuoteWord(rule.path);
+    rule.loc = host.loc;
+    AddHostRule(std::move(rule), host, into, seen);
+  }
+
+  void AddHostRule(HostRule rule, const Value& at, std::vector<HostRule>& into,
+                   std::map<std::pair<Verdict, std::string>, Location>& seen) {
+    auto [it, inserted] = seen.emplace(std::make_pair(rule.verdict, rule.text), at.loc);
+    if (!inserted) {
+      diags_.Warning(at.loc, at.length,
+                     "hosts rule '" + std::string(VerdictName(rule.verdict)) + " " + rule.text +
+                         "' is written twice",
+                     "the first is at line " + std::to_string(it->second.line));
+      return;
+    }
+    into.push_back(std::move(rule));
   }
 
   // ---- limits ----
@@ -991,7 +1139,7 @@ class Checker {
       }
       out_.layer.setup.egress = {true, true, st.loc};
       for (const auto& s : st.block) {
-        HostStatementInto(s, out_.layer.setup.hosts, setup_hosts_seen_);
+        HostStatementInto(s, out_.layer.setup.hosts, setup_hosts_seen_, /*setup=*/true);
       }
       for (const HostRule& r : out_.layer.setup.hosts) {
         if (r.verdict != Verdict::kAsk) continue;

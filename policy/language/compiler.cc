@@ -37,6 +37,23 @@ void RunExamples(const Policy& policy, const std::vector<Example>& examples, Dia
   }
 }
 
+// Whether the connections `rule` names are all intercepted: some credential's pattern is the same
+// pattern, or the rule names one host (a name or an address) that a credential's pattern matches
+// on every port the rule covers (443 and 80 for a rule without a port).
+bool BoundByCredential(const HostPattern& rule, const std::vector<CredentialRule>& credentials) {
+  const std::string text = rule.Text();
+  const bool one_host =
+      rule.kind == HostPattern::Kind::kName || rule.kind == HostPattern::Kind::kAddress;
+  for (const CredentialRule& c : credentials) {
+    for (const HostPattern& h : c.hosts) {
+      if (h.Text() == text) return true;
+      if (!one_host || !h.MatchesHost(rule.host)) continue;
+      if (rule.port ? h.MatchesPort(*rule.port) : !h.port.has_value()) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<Policy> Compile(std::vector<ChainLink> chain,
@@ -151,6 +168,18 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
                       "one of the two");
       }
     }
+  }
+  // Method and path rules (issue 36) decide requests cagent reads, which it does only on the
+  // connections it intercepts: those to a host some credential is bound to. A rule for another
+  // host would never decide anything, while reading as if it did.
+  for (const HostRule& r : out.hosts) {
+    if (!r.HasMethod() || BoundByCredential(r.pattern, out.credentials)) continue;
+    diags.Error(r.loc, static_cast<std::uint32_t>(r.pattern.Text().size()),
+                "hosts rule '" + std::string(VerdictName(r.verdict)) + " " + r.text +
+                    "' decides requests to " + r.pattern.Text() +
+                    ", but no credential is bound to it, so cagent never reads them",
+                "bind a credential to " + r.pattern.Text() + ", or drop " + r.method + " " +
+                    QuoteWord(r.path));
   }
   // The proxy listens on the sandbox's own loopback interface, which `network none` does not have.
   if (out.egress.value && out.network.value == NetworkMode::kNone) {

@@ -131,7 +131,11 @@ std::string Dump(const Policy& p, bool with_locations) {
   if (p.egress.value) {
     w.Line(0, "hosts {", p.egress.loc);
     for (const auto& r : p.hosts) {
-      w.Line(1, std::string(VerdictName(r.verdict)) + " " + QuoteWord(r.text), r.loc);
+      // A method and path rule's text is already its words, each quoted as it must be.
+      w.Line(
+          1,
+          std::string(VerdictName(r.verdict)) + " " + (r.HasMethod() ? r.text : QuoteWord(r.text)),
+          r.loc);
     }
     w.Plain("}");
   }
@@ -267,8 +271,10 @@ nlohmann::json ToJson(const Policy& p) {
   for (const auto& r : p.hosts) {
     json port = r.pattern.port ? json(*r.pattern.port) : json(nullptr);
     j["hosts"].push_back({{"verdict", VerdictName(r.verdict)},
-                          {"pattern", r.text},
+                          {"pattern", r.pattern.Text()},
                           {"port", port},
+                          {"method", r.HasMethod() ? json(r.method) : json(nullptr)},
+                          {"path", r.HasMethod() ? json(r.path) : json(nullptr)},
                           {"at", where(r.loc)}});
   }
   j["limits"] = json::object();

@@ -479,6 +479,8 @@ Engine::Outcome Engine::DecideRequest(const Request& request) const {
       return DecideHost(request.host, request.port);
     case Request::Kind::kMcpTool:
       return DecideMcpTool(request.mcp_tool);
+    case Request::Kind::kHttp:
+      return DecideHttp(request.host, request.port, request.method, request.path);
   }
   return Outcome::Default("unknown request kind");
 }
@@ -580,11 +582,37 @@ Engine::Outcome Engine::DecideHost(std::string_view host, std::uint16_t port) co
 
 Engine::Outcome Engine::DecideNormalizedHost(std::string_view host, std::uint16_t port) const {
   if (port == 0) return Outcome::Default("port 0 names no service");
+  bool matched = false;
+  Outcome best = DecideConnectionRules(host, port, &matched);
+  if (matched) return best;
+  // No rule without a method names the host: method and path rules that allow or ask make the
+  // connection possible, and each of its requests is decided on its own (DecideHttp). Their deny
+  // rules refuse requests, never the connection.
+  for (std::size_t i = 0; i < policy_.hosts.size(); ++i) {
+    const HostRule& r = policy_.hosts[i];
+    if (!r.HasMethod() || r.verdict == Verdict::kDeny) continue;
+    if (!r.pattern.MatchesPort(port) || !r.pattern.MatchesHost(host)) continue;
+    return Outcome::Rule(Verdict::kAllow, host_rule_[i], r.loc,
+                         "no hosts rule without a method names this host, but method and path "
+                         "rules do: the connection is allowed, and each request on it is decided "
+                         "by those rules (a request none of them matches is refused)");
+  }
+  if (!policy_.egress.value) {
+    return Outcome::DefaultBecause(
+        "the profile has no hosts section, so nothing leaves the sandbox (network " +
+        std::string(NetworkName(policy_.network.value)) + "); a hosts { allow ... } section " +
+        "turns the egress proxy on");
+  }
+  return Outcome::DefaultBecause("no hosts rule allows " + HostPortText(host, port));
+}
+
+Engine::Outcome Engine::DecideConnectionRules(std::string_view host, std::uint16_t port,
+                                              bool* matched_out) const {
   Outcome best;
   bool matched = false;
   for (std::size_t i = 0; i < policy_.hosts.size(); ++i) {
     const HostRule& r = policy_.hosts[i];
-    if (matched && r.verdict <= best.verdict) continue;
+    if (r.HasMethod() || (matched && r.verdict <= best.verdict)) continue;
     if (!r.pattern.MatchesPort(port) || !r.pattern.MatchesHost(host)) continue;
     matched = true;
     std::string_view reason;
@@ -602,14 +630,130 @@ Engine::Outcome Engine::DecideNormalizedHost(std::string_view host, std::uint16_
     best = Outcome::Rule(r.verdict, host_rule_[i], r.loc, reason);
     if (best.verdict == Verdict::kDeny) break;
   }
-  if (matched) return best;
-  if (!policy_.egress.value) {
-    return Outcome::DefaultBecause(
-        "the profile has no hosts section, so nothing leaves the sandbox (network " +
-        std::string(NetworkName(policy_.network.value)) + "); a hosts { allow ... } section " +
-        "turns the egress proxy on");
+  *matched_out = matched;
+  return best;
+}
+
+namespace {
+
+// Whether a request path has a "." or ".." segment, written plainly or percent-encoded ("%2e",
+// "%2E."): the server resolves it, so "/org/repo.git/../other" would reach another repository
+// through a rule for /org/repo.git/*. Such a path is refused wherever method and path rules apply.
+bool HasDotSegment(std::string_view path) {
+  std::size_t from = 0;
+  while (from <= path.size()) {
+    std::size_t end = path.find('/', from);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view segment = path.substr(from, end - from);
+    std::size_t dots = 0;
+    bool only_dots = !segment.empty();
+    for (std::size_t i = 0; i < segment.size() && only_dots; ++i) {
+      if (segment[i] == '.') {
+        ++dots;
+      } else if (segment[i] == '%' && i + 2 < segment.size() && segment[i + 1] == '2' &&
+                 (segment[i + 2] == 'e' || segment[i + 2] == 'E')) {
+        ++dots;
+        i += 2;
+      } else {
+        only_dots = false;
+      }
+    }
+    if (only_dots && dots <= 2) return true;
+    from = end + 1;
   }
-  return Outcome::DefaultBecause("no hosts rule allows " + HostPortText(host, port));
+  return false;
+}
+
+}  // namespace
+
+Decision Engine::Http(std::string_view host, std::uint16_t port, std::string_view method,
+                      std::string_view path) const {
+  return DecideHttp(host, port, method, path).ToDecision();
+}
+
+Engine::Outcome Engine::DecideHttp(std::string_view host, std::uint16_t port,
+                                   std::string_view method, std::string_view path) const {
+  const std::optional<std::string> normalized = NormalizeHost(host);
+  if (!normalized) {
+    return Outcome::DefaultBecause(PrintableName(host) + " is not a valid host name or IP address");
+  }
+  if (port == 0) return Outcome::Default("port 0 names no service");
+  // Methods are case-sensitive (RFC 9110), but a server may take `delete` for DELETE: rules match
+  // without regard to case, and messages show the method in uppercase.
+  std::string upper(method);
+  for (char& c : upper) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  bool connection_matched = false;
+  Outcome connection = DecideConnectionRules(*normalized, port, &connection_matched);
+  // A connection rule's deny refuses the connection, so no request on it is ever read.
+  if (connection_matched && connection.verdict == Verdict::kDeny) return connection;
+  bool has_method_rules = false;
+  for (const HostRule& r : policy_.hosts) {
+    if (r.HasMethod() && r.pattern.MatchesPort(port) && r.pattern.MatchesHost(*normalized)) {
+      has_method_rules = true;
+      break;
+    }
+  }
+  if (has_method_rules) {
+    if (!IsRuleMethod(upper)) {
+      return Outcome::DefaultBecause("'" + PrintableName(method) + "' is not an HTTP method");
+    }
+    if (!path.starts_with('/')) {
+      return Outcome::DefaultBecause(
+          "the request's target " + PrintableName(path) +
+          " is not a path starting with '/', so the method and path rules cannot judge it");
+    }
+    if (HasDotSegment(path)) {
+      return Outcome::DefaultBecause(
+          "the request's path " + PrintableName(path) +
+          " has a '.' or '..' segment, which the server resolves to another path than the one "
+          "the method and path rules would judge; send the path without it");
+    }
+  }
+  Outcome best;
+  bool matched = false;
+  for (std::size_t i = 0; i < policy_.hosts.size(); ++i) {
+    const HostRule& r = policy_.hosts[i];
+    if (!r.HasMethod() || (matched && r.verdict <= best.verdict)) continue;
+    if (!r.pattern.MatchesPort(port) || !r.pattern.MatchesHost(*normalized)) continue;
+    if (!r.MatchesRequest(method, path)) continue;
+    matched = true;
+    std::string_view reason;
+    switch (r.verdict) {
+      case Verdict::kAllow:
+        reason = "the profile allows this request";
+        break;
+      case Verdict::kAsk:
+        reason = "the profile asks a person before this request";
+        break;
+      case Verdict::kDeny:
+        reason = "the profile forbids this request";
+        break;
+    }
+    best = Outcome::Rule(r.verdict, host_rule_[i], r.loc, reason);
+    if (best.verdict == Verdict::kDeny) break;
+  }
+  if (matched) return best;
+  if (connection_matched) {
+    // The proxy reads requests only on a connection it opened: one allowed, or asked about and
+    // approved. Either way the request has the connection's allow.
+    connection.verdict = Verdict::kAllow;
+    connection.reason =
+        has_method_rules
+            ? "no method and path rule matches the request, so the connection's rule decides: "
+              "a request on an allowed (or approved) connection is allowed"
+            : "the connection's rule decides: a request on an allowed (or approved) connection "
+              "is allowed";
+    return connection;
+  }
+  if (!has_method_rules) return DecideNormalizedHost(*normalized, port);
+  return Outcome::DefaultBecause(
+      "no method and path rule matches " + upper + " " + PrintableName(path) + " on " +
+      HostPortText(*normalized, port) +
+      ", and no hosts rule without a method allows the host; add a rule for the request, e.g. "
+      "allow " +
+      HostPortText(*normalized, port) + " " + upper + " " + QuoteWord(std::string(path)));
 }
 
 bool Engine::AddressNamed(std::string_view address_literal, std::uint16_t port) const {

@@ -77,7 +77,10 @@ class Engine {
   //     one trailing dot stripped, IPv6 canonical); a host that is neither a valid name nor an IP
   //     literal is denied. An IP literal matches only address rules and `*`, never a name rule.
   //     No matching rule: denied ("no hosts rule allows H:P", or, for a profile without a hosts
-  //     section, a reason saying the network is loopback/none).
+  //     section, a reason saying the network is loopback/none). Method and path rules (issue 36)
+  //     are not consulted when a rule without a method matches; when none does, an allow or ask
+  //     method and path rule for the host allows the connection (its requests are decided one by
+  //     one, Http), and deny method and path rules never refuse a connection.
   [[nodiscard]] Decision Host(std::string_view host, std::uint16_t port) const;
   //   McpTool: a tools/call of the MCP tool `name` on a server run by `cagent mcp wrap`, judged by
   //     the tools rules' mcp: words only (built-in tool names never match it, and mcp: words never
@@ -86,6 +89,18 @@ class Engine {
   //     tools). A name that is not a valid MCP tool name (IsMcpToolName, ir.h) is denied whatever
   //     the rules say, `mcp:*` included. Decide(Request::McpTool(name)) is the same decision.
   [[nodiscard]] Decision McpTool(std::string_view name) const;
+  //   Http: one request cagent reads on an intercepted connection (issue 36), with `path` the
+  //     request target without its query. Presupposes the connection is open, i.e. Host() allowed
+  //     it or it was approved. A deny rule without a method that matches the host decides (the
+  //     connection is refused). Otherwise the method and path rules matching host, port, method
+  //     (without regard to case) and path decide, strongest verdict first (deny > ask > allow);
+  //     when there are such rules for the host, a method that is no token, a target that does not
+  //     start with '/' or a path with a "." or ".." segment (also percent-encoded) is denied. No
+  //     method and path rule matches: the connection's rule without a method allows it (an `ask`
+  //     connection was approved before any request was read); no such rule either: denied.
+  //     Decide(Request::Http(...)) is the same decision.
+  [[nodiscard]] Decision Http(std::string_view host, std::uint16_t port, std::string_view method,
+                              std::string_view path) const;
 
   // Whether an allow or ask hosts rule names the IP literal `address_literal` itself (an address
   // rule, not `*` or a name) and matches `port`. The egress proxy refuses a name that resolves
@@ -161,8 +176,15 @@ class Engine {
   [[nodiscard]] Outcome DecideMcpTool(std::string_view name) const;
   // A connection; `host` is not yet normalised.
   [[nodiscard]] Outcome DecideHost(std::string_view host, std::uint16_t port) const;
-  // The same for a normalised host.
+  // The same for a normalised host: the rules without a method, then (none matching) the allow
+  // and ask method and path rules, which open the connection for their requests.
   [[nodiscard]] Outcome DecideNormalizedHost(std::string_view host, std::uint16_t port) const;
+  // The rules without a method only, for a normalised host; `*matched` says whether any matched.
+  [[nodiscard]] Outcome DecideConnectionRules(std::string_view host, std::uint16_t port,
+                                              bool* matched) const;
+  // A request on an intercepted connection (Http); `host` is not yet normalised.
+  [[nodiscard]] Outcome DecideHttp(std::string_view host, std::uint16_t port,
+                                   std::string_view method, std::string_view path) const;
 
   const Policy& policy_;
   Binding bindings_;

@@ -355,3 +355,62 @@ std::vector<std::uint16_t> HostPorts(const Policy& policy) {
 }
 
 }  // namespace cagent::policy
+
+namespace cagent::policy {
+
+bool IsRuleMethod(std::string_view method) {
+  // RFC 9110, 5.6.2: tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" /
+  // "_" / "`" / "|" / "~" / DIGIT / ALPHA. Lowercase letters are left out: methods are
+  // case-sensitive, and every registered one is uppercase.
+  constexpr std::string_view kSymbols = "!#$%&'*+-.^_`|~";
+  bool letter = false;
+  for (const char c : method) {
+    if (c >= 'A' && c <= 'Z') {
+      letter = true;
+    } else if (!(c >= '0' && c <= '9') && kSymbols.find(c) == std::string_view::npos) {
+      return false;
+    }
+  }
+  return letter;
+}
+
+bool PathPatternMatches(std::string_view pattern, std::string_view text) {
+  // The usual two cursors with one backtrack point: the last '*' seen and where in `text` its run
+  // ends so far. Linear in practice, O(|pattern| * |text|) at worst; no recursion.
+  std::size_t p = 0;
+  std::size_t t = 0;
+  std::size_t star = std::string_view::npos;
+  std::size_t star_text = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      star_text = t;
+    } else if (p < pattern.size() && pattern[p] == text[t]) {
+      ++p;
+      ++t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++star_text;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+bool HostRule::MatchesRequest(std::string_view request_method,
+                              std::string_view request_path) const {
+  if (!HasMethod()) return false;
+  if (method != "*") {
+    if (method.size() != request_method.size()) return false;
+    for (std::size_t i = 0; i < method.size(); ++i) {
+      char c = request_method[i];
+      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+      if (c != method[i]) return false;
+    }
+  }
+  return PathPatternMatches(path, request_path);
+}
+
+}  // namespace cagent::policy

@@ -160,13 +160,35 @@ struct ToolRule {
   Location loc;
 };
 
-// `allow|ask|deny PATTERN...` in the hosts section: one rule per pattern.
+// `allow|ask|deny PATTERN...` in the hosts section: one rule per pattern, deciding connections.
+// `allow|ask|deny PATTERN METHOD PATH` (issue 36): a method and path rule, deciding the requests
+// cagent reads on a connection it intercepts (a host some credential is bound to); exactly one
+// pattern. docs/policy-language.md, "hosts", has the semantics.
 struct HostRule {
   Verdict verdict = Verdict::kDeny;
   HostPattern pattern;
-  std::string text;  // pattern.Text()
-  Location loc;
+  // A method and path rule: `method` is an uppercase HTTP method token or "*" (any method);
+  // `path` starts with '/' or is "*", and each '*' in it matches any run of bytes, '/' included.
+  // Both "" for a connection rule.
+  std::string method;
+  std::string path;
+  std::string text;  // as dumped after the verdict: pattern.Text(), then " METHOD PATH" if any
+  Location loc;      // the host pattern
+
+  [[nodiscard]] bool HasMethod() const { return !method.empty(); }
+  // Whether a method and path rule matches a request's method (compared without regard to case:
+  // a server may treat `delete` as DELETE) and path (the request target without its query,
+  // compared byte for byte). False for a connection rule.
+  [[nodiscard]] bool MatchesRequest(std::string_view request_method,
+                                    std::string_view request_path) const;
 };
+
+// Whether `method` is an HTTP method token as rules write it: RFC 9110 token characters without
+// lowercase letters, at least one uppercase letter ("GET", "PROPFIND", "M-SEARCH").
+[[nodiscard]] bool IsRuleMethod(std::string_view method);
+// Whether `text` matches `pattern`, where each '*' matches any run of bytes ('/' included) and
+// every other byte only itself: how a method and path rule's path is matched.
+[[nodiscard]] bool PathPatternMatches(std::string_view pattern, std::string_view text);
 
 enum class LimitKind : std::uint8_t { kDuration, kSize, kCount, kMoney };
 

@@ -62,6 +62,14 @@ Request Request::McpTool(std::string name) {
   return r;
 }
 
+Request Request::Http(std::string host, std::uint16_t port, std::string method, std::string path) {
+  Request r = Host(std::move(host), port);
+  r.kind = Kind::kHttp;
+  r.method = std::move(method);
+  r.path = std::move(path);
+  return r;
+}
+
 std::string_view KindName(const Request& request) {
   switch (request.kind) {
     case Request::Kind::kCommand:
@@ -76,6 +84,8 @@ std::string_view KindName(const Request& request) {
       return "host";
     case Request::Kind::kMcpTool:
       return "mcp-tool";
+    case Request::Kind::kHttp:
+      return "http";
   }
   return "command";
 }
@@ -97,10 +107,14 @@ std::string Describe(const Request& request) {
       out += ToolName(request.tool);
       if (!request.ToolSubject().empty()) out += " " + QuoteString(request.ToolSubject());
       break;
-    case Request::Kind::kHost: {
+    case Request::Kind::kHost:
+    case Request::Kind::kHttp: {
       const bool v6 = request.host.find(':') != std::string::npos;
       out += " " + QuoteWord((v6 ? "[" + request.host + "]" : request.host) + ":" +
                              std::to_string(request.port));
+      if (request.kind == Request::Kind::kHttp) {
+        out += " " + QuoteWord(request.method) + " " + QuoteWord(request.path);
+      }
       break;
     }
     case Request::Kind::kMcpTool:
@@ -113,7 +127,7 @@ std::string Describe(const Request& request) {
 std::string_view RequestUsage() {
   return "write: command \"git status\" (a shell line) / argv git status (no shell) / read .env / "
          "write src/main.c / tool write_file Cargo.lock / tool run_command \"make test\" / host "
-         "pypi.org:443 / mcp-tool get-sum";
+         "pypi.org:443 / mcp-tool get-sum / http github.com GET /org/repo.git/info/refs";
 }
 
 namespace {
@@ -238,8 +252,21 @@ std::variant<Request, RequestWordsError> ParseRequestWords(std::span<const std::
     }
     return Request::McpTool(words[1]);
   }
+  if (kind == "http") {
+    if (args != 3) {
+      return fail(args < 3 ? 0 : 4, "'http' takes HOST[:PORT], a method and a path",
+                  "write http github.com GET /org/repo.git/info/refs (the path without its "
+                  "query; no port means 443)");
+    }
+    auto hp = ParseHostPort(words[1]);
+    if (!hp) return fail(1, hp.error().op, hp.error().detail);
+    if (words[2].empty()) return fail(2, "'http' needs a method", "write GET, POST, ...");
+    if (words[3].empty()) return fail(3, "'http' needs a path", "write /, or the path requested");
+    return Request::Http(std::move(hp->first), hp->second, words[2], words[3]);
+  }
   return fail(0, "unknown request kind '" + kind + "'",
-              "use command (a shell line), argv (no shell), read, write, tool, host or mcp-tool");
+              "use command (a shell line), argv (no shell), read, write, tool, host, mcp-tool or "
+              "http");
 }
 
 }  // namespace cagent::policy

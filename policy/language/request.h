@@ -14,6 +14,8 @@
 //   tool TOOL [PATH | "LINE"]   a tool call; run_command's subject is a shell line
 //   host HOST[:PORT]   a connection through the egress proxy (no port: 443); IPv6 in brackets
 //   mcp-tool NAME      a tools/call of a server run by `cagent mcp wrap`, by its MCP tool name
+//   http HOST[:PORT] METHOD PATH   one request on a connection cagent intercepts (a host a
+//                      credential is bound to); PATH without its query
 // ParseRequestWords() is the one reader of that grammar (used by the checker for `examples` and by
 // the cases parser), and Describe() writes it back, so a request's text re-reads as the same
 // request.
@@ -41,6 +43,7 @@ struct Request {
     kTool,     // `tool`: a tool call
     kHost,     // `host`: a connection to host:port through the egress proxy
     kMcpTool,  // `mcp-tool`: a tools/call of a wrapped MCP server, by tool name
+    kHttp,     // `http`: one request on an intercepted connection (issue 36)
   };
   Kind kind = Kind::kShell;
   Access access = Access::kRead;  // kPath: kRead or kWrite
@@ -48,9 +51,11 @@ struct Request {
   std::vector<std::string> argv;  // kCommand
   std::string script;             // kShell; kTool with run_command: the command line
   std::string path;  // kPath: absolute, "~/..." or workspace-relative; kTool: the tool's path
-                     // ("" for none), judged relative to the workspace
-  std::string host;  // kHost: as given (the engine normalises it); an IPv6 literal without brackets
-  std::uint16_t port = 0;  // kHost
+                     // ("" for none), judged relative to the workspace; kHttp: the request
+                     // target's path without its query
+  std::string host;  // kHost, kHttp: as given (the engine normalises it); IPv6 without brackets
+  std::uint16_t port = 0;  // kHost, kHttp
+  std::string method;      // kHttp: as the request sends it ("GET")
   std::string mcp_tool;    // kMcpTool: the MCP tool's name as the call gives it (not validated)
 
   // The constructors of each kind.
@@ -67,6 +72,9 @@ struct Request {
   // tools section's mcp: words (Engine::McpTool); a name that is not a valid MCP tool name
   // (IsMcpToolName, ir.h) is denied.
   static Request McpTool(std::string name);
+  // One request on an intercepted connection to `host` (as for Host) on `port`: its method and its
+  // path without the query. Judged by Engine::Http.
+  static Request Http(std::string host, std::uint16_t port, std::string method, std::string path);
 
   // run_command's command line or another tool's path: what follows the tool name in Describe().
   [[nodiscard]] const std::string& ToolSubject() const {
@@ -76,13 +84,13 @@ struct Request {
   friend bool operator==(const Request&, const Request&) = default;
 };
 
-// The request kind as a word of the grammar: "argv", "command", "read", "write", "tool", "host" or
-// "mcp-tool".
+// The request kind as a word of the grammar: "argv", "command", "read", "write", "tool", "host",
+// "mcp-tool" or "http".
 [[nodiscard]] std::string_view KindName(const Request& request);
 
 // The request in the grammar above: `argv git status`, `command "make test | tee log"`,
 // `read .env`, `tool write_file "Cargo.lock"`, `host pypi.org:443`, `host [::1]:443`,
-// `mcp-tool get-sum`. Command lines
+// `mcp-tool get-sum`, `http github.com:443 GET /org/repo.git/info/refs`. Command lines
 // and tool subjects are always double-quoted, other words only when they must be (QuoteWord); \"
 // \\ \n \t are escaped.
 [[nodiscard]] std::string Describe(const Request& request);
@@ -96,12 +104,13 @@ struct RequestWordsError {
 };
 
 // Reads one request from its words, already unquoted: words[0] is the kind (`argv`, `command`,
-// `read`, `write`, `tool`, `host`, `mcp-tool`; `shell` is read as `command`) and the rest its
-// arguments. `mcp-tool` takes one word, any text (the engine denies one that is not a valid MCP
-// tool name, so a cases file can show that it does). Used
-// by the checker (examples) and the cases parser, so the two cannot disagree. `command` takes
-// exactly one word (the quoted line); more words are refused with a hint to quote the line or write
-// `argv` — the form a `policy test` file used for argv before there was `argv`.
+// `read`, `write`, `tool`, `host`, `mcp-tool`, `http`; `shell` is read as `command`) and the rest
+// its arguments. `mcp-tool` takes one word, any text (the engine denies one that is not a valid
+// MCP tool name, so a cases file can show that it does). `http` takes HOST[:PORT] (no port: 443),
+// a method and a path, neither checked beyond being non-empty (the engine denies a method that is
+// no token). Used by the checker (examples) and the cases parser, so the two cannot disagree.
+// `command` takes exactly one word (the quoted line); more words are refused with a hint to quote
+// the line or write `argv` — the form a `policy test` file used for argv before there was `argv`.
 [[nodiscard]] std::variant<Request, RequestWordsError> ParseRequestWords(
     std::span<const std::string> words);
 

@@ -113,6 +113,26 @@ TEST(LogCommandTest, EveryKindIsDescribedThroughItsDeclaredFields) {
                      .via = "socks5",
                      .reason = "no hosts rule allows [::1]:8080",
                      .phase = "agent"}),
+      audit::HttpRequest({.phase = "agent",
+                          .host = "github.com",
+                          .port = 443,
+                          .method = "POST",
+                          .path = "/org/repo.git/git-receive-pack",
+                          .credentials = {"gh"},
+                          .allowed = true,
+                          .rule = "hosts: ask github.com POST /org/repo.git/git-receive-pack",
+                          .reason = "approved",
+                          .status = 200,
+                          .bytes_up = 700,
+                          .bytes_down = 120,
+                          .duration_ms = 300}),
+      audit::HttpRequest({.phase = "agent",
+                          .host = "evil.test",
+                          .port = 443,
+                          .method = "GET",
+                          .path = "/collect",
+                          .reason = "refused",
+                          .misdirected = "gh"}),
       audit::McpCall({.mode = "wrap",
                       .request = "7",
                       .tool = "gzip-file",
@@ -145,6 +165,13 @@ TEST(LogCommandTest, EveryKindIsDescribedThroughItsDeclaredFields) {
   EXPECT_THAT(text["verify"], HasSubstr("passed: make (exit 0, 12 ms)"));
   EXPECT_THAT(text["egress"],
               HasSubstr("deny [::1]:8080 via socks5: no hosts rule allows [::1]:8080 [agent]"));
+  EXPECT_THAT(text["http_request"],
+              HasSubstr("allow POST github.com:443/org/repo.git/git-receive-pack with gh (rule "
+                        "hosts: ask github.com POST /org/repo.git/git-receive-pack): status 200, "
+                        "700 bytes up, 120 down, 300 ms [agent]"));
+  EXPECT_THAT(text["http_request"],
+              HasSubstr("deny GET evil.test:443/collect: MISDIRECTED placeholder of credential gh: "
+                        "refused [agent]"));
   EXPECT_THAT(text["tool_result"], HasSubstr("for request 99, which awaits no result"));
   EXPECT_THAT(text["mcp_call"],
               HasSubstr("deny gzip-file (wrap, request 7) by deny mcp:gzip-file: denied"));

@@ -208,6 +208,9 @@ TEST(TranscriptTest, HostileTextIsEscapedEverywhere) {
   add(TranscriptLines(Entry("hello", {{"agent", all}})));
   add(TranscriptLines(
       Entry("egress", {{"host", all}, {"port", 1}, {"via", all}, {"reason", all}})));
+  add(TranscriptLines(
+      Entry("http_request",
+            {{"host", all}, {"port", 1}, {"method", all}, {"path", all}, {"reason", all}})));
   ASSERT_GT(lines.size(), 20U);
   ExpectSafe(lines);
   const std::string text = Joined(lines);

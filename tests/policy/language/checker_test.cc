@@ -764,23 +764,25 @@ TEST(CheckerExamples, ExamplesSectionRunsAgainstTheWholeProfile) {
             "    ask tool write_file README\n"
             "        ^~~~\n"
             "  hint: decided because no rule matches: no tools rule allows write_file\n");
-  EXPECT_EQ(MustFail("examples {\n  allow\n  allow frobnicate x\n  allow tool nosuch\n}\n"),
-            "test.cagent:2:3: error: an example needs a request\n"
-            "    allow\n"
-            "    ^~~~~\n"
-            "  hint: write: command \"git status\" (a shell line) / argv git status (no shell) / "
-            "read .env / write src/main.c / tool write_file Cargo.lock / tool run_command \"make "
-            "test\" / host pypi.org:443 / mcp-tool get-sum\n"
-            "test.cagent:3:9: error: unknown request kind 'frobnicate'\n"
-            "    allow frobnicate x\n"
-            "          ^~~~~~~~~~\n"
-            "  hint: use command (a shell line), argv (no shell), read, write, tool, host or "
-            "mcp-tool\n"
-            "test.cagent:4:14: error: unknown tool 'nosuch'\n"
-            "    allow tool nosuch\n"
-            "               ^~~~~~\n"
-            "  hint: the tools are: read_file, write_file, edit_file, list_dir, glob, grep, "
-            "run_command, finish\n");
+  EXPECT_EQ(
+      MustFail("examples {\n  allow\n  allow frobnicate x\n  allow tool nosuch\n}\n"),
+      "test.cagent:2:3: error: an example needs a request\n"
+      "    allow\n"
+      "    ^~~~~\n"
+      "  hint: write: command \"git status\" (a shell line) / argv git status (no shell) / "
+      "read .env / write src/main.c / tool write_file Cargo.lock / tool run_command \"make "
+      "test\" / host pypi.org:443 / mcp-tool get-sum / http github.com GET "
+      "/org/repo.git/info/refs\n"
+      "test.cagent:3:9: error: unknown request kind 'frobnicate'\n"
+      "    allow frobnicate x\n"
+      "          ^~~~~~~~~~\n"
+      "  hint: use command (a shell line), argv (no shell), read, write, tool, host, mcp-tool "
+      "or http\n"
+      "test.cagent:4:14: error: unknown tool 'nosuch'\n"
+      "    allow tool nosuch\n"
+      "               ^~~~~~\n"
+      "  hint: the tools are: read_file, write_file, edit_file, list_dir, glob, grep, "
+      "run_command, finish\n");
 }
 
 // `command` in an example is one shell line; several words are refused with the way to write

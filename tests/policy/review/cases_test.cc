@@ -101,18 +101,20 @@ TEST(CasesParser, VerdictWithoutRequest) {
             "    ^~~~\n"
             "  hint: write: command \"git status\" (a shell line) / argv git status (no shell) / "
             "read .env / write src/main.c / tool write_file Cargo.lock / tool run_command \"make "
-            "test\" / host pypi.org:443 / mcp-tool get-sum\n");
+            "test\" / host pypi.org:443 / mcp-tool get-sum / http github.com GET "
+            "/org/repo.git/info/refs\n");
 }
 
 TEST(CasesParser, UnknownKind) {
   Parsed p = ParseText("allow command ls\nallow comand ls\n");
   ASSERT_EQ(p.cases.size(), 1u);  // the good line is kept, the bad one reported
-  EXPECT_EQ(p.errors,
-            "t.cases:2:7: error: unknown request kind 'comand'\n"
-            "  allow comand ls\n"
-            "        ^~~~~~\n"
-            "  hint: use command (a shell line), argv (no shell), read, write, tool, host or "
-            "mcp-tool\n");
+  EXPECT_EQ(
+      p.errors,
+      "t.cases:2:7: error: unknown request kind 'comand'\n"
+      "  allow comand ls\n"
+      "        ^~~~~~\n"
+      "  hint: use command (a shell line), argv (no shell), read, write, tool, host, mcp-tool "
+      "or http\n");
 }
 
 // The form the cases file used for an argv before `argv` existed: refused, saying how to write it.
@@ -138,7 +140,8 @@ TEST(CasesParser, MissingSubjects) {
             "        ^~~~~~~\n"
             "  hint: write: command \"git status\" (a shell line) / argv git status (no shell) / "
             "read .env / write src/main.c / tool write_file Cargo.lock / tool run_command \"make "
-            "test\" / host pypi.org:443 / mcp-tool get-sum\n");
+            "test\" / host pypi.org:443 / mcp-tool get-sum / http github.com GET "
+            "/org/repo.git/info/refs\n");
   EXPECT_EQ(FirstLine("allow argv\n"), "t.cases:1:7: error: 'argv' needs the command's words");
   EXPECT_EQ(FirstLine("deny read\n"), "t.cases:1:6: error: 'read' takes one path");
 }
@@ -155,7 +158,8 @@ TEST(CasesParser, ToolArity) {
             "      ^~~~\n"
             "  hint: write: command \"git status\" (a shell line) / argv git status (no shell) / "
             "read .env / write src/main.c / tool write_file Cargo.lock / tool run_command \"make "
-            "test\" / host pypi.org:443 / mcp-tool get-sum\n");
+            "test\" / host pypi.org:443 / mcp-tool get-sum / http github.com GET "
+            "/org/repo.git/info/refs\n");
   EXPECT_EQ(FirstLine("ask tool write_file a b\n"),
             "t.cases:1:23: error: 'tool' takes a tool name and optionally one path or quoted "
             "command line");
