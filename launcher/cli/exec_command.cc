@@ -476,6 +476,9 @@ Result<session::SessionOptions> ExecSession(const ExecOptions& o, const LaunchSp
     so.on_record = [](const egress::ConnectionRecord& r) {
       spdlog::info("egress: {}", TerminalSafe(session::DescribeConnection(r), TerminalLines::kOne));
     };
+    so.on_exchange = [](const egress::ExchangeRecord& x) {
+      spdlog::info("http: {}", TerminalSafe(session::DescribeExchange(x), TerminalLines::kOne));
+    };
   }
   so.egress_policy = std::move(egress_policy);
   // The profile's credentials (issue 36): placeholders inside, the values put in by the proxy.

@@ -143,8 +143,8 @@ Status EgressSession::Start(std::vector<UniqueFd> fds) {
         const std::lock_guard<std::mutex> lock(mu_);
         exchanges_.push_back(record);
       }
-      // TODO(issue 36): gate_->RecordExchange(record); — the gate's audit event for each
-      // request on an intercepted connection, being added to broker/egress_gate.h.
+      gate_->RecordExchange(record);
+      if (services_.on_exchange) services_.on_exchange(record);
     };
   }
   auto proxy =
@@ -241,6 +241,29 @@ Result<std::vector<egress::ResolveOverride>> ParseResolveOverrides(
     }
     out.push_back(std::move(*o));
   }
+  return out;
+}
+
+std::string DescribeExchange(const egress::ExchangeRecord& x) {
+  std::string out = std::string(x.allowed               ? "allow "
+                                : x.misdirected.empty() ? "deny "
+                                                        : "refused ") +
+                    x.request.method + " " +
+                    policy::HostPortText(x.request.dest.host, x.request.dest.port) + " " +
+                    x.request.path;
+  if (!x.credentials.empty()) {
+    out += " with";
+    for (const std::string& c : x.credentials) out += " " + c;
+  }
+  if (!x.rule.empty()) out += " (rule " + x.rule + ")";
+  if (x.allowed) {
+    out += ": " + (x.status != 0 ? std::to_string(x.status) : std::string("no response")) + ", " +
+           HumanReadableSize(x.bytes_up) + " up, " + HumanReadableSize(x.bytes_down) + " down, " +
+           std::to_string(x.duration.count()) + " ms";
+  } else {
+    out += ": " + x.reason;
+  }
+  if (!x.error.empty()) out += "; " + x.error;
   return out;
 }
 

@@ -63,6 +63,8 @@ struct EgressSessionServices {
   std::function<void(broker::AuditEvent)> audit;  // on `io`; may be empty
   // Each finished connection, on the proxy's thread (one at a time); may be empty.
   std::function<void(const egress::ConnectionRecord&)> on_record;
+  // Each request on an intercepted connection, on the proxy's thread; may be empty.
+  std::function<void(const egress::ExchangeRecord&)> on_exchange;
   // Each hint line (RefusalTally: at most one per cause), on the proxy's thread; may be empty.
   std::function<void(const std::string&)> on_hint;
 };
@@ -140,5 +142,12 @@ Result<std::vector<egress::ResolveOverride>> ParseResolveOverrides(
 // pypi.org): 1.2 KiB up, 3.4 MiB down, 120 ms" / "deny evil.test:80 via http: no hosts rule ...".
 // Unescaped: print through TerminalSafe.
 std::string DescribeConnection(const egress::ConnectionRecord& record);
+
+// One line for people about a request on an intercepted connection: "allow GET pkgs.test:443
+// /data with tok (rule hosts: allow pkgs.test): 200, 310 B up, 1.2 KiB down, 12 ms" / "deny POST
+// github.com:443 /org/repo.git/git-receive-pack: REASON" / "refused GET evil.test:80 /x: the
+// request carries the placeholder of credential 'tok' ...". The path never has its query.
+// Unescaped: print through TerminalSafe.
+std::string DescribeExchange(const egress::ExchangeRecord& record);
 
 }  // namespace cagent::launcher::session

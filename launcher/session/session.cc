@@ -191,6 +191,7 @@ Result<std::unique_ptr<SessionPlan>> Prepare(SessionOptions o) {
       es.audit = std::move(o.audit_sink);
     }
     es.on_record = std::move(o.on_record);
+    es.on_exchange = std::move(o.on_exchange);
     es.on_hint = std::move(o.on_hint);
     auto prepared = EgressSession::Prepare(spec, std::move(ec), std::move(es));
     if (!prepared) {

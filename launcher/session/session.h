@@ -67,6 +67,9 @@ struct SessionOptions {
   std::string phase = "exec";
   // Each finished connection, on the proxy's thread; may be empty.
   std::function<void(const egress::ConnectionRecord&)> on_record;
+  // Each request on an intercepted connection (credentials, issue 36), on the proxy's thread; may
+  // be empty.
+  std::function<void(const egress::ExchangeRecord&)> on_exchange;
   // Each hint line (at most one per cause), on the proxy's thread; may be empty.
   std::function<void(const std::string&)> on_hint;
 
