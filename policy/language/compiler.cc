@@ -156,14 +156,18 @@ std::optional<Policy> Compile(std::vector<ChainLink> chain,
               [](const HostRule& r) { return std::make_tuple(r.text, r.verdict); });
   sort_unique(out.outputs, [](const OutputRule& o) { return o.pattern; });  // issue 32
 
-  // An allow or ask of exactly what a deny (of this profile or a parent) names never decides.
+  // An allow or ask of exactly what a deny (of this profile or a parent) names never decides; nor
+  // does a method and path rule for a pattern a deny without a method names (that deny refuses
+  // the connection, so no request on it is read).
   for (const HostRule& r : out.hosts) {
     if (r.verdict == Verdict::kDeny) continue;
     for (const HostRule& d : out.hosts) {
-      if (d.verdict == Verdict::kDeny && d.text == r.text) {
+      const bool covers =
+          d.text == r.text || (r.HasMethod() && !d.HasMethod() && d.text == r.pattern.Text());
+      if (d.verdict == Verdict::kDeny && covers) {
         diags.Warning(r.loc, static_cast<std::uint32_t>(r.text.size()),
                       "hosts rule '" + std::string(VerdictName(r.verdict)) + " " + r.text +
-                          "' never decides: 'deny " + r.text + "' at " + out.Where(d.loc) + " wins",
+                          "' never decides: 'deny " + d.text + "' at " + out.Where(d.loc) + " wins",
                       "deny beats ask and allow, and a child cannot remove a parent's deny; drop "
                       "one of the two");
       }

@@ -171,6 +171,22 @@ TEST(HttpRulesChecker, AnExactHostPortABindingCoversIsBound) {
               HasSubstr("no credential is bound to it"));
 }
 
+// A deny without a method refuses the connection, so a method rule for the same pattern never
+// decides: warned about. Twin: a deny method rule leaves the connection open, no warning.
+TEST(HttpRulesChecker, AMethodRuleUnderAConnectionDenyIsWarnedAbout) {
+  SearchPath search;
+  Compiled c =
+      CompileText("test.cagent", Bound("  deny github.com\n  allow github.com GET /x\n"), search);
+  ASSERT_TRUE(c.ok());
+  EXPECT_THAT(RenderAll(*c.sources, c.diags),
+              HasSubstr("test.cagent:4:9: warning: hosts rule 'allow github.com GET /x' never "
+                        "decides: 'deny github.com' at test.cagent:3:8 wins\n"));
+  Compiled twin = CompileText(
+      "test.cagent", Bound("  deny github.com DELETE *\n  allow github.com GET /x\n"), search);
+  ASSERT_TRUE(twin.ok());
+  EXPECT_EQ(RenderAll(*twin.sources, twin.diags), "");
+}
+
 TEST(HttpRulesChecker, SetupHostsTakeNoMethodRules) {
   EXPECT_THAT(MustFail(Bound("  allow github.com\n",
                              "setup {\n  run \"true\"\n  hosts {\n    allow github.com GET /x\n"
