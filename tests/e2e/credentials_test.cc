@@ -143,11 +143,14 @@ class Credentials : public ::testing::Test {
   // TEST_TOKEN is passed into the sandbox: the twins) and extra hosts rules.
   std::string Profile(const std::string& credentials, const std::string& extra_hosts = "") {
     const std::string path = ws_ + "/cred.cagent";
+    // Not `extends base`: it scrubs *_TOKEN, and the twins pass the variable in.
     std::string text =
-        "description \"credentials e2e\"\nnetwork loopback\nhosts {\n  allow pkgs.test:" + Port() +
-        "\n  allow other.test:" + f_.http->port() + "\n" + extra_hosts + "}\n";
-    text += credentials.empty() ? "environment {\n  pass TEST_TOKEN\n}\n"
-                                : "credentials {\n  " + credentials + "\n}\n";
+        "description \"credentials e2e\"\nworkspace read-write\nnetwork loopback\n"
+        "filesystem {\n  read-only /usr /etc /bin /sbin /lib /lib64\n}\n"
+        "environment {\n  pass PATH" +
+        std::string(credentials.empty() ? " TEST_TOKEN" : "") + "\n}\nhosts {\n  allow pkgs.test:" +
+        Port() + "\n  allow other.test:" + f_.http->port() + "\n" + extra_hosts + "}\n";
+    if (!credentials.empty()) text += "credentials {\n  " + credentials + "\n}\n";
     WriteFile(path, text);
     return path;
   }
@@ -245,7 +248,7 @@ TEST_F(Credentials, GitCloneWithoutTheSwapFails) {
   // Twin.
   const RunResult r =
       Sh(Profile(""),
-         GitEnv() + "GIT_SSL_CAINFO=" + f_.ca_dir +
+         GitEnv() + "GIT_SSL_CAINFO=" + ws_ +
              "/ca.pem git clone -q https://x-access-token:$TEST_TOKEN@pkgs.test:" + Port() +
              "/git/repo.git c",
          /*pass_fake=*/true);
@@ -282,7 +285,7 @@ TEST_F(Credentials, NpmInstallWithoutTheSwapFails) {
   // Twin.
   const RunResult r =
       Sh(Profile(""),
-         "export NODE_EXTRA_CA_CERTS=" + ws_ + "/ca.pem; " + NpmInstall(ws_, Origin()),
+         NpmInstall(ws_, Origin()) + " --cafile " + ws_ + "/ca.pem",
          /*pass_fake=*/true);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("401"));
