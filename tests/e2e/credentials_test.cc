@@ -148,9 +148,11 @@ class Credentials : public ::testing::Test {
         "description \"credentials e2e\"\nworkspace read-write\nnetwork loopback\n"
         "filesystem {\n  read-only /usr /etc /bin /sbin /lib /lib64\n}\n"
         "environment {\n  pass PATH" +
-        std::string(credentials.empty() ? " TEST_TOKEN" : "") + "\n}\nhosts {\n  allow pkgs.test:" +
-        Port() + "\n  allow other.test:" + f_.http->port() + "\n" + extra_hosts + "}\n";
+        std::string(credentials.empty() ? " TEST_TOKEN" : "") +
+        "\n}\nhosts {\n  allow pkgs.test:" + Port() + "\n  allow other.test:" + f_.http->port() +
+        "\n" + extra_hosts + "}\n";
     if (!credentials.empty()) text += "credentials {\n  " + credentials + "\n}\n";
+    if (extra_hosts.find("ask ") != std::string::npos) text += "approval on-request\n";
     WriteFile(path, text);
     return path;
   }
@@ -283,10 +285,8 @@ TEST_F(Credentials, NpmInstallsWithThePlaceholderAuthToken) {
 TEST_F(Credentials, NpmInstallWithoutTheSwapFails) {
   if (!Have("npm") || !Have("node")) GTEST_SKIP() << "npm or node is not installed";
   // Twin.
-  const RunResult r =
-      Sh(Profile(""),
-         NpmInstall(ws_, Origin()) + " --cafile " + ws_ + "/ca.pem",
-         /*pass_fake=*/true);
+  const RunResult r = Sh(Profile(""), NpmInstall(ws_, Origin()) + " --cafile " + ws_ + "/ca.pem",
+                         /*pass_fake=*/true);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("401"));
 }
@@ -355,6 +355,44 @@ TEST_F(Credentials, AMissingValueStopsBeforeAnythingRuns) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("CAGENT_E2E_UNSET_TOKEN"));
   EXPECT_FALSE(std::filesystem::exists(ws_ + "/ran"));
+}
+
+}  // namespace
+}  // namespace cagent::testing
+
+namespace cagent::testing {
+namespace {
+
+// ---- a method rule: the credential may clone but pushing asks ----
+
+TEST_F(Credentials, APushIsRefusedByItsMethodRuleThenAllowedByAnApproval) {
+  const std::string ask = "  ask pkgs.test:" + Port() + " POST /git/repo.git/git-receive-pack\n";
+  const std::string profile = Profile(Bound(), ask);
+  const std::string url =
+      "https://x-access-token:$TEST_TOKEN@pkgs.test:" + Port() + "/git/repo.git";
+  auto push = [&](const std::string& dir) {
+    return GitEnv() + "git clone -q " + url + " " + dir + " && cd " + dir +
+           " && echo more >> README && git commit -qam more && git push -q origin HEAD:main";
+  };
+  const std::size_t before = ReadFile(f_.request_log).size();
+  const RunResult refused = Sh(profile, push("c1"));
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("403"));
+  EXPECT_THAT(refused.err,
+              HasSubstr("http: deny POST pkgs.test:" + Port() + " /git/repo.git/git-receive-pack"));
+  // The clone's requests went through; the push's POST never reached the server.
+  const std::string seen = ReadFile(f_.request_log).substr(before);
+  EXPECT_THAT(seen, HasSubstr("POST /git/repo.git/git-upload-pack 200"));
+  EXPECT_THAT(seen, Not(HasSubstr("git-receive-pack 200")));
+  // The refusal names the approval that would allow exactly this request.
+  const std::size_t at = refused.err.find("--pre-approve sha256:");
+  ASSERT_NE(at, std::string::npos) << refused.err;
+  const std::string digest = refused.err.substr(at + 21, 64);
+  const RunResult approved = Sh(profile, push("c2"), false, {"--pre-approve", "sha256:" + digest});
+  ASSERT_EQ(approved.exit_code, 0) << approved.err;
+  EXPECT_THAT(ReadFile(f_.request_log).substr(before),
+              HasSubstr("POST /git/repo.git/git-receive-pack 200"));
+  EXPECT_THAT(approved.err, Not(HasSubstr(kSecret)));
 }
 
 }  // namespace
