@@ -117,8 +117,6 @@ class Credentials : public ::testing::Test {
     for (auto* server : {&f.https, &f.http}) {
       if (*server != nullptr && !(*server)->WaitForPort(&f.error)) server->reset();
     }
-    // The bare repository is pushed to as the run's user.
-    h.GiveToRunUser(f.site);
   }
   static void TearDownTestSuite() {
     Shared().https.reset();

@@ -143,6 +143,10 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             "CONTENT_TYPE": self.headers.get("Content-Type", ""),
             "CONTENT_LENGTH": str(len(body)),
             "GIT_CONFIG_NOSYSTEM": "1",
+            # The repositories may belong to another user than the server's (a test's run user).
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "safe.directory",
+            "GIT_CONFIG_VALUE_0": "*",
             "HOME": self.server.git_backend,
         }
         proc = subprocess.run(["git", "http-backend"], input=body, env=env,
