@@ -55,7 +55,7 @@ class SessionCredentialsTest : public ::testing::Test {
 
   static constexpr char kProfile[] =
       "network loopback\n"
-      "env {\n  pass TEST_TOKEN\n}\n"
+      "environment {\n  pass TEST_TOKEN\n}\n"
       "hosts {\n  allow pkgs.test:8080\n}\n"
       "credentials {\n  tok env TEST_TOKEN for pkgs.test:8080\n"
       "  cfg file ~/.config/tool/token for pkgs.test:8080\n"
