@@ -87,7 +87,9 @@ TEST_F(SessionCredentialsTest, TheSpecHoldsPlaceholdersAndTheBundleNeverAValue) 
     if (f.path == CaBundlePathInside(spec.home)) bundle = true;
     if (f.path == spec.home + "/.config/tool/token") {
       file = true;
-      EXPECT_THAT(f.content, ::testing::Not(HasSubstr("FILESECRET")));
+      // The placeholder keeps the value's form ("FILESECRET-"), never the value.
+      EXPECT_THAT(f.content, ::testing::Not(HasSubstr("FILESECRET-abcdefghij")));
+      EXPECT_THAT(f.content, ::testing::StartsWith("FILESECRET-"));
     }
   }
   EXPECT_TRUE(bundle);
