@@ -19,23 +19,29 @@ std::string EgressGate::DestinationDigest(std::string_view host, std::uint16_t p
   return CanonicalDigest(nlohmann::json{{"tool", "host"}, {"host", host}, {"port", port}});
 }
 
-void EgressGate::Decide(const egress::Destination& dest,
-                        std::function<void(egress::Decision)> done) {
-  policy::Decision d = engine_.Host(dest.host, dest.port);
+bool EgressGate::AnsweredAtOnce(const policy::Decision& d,
+                                std::function<void(egress::Decision)>& done) const {
   switch (d.verdict) {
     case policy::Verdict::kAllow:
       done({true, d.rule, d.reason});
-      return;
+      return true;
     case policy::Verdict::kDeny:
       done({false, d.rule, d.reason});
-      return;
+      return true;
     case policy::Verdict::kAsk:
       break;
   }
   if (services_.io == nullptr) {
     done({false, d.rule, d.reason + "; nobody can be asked here, so it is refused"});
-    return;
+    return true;
   }
+  return false;
+}
+
+void EgressGate::Decide(const egress::Destination& dest,
+                        std::function<void(egress::Decision)> done) {
+  policy::Decision d = engine_.Host(dest.host, dest.port);
+  if (AnsweredAtOnce(d, done)) return;
   boost::asio::post(*services_.io,
                     [self = shared_from_this(), dest, d = std::move(d),
                      done = std::move(done)]() mutable { self->Ask(dest, d, std::move(done)); });
@@ -135,20 +141,7 @@ void EgressGate::DecideRequest(const egress::HttpExchange& request,
                                std::function<void(egress::Decision)> done) {
   policy::Decision d =
       engine_.Http(request.dest.host, request.dest.port, request.method, request.path);
-  switch (d.verdict) {
-    case policy::Verdict::kAllow:
-      done({true, d.rule, d.reason});
-      return;
-    case policy::Verdict::kDeny:
-      done({false, d.rule, d.reason});
-      return;
-    case policy::Verdict::kAsk:
-      break;
-  }
-  if (services_.io == nullptr) {
-    done({false, d.rule, d.reason + "; nobody can be asked here, so it is refused"});
-    return;
-  }
+  if (AnsweredAtOnce(d, done)) return;
   ApprovalRequest req;
   req.tool = "http";
   req.action = request.method + " " + policy::HostPortText(request.dest.host, request.dest.port) +

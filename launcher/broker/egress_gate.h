@@ -86,6 +86,9 @@ class EgressGate final : public egress::Policy, public std::enable_shared_from_t
 
  private:
   // The ask of a connection.
+  // Calls `done` for an allow, a deny, or an ask nobody can be asked about here (no io), and says
+  // so; false: an ask for the approver. Shared by connections and requests.
+  bool AnsweredAtOnce(const policy::Decision& d, std::function<void(egress::Decision)>& done) const;
   void Ask(const egress::Destination& dest, const policy::Decision& decision,
            std::function<void(egress::Decision)> done);
   // Any ask, on `io`: pre-approvals by `req`, then the approval mode, then the approver.
