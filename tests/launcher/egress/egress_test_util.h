@@ -291,20 +291,22 @@ class FakePolicy : public Policy {
 };
 
 // Collects the proxy's records.
-class RecordSink {
+// Collects what the proxy reports (connection records, or intercepted requests' records).
+template <typename Record>
+class Sink {
  public:
-  std::function<void(const ConnectionRecord&)> Callback() {
-    return [this](const ConnectionRecord& r) {
+  std::function<void(const Record&)> Callback() {
+    return [this](const Record& r) {
       const std::lock_guard<std::mutex> lock(mu_);
       records_.push_back(r);
       cv_.notify_all();
     };
   }
   // Waits for the n-th record (1-based) for up to 5 s.
-  ConnectionRecord Wait(std::size_t n = 1) {
+  Record Wait(std::size_t n = 1) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, std::chrono::seconds(5), [&] { return records_.size() >= n; });
-    return records_.size() >= n ? records_[n - 1] : ConnectionRecord{};
+    return records_.size() >= n ? records_[n - 1] : Record{};
   }
   std::size_t size() {
     const std::lock_guard<std::mutex> lock(mu_);
@@ -314,8 +316,9 @@ class RecordSink {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<ConnectionRecord> records_;
+  std::vector<Record> records_;
 };
+using RecordSink = Sink<ConnectionRecord>;
 
 // A fake upstream server on 127.0.0.1 (or `ip`): each accepted connection runs `handler(fd)` on
 // its own thread, which closes the fd afterwards.

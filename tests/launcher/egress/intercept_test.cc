@@ -183,31 +183,6 @@ class TlsUpstream {
   std::unique_ptr<FakeUpstream> server_;
 };
 
-class ExchangeSink {
- public:
-  std::function<void(const ExchangeRecord&)> Callback() {
-    return [this](const ExchangeRecord& r) {
-      const std::lock_guard<std::mutex> lock(mu_);
-      records_.push_back(r);
-      cv_.notify_all();
-    };
-  }
-  ExchangeRecord Wait(std::size_t n = 1) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return records_.size() >= n; });
-    return records_.size() >= n ? records_[n - 1] : ExchangeRecord{};
-  }
-  std::size_t size() {
-    const std::lock_guard<std::mutex> lock(mu_);
-    return records_.size();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<ExchangeRecord> records_;
-};
-
 class InterceptTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -300,7 +275,7 @@ class InterceptTest : public ::testing::Test {
   std::shared_ptr<SandboxCa> ca_;
   std::vector<SandboxCredential> credentials_;
   RecordSink sink_;
-  ExchangeSink exchanges_;
+  Sink<ExchangeRecord> exchanges_;
   std::unique_ptr<Proxy> proxy_;
   std::uint16_t port_ = 0;
 };
