@@ -23,7 +23,9 @@
 #include "common/unique_fd.h"
 #include "launcher/broker/approver.h"
 #include "launcher/cli/downgrade_notes.h"
+#include "launcher/cli/entry.h"
 #include "launcher/egress/proxy.h"
+#include "launcher/egress/tls.h"
 #include "launcher/profile/caches.h"
 #include "launcher/profile/choice.h"
 #include "launcher/profile/narrow.h"
@@ -702,6 +704,12 @@ int RunExecCommand(const ExecOptions& o) {
   if (!workspace) return Usage(workspace.error().Message());
   auto profile = LoadExecProfile(o, *workspace);
   if (!profile) return Usage(profile.error().Message());
+  // Credentials are put in by the egress proxy's interception, which needs TLS: the launcher has
+  // none (cli/entry.h), so it hands the whole command line to cagent-full, before anything ran.
+  if (profile->policy && !profile->policy->credentials.empty() &&
+      egress::InstalledTls() == nullptr) {
+    return RunInFullProgram("a profile with credentials");
+  }
   // With a profile the command line may narrow the sandbox, never widen it (narrow.h).
   auto strict = StrictPaths(o.overrides);
   if (!strict) return Usage(strict.error().Message());

@@ -1,33 +1,17 @@
-// cagent: the command-line entry point. Parses the command line and hands off to one subcommand.
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
-
+// cagent: the launcher (cli/entry.h). `cagent exec`, `cagent policy …` and `cagent --version` run
+// here, in a program that links neither OpenSSL nor the model providers, MCP or batch: a launch
+// maps and relocates only what it uses. Every other command line (`run`, `mcp`, `batch`, `--help`
+// without a subcommand, a misspelt name…) is handed to cagent-full unchanged, which answers it.
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <csignal>
 #include <cstdio>
-#include <initializer_list>
-#include <iostream>
-#include <string>
+#include <memory>
 #include <string_view>
 #include <vector>
 
 #include "common/exit_codes.h"
-#include "launcher/cli/agent_command.h"
-#include "launcher/cli/batch_command.h"
-#include "launcher/cli/cache_command.h"
-#include "launcher/cli/completion_command.h"
-#include "launcher/cli/doctor_command.h"
+#include "launcher/cli/entry.h"
 #include "launcher/cli/exec_command.h"
-#include "launcher/cli/log_command.h"
-#include "launcher/cli/mcp_command.h"
-#include "launcher/cli/parse_hint.h"
 #include "launcher/cli/policy_command.h"
-#include "launcher/cli/profile_command.h"
-#include "launcher/cli/run_command.h"
-#include "launcher/run/last_resort.h"
-#include "launcher/sandbox/process.h"
-#include "policy/language/checker.h"
 
 int main(int argc, char** argv) {
   // `cagent --version` alone: what CLI11 prints for it, without building a parser or the
@@ -36,163 +20,24 @@ int main(int argc, char** argv) {
   if (argc == 2 && std::string_view(argv[1]) == "--version") {
     return std::fputs("cagent " CAGENT_VERSION "\n", stdout) < 0 ? 1 : 0;
   }
-  // `cagent help [SUBCOMMAND]` is `cagent [SUBCOMMAND] --help`: the argv is rewritten before
-  // anything looks at it, so the checks below and the parser see the --help form.
+  namespace cli = cagent::launcher::cli;
+  cli::RememberCommandLine(argc, argv);
   std::vector<char*> help_argv;
-  if (argc >= 2 && std::string_view(argv[1]) == "help") {
-    if (argc > 3) {
-      std::fputs("cagent: help takes at most one subcommand, as in 'cagent help exec'\n", stderr);
-      return cagent::ToInt(cagent::ExitCode::kUsage);
-    }
-    static char help_flag[] = "--help";
-    help_argv.push_back(argv[0]);
-    if (argc == 3 && std::string_view(argv[2]) != "help") help_argv.push_back(argv[2]);
-    help_argv.push_back(help_flag);
-    help_argv.push_back(nullptr);
-    argc = static_cast<int>(help_argv.size()) - 1;
-    argv = help_argv.data();
-  }
-  cagent::launcher::RememberArgvArea(argc, argv);
-  // A closed stdout or stderr (`cagent run ... | head`) must not kill cagent mid-run with SIGPIPE:
-  // the run would end unrecorded and its sandbox unsupervised. Writes fail with EPIPE instead.
-  // Everything cagent starts gets the default back (process.cc before the sandboxed execve,
-  // guard/git.cc for git).
-  std::signal(SIGPIPE, SIG_IGN);
-  // Every message cagent prints goes to stderr as "cagent: ..."; stdout belongs to the command
-  // and to --json.
-  // Multi-threaded sink: `cagent run` and `cagent agent` log from the broker's thread too.
-  auto logger = spdlog::stderr_logger_mt("cagent");
-  logger->set_pattern("cagent: %v");
-  spdlog::set_default_logger(logger);
-
-  CLI::App app(
-      "cagent runs coding agents and arbitrary commands inside a setuid-free Linux sandbox "
-      "(namespaces, a workspace-only filesystem view, no network, no capabilities).",
-      "cagent");
-  app.set_version_flag("--version", "cagent " CAGENT_VERSION);
-  app.require_subcommand(1);
-  app.footer(
-      "Run 'cagent help SUBCOMMAND' (or 'cagent SUBCOMMAND --help') for the options of each "
-      "subcommand; 'man cagent' for the full manual.");
-
-  // Only the subcommand the command line names is built: CLI11 constructs every option of every
-  // subcommand added, and building the whole tree was about a third of what `cagent exec -- true`
-  // computes before its clone (callgrind; docs/performance.md, "Launch latency"). The name is
-  // the first argument, as there are no global options but --help and --version; no argument or
-  // --help gets the whole tree, so help lists every subcommand, and a misspelt name is refused
-  // below without building anything.
+  if (auto code = cli::RewriteHelp(argc, argv, help_argv)) return *code;
   const std::string_view named = argc > 1 ? std::string_view(argv[1]) : std::string_view();
-  bool known = false;
-  std::vector<std::string_view> subcommands = {"help"};  // every name wants() is asked about
-  auto wants = [&](std::initializer_list<std::string_view> names) {
-    subcommands.insert(subcommands.end(), names.begin(), names.end());
-    const bool hit = std::find(names.begin(), names.end(), named) != names.end();
-    known = known || hit;
-    return hit;
-  };
-  const bool want_exec = wants({"exec"}), want_doctor = wants({"doctor"}),
-             want_policy = wants({"policy"}), want_log = wants({"log"}), want_run = wants({"run"}),
-             want_runs = wants({"runs", "show", "diff", "apply", "rm"}),
-             want_agent = wants({"agent"}), want_profile = wants({"profile"}),
-             want_mcp = wants({"mcp"}), want_cache = wants({"cache"}),
-             want_batch = wants({"batch"}), want_completion = wants({"completion"});
-  // A first argument that is neither a subcommand nor a global option is an error here, with the
-  // nearest name as a hint, before the whole tree is built for CLI11 to say less ("A subcommand
-  // is required").
-  if (!known && !named.empty() && named != "--version" && named != "--help" && named != "-h") {
-    const bool option = named.front() == '-';
-    const std::string guess = option ? cagent::policy::DidYouMean(named, {"--help", "--version"})
-                                     : cagent::policy::DidYouMean(named, subcommands);
-    std::fprintf(stderr, "cagent: unknown %s '%.*s'; %s\n", option ? "option" : "subcommand",
-                 static_cast<int>(named.size()), named.data(),
-                 guess.empty() ? (option ? "run 'cagent --help' for usage"
-                                         : "run 'cagent --help' for the list of subcommands")
-                               : ("did you mean '" + guess + "'?").c_str());
-    return cagent::ToInt(cagent::ExitCode::kUsage);
-  }
-  // --version with something after it still needs no subcommand.
-  // `completion` describes the whole tree.
-  const bool all = (!known && named != "--version") || want_completion;
+  const bool exec = named == "exec", policy = named == "policy";
+  if (!exec && !policy) return cli::RunInFullProgram(named.empty() ? "this command" : named);
+  cli::SetUpProcess(argc, argv);
 
-  cagent::launcher::cli::ExecOptions exec_options;
-  cagent::launcher::cli::DoctorOptions doctor_options;
-  cagent::launcher::cli::PolicyOptions policy_options;
-  cagent::launcher::cli::LogOptions log_options;
-  cagent::launcher::cli::RunCommandOptions run_options;
-  cagent::launcher::cli::RunsCommandOptions runs_options;
-  cagent::launcher::cli::AgentOptions agent_options;
-  cagent::launcher::cli::ProfileOptions profile_options;
-  cagent::launcher::cli::McpOptions mcp_options;
-  cagent::launcher::cli::CacheOptions cache_options;
-  cagent::launcher::cli::BatchOptions batch_options;
-  cagent::launcher::cli::CompletionOptions completion_options;
-  CLI::App *exec = nullptr, *doctor = nullptr, *policy = nullptr, *log_cmd = nullptr,
-           *run = nullptr, *agent = nullptr, *profile = nullptr, *mcp = nullptr, *cache = nullptr;
-  std::vector<CLI::App*> runs_commands;
-  // In the order `cagent --help` lists them.
-  if (all || want_exec) exec = cagent::launcher::cli::AddExecCommand(app, exec_options);
-  if (all || want_doctor) doctor = cagent::launcher::cli::AddDoctorCommand(app, doctor_options);
-  if (all || want_policy) policy = cagent::launcher::cli::AddPolicyCommand(app, policy_options);
-  if (all || want_log) log_cmd = cagent::launcher::cli::AddLogCommand(app, log_options);
-  if (all || want_run) run = cagent::launcher::cli::AddRunCommand(app, run_options);
-  if (all || want_runs) runs_commands = cagent::launcher::cli::AddRunsCommands(app, runs_options);
-  if (all || want_agent) agent = cagent::launcher::cli::AddAgentCommand(app, agent_options);
-  if (all || want_profile) {
-    profile = cagent::launcher::cli::AddProfileCommand(app, profile_options);
-  }
-  if (all || want_mcp) mcp = cagent::launcher::cli::AddMcpCommand(app, mcp_options);
-  if (all || want_cache) cache = cagent::launcher::cli::AddCacheCommand(app, cache_options);
-  CLI::App* batch =
-      all || want_batch ? cagent::launcher::cli::AddBatchCommand(app, batch_options) : nullptr;
-  CLI::App* completion =
-      all ? cagent::launcher::cli::AddCompletionCommand(app, completion_options) : nullptr;
-  auto parsed = [](const CLI::App* c) { return c != nullptr && c->parsed(); };
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    // Below the top level, the subcommand reached and the nearest name to a misspelt word.
-    const std::string hint = cagent::launcher::cli::ParseErrorHint(app, e);
-    if (hint.empty()) {
-      app.exit(e);
-    } else {
-      std::fprintf(stderr, "cagent: %s\n", hint.c_str());
-    }
-    return cagent::ToInt(cagent::ExitCode::kUsage);
-  }
-  // Last resort: an exception no subcommand caught, or std::terminate (a throw from a thread or a
-  // noexcept function), must not end a run without its result.json. The run arms a prebuilt
-  // "failed" record (run/last_resort.h); these write it, say so, and exit setup-failed (125) /
-  // abort.
-  cagent::launcher::run::InstallLastResortHandler();
-  try {
-    if (parsed(exec)) return cagent::launcher::cli::RunExecCommand(exec_options);
-    if (parsed(doctor)) return cagent::launcher::cli::RunDoctorCommand(doctor_options);
-    if (parsed(policy)) return cagent::launcher::cli::RunPolicyCommand(policy_options);
-    if (parsed(log_cmd)) return cagent::launcher::cli::RunLogCommand(log_options);
-    if (parsed(profile)) return cagent::launcher::cli::RunProfileCommand(profile_options);
-    if (parsed(agent)) return cagent::launcher::cli::RunAgentCommand(agent_options);
-    if (parsed(run)) return cagent::launcher::cli::RunRunCommand(run_options);
-    if (parsed(mcp)) return cagent::launcher::cli::RunMcpCommand(mcp_options);
-    if (parsed(cache)) return cagent::launcher::cli::RunCacheCommand(cache_options);
-    if (parsed(batch)) return cagent::launcher::cli::RunBatchCommand(batch_options);
-    if (parsed(completion)) {
-      return cagent::launcher::cli::RunCompletionCommand(app, completion_options);
-    }
-    for (CLI::App* c : runs_commands) {
-      if (c->parsed()) return cagent::launcher::cli::RunRunsCommand(runs_options);
-    }
-  } catch (const std::exception& e) {
-    const bool recorded = cagent::launcher::run::WriteLastResortRecord();
-    spdlog::error("internal error: {}{}", e.what(),
-                  recorded ? "; the run is recorded as failed in its result.json" : "");
-    return cagent::ToInt(cagent::ExitCode::kSetupFailed);
-  }
-  return cagent::ToInt(cagent::ExitCode::kUsage);
+  const std::unique_ptr<CLI::App> app = cli::MakeApp();
+  cli::ExecOptions exec_options;
+  cli::PolicyOptions policy_options;
+  // Only the named subcommand is built (CLI11 constructs every option of every subcommand given).
+  CLI::App* sub =
+      exec ? cli::AddExecCommand(*app, exec_options) : cli::AddPolicyCommand(*app, policy_options);
+  if (auto code = cli::Parse(*app, argc, argv)) return *code;
+  return cli::RunGuarded([&]() -> int {
+    if (!sub->parsed()) return cagent::ToInt(cagent::ExitCode::kUsage);
+    return exec ? cli::RunExecCommand(exec_options) : cli::RunPolicyCommand(policy_options);
+  });
 }

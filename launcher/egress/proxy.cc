@@ -26,10 +26,9 @@
 #include "common/unique_fd.h"
 #include "launcher/egress/dns.h"
 #include "launcher/egress/http_head.h"
-#include "launcher/egress/intercept.h"
-#include "launcher/egress/sandbox_ca.h"
 #include "launcher/egress/sni.h"
 #include "launcher/egress/socks5.h"
+#include "launcher/egress/tls.h"
 
 namespace cagent::launcher::egress {
 namespace {
@@ -292,7 +291,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void SpliceOut(bool up);
   void OnRead(bool up, const error_code& ec, std::size_t n);
   void Forward(bool up, const char* data, std::size_t n);
-  // Interception (intercept.h): the bound credentials, the placeholder check of a plain request,
+  // Interception (tls.h): the bound credentials, the placeholder check of a plain request,
   // and the hand-over once the upstream is connected.
   [[nodiscard]] bool FindBound();
   [[nodiscard]] bool Misdirected(const HttpHead& head, const std::string& path);
@@ -351,7 +350,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::array<unsigned, 2> burst_{0, 0};
   bool splice_ = false;
   std::vector<const SandboxCredential*> bound_;  // credentials bound to the destination
-  std::shared_ptr<Interception> intercept_;
+  std::shared_ptr<InterceptionHandle> intercept_;
 };
 
 // One TCP connection to the DNS stub (RFC 7766): a two-byte length, then that many bytes of
@@ -1291,7 +1290,8 @@ bool Session::Misdirected(const HttpHead& head, const std::string& path) {
 }
 
 void Session::StartIntercept() {
-  auto server = impl_->config_.intercept.ca->ServerContextFor(rec_.dest.host);
+  const InterceptConfig& ic = impl_->config_.intercept;
+  auto server = ic.tls->ServerContextFor(*ic.ca, rec_.dest.host);
   if (!server) {
     rec_.allowed = false;
     rec_.reason = "no certificate for " + rec_.dest.host + ": " + server.error().Message();
@@ -1304,7 +1304,7 @@ void Session::StartIntercept() {
   setup.server = std::move(*server);
   setup.upstream = impl_->upstream_ctx_;
   setup.bound = bound_;
-  setup.all = &impl_->config_.intercept.credentials;
+  setup.all = &ic.credentials;
   setup.head_timeout = impl_->config_.head_timeout;
   InterceptHooks hooks;
   Proxy::Impl* impl = impl_;
@@ -1319,8 +1319,8 @@ void Session::StartIntercept() {
           asio::post(*gate->io, [then = std::move(then), d = std::move(d)]() { then(d); });
         });
   };
-  hooks.on_exchange = impl_->config_.intercept.on_exchange;
-  intercept_ = std::make_shared<Interception>(
+  hooks.on_exchange = ic.on_exchange;
+  intercept_ = ic.tls->Intercept(
       client_, upstream_, std::move(setup), std::move(hooks), shared_from_this(),
       [self = shared_from_this()](const InterceptEnd& end) { self->OnInterceptEnd(end); });
   intercept_->Start();
@@ -1717,7 +1717,11 @@ Result<std::unique_ptr<Proxy>> Proxy::Start(
   }
   std::shared_ptr<ssl_ctx_st> upstream_ctx;
   if (config.intercept.ca != nullptr) {
-    auto made = MakeUpstreamContext(config.intercept.upstream_ca_file);
+    if (config.intercept.tls == nullptr) {
+      return PlainError("start the egress proxy", "a CA to intercept with but no TLS")
+          .WithCode(Error::Code::kInvalidInput);
+    }
+    auto made = config.intercept.tls->MakeUpstreamContext(config.intercept.upstream_ca_file);
     if (!made) {
       return std::move(made).Context("start the egress proxy").error();
     }

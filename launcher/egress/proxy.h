@@ -139,12 +139,15 @@ struct ExchangeRecord {
 };
 
 class SandboxCa;
+class Tls;
 
 // TLS interception for destinations a credential is bound to (issue 36).
 struct InterceptConfig {
   // Mints the leaf certificates; null: nothing is intercepted (every connection a tunnel). Used on
   // the io thread only.
   std::shared_ptr<SandboxCa> ca;
+  // What does TLS (tls.h); needed with a CA.
+  const Tls* tls = nullptr;
   std::vector<SandboxCredential> credentials;  // every credential of the sandbox
   // The trust anchors for upstream certificates: a PEM file (cagent's own SSL_CERT_FILE), or ""
   // for OpenSSL's default paths (the host's trust store).

@@ -215,15 +215,18 @@ Result<std::string> FindAgentBinary() {
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (n <= 0) return ErrnoError("readlink /proc/self/exe");
   const fs::path dir = fs::path(std::string(self, static_cast<size_t>(n))).parent_path();
-  for (const fs::path& candidate : {dir / ".." / "agent" / "cagent-agent",
+  // The build tree (launcher/ beside agent/), cagent-full's own directory once installed
+  // (libexec/cagent/), a relocated install's bin/ beside libexec/.
+  for (const fs::path& candidate : {dir / ".." / "agent" / "cagent-agent", dir / "cagent-agent",
                                     dir / ".." / "libexec" / "cagent" / "cagent-agent"}) {
     std::error_code ec;
     const fs::path canonical = fs::canonical(candidate, ec);
     if (!ec && IsExecutableFile(canonical.string())) return canonical.string();
   }
-  return PlainError("find cagent-agent",
-                    "not found beside " + dir.string() +
-                        " (looked in ../agent/ and ../libexec/cagent/); set CAGENT_AGENT_BINARY");
+  return PlainError(
+      "find cagent-agent",
+      "not found beside " + dir.string() +
+          " (looked in ../agent/, ./ and ../libexec/cagent/); set CAGENT_AGENT_BINARY");
 }
 
 Result<AgentSessionResult> RunAgentSession(const AgentSessionOptions& o) {

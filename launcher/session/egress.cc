@@ -59,7 +59,9 @@ Result<std::unique_ptr<EgressSession>> EgressSession::Prepare(LaunchSpec& spec,
   if (!view) return view.error();
   s->view_ = std::move(*view);
   if (config.credentials) {
-    if (!config.ca) return PlainError("apply the profile's credentials", "no CA was made for them");
+    if (!config.ca.ca || config.tls == nullptr) {
+      return PlainError("apply the profile's credentials", "no CA was made for them");
+    }
     CredentialViewOptions cv;
     for (const auto& [name, placeholder] : config.credentials->env) {
       cv.env.push_back({name, placeholder});
@@ -68,7 +70,7 @@ Result<std::unique_ptr<EgressSession>> EgressSession::Prepare(LaunchSpec& spec,
       cv.files.push_back({path, placeholder});
     }
     cv.caller_home = config.binding.home;
-    cv.ca_pem = config.ca->CertificatePem();
+    cv.ca_pem = config.ca.certificate_pem;
     auto credential_view = AddCredentialView(spec, cv);
     if (!credential_view) return credential_view.error();
     s->credential_view_ = std::move(*credential_view);
@@ -134,8 +136,9 @@ Status EgressSession::Start(std::vector<UniqueFd> fds) {
   };
   pc.max_bytes = lower(profile.bytes, config_.budgets.bytes);
   pc.max_connections = lower(profile.connections, config_.budgets.connections);
-  if (config_.credentials && config_.ca) {
-    pc.intercept.ca = config_.ca;
+  if (config_.credentials && config_.ca.ca) {
+    pc.intercept.ca = config_.ca.ca;
+    pc.intercept.tls = config_.tls;
     pc.intercept.credentials = config_.credentials->credentials;
     pc.intercept.upstream_ca_file = config_.upstream_ca_file;
     pc.intercept.on_exchange = [this](const egress::ExchangeRecord& record) {

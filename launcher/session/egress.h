@@ -24,7 +24,7 @@
 #include "common/unique_fd.h"
 #include "launcher/broker/egress_gate.h"
 #include "launcher/egress/proxy.h"
-#include "launcher/egress/sandbox_ca.h"
+#include "launcher/egress/tls.h"
 #include "launcher/sandbox/credential_view.h"
 #include "launcher/sandbox/egress_view.h"
 #include "launcher/sandbox/launch_spec.h"
@@ -49,7 +49,8 @@ struct EgressSessionConfig {
   // issue 36: the sandbox's credentials (session::Prepare loads them) and the CA made for their
   // hosts. Both set, or neither. Needs filtered egress: the proxy is what puts the values in.
   std::shared_ptr<const LoadedCredentials> credentials;
-  std::shared_ptr<egress::SandboxCa> ca;
+  egress::MadeCa ca;
+  const egress::Tls* tls = nullptr;  // what makes and uses `ca`
   // The trust anchors for the real servers behind intercepted connections: cagent's own
   // $SSL_CERT_FILE, or "" for the host's default store.
   std::string upstream_ca_file;

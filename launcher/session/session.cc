@@ -9,11 +9,12 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <cstdint>
+#include <optional>
 #include <thread>
 #include <utility>
 
 #include "common/sha256.h"
-#include "launcher/egress/sandbox_ca.h"
+#include "launcher/egress/tls.h"
 #include "launcher/session/git_identity.h"
 #include "policy/language/dump.h"
 #include "policy/match/hosts.h"
@@ -92,7 +93,8 @@ Result<std::unique_ptr<SessionPlan>> Prepare(SessionOptions o) {
   // hosts. The egress session (5.) shows the sandbox placeholders and gives the proxy the rest.
   const policy::Policy* with_credentials =
       o.credentials_policy ? o.credentials_policy.get() : o.policy.get();
-  std::shared_ptr<egress::SandboxCa> ca;
+  std::optional<egress::MadeCa> ca;
+  const egress::Tls* tls = egress::InstalledTls();
   std::string upstream_ca_file;
   if (with_credentials != nullptr && !with_credentials->credentials.empty()) {
     const std::map<std::string, std::string> env =
@@ -108,7 +110,15 @@ Result<std::unique_ptr<SessionPlan>> Prepare(SessionOptions o) {
       egress::SandboxCaOptions ca_options;
       ca_options.label = "cagent sandbox CA" + (o.run_id.empty() ? "" : " " + o.run_id);
       ca_options.hosts = std::move(*hosts);
-      auto made = egress::SandboxCa::Make(std::move(ca_options));
+      if (tls == nullptr) {
+        // Only a program without OpenSSL (the launcher) gets here; its `exec` hands a profile
+        // with credentials to cagent-full before this point.
+        return PlainError("apply the profile's credentials",
+                          "this program was built without TLS, which intercepting needs; run "
+                          "it with cagent-full")
+            .WithCode(Error::Code::kInvalidInput);
+      }
+      auto made = tls->MakeCa(std::move(ca_options));
       if (!made) return std::move(made).Context("make the sandbox's CA").error();
       ca = std::move(*made);
       if (auto it = env.find("SSL_CERT_FILE"); it != env.end()) upstream_ca_file = it->second;
@@ -178,7 +188,8 @@ Result<std::unique_ptr<SessionPlan>> Prepare(SessionOptions o) {
     ec.hint = std::move(o.hint);
     if (ca) {
       ec.credentials = plan->credentials_;
-      ec.ca = ca;
+      ec.ca = *ca;
+      ec.tls = tls;
       ec.upstream_ca_file = upstream_ca_file;
     }
     EgressSessionServices es;

@@ -13,13 +13,14 @@ set(rules
   "launcher/sandbox|#include \"(policy|agent)/|#include \"launcher/(profile|model|egress|mcp|broker|session|run|batch|cli)/"
   "launcher/profile|#include \"agent/|#include \"policy/review/|#include \"launcher/(model|egress|mcp|broker|session|run|batch|cli)/"
   "launcher/model|#include \"(policy|agent)/|#include \"launcher/(guard|sandbox|profile|egress|mcp|broker|session|run|batch|cli)/"
-  "launcher/egress|#include \"(policy|agent)/|#include \"launcher/(guard|sandbox|profile|model|mcp|broker|session|run|batch|cli)/"
+  "launcher/egress|#include \"(policy|agent)/|#include \"launcher/(guard|sandbox|profile|model|egress/tls|mcp|broker|session|run|batch|cli)/"
+  "launcher/egress/tls|#include \"(policy|agent)/|#include \"launcher/(guard|sandbox|profile|model|mcp|broker|session|run|batch|cli)/"
   "launcher/mcp/protocol|#include \"(policy|agent)/|#include \"launcher/(guard|sandbox|profile|model|egress|mcp/serve|broker|session|run|batch|cli)/"
-  "launcher/broker|#include \"agent/|#include \"policy/review/|#include \"launcher/(guard|sandbox|profile|mcp|session|run|batch|cli)/"
-  "launcher/session|#include \"agent/|#include \"policy/review/|#include \"launcher/(mcp|run|batch|cli)/"
-  "launcher/mcp/serve|#include \"agent/|#include \"policy/review/|#include \"launcher/(run|batch|cli)/"
-  "launcher/run|#include \"agent/|#include \"policy/review/|#include \"launcher/(mcp|batch|cli)/"
-  "launcher/batch|#include \"agent/|#include \"launcher/cli/"
+  "launcher/broker|#include \"agent/|#include \"policy/review/|#include \"launcher/(egress/tls|guard|sandbox|profile|mcp|session|run|batch|cli)/"
+  "launcher/session|#include \"agent/|#include \"policy/review/|#include \"launcher/(egress/tls|mcp|run|batch|cli)/"
+  "launcher/mcp/serve|#include \"agent/|#include \"policy/review/|#include \"launcher/(egress/tls|run|batch|cli)/"
+  "launcher/run|#include \"agent/|#include \"policy/review/|#include \"launcher/(egress/tls|mcp|batch|cli)/"
+  "launcher/batch|#include \"agent/|#include \"launcher/cli/|#include \"launcher/egress/tls/"
   "launcher/cli|#include \"agent/")
 # Code lives in a layer's folder: a folder that groups layers (launcher/, policy/, launcher/mcp/)
 # holds none of its own, so every source file has a rule above.

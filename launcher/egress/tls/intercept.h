@@ -1,7 +1,7 @@
 // Interception (issue 36): for a destination some credential is bound to, the egress proxy does
 // not tunnel the client's TLS. It completes the handshake itself with a leaf the sandbox's CA
-// signed for that host (launcher/egress/sandbox_ca.h), opens its own TLS connection upstream that
-// verifies the real certificate, and reads the request in clear: the placeholders of the bound
+// signed for that host (launcher/egress/tls/sandbox_ca.h), opens its own TLS connection upstream
+// that verifies the real certificate, and reads the request in clear: the placeholders of the bound
 // credentials are swapped for their values (credential_swap.h), a placeholder of any other
 // credential gets the request refused, the policy decides the method and path, and only then does
 // the request go upstream. Runs in cagent (trusted) on the proxy's io thread; the client is
@@ -31,6 +31,7 @@
 #include "launcher/egress/http_body.h"
 #include "launcher/egress/http_head.h"
 #include "launcher/egress/proxy.h"
+#include "launcher/egress/tls.h"
 
 struct ssl_ctx_st;
 
@@ -41,35 +42,8 @@ namespace cagent::launcher::egress {
 // kFailed when the file cannot be loaded.
 Result<std::shared_ptr<ssl_ctx_st>> MakeUpstreamContext(const std::string& ca_file);
 
-struct InterceptSetup {
-  Destination dest;
-  std::shared_ptr<ssl_ctx_st> server;           // presents the leaf for dest.host to the client
-  std::shared_ptr<ssl_ctx_st> upstream;         // MakeUpstreamContext
-  std::vector<const SandboxCredential*> bound;  // bound to dest, non-empty
-  const std::vector<SandboxCredential>* all = nullptr;  // every credential; outlives this
-  std::chrono::milliseconds head_timeout{10000};        // for the handshake and the request head
-};
-
-struct InterceptHooks {
-  // Counts relayed bytes against the proxy's budget; false: over it (the proxy is cutting every
-  // connection).
-  std::function<bool(std::uint64_t n, bool up)> spend;
-  // Decides a request (Policy::DecideRequest); the callback must be called on the io thread.
-  std::function<void(const HttpExchange&, std::function<void(Decision)>)> decide;
-  // Each request read (allowed, refused or failed), once.
-  std::function<void(const ExchangeRecord&)> on_exchange;
-};
-
-struct InterceptEnd {
-  std::uint64_t bytes_up = 0;    // to the upstream, through its TLS (plaintext bytes)
-  std::uint64_t bytes_down = 0;  // to the client (plaintext bytes)
-  // The proxy refused the connection itself (no TLS from the client, the wrong server name, no
-  // request within the time): the connection's record becomes a refusal with this reason.
-  std::string refusal;
-  std::string error;  // the upstream's TLS failure, a relay error; "" otherwise
-};
-
-class Interception : public std::enable_shared_from_this<Interception> {
+class Interception final : public InterceptionHandle,
+                           public std::enable_shared_from_this<Interception> {
  public:
   // `client` and `upstream` (connected) belong to the caller and stay open until `done`; `keep`
   // is held until this object is destroyed (the sockets' owner). `done` is called once, on the io
@@ -77,14 +51,14 @@ class Interception : public std::enable_shared_from_this<Interception> {
   Interception(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
                InterceptSetup setup, InterceptHooks hooks, std::shared_ptr<void> keep,
                std::function<void(const InterceptEnd&)> done);
-  ~Interception();
+  ~Interception() override;
   Interception(const Interception&) = delete;
   Interception& operator=(const Interception&) = delete;
 
-  void Start();
+  void Start() override;
   // Ends it now (the proxy stops, the budget is used up): the request read so far is recorded with
   // `error`, and `done` is called.
-  void Stop(const std::string& error);
+  void Stop(const std::string& error) override;
 
  private:
   using TlsStream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>;

@@ -17,20 +17,13 @@
 #include <vector>
 
 #include "common/result.h"
+#include "launcher/egress/tls.h"
 
 struct ssl_ctx_st;
 struct x509_st;
 struct evp_pkey_st;
 
 namespace cagent::launcher::egress {
-
-struct SandboxCaOptions {
-  std::string label = "cagent sandbox CA";  // the CA's common name (the run id is useful here)
-  // The hosts the CA may sign for: DNS names (lowercase, no trailing dot) and IP literals.
-  std::vector<std::string> hosts;
-  // Tests only: a CA without the name constraints, to show what they prevent.
-  bool name_constraints = true;
-};
 
 class SandboxCa {
  public:

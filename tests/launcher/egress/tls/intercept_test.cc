@@ -1,7 +1,7 @@
 // Interception (issue 36) end to end on loopback: a client that trusts the sandbox's CA reaches
 // an HTTPS upstream (with a test CA of its own, given to the proxy as upstream_ca_file) through
 // CONNECT; the upstream is a real TLS server on a thread that records what it was sent.
-#include "launcher/egress/intercept.h"
+#include "launcher/egress/tls/intercept.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,8 +14,9 @@
 
 #include "launcher/egress/http_body.h"
 #include "launcher/egress/proxy.h"
-#include "launcher/egress/sandbox_ca.h"
 #include "launcher/egress/socks5.h"
+#include "launcher/egress/tls/openssl_tls.h"
+#include "launcher/egress/tls/sandbox_ca.h"
 #include "tests/launcher/egress/egress_test_util.h"
 
 namespace cagent::launcher::egress {
@@ -213,6 +214,7 @@ class InterceptTest : public ::testing::Test {
                         {"other.test", up.port(), "127.0.0.1"}};
     policy_->NameAddress("127.0.0.1", up.port());
     config.intercept.ca = ca_;
+    config.intercept.tls = &OpenSslTls();
     config.intercept.credentials = credentials_;
     config.intercept.upstream_ca_file = upstream_ca_file;
     config.intercept.on_exchange = exchanges_.Callback();

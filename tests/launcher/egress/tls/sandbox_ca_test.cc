@@ -2,7 +2,7 @@
 // mint for any other host; and a leaf for another name, minted anyway, fails verification
 // because the CA is name-constrained (shown passing with the constraints switched off). A real
 // TLS handshake, in memory, offers HTTP/1.1 by ALPN.
-#include "launcher/egress/sandbox_ca.h"
+#include "launcher/egress/tls/sandbox_ca.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

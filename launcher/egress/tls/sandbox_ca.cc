@@ -1,4 +1,4 @@
-#include "launcher/egress/sandbox_ca.h"
+#include "launcher/egress/tls/sandbox_ca.h"
 
 #include <openssl/bn.h>
 #include <openssl/err.h>

@@ -1,4 +1,4 @@
-#include "launcher/egress/intercept.h"
+#include "launcher/egress/tls/intercept.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
