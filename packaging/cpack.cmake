@@ -32,7 +32,8 @@ endif()
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
-# Depends from the binaries themselves (dpkg-shlibdeps; with CAGENT_STATIC_DEPS only libc6).
+# Depends from the binaries themselves (dpkg-shlibdeps): libc6, libssl3, libseccomp2, libcap2,
+# libre2-9, libstdc++6; with CAGENT_STATIC_DEPS=ON (libraries from their archives) only libc6.
 find_program(CAGENT_DPKG_SHLIBDEPS dpkg-shlibdeps)
 if(CAGENT_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)

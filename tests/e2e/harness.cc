@@ -81,8 +81,9 @@ Harness::Harness() {
   Check(::mkdir(bin_dir_.c_str(), 0755) == 0, "mkdir bin");
   CopyExecutable(CAGENT_BINARY, bin_dir_ + "/cagent");
   CopyExecutable(PROBE_BINARY, bin_dir_ + "/cagent_probe");
-  // Where an installed cagent finds its agent: <bin>/../libexec/cagent/cagent-agent.
+  // Where an installed cagent finds cagent-full and its agent: <bin>/../libexec/cagent/.
   std::filesystem::create_directories(base_ + "/libexec/cagent");
+  CopyExecutable(FULL_BINARY, base_ + "/libexec/cagent/cagent-full");
   CopyExecutable(AGENT_BINARY, base_ + "/libexec/cagent/cagent-agent");
 }
 

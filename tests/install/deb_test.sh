@@ -23,13 +23,24 @@ field() { dpkg-deb -f "$1" "$2"; }
 [ "$(field "$deb" Version)" = "$version" ] || fail "Version is not $version"
 [ "$(field "$deb" Architecture)" = "$arch" ] || fail "Architecture is not $arch"
 depends=$(field "$deb" Depends)
-# The binaries link only libc (CAGENT_STATIC_DEPS): libc6, and nothing of the build's -dev world.
-grep -q 'libc6' <<<"$depends" || fail "Depends lacks libc6: '$depends'"
-! grep -Eq 'dev|bubblewrap|libstdc' <<<"$depends" || fail "Depends names a build dependency: '$depends'"
+# Debian's libraries, linked as shared libraries so their security updates reach cagent (issue 37),
+# are named by dpkg-shlibdeps; nothing of the build's -dev world is. A static build
+# (CAGENT_STATIC_DEPS=ON) depends on libc6 alone.
+static=$(sed -n 's/^CAGENT_STATIC_DEPS:BOOL=//p' "$build/CMakeCache.txt")
+if [ "$static" = ON ]; then
+  expected=(libc6)
+else
+  expected=(libc6 libssl3 libseccomp2 libcap2 libre2-9 libstdc++6)
+fi
+for lib in "${expected[@]}"; do
+  grep -Eq "(^|, )${lib//+/\\+}( |,|$)" <<<"$depends" || fail "Depends lacks $lib: '$depends'"
+done
+! grep -Eq 'dev|bubblewrap' <<<"$depends" || fail "Depends names a build dependency: '$depends'"
 
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' > "$tmp/files"
 sysconf=$(sed -n 's/^CAGENT_APPARMOR_DIR:PATH=//p' "$build/CMakeCache.txt")
-for f in "$prefix/bin/cagent" "$prefix/libexec/cagent/cagent-agent" \
+for f in "$prefix/bin/cagent" "$prefix/libexec/cagent/cagent-full" \
+         "$prefix/libexec/cagent/cagent-agent" \
          "$prefix/share/man/man1/cagent.1" "$prefix/share/cagent/profiles/base.cagent" \
          "$prefix/share/bash-completion/completions/cagent" \
          "$prefix/share/zsh/vendor-completions/_cagent" \
@@ -47,6 +58,9 @@ grep -qx "$sysconf/cagent" "$tmp/control/conffiles" || fail "the AppArmor profil
 
 dpkg-deb -x "$deb" "$tmp/x"
 "$tmp/x$prefix/bin/cagent" --version | grep -qx "cagent $version" || fail "extracted cagent --version"
+# The launcher finds cagent-full in ../libexec/cagent/ of the extracted tree and hands it `log`.
+"$tmp/x$prefix/bin/cagent" log --help | grep -q "hash-chained" ||
+  fail "the extracted cagent does not reach its cagent-full"
 
 if [ -f "$build/selinux/cagent.pp" ]; then
   se=$tmp/out/cagent-selinux_${version}_all.deb
