@@ -10,6 +10,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "launcher/egress/tls.h"
+#include "launcher/egress/tls/openssl_tls.h"
 #include "launcher/profile/spec.h"
 #include "launcher/sandbox/credential_view.h"
 #include "launcher/session/session.h"
@@ -31,8 +33,13 @@ class SessionCredentialsTest : public ::testing::Test {
     std::filesystem::create_directories(dir_ + "/ws");
     std::filesystem::create_directories(dir_ + "/home/.config/tool");
     std::ofstream(dir_ + "/home/.config/tool/token") << "FILESECRET-abcdefghij\n";
+    // As cagent-full does at start: the CA and interception come from OpenSSL.
+    egress::InstallTls(&egress::OpenSslTls());
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override {
+    egress::InstallTls(nullptr);
+    std::filesystem::remove_all(dir_);
+  }
 
   std::shared_ptr<const policy::Policy> Compile(const std::string& text) {
     policy::Compiled c = policy::CompileText("creds.cagent", text, policy::SearchPath{});
@@ -118,6 +125,19 @@ TEST_F(SessionCredentialsTest, AMissingValueFailsBeforeTheAuditLogExists) {
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.error().code, Error::Code::kInvalidInput);
   EXPECT_THAT(plan.error().Message(), HasSubstr("credential 'tok'"));
+  EXPECT_THAT(plan.error().Message(), ::testing::Not(HasSubstr(kSecret)));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/audit.jsonl"));
+}
+
+// A program without TLS (the launcher, `cagent`) cannot put credentials in: it refuses before
+// anything exists (its `exec` hands such a profile to cagent-full first). With TLS, the same
+// profile is prepared (the test above).
+TEST_F(SessionCredentialsTest, WithoutTlsTheSessionIsRefusedBeforeAnythingExists) {
+  egress::InstallTls(nullptr);
+  auto plan = Prepare(Options(Compile(kProfile)));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.error().code, Error::Code::kInvalidInput);
+  EXPECT_THAT(plan.error().Message(), HasSubstr("built without TLS"));
   EXPECT_THAT(plan.error().Message(), ::testing::Not(HasSubstr(kSecret)));
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/audit.jsonl"));
 }
