@@ -1,8 +1,8 @@
 // SHA-256 (FIPS 180-4), used for digests both sides need: the audit log's hash chain, approval
 // bindings, policy and patch digests, and the agent's read-before-edit ledger. Not for secrets.
-// Computed by OpenSSL's libcrypto (its assembly uses the CPU's SHA extensions where present);
-// this wrapper only keeps the interface small and never fails: should libcrypto be unable to
-// provide SHA-256 at all, the process aborts with a message, since no digest could be trusted.
+// Computed here, without libcrypto (issue 37: the launch path maps no OpenSSL code): a portable
+// compression function, and on x86-64 CPUs with the SHA extensions one that uses them, chosen once
+// per process (common/sha256_engine.h). Nothing here allocates, fails or holds a resource.
 #pragma once
 
 #include <array>
@@ -11,16 +11,16 @@
 #include <string>
 #include <string_view>
 
-struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX, kept out of this header
-
 namespace cagent {
 
 class Sha256 {
  public:
   Sha256();
-  ~Sha256();
-  Sha256(Sha256&& other) noexcept;
-  Sha256& operator=(Sha256&& other) noexcept;
+  // The state is held inline: moving copies it (104 bytes), and a moved-from object keeps the
+  // state it had.
+  ~Sha256() = default;
+  Sha256(Sha256&& other) noexcept = default;
+  Sha256& operator=(Sha256&& other) noexcept = default;
   Sha256(const Sha256&) = delete;
   Sha256& operator=(const Sha256&) = delete;
 
@@ -33,10 +33,12 @@ class Sha256 {
   std::string FinishHex();
 
  private:
-  evp_md_ctx_st* ctx_ = nullptr;
+  std::array<std::uint32_t, 8> state_;
+  std::array<std::uint8_t, 64> block_{};  // the bytes of a block not yet compressed
+  std::uint64_t length_ = 0;              // bytes fed so far; length_ % 64 of them are in block_
 };
 
-// SHA-256 of `data` (one context per thread, reused: no allocation).
+// SHA-256 of `data` (no allocation).
 std::array<std::uint8_t, 32> Sha256Digest(std::string_view data);
 // Lowercase hex SHA-256 of `data`.
 std::string Sha256Hex(std::string_view data);
