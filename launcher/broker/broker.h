@@ -102,9 +102,10 @@ struct BrokerConfig {
   // Adaptive polling (adaptive_poll.h): after answering, the io thread polls the agent's socket for
   // up to this long before it blocks in epoll, so an agent that answers at once is read without a
   // wake-up of the io thread. The window adapts (it costs CPU only while it catches messages, and
-  // stops on a busy CPU); zero = never poll. Other work on the io_context waits for at most one
-  // window.
-  std::chrono::microseconds max_poll{100};
+  // stops on a busy CPU); other work on the io_context waits for at most one window. Zero = never
+  // poll: the default until a run on an idle machine shows it pays (docs/performance.md,
+  // "Broker"); cagent_bench_broker --max-poll 100 measures it.
+  std::chrono::microseconds max_poll{0};
   // cagent mcp serve: the welcome says mode "serve" (no task, no model), the agent asks for work
   // with next_call, and model_call is refused. Needs BrokerServices::calls.
   bool serve = false;

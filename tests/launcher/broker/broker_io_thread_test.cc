@@ -171,7 +171,7 @@ TEST_P(BrokerIoThread, DecisionsAreLoggedBeforeTheyAreSentOnePerRequestAndPipeli
   EXPECT_TRUE(verified->ok) << verified->message;
 }
 
-// Microseconds of BrokerConfig::max_poll: off, and the default.
+// Microseconds of BrokerConfig::max_poll: off (the default), and on.
 INSTANTIATE_TEST_SUITE_P(MaxPoll, BrokerIoThread, ::testing::Values(0, 100));
 
 }  // namespace
