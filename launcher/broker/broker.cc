@@ -1,5 +1,7 @@
 #include "launcher/broker/broker.h"
 
+#include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include "common/json_text.h"
 #include "common/sha256.h"
 #include "common/tool_schemas.h"
+#include "launcher/broker/adaptive_poll.h"
 #include "launcher/broker/budgets.h"
 #include "launcher/broker/denial.h"
 #include "launcher/broker/loop_detector.h"
@@ -52,6 +55,21 @@ constexpr std::size_t kMaxRequestPaths = 4096;
 // After the session ends, how long queued replies (the shutdown notice) may take to drain before
 // the socket is closed regardless.
 constexpr std::chrono::milliseconds kCloseGrace{500};
+// Reads handled in one go on the io thread (the first from epoll, the others found by polling)
+// before the read goes back through the io_context, so that other work queued on it gets a turn
+// however fast the agent sends.
+constexpr int kMaxInlineReads = 64;
+// Replies gathered into one sendmsg at most.
+constexpr std::size_t kMaxGather = 64;
+
+// Whether this process may run on more than one CPU: polling for a peer that can only run when
+// the poller stops is pure waste.
+bool SeveralCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return false;
+  return CPU_COUNT(&set) > 1;
+}
 
 std::string ShortText(std::string_view s, std::size_t max = 200) {
   if (s.size() <= max) return std::string(s);
@@ -217,6 +235,7 @@ class Broker::Impl {
         budget_(config_.budgets, config_.model_prices),
         loop_(config_.loop),
         decoder_(config_.max_frame_bytes),
+        poll_(SeveralCpus() ? config_.max_poll : std::chrono::microseconds(0)),
         wall_timer_(io),
         close_timer_(io),
         socket_(io) {
@@ -279,10 +298,27 @@ class Broker::Impl {
   // ---- transport ----
   void StartRead();
   void OnRead(const boost::system::error_code& ec, std::size_t n);
+  void ReadFailed(const boost::system::error_code& ec);
+  // Tells poll_ how long the io thread waited for the bytes OnRead got, and whether it was
+  // preempted since the previous block.
+  void NoteBlocked();
+  // Polls the socket for up to poll_.window() with non-blocking reads: the bytes that arrived in
+  // read_buf_ (then or an end of file or error in `ec`), or 0 with `ec` clear when none did.
+  std::size_t PollSocket(boost::system::error_code& ec);
+  // Handles the bytes of one read; the replies to its frames are gathered and written together
+  // when all are handled (each request's audit entry is written before its reply is queued).
   void OnBytes(std::size_t n);
+  void HandleBytes(std::size_t n);
   void OnEof();
   void Send(Kind kind, std::uint64_t id, protocol::Body body);
+  // Writes the queued replies on this thread, as far as the socket takes them (one sendmsg for up
+  // to kMaxGather of them); what it does not take is written by DoWrite, asynchronously.
+  void Flush();
   void DoWrite();
+  void WriteFailed(const boost::system::error_code& ec);
+  // `n` bytes from the front of queue_ were written; reading paused for back-pressure resumes once
+  // the queue is down to a quarter of BrokerConfig::pause_reading_above.
+  void Written(std::size_t n);
   void End(BrokerOutcome::Status status, std::string reason, bool notify_peer);
   // End(kFailed) because the agent's end of the connection went away (BrokerOutcome::agent_gone).
   void AgentGone(std::string reason);
@@ -409,8 +445,17 @@ class Broker::Impl {
   std::uint64_t served_turns_ = 0;
 
   std::deque<std::string> queue_;
-  std::size_t queued_bytes_ = 0;
+  std::size_t queued_bytes_ = 0;            // not yet written, of queue_
+  std::size_t front_written_ = 0;           // bytes of queue_.front() already written
+  bool corked_ = false;                     // OnBytes is gathering replies: Send does not write
+  std::vector<asio::const_buffer> gather_;  // Flush's, kept for its capacity
   std::array<char, kReadChunk> read_buf_{};
+
+  AdaptivePoll poll_;
+  // When the io thread last started to poll or to wait for the agent's bytes.
+  std::chrono::steady_clock::time_point poll_began_ = std::chrono::steady_clock::now();
+  // The io thread's involuntary context switches at the previous block; -1 = not read yet.
+  long involuntary_switches_ = -1;
 
   asio::steady_timer wall_timer_;
   asio::steady_timer close_timer_;
@@ -470,20 +515,78 @@ void Broker::Impl::OnRead(const boost::system::error_code& ec, std::size_t n) {
   reading_ = false;
   if (closed_) return;
   if (ec) {
-    if (ec == asio::error::eof) {
-      OnEof();
-    } else if (!ended_) {
-      AgentGone("reading from the agent failed: " + ec.message());
-    }
+    ReadFailed(ec);
     return;
   }
   if (ended_) return;  // the session is over; what arrives now is not acted on
-  OnBytes(n);
-  if (queued_bytes_ > config_.pause_reading_above) paused_ = true;
+  NoteBlocked();
+  std::size_t got = n;
+  for (int reads = 1;; ++reads) {
+    OnBytes(got);
+    if (queued_bytes_ > config_.pause_reading_above) paused_ = true;
+    // reading_: an asynchronous read was started meanwhile (reading resumed after back-pressure);
+    // it owns the socket's next bytes, so polling here could handle later bytes before them.
+    if (ended_ || closed_ || paused_ || reading_ || reads >= kMaxInlineReads) break;
+    // The agent's next message usually follows at once: read it on this thread if it comes
+    // within the poll window, instead of going to sleep in epoll and being woken for it.
+    boost::system::error_code poll_ec;
+    got = PollSocket(poll_ec);
+    if (poll_ec) {
+      ReadFailed(poll_ec);
+      return;
+    }
+    if (got == 0) break;
+  }
   StartRead();
 }
 
+void Broker::Impl::ReadFailed(const boost::system::error_code& ec) {
+  if (ec == asio::error::eof) {
+    OnEof();
+  } else if (!ended_) {
+    AgentGone("reading from the agent failed: " + ec.message());
+  }
+}
+
+void Broker::Impl::NoteBlocked() {
+  const auto waited = std::chrono::steady_clock::now() - poll_began_;
+  bool preempted = false;
+  if (poll_.UsesPreemption()) {
+    rusage usage{};
+    if (getrusage(RUSAGE_THREAD, &usage) == 0) {
+      preempted = involuntary_switches_ >= 0 && usage.ru_nivcsw != involuntary_switches_;
+      involuntary_switches_ = usage.ru_nivcsw;
+    }
+  } else {
+    involuntary_switches_ = -1;  // not counted meanwhile: the next count starts afresh
+  }
+  poll_.Blocked(waited, preempted);
+}
+
+std::size_t Broker::Impl::PollSocket(boost::system::error_code& ec) {
+  const AdaptivePoll::Duration window = poll_.window();
+  poll_began_ = std::chrono::steady_clock::now();
+  if (window <= AdaptivePoll::Duration{0}) return 0;
+  do {
+    // The socket is non-blocking: would_block when nothing is there yet.
+    const std::size_t n = socket_.receive(asio::buffer(read_buf_), 0, ec);
+    if (ec != asio::error::would_block && ec != asio::error::try_again) {
+      if (!ec) poll_.Hit();
+      return n;
+    }
+  } while (std::chrono::steady_clock::now() - poll_began_ < window);
+  ec.clear();
+  return 0;
+}
+
 void Broker::Impl::OnBytes(std::size_t n) {
+  corked_ = true;
+  HandleBytes(n);
+  corked_ = false;
+  Flush();
+}
+
+void Broker::Impl::HandleBytes(std::size_t n) {
   const std::string_view chunk(read_buf_.data(), n);
   const std::uint64_t chunk_start = fed_;
   fed_ += n;
@@ -562,32 +665,66 @@ void Broker::Impl::Send(Kind kind, std::uint64_t id, protocol::Body body) {
   }
   queued_bytes_ += frame->size();
   queue_.push_back(std::move(*frame));
-  if (!writing_) DoWrite();
+  if (!corked_) Flush();
+}
+
+void Broker::Impl::Flush() {
+  if (closed_ || writing_ || queue_.empty()) return;
+  gather_.clear();
+  for (const std::string& frame : queue_) {
+    if (gather_.size() == kMaxGather) break;
+    gather_.push_back(asio::buffer(frame) + (gather_.empty() ? front_written_ : 0));
+  }
+  boost::system::error_code ec;
+  // Non-blocking: would_block (nothing written) when the agent's receive buffer is full.
+  const std::size_t n = socket_.send(gather_, 0, ec);
+  if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
+    WriteFailed(ec);
+    return;
+  }
+  Written(n);
+  if (!queue_.empty()) DoWrite();
+}
+
+void Broker::Impl::Written(std::size_t n) {
+  queued_bytes_ -= n;
+  while (n > 0) {
+    const std::size_t left = queue_.front().size() - front_written_;
+    if (n < left) {
+      front_written_ += n;
+      break;
+    }
+    n -= left;
+    queue_.pop_front();
+    front_written_ = 0;
+  }
+  if (paused_ && queued_bytes_ <= config_.pause_reading_above / 4) {
+    paused_ = false;
+    StartRead();
+  }
+}
+
+void Broker::Impl::WriteFailed(const boost::system::error_code& ec) {
+  End(BrokerOutcome::Status::kFailed, "writing to the agent failed: " + ec.message(), false);
+  Close();
 }
 
 void Broker::Impl::DoWrite() {
   if (closed_ || queue_.empty()) return;
   writing_ = true;
   std::weak_ptr<int> alive = alive_;
-  asio::async_write(socket_, asio::buffer(queue_.front()),
-                    [this, alive](const boost::system::error_code& ec, std::size_t) {
+  asio::async_write(socket_, asio::buffer(queue_.front()) + front_written_,
+                    [this, alive](const boost::system::error_code& ec, std::size_t n) {
                       if (alive.expired()) return;
                       writing_ = false;
                       if (closed_) return;
                       if (ec) {
-                        End(BrokerOutcome::Status::kFailed,
-                            "writing to the agent failed: " + ec.message(), false);
-                        Close();
+                        WriteFailed(ec);
                         return;
                       }
-                      queued_bytes_ -= queue_.front().size();
-                      queue_.pop_front();
-                      if (paused_ && queued_bytes_ <= config_.pause_reading_above / 4) {
-                        paused_ = false;
-                        StartRead();
-                      }
+                      Written(n);
                       if (!queue_.empty()) {
-                        DoWrite();
+                        Flush();
                       } else if (ended_) {
                         Close();
                       }
@@ -637,6 +774,8 @@ void Broker::Impl::End(BrokerOutcome::Status status, std::string reason, bool no
     Send(Kind::kShutdown, 0,
          protocol::Shutdown{std::string(BrokerStatusName(status)), outcome_.reason});
   }
+  // Replies gathered while this read's frames were handled go out now, the notice last.
+  Flush();
   if (!writing_ || !started_) {
     Close();
     return;
@@ -660,6 +799,7 @@ void Broker::Impl::Close() {
   socket_.close(ec);
   queue_.clear();
   queued_bytes_ = 0;
+  front_written_ = 0;
   if (!ended_) AgentGone("the connection to the agent was closed");
   if (on_end_posted_) return;
   on_end_posted_ = true;

@@ -2,8 +2,11 @@
 // Runs in cagent (trusted), single-threaded on one boost::asio::io_context (post to it from other
 // threads). Everything the agent sends is hostile: a malformed, oversized, out-of-order or unknown
 // message gets an error reply and an audit entry; after `max_protocol_errors` the connection is
-// closed and the run fails. The broker never blocks on the peer (all I/O is asynchronous, writes
-// are queued) and never throws out of a handler.
+// closed and the run fails. The broker never blocks on the peer (the socket is non-blocking:
+// replies are written at once as far as the socket takes them, the rest queued and written
+// asynchronously; reads poll briefly, then wait in epoll) and never throws out of a handler.
+// A request is decided, audited and answered on the io thread that read it: no other thread is
+// woken on the way.
 //
 // Per request kind (one handler each, see broker.cc):
 //   hello        version check, replies welcome (task, policy, tools, model info, limits)
@@ -96,6 +99,13 @@ struct BrokerConfig {
   // (a peer that floods requests but never reads its replies stalls itself, not the broker); it
   // resumes once the queue is down to a quarter of it.
   std::size_t pause_reading_above = 1U << 20;
+  // Adaptive polling (adaptive_poll.h): after answering, the io thread polls the agent's socket for
+  // up to this long before it blocks in epoll, so an agent that answers at once is read without a
+  // wake-up of the io thread. The window adapts (it costs CPU only while it catches messages, and
+  // stops on a busy CPU); other work on the io_context waits for at most one window. Zero = never
+  // poll: the default until a run on an idle machine shows it pays (docs/performance.md,
+  // "Broker"); cagent_bench_broker --max-poll 100 measures it.
+  std::chrono::microseconds max_poll{0};
   // cagent mcp serve: the welcome says mode "serve" (no task, no model), the agent asks for work
   // with next_call, and model_call is refused. Needs BrokerServices::calls.
   bool serve = false;

@@ -15,6 +15,7 @@
 // throughput when the client is not waiting.
 //
 // Usage: cagent_bench_broker [--requests N] [--repetitions R] [--warmup W] [--no-audit]
+//                            [--max-poll US]  (BrokerConfig::max_poll; 0 = the broker never polls)
 // Prints one line per repetition and the medians; exits 1 if any call is not allowed.
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -174,6 +175,7 @@ struct Options {
   std::uint64_t warmup = 1000;
   bool audit = true;
   std::size_t window = 64;
+  std::int64_t max_poll_us = -1;  // -1: BrokerConfig's default
 };
 
 struct Sample {
@@ -229,6 +231,7 @@ Sample RunOnce(const Options& o, const std::shared_ptr<const cagent::policy::Pol
   config.policy_digest = digest;
   config.task = "benchmark";
   config.budgets = broker::Budgets{};  // unlimited: see the file comment
+  if (o.max_poll_us >= 0) config.max_poll = std::chrono::microseconds(o.max_poll_us);
   BenchModel model(io);
   broker::BrokerServices services;
   services.audit = audit.get();
@@ -351,6 +354,11 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--no-audit") {
       o.audit = false;
+    } else if (a == "--max-poll" && i + 1 < argc) {
+      o.max_poll_us = std::strcmp(argv[i + 1], "0") == 0
+                          ? 0
+                          : static_cast<std::int64_t>(ParseCount(argv[i], argv[i + 1]));
+      ++i;
     } else if ((a == "--requests" || a == "--repetitions" || a == "--warmup") && i + 1 < argc) {
       const std::uint64_t v = ParseCount(argv[i], argv[i + 1]);
       ++i;
@@ -358,7 +366,8 @@ int main(int argc, char** argv) {
       if (a == "--repetitions") o.repetitions = static_cast<int>(v);
       if (a == "--warmup") o.warmup = v;
     } else {
-      Die("usage: cagent_bench_broker [--requests N] [--repetitions R] [--warmup W] [--no-audit]");
+      Die("usage: cagent_bench_broker [--requests N] [--repetitions R] [--warmup W] [--no-audit] "
+          "[--max-poll US]");
     }
   }
 
@@ -380,9 +389,10 @@ int main(int argc, char** argv) {
 
   std::printf(
       "broker decision round trip: backend profile, %s, %llu requests (+%llu warm-up), "
-      "pipelined window %zu\n",
+      "pipelined window %zu, max poll %s\n",
       o.audit ? "audit log on disk" : "no audit log", static_cast<unsigned long long>(o.requests),
-      static_cast<unsigned long long>(o.warmup), o.window);
+      static_cast<unsigned long long>(o.warmup), o.window,
+      o.max_poll_us < 0 ? "default" : (std::to_string(o.max_poll_us) + " us").c_str());
   std::printf("%-6s %9s %9s %9s %12s %10s %18s %13s %8s\n", "rep", "p50 us", "p99 us", "mean us",
               "decisions/s", "calls/s", "pipelined calls/s", "cpu us/call", "audit");
   std::vector<Sample> samples;

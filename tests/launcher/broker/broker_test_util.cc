@@ -295,6 +295,7 @@ Harness::Harness(HarnessOptions options) : redactor(options.secrets) {
   config.max_protocol_errors = options.max_protocol_errors;
   config.max_frame_bytes = options.max_frame_bytes;
   config.pause_reading_above = options.pause_reading_above;
+  config.max_poll = options.max_poll;
   config.serve = options.calls != nullptr;
   config.client_name = "test-client";
 

@@ -153,6 +153,7 @@ struct HarnessOptions {
   std::uint32_t max_protocol_errors = 8;
   std::uint32_t max_frame_bytes = protocol::kMaxFrameBytes;
   std::size_t pause_reading_above = 1U << 20;
+  std::chrono::microseconds max_poll{0};  // BrokerConfig::max_poll
   bool with_approver = true;
   bool with_model = true;
   // A real provider to use instead of the fake (made on the harness's io_context), e.g. the
