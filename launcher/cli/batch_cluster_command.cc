@@ -21,6 +21,7 @@
 #include "launcher/batch/k8s.h"
 #include "launcher/batch/slurm.h"
 #include "launcher/batch/tasks.h"
+#include "launcher/cli/entry.h"
 
 namespace cagent::launcher::cli {
 namespace {
@@ -40,14 +41,6 @@ std::string Absolute(const std::string& path) {
   if (ec) out = path;
   while (out.size() > 1 && out.back() == '/') out.pop_back();
   return out;
-}
-
-std::string SelfPath() {
-  char self[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return "";
-  self[n] = '\0';
-  return self;
 }
 
 // The tasks, or the exit status after printing why not (LoadTasks lists every bad line).
@@ -121,7 +114,7 @@ int RunSlurm(const BatchClusterOptions& o) {
   batch::SlurmOptions so;
   so.tasks_file = Absolute(o.tasks);
   so.results_dir = Absolute(o.results);
-  so.cagent = o.cagent.empty() ? SelfPath() : o.cagent;
+  so.cagent = o.cagent.empty() ? LauncherPath() : o.cagent;
   so.partition = o.partition;
   so.job_name = o.job_name;
   so.array_limit = o.array_limit;

@@ -31,16 +31,21 @@ std::vector<char*>& CommandLine() {
   return argv;
 }
 
+std::string SelfPath() {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "";
+  self[n] = '\0';
+  return self;
+}
+
 // Where cagent-full is: next to this program (the build tree), in ../libexec/cagent/ (an
 // installed or relocated tree), else the libexec directory the build was configured for. Never a
 // search of PATH: the program that gets cagent's command line (and its credentials, for a run) is
 // the one installed with it.
 std::vector<fs::path> FullProgramCandidates() {
   std::vector<fs::path> out;
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    self[n] = '\0';
+  if (const std::string self = SelfPath(); !self.empty()) {
     const fs::path dir = fs::path(self).parent_path();
     out.push_back(dir / "cagent-full");
     out.push_back(dir / ".." / "libexec" / "cagent" / "cagent-full");
@@ -50,6 +55,22 @@ std::vector<fs::path> FullProgramCandidates() {
 }
 
 }  // namespace
+
+std::string LauncherPath() {
+  const std::string self = SelfPath();
+  if (self.empty()) return "";
+  const fs::path dir = fs::path(self).parent_path();
+  if (dir.filename() == "cagent" || fs::exists(dir / "cagent-full")) {
+    for (const fs::path& candidate : {dir / "cagent", dir / ".." / ".." / "bin" / "cagent"}) {
+      std::error_code ec;
+      const fs::path canonical = fs::canonical(candidate, ec);
+      if (!ec && canonical != fs::path(self) && ::access(canonical.c_str(), X_OK) == 0) {
+        return canonical.string();
+      }
+    }
+  }
+  return self;
+}
 
 void RememberCommandLine(int argc, char** argv) {
   CommandLine().assign(argv, argv + argc);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +23,12 @@ void RememberCommandLine(int argc, char** argv);
 // failure, with the exit status to end with (the reason printed). `why` names what needs it, for
 // the message.
 int RunInFullProgram(std::string_view why);
+
+// The program people run, for a command line cagent writes down for later (a Slurm script): the
+// launcher beside this program (the build tree) or in ../../bin/ (cagent-full installed in
+// PREFIX/libexec/cagent/), else this program itself (the launcher, or a lone cagent-full, which
+// answers every command too). "" when /proc/self/exe cannot be read.
+std::string LauncherPath();
 
 // `cagent help [SUBCOMMAND]` is `cagent [SUBCOMMAND] --help`: rewrites argc/argv (pointing into
 // `storage`) before anything looks at them. An exit status when the form is wrong.
