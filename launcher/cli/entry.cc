@@ -57,7 +57,7 @@ std::vector<fs::path> FullProgramCandidates() {
 }  // namespace
 
 std::string LauncherPath() {
-  const std::string self = SelfPath();
+  std::string self = SelfPath();
   if (self.empty()) return "";
   const fs::path dir = fs::path(self).parent_path();
   if (dir.filename() == "cagent" || fs::exists(dir / "cagent-full")) {
