@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <cstdint>
 #include <deque>
 #include <set>
 #include <utility>
@@ -455,7 +456,7 @@ class Broker::Impl {
   // When the io thread last started to poll or to wait for the agent's bytes.
   std::chrono::steady_clock::time_point poll_began_ = std::chrono::steady_clock::now();
   // The io thread's involuntary context switches at the previous block; -1 = not read yet.
-  long involuntary_switches_ = -1;
+  std::int64_t involuntary_switches_ = -1;
 
   asio::steady_timer wall_timer_;
   asio::steady_timer close_timer_;
